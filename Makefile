@@ -1,0 +1,47 @@
+# The two commands of the README: `make demo` and `make test`. Both create .venv when it is missing.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip --disable-pip-version-check -q
+CONSTRAINTS := -c constraints.txt
+DEMO_HOME ?= $(CURDIR)/.trainops-demo
+
+.PHONY: demo test check lint typecheck pytest bench install-demo install-test clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --upgrade pip setuptools wheel
+
+$(VENV)/.demo-installed: $(PY) pyproject.toml constraints.txt
+	$(PIP) install $(CONSTRAINTS) -e '.[torch,s3]'
+	touch $@
+
+$(VENV)/.test-installed: $(VENV)/.demo-installed
+	$(PIP) install $(CONSTRAINTS) -e '.[dev,torch,s3]'
+	touch $@
+
+install-demo: $(VENV)/.demo-installed
+install-test: $(VENV)/.test-installed
+
+demo: install-demo
+	TRAINOPS_HOME=$(DEMO_HOME) $(VENV)/bin/trainops run examples/digits/job.yaml
+	TRAINOPS_HOME=$(DEMO_HOME) $(VENV)/bin/trainops jobs --limit 5
+
+lint: install-test
+	$(VENV)/bin/ruff check src tests bench examples
+	$(VENV)/bin/ruff format --check src tests bench examples
+
+typecheck: install-test
+	$(VENV)/bin/mypy
+
+pytest: install-test
+	$(PY) -m pytest
+
+test: lint typecheck pytest
+
+bench: install-test
+	$(PIP) install $(CONSTRAINTS) -e '.[ray]'
+	$(PY) bench/launch_overhead.py
+
+clean:
+	rm -rf $(VENV) $(DEMO_HOME) .mypy_cache .ruff_cache .pytest_cache

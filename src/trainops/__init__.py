@@ -1,0 +1,66 @@
+"""trainops: run, scale, watch and tune training jobs with the SageMaker training contract.
+
+The public surface is this module's ``__all__``. Heavier pieces (the HTTP client and the
+``TrainingJob`` SDK class) are imported on first use, so that ``import trainops`` stays cheap for
+host agents and training scripts.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from trainops._errors import (
+    ArchiveError,
+    ConfigError,
+    JobNotFoundError,
+    ServerError,
+    SpecError,
+    StorageError,
+    TrainopsError,
+)
+from trainops._version import __version__
+from trainops.spec import (
+    Channel,
+    CheckpointConfig,
+    JobSpec,
+    MetricDefinition,
+    RetryStrategy,
+    StoppingCondition,
+    load_spec,
+)
+
+if TYPE_CHECKING:
+    from trainops.client import Client, connect
+    from trainops.sdk import TrainingJob
+
+__all__ = [
+    "ArchiveError",
+    "Channel",
+    "CheckpointConfig",
+    "Client",
+    "ConfigError",
+    "JobNotFoundError",
+    "JobSpec",
+    "MetricDefinition",
+    "RetryStrategy",
+    "ServerError",
+    "SpecError",
+    "StoppingCondition",
+    "StorageError",
+    "TrainingJob",
+    "TrainopsError",
+    "__version__",
+    "connect",
+    "load_spec",
+]
+
+_LAZY = {"Client": "trainops.client", "connect": "trainops.client", "TrainingJob": "trainops.sdk"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'trainops' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)

@@ -1,0 +1,52 @@
+"""The exceptions trainops raises for things a user can fix.
+
+Every user-facing failure is a :class:`TrainopsError` whose message says what was wrong and where;
+the CLI prints the message (never a traceback) and exits non-zero.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ArchiveError",
+    "ConfigError",
+    "JobNotFoundError",
+    "ServerError",
+    "SpecError",
+    "StorageError",
+    "TrainopsError",
+]
+
+
+class TrainopsError(Exception):
+    """Base class of errors that are reported to the user as a message."""
+
+
+class ConfigError(TrainopsError):
+    """A setting in the environment or in ``config.yaml`` is invalid."""
+
+
+class SpecError(TrainopsError):
+    """A job spec is invalid. ``problems`` lists ``(field path, reason)`` pairs."""
+
+    def __init__(self, problems: list[tuple[str, str]], source: str | None = None) -> None:
+        self.problems = problems
+        self.source = source
+        head = f"invalid job spec{f' in {source}' if source else ''}"
+        lines = [f"  {path or '<spec>'}: {reason}" for path, reason in problems]
+        super().__init__("\n".join([head + ":", *lines]))
+
+
+class StorageError(TrainopsError):
+    """An object-storage operation failed (URI, permissions, endpoint, missing object)."""
+
+
+class ArchiveError(TrainopsError):
+    """A tarball is malformed or tries to write outside its target directory."""
+
+
+class JobNotFoundError(TrainopsError):
+    """No job has the given name."""
+
+
+class ServerError(TrainopsError):
+    """The control plane could not be reached or answered with an error."""

@@ -1,0 +1,32 @@
+"""The narrow agent API: messages between host agents and the control plane, and the launch contract.
+
+Both sides import only this package from each other, so every backend (local processes, Ray
+actors) starts and hears from agents the same way.
+"""
+
+from trainops.protocol._launch import AgentLaunch, agent_command
+from trainops.protocol._messages import (
+    AGENT_API_PREFIX,
+    AgentEvent,
+    Assignment,
+    Command,
+    EventKind,
+    EventReply,
+    HostOutcome,
+    HostResources,
+    Phase,
+)
+
+__all__ = [
+    "AGENT_API_PREFIX",
+    "AgentEvent",
+    "AgentLaunch",
+    "Assignment",
+    "Command",
+    "EventKind",
+    "EventReply",
+    "HostOutcome",
+    "HostResources",
+    "Phase",
+    "agent_command",
+]

@@ -1,0 +1,145 @@
+"""Messages of the narrow agent API: what a host agent is told, and what it reports.
+
+The agent fetches an :class:`Assignment`, then posts batches of :class:`AgentEvent` (each with a
+per-host, per-attempt sequence number, so a resend after a lost reply is harmless) and receives
+an :class:`EventReply` with the highest sequence number the control plane has stored and any
+:class:`Command` for it (today: stop). Plain dataclasses and JSON keep the agent's imports light.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any
+
+__all__ = [
+    "AGENT_API_PREFIX",
+    "AgentEvent",
+    "Assignment",
+    "Command",
+    "EventKind",
+    "EventReply",
+    "HostOutcome",
+    "HostResources",
+    "Phase",
+]
+
+AGENT_API_PREFIX = "/agent/v1"
+
+
+class EventKind(StrEnum):
+    """What an event carries; ``data`` keys per kind are listed on each member."""
+
+    PHASE = "phase"  # {"phase": Phase, "message": str}
+    LOG = "log"  # {"stream": "stdout" | "stderr" | "agent", "line": str}
+    METRIC = "metric"  # {"name": str, "value": float, "timestamp": float}
+    ARTIFACT = "artifact"  # {"name": "model" | "model_part" | "output" | "log" | ..., "uri": str}
+    PROCESS = "process"  # {"pid": int, "pgid": int, "command": [str, ...]}
+    EXIT = "exit"  # {"outcome": HostOutcome, "exit_code": int | None, "failure_reason": str | None}
+
+
+class Phase(StrEnum):
+    """The secondary statuses a host passes through while it runs."""
+
+    DOWNLOADING = "Downloading"
+    TRAINING = "Training"
+    UPLOADING = "Uploading"
+
+
+class HostOutcome(StrEnum):
+    """How one host ended. ``InternalError`` is trainops' fault and makes the job retryable."""
+
+    COMPLETED = "Completed"
+    FAILED = "Failed"
+    STOPPED = "Stopped"
+    INTERNAL_ERROR = "InternalError"
+
+
+@dataclass(frozen=True, slots=True)
+class AgentEvent:
+    """One report from a host agent."""
+
+    seq: int
+    ts: float
+    kind: EventKind
+    data: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"seq": self.seq, "ts": self.ts, "kind": str(self.kind), "data": self.data}
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> AgentEvent:
+        return cls(
+            seq=int(raw["seq"]),
+            ts=float(raw["ts"]),
+            kind=EventKind(raw["kind"]),
+            data=dict(raw["data"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class HostResources:
+    """What the backend reserved for this host: CPU ids for affinity, GPU ids, memory."""
+
+    cpus: list[int] = field(default_factory=list)
+    gpus: list[int] = field(default_factory=list)
+    memory_mb: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Assignment:
+    """Everything one host agent needs to run its part of a job.
+
+    ``spec`` is ``JobSpec.model_dump(mode="json")``; ``output_prefix`` is
+    ``<output_path>/<job_name>`` where model.tar.gz, output.tar.gz, intermediate files and logs go;
+    ``code_uri`` is the sourcedir.tar.gz the client uploaded.
+    """
+
+    job_name: str
+    attempt: int
+    current_host: str
+    hosts: list[str]
+    spec: dict[str, Any]
+    code_uri: str
+    output_prefix: str
+    resources: HostResources
+    region: str = "us-east-1"
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> Assignment:
+        data = dict(raw)
+        data["resources"] = HostResources(**data["resources"])
+        return cls(**data)
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """An instruction for the agent. ``kind == "stop"``: SIGTERM, then SIGKILL after grace."""
+
+    kind: str
+    reason: str = ""
+    grace_seconds: float = 120.0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class EventReply:
+    """The control plane's answer to an event batch."""
+
+    acked_seq: int
+    commands: list[Command] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"acked_seq": self.acked_seq, "commands": [c.to_json() for c in self.commands]}
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> EventReply:
+        return cls(
+            acked_seq=int(raw["acked_seq"]),
+            commands=[Command(**c) for c in raw.get("commands", [])],
+        )

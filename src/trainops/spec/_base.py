@@ -1,0 +1,88 @@
+"""The base model of every spec class: strict, immutable, and failing with a :class:`SpecError`.
+
+Pydantic's ``ValidationError`` is turned into ``(field path, reason)`` pairs here, so a user of the
+Python API gets the same message as a user of a YAML file.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from trainops._errors import SpecError
+
+__all__ = ["SpecModel", "problems_from"]
+
+
+class SpecModel(BaseModel):
+    """Frozen, extra-forbidding model that raises :class:`SpecError` on bad input."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise SpecError(problems_from(exc, type(self))) from None
+
+    # Tell pydantic this __init__ only wraps the base one, so nested models are validated by
+    # pydantic-core directly and their errors keep their full location.
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+
+
+def problems_from(exc: ValidationError, model: type[BaseModel]) -> list[tuple[str, str]]:
+    """Turn a pydantic error into ``(dotted path, reason)`` pairs a person can act on."""
+    problems = []
+    for err in exc.errors():
+        loc = [str(part) for part in err["loc"]]
+        path = ".".join(loc)
+        if err["type"] == "extra_forbidden":
+            reason = _unknown_field(model, loc)
+        else:
+            reason = _clean(str(err["msg"]))
+        problems.append((path, reason))
+    return problems
+
+
+def _clean(msg: str) -> str:
+    for prefix in ("Value error, ", "Assertion failed, "):
+        if msg.startswith(prefix):
+            return msg[len(prefix) :]
+    return msg
+
+
+def _unknown_field(model: type[BaseModel], loc: list[str]) -> str:
+    fields = _fields_at(model, loc[:-1])
+    if not fields:
+        return "unknown field"
+    close = difflib.get_close_matches(loc[-1], fields, n=1)
+    hint = f"did you mean '{close[0]}'? " if close else ""
+    return f"unknown field; {hint}known fields: {', '.join(sorted(fields))}"
+
+
+def _fields_at(model: type[BaseModel], path: list[str]) -> list[str]:
+    """The field names of the model reached by following ``path`` (dict keys, list indexes skipped)."""
+    current: type[BaseModel] | None = model
+    parts = iter(path)
+    for part in parts:
+        if current is None:
+            return []
+        field = current.model_fields.get(part)
+        if field is None:
+            return []
+        if getattr(field.annotation, "__origin__", None) in (dict, list):
+            next(parts, None)
+        current = _model_in(field.annotation)
+    return list(current.model_fields) if current is not None else []
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None

@@ -1,0 +1,305 @@
+"""The job spec: everything a user declares about a training job.
+
+Names follow the SageMaker Python SDK where it has one (``entry_point``, ``source_dir``,
+``hyperparameters``, ``instance_type``, ``instance_count``, ``environment``, ``inputs``,
+``output_path``, ``metric_definitions``) and the CreateTrainingJob API shapes in snake case
+otherwise (``stopping_condition``, ``retry_strategy``, ``checkpoint``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from trainops.catalog import InstanceType, load_catalog
+from trainops.spec._base import SpecModel
+
+__all__ = [
+    "RESERVED_HYPERPARAMETERS",
+    "Channel",
+    "CheckpointConfig",
+    "Distribution",
+    "InputMode",
+    "JobSpec",
+    "MetricDefinition",
+    "RetryStrategy",
+    "StoppingCondition",
+]
+
+CHANNEL_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+JOB_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+MAX_HYPERPARAMETERS = 100
+MAX_CHANNELS = 20
+MAX_METRICS = 40
+MAX_ENVIRONMENT = 100
+MAX_RUNTIME_LIMIT = 28 * 24 * 3600
+
+# Set by trainops itself, as the SageMaker SDK does; a user may not set them.
+RESERVED_HYPERPARAMETERS = frozenset(
+    {
+        "sagemaker_program",
+        "sagemaker_submit_directory",
+        "sagemaker_enable_cloudwatch_metrics",
+        "sagemaker_region",
+        "sagemaker_container_log_level",
+        "sagemaker_job_name",
+        "default_user_module_name",
+        "_tuning_objective_metric",
+        "sagemaker_s3_output",
+    }
+)
+
+_DISTRIBUTION_ALIASES = {
+    "fullyreplicated": "FullyReplicated",
+    "replicated": "FullyReplicated",
+    "shardedbykey": "ShardedByKey",
+    "shardedbys3key": "ShardedByKey",
+    "sharded": "ShardedByKey",
+}
+
+
+class Distribution(StrEnum):
+    """How a channel's objects are spread over hosts."""
+
+    FULLY_REPLICATED = "FullyReplicated"
+    SHARDED_BY_KEY = "ShardedByKey"
+
+
+class InputMode(StrEnum):
+    """How a channel reaches the script. Only File mode exists so far."""
+
+    FILE = "File"
+
+
+class Channel(SpecModel):
+    """One input channel: objects under ``uri`` appear in ``input/data/<channel>``."""
+
+    uri: str = Field(description="s3://, file:// or a local path (made absolute on submit)")
+    content_type: str | None = Field(default=None, description="MIME type recorded for the script")
+    distribution: Distribution = Field(default=Distribution.FULLY_REPLICATED)
+    shuffle_seed: int | None = Field(default=None, description="Seed that permutes object order")
+    mode: InputMode = Field(default=InputMode.FILE, description="File (download before training)")
+
+    def __init__(self, uri: str | None = None, /, **data: Any) -> None:
+        if uri is not None:
+            data["uri"] = uri
+        super().__init__(**data)
+
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+
+    @field_validator("uri")
+    @classmethod
+    def _uri(cls, value: str) -> str:
+        return _check_uri(value)
+
+    @field_validator("distribution", mode="before")
+    @classmethod
+    def _distribution(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            found = _DISTRIBUTION_ALIASES.get(value.replace("_", "").replace("-", "").lower())
+            if found is None:
+                raise ValueError(
+                    f"{value!r} is not a distribution; use FullyReplicated or ShardedByKey"
+                )
+            return found
+        return value
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _mode(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            if value.lower() in ("pipe", "fastfile"):
+                raise ValueError(f"input mode {value!r} is not available yet; use File")
+            if value.lower() == "file":
+                return InputMode.FILE
+            raise ValueError(f"{value!r} is not an input mode; use File")
+        return value
+
+
+class MetricDefinition(SpecModel):
+    """A metric scraped from the job's logs: the first capture group of ``regex`` is the value."""
+
+    name: str = Field(min_length=1, max_length=255)
+    regex: str = Field(min_length=1, max_length=500)
+
+    @field_validator("regex")
+    @classmethod
+    def _regex(cls, value: str) -> str:
+        try:
+            compiled = re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"not a valid regular expression: {exc}") from None
+        if compiled.groups < 1:
+            raise ValueError("needs a capture group, e.g. 'loss=([0-9.]+)'")
+        return value
+
+
+class CheckpointConfig(SpecModel):
+    """Where checkpoints are synchronised: ``uri`` in object storage, ``local_path`` on each host."""
+
+    uri: str
+    local_path: str = "/opt/ml/checkpoints"
+
+    @field_validator("uri")
+    @classmethod
+    def _uri(cls, value: str) -> str:
+        return _check_uri(value)
+
+    @field_validator("local_path")
+    @classmethod
+    def _local_path(cls, value: str) -> str:
+        parts = Path(value).parts
+        if not value.startswith("/opt/ml/") or ".." in parts or len(parts) < 4:
+            raise ValueError(
+                "must be a directory under /opt/ml/ (it is re-rooted in each host's job tree)"
+            )
+        return value.rstrip("/")
+
+
+class StoppingCondition(SpecModel):
+    """Limits on the job's run time."""
+
+    max_runtime_in_seconds: int = Field(default=86400, ge=1, le=MAX_RUNTIME_LIMIT)
+    grace_period_in_seconds: int = Field(
+        default=120, ge=0, le=3600, description="SIGTERM to SIGKILL delay when stopping"
+    )
+
+
+class RetryStrategy(SpecModel):
+    """How often a job that failed for an internal reason is run again."""
+
+    maximum_retry_attempts: int = Field(default=0, ge=0, le=30)
+
+
+class JobSpec(SpecModel):
+    """A complete training-job declaration (the YAML file and ``TrainingJob`` share it)."""
+
+    entry_point: str = Field(min_length=1)
+    source_dir: str | None = None
+    job_name: str | None = None
+    base_job_name: str | None = None
+    hyperparameters: dict[str, Any] = Field(default_factory=dict)
+    instance_type: str = "ml.m5.large"
+    instance_count: int = Field(default=1, ge=1, le=64)
+    environment: dict[str, str] = Field(default_factory=dict)
+    inputs: dict[str, Channel] = Field(default_factory=dict)
+    output_path: str | None = None
+    checkpoint: CheckpointConfig | None = None
+    metric_definitions: list[MetricDefinition] = Field(default_factory=list)
+    stopping_condition: StoppingCondition = Field(default_factory=StoppingCondition)
+    retry_strategy: RetryStrategy = Field(default_factory=RetryStrategy)
+
+    @field_validator("entry_point")
+    @classmethod
+    def _entry_point(cls, value: str) -> str:
+        if Path(value).is_absolute() or ".." in Path(value).parts:
+            raise ValueError("must be a path relative to source_dir, without '..'")
+        return value
+
+    @field_validator("job_name", "base_job_name")
+    @classmethod
+    def _name(cls, value: str | None) -> str | None:
+        if value is not None and not JOB_NAME.match(value):
+            raise ValueError(
+                "must be 1-63 letters, digits or hyphens, starting and ending with a letter or digit"
+            )
+        return value
+
+    @field_validator("instance_type")
+    @classmethod
+    def _instance_type(cls, value: str) -> str:
+        try:
+            load_catalog().get(value)
+        except KeyError as exc:
+            raise ValueError(str(exc.args[0])) from None
+        return value
+
+    @field_validator("hyperparameters")
+    @classmethod
+    def _hyperparameters(cls, value: dict[str, Any]) -> dict[str, Any]:
+        if len(value) > MAX_HYPERPARAMETERS:
+            raise ValueError(f"{len(value)} hyperparameters; at most {MAX_HYPERPARAMETERS}")
+        for key, item in value.items():
+            _check_hyperparameter(key, item)
+        return value
+
+    @field_validator("environment")
+    @classmethod
+    def _environment(cls, value: dict[str, str]) -> dict[str, str]:
+        if len(value) > MAX_ENVIRONMENT:
+            raise ValueError(f"{len(value)} variables; at most {MAX_ENVIRONMENT}")
+        for key, item in value.items():
+            if not ENV_NAME.match(key) or len(key) > 512:
+                raise ValueError(f"{key!r} is not a valid environment variable name")
+            if key.startswith("TRAINOPS_"):
+                raise ValueError(f"{key!r}: the TRAINOPS_ prefix is reserved")
+            if len(item) > 512:
+                raise ValueError(f"{key!r}: value longer than 512 characters")
+        return value
+
+    @field_validator("inputs")
+    @classmethod
+    def _inputs(cls, value: dict[str, Channel]) -> dict[str, Channel]:
+        if len(value) > MAX_CHANNELS:
+            raise ValueError(f"{len(value)} channels; at most {MAX_CHANNELS}")
+        for name in value:
+            if not CHANNEL_NAME.match(name) or len(name) > 64:
+                raise ValueError(
+                    f"channel name {name!r} must match [A-Za-z0-9._-]+ and be at most 64 characters"
+                )
+        return value
+
+    @field_validator("output_path")
+    @classmethod
+    def _output_path(cls, value: str | None) -> str | None:
+        return None if value is None else _check_uri(value)
+
+    @field_validator("metric_definitions")
+    @classmethod
+    def _metrics(cls, value: list[MetricDefinition]) -> list[MetricDefinition]:
+        if len(value) > MAX_METRICS:
+            raise ValueError(f"{len(value)} metric definitions; at most {MAX_METRICS}")
+        names = [m.name for m in value]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"metric names must be unique; repeated: {', '.join(dupes)}")
+        return value
+
+    @property
+    def instance(self) -> InstanceType:
+        """The catalog entry of ``instance_type``."""
+        return load_catalog().get(self.instance_type)
+
+
+def _check_uri(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty")
+    scheme, sep, _ = value.partition("://")
+    if sep and scheme not in ("s3", "file"):
+        raise ValueError(f"scheme {scheme!r} is not supported; use s3://, file:// or a local path")
+    if sep and scheme == "s3" and not value[len("s3://") :].split("/")[0]:
+        raise ValueError("s3 URI needs a bucket, e.g. s3://bucket/prefix/")
+    return value
+
+
+def _check_hyperparameter(key: str, value: Any) -> None:
+    if not key or len(key) > 256:
+        raise ValueError(f"name {key!r} must be 1-256 characters")
+    if key in RESERVED_HYPERPARAMETERS:
+        raise ValueError(f"{key!r} is reserved: trainops sets it from the job spec")
+    if value is None:
+        raise ValueError(f"{key!r} has no value")
+    try:
+        encoded = value if isinstance(value, str) else json.dumps(value)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"{key!r}: value must be a string, number, boolean, list or mapping"
+        ) from None
+    if len(encoded) > 2500:
+        raise ValueError(f"{key!r}: value is {len(encoded)} characters encoded; at most 2500")
