@@ -7,7 +7,7 @@ host agents and training scripts.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import typing as _typing
 
 from trainops._errors import (
     ArchiveError,
@@ -29,7 +29,7 @@ from trainops.spec import (
     load_spec,
 )
 
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from trainops.client import Client, connect
     from trainops.sdk import TrainingJob
 
@@ -57,7 +57,7 @@ __all__ = [
 _LAZY = {"Client": "trainops.client", "connect": "trainops.client", "TrainingJob": "trainops.sdk"}
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _typing.Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'trainops' has no attribute {name!r}")

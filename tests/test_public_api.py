@@ -1,0 +1,42 @@
+"""The public surface is exactly ``trainops.__all__``, and every name in it resolves."""
+
+from __future__ import annotations
+
+import trainops
+
+EXPECTED = {
+    "ArchiveError",
+    "Channel",
+    "CheckpointConfig",
+    "Client",
+    "ConfigError",
+    "JobNotFoundError",
+    "JobSpec",
+    "MetricDefinition",
+    "RetryStrategy",
+    "ServerError",
+    "SpecError",
+    "StoppingCondition",
+    "StorageError",
+    "TrainingJob",
+    "TrainopsError",
+    "__version__",
+    "connect",
+    "load_spec",
+}
+
+
+def test_exported_members() -> None:
+    assert set(trainops.__all__) == EXPECTED
+
+
+def test_every_export_resolves() -> None:
+    for name in trainops.__all__:
+        assert getattr(trainops, name) is not None, name
+
+
+def test_public_names_of_the_module_are_exported() -> None:
+    public = {name for name in vars(trainops) if not name.startswith("_")}
+    # Submodules appear as attributes once imported; they are reached by their dotted path.
+    public -= {"spec", "catalog", "storage", "archive", "protocol", "annotations"}
+    assert public <= set(trainops.__all__)

@@ -1,0 +1,51 @@
+"""Settings come from the environment and config.yaml, with clear errors for bad values."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from trainops._errors import ConfigError
+from trainops._settings import Settings
+
+
+def test_defaults(tmp_path: Path) -> None:
+    s = Settings.load({"TRAINOPS_HOME": str(tmp_path)})
+    assert s.home == tmp_path and s.db_path == tmp_path / "trainops.db"
+    assert s.default_output_uri == tmp_path.resolve().as_uri() + "/objects/jobs"
+    assert s.server_url is None and s.capacity.cpus is None
+
+
+def test_config_file_and_env_precedence(tmp_path: Path) -> None:
+    (tmp_path / "config.yaml").write_text(
+        "server: http://127.0.0.1:9000\ns3:\n  endpoint_url: http://127.0.0.1:8333\nlocal:\n  cpus: 3\n"
+    )
+    s = Settings.load({"TRAINOPS_HOME": str(tmp_path), "TRAINOPS_LOCAL_CPUS": "5"})
+    assert s.server_url == "http://127.0.0.1:9000"
+    assert s.s3.endpoint_url == "http://127.0.0.1:8333"
+    assert s.capacity.cpus == 5
+
+
+def test_credentials_stay_out_of_repr(tmp_path: Path) -> None:
+    s = Settings.load(
+        {
+            "TRAINOPS_HOME": str(tmp_path),
+            "AWS_SECRET_ACCESS_KEY": "hunter2",
+            "TRAINOPS_TOKEN": "tok",
+        }
+    )
+    assert "hunter2" not in repr(s) and "tok" not in repr(s)
+    assert s.s3.client_env()["AWS_SECRET_ACCESS_KEY"] == "hunter2"
+
+
+@pytest.mark.parametrize(("value", "fragment"), [("two", "whole number"), ("-1", "negative")])
+def test_bad_capacity(tmp_path: Path, value: str, fragment: str) -> None:
+    with pytest.raises(ConfigError, match=f"TRAINOPS_LOCAL_CPUS.*{fragment}"):
+        Settings.load({"TRAINOPS_HOME": str(tmp_path), "TRAINOPS_LOCAL_CPUS": value})
+
+
+def test_bad_config_yaml(tmp_path: Path) -> None:
+    (tmp_path / "config.yaml").write_text("s3: [unclosed\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        Settings.load({"TRAINOPS_HOME": str(tmp_path)})
