@@ -1,8 +1,8 @@
 """trainops: run, scale, watch and tune training jobs with the SageMaker training contract.
 
-The public surface is this module's ``__all__``. Heavier pieces (the HTTP client and the
-``TrainingJob`` SDK class) are imported on first use, so that ``import trainops`` stays cheap for
-host agents and training scripts.
+The public surface is this module's ``__all__``. Everything but the errors is imported on first
+use (the spec models pull in pydantic, the client httpx), so that ``import trainops`` stays cheap
+for host agents and training scripts.
 """
 
 from __future__ import annotations
@@ -19,19 +19,19 @@ from trainops._errors import (
     TrainopsError,
 )
 from trainops._version import __version__
-from trainops.spec import (
-    Channel,
-    CheckpointConfig,
-    JobSpec,
-    MetricDefinition,
-    RetryStrategy,
-    StoppingCondition,
-    load_spec,
-)
 
 if _typing.TYPE_CHECKING:
     from trainops.client import Client, connect
     from trainops.sdk import TrainingJob
+    from trainops.spec import (
+        Channel,
+        CheckpointConfig,
+        JobSpec,
+        MetricDefinition,
+        RetryStrategy,
+        StoppingCondition,
+        load_spec,
+    )
 
 __all__ = [
     "ArchiveError",
@@ -54,7 +54,23 @@ __all__ = [
     "load_spec",
 ]
 
-_LAZY = {"Client": "trainops.client", "connect": "trainops.client", "TrainingJob": "trainops.sdk"}
+_LAZY = {
+    "Client": "trainops.client",
+    "connect": "trainops.client",
+    "TrainingJob": "trainops.sdk",
+    **dict.fromkeys(
+        [
+            "Channel",
+            "CheckpointConfig",
+            "JobSpec",
+            "MetricDefinition",
+            "RetryStrategy",
+            "StoppingCondition",
+            "load_spec",
+        ],
+        "trainops.spec",
+    ),
+}
 
 
 def __getattr__(name: str) -> _typing.Any:

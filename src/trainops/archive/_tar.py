@@ -54,6 +54,9 @@ def _walk(root: Path) -> list[Path]:
 
 def _check_member(member: tarfile.TarInfo, target: Path, archive: Path) -> None:
     where = f"{archive.name}: entry {member.name!r}"
+    if member.name.startswith(("/", os.sep)):
+        # The "data" filter would quietly strip the slash; an absolute name is hostile, so refuse.
+        raise ArchiveError(f"{where} rejected: absolute path")
     try:
         tarfile.data_filter(member, str(target))
     except tarfile.FilterError as exc:

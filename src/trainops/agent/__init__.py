@@ -1,0 +1,108 @@
+"""The host agent: ``python -m trainops.agent`` runs one host of a job.
+
+It fetches its :class:`~trainops.protocol.Assignment`, builds the host's /opt/ml-shaped tree and
+the SageMaker training toolkit's environment, runs the entry point, scrapes metrics from its
+output, keeps checkpoints and intermediate outputs in object storage, uploads the model and
+outputs, and reports every step to the control plane through a :class:`Reporter`. Importing this
+package starts nothing; the pieces are exported for reuse and tests.
+"""
+
+from trainops.agent._agent import HostAgent, HostResult
+from trainops.agent._channels import ProgressLine, assign_objects, download_channel
+from trainops.agent._client import AgentApiError, AgentClient, fetch_assignment
+from trainops.agent._entry_point import (
+    EntryPointKind,
+    entry_point_command,
+    entry_point_kind,
+    module_name,
+)
+from trainops.agent._environment import (
+    HostContext,
+    build_environment,
+    count_machine_gpus,
+    sm_variables,
+    training_env,
+)
+from trainops.agent._failure import (
+    called_process_error,
+    exit_failure_reason,
+    read_failure_file,
+    stderr_excerpt,
+)
+from trainops.agent._hostlog import HostLog
+from trainops.agent._hyperparameters import (
+    SAGEMAKER_HYPERPARAMETERS,
+    decode_hyperparameters,
+    encode_hyperparameters,
+    split_hyperparameters,
+    to_cmd_args,
+    to_env_vars,
+)
+from trainops.agent._installer import (
+    InstallModuleError,
+    InstallRequirementsError,
+    JobFailure,
+    JobInstaller,
+)
+from trainops.agent._job import AssignedChannel, AssignedJob, MetricPattern
+from trainops.agent._metrics import MetricScraper
+from trainops.agent._outputs import Artifact, OutputLayout, upload_archives, upload_log
+from trainops.agent._process import ScriptProcess
+from trainops.agent._reporter import EventJournal, HttpReporter, Reporter
+from trainops.agent._resources import capacity_warnings, pin_cpus
+from trainops.agent._sync import DirectorySync, SyncResult
+from trainops.agent._tree import HostTree, input_data_config, resource_config
+
+__all__ = [
+    "SAGEMAKER_HYPERPARAMETERS",
+    "AgentApiError",
+    "AgentClient",
+    "Artifact",
+    "AssignedChannel",
+    "AssignedJob",
+    "DirectorySync",
+    "EntryPointKind",
+    "EventJournal",
+    "HostAgent",
+    "HostContext",
+    "HostLog",
+    "HostResult",
+    "HostTree",
+    "HttpReporter",
+    "InstallModuleError",
+    "InstallRequirementsError",
+    "JobFailure",
+    "JobInstaller",
+    "MetricPattern",
+    "MetricScraper",
+    "OutputLayout",
+    "ProgressLine",
+    "Reporter",
+    "ScriptProcess",
+    "SyncResult",
+    "assign_objects",
+    "build_environment",
+    "called_process_error",
+    "capacity_warnings",
+    "count_machine_gpus",
+    "decode_hyperparameters",
+    "download_channel",
+    "encode_hyperparameters",
+    "entry_point_command",
+    "entry_point_kind",
+    "exit_failure_reason",
+    "fetch_assignment",
+    "input_data_config",
+    "module_name",
+    "pin_cpus",
+    "read_failure_file",
+    "resource_config",
+    "sm_variables",
+    "split_hyperparameters",
+    "stderr_excerpt",
+    "to_cmd_args",
+    "to_env_vars",
+    "training_env",
+    "upload_archives",
+    "upload_log",
+]

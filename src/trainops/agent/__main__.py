@@ -1,0 +1,115 @@
+"""``python -m trainops.agent``: the program every backend starts, once per host.
+
+It reads :class:`~trainops.protocol.AgentLaunch` from the environment, pins itself to the host's
+CPUs (before any thread exists, so everything it starts inherits the affinity), fetches its
+assignment, runs :class:`HostAgent` and exits 0 once the exit event is delivered: the job's
+outcome travels in that event, not in the exit code. Exit 1 means the agent itself failed
+(reported as ``InternalError`` where possible). SIGTERM is a stop with the spec's grace period.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Mapping
+from types import FrameType
+
+from trainops._settings import Settings
+from trainops.agent._agent import HostAgent
+from trainops.agent._client import AgentApiError, AgentClient, fetch_assignment
+from trainops.agent._reporter import HttpReporter
+from trainops.agent._resources import pin_cpus
+from trainops.protocol import AgentLaunch, EventKind, HostOutcome
+
+__all__ = ["main"]
+
+
+class _StopRelay:
+    """SIGTERM handler that reaches the agent once it exists."""
+
+    def __init__(self) -> None:
+        self.agent: HostAgent | None = None
+        self.requested = False
+
+    def __call__(self, _signum: int, _frame: FrameType | None) -> None:
+        self.requested = True
+        if self.agent is not None:
+            self.agent.request_stop("SIGTERM")
+
+    def attach(self, agent: HostAgent) -> None:
+        self.agent = agent
+        if self.requested:
+            agent.request_stop("SIGTERM")
+
+
+def main(environ: Mapping[str, str] | None = None) -> int:
+    env = dict(os.environ if environ is None else environ)
+    try:
+        launch = AgentLaunch.from_env(env)
+    except (KeyError, ValueError) as exc:
+        print(f"trainops agent: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        return 2
+    settings = Settings.load(env)
+    relay = _StopRelay()
+    signal.signal(signal.SIGTERM, relay)
+    client = _client(launch, settings)
+    try:
+        assignment = fetch_assignment(client, launch.attempt)
+    except AgentApiError as exc:
+        return _report_crash(launch, settings, f"cannot fetch the assignment: {exc}")
+    finally:
+        client.close()
+    pin_cpus(assignment.resources.cpus)
+    reporter = _reporter(launch, settings)
+    try:
+        agent = HostAgent(
+            assignment,
+            root=launch.root,
+            state_dir=launch.state_dir,
+            reporter=reporter,
+            settings=settings,
+            environ=env,
+        )
+    except Exception as exc:  # a malformed assignment is trainops' fault, not the job's
+        return _report_crash(launch, settings, f"{type(exc).__name__}: {exc}", reporter)
+    relay.attach(agent)
+    result = agent.run()
+    reporter.close()
+    return 1 if result.outcome is HostOutcome.INTERNAL_ERROR else 0
+
+
+def _client(launch: AgentLaunch, settings: Settings) -> AgentClient:
+    return AgentClient(
+        launch.server_url,
+        launch.token,
+        launch.job_name,
+        launch.host,
+        server_file=settings.server_file,
+    )
+
+
+def _reporter(launch: AgentLaunch, settings: Settings) -> HttpReporter:
+    journal = launch.state_dir / "journal.jsonl"
+    return HttpReporter(_client(launch, settings), launch.attempt, journal).start()
+
+
+def _report_crash(
+    launch: AgentLaunch, settings: Settings, summary: str, reporter: HttpReporter | None = None
+) -> int:
+    print(f"trainops agent: {summary}", file=sys.stderr)
+    reporter = reporter or _reporter(launch, settings)
+    reporter.emit(
+        EventKind.EXIT,
+        {
+            "outcome": str(HostOutcome.INTERNAL_ERROR),
+            "exit_code": None,
+            "failure_reason": f"InternalError: {summary}"[:1024],
+        },
+    )
+    reporter.close(timeout=10.0)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,309 @@
+"""The host agent: runs one host of a job from its assignment to its exit event.
+
+Phases, as SageMaker reports them: Downloading (source, configs, checkpoints, channels, the
+job's Python environment), Training (the script, with checkpoints and intermediate outputs
+synchronised in the background), Uploading (final syncs, model/output archives, the host log),
+then one ``exit`` event with the host's outcome. Each step lives in its own module; this class
+only sequences them and turns what happened into a :class:`HostResult`.
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from trainops._errors import TrainopsError
+from trainops._settings import Settings
+from trainops.agent._channels import download_channel
+from trainops.agent._failure import exit_failure_reason, read_failure_file
+from trainops.agent._hostlog import HostLog
+from trainops.agent._installer import JobFailure, JobInstaller
+from trainops.agent._job import AssignedJob
+from trainops.agent._metrics import MetricScraper
+from trainops.agent._outputs import Artifact, OutputLayout, upload_archives, upload_log
+from trainops.agent._process import ScriptProcess
+from trainops.agent._reporter import Reporter
+from trainops.agent._resources import host_warnings
+from trainops.agent._setup import script_command, script_environment, write_configs
+from trainops.agent._stop import StopControl
+from trainops.agent._sync import DirectorySync
+from trainops.agent._tree import HostTree
+from trainops.archive import safe_extract
+from trainops.protocol import Assignment, EventKind, HostOutcome, Phase
+from trainops.storage import ObjectStore, store_for
+
+__all__ = ["HostAgent", "HostResult"]
+
+POLL_SECONDS = 0.1
+INTERNAL_ERROR_GRACE_SECONDS = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class HostResult:
+    """How the host ended; the ``exit`` event carries the same three fields."""
+
+    outcome: HostOutcome
+    exit_code: int | None = None
+    failure_reason: str | None = None
+
+
+class HostAgent:
+    """Runs one host of a job; :meth:`run` reports everything through ``reporter``."""
+
+    def __init__(
+        self,
+        assignment: Assignment,
+        *,
+        root: Path,
+        state_dir: Path,
+        reporter: Reporter,
+        settings: Settings | None = None,
+        environ: Mapping[str, str] | None = None,
+        sync_interval: float = 1.0,
+    ) -> None:
+        self.assignment = assignment
+        self.job = AssignedJob.from_spec(assignment.spec)
+        self.tree = HostTree(root, self.job.checkpoint_local_path)
+        self.state_dir = state_dir
+        self.reporter = reporter
+        self.environ = dict(os.environ if environ is None else environ)
+        self.settings = settings or Settings.load(self.environ)
+        self.layout = OutputLayout(
+            assignment.output_prefix,
+            assignment.current_host,
+            len(assignment.hosts),
+            assignment.attempt,
+        )
+        self.log = HostLog(state_dir / "host.log", reporter, MetricScraper(self.job.metrics))
+        self._sync_interval = sync_interval
+        self._stores: dict[str, ObjectStore] = {}
+        self._syncs: list[DirectorySync] = []
+        self._env: dict[str, str] = {}
+        self._stop = StopControl(self.job.grace_seconds)
+        self._running: ScriptProcess | None = None
+
+    @property
+    def stop_requested(self) -> bool:
+        return self._stop.requested
+
+    def request_stop(
+        self, reason: str = "stop requested", grace_seconds: float | None = None
+    ) -> None:
+        """Stop the host, by default with the spec's grace period (safe in a signal handler)."""
+        self._stop.request(reason, grace_seconds)
+
+    def run(self) -> HostResult:
+        """Run every phase and report the ``exit`` event; never raises for a job's failure."""
+        try:
+            result = self._run_phases()
+        except Exception as exc:  # anything not the user's fault is trainops' (retryable) error
+            result = self._internal_error(exc)
+        self.reporter.emit(
+            EventKind.EXIT,
+            {
+                "outcome": str(result.outcome),
+                "exit_code": result.exit_code,
+                "failure_reason": result.failure_reason,
+            },
+        )
+        self.log.close()
+        return result
+
+    def _run_phases(self) -> HostResult:
+        for line in host_warnings(self.job.instance_type, self.assignment.resources):
+            self.log.agent(line)
+        try:
+            self._phase(Phase.DOWNLOADING, "Downloading the source, configuration and input data")
+            argv = self._prepare()
+            result = self._train(argv)
+        except JobFailure as exc:
+            result = HostResult(HostOutcome.FAILED, None, exc.reason)
+        except TrainopsError as exc:
+            result = HostResult(HostOutcome.FAILED, None, f"{type(exc).__name__}: {exc}")
+        if self.stop_requested:
+            result = HostResult(HostOutcome.STOPPED, result.exit_code, None)
+        self._mark_outcome(result)
+        return self._upload(result)
+
+    # Downloading -------------------------------------------------------------------------
+
+    def _prepare(self) -> list[str]:
+        self.tree.create([channel.name for channel in self.job.channels])
+        self._fetch_code()
+        write_configs(self.tree, self.assignment, self.job)
+        self._restore_checkpoints()
+        for channel in self.job.channels:
+            self._stop.poll(self.reporter)
+            if not self.stop_requested:
+                download_channel(
+                    self._store(channel.uri),
+                    channel,
+                    self.tree.channel_dir(channel.name),
+                    hosts=self.assignment.hosts,
+                    current_host=self.assignment.current_host,
+                    log=self.log.agent,
+                )
+        return [] if self.stop_requested else self._command()
+
+    def _fetch_code(self) -> None:
+        uri = self.assignment.code_uri
+        if not uri:
+            return
+        archive = self.state_dir / "sourcedir.tar.gz"
+        self._store(uri).download(uri, archive)
+        safe_extract(archive, self.tree.code_dir)
+        archive.unlink()
+
+    def _restore_checkpoints(self) -> None:
+        uri = self.job.checkpoint_uri
+        if uri is None:
+            return
+        sync = self._new_sync(self.tree.checkpoint_dir, uri, propagate_deletes=True)
+        restored = sync.restore()
+        if restored:
+            self.log.agent(f"Restored {restored} checkpoint file(s) from {uri}")
+
+    def _command(self) -> list[str]:
+        self._env = script_environment(self.tree, self.assignment, self.job, self.environ)
+        installer = JobInstaller(self.tree.code_dir, self.state_dir / "env", self._run_tool)
+        return script_command(self.tree, self.job, self._env, installer)
+
+    def _run_tool(self, argv: Sequence[str]) -> tuple[int, list[str]]:
+        """Run an installer command with its output as agent lines; a stop ends it too."""
+        self.log.agent("Running " + " ".join(argv))
+        process = ScriptProcess(
+            argv,
+            cwd=self.tree.code_dir,
+            env=self._env,
+            on_line=lambda _s, line, _t: self.log.agent(line),
+        )
+        process.start()
+        return self._supervise(process), list(process.stderr_tail)
+
+    # Training ----------------------------------------------------------------------------
+
+    def _train(self, argv: list[str]) -> HostResult:
+        self._stop.poll(self.reporter)
+        if self.stop_requested:
+            return HostResult(HostOutcome.STOPPED)
+        self._new_sync(
+            self.tree.intermediate_dir, self.layout.intermediate_prefix, propagate_deletes=False
+        )
+        for sync in self._syncs:
+            sync.start()
+        self._phase(Phase.TRAINING, "Training in progress")
+        self.log.agent("Invoking the script: " + " ".join(argv))
+        process = ScriptProcess(argv, cwd=self.tree.code_dir, env=self._env, on_line=self.log.line)
+        try:
+            process.start()
+        except OSError as exc:
+            return HostResult(HostOutcome.FAILED, None, exit_failure_reason(127, argv, [str(exc)]))
+        self.reporter.emit(
+            EventKind.PROCESS, {"pid": process.pid, "pgid": process.pgid, "command": argv}
+        )
+        returncode = self._supervise(process)
+        return self._result_of(returncode, process)
+
+    def _supervise(self, process: ScriptProcess) -> int:
+        """Wait for ``process``, passing on stop requests (SIGTERM, SIGKILL after the grace)."""
+        self._running = process
+        while process.wait(POLL_SECONDS) is None:
+            self._stop.poll(self.reporter)
+            self._stop.deliver(process, self.log.agent)
+        returncode = process.finish()
+        self._running = None
+        return returncode
+
+    def _result_of(self, returncode: int, process: ScriptProcess) -> HostResult:
+        if self.stop_requested:
+            return HostResult(HostOutcome.STOPPED, returncode)
+        if returncode == 0:
+            return HostResult(HostOutcome.COMPLETED, 0)
+        reason = read_failure_file(self.tree.failure_file) or exit_failure_reason(
+            returncode, process.argv, list(process.stderr_tail)
+        )
+        return HostResult(HostOutcome.FAILED, returncode, reason)
+
+    def _mark_outcome(self, result: HostResult) -> None:
+        self.tree.output_dir.mkdir(parents=True, exist_ok=True)
+        if result.outcome is HostOutcome.COMPLETED:
+            self.tree.success_file.touch()
+        elif result.outcome is HostOutcome.FAILED and not self.tree.failure_file.exists():
+            self.tree.failure_file.write_text(result.failure_reason or "", encoding="utf-8")
+
+    # Uploading ---------------------------------------------------------------------------
+
+    def _upload(self, result: HostResult) -> HostResult:
+        self._phase(Phase.UPLOADING, "Uploading generated training artifacts")
+        try:
+            for artifact in self._upload_outputs():
+                self._artifact(artifact)
+        except TrainopsError as exc:
+            self.log.agent(f"Uploading outputs failed: {type(exc).__name__}: {exc}")
+            if result.outcome is HostOutcome.COMPLETED:
+                reason = f"Uploading outputs failed: {type(exc).__name__}: {exc}"
+                result = HostResult(HostOutcome.FAILED, result.exit_code, reason)
+        self._upload_log()
+        return result
+
+    def _upload_outputs(self) -> list[Artifact]:
+        artifacts = []
+        for sync in self._syncs:
+            sync.final_sync()
+        if self.job.checkpoint_uri is not None:
+            artifacts.append(Artifact("checkpoint", self.job.checkpoint_uri))
+        store = self._store(self.layout.output_prefix)
+        artifacts += upload_archives(store, self.tree, self.layout, self.state_dir)
+        return artifacts
+
+    def _upload_log(self) -> None:
+        self.log.flush()
+        try:
+            artifact = upload_log(
+                self._store(self.layout.output_prefix), self.log.path, self.layout
+            )
+        except TrainopsError as exc:
+            self.log.agent(f"Uploading the host log failed: {exc}")
+            return
+        self._artifact(artifact)
+
+    # Helpers -----------------------------------------------------------------------------
+
+    def _phase(self, phase: Phase, message: str) -> None:
+        self.reporter.emit(EventKind.PHASE, {"phase": str(phase), "message": message})
+
+    def _artifact(self, artifact: Artifact) -> None:
+        self.reporter.emit(EventKind.ARTIFACT, {"name": artifact.name, "uri": artifact.uri})
+
+    def _store(self, uri: str) -> ObjectStore:
+        scheme = uri.partition("://")[0]
+        if scheme not in self._stores:
+            self._stores[scheme] = store_for(uri, self.settings)
+        return self._stores[scheme]
+
+    def _new_sync(self, local: Path, remote: str, *, propagate_deletes: bool) -> DirectorySync:
+        sync = DirectorySync(
+            local,
+            remote,
+            self._store(remote),
+            propagate_deletes=propagate_deletes,
+            interval=self._sync_interval,
+            on_error=self.log.agent,
+        )
+        self._syncs.append(sync)
+        return sync
+
+    def _internal_error(self, exc: BaseException) -> HostResult:
+        if self._running is not None:
+            self._running.terminate(min(self._stop.grace_seconds, INTERNAL_ERROR_GRACE_SECONDS))
+            self._running.finish()
+        for sync in self._syncs:
+            sync.stop()
+        summary = f"{type(exc).__name__}: {exc}"
+        with (self.state_dir / "agent.log").open("a", encoding="utf-8") as handle:
+            handle.write(traceback.format_exc())
+        self.log.agent(f"internal error: {summary}")
+        return HostResult(HostOutcome.INTERNAL_ERROR, None, f"InternalError: {summary}"[:1024])

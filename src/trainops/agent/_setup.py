@@ -1,0 +1,81 @@
+"""Getting a host ready for its script: the config files, the environment and the command.
+
+The hyperparameters are written as the SDK sends them and read back as the toolkit reads them,
+so the script's arguments and ``SM_*`` variables come from the same file it can read itself.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from trainops.agent._entry_point import entry_point_command, entry_point_kind
+from trainops.agent._environment import HostContext, build_environment, count_machine_gpus
+from trainops.agent._hyperparameters import (
+    decode_hyperparameters,
+    encode_hyperparameters,
+    split_hyperparameters,
+    to_cmd_args,
+)
+from trainops.agent._installer import JobInstaller
+from trainops.agent._job import AssignedJob
+from trainops.agent._tree import HostTree, input_data_config, resource_config
+from trainops.protocol import Assignment
+
+__all__ = ["script_command", "script_environment", "write_configs"]
+
+HYPERPARAMETERS = "hyperparameters.json"
+
+
+def write_configs(tree: HostTree, assignment: Assignment, job: AssignedJob) -> None:
+    """``hyperparameters.json``, ``resourceconfig.json`` and ``inputdataconfig.json``."""
+    hps = encode_hyperparameters(
+        job.hyperparameters,
+        program=job.entry_point,
+        submit_directory=assignment.code_uri,
+        job_name=assignment.job_name,
+        region=assignment.region,
+    )
+    tree.write_config(HYPERPARAMETERS, hps)
+    resources = resource_config(assignment.current_host, assignment.hosts, job.instance_type)
+    tree.write_config("resourceconfig.json", resources)
+    tree.write_config("inputdataconfig.json", input_data_config(job.channels))
+
+
+def script_environment(
+    tree: HostTree, assignment: Assignment, job: AssignedJob, environ: Mapping[str, str]
+) -> dict[str, str]:
+    """The script's environment, built from the config files :func:`write_configs` wrote."""
+    host = HostContext(
+        assignment.job_name,
+        assignment.current_host,
+        assignment.hosts,
+        assignment.resources,
+        job.entry_point,
+    )
+    return build_environment(
+        tree,
+        host,
+        decode_hyperparameters(tree.read_config(HYPERPARAMETERS)),
+        spec_environment=job.environment,
+        base_env=environ,
+        machine_gpus=count_machine_gpus(),
+    )
+
+
+def script_command(
+    tree: HostTree, job: AssignedJob, env: dict[str, str], installer: JobInstaller
+) -> list[str]:
+    """Install what the source directory needs and return the script's argv.
+
+    The job's interpreter directory goes first on ``PATH`` so that ``python`` in a shell entry
+    point is the same interpreter a ``.py`` entry point runs with.
+    """
+    kind = entry_point_kind(tree.code_dir, job.entry_point)
+    python = installer.prepare(kind)
+    env["PATH"] = os.pathsep.join([str(Path(python).parent), env.get("PATH", "")])
+    user, _framework, _sagemaker = split_hyperparameters(
+        decode_hyperparameters(tree.read_config(HYPERPARAMETERS))
+    )
+    return entry_point_command(kind, tree.code_dir, job.entry_point, python, to_cmd_args(user))

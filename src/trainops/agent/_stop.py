@@ -1,0 +1,51 @@
+"""Stop requests: from a ``stop`` command or SIGTERM, delivered to whatever process runs.
+
+A request only records its reason and grace period (plain attributes, no locks), because it may
+come from a signal handler that interrupts the thread holding any lock. The supervising loop
+delivers it: SIGTERM to the process group now, SIGKILL once the grace period has passed. A
+later request may shorten the grace period, never lengthen it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from trainops.agent._process import ScriptProcess
+from trainops.agent._reporter import Reporter
+
+__all__ = ["StopControl"]
+
+
+class StopControl:
+    """The host's pending stop, if any."""
+
+    def __init__(self, grace_seconds: float) -> None:
+        self.reason: str | None = None
+        self.grace_seconds = grace_seconds
+        self._requests = 0
+        self._delivered = 0
+
+    @property
+    def requested(self) -> bool:
+        return self.reason is not None
+
+    def request(self, reason: str, grace_seconds: float | None = None) -> None:
+        if grace_seconds is not None:
+            self.grace_seconds = (
+                min(self.grace_seconds, grace_seconds) if self.requested else grace_seconds
+            )
+        self.reason = self.reason or reason
+        self._requests += 1
+
+    def poll(self, reporter: Reporter) -> None:
+        """Take in the ``stop`` commands the control plane sent."""
+        for command in reporter.commands():
+            if command.kind == "stop":
+                self.request(command.reason or "stop requested", command.grace_seconds)
+
+    def deliver(self, process: ScriptProcess, log: Callable[[str], None]) -> None:
+        """Pass a new request on to ``process`` (SIGTERM now, SIGKILL after the grace)."""
+        if self._delivered < self._requests:
+            log(f"Stopping ({self.reason}); grace period {self.grace_seconds:g} s")
+            process.terminate(self.grace_seconds)
+            self._delivered = self._requests

@@ -1,0 +1,106 @@
+"""``python -m trainops.agent`` as a real process against a real agent-API server on 127.0.0.1:
+CPU pinning, SIGTERM as a stop, the exit code, the journal, and a failed start."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.agent._support import AgentApiStub, JobFixture, make_job
+from trainops.agent import EventJournal
+from trainops.protocol import AgentLaunch, EventKind, HostResources, agent_command
+
+pytestmark = pytest.mark.slow
+
+TOKEN = "main-test-token"
+SCRIPT = """
+import os, signal, sys, time
+def on_term(signum, frame):
+    print("terminated politely", flush=True)
+    sys.exit(0)
+signal.signal(signal.SIGTERM, on_term)
+print("affinity", sorted(os.sched_getaffinity(0)), flush=True)
+print("token visible", any("main-test-token" in v for v in os.environ.values()), flush=True)
+print("ready", flush=True)
+while True:
+    time.sleep(0.05)
+"""
+
+
+def _start(job: JobFixture, url: str, home: Path) -> subprocess.Popen[bytes]:
+    launch = AgentLaunch(
+        server_url=url,
+        token=TOKEN,
+        job_name=job.assignment.job_name,
+        host=job.assignment.current_host,
+        attempt=1,
+        root=job.root,
+        state_dir=job.state_dir,
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINOPS_")}
+    env.update(launch.env(), TRAINOPS_HOME=str(home))
+    return subprocess.Popen(agent_command(), env=env, start_new_session=True)
+
+
+def _lines(stub: AgentApiStub) -> list[str]:
+    return [str(e["data"]["line"]) for e in stub.events(EventKind.LOG)]
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="needs CPU affinity (Linux)")
+def test_sigterm_stops_the_job_and_the_agent_exits_zero(
+    tmp_path: Path, trainops_home: Path
+) -> None:
+    job = make_job(tmp_path, {"train.py": SCRIPT}, resources=HostResources(cpus=[0]))
+    with AgentApiStub(job.assignment, TOKEN) as stub:
+        agent = _start(job, stub.url, trainops_home)
+        try:
+            stub.wait_for(lambda: "ready" in _lines(stub))
+            agent.send_signal(signal.SIGTERM)
+            assert agent.wait(timeout=120) == 0
+        finally:
+            agent.kill()
+            agent.wait()
+    [exit_event] = stub.events(EventKind.EXIT)
+    assert exit_event["data"]["outcome"] == "Stopped"
+    assert exit_event["data"]["exit_code"] == 0
+    lines = _lines(stub)
+    assert "affinity [0]" in lines
+    assert "token visible False" in lines
+    assert "terminated politely" in lines
+    journal = EventJournal.read(job.state_dir / "journal.jsonl")
+    assert [e.seq for e in journal] == sorted(stub.stored)
+    assert journal[-1].kind is EventKind.EXIT
+
+
+def test_an_unknown_assignment_exits_one_with_an_internal_error(
+    tmp_path: Path, trainops_home: Path
+) -> None:
+    job = make_job(tmp_path, {"train.py": ""})
+    with AgentApiStub(None, TOKEN) as stub:
+        agent = _start(job, stub.url, trainops_home)
+        assert agent.wait(timeout=120) == 1
+    [exit_event] = stub.events(EventKind.EXIT)
+    assert exit_event["data"]["outcome"] == "InternalError"
+    assert "cannot fetch the assignment" in exit_event["data"]["failure_reason"]
+
+
+def test_missing_launch_variables_are_named() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINOPS_AGENT_")}
+    done = subprocess.run(agent_command(), env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 2
+    assert "TRAINOPS_AGENT_SERVER" in done.stderr
+
+
+def test_the_agent_imports_no_heavy_packages() -> None:
+    heavy = ("fastapi", "httpx", "uvicorn", "s3fs", "botocore", "torch", "starlette")
+    probe = (
+        "import sys, trainops.agent.__main__\n"
+        f"print(sorted(m for m in {heavy!r} if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

@@ -1,0 +1,107 @@
+"""HttpReporter and AgentClient against a real HTTP server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+
+from tests.agent._support import AgentApiStub, make_job
+from trainops.agent import AgentApiError, AgentClient, EventJournal, HttpReporter, fetch_assignment
+from trainops.protocol import Command, EventKind
+
+TOKEN = "agent-token"
+
+
+def _client(url: str, server_file: Path | None = None) -> AgentClient:
+    return AgentClient(url, TOKEN, "job-1", "algo-1", server_file=server_file)
+
+
+def _dead_url() -> str:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+def test_events_arrive_exactly_once_when_a_reply_is_lost(tmp_path: Path) -> None:
+    journal = tmp_path / "state" / "journal.jsonl"
+    with AgentApiStub(None, TOKEN, drop_replies=1) as stub:
+        reporter = HttpReporter(_client(stub.url), 1, journal).start()
+        for i in range(1200):
+            reporter.emit(EventKind.LOG, {"stream": "stdout", "line": f"line {i}"})
+        reporter.emit(
+            EventKind.EXIT, {"outcome": "Completed", "exit_code": 0, "failure_reason": None}
+        )
+        assert reporter.close(timeout=30)
+        assert reporter.acked_seq == 1201
+    assert sorted(stub.stored) == list(range(1, 1202))
+    assert len(stub.received_seqs) > 1201  # the batch whose reply was lost was sent again
+    assert stub.events(EventKind.EXIT)[0]["data"]["outcome"] == "Completed"
+    assert [e.seq for e in EventJournal.read(journal)] == list(range(1, 1202))
+    assert EventJournal.read(journal)[5].data == {"stream": "stdout", "line": "line 5"}
+
+
+def test_heartbeats_carry_commands_back(tmp_path: Path) -> None:
+    with AgentApiStub(None, TOKEN) as stub:
+        reporter = HttpReporter(_client(stub.url), 1, tmp_path / "journal.jsonl", heartbeat=0.05)
+        reporter.start()
+        stub.commands.append(Command("stop", reason="user", grace_seconds=3))
+        stub.wait_for(lambda: stub.posts >= 3)
+        received: list[Command] = []
+
+        def got_command() -> bool:
+            received.extend(reporter.commands())
+            return bool(received)
+
+        stub.wait_for(got_command)
+        assert reporter.close(timeout=5)
+    assert received == [Command("stop", reason="user", grace_seconds=3)]
+    assert stub.stored == {}
+
+
+def test_a_moved_server_is_found_through_server_json(tmp_path: Path) -> None:
+    server_file = tmp_path / "server.json"
+    with AgentApiStub(None, TOKEN) as stub:
+        reporter = HttpReporter(
+            _client(_dead_url(), server_file), 1, tmp_path / "journal.jsonl"
+        ).start()
+        reporter.emit(EventKind.PHASE, {"phase": "Downloading", "message": ""})
+        server_file.write_text(json.dumps({"url": stub.url}))
+        assert reporter.close(timeout=30)
+    assert [e["data"]["phase"] for e in stub.events(EventKind.PHASE)] == ["Downloading"]
+
+
+def test_close_gives_up_after_its_timeout_but_the_journal_keeps_everything(tmp_path: Path) -> None:
+    journal = tmp_path / "journal.jsonl"
+    reporter = HttpReporter(_client(_dead_url()), 1, journal).start()
+    reporter.emit(EventKind.EXIT, {"outcome": "Failed", "exit_code": 1, "failure_reason": "x"})
+    assert reporter.close(timeout=0.3) is False
+    assert reporter.last_error is not None and "cannot reach" in reporter.last_error
+    [event] = EventJournal.read(journal)
+    assert event.kind is EventKind.EXIT
+
+
+def test_fetch_assignment_and_its_errors(tmp_path: Path) -> None:
+    job = make_job(tmp_path, {"train.py": ""})
+    with AgentApiStub(job.assignment, TOKEN) as stub:
+        good = _client(stub.url)
+        assert fetch_assignment(good, 1) == job.assignment
+        good.close()
+        bad = AgentClient(stub.url, "wrong", "job-1", "algo-1")
+        with pytest.raises(AgentApiError, match="HTTP 401") as caught:
+            fetch_assignment(bad, 1)
+        bad.close()
+        assert not caught.value.retryable
+    with pytest.raises(AgentApiError, match="cannot reach"):
+        fetch_assignment(_client(_dead_url()), 1, deadline_s=0.2)
+
+
+def test_the_token_is_sent_but_never_in_error_messages(tmp_path: Path) -> None:
+    with AgentApiStub(None, TOKEN) as stub:
+        client = AgentClient(stub.url, "s3cr3t-value", "job-1", "algo-1")
+        with pytest.raises(AgentApiError) as caught:
+            client.post_events(1, [])
+        client.close()
+    assert "s3cr3t-value" not in str(caught.value)
