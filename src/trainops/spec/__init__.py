@@ -15,7 +15,7 @@ from trainops.spec._job import (
     StoppingCondition,
 )
 from trainops.spec._load import load_spec, parse_spec, resolve_paths
-from trainops.spec._names import make_job_name
+from trainops.spec._names import check_job_name, make_job_name
 
 __all__ = [
     "RESERVED_HYPERPARAMETERS",
@@ -27,6 +27,7 @@ __all__ = [
     "MetricDefinition",
     "RetryStrategy",
     "StoppingCondition",
+    "check_job_name",
     "load_spec",
     "make_job_name",
     "parse_spec",

@@ -6,9 +6,10 @@ import re
 from datetime import UTC, datetime
 from pathlib import PurePosixPath
 
-from trainops.spec._job import JobSpec
+from trainops._errors import SpecError
+from trainops.spec._job import JOB_NAME, JobSpec
 
-__all__ = ["make_job_name"]
+__all__ = ["check_job_name", "make_job_name"]
 
 _TIMESTAMP_LEN = len("-2024-01-01-00-00-00-000")
 
@@ -28,3 +29,18 @@ def _base_from_entry_point(entry_point: str) -> str:
     stem = PurePosixPath(entry_point).stem
     cleaned = re.sub(r"[^A-Za-z0-9]+", "-", stem).strip("-")
     return cleaned or "job"
+
+
+def check_job_name(name: str) -> str:
+    """``name`` if it is a valid job name, else :class:`SpecError` about ``job_name``."""
+    if not JOB_NAME.match(name):
+        raise SpecError(
+            [
+                (
+                    "job_name",
+                    f"{name!r}: must be 1-63 letters, digits or hyphens, starting and ending "
+                    "with a letter or digit",
+                )
+            ]
+        )
+    return name

@@ -1,0 +1,155 @@
+"""The backend contract: where host agents run, how much room there is, and how to end them.
+
+The control plane reserves capacity for all hosts of a job at once (:meth:`Backend.reserve`),
+launches one agent per host, asks whether each is still alive, signals or kills it, and after a
+restart reads what a finished agent wrote to its journal. Every backend starts the same agent
+program with the same :class:`~trainops.protocol.AgentLaunch` variables.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from trainops._settings import Settings
+from trainops.backends._capacity import Allocator, Capacity, Slots
+from trainops.catalog import InstanceType
+from trainops.protocol import AgentEvent, AgentLaunch, HostResources, agent_command
+
+__all__ = [
+    "JOURNAL_FILE",
+    "AgentHandle",
+    "Backend",
+    "HostPlacement",
+    "ProcessRef",
+    "parse_journal",
+]
+
+JOURNAL_FILE = "journal.jsonl"
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessRef:
+    """A process a host runs; ``create_time`` tells it apart from a later one with its pid."""
+
+    pid: int
+    pgid: int
+    create_time: float
+
+
+@dataclass(frozen=True, slots=True)
+class AgentHandle:
+    """How to find a launched agent again, also from another control-plane process."""
+
+    pid: int | None
+    create_time: float | None
+    workloads: tuple[ProcessRef, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class HostPlacement:
+    """Where one host of a job goes: what its agent is told, and the backend's own record."""
+
+    resources: HostResources
+    reservation: dict[str, Any]
+
+
+class Backend(ABC):
+    """A place to run host agents. Implementations are registered in ``BACKENDS``."""
+
+    name: ClassVar[str]
+
+    def __init__(self, settings: Settings, *, agent_command: Sequence[str] | None = None) -> None:
+        self.settings = settings
+        self.agent_command = list(agent_command) if agent_command else _default_command()
+        self._allocator: Allocator | None = None
+
+    @abstractmethod
+    def capacity(self) -> Capacity:
+        """Everything this backend may hand out."""
+
+    @abstractmethod
+    def launch(
+        self, launch: AgentLaunch, resources: HostResources, env: Mapping[str, str]
+    ) -> AgentHandle:
+        """Start one host agent with ``launch.env()`` and ``env``; it must outlive the caller."""
+
+    @abstractmethod
+    def is_alive(self, handle: AgentHandle) -> bool:
+        """Whether the agent process of ``handle`` (not a later one with its pid) still runs."""
+
+    @abstractmethod
+    def signal(self, handle: AgentHandle, signum: int) -> None:
+        """Send ``signum`` to the agent's process group, if it still runs."""
+
+    @abstractmethod
+    def kill(self, handle: AgentHandle) -> None:
+        """SIGKILL the agent, everything it started, and the workloads in ``handle``; then reap."""
+
+    @abstractmethod
+    def workload_ref(self, pid: int, pgid: int) -> ProcessRef | None:
+        """Identify a process an agent reported starting (``None`` if it has already ended)."""
+
+    @abstractmethod
+    def read_journal(self, state_dir: Path) -> list[AgentEvent]:
+        """Every event the agent wrote to its journal (a torn last line is skipped)."""
+
+    @abstractmethod
+    def agent_output(self, state_dir: Path, max_chars: int = 2000) -> str:
+        """The end of what the agent wrote to its stdout/stderr (for a lost agent's reason)."""
+
+    def terminate(self, handle: AgentHandle) -> None:
+        self.signal(handle, signal.SIGTERM)
+
+    # Capacity accounting is the same for every backend that knows its own capacity.
+
+    @property
+    def allocator(self) -> Allocator:
+        if self._allocator is None:
+            self._allocator = Allocator(self.capacity())
+        return self._allocator
+
+    def free(self) -> Capacity:
+        return self.allocator.free()
+
+    def reserve(self, job: str, instance: InstanceType, count: int) -> list[HostPlacement]:
+        """Room for all ``count`` hosts of ``job`` or ``CapacityShortage`` (nothing reserved)."""
+        slots = self.allocator.reserve(job, instance, count)
+        return [HostPlacement(self.resources_for(s), s.to_json()) for s in slots]
+
+    def adopt(self, job: str, reservations: Sequence[Mapping[str, Any]]) -> None:
+        """Hold again what ``job`` held before a restart (``HostPlacement.reservation`` values)."""
+        self.allocator.adopt(job, [Slots.from_json(dict(r)) for r in reservations])
+
+    def release(self, job: str) -> None:
+        self.allocator.release(job)
+
+    def resources_for(self, slots: Slots) -> HostResources:
+        """What the agent is told about its slots; backends map slots to real device ids."""
+        return HostResources(
+            cpus=list(slots.cpus), gpus=list(slots.gpus), memory_mb=slots.memory_mb
+        )
+
+
+def _default_command() -> list[str]:
+    return agent_command()
+
+
+def parse_journal(text: str) -> list[AgentEvent]:
+    """Events of a journal (one ``AgentEvent.to_json()`` per line); unreadable lines are skipped.
+
+    Only the last line can be torn (the agent died while appending it); such an event was never
+    sent either, so skipping it loses nothing the agent reported.
+    """
+    events = []
+    for line in text.splitlines():
+        try:
+            events.append(AgentEvent.from_json(json.loads(line)))
+        except (ValueError, KeyError, TypeError):
+            continue
+    return events

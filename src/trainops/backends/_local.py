@@ -1,0 +1,182 @@
+"""The local backend: host agents are processes on this machine, in sessions of their own.
+
+Agents are spawned with ``posix_spawn`` in a new session, so they survive the server that
+started them and a server restart can adopt them. Liveness compares the process start time with
+the one recorded at launch, so a reused pid is never mistaken for the agent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+from collections.abc import Mapping
+from functools import cached_property
+from pathlib import Path
+
+import psutil
+
+from trainops.backends._base import JOURNAL_FILE, AgentHandle, Backend, ProcessRef, parse_journal
+from trainops.backends._capacity import Capacity, Slots
+from trainops.protocol import AgentEvent, AgentLaunch, HostResources
+
+__all__ = ["LocalBackend", "machine_cpu_ids", "machine_gpu_count"]
+
+AGENT_OUTPUT = "agent.out"
+# Variables of the server's own environment that an agent (and the script under it) must not see.
+_PRIVATE_VARS = ("TRAINOPS_TOKEN", "TRAINOPS_SERVER")
+# Python ignores SIGPIPE (and may ignore others) in the server; a child starts with defaults.
+_DEFAULT_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM)
+_START_TIME_TOLERANCE_S = 1.0
+
+
+class LocalBackend(Backend):
+    """Host agents as local processes; capacity from settings or from the machine."""
+
+    name = "local"
+
+    @cached_property
+    def cpu_ids(self) -> list[int]:
+        return machine_cpu_ids()
+
+    def capacity(self) -> Capacity:
+        configured = self.settings.capacity
+        memory = psutil.virtual_memory().total // (1024 * 1024)
+        return Capacity(
+            cpus=configured.cpus if configured.cpus is not None else len(self.cpu_ids),
+            memory_mb=configured.memory_mb if configured.memory_mb is not None else int(memory),
+            gpus=configured.gpus if configured.gpus is not None else machine_gpu_count(),
+        )
+
+    def resources_for(self, slots: Slots) -> HostResources:
+        # More CPU slots than CPUs (a configured capacity above the machine's) wrap around.
+        cpus = sorted({self.cpu_ids[s % len(self.cpu_ids)] for s in slots.cpus})
+        return HostResources(cpus=cpus, gpus=list(slots.gpus), memory_mb=slots.memory_mb)
+
+    def launch(
+        self, launch: AgentLaunch, resources: HostResources, env: Mapping[str, str]
+    ) -> AgentHandle:
+        launch.state_dir.mkdir(parents=True, exist_ok=True)
+        child_env = {k: v for k, v in os.environ.items() if k not in _PRIVATE_VARS}
+        child_env.update(env)
+        child_env.update(self.settings.s3.client_env())
+        child_env.update(launch.env())
+        child_env["TRAINOPS_HOME"] = str(self.settings.home)
+        output = str(launch.state_dir / AGENT_OUTPUT)
+        pid = os.posix_spawnp(
+            self.agent_command[0],
+            self.agent_command,
+            child_env,
+            file_actions=[
+                (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                (os.POSIX_SPAWN_OPEN, 1, output, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600),
+                (os.POSIX_SPAWN_DUP2, 1, 2),
+            ],
+            setsid=True,
+            setsigdef=_DEFAULT_SIGNALS,
+        )
+        return AgentHandle(pid=pid, create_time=_create_time(pid))
+
+    def is_alive(self, handle: AgentHandle) -> bool:
+        return _running(handle.pid, handle.create_time) is not None
+
+    def signal(self, handle: AgentHandle, signum: int) -> None:
+        if _running(handle.pid, handle.create_time) is not None and handle.pid is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(handle.pid, signum)
+
+    def kill(self, handle: AgentHandle) -> None:
+        victims: list[psutil.Process] = []
+        agent = _running(handle.pid, handle.create_time)
+        if agent is not None:
+            with contextlib.suppress(psutil.Error):
+                victims = [agent, *agent.children(recursive=True)]
+            self.signal(handle, signal.SIGKILL)
+        for ref in handle.workloads:
+            workload = _running(ref.pid, ref.create_time)
+            if workload is not None:
+                victims.append(workload)
+                _kill_group(ref)
+        for proc in victims:
+            with contextlib.suppress(psutil.Error):
+                proc.kill()
+        # Waiting also reaps the ones that are our children.
+        psutil.wait_procs(victims, timeout=5)
+
+    def workload_ref(self, pid: int, pgid: int) -> ProcessRef | None:
+        created = _create_time(pid)
+        return None if created is None else ProcessRef(pid=pid, pgid=pgid, create_time=created)
+
+    def agent_output(self, state_dir: Path, max_chars: int = 2000) -> str:
+        try:
+            with (state_dir / AGENT_OUTPUT).open("rb") as out:
+                out.seek(0, os.SEEK_END)
+                out.seek(max(0, out.tell() - max_chars))
+                return out.read().decode("utf-8", errors="replace").strip()
+        except FileNotFoundError:
+            return ""
+
+    def read_journal(self, state_dir: Path) -> list[AgentEvent]:
+        try:
+            text = (state_dir / JOURNAL_FILE).read_text("utf-8", errors="replace")
+        except FileNotFoundError:
+            return []
+        return parse_journal(text)
+
+
+def _running(pid: int | None, create_time: float | None) -> psutil.Process | None:
+    """The process ``pid`` if it is still the one started at ``create_time`` and not a zombie."""
+    if pid is None or create_time is None:
+        return None
+    try:
+        proc = psutil.Process(pid)
+        if abs(proc.create_time() - create_time) > _START_TIME_TOLERANCE_S:
+            return None
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            _reap(pid)
+            return None
+    except psutil.Error:
+        return None
+    return proc
+
+
+def _reap(pid: int) -> None:
+    """Collect ``pid``'s exit status if it is our child, so it does not linger as a zombie."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def _kill_group(ref: ProcessRef) -> None:
+    if ref.pgid > 1 and ref.pgid != os.getpgrp():
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(ref.pgid, signal.SIGKILL)
+
+
+def _create_time(pid: int) -> float | None:
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.Error:
+        return None
+
+
+def machine_cpu_ids() -> list[int]:
+    """The CPUs this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return sorted(os.sched_getaffinity(0))
+    return list(range(os.cpu_count() or 1))
+
+
+def machine_gpu_count() -> int:
+    """NVIDIA GPUs listed by ``nvidia-smi --list-gpus``; 0 without the tool or a driver."""
+    tool = shutil.which("nvidia-smi")
+    if tool is None:
+        return 0
+    try:
+        out = subprocess.run(
+            [tool, "--list-gpus"], capture_output=True, text=True, timeout=10, check=True
+        )
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))

@@ -1,0 +1,115 @@
+"""What the parts of the control plane share: store, backend, settings, one lock, one clock.
+
+Every change of a job's state happens under ``lock``, so two agents reporting at once (or an
+agent and the monitor) can never both decide how a job ends. Readers that wait for news (log
+long-polls) watch a version counter that moves on every new log line and status change.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from trainops._settings import Settings
+from trainops.backends import AgentHandle, Backend, ProcessRef
+from trainops.store import HostRecord, JobRecord, MetadataStore
+
+__all__ = ["ControlCore", "ControllerConfig", "handle_of"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ControllerConfig:
+    """Timings of the control plane.
+
+    ``tick_seconds``: how often the monitor checks liveness, max runtime and stop escalation.
+    ``kill_margin_seconds``: how long after a stop's grace period an agent that has not exited
+    is killed through the backend (the agent itself kills its processes at the end of grace).
+    """
+
+    tick_seconds: float = 0.25
+    kill_margin_seconds: float = 30.0
+
+    def __post_init__(self) -> None:
+        if self.tick_seconds <= 0 or self.kill_margin_seconds < 0:
+            raise ValueError("tick_seconds must be > 0 and kill_margin_seconds >= 0")
+
+
+class ControlCore:
+    """Shared state of one control plane."""
+
+    def __init__(
+        self, settings: Settings, store: MetadataStore, backend: Backend, config: ControllerConfig
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.backend = backend
+        self.config = config
+        self.lock = threading.RLock()
+        self.server_url = ""
+        self.wake_scheduler: Callable[[], None] = lambda: None
+        self._changed = threading.Condition()
+        self._version = 0
+        self._closing = False
+
+    @staticmethod
+    def now() -> float:
+        return time.time()
+
+    def job(self, name: str) -> JobRecord:
+        job = self.store.get_job(name)
+        if job is None:
+            raise KeyError(name)
+        return job
+
+    def set_secondary(
+        self, job: JobRecord, secondary: str, message: str, /, *, final: bool = False, **fields: Any
+    ) -> JobRecord:
+        """Record a secondary-status transition (and any job fields) and wake the waiters."""
+        updated = self.store.set_secondary(
+            job.name, secondary, message, self.now(), final=final, **fields
+        )
+        self.notify()
+        return updated
+
+    def update_job(self, job: JobRecord, **fields: Any) -> JobRecord:
+        updated = self.store.update_job(job.name, self.now(), **fields)
+        self.notify()
+        return updated
+
+    # --- waiting for news -------------------------------------------------------------------
+
+    def notify(self) -> None:
+        with self._changed:
+            self._version += 1
+            self._changed.notify_all()
+
+    @property
+    def version(self) -> int:
+        with self._changed:
+            return self._version
+
+    def wait_for_change(self, since: int, timeout: float) -> int:
+        """Block until the version moves past ``since`` (or timeout, or shutdown)."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._version != since or self._closing, timeout)
+            return self._version
+
+    @property
+    def closing(self) -> bool:
+        return self._closing
+
+    def close_waiters(self) -> None:
+        with self._changed:
+            self._closing = True
+            self._changed.notify_all()
+
+
+def handle_of(host: HostRecord) -> AgentHandle:
+    """The backend handle of a host's agent, with the workloads it reported."""
+    workloads = tuple(
+        ProcessRef(int(p["pid"]), int(p["pgid"]), float(p["create_time"])) for p in host.processes
+    )
+    return AgentHandle(pid=host.pid, create_time=host.process_create_time, workloads=workloads)

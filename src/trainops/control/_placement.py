@@ -1,0 +1,129 @@
+"""Placing waiting jobs: first fit in submission order, all hosts of a job at once.
+
+A job that fits gets its hosts' trees, a fresh agent token (only its hash is stored) and one
+agent per host; a job that does not fit goes Pending with a message saying what it waits for.
+Callers hold ``core.lock``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import secrets
+import shutil
+from pathlib import Path
+
+from trainops.backends import CapacityShortage, HostPlacement
+from trainops.catalog import get_instance_type
+from trainops.control._core import ControlCore
+from trainops.control._lifecycle import Lifecycle
+from trainops.control._status import (
+    HOST_LOST,
+    STARTING_MESSAGE,
+    PrimaryStatus,
+    SecondaryStatus,
+)
+from trainops.protocol import AgentLaunch
+from trainops.store import HostState, JobRecord, NewHost
+
+__all__ = ["Placement", "attempt_dir", "token_hash"]
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def attempt_dir(core: ControlCore, job: str, attempt: int) -> Path:
+    """``jobs/<job>/attempt-<n>``: host trees in ``<host>/``, agent state in ``.agents/<host>/``."""
+    return core.settings.jobs_dir / job / f"attempt-{attempt}"
+
+
+class Placement:
+    """Starts waiting jobs when the backend has room for them."""
+
+    def __init__(self, core: ControlCore, lifecycle: Lifecycle) -> None:
+        self.core = core
+        self.lifecycle = lifecycle
+
+    def place_waiting(self) -> None:
+        waiting = (SecondaryStatus.STARTING, SecondaryStatus.PENDING)
+        for job in self.core.store.unplaced_jobs(PrimaryStatus.IN_PROGRESS, waiting):
+            self._place(job)
+
+    def _place(self, job: JobRecord) -> None:
+        instance = get_instance_type(job.spec["instance_type"])
+        count = int(job.spec["instance_count"])
+        try:
+            placements = self.core.backend.reserve(job.name, instance, count)
+        except CapacityShortage as shortage:
+            if job.secondary_status != SecondaryStatus.PENDING:
+                message = f"Waiting for capacity: {shortage}"
+                self.core.set_secondary(job, SecondaryStatus.PENDING, message)
+            return
+        if job.secondary_status == SecondaryStatus.PENDING:
+            job = self.core.set_secondary(job, SecondaryStatus.STARTING, STARTING_MESSAGE)
+        self._launch(job, placements)
+
+    def _launch(self, job: JobRecord, placements: list[HostPlacement]) -> None:
+        base = attempt_dir(self.core, job.name, job.attempt)
+        if base.exists():
+            shutil.rmtree(base)  # left by a launch that a crash cut short: start fresh
+        hosts = [_new_host(base, i + 1, p) for i, p in enumerate(placements)]
+        for host in hosts:
+            Path(host.root).mkdir(parents=True)
+            Path(host.state_dir).mkdir(parents=True)
+        token = secrets.token_urlsafe(32)
+        self.core.store.create_hosts(job.name, job.attempt, hosts)
+        job = self.core.update_job(
+            job,
+            agent_token_hash=token_hash(token),
+            training_start_time=job.training_start_time or self.core.now(),
+        )
+        for host, placement in zip(hosts, placements, strict=True):
+            self._start_agent(job, host, placement, token)
+        self.lifecycle.evaluate(job.name)
+
+    def _start_agent(
+        self, job: JobRecord, host: NewHost, placement: HostPlacement, token: str
+    ) -> None:
+        launch = AgentLaunch(
+            server_url=self.core.server_url,
+            token=token,
+            job_name=job.name,
+            host=host.host,
+            attempt=job.attempt,
+            root=Path(host.root),
+            state_dir=Path(host.state_dir),
+        )
+        try:
+            handle = self.core.backend.launch(launch, placement.resources, {})
+        except OSError as exc:
+            self.core.store.update_host(
+                job.name,
+                host.host,
+                job.attempt,
+                state=HostState.EXITED,
+                outcome=HOST_LOST,
+                failure_reason=f"could not start the host agent: {exc}",
+                exit_time=self.core.now(),
+            )
+            return
+        self.core.store.update_host(
+            job.name,
+            host.host,
+            job.attempt,
+            state=HostState.RUNNING,
+            pid=handle.pid,
+            process_create_time=handle.create_time,
+        )
+
+
+def _new_host(base: Path, index: int, placement: HostPlacement) -> NewHost:
+    name = f"algo-{index}"
+    return NewHost(
+        host=name,
+        root=str(base / name),
+        state_dir=str(base / ".agents" / name),
+        resources=dataclasses.asdict(placement.resources),
+        reservation=placement.reservation,
+    )

@@ -1,0 +1,80 @@
+"""Job statuses (SageMaker's primary and secondary ones), why a job is stopping, and messages."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from trainops._errors import TrainopsError
+
+__all__ = [
+    "ENDED",
+    "HOST_LOST",
+    "PHASE_MESSAGES",
+    "PHASE_RANK",
+    "STARTING_MESSAGE",
+    "AgentAuthError",
+    "JobEndedError",
+    "PrimaryStatus",
+    "SecondaryStatus",
+    "StopReason",
+]
+
+
+class PrimaryStatus(StrEnum):
+    IN_PROGRESS = "InProgress"
+    COMPLETED = "Completed"
+    FAILED = "Failed"
+    STOPPING = "Stopping"
+    STOPPED = "Stopped"
+
+
+class SecondaryStatus(StrEnum):
+    STARTING = "Starting"
+    PENDING = "Pending"
+    DOWNLOADING = "Downloading"
+    TRAINING = "Training"
+    UPLOADING = "Uploading"
+    RESTARTING = "Restarting"
+    STOPPING = "Stopping"
+    STOPPED = "Stopped"
+    MAX_RUNTIME_EXCEEDED = "MaxRuntimeExceeded"
+    COMPLETED = "Completed"
+    FAILED = "Failed"
+
+
+class StopReason(StrEnum):
+    """Why the hosts of a job's current attempt are being told to stop (``jobs.stop_reason``)."""
+
+    STOPPED = "Stopped"  # the user asked; ends Stopped/Stopped
+    MAX_RUNTIME_EXCEEDED = "MaxRuntimeExceeded"  # ends Stopped/MaxRuntimeExceeded
+    RESTARTING = "Restarting"  # an internal error; the job runs again once every host is down
+    FAILED = "Failed"  # the job has failed; the remaining hosts are torn down
+
+
+ENDED = frozenset({PrimaryStatus.COMPLETED, PrimaryStatus.FAILED, PrimaryStatus.STOPPED})
+
+# Secondary statuses the hosts' phases move through; a job only ever moves forward along them.
+PHASE_RANK = {
+    SecondaryStatus.STARTING: 0,
+    SecondaryStatus.DOWNLOADING: 1,
+    SecondaryStatus.TRAINING: 2,
+    SecondaryStatus.UPLOADING: 3,
+}
+
+# A host whose agent ended without reporting an exit (or could not be started).
+HOST_LOST = "Lost"
+
+STARTING_MESSAGE = "Preparing the instances for training"
+PHASE_MESSAGES = {
+    SecondaryStatus.DOWNLOADING: "Downloading input data",
+    SecondaryStatus.TRAINING: "Training image download completed. Training in progress.",
+    SecondaryStatus.UPLOADING: "Uploading generated training model",
+}
+
+
+class JobEndedError(TrainopsError):
+    """The job has already ended (Completed, Failed or Stopped)."""
+
+
+class AgentAuthError(TrainopsError):
+    """An agent request without the job's agent token (or for a host the job does not have)."""

@@ -1,0 +1,232 @@
+"""Running the control plane: ``serve`` (long-running, blocking) and ``EmbeddedServer``.
+
+Both build the store, backend and controller for one ``TRAINOPS_HOME``, recover what a previous
+control plane left running, serve HTTP from uvicorn on a thread of its own, advertise their URL
+in ``server.json`` (agents re-read it to find a restarted server) and, on exit, stop the
+controller's threads but leave the agents running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import signal
+import socket
+import sys
+import threading
+import time
+from types import FrameType, TracebackType
+
+import uvicorn
+
+from trainops._errors import ServerError, TrainopsError
+from trainops._settings import Settings
+from trainops._version import __version__
+from trainops.backends import Backend, LocalBackend
+from trainops.control import ControllerConfig, JobController
+from trainops.server._app import create_app
+from trainops.server._server_file import advertise, check_no_live_server, withdraw
+from trainops.store import MetadataStore
+
+__all__ = ["EmbeddedServer", "serve"]
+
+_STARTUP_POLL_S = 0.005
+_STARTUP_TIMEOUT_S = 30.0
+
+
+class _Uvicorn(uvicorn.Server):
+    """uvicorn's server with a main loop that :meth:`exit_now` wakes at once.
+
+    uvicorn's own loop notices ``should_exit`` only every 0.1 s, which every ``trainops run``
+    would pay on its way out.
+    """
+
+    _loop: asyncio.AbstractEventLoop | None = None
+    _wake: asyncio.Event | None = None
+
+    async def main_loop(self) -> None:
+        self._loop, self._wake = asyncio.get_running_loop(), asyncio.Event()
+        counter = 0
+        while not await self.on_tick(counter):
+            counter = (counter + 1) % 864000
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), 0.1)
+
+    def exit_now(self) -> None:
+        self.should_exit = True
+        if self._loop is not None and self._wake is not None:
+            with contextlib.suppress(RuntimeError):  # the loop has already ended
+                self._loop.call_soon_threadsafe(self._wake.set)
+
+
+class EmbeddedServer:
+    """A control plane for the length of a ``with`` block, by default on an ephemeral port.
+
+    ``url`` is known once the block is entered; agents of jobs still running at exit keep
+    running, and a later server on the same ``TRAINOPS_HOME`` adopts them.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        backend: Backend | None = None,
+        config: ControllerConfig | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        self.settings = settings
+        self.url = ""
+        self._options = (backend, config, host, port)
+        self._controller: JobController | None = None
+        self._store: MetadataStore | None = None
+        self._server: _Uvicorn | None = None
+        self._thread: threading.Thread | None = None
+        self._sock: socket.socket | None = None
+
+    @property
+    def controller(self) -> JobController:
+        if self._controller is None:
+            raise RuntimeError("the server is not running")
+        return self._controller
+
+    def __enter__(self) -> EmbeddedServer:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self) -> None:
+        backend, config, host, port = self._options
+        check_no_live_server(self.settings)
+        self._sock = _listen(host, port)
+        self.url = _agent_url(host, self._sock.getsockname()[1])
+        try:
+            self._store = MetadataStore(self.settings.db_path)
+            self._controller = JobController(
+                self.settings, self._store, backend or LocalBackend(self.settings), config
+            )
+            # Recovery runs before HTTP is served; agents' requests queue on the listening socket.
+            self._controller.start(self.url)
+            self._serve_http()
+        except BaseException:
+            self.stop()
+            raise
+        advertise(self.settings, self.url)
+
+    def _serve_http(self) -> None:
+        assert self._controller is not None and self._sock is not None
+        config = uvicorn.Config(
+            create_app(self._controller, self.settings),
+            log_config=None,
+            log_level="warning",
+            access_log=False,
+            ws="none",
+            timeout_graceful_shutdown=2,
+        )
+        self._server = server = _Uvicorn(config)
+        self._thread = threading.Thread(
+            target=server.run, kwargs={"sockets": [self._sock]}, name="trainops-http", daemon=True
+        )
+        self._thread.start()
+        deadline = time.monotonic() + _STARTUP_TIMEOUT_S
+        while not server.started:
+            if not self._thread.is_alive():
+                raise ServerError("the trainops server failed to start")
+            if time.monotonic() > deadline:
+                raise ServerError("the trainops server did not start within 30 s")
+            time.sleep(_STARTUP_POLL_S)
+
+    def stop(self) -> None:
+        """Stop serving; agents keep running. Safe to call more than once."""
+        if self.url:
+            withdraw(self.settings, self.url)
+        if self._controller is not None:
+            self._controller.core.close_waiters()
+        if self._server is not None:
+            self._server.exit_now()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        if self._controller is not None:
+            self._controller.close()
+        if self._store is not None:
+            self._store.close()
+        if self._sock is not None:
+            self._sock.close()
+        self._controller = self._store = self._server = self._thread = self._sock = None
+
+    def __repr__(self) -> str:
+        return f"EmbeddedServer(url={self.url!r}, home={str(self.settings.home)!r})"
+
+
+def serve(
+    settings: Settings,
+    host: str = "127.0.0.1",
+    port: int = 8470,
+    *,
+    backend: Backend | None = None,
+    config: ControllerConfig | None = None,
+) -> None:
+    """Serve until SIGINT or SIGTERM. A non-loopback ``host`` needs ``settings.token``."""
+    if not _is_loopback(host) and not settings.token:
+        raise TrainopsError(
+            f"refusing to listen on {host}: a server reachable from other machines needs a "
+            "token (set TRAINOPS_TOKEN or 'token:' in $TRAINOPS_HOME/config.yaml)"
+        )
+    stop = threading.Event()
+
+    def on_signal(_signum: int, _frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with EmbeddedServer(settings, backend=backend, config=config, host=host, port=port) as srv:
+            print(
+                f"trainops {__version__} serving on {srv.url} (home {settings.home})",
+                file=sys.stderr,
+            )
+            while srv.running and not stop.wait(0.5):
+                pass
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        raise ServerError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return sock
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _agent_url(host: str, port: int) -> str:
+    """The URL local agents use: a wildcard bind is reached through loopback."""
+    if host in ("0.0.0.0", "::", ""):  # noqa: S104 (comparing, not binding)
+        host = "127.0.0.1"
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"

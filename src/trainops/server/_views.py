@@ -1,0 +1,201 @@
+"""The JSON shapes of the public API, computed from store records (DescribeTrainingJob keys).
+
+Kept apart from the routes so the data can be tested and reused (CLI, web UI) without HTTP.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from trainops._settings import Settings
+from trainops.catalog import load_catalog
+from trainops.store import ArtifactRecord, HostRecord, JobRecord, LogLine, MetadataStore
+
+__all__ = ["describe", "iso", "log_page", "metric_points", "redact", "summary"]
+
+_SECRET_MARKERS = ("SECRET", "TOKEN", "PASSWORD", "CREDENTIAL", "KEY")
+_JOB_LEVEL_ARTIFACTS = ("model", "output")
+_PART_ARTIFACTS = ("model_part", "output_part")
+
+
+def iso(ts: float | None) -> str | None:
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(ts, tz=UTC).isoformat(timespec="milliseconds")
+
+
+def redact(env: dict[str, str]) -> dict[str, str]:
+    """Environment values whose names look like credentials become ``***``."""
+    return {k: "***" if any(m in k.upper() for m in _SECRET_MARKERS) else v for k, v in env.items()}
+
+
+def summary(job: JobRecord) -> dict[str, Any]:
+    return {
+        "TrainingJobName": job.name,
+        "TrainingJobStatus": job.status,
+        "SecondaryStatus": job.secondary_status,
+        "CreationTime": iso(job.creation_time),
+        "TrainingEndTime": iso(job.training_end_time),
+        "LastModifiedTime": iso(job.last_modified_time),
+        "InstanceType": job.spec["instance_type"],
+        "InstanceCount": job.spec["instance_count"],
+        "FailureReason": job.failure_reason,
+    }
+
+
+def describe(
+    store: MetadataStore, job: JobRecord, settings: Settings, now: float
+) -> dict[str, Any]:
+    """Everything about one job, as DescribeTrainingJob shows it."""
+    spec = job.spec
+    artifacts = store.artifacts(job.name)
+    return {
+        "TrainingJobName": job.name,
+        "TrainingJobStatus": job.status,
+        "SecondaryStatus": job.secondary_status,
+        "FailureReason": job.failure_reason,
+        "CreationTime": iso(job.creation_time),
+        "TrainingStartTime": iso(job.training_start_time),
+        "TrainingEndTime": iso(job.training_end_time),
+        "LastModifiedTime": iso(job.last_modified_time),
+        "SecondaryStatusTransitions": [
+            {"Status": t.status, "StartTime": iso(t.start_time), "EndTime": iso(t.end_time)}
+            | {"StatusMessage": t.message}
+            for t in store.transitions(job.name)
+        ],
+        **_spec_sections(spec, settings),
+        "ModelArtifacts": _model_artifacts(artifacts),
+        "Artifacts": _artifact_list(artifacts),
+        "FinalMetricDataList": [
+            {"MetricName": m.name, "Value": m.value, "Timestamp": iso(m.ts)}
+            for m in store.final_metrics(job.name)
+        ],
+        "TrainingTimeInSeconds": job.training_seconds,
+        "BillableTimeInSeconds": job.billable_seconds,
+        "Cost": _cost(job, now),
+        "Attempt": job.attempt,
+        "Hosts": [_host(h) for h in store.hosts(job.name, job.attempt)],
+    }
+
+
+def _spec_sections(spec: dict[str, Any], settings: Settings) -> dict[str, Any]:
+    checkpoint = spec.get("checkpoint")
+    stopping = spec["stopping_condition"]
+    return {
+        "HyperParameters": {k: _hp(v) for k, v in spec["hyperparameters"].items()},
+        "AlgorithmSpecification": {
+            "EntryPoint": spec["entry_point"],
+            "MetricDefinitions": [
+                {"Name": m["name"], "Regex": m["regex"]} for m in spec["metric_definitions"]
+            ],
+        },
+        "ResourceConfig": {
+            "InstanceType": spec["instance_type"],
+            "InstanceCount": spec["instance_count"],
+        },
+        "InputDataConfig": [_channel(name, ch) for name, ch in spec["inputs"].items()],
+        "OutputDataConfig": {
+            "S3OutputPath": spec.get("output_path") or settings.default_output_uri
+        },
+        "CheckpointConfig": (
+            {"S3Uri": checkpoint["uri"], "LocalPath": checkpoint["local_path"]}
+            if checkpoint
+            else None
+        ),
+        "StoppingCondition": {
+            "MaxRuntimeInSeconds": stopping["max_runtime_in_seconds"],
+            "GracePeriodInSeconds": stopping["grace_period_in_seconds"],
+        },
+        "RetryStrategy": {"MaximumRetryAttempts": spec["retry_strategy"]["maximum_retry_attempts"]},
+        "Environment": redact(spec["environment"]),
+    }
+
+
+def _hp(value: Any) -> str:
+    """SageMaker keeps hyperparameters as strings; non-strings are JSON-encoded (as the SDK does)."""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _channel(name: str, channel: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "ChannelName": name,
+        "Uri": channel["uri"],
+        "ContentType": channel.get("content_type"),
+        "Distribution": channel["distribution"],
+        "ShuffleSeed": channel.get("shuffle_seed"),
+        "InputMode": channel["mode"],
+    }
+
+
+def _model_artifacts(artifacts: list[ArtifactRecord]) -> dict[str, str] | None:
+    models = sorted((a for a in artifacts if a.name == "model"), key=lambda a: a.host != "")
+    return {"S3ModelArtifacts": models[0].uri} if models else None
+
+
+def _artifact_list(artifacts: list[ArtifactRecord]) -> list[dict[str, str]]:
+    out = []
+    for artifact in artifacts:
+        if artifact.name in _PART_ARTIFACTS:
+            continue
+        entry = {"Name": artifact.name, "Uri": artifact.uri}
+        if artifact.host and artifact.name not in _JOB_LEVEL_ARTIFACTS:
+            entry["Host"] = artifact.host
+        out.append(entry)
+    return out
+
+
+def _cost(job: JobRecord, now: float) -> dict[str, Any]:
+    """Billable seconds x price x count; while running, the time so far."""
+    catalog = load_catalog()
+    instance = catalog.get(job.spec["instance_type"])
+    count = int(job.spec["instance_count"])
+    seconds: float = job.billable_seconds or 0
+    if job.billable_seconds is None and job.training_start_time is not None:
+        seconds = max(0.0, now - job.training_start_time)
+    return {
+        "Currency": catalog.currency,
+        "OnDemandUsdPerHour": instance.on_demand_usd_per_hour,
+        "InstanceCount": count,
+        "EstimatedCostUsd": round(instance.cost_usd(seconds, count), 6),
+        "PricesAsOf": catalog.prices_as_of,
+        "Region": catalog.region,
+    }
+
+
+def _host(host: HostRecord) -> dict[str, Any]:
+    status = host.outcome if host.exited else (host.phase or host.state)
+    return {
+        "Host": host.host,
+        "Status": status,
+        "ExitCode": host.exit_code,
+        "Attempt": host.attempt,
+    }
+
+
+def log_page(lines: list[LogLine], after: int, job: JobRecord) -> dict[str, Any]:
+    return {
+        "lines": [
+            {
+                "cursor": ln.cursor,
+                "host": ln.host,
+                "stream": ln.stream,
+                "timestamp": iso(ln.ts),
+                "line": ln.line,
+            }
+            for ln in lines
+        ],
+        "next": lines[-1].cursor if lines else after,
+        "TrainingJobStatus": job.status,
+        "SecondaryStatus": job.secondary_status,
+    }
+
+
+def metric_points(store: MetadataStore, job: str, name: str | None) -> dict[str, Any]:
+    return {
+        "metrics": [
+            {"MetricName": m.name, "Value": m.value, "Timestamp": iso(m.ts), "Host": m.host}
+            for m in store.metrics(job, name)
+        ]
+    }

@@ -1,0 +1,41 @@
+"""The metadata store: jobs, transitions, hosts, logs, metrics and artifacts in SQLite.
+
+Owned by the control plane (agents never open it). The schema is versioned: numbered SQL files
+in ``migrations/`` are applied in order when a database is opened, and a database written by a
+newer trainops is refused with :class:`SchemaVersionError`.
+"""
+
+from trainops.store._records import (
+    ArtifactRecord,
+    EventLike,
+    HostRecord,
+    HostState,
+    IngestResult,
+    JobExistsError,
+    JobRecord,
+    LogLine,
+    MetricPoint,
+    NewHost,
+    Transition,
+)
+from trainops.store._schema import Migration, SchemaVersionError, apply_migrations, load_migrations
+from trainops.store._store import MetadataStore
+
+__all__ = [
+    "ArtifactRecord",
+    "EventLike",
+    "HostRecord",
+    "HostState",
+    "IngestResult",
+    "JobExistsError",
+    "JobRecord",
+    "LogLine",
+    "MetadataStore",
+    "MetricPoint",
+    "Migration",
+    "NewHost",
+    "SchemaVersionError",
+    "Transition",
+    "apply_migrations",
+    "load_migrations",
+]

@@ -1,0 +1,167 @@
+"""Immutable snapshots of the rows the store hands out, and how they are read from SQLite rows.
+
+Callers never hold a live row: every read returns frozen records, so a snapshot taken under one
+lock stays consistent while the store moves on.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol
+
+from trainops._errors import TrainopsError
+
+__all__ = [
+    "ArtifactRecord",
+    "EventLike",
+    "HostRecord",
+    "HostState",
+    "IngestResult",
+    "JobExistsError",
+    "JobRecord",
+    "LogLine",
+    "MetricPoint",
+    "NewHost",
+    "Transition",
+]
+
+
+class JobExistsError(TrainopsError):
+    """A job with that name is already in the store."""
+
+
+class HostState(StrEnum):
+    """Where one host agent of one attempt is in its life."""
+
+    LAUNCHING = "Launching"  # the record exists, the agent process is being started
+    RUNNING = "Running"
+    EXITED = "Exited"  # ``outcome`` says how
+
+
+class EventLike(Protocol):
+    """What the store needs of an agent event (``trainops.protocol.AgentEvent`` fits)."""
+
+    @property
+    def seq(self) -> int: ...
+    @property
+    def ts(self) -> float: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def data(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class JobRecord:
+    name: str
+    spec: dict[str, Any]
+    status: str
+    secondary_status: str
+    failure_reason: str | None
+    creation_time: float
+    training_start_time: float | None
+    training_end_time: float | None
+    last_modified_time: float
+    attempt: int
+    max_attempts: int
+    code_uri: str
+    output_prefix: str
+    agent_token_hash: str | None
+    stop_reason: str | None
+    stop_requested_at: float | None
+    billable_seconds: int | None
+    training_seconds: int | None
+    order: int
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> JobRecord:
+        data = dict(zip(row.keys(), row, strict=True))
+        spec, order = json.loads(data.pop("spec")), data.pop("id")
+        return cls(spec=spec, order=order, **data)
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    status: str
+    start_time: float
+    end_time: float | None
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class NewHost:
+    """A host record about to be created for one attempt."""
+
+    host: str
+    root: str
+    state_dir: str
+    resources: dict[str, Any] = field(default_factory=dict)
+    reservation: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class HostRecord:
+    job: str
+    host: str
+    attempt: int
+    state: str
+    pid: int | None
+    process_create_time: float | None
+    root: str
+    state_dir: str
+    acked_seq: int
+    phase: str | None
+    outcome: str | None
+    exit_code: int | None
+    failure_reason: str | None
+    exit_time: float | None
+    resources: dict[str, Any]
+    reservation: dict[str, Any]
+    processes: list[dict[str, Any]]
+
+    @property
+    def exited(self) -> bool:
+        return self.state == HostState.EXITED
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> HostRecord:
+        data = dict(zip(row.keys(), row, strict=True))
+        for key in ("resources", "reservation", "processes"):
+            data[key] = json.loads(data[key])
+        return cls(**data)
+
+
+@dataclass(frozen=True, slots=True)
+class LogLine:
+    cursor: int
+    host: str
+    attempt: int
+    ts: float
+    stream: str
+    line: str
+
+
+@dataclass(frozen=True, slots=True)
+class MetricPoint:
+    name: str
+    value: float
+    ts: float
+    host: str
+
+
+@dataclass(frozen=True, slots=True)
+class ArtifactRecord:
+    name: str
+    host: str
+    uri: str
+
+
+@dataclass(frozen=True, slots=True)
+class IngestResult:
+    """``acked_seq``: the highest event number stored; ``accepted``: events new in this call."""
+
+    acked_seq: int
+    accepted: list[EventLike]

@@ -1,0 +1,314 @@
+"""The metadata store: one SQLite database (WAL) that the control plane owns.
+
+One connection is shared by every thread and guarded by a lock, so a write is never interleaved
+with another statement; WAL and a busy timeout let a second process (a restarted server) open
+the same file safely. Times are floats (seconds since the epoch).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from trainops.store._ingest import ingest_events, read_final_metrics, read_logs, read_metrics
+from trainops.store._records import (
+    ArtifactRecord,
+    EventLike,
+    HostRecord,
+    HostState,
+    IngestResult,
+    JobExistsError,
+    JobRecord,
+    LogLine,
+    MetricPoint,
+    NewHost,
+    Transition,
+)
+from trainops.store._schema import Migration, apply_migrations, load_migrations
+
+__all__ = ["MetadataStore"]
+
+_JOB_FIELDS = frozenset(JobRecord.__slots__) - {"name", "spec", "order", "creation_time"}
+_HOST_FIELDS = frozenset(HostRecord.__slots__) - {"job", "host", "attempt"}
+_JSON_FIELDS = frozenset({"resources", "reservation", "processes"})
+
+
+class MetadataStore:
+    """Jobs, their transitions, hosts, logs, metrics and artifacts in ``path``."""
+
+    def __init__(
+        self, path: Path, *, busy_timeout_s: float = 10.0, migrations: list[Migration] | None = None
+    ) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Job environments may hold credentials: the database is readable by its owner only
+        # (SQLite gives its -wal and -shm files the same mode).
+        os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
+        self._lock = threading.RLock()
+        self._conn = sqlite3.connect(
+            path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
+        )
+        self._conn.row_factory = sqlite3.Row
+        try:
+            self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+            self._conn.execute("PRAGMA foreign_keys = ON")
+            chosen = load_migrations() if migrations is None else migrations
+            self.schema_version = apply_migrations(self._conn, chosen, where=str(path))
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def _read(self, sql: str, args: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return self._conn.execute(sql, args).fetchall()
+
+    # --- jobs -------------------------------------------------------------------------------
+
+    def create_job(
+        self,
+        *,
+        name: str,
+        spec: dict[str, Any],
+        code_uri: str,
+        output_prefix: str,
+        max_attempts: int,
+        status: str,
+        secondary_status: str,
+        message: str,
+        now: float,
+    ) -> JobRecord:
+        """Insert a job and its first secondary transition; :class:`JobExistsError` if taken."""
+        rest = (max_attempts, code_uri, output_prefix)
+        try:
+            with self._write() as conn:
+                conn.execute(
+                    "INSERT INTO jobs (name, spec, status, secondary_status, creation_time,"
+                    " last_modified_time, max_attempts, code_uri, output_prefix)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (name, json.dumps(spec), status, secondary_status, now, now, *rest),
+                )
+                conn.execute(
+                    "INSERT INTO transitions (job, status, start_time, message) VALUES (?, ?, ?, ?)",
+                    (name, secondary_status, now, message),
+                )
+        except sqlite3.IntegrityError:
+            raise JobExistsError(f"a job named {name!r} already exists") from None
+        return self._job_or_fail(name)
+
+    def get_job(self, name: str) -> JobRecord | None:
+        rows = self._read("SELECT * FROM jobs WHERE name = ?", (name,))
+        return JobRecord.from_row(rows[0]) if rows else None
+
+    def _job_or_fail(self, name: str) -> JobRecord:
+        job = self.get_job(name)
+        if job is None:
+            raise KeyError(name)
+        return job
+
+    def list_jobs(
+        self,
+        *,
+        statuses: Sequence[str] = (),
+        name_contains: str | None = None,
+        created_after: float | None = None,
+        created_before: float | None = None,
+        limit: int = 50,
+    ) -> list[JobRecord]:
+        """Jobs matching every given filter, newest first."""
+        where: list[str] = ["1 = 1"]
+        args: list[Any] = []
+        if statuses:
+            where.append(f"status IN ({', '.join('?' * len(statuses))})")
+            args.extend(statuses)
+        if name_contains:
+            where.append("instr(lower(name), lower(?)) > 0")
+            args.append(name_contains)
+        if created_after is not None:
+            where.append("creation_time > ?")
+            args.append(created_after)
+        if created_before is not None:
+            where.append("creation_time < ?")
+            args.append(created_before)
+        # Only fixed clauses are joined in; every value is a bound parameter.
+        sql = f"SELECT * FROM jobs WHERE {' AND '.join(where)}"  # noqa: S608
+        sql += " ORDER BY creation_time DESC, id DESC"
+        return [JobRecord.from_row(r) for r in self._read(sql + " LIMIT ?", (*args, limit))]
+
+    def active_jobs(self, statuses: Sequence[str]) -> list[JobRecord]:
+        """Jobs in ``statuses``, or with a host of their current attempt that has not exited."""
+        marks = ", ".join("?" * len(statuses))
+        sql = (
+            f"SELECT * FROM jobs j WHERE status IN ({marks}) OR"  # noqa: S608
+            " EXISTS (SELECT 1 FROM hosts h"
+            " WHERE h.job = j.name AND h.attempt = j.attempt AND h.state != ?) ORDER BY id"
+        )
+        return [JobRecord.from_row(r) for r in self._read(sql, (*statuses, HostState.EXITED))]
+
+    def unplaced_jobs(self, status: str, secondary: Sequence[str]) -> list[JobRecord]:
+        """Jobs waiting to be placed: no host records for their current attempt yet."""
+        marks = ", ".join("?" * len(secondary))
+        sql = (
+            f"SELECT * FROM jobs j WHERE status = ? AND secondary_status IN ({marks})"  # noqa: S608
+            " AND stop_reason IS NULL AND NOT EXISTS (SELECT 1 FROM hosts h"
+            " WHERE h.job = j.name AND h.attempt = j.attempt) ORDER BY id"
+        )
+        return [JobRecord.from_row(r) for r in self._read(sql, (status, *secondary))]
+
+    def update_job(self, name: str, now: float, **fields: Any) -> JobRecord:
+        with self._write() as conn:
+            _update_job(conn, name, now, fields)
+        return self._job_or_fail(name)
+
+    def set_secondary(
+        self,
+        name: str,
+        secondary: str,
+        message: str,
+        now: float,
+        /,
+        *,
+        final: bool = False,
+        **fields: Any,
+    ) -> JobRecord:
+        """Close the open transition at ``now`` and open ``secondary``; ``final`` closes it too."""
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE transitions SET end_time = ? WHERE job = ? AND end_time IS NULL",
+                (now, name),
+            )
+            conn.execute(
+                "INSERT INTO transitions (job, status, start_time, end_time, message)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (name, secondary, now, now if final else None, message),
+            )
+            _update_job(conn, name, now, {**fields, "secondary_status": secondary})
+        return self._job_or_fail(name)
+
+    def transitions(self, name: str) -> list[Transition]:
+        rows = self._read(
+            "SELECT status, start_time, end_time, message FROM transitions WHERE job = ?"
+            " ORDER BY id",
+            (name,),
+        )
+        return [Transition(*row) for row in rows]
+
+    # --- hosts ------------------------------------------------------------------------------
+
+    def create_hosts(self, job: str, attempt: int, hosts: Sequence[NewHost]) -> None:
+        with self._write() as conn:
+            conn.executemany(
+                "INSERT INTO hosts (job, host, attempt, state, root, state_dir, resources,"
+                " reservation) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (job, h.host, attempt, HostState.LAUNCHING, h.root, h.state_dir, *_json(h))
+                    for h in hosts
+                ],
+            )
+
+    def update_host(self, job: str, host: str, attempt: int, **fields: Any) -> None:
+        unknown = set(fields) - _HOST_FIELDS
+        if unknown:
+            raise ValueError(f"not host fields: {sorted(unknown)}")
+        values = [json.dumps(v) if k in _JSON_FIELDS else v for k, v in fields.items()]
+        assignments = ", ".join(f"{k} = ?" for k in fields)
+        with self._write() as conn:
+            conn.execute(
+                f"UPDATE hosts SET {assignments} WHERE job = ? AND host = ? AND attempt = ?",  # noqa: S608
+                (*values, job, host, attempt),
+            )
+
+    def hosts(self, job: str, attempt: int) -> list[HostRecord]:
+        """The hosts of one attempt in host order (algo-1, algo-2, ..., algo-10)."""
+        rows = self._read(
+            "SELECT * FROM hosts WHERE job = ? AND attempt = ? ORDER BY length(host), host",
+            (job, attempt),
+        )
+        return [HostRecord.from_row(r) for r in rows]
+
+    def host(self, job: str, host: str, attempt: int) -> HostRecord | None:
+        rows = self._read(
+            "SELECT * FROM hosts WHERE job = ? AND host = ? AND attempt = ?", (job, host, attempt)
+        )
+        return HostRecord.from_row(rows[0]) if rows else None
+
+    # --- events, logs, metrics, artifacts ---------------------------------------------------
+
+    def ingest(
+        self, job: str, host: str, attempt: int, events: Sequence[EventLike]
+    ) -> IngestResult | None:
+        """Store each event of (job, host, attempt) once; ``None`` if that host is unknown."""
+        with self._write() as conn:
+            return ingest_events(conn, (job, host, attempt), events)
+
+    def logs(
+        self, job: str, *, after: int = 0, host: str | None = None, limit: int = 1000
+    ) -> list[LogLine]:
+        with self._lock:
+            return read_logs(self._conn, job, after, host, limit)
+
+    def metrics(self, job: str, name: str | None = None) -> list[MetricPoint]:
+        with self._lock:
+            return read_metrics(self._conn, job, name)
+
+    def final_metrics(self, job: str) -> list[MetricPoint]:
+        with self._lock:
+            return read_final_metrics(self._conn, job)
+
+    def add_artifact(self, job: str, name: str, uri: str, host: str = "") -> None:
+        with self._write() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO artifacts (job, name, host, uri) VALUES (?, ?, ?, ?)",
+                (job, name, host, uri),
+            )
+
+    def delete_artifacts(self, job: str, names: Sequence[str]) -> None:
+        with self._write() as conn:
+            conn.executemany(
+                "DELETE FROM artifacts WHERE job = ? AND name = ?", [(job, n) for n in names]
+            )
+
+    def artifacts(self, job: str) -> list[ArtifactRecord]:
+        rows = self._read(
+            "SELECT name, host, uri FROM artifacts WHERE job = ? ORDER BY rowid", (job,)
+        )
+        return [ArtifactRecord(*row) for row in rows]
+
+
+def _json(host: NewHost) -> tuple[str, str]:
+    return json.dumps(host.resources), json.dumps(host.reservation)
+
+
+def _update_job(conn: sqlite3.Connection, name: str, now: float, fields: dict[str, Any]) -> None:
+    unknown = set(fields) - _JOB_FIELDS
+    if unknown:
+        raise ValueError(f"not job fields: {sorted(unknown)}")
+    fields = {**fields, "last_modified_time": now}
+    assignments = ", ".join(f"{k} = ?" for k in fields)
+    cursor = conn.execute(
+        f"UPDATE jobs SET {assignments} WHERE name = ?",  # noqa: S608 (names from a fixed set)
+        (*fields.values(), name),
+    )
+    if cursor.rowcount != 1:
+        raise KeyError(name)

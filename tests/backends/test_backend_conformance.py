@@ -1,0 +1,231 @@
+"""The backend contract, run against every implementation in ``BACKENDS``.
+
+Agents here are tiny real Python programs (the agent's behaviour is not the point): they record
+their environment, optionally start a workload in its own session, and sleep.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from trainops._settings import LocalCapacity, Settings
+from trainops.backends import (
+    BACKENDS,
+    JOURNAL_FILE,
+    AgentHandle,
+    Backend,
+    CapacityShortage,
+    parse_journal,
+)
+from trainops.catalog import get_instance_type
+from trainops.protocol import AgentEvent, AgentLaunch, EventKind, HostResources
+
+SLEEPER = """
+import json, os, subprocess, sys, time
+state = os.environ["TRAINOPS_AGENT_STATE"]
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"],
+                         start_new_session=True)
+record = {"env": dict(os.environ), "sid": os.getsid(0), "child": child.pid}
+with open(os.path.join(state, "record.json.tmp"), "w") as out:
+    json.dump(record, out)
+os.replace(os.path.join(state, "record.json.tmp"), os.path.join(state, "record.json"))
+print("agent output", flush=True)
+time.sleep(120)
+"""
+
+SMALL = LocalCapacity(cpus=4, memory_mb=8192, gpus=0)
+
+
+@pytest.fixture(params=sorted(BACKENDS))
+def make_backend(request: pytest.FixtureRequest, trainops_home: Path) -> Iterator[type[Backend]]:
+    yield BACKENDS[request.param]
+
+
+def _settings(home: Path, capacity: LocalCapacity = SMALL) -> Settings:
+    return Settings(home=home, capacity=capacity, token="public-token")
+
+
+def _launch(tmp_path: Path, host: str = "algo-1") -> AgentLaunch:
+    return AgentLaunch(
+        server_url="http://127.0.0.1:9",
+        token="agent-token",
+        job_name="job-a",
+        host=host,
+        attempt=1,
+        root=tmp_path / "jobs" / host,
+        state_dir=tmp_path / "state" / host,
+    )
+
+
+def _wait_for_file(path: Path, timeout: float = 30) -> dict[str, object]:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.02)
+    data: dict[str, object] = json.loads(path.read_text())
+    return data
+
+
+@pytest.fixture
+def started(
+    make_backend: type[Backend], trainops_home: Path, tmp_path: Path
+) -> Iterator[tuple[Backend, AgentHandle, AgentLaunch]]:
+    backend = make_backend(_settings(trainops_home), agent_command=[sys.executable, "-c", SLEEPER])
+    launch = _launch(tmp_path)
+    handle = backend.launch(launch, HostResources(cpus=[0]), {"EXTRA_VAR": "extra"})
+    yield backend, handle, launch
+    backend.kill(handle)
+
+
+def test_capacity_comes_from_settings(make_backend: type[Backend], trainops_home: Path) -> None:
+    capacity = make_backend(_settings(trainops_home)).capacity()
+    assert (capacity.cpus, capacity.memory_mb, capacity.gpus) == (4, 8192, 0)
+
+
+def test_machine_capacity_is_positive(make_backend: type[Backend], trainops_home: Path) -> None:
+    capacity = make_backend(Settings(home=trainops_home)).capacity()
+    assert capacity.cpus >= 1 and capacity.memory_mb > 0 and capacity.gpus >= 0
+
+
+def test_a_job_needs_all_its_hosts_at_once(
+    make_backend: type[Backend], trainops_home: Path
+) -> None:
+    backend = make_backend(_settings(trainops_home))
+    large = get_instance_type("ml.m5.large")  # 2 vCPUs, 8 GiB
+    first = backend.reserve("first", large, 1)
+    assert first[0].resources.memory_mb == 8192 // 1 and len(first[0].resources.cpus) == 2
+    with pytest.raises(CapacityShortage, match=r"needs 2 CPUs per host x 2 hosts; 2 free"):
+        backend.reserve("second", large, 2)
+    assert backend.free().cpus == 2
+    backend.release("first")
+    second = backend.reserve("second", large, 2)
+    assert [len(p.resources.cpus) for p in second] == [2, 2]
+    assert [p.resources.memory_mb for p in second] == [4096, 4096]
+
+
+def test_lowest_free_cpus_are_taken_first(make_backend: type[Backend], trainops_home: Path) -> None:
+    backend = make_backend(
+        _settings(trainops_home, LocalCapacity(cpus=4, memory_mb=64_000, gpus=0))
+    )
+    small = get_instance_type("ml.m5.large")
+    a = backend.reserve("a", small, 1)[0].reservation
+    b = backend.reserve("b", small, 1)[0].reservation
+    assert (a["cpus"], b["cpus"]) == ([0, 1], [2, 3])
+    backend.release("a")
+    assert backend.reserve("c", get_instance_type("ml.m5.large"), 1)[0].reservation["cpus"] == [
+        0,
+        1,
+    ]
+
+
+def test_a_job_always_fits_an_idle_machine(
+    make_backend: type[Backend], trainops_home: Path
+) -> None:
+    backend = make_backend(_settings(trainops_home, LocalCapacity(cpus=2, memory_mb=1000, gpus=1)))
+    big = get_instance_type("ml.p3.8xlarge")  # 32 vCPUs, 4 GPUs
+    hosts = backend.reserve("big", big, 3)
+    assert [p.reservation["cpus"] for p in hosts] == [[0], [1], [0]]
+    assert [p.reservation["gpus"] for p in hosts] == [[0], [0], [0]]
+    assert {p.resources.memory_mb for p in hosts} == {333}
+    with pytest.raises(CapacityShortage, match="needs all 2 CPUs"):
+        backend.reserve("next", big, 3)
+
+
+def test_reservations_are_adopted_after_a_restart(
+    make_backend: type[Backend], trainops_home: Path
+) -> None:
+    settings = _settings(trainops_home)
+    before = make_backend(settings).reserve("held", get_instance_type("ml.m5.large"), 1)
+    after = make_backend(settings)
+    after.adopt("held", [p.reservation for p in before])
+    assert after.free().cpus == 2
+    after.release("held")
+    assert after.free().cpus == 4
+
+
+@pytest.mark.slow
+def test_an_agent_runs_in_its_own_session_with_the_launch_environment(
+    started: tuple[Backend, AgentHandle, AgentLaunch], trainops_home: Path
+) -> None:
+    backend, handle, launch = started
+    record = _wait_for_file(launch.state_dir / "record.json")
+    env = record["env"]
+    assert isinstance(env, dict)
+    assert {k: env[k] for k in launch.env()} == launch.env()
+    assert env["TRAINOPS_HOME"] == str(trainops_home)
+    assert env["EXTRA_VAR"] == "extra"
+    assert "TRAINOPS_TOKEN" not in env
+    assert record["sid"] == handle.pid != os.getsid(0)
+    assert backend.is_alive(handle)
+    deadline = time.monotonic() + 30
+    while "agent output" not in backend.agent_output(launch.state_dir):
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    assert backend.agent_output(launch.state_dir, max_chars=7) == "output"  # "output\n"
+    assert backend.agent_output(launch.state_dir.parent / "none") == ""
+
+
+@pytest.mark.slow
+def test_a_reused_pid_is_not_the_agent(started: tuple[Backend, AgentHandle, AgentLaunch]) -> None:
+    backend, handle, _launch = started
+    assert handle.pid is not None and handle.create_time is not None
+    assert not backend.is_alive(AgentHandle(handle.pid, handle.create_time - 100))
+    assert not backend.is_alive(AgentHandle(None, None))
+
+
+@pytest.mark.slow
+def test_signal_reaches_the_agent(started: tuple[Backend, AgentHandle, AgentLaunch]) -> None:
+    backend, handle, launch = started
+    _wait_for_file(launch.state_dir / "record.json")
+    backend.signal(handle, signal.SIGTERM)
+    deadline = time.monotonic() + 30
+    while backend.is_alive(handle):
+        assert time.monotonic() < deadline, "SIGTERM did not end the agent"
+        time.sleep(0.02)
+
+
+@pytest.mark.slow
+def test_kill_ends_the_agent_and_its_reported_workloads(
+    started: tuple[Backend, AgentHandle, AgentLaunch],
+) -> None:
+    backend, handle, launch = started
+    record = _wait_for_file(launch.state_dir / "record.json")
+    child = int(str(record["child"]))
+    ref = backend.workload_ref(child, os.getpgid(child))
+    assert ref is not None
+    backend.kill(AgentHandle(handle.pid, handle.create_time, (ref,)))
+    assert not backend.is_alive(handle)
+    assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
+    assert backend.workload_ref(2**22 + 7, 1) is None
+
+
+def test_a_missing_agent_program_fails_the_launch(
+    make_backend: type[Backend], trainops_home: Path, tmp_path: Path
+) -> None:
+    backend = make_backend(_settings(trainops_home), agent_command=[str(tmp_path / "no-agent")])
+    with pytest.raises(OSError):
+        backend.launch(_launch(tmp_path), HostResources(), {})
+
+
+def test_the_journal_is_read_back_without_its_torn_last_line(
+    make_backend: type[Backend], trainops_home: Path, tmp_path: Path
+) -> None:
+    events = [
+        AgentEvent(1, 1.0, EventKind.LOG, {"stream": "stdout", "line": "a"}),
+        AgentEvent(2, 2.0, EventKind.EXIT, {"outcome": "Completed", "exit_code": 0}),
+    ]
+    text = "".join(json.dumps(e.to_json()) + "\n" for e in events) + '{"seq": 3, "ts": 3.0, "ki'
+    (tmp_path / JOURNAL_FILE).write_text(text)
+    backend = make_backend(_settings(trainops_home))
+    assert backend.read_journal(tmp_path) == events
+    assert backend.read_journal(tmp_path / "none") == []
+    assert parse_journal(text) == events

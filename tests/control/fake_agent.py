@@ -1,0 +1,172 @@
+"""A stand-in host agent for control-plane tests: a real process speaking the agent API over HTTP.
+
+It runs no script. Its behaviour comes from the job's ``environment`` (in the assignment):
+
+- ``FAKE_LINES`` (default 3) log lines, ``FAKE_LINE_DELAY`` seconds apart; each line ``i`` also
+  reports metrics ``step = i`` and ``loss = 1 / (i + 1)``;
+- ``FAKE_FAIL_HOST`` + ``FAKE_FAIL_REASON``: that host exits Failed with that reason after its
+  lines (before any hang);
+- ``FAKE_HANG_ATTEMPTS`` ("1,2"): in these attempts, stay in Training until told to stop;
+- ``FAKE_IGNORE_STOP`` ("1"): never obey a stop (the control plane must kill the agent);
+- ``FAKE_CRASH_ATTEMPTS``: in these attempts, die with ``os._exit`` after the lines;
+- ``FAKE_INTERNAL_ATTEMPTS``: in these attempts, report an ``InternalError`` exit;
+- ``FAKE_PARTS`` ("1"): upload model and output parts (multi-host) under the output prefix.
+
+Like the real agent it journals every event before sending it, resends everything above the
+acknowledged number, and re-reads ``server.json`` when the server cannot be reached.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import sys
+import tarfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from trainops.protocol import AgentEvent, AgentLaunch, Assignment, EventKind, EventReply
+
+FLUSH_DEADLINE_S = 120.0
+
+
+class FakeAgent:
+    def __init__(self, launch: AgentLaunch) -> None:
+        self.launch = launch
+        self.url = launch.server_url
+        self.events: list[AgentEvent] = []
+        self.acked = 0
+        self.stop_reason: str | None = None
+        self.journal = (launch.state_dir / "journal.jsonl").open("a", encoding="utf-8")
+        self.http = httpx.Client(timeout=5.0, headers={"Authorization": f"Bearer {launch.token}"})
+
+    def base(self) -> str:
+        return f"{self.url}/agent/v1/jobs/{self.launch.job_name}/hosts/{self.launch.host}"
+
+    def fetch_assignment(self) -> Assignment:
+        deadline = time.monotonic() + FLUSH_DEADLINE_S
+        while True:
+            try:
+                response = self.http.get(
+                    f"{self.base()}/assignment", params={"attempt": self.launch.attempt}
+                )
+                response.raise_for_status()
+                return Assignment.from_json(response.json())
+            except httpx.HTTPError:
+                if time.monotonic() > deadline:
+                    raise
+                self.rediscover()
+                time.sleep(0.05)
+
+    def emit(self, kind: EventKind, **data: Any) -> None:
+        event = AgentEvent(seq=len(self.events) + 1, ts=time.time(), kind=kind, data=data)
+        self.journal.write(json.dumps(event.to_json()) + "\n")
+        self.journal.flush()
+        self.events.append(event)
+
+    def post(self) -> None:
+        pending = [e.to_json() for e in self.events if e.seq > self.acked]
+        body = {"attempt": self.launch.attempt, "events": pending}
+        try:
+            response = self.http.post(f"{self.base()}/events", json=body)
+            response.raise_for_status()
+        except httpx.HTTPError:
+            self.rediscover()
+            return
+        reply = EventReply.from_json(response.json())
+        self.acked = max(self.acked, reply.acked_seq)
+        for command in reply.commands:
+            if command.kind == "stop" and self.stop_reason is None:
+                self.stop_reason = command.reason or "stop"
+
+    def rediscover(self) -> None:
+        server_file = Path(os.environ["TRAINOPS_HOME"]) / "server.json"
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            self.url = json.loads(server_file.read_text())["url"]
+
+    def flush(self) -> None:
+        deadline = time.monotonic() + FLUSH_DEADLINE_S
+        while self.acked < len(self.events) and time.monotonic() < deadline:
+            self.post()
+            if self.acked < len(self.events):
+                time.sleep(0.05)
+
+    def wait_for_stop(self, ignore: bool) -> None:
+        while self.stop_reason is None or ignore:
+            self.post()
+            time.sleep(0.1)
+
+    def finish(self, outcome: str, exit_code: int | None, reason: str | None = None) -> None:
+        self.emit(EventKind.EXIT, outcome=outcome, exit_code=exit_code, failure_reason=reason)
+        self.flush()
+
+
+def attempts(env: dict[str, str], key: str) -> set[int]:
+    return {int(a) for a in env.get(key, "").split(",") if a.strip()}
+
+
+def write_part(assignment: Assignment, folder: str) -> str:
+    root = assignment.output_prefix.removeprefix("file://")
+    target = Path(root) / "output" / folder / f"{assignment.current_host}.tar.gz"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(target, "w:gz") as tar:
+        for name, text in (
+            ("shared.txt", assignment.current_host),
+            (f"{assignment.current_host}.txt", "x"),
+        ):
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return target.as_uri()
+
+
+def run(agent: FakeAgent) -> int:
+    assignment = agent.fetch_assignment()
+    env = assignment.spec["environment"]
+    host, attempt = assignment.current_host, assignment.attempt
+    agent.emit(EventKind.PHASE, phase="Downloading", message="")
+    agent.post()
+    agent.emit(EventKind.PHASE, phase="Training", message="")
+    agent.emit(EventKind.PROCESS, pid=os.getpid(), pgid=os.getpgrp(), command=["fake"])
+    for i in range(int(env.get("FAKE_LINES", "3"))):
+        agent.emit(EventKind.LOG, stream="stdout", line=f"{host} line {i}")
+        agent.emit(EventKind.METRIC, name="step", value=float(i), timestamp=time.time())
+        agent.emit(EventKind.METRIC, name="loss", value=1.0 / (i + 1), timestamp=time.time())
+        agent.post()
+        if agent.stop_reason is not None:
+            break
+        time.sleep(float(env.get("FAKE_LINE_DELAY", "0")))
+    if env.get("FAKE_FAIL_HOST") == host:
+        agent.finish("Failed", 1, env.get("FAKE_FAIL_REASON", "it failed"))
+        return 0
+    if attempt in attempts(env, "FAKE_HANG_ATTEMPTS"):
+        agent.wait_for_stop(ignore=env.get("FAKE_IGNORE_STOP") == "1")
+    if agent.stop_reason is not None:
+        agent.emit(EventKind.LOG, stream="agent", line=f"stopping: {agent.stop_reason}")
+        agent.finish("Stopped", -15)
+        return 0
+    if attempt in attempts(env, "FAKE_CRASH_ATTEMPTS"):
+        agent.flush()
+        os._exit(3)
+    if attempt in attempts(env, "FAKE_INTERNAL_ATTEMPTS"):
+        agent.finish("InternalError", None, "agent broke down")
+        return 0
+    agent.emit(EventKind.PHASE, phase="Uploading", message="")
+    if env.get("FAKE_PARTS") == "1":
+        agent.emit(EventKind.ARTIFACT, name="model_part", uri=write_part(assignment, "model-parts"))
+        agent.emit(
+            EventKind.ARTIFACT, name="output_part", uri=write_part(assignment, "output-parts")
+        )
+    agent.emit(EventKind.ARTIFACT, name="log", uri=f"{assignment.output_prefix}/logs/{host}.log")
+    agent.finish("Completed", 0)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run(FakeAgent(AgentLaunch.from_env(dict(os.environ)))))

@@ -1,0 +1,136 @@
+"""How jobs end: completion, stop, max runtime, a failing host, merged parts of many hosts."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from tests.control._harness import control_plane
+from trainops._settings import Settings
+
+pytestmark = pytest.mark.slow
+
+HANG = {"FAKE_HANG_ATTEMPTS": "1", "FAKE_LINES": "1"}
+
+
+def _statuses(job: dict[str, object]) -> list[str]:
+    transitions = job["SecondaryStatusTransitions"]
+    assert isinstance(transitions, list)
+    return [t["Status"] for t in transitions]
+
+
+def test_a_job_completes_with_its_transitions_metrics_and_cost(settings: Settings) -> None:
+    with control_plane(settings) as plane:
+        submitted = plane.submit("done", {"FAKE_LINES": "5"}, hyperparameters={"epochs": 3})
+        assert (submitted["TrainingJobStatus"], submitted["SecondaryStatus"]) == (
+            "InProgress",
+            "Starting",
+        )
+        job = plane.wait_ended("done")
+        lines = plane.log_lines("done")
+    assert (job["TrainingJobStatus"], job["SecondaryStatus"], job["FailureReason"]) == (
+        "Completed",
+        "Completed",
+        None,
+    )
+    assert _statuses(job) == ["Starting", "Downloading", "Training", "Uploading", "Completed"]
+    transitions = job["SecondaryStatusTransitions"]
+    assert transitions[0]["StatusMessage"] == "Preparing the instances for training"
+    for before, after in itertools.pairwise(transitions):
+        assert before["EndTime"] == after["StartTime"]
+    assert transitions[-1]["EndTime"] == transitions[-1]["StartTime"] == job["TrainingEndTime"]
+    finals = {m["MetricName"]: m["Value"] for m in job["FinalMetricDataList"]}
+    assert finals == {"loss": 0.2, "step": 4.0}
+    assert job["TrainingTimeInSeconds"] == job["BillableTimeInSeconds"] >= 1
+    assert job["Cost"]["EstimatedCostUsd"] > 0 and job["Cost"]["InstanceCount"] == 1
+    assert job["HyperParameters"] == {"epochs": "3"}
+    assert job["Hosts"] == [{"Host": "algo-1", "Status": "Completed", "ExitCode": 0, "Attempt": 1}]
+    assert lines == [f"algo-1 line {i}" for i in range(5)]
+    tree = settings.jobs_dir / "done" / "attempt-1"
+    assert (tree / "algo-1").is_dir() and (tree / ".agents" / "algo-1" / "journal.jsonl").is_file()
+
+
+def test_stop_ends_the_job_stopped(settings: Settings) -> None:
+    with control_plane(settings) as plane:
+        plane.submit("halt", HANG)
+        plane.wait_secondary("halt", "Training")
+        response = plane.stop("halt")
+        assert response.status_code == 202
+        assert response.json()["TrainingJobStatus"] in ("Stopping", "Stopped")
+        job = plane.wait_ended("halt")
+        assert plane.stop("halt").status_code == 409
+        lines = plane.log_lines("halt")
+    assert (job["TrainingJobStatus"], job["SecondaryStatus"]) == ("Stopped", "Stopped")
+    assert _statuses(job)[-2:] == ["Stopping", "Stopped"]
+    assert job["Hosts"][0]["Status"] == "Stopped"
+    assert "stopping: Stop requested" in lines
+
+
+def test_a_job_stopped_before_it_starts_ends_at_once(settings: Settings) -> None:
+    small = Settings(home=settings.home, capacity=type(settings.capacity)(cpus=2, memory_mb=64_000))
+    with control_plane(small) as plane:
+        plane.submit("runner", HANG)
+        plane.wait_secondary("runner", "Training")
+        plane.submit("queued", HANG)
+        plane.wait_secondary("queued", "Pending")
+        assert plane.stop("queued").status_code == 202
+        queued = plane.wait_ended("queued")
+        plane.stop("runner")
+        plane.wait_ended("runner")
+    assert _statuses(queued) == ["Starting", "Pending", "Stopping", "Stopped"]
+    assert queued["TrainingStartTime"] is None and queued["BillableTimeInSeconds"] == 0
+
+
+def test_max_runtime_stops_the_job(settings: Settings) -> None:
+    with control_plane(settings) as plane:
+        plane.submit("slow", HANG, stopping_condition={"max_runtime_in_seconds": 1})
+        job = plane.wait_ended("slow")
+    assert (job["TrainingJobStatus"], job["SecondaryStatus"]) == ("Stopped", "MaxRuntimeExceeded")
+    assert "MaxRuntimeInSeconds (1 s)" in job["SecondaryStatusTransitions"][-1]["StatusMessage"]
+
+
+def test_a_failing_host_tears_down_the_others(settings: Settings) -> None:
+    env = {**HANG, "FAKE_FAIL_HOST": "algo-2", "FAKE_FAIL_REASON": "ValueError: bad batch"}
+    with control_plane(settings) as plane:
+        plane.submit("broken", env, instance_count=2)
+        job = plane.wait_ended("broken")
+        hosts = plane.wait_for_hosts_down("broken")
+    assert (job["TrainingJobStatus"], job["SecondaryStatus"]) == ("Failed", "Failed")
+    assert job["FailureReason"] == "ValueError: bad batch"
+    assert {h["Host"]: h["Status"] for h in hosts} == {"algo-1": "Stopped", "algo-2": "Failed"}
+
+
+def test_the_parts_of_many_hosts_merge_into_one_model(settings: Settings) -> None:
+    with control_plane(settings) as plane:
+        plane.submit("merged", {"FAKE_PARTS": "1"}, instance_count=3)
+        job = plane.wait_ended("merged")
+    assert job["TrainingJobStatus"] == "Completed", job["FailureReason"]
+    artifacts = {a["Name"]: a for a in job["Artifacts"] if "Host" not in a}
+    model_uri = job["ModelArtifacts"]["S3ModelArtifacts"]
+    assert artifacts["model"]["Uri"] == model_uri and model_uri.endswith("/output/model.tar.gz")
+    assert artifacts["output"]["Uri"].endswith("/output/output.tar.gz")
+    members = _members(Path(model_uri.removeprefix("file://")))
+    assert members == {
+        "shared.txt": b"algo-1",
+        "algo-1.txt": b"x",
+        "algo-2.txt": b"x",
+        "algo-3.txt": b"x",
+    }
+    output_dir = Path(model_uri.removeprefix("file://")).parent
+    assert not list((output_dir / "model-parts").glob("*")) and not list(
+        (output_dir / "output-parts").glob("*")
+    )
+    assert [t for t in _statuses(job) if t == "Uploading"] == ["Uploading"]
+
+
+def _members(path: Path) -> dict[str, bytes]:
+    with tarfile.open(path, "r:gz") as tar:
+        return {
+            m.name: (tar.extractfile(m) or io.BytesIO()).read()
+            for m in tar.getmembers()
+            if m.isfile()
+        }

@@ -1,0 +1,159 @@
+"""End to end: a job's life through the real CLI, server, backend and agent.
+
+Completed, Failed (with the script's error), Stopped, MaxRuntimeExceeded, and a hostile source
+tarball that is rejected with nothing written outside the job tree.
+"""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from tests.e2e._harness import (
+    CLI,
+    Server,
+    cli_env,
+    describe,
+    statuses,
+    trainops,
+    wait_for,
+    write_job,
+)
+
+pytestmark = pytest.mark.slow
+
+HELLO = """
+import json, os, sys
+print("hello from", os.environ["SM_CURRENT_HOST"], "args", sys.argv[1:])
+print("hps", os.environ["SM_HPS"])
+print("loss=0.50"); print("loss=0.25", file=sys.stderr)
+open(os.path.join(os.environ["SM_MODEL_DIR"], "weights.txt"), "w").write("w")
+"""
+
+
+def test_hello_job_completes_with_metrics_and_artifacts(tmp_path: Path) -> None:
+    spec = write_job(
+        tmp_path,
+        HELLO,
+        job_name="hello",
+        hyperparameters={"lr": 0.1, "b": True},
+        metric_definitions=[{"name": "loss", "regex": "loss=([0-9.]+)"}],
+    )
+    result = trainops("run", str(spec), home=tmp_path / "home")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "[algo-1] hello from algo-1 args ['-b', 'True', '--lr', '0.1']" in result.stdout
+    job = describe("hello", tmp_path / "home")
+    assert job["TrainingJobStatus"] == "Completed"
+    assert statuses(job)[:1] == ["Starting"] and statuses(job)[-1] == "Completed"
+    assert {"Downloading", "Training", "Uploading"} <= set(statuses(job))
+    assert job["FinalMetricDataList"][0]["MetricName"] == "loss"
+    assert job["FinalMetricDataList"][0]["Value"] == pytest.approx(0.25)
+    assert job["BillableTimeInSeconds"] >= 1 and job["Cost"]["EstimatedCostUsd"] > 0
+    assert job["ModelArtifacts"]["S3ModelArtifacts"].endswith("/hello/output/model.tar.gz")
+
+
+def test_failing_script_reports_its_error(tmp_path: Path) -> None:
+    script = "raise ValueError('learning rate must be positive')\n"
+    spec = write_job(tmp_path, script, job_name="fails")
+    result = trainops("run", str(spec), home=tmp_path / "home")
+    assert result.returncode == 1
+    job = describe("fails", tmp_path / "home")
+    assert job["TrainingJobStatus"] == "Failed"
+    assert "ValueError: learning rate must be positive" in job["FailureReason"]
+    assert job["FailureReason"].startswith("ExecuteUserScriptError")
+
+
+def test_failure_file_wins(tmp_path: Path) -> None:
+    script = (
+        "import os, sys\n"
+        "open(os.path.join(os.environ['SM_OUTPUT_DIR'], 'failure'), 'w').write('bad data in shard 3')\n"
+        "sys.exit(3)\n"
+    )
+    spec = write_job(tmp_path, script, job_name="failfile")
+    assert trainops("run", str(spec), home=tmp_path / "home").returncode == 1
+    assert describe("failfile", tmp_path / "home")["FailureReason"] == "bad data in shard 3"
+
+
+def test_max_runtime_stops_the_job(tmp_path: Path) -> None:
+    script = "import time\nprint('sleeping', flush=True)\ntime.sleep(120)\n"
+    spec = write_job(
+        tmp_path,
+        script,
+        job_name="slow",
+        stopping_condition={"max_runtime_in_seconds": 2, "grace_period_in_seconds": 2},
+    )
+    result = trainops("run", str(spec), home=tmp_path / "home")
+    assert result.returncode == 1
+    job = describe("slow", tmp_path / "home")
+    assert job["TrainingJobStatus"] == "Stopped"
+    assert job["SecondaryStatus"] == "MaxRuntimeExceeded"
+
+
+def test_stop_sends_sigterm_then_sigkill(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    server = Server(home).start()
+    try:
+        script = (
+            "import signal, time, os\n"
+            "def term(*_):\n"
+            "    print('got SIGTERM, ignoring it', flush=True)\n"
+            "signal.signal(signal.SIGTERM, term)\n"
+            "print('training', flush=True)\n"
+            "while True: time.sleep(0.1)\n"
+        )
+        spec = write_job(
+            tmp_path,
+            script,
+            job_name="stubborn",
+            stopping_condition={"grace_period_in_seconds": 2},
+        )
+        run = subprocess.Popen(
+            [*CLI, "run", str(spec)],
+            env=cli_env(home, **server.env()),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        wait_for(
+            lambda: describe("stubborn", home, **server.env())["SecondaryStatus"] == "Training"
+        )
+        wait_for(
+            lambda: "training" in trainops("logs", "stubborn", home=home, **server.env()).stdout
+        )
+        stopped = trainops("stop", "stubborn", "--wait", home=home, **server.env())
+        assert stopped.returncode == 0, stopped.stderr
+        out, _err = run.communicate(timeout=60)
+        assert run.returncode == 1
+        assert "got SIGTERM, ignoring it" in out
+        job = describe("stubborn", home, **server.env())
+        assert (job["TrainingJobStatus"], job["SecondaryStatus"]) == ("Stopped", "Stopped")
+        assert "Stopping" in statuses(job)
+    finally:
+        server.stop()
+
+
+def _hostile_tarball(path: Path) -> None:
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data in [("train.py", b"print('hi')\n"), ("../../escaped.txt", b"owned")]:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+
+
+def test_hostile_source_tarball_is_rejected(tmp_path: Path) -> None:
+    tarball = tmp_path / "evil" / "sourcedir.tar.gz"
+    tarball.parent.mkdir()
+    _hostile_tarball(tarball)
+    spec = tmp_path / "job.yaml"
+    spec.write_text(f"entry_point: train.py\nsource_dir: {tarball.as_uri()}\njob_name: evil\n")
+    home = tmp_path / "home"
+    result = trainops("run", str(spec), home=home)
+    assert result.returncode == 1
+    job = describe("evil", home)
+    assert job["TrainingJobStatus"] == "Failed"
+    assert "escaped.txt" in job["FailureReason"] and "rejected" in job["FailureReason"]
+    assert not list(tmp_path.rglob("escaped.txt"))

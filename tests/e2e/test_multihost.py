@@ -1,0 +1,51 @@
+"""End to end: N hosts on one machine, each with its own tree, sharing a sharded channel."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.e2e._harness import artifact, describe, tar_members, trainops, write_job
+
+pytestmark = pytest.mark.slow
+
+SEE = """
+import json, os
+host = os.environ["SM_CURRENT_HOST"]
+channel = os.environ["SM_CHANNEL_TRAIN"]
+seen = sorted(os.path.relpath(os.path.join(d, f), channel) for d, _, fs in os.walk(channel) for f in fs)
+config = json.load(open(os.path.join(os.environ["SM_INPUT_CONFIG_DIR"], "resourceconfig.json")))
+report = {"host": host, "seen": seen, "hosts": json.loads(os.environ["SM_HOSTS"]), "config": config}
+open(os.path.join(os.environ["SM_MODEL_DIR"], f"seen-{host}.json"), "w").write(json.dumps(report))
+print(host, "saw", len(seen), "objects")
+"""
+
+
+def test_two_hosts_share_a_sharded_channel(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    for i in range(7):
+        (data / f"part-{i:02d}").mkdir(parents=True)
+        (data / f"part-{i:02d}" / "rows.csv").write_text(f"{i}\n" * (i + 1))
+    spec = write_job(
+        tmp_path,
+        SEE,
+        job_name="sharded",
+        instance_count=2,
+        inputs={"train": {"uri": "data/", "distribution": "ShardedByKey", "shuffle_seed": 3}},
+    )
+    home = tmp_path / "home"
+    result = trainops("run", str(spec), home=home)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "[algo-1]" in result.stdout and "[algo-2]" in result.stdout
+    members = tar_members(artifact(describe("sharded", home), "model"))
+    reports = [json.loads(members[f"seen-algo-{i}.json"]) for i in (1, 2)]
+    first, second = (set(r["seen"]) for r in reports)
+    assert first.isdisjoint(second)
+    assert first | second == {f"part-{i:02d}/rows.csv" for i in range(7)}
+    assert abs(len(first) - len(second)) <= 1
+    for report in reports:
+        assert report["hosts"] == ["algo-1", "algo-2"]
+        assert report["config"]["current_host"] == report["host"]
+        assert report["config"]["hosts"] == ["algo-1", "algo-2"]

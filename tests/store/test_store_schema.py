@@ -1,0 +1,115 @@
+"""Schema migrations: an empty database, a saved version-1 database, a newer database."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from trainops.store import (
+    MetadataStore,
+    Migration,
+    SchemaVersionError,
+    apply_migrations,
+    load_migrations,
+)
+
+V1_FIXTURE = Path(__file__).parent / "assets" / "trainops-v1.db"
+
+
+def _tables(path: Path) -> set[str]:
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    return {r[0] for r in rows}
+
+
+def test_packaged_migrations_are_numbered_from_one() -> None:
+    migrations = load_migrations()
+    assert [m.version for m in migrations] == list(range(1, len(migrations) + 1))
+    assert migrations[0].name == "0001_initial.sql"
+
+
+def test_migrations_apply_to_an_empty_database(tmp_path: Path) -> None:
+    store = MetadataStore(tmp_path / "new.db")
+    try:
+        assert store.schema_version == len(load_migrations())
+    finally:
+        store.close()
+    assert (tmp_path / "new.db").stat().st_mode & 0o077 == 0
+    expected = {"jobs", "transitions", "hosts", "logs", "metrics", "artifacts", "schema_version"}
+    assert expected <= _tables(tmp_path / "new.db")
+    with sqlite3.connect(tmp_path / "new.db") as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_reopening_applies_nothing_twice(tmp_path: Path) -> None:
+    MetadataStore(tmp_path / "x.db").close()
+    store = MetadataStore(tmp_path / "x.db")
+    store.close()
+    with sqlite3.connect(tmp_path / "x.db") as conn:
+        versions = [r[0] for r in conn.execute("SELECT version FROM schema_version")]
+    assert versions == [m.version for m in load_migrations()]
+
+
+def test_saved_version_1_database_opens_and_keeps_its_records(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    shutil.copy(V1_FIXTURE, path)
+    store = MetadataStore(path)
+    try:
+        assert store.schema_version == len(load_migrations())
+        job = store.get_job("old-job")
+        assert job is not None
+        assert (job.status, job.billable_seconds, job.attempt) == ("Completed", 59, 1)
+        assert [t.status for t in store.transitions("old-job")] == [
+            "Starting",
+            "Training",
+            "Completed",
+        ]
+        assert [ln.line for ln in store.logs("old-job")] == ["old line 1", "old line 2"]
+        assert [(m.name, m.value) for m in store.final_metrics("old-job")] == [("loss", 0.5)]
+    finally:
+        store.close()
+
+
+def test_saved_version_1_database_upgrades_through_a_later_migration(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    shutil.copy(V1_FIXTURE, path)
+    later = Migration(
+        version=len(load_migrations()) + 1,
+        name="9999_test_note.sql",
+        sql="ALTER TABLE jobs ADD COLUMN note TEXT;\nUPDATE jobs SET note = 'upgraded';\n",
+    )
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        assert apply_migrations(conn, [*load_migrations(), later]) == later.version
+        rows = conn.execute("SELECT name, note FROM jobs").fetchall()
+    finally:
+        conn.close()
+    assert rows == [("old-job", "upgraded")]
+
+
+def test_a_failed_migration_leaves_the_database_as_it_was(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    shutil.copy(V1_FIXTURE, path)
+    broken = Migration(2, "0002_broken.sql", "CREATE TABLE extra (x INTEGER);\nNOT SQL AT ALL;\n")
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        with pytest.raises(sqlite3.OperationalError):
+            apply_migrations(conn, [*load_migrations()[:1], broken])
+        assert conn.execute("SELECT MAX(version) FROM schema_version").fetchone()[0] == 1
+    finally:
+        conn.close()
+    assert "extra" not in _tables(path)
+
+
+def test_a_database_from_a_newer_trainops_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "newer.db"
+    shutil.copy(V1_FIXTURE, path)
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            "INSERT INTO schema_version (version, name, applied_at) VALUES (99, 'future', 0)"
+        )
+    with pytest.raises(SchemaVersionError, match=r"schema version 99.*newer trainops"):
+        MetadataStore(path)
