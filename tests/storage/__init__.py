@@ -1,0 +1,1 @@
+"""Tests of the object-storage seam and of archives."""
