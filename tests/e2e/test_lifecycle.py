@@ -27,10 +27,11 @@ from tests.e2e._harness import (
 pytestmark = pytest.mark.slow
 
 HELLO = """
-import json, os, sys
+import json, os, sys, time
 print("hello from", os.environ["SM_CURRENT_HOST"], "args", sys.argv[1:])
 print("hps", os.environ["SM_HPS"])
-print("loss=0.50"); print("loss=0.25", file=sys.stderr)
+# The two streams are read by separate threads: give the stderr point time to land first.
+print("loss=0.50", file=sys.stderr, flush=True); time.sleep(0.3); print("loss=0.25", flush=True)
 open(os.path.join(os.environ["SM_MODEL_DIR"], "weights.txt"), "w").write("w")
 """
 

@@ -4,12 +4,13 @@ Pick a store with :func:`store_for`; move many objects with :func:`download_obje
 :func:`upload_tree`. Implementations are registered in one table (``_registry.STORES``).
 """
 
-from trainops.storage._base import ObjectInfo, ObjectStore, join_uri, split_uri
+from trainops.storage._base import ByteCallback, ObjectInfo, ObjectStore, join_uri, split_uri
 from trainops.storage._registry import STORES, store_for
 from trainops.storage._transfer import Progress, download_objects, upload_tree
 
 __all__ = [
     "STORES",
+    "ByteCallback",
     "ObjectInfo",
     "ObjectStore",
     "Progress",

@@ -10,13 +10,17 @@ from __future__ import annotations
 import os
 import uuid
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
 from trainops._errors import StorageError
 
-__all__ = ["ObjectInfo", "ObjectStore", "join_uri", "split_uri"]
+__all__ = ["ByteCallback", "ObjectInfo", "ObjectStore", "join_uri", "split_uri"]
+
+ByteCallback = Callable[[int], None]
+"""Called with the number of bytes just transferred (a delta, not a running total)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,12 +77,19 @@ class ObjectStore(ABC):
         finally:
             tmp.unlink(missing_ok=True)
 
-    def upload(self, src: Path, uri: str) -> None:
-        """Copy the local file ``src`` to ``uri``; readers see the old object or the new one."""
+    def upload(self, src: Path, uri: str, on_bytes: ByteCallback | None = None) -> None:
+        """Copy the local file ``src`` to ``uri``; readers see the old object or the new one.
+
+        ``on_bytes`` (optional) hears how many bytes were sent as the upload goes, so a progress
+        bar can move during one big file.
+        """
         self._check(uri)
         if not src.is_file():
             raise StorageError(f"{src}: not a file, cannot upload")
-        self._upload(src, uri)
+        if on_bytes is None:
+            self._upload(src, uri)
+        else:
+            self._upload_reporting(src, uri, on_bytes)
 
     def put_bytes(self, uri: str, data: bytes) -> None:
         self._check(uri)
@@ -103,6 +114,12 @@ class ObjectStore(ABC):
             raise StorageError(f"{uri!r}: this store handles {self.scheme}:// only")
         if not rest.strip("/"):
             raise StorageError(f"{uri!r}: empty path")
+
+    def _upload_reporting(self, src: Path, uri: str, on_bytes: ByteCallback) -> None:
+        """Stores that can report bytes while sending override this; others report once at the end."""
+        size = src.stat().st_size
+        self._upload(src, uri)
+        on_bytes(size)
 
     @abstractmethod
     def _list(self, prefix: str) -> list[ObjectInfo]: ...

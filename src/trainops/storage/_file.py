@@ -8,9 +8,11 @@ import uuid
 from pathlib import Path
 
 from trainops._errors import StorageError
-from trainops.storage._base import ObjectInfo, ObjectStore, split_uri
+from trainops.storage._base import ByteCallback, ObjectInfo, ObjectStore, split_uri
 
 __all__ = ["FileStore"]
+
+_CHUNK = 1 << 20
 
 
 class FileStore(ObjectStore):
@@ -44,6 +46,9 @@ class FileStore(ObjectStore):
         target = _path(uri)
         _write_atomic(target, lambda tmp: shutil.copyfile(src, tmp))
 
+    def _upload_reporting(self, src: Path, uri: str, on_bytes: ByteCallback) -> None:
+        _write_atomic(_path(uri), lambda tmp: _copy_reporting(src, tmp, on_bytes))
+
     def _put_bytes(self, uri: str, data: bytes) -> None:
         _write_atomic(_path(uri), lambda tmp: tmp.write_bytes(data))
 
@@ -63,6 +68,13 @@ class FileStore(ObjectStore):
 def _path(uri: str) -> Path:
     _scheme, rest = split_uri(uri)
     return Path(rest)
+
+
+def _copy_reporting(src: Path, dest: Path, on_bytes: ByteCallback) -> None:
+    with src.open("rb") as reader, dest.open("wb") as writer:
+        while chunk := reader.read(_CHUNK):
+            writer.write(chunk)
+            on_bytes(len(chunk))
 
 
 def _write_atomic(target: Path, write: object) -> None:

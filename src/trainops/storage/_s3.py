@@ -11,7 +11,7 @@ from typing import Any
 
 from trainops._errors import StorageError
 from trainops._settings import S3Settings
-from trainops.storage._base import ObjectInfo, ObjectStore, split_uri
+from trainops.storage._base import ByteCallback, ObjectInfo, ObjectStore, split_uri
 
 __all__ = ["S3Store"]
 
@@ -55,6 +55,10 @@ class S3Store(ObjectStore):
 
     def _upload(self, src: Path, uri: str) -> None:
         self._call(uri, "upload", lambda p: self.fs.put_file(str(src), p))
+
+    def _upload_reporting(self, src: Path, uri: str, on_bytes: ByteCallback) -> None:
+        callback = _byte_callback(on_bytes)
+        self._call(uri, "upload", lambda p: self.fs.put_file(str(src), p, callback=callback))
 
     def _put_bytes(self, uri: str, data: bytes) -> None:
         self._call(uri, "write", lambda p: self.fs.pipe_file(p, data))
@@ -100,6 +104,22 @@ def _make_fs(settings: S3Settings) -> Any:
         use_listings_cache=False,
         skip_instance_cache=True,
     )
+
+
+def _byte_callback(on_bytes: ByteCallback) -> Any:
+    """An fsspec callback that turns its running value into deltas for ``on_bytes``."""
+    from fsspec.callbacks import Callback
+
+    class _Deltas(Callback):  # type: ignore[misc]
+        sent = 0
+
+        def call(self, hook_name: str | None = None, **kwargs: Any) -> None:
+            delta = int(self.value) - self.sent
+            if delta > 0:
+                self.sent += delta
+                on_bytes(delta)
+
+    return _Deltas()
 
 
 def _describe(exc: Exception) -> str:

@@ -1,0 +1,58 @@
+"""The ``trainops`` command: parse arguments, run one command, turn errors into messages.
+
+Every :class:`~trainops.TrainopsError` is printed as ``trainops: error: <message>`` with exit
+code 2, never as a traceback. Command modules (and with them httpx, the server, tqdm) are
+imported only once a command runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import io
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from trainops._errors import TrainopsError
+from trainops.cli._parser import build_parser
+
+__all__ = ["main"]
+
+ERROR_EXIT = 2
+INTERRUPTED = 130
+HANDLERS = {
+    "run": ("trainops.cli._run", "run"),
+    "submit": ("trainops.cli._commands", "submit"),
+    "jobs": ("trainops.cli._commands", "jobs"),
+    "describe": ("trainops.cli._commands", "describe"),
+    "logs": ("trainops.cli._commands", "logs"),
+    "metrics": ("trainops.cli._commands", "metrics"),
+    "stop": ("trainops.cli._commands", "stop"),
+    "server": ("trainops.cli._commands", "server"),
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``trainops`` with ``argv`` (default: the process arguments); returns the exit code."""
+    args = build_parser().parse_args(argv)
+    _tolerate_narrow_terminals()
+    module, attr = HANDLERS[args.handler]
+    handler: Callable[..., int] = getattr(importlib.import_module(module), attr)
+    try:
+        return handler(args)
+    except TrainopsError as exc:
+        print(f"trainops: error: {exc}", file=sys.stderr)
+        return ERROR_EXIT
+    except KeyboardInterrupt:
+        return INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (`trainops jobs | head`): not an error worth a traceback.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _tolerate_narrow_terminals() -> None:
+    """Print non-ASCII signs (the summary's almost-equal and times) as '?' on non-UTF-8 output."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="replace")

@@ -1,0 +1,5 @@
+"""``python -m trainops.cli``: the same as the ``trainops`` command."""
+
+from trainops.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,110 @@
+"""The CLI commands other than ``run``: each takes the parsed arguments and returns an exit code."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from trainops._errors import ConfigError
+from trainops._settings import Settings
+from trainops.cli._render import format_jobs_table, format_metrics_csv, format_metrics_table
+from trainops.client import (
+    JobFollower,
+    connect,
+    format_log_line,
+    format_transition,
+    submit_job,
+)
+from trainops.spec import load_spec
+
+__all__ = ["describe", "jobs", "logs", "metrics", "server", "stop", "submit"]
+
+PAGE = 1000
+NEEDS_SERVER = (
+    "`trainops submit` needs a running server that outlives it (it returns at once, and a job "
+    "needs a control plane until it ends): start one with `trainops server` and set TRAINOPS_SERVER (e.g. "
+    "TRAINOPS_SERVER=http://127.0.0.1:8470, or `server:` in $TRAINOPS_HOME/config.yaml), or use "
+    "`trainops run SPEC`, which runs the job under an embedded server and follows it to its end"
+)
+
+
+def submit(args: argparse.Namespace) -> int:
+    spec = load_spec(args.spec)
+    settings = Settings.load()
+    if not settings.server_url:
+        raise ConfigError(NEEDS_SERVER)
+    with connect(settings) as client:
+        name = submit_job(client, spec, settings, base_dir=Path(args.spec).resolve().parent)
+    print(name)
+    return 0
+
+
+def jobs(args: argparse.Namespace) -> int:
+    with connect(attach=True) as client:
+        found = client.list_jobs(
+            status=args.status, name_contains=args.name_contains, limit=args.limit
+        )
+    print(format_jobs_table(found))
+    return 0
+
+
+def describe(args: argparse.Namespace) -> int:
+    with connect(attach=True) as client:
+        description = client.describe(args.name)
+    print(json.dumps(description, indent=2))
+    return 0
+
+
+def logs(args: argparse.Namespace) -> int:
+    with connect(attach=True) as client:
+        if args.follow:
+            JobFollower(client, args.name, print_line, host=args.host).follow()
+            return 0
+        after = 0
+        while True:
+            reply = client.logs(args.name, after=after, host=args.host, limit=PAGE)
+            for line in reply["lines"]:
+                print_line(line)
+            if len(reply["lines"]) < PAGE:
+                return 0
+            after = int(reply["next"])
+
+
+def metrics(args: argparse.Namespace) -> int:
+    with connect(attach=True) as client:
+        points = client.metrics(args.name, args.metric)
+    text = format_metrics_csv(points) if args.csv else format_metrics_table(points) + "\n"
+    sys.stdout.write(text)
+    return 0
+
+
+def stop(args: argparse.Namespace) -> int:
+    with connect(attach=True) as client:
+        description = client.stop(args.name)
+        print(f"{args.name}: {description['TrainingJobStatus']}", flush=True)
+        if args.wait:
+            final = JobFollower(client, args.name, _skip, print_transition).follow()
+            print(f"{args.name}: {final['TrainingJobStatus']}")
+    return 0
+
+
+def server(args: argparse.Namespace) -> int:
+    from trainops.server import serve
+
+    serve(Settings.load(), args.host, args.port)
+    return 0
+
+
+def print_line(line: dict[str, Any]) -> None:
+    print(format_log_line(line), flush=True)
+
+
+def print_transition(transition: dict[str, Any]) -> None:
+    print(format_transition(transition), flush=True)
+
+
+def _skip(_line: dict[str, Any]) -> None:
+    """``stop --wait`` shows transitions only, not the job's log."""

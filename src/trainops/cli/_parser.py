@@ -1,0 +1,124 @@
+"""The ``trainops`` command line: a small, frozen set of subcommands and flags.
+
+New knobs go into the job spec, not into new flags (tests/cli/test_surface.py guards this).
+Handlers are referenced by name and imported on use, so ``trainops --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TypeAlias
+
+from trainops._version import __version__
+
+__all__ = ["PRIMARY_STATUSES", "build_parser"]
+
+PRIMARY_STATUSES = ("InProgress", "Completed", "Failed", "Stopping", "Stopped")
+DEFAULT_PORT = 8470
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="trainops",
+        description="Run SageMaker-style training jobs locally: submit, follow, inspect, stop.",
+    )
+    parser.add_argument("--version", action="version", version=f"trainops {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_run(commands)
+    _add_submit(commands)
+    _add_jobs(commands)
+    _add_describe(commands)
+    _add_logs(commands)
+    _add_metrics(commands)
+    _add_stop(commands)
+    _add_server(commands)
+    return parser
+
+
+Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+
+def _command(
+    commands: Commands, name: str, handler: str, help_text: str
+) -> argparse.ArgumentParser:
+    sub = commands.add_parser(name, help=help_text, description=help_text)
+    sub.set_defaults(handler=handler)
+    return sub
+
+
+def _add_run(commands: Commands) -> None:
+    sub = _command(
+        commands,
+        "run",
+        "run",
+        "Submit a job spec, follow its status and log, exit with its outcome.",
+    )
+    sub.add_argument("spec", metavar="SPEC", help="job spec (YAML)")
+
+
+def _add_submit(commands: Commands) -> None:
+    sub = _command(
+        commands, "submit", "submit", "Submit a job spec to the configured server; print its name."
+    )
+    sub.add_argument("spec", metavar="SPEC", help="job spec (YAML)")
+
+
+def _add_jobs(commands: Commands) -> None:
+    sub = _command(commands, "jobs", "jobs", "List jobs, newest first.")
+    sub.add_argument(
+        "--status", action="extend", nargs="+", choices=PRIMARY_STATUSES, metavar="S",
+        help=f"only jobs with this primary status ({', '.join(PRIMARY_STATUSES)}); repeatable",
+    )  # fmt: skip
+    sub.add_argument("--name-contains", metavar="X", help="only jobs whose name contains X")
+    sub.add_argument("--limit", type=_limit, default=50, metavar="N", help="at most N (1-1000)")
+
+
+def _add_describe(commands: Commands) -> None:
+    sub = _command(commands, "describe", "describe", "Print a job's description as JSON.")
+    sub.add_argument("name", metavar="NAME")
+
+
+def _add_logs(commands: Commands) -> None:
+    sub = _command(commands, "logs", "logs", "Print a job's log (every host, prefixed).")
+    sub.add_argument("name", metavar="NAME")
+    sub.add_argument("-f", "--follow", action="store_true", help="keep printing until it ends")
+    sub.add_argument("--host", metavar="H", help="only this host (algo-1, algo-2, ...)")
+
+
+def _add_metrics(commands: Commands) -> None:
+    sub = _command(commands, "metrics", "metrics", "Print a job's metric time series.")
+    sub.add_argument("name", metavar="NAME")
+    sub.add_argument("--name", dest="metric", metavar="M", help="only the metric called M")
+    sub.add_argument("--csv", action="store_true", help="CSV: timestamp,metric_name,value,host")
+
+
+def _add_stop(commands: Commands) -> None:
+    sub = _command(
+        commands, "stop", "stop", "Stop a job (SIGTERM, then SIGKILL after its grace period)."
+    )
+    sub.add_argument("name", metavar="NAME")
+    sub.add_argument("--wait", action="store_true", help="wait until it has stopped")
+
+
+def _add_server(commands: Commands) -> None:
+    sub = _command(commands, "server", "server", "Run the control plane and REST API.")
+    sub.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    sub.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"default {DEFAULT_PORT}")
+
+
+def _limit(text: str) -> int:
+    return _bounded(text, 1, 1000)
+
+
+def _port(text: str) -> int:
+    return _bounded(text, 0, 65535)
+
+
+def _bounded(text: str, low: int, high: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not low <= value <= high:
+        raise argparse.ArgumentTypeError(f"{value} is not between {low} and {high}")
+    return value

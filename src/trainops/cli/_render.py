@@ -1,0 +1,166 @@
+"""What the CLI prints, as pure functions of API data: tables, the run summary, metrics CSV.
+
+Nothing here talks to a server or prints; the commands fetch data and print these strings, and
+the tests check the strings on hand-written data.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from typing import Any
+
+from trainops.client import format_time
+
+# Spelled as escapes so the source stays ASCII; they print as the real signs.
+TIMES = "\N{MULTIPLICATION SIGN}"
+APPROX = "\N{ALMOST EQUAL TO}"
+
+__all__ = [
+    "format_cost",
+    "format_job_summary",
+    "format_jobs_table",
+    "format_metrics_csv",
+    "format_metrics_table",
+    "format_table",
+]
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Left-aligned columns separated by two spaces, no trailing blanks."""
+    widths = [len(h) for h in headers]
+    for row in rows:
+        widths = [max(w, len(cell)) for w, cell in zip(widths, row, strict=True)]
+    lines = [headers, *rows]
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip()
+        for line in lines
+    )
+
+
+def format_jobs_table(jobs: Sequence[dict[str, Any]]) -> str:
+    """The ``trainops jobs`` listing: name, status, secondary status, creation time, instances."""
+    if not jobs:
+        return "No jobs found."
+    rows = [
+        [
+            str(job.get("TrainingJobName", "")),
+            str(job.get("TrainingJobStatus", "")),
+            str(job.get("SecondaryStatus", "")),
+            format_time(job.get("CreationTime")),
+            f"{job.get('InstanceType', '?')} {TIMES} {job.get('InstanceCount', '?')}",
+        ]
+        for job in jobs
+    ]
+    return format_table(["NAME", "STATUS", "SECONDARY", "CREATED", "INSTANCES"], rows)
+
+
+def format_metrics_table(points: Sequence[dict[str, Any]]) -> str:
+    """Metric points as an aligned table: time, metric, value, host."""
+    rows = [
+        [
+            format_time(p.get("Timestamp")),
+            str(p.get("MetricName", "")),
+            _number(p.get("Value")),
+            str(p.get("Host") or ""),
+        ]
+        for p in points
+    ]
+    return format_table(["TIMESTAMP", "METRIC", "VALUE", "HOST"], rows)
+
+
+def format_metrics_csv(points: Sequence[dict[str, Any]]) -> str:
+    """Metric points as CSV with the header ``timestamp,metric_name,value,host``."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["timestamp", "metric_name", "value", "host"])
+    for p in points:
+        writer.writerow([p.get("Timestamp"), p.get("MetricName"), p.get("Value"), p.get("Host")])
+    return out.getvalue()
+
+
+def format_cost(description: dict[str, Any]) -> str | None:
+    """``~ $0.0012 (ml.m5.large x 1 at $0.115/h, prices as of 2024-06-01)``; None without a cost.
+
+    Printed with the almost-equal and multiplication signs; None when the job has no cost yet.
+    """
+    cost = description.get("Cost")
+    if not cost or cost.get("EstimatedCostUsd") is None:
+        return None
+    resources = description.get("ResourceConfig") or {}
+    count = cost.get("InstanceCount", resources.get("InstanceCount", "?"))
+    return (
+        f"{APPROX} ${_money(float(cost['EstimatedCostUsd']))} "
+        f"({resources.get('InstanceType', '?')} {TIMES} {count} "
+        f"at ${float(cost.get('OnDemandUsdPerHour', 0)):g}/h, "
+        f"prices as of {cost.get('PricesAsOf', '?')})"
+    )
+
+
+def format_job_summary(description: dict[str, Any]) -> str:
+    """What ``trainops run`` prints when the job has ended."""
+    lines = [f"Job {description.get('TrainingJobName')}: {description.get('TrainingJobStatus')}"]
+    lines += _failure_reason(description.get("FailureReason"))
+    lines += _section("Final metrics:", _metric_rows(description))
+    lines += _section("Artifacts:", _artifact_rows(description))
+    lines.append(
+        f"Time: training {_seconds(description.get('TrainingTimeInSeconds'))}, "
+        f"billable {_seconds(description.get('BillableTimeInSeconds'))}"
+    )
+    cost = format_cost(description)
+    if cost is not None:
+        lines.append(f"Cost: {cost}")
+    return "\n".join(lines)
+
+
+def _failure_reason(reason: str | None) -> list[str]:
+    """One line when it fits on one; otherwise a heading and the reason indented below it."""
+    if not reason:
+        return []
+    parts = reason.strip().splitlines()
+    if len(parts) == 1:
+        return [f"Failure reason: {parts[0]}"]
+    return ["Failure reason:", *(f"  {part}" for part in parts)]
+
+
+def _section(title: str, rows: list[list[str]]) -> list[str]:
+    if not rows:
+        return []
+    table = format_table([""] * len(rows[0]), rows).split("\n")[1:]
+    return [title, *(f"  {line}" for line in table)]
+
+
+def _metric_rows(description: dict[str, Any]) -> list[list[str]]:
+    return [
+        [str(m.get("MetricName", "")), _number(m.get("Value"))]
+        for m in description.get("FinalMetricDataList") or []
+    ]
+
+
+def _artifact_rows(description: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    for artifact in description.get("Artifacts") or []:
+        label = str(artifact.get("Name", ""))
+        if artifact.get("Host"):
+            label = f"{label} ({artifact['Host']})"
+        rows.append([label, str(artifact.get("Uri", ""))])
+    return rows
+
+
+def _number(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, int | float) else str(value)
+
+
+def _money(usd: float) -> str:
+    """Cents for big sums; otherwise enough decimals to show two significant digits (max 8)."""
+    if usd >= 1:
+        return f"{usd:,.2f}"
+    decimals = 4
+    while decimals < 8 and 0 < usd < 10 ** (1 - decimals):
+        decimals += 1
+    return f"{usd:.{decimals}f}"
+
+
+def _seconds(value: Any) -> str:
+    return "-" if value is None else f"{value} s"

@@ -1,0 +1,28 @@
+"""The client side of the public REST API: the HTTP client, connecting, submitting, following.
+
+:func:`connect` gives a :class:`Client` to the configured server or to an embedded one;
+:func:`submit_job` packs and uploads a spec's code and creates the job; :func:`follow` streams a
+job's log and status transitions until it ends.
+"""
+
+from trainops.client._connect import connect
+from trainops.client._follow import TERMINAL_STATUSES, JobFollower, follow
+from trainops.client._format import format_log_line, format_time, format_transition
+from trainops.client._http import Client
+from trainops.client._progress import TransferBar
+from trainops.client._submit import code_uri_for, pack_source, submit_job
+
+__all__ = [
+    "TERMINAL_STATUSES",
+    "Client",
+    "JobFollower",
+    "TransferBar",
+    "code_uri_for",
+    "connect",
+    "follow",
+    "format_log_line",
+    "format_time",
+    "format_transition",
+    "pack_source",
+    "submit_job",
+]

@@ -1,0 +1,197 @@
+"""The HTTP client of the public REST API (docs/api.md), with errors mapped to trainops errors.
+
+Every failure becomes a :class:`TrainopsError` subclass whose message a person can act on: an
+unknown job is :class:`JobNotFoundError`, an invalid spec is :class:`SpecError` with the server's
+problems, anything else (including an unreachable server) is :class:`ServerError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from trainops._errors import JobNotFoundError, ServerError, SpecError
+from trainops.spec import JobSpec
+
+__all__ = ["Client"]
+
+API = "/api/v1"
+# Long-polls hold the request open for up to `wait` seconds; the read timeout must outlast that.
+POLL_MARGIN_S = 30.0
+
+
+class Client:
+    """A connection to one trainops server. The token is sent as a Bearer header, never logged."""
+
+    def __init__(
+        self, url: str, token: str | None = None, *, timeout: float = 30.0, embedded: bool = False
+    ) -> None:
+        self.url = url.rstrip("/")
+        self.embedded = embedded
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._http = httpx.Client(
+            base_url=self.url,
+            headers=headers,
+            timeout=httpx.Timeout(timeout, connect=5.0),
+            # Proxy variables must not reroute a loopback server (the embedded default).
+            trust_env=not _is_loopback(self.url),
+        )
+
+    def __repr__(self) -> str:
+        return f"Client({self.url!r}, embedded={self.embedded})"
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def health(self) -> dict[str, Any]:
+        return self._json("GET", "/health")
+
+    def info(self) -> dict[str, Any]:
+        """Server version, backend, ``default_output_uri``, region and capacity."""
+        return self._json("GET", "/info")
+
+    def submit(self, job_name: str, spec: JobSpec, code_uri: str) -> dict[str, Any]:
+        """Create the job; the packed source must already be at ``code_uri``. Returns its description."""
+        body = {"job_name": job_name, "spec": spec.model_dump(mode="json"), "code_uri": code_uri}
+        return self._json("POST", "/jobs", json=body)
+
+    def list_jobs(
+        self,
+        status: str | Sequence[str] | None = None,
+        name_contains: str | None = None,
+        limit: int = 50,
+        created_after: datetime | str | None = None,
+        created_before: datetime | str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Job summaries, newest first."""
+        params: list[tuple[str, str | int]] = [("limit", limit)]
+        statuses = [status] if isinstance(status, str) else list(status or [])
+        params += [("status", s) for s in statuses]
+        if name_contains:
+            params.append(("name_contains", name_contains))
+        for key, when in (("created_after", created_after), ("created_before", created_before)):
+            if when is not None:
+                params.append((key, when.isoformat() if isinstance(when, datetime) else when))
+        jobs: list[dict[str, Any]] = self._json("GET", "/jobs", params=params)["jobs"]
+        return jobs
+
+    def describe(self, name: str) -> dict[str, Any]:
+        """The DescribeTrainingJob-shaped description of job ``name``."""
+        return self._json("GET", _job_path(name))
+
+    def stop(self, name: str) -> dict[str, Any]:
+        """Ask every host of job ``name`` to stop; returns the description (``Stopping``)."""
+        return self._json("POST", _job_path(name, "stop"))
+
+    def logs(
+        self, name: str, after: int = 0, host: str | None = None, limit: int = 1000, wait: float = 0
+    ) -> dict[str, Any]:
+        """Log lines after cursor ``after``; ``wait`` > 0 long-polls until a line or a status change."""
+        params: dict[str, str | int | float] = {"after": after, "limit": limit, "wait": wait}
+        if host is not None:
+            params["host"] = host
+        return self._json(
+            "GET", _job_path(name, "logs"), params=params, timeout=wait + POLL_MARGIN_S
+        )
+
+    def metrics(self, name: str, metric_name: str | None = None) -> list[dict[str, Any]]:
+        """Metric points of job ``name`` in time order (optionally one metric only)."""
+        params = {"name": metric_name} if metric_name else {}
+        points: list[dict[str, Any]] = self._json("GET", _job_path(name, "metrics"), params=params)[
+            "metrics"
+        ]
+        return points
+
+    def _json(
+        self, method: str, path: str, *, timeout: float | None = None, **kwargs: Any
+    ) -> dict[str, Any]:
+        if timeout is not None:
+            kwargs["timeout"] = httpx.Timeout(timeout, connect=5.0)
+        try:
+            response = self._http.request(method, API + path, **kwargs)
+        except httpx.ConnectError as exc:
+            raise ServerError(f"cannot reach trainops server at {self.url}: {exc}") from None
+        except httpx.TimeoutException:
+            raise ServerError(f"trainops server at {self.url} did not answer in time") from None
+        except httpx.TransportError as exc:
+            raise ServerError(
+                f"connection to trainops server at {self.url} failed: {exc}"
+            ) from None
+        if response.is_success:
+            return _body(response, self.url)
+        raise _error_for(response, self.url)
+
+
+def _is_loopback(url: str) -> bool:
+    host = httpx.URL(url).host
+    return host in ("127.0.0.1", "localhost", "::1")
+
+
+def _job_path(name: str, *rest: str) -> str:
+    return "/".join([f"/jobs/{quote(name, safe='')}", *rest])
+
+
+def _body(response: httpx.Response, url: str) -> dict[str, Any]:
+    try:
+        data = response.json()
+    except ValueError:
+        raise ServerError(
+            f"trainops server at {url} answered with something other than JSON"
+        ) from None
+    if not isinstance(data, dict):
+        raise ServerError(f"trainops server at {url} answered with unexpected JSON")
+    return data
+
+
+def _error_for(response: httpx.Response, url: str) -> Exception:
+    detail = _detail(response)
+    message = str(detail.get("message") or response.reason_phrase or "error")
+    if response.status_code == 404:
+        return JobNotFoundError(message)
+    if response.status_code == 422:
+        return SpecError(_problems(detail) or [("", message)])
+    if response.status_code in (400, 409):
+        return ServerError(message)
+    if response.status_code == 401:
+        return ServerError(
+            f"trainops server at {url} refused the request ({message}); "
+            "set TRAINOPS_TOKEN to the server's token"
+        )
+    return ServerError(f"trainops server at {url} answered {response.status_code}: {message}")
+
+
+def _detail(response: httpx.Response) -> dict[str, Any]:
+    """The ``detail`` object of an error body; FastAPI's own errors put a string or a list there."""
+    try:
+        detail = response.json().get("detail")
+    except (ValueError, AttributeError):
+        return {"message": response.text.strip()[:500]}
+    if isinstance(detail, dict):
+        return detail
+    if isinstance(detail, list):
+        return {"message": "invalid request", "problems": _fastapi_problems(detail)}
+    return {"message": str(detail) if detail is not None else ""}
+
+
+def _problems(detail: dict[str, Any]) -> list[tuple[str, str]]:
+    raw = detail.get("problems") or []
+    return [(str(item[0]), str(item[1])) for item in raw if isinstance(item, list | tuple)]
+
+
+def _fastapi_problems(items: list[Any]) -> list[list[str]]:
+    out = []
+    for item in items:
+        if isinstance(item, dict):
+            loc = ".".join(str(p) for p in item.get("loc", []) if p != "body")
+            out.append([loc, str(item.get("msg", ""))])
+    return out

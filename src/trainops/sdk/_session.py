@@ -1,0 +1,83 @@
+"""One connection per process for the Python SDK, held until the interpreter exits.
+
+Without a configured server the connection owns an embedded server, and the jobs it controls
+cannot outlive it: at exit, jobs submitted here that are still running are asked to stop and
+waited for, so no host agent is left running without a control plane.
+"""
+
+from __future__ import annotations
+
+import atexit
+import sys
+import threading
+from contextlib import ExitStack
+from typing import Any
+
+from trainops._errors import TrainopsError
+from trainops._settings import Settings
+from trainops.client import TERMINAL_STATUSES, Client, connect, follow
+
+__all__ = ["Session", "close_sessions", "session_for"]
+
+
+class Session:
+    """A :class:`Client` kept open (with its embedded server, if any) and the jobs sent through it."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._stack = ExitStack()
+        self.client: Client = self._stack.enter_context(connect(settings))
+        self.jobs: list[str] = []
+
+    def close(self) -> None:
+        try:
+            if self.client.embedded:
+                for name in self.jobs:
+                    _stop_and_wait(self.client, name)
+        finally:
+            self._stack.close()
+
+
+_SESSIONS: dict[Settings, Session] = {}
+_LOCK = threading.Lock()
+
+
+def session_for(settings: Settings) -> Session:
+    """The process's session for ``settings``, opened on first use."""
+    with _LOCK:
+        session = _SESSIONS.get(settings)
+        if session is None:
+            session = _SESSIONS[settings] = Session(settings)
+        return session
+
+
+def close_sessions() -> None:
+    """Close every session (stopping the embedded servers' unfinished jobs first)."""
+    with _LOCK:
+        sessions = list(_SESSIONS.values())
+        _SESSIONS.clear()
+    for session in sessions:
+        session.close()
+
+
+atexit.register(close_sessions)
+
+
+def _stop_and_wait(client: Client, name: str) -> None:
+    try:
+        status = client.describe(name)["TrainingJobStatus"]
+        if status in TERMINAL_STATUSES:
+            return
+        print(
+            f"trainops: stopping job {name}: the embedded server ends with this process "
+            "(set TRAINOPS_SERVER to a running `trainops server` to keep jobs running)",
+            file=sys.stderr,
+        )
+        if status == "InProgress":
+            client.stop(name)
+        follow(client, name, on_line=_ignore)
+    except TrainopsError as exc:
+        print(f"trainops: could not stop job {name}: {exc}", file=sys.stderr)
+
+
+def _ignore(_line: dict[str, Any]) -> None:
+    """Log lines are not shown while a job is being stopped at exit."""

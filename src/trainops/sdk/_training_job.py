@@ -1,0 +1,102 @@
+"""``TrainingJob``: a job spec that can run itself, like a SageMaker SDK estimator.
+
+It *is* a :class:`~trainops.spec.JobSpec` (same fields, same validation, frozen), plus the
+methods that submit and watch it. Runtime state (the job's name once submitted, the settings
+it was submitted with) lives in private attributes, outside the spec.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import PrivateAttr
+
+from trainops._errors import TrainopsError
+from trainops._settings import Settings
+from trainops.client import Client, follow, format_log_line, format_transition, submit_job
+from trainops.sdk._session import session_for
+from trainops.spec import JobSpec
+
+__all__ = ["TrainingJob"]
+
+
+class TrainingJob(JobSpec):
+    """A training job declared in Python; ``fit()`` runs it.
+
+    Relative paths (``source_dir``, the entry point, local channel and output paths) are resolved
+    against the current directory when ``fit()`` is called.
+
+    Without a configured server (``TRAINOPS_SERVER``), jobs run under an embedded server that
+    lives as long as this Python process: ``fit(wait=True)`` keeps it until the job ends, and a
+    job started with ``fit(wait=False)`` is stopped (and waited for) when the process exits, so it
+    cannot keep running afterwards. Start ``trainops server`` and set ``TRAINOPS_SERVER`` to
+    submit jobs that outlive the process.
+    """
+
+    _submitted_name: str | None = PrivateAttr(default=None)
+    _run_settings: Settings | None = PrivateAttr(default=None)
+
+    @property
+    def name(self) -> str | None:
+        """The name of the job submitted by the last ``fit()``; ``None`` before."""
+        return self._submitted_name
+
+    def fit(self, wait: bool = True, logs: bool = True) -> dict[str, Any]:
+        """Submit the job; with ``wait``, follow it to its end (printing its log if ``logs``).
+
+        Returns the job's description: the final one when waiting, the first one otherwise.
+        """
+        settings = Settings.load()
+        session = session_for(settings)
+        self._run_settings = settings
+        self._submitted_name = submit_job(
+            session.client, self, settings, base_dir=Path.cwd(), progress=logs
+        )
+        session.jobs.append(self._submitted_name)
+        if not wait:
+            return session.client.describe(self._submitted_name)
+        return self.wait(logs=logs)
+
+    def wait(self, logs: bool = True) -> dict[str, Any]:
+        """Follow the submitted job until it ends; returns its final description."""
+        if logs:
+            return follow(self._client(), self._require_name(), _print_line, _print_transition)
+        return follow(self._client(), self._require_name(), _skip)
+
+    def describe(self) -> dict[str, Any]:
+        """The DescribeTrainingJob-shaped description of the submitted job."""
+        return self._client().describe(self._require_name())
+
+    def logs(self, after: int = 0, host: str | None = None, limit: int = 1000) -> dict[str, Any]:
+        """One page of log lines after cursor ``after`` (``{"lines", "next", ...}``)."""
+        return self._client().logs(self._require_name(), after=after, host=host, limit=limit)
+
+    def metrics(self, metric_name: str | None = None) -> list[dict[str, Any]]:
+        """The job's metric points in time order."""
+        return self._client().metrics(self._require_name(), metric_name)
+
+    def stop(self) -> dict[str, Any]:
+        """Ask the job to stop; returns its description (``Stopping``)."""
+        return self._client().stop(self._require_name())
+
+    def _require_name(self) -> str:
+        if self._submitted_name is None:
+            raise TrainopsError("this TrainingJob has not been submitted yet; call fit() first")
+        return self._submitted_name
+
+    def _client(self) -> Client:
+        self._require_name()
+        return session_for(self._run_settings or Settings.load()).client
+
+
+def _print_line(line: dict[str, Any]) -> None:
+    print(format_log_line(line), flush=True)
+
+
+def _print_transition(transition: dict[str, Any]) -> None:
+    print(format_transition(transition), flush=True)
+
+
+def _skip(_item: dict[str, Any]) -> None:
+    """Nothing is shown when following without logs."""

@@ -1,0 +1,95 @@
+"""The CLI surface is frozen: new knobs belong in the job spec, not in new flags.
+
+If this test fails because you added a flag, ask whether it should be a spec field instead
+(docs/job-spec.md); change the expected surface below only for a deliberate CLI change.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from trainops.cli import HANDLERS
+from trainops.cli._parser import build_parser
+
+EXPECTED = {
+    "": {"-h", "--help", "--version"},
+    "run": {"-h", "--help", "SPEC"},
+    "submit": {"-h", "--help", "SPEC"},
+    "jobs": {"-h", "--help", "--status", "--name-contains", "--limit"},
+    "describe": {"-h", "--help", "NAME"},
+    "logs": {"-h", "--help", "NAME", "-f", "--follow", "--host"},
+    "metrics": {"-h", "--help", "NAME", "--name", "--csv"},
+    "stop": {"-h", "--help", "NAME", "--wait"},
+    "server": {"-h", "--help", "--host", "--port"},
+}
+
+
+def _surface(parser: argparse.ArgumentParser) -> dict[str, set[str]]:
+    surface: dict[str, set[str]] = {"": set()}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                surface[name] = _arguments(sub)
+        else:
+            surface[""] |= set(action.option_strings)
+    return surface
+
+
+def _arguments(parser: argparse.ArgumentParser) -> set[str]:
+    found: set[str] = set()
+    for action in parser._actions:
+        found |= set(action.option_strings) or {str(action.metavar)}
+    return found
+
+
+def test_no_new_cli_options() -> None:
+    assert _surface(build_parser()) == EXPECTED
+
+
+def test_every_command_has_a_handler() -> None:
+    for command in set(EXPECTED) - {""}:
+        args = build_parser().parse_args(
+            [command, "x"] if command not in ("jobs", "server") else [command]
+        )
+        assert args.handler in HANDLERS
+
+
+def test_parsing_jobs_filters() -> None:
+    args = build_parser().parse_args(
+        ["jobs", "--status", "Failed", "Stopped", "--status", "Completed", "--name-contains", "dig", "--limit", "5"]
+    )  # fmt: skip
+    assert args.status == ["Failed", "Stopped", "Completed"]
+    assert (args.name_contains, args.limit) == ("dig", 5)
+    defaults = build_parser().parse_args(["jobs"])
+    assert (defaults.status, defaults.name_contains, defaults.limit) == (None, None, 50)
+
+
+def test_parsing_other_commands() -> None:
+    parse = build_parser().parse_args
+    assert parse(["logs", "j", "-f", "--host", "algo-2"]).follow is True
+    metrics = parse(["metrics", "j", "--name", "loss", "--csv"])
+    assert (metrics.name, metrics.metric, metrics.csv) == ("j", "loss", True)
+    assert parse(["stop", "j", "--wait"]).wait is True
+    server = parse(["server"])
+    assert (server.host, server.port) == ("127.0.0.1", 8470)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["jobs", "--status", "Running"],
+        ["jobs", "--limit", "0"],
+        ["jobs", "--limit", "many"],
+        ["server", "--port", "70000"],
+        ["run"],
+        ["frobnicate"],
+        [],
+    ],
+)
+def test_bad_arguments_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as caught:
+        build_parser().parse_args(argv)
+    assert caught.value.code == 2
+    assert "error:" in capsys.readouterr().err

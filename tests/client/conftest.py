@@ -1,0 +1,15 @@
+"""Fixtures of the client tests: a scripted REST API on a real loopback HTTP server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.client._scripted_api import ScriptedAPI, scripted_api
+
+
+@pytest.fixture
+def api() -> Iterator[ScriptedAPI]:
+    with scripted_api() as scripted:
+        yield scripted

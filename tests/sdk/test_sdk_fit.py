@@ -1,0 +1,87 @@
+"""``TrainingJob.fit`` end to end: real embedded server, real agent, real job."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e._harness import cli_env, describe
+from trainops import MetricDefinition, TrainingJob
+from trainops.sdk._session import close_sessions
+
+pytestmark = pytest.mark.slow
+
+SCRIPT = """
+import os
+print("epochs", os.environ["SM_HP_EPOCHS"])
+print("accuracy=0.75", flush=True)
+"""
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The current directory, holding train.py; sessions opened by the test are closed after it."""
+    (tmp_path / "train.py").write_text(SCRIPT)
+    monkeypatch.chdir(tmp_path)
+    try:
+        yield tmp_path
+    finally:
+        close_sessions()
+
+
+def test_fit_runs_the_job_and_prints_its_log(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job = TrainingJob(
+        entry_point="train.py",
+        base_job_name="sdk",
+        hyperparameters={"epochs": 2},
+        metric_definitions=[MetricDefinition(name="accuracy", regex="accuracy=([0-9.]+)")],
+    )
+    description = job.fit()
+    assert job.name is not None and job.name.startswith("sdk-")
+    assert description["TrainingJobName"] == job.name
+    assert description["TrainingJobStatus"] == "Completed"
+    out = capsys.readouterr().out.splitlines()
+    assert "[algo-1] epochs 2" in out
+    assert any(line.endswith(" Completed: Training job completed") for line in out)
+    assert [(m["MetricName"], m["Value"]) for m in job.metrics()] == [("accuracy", 0.75)]
+    script_lines = [line["line"] for line in job.logs()["lines"] if line["stream"] == "stdout"]
+    assert script_lines == ["epochs 2", "accuracy=0.75"]
+    assert job.describe()["FinalMetricDataList"][0]["Value"] == 0.75
+
+
+def test_fit_without_waiting_then_wait(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    job = TrainingJob(entry_point="train.py", hyperparameters={"epochs": 1})
+    first = job.fit(wait=False)
+    assert first["TrainingJobName"] == job.name
+    assert first["TrainingJobStatus"] in ("InProgress", "Completed")
+    assert job.wait(logs=False)["TrainingJobStatus"] == "Completed"
+    assert capsys.readouterr().out == ""
+
+
+def test_a_job_left_running_is_stopped_when_the_process_exits(
+    tmp_path: Path, trainops_home: Path
+) -> None:
+    (tmp_path / "train.py").write_text("import time\nprint('up', flush=True)\ntime.sleep(300)\n")
+    program = (
+        "from trainops import TrainingJob\n"
+        "job = TrainingJob(entry_point='train.py', job_name='left-running')\n"
+        "job.fit(wait=False)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", program],
+        cwd=tmp_path,
+        env=cli_env(trainops_home),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "stopping job left-running: the embedded server ends with this process" in result.stderr
+    job = describe("left-running", trainops_home)
+    assert job["TrainingJobStatus"] == "Stopped"
