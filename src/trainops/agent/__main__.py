@@ -5,6 +5,8 @@ CPUs (before any thread exists, so everything it starts inherits the affinity), 
 assignment, runs :class:`HostAgent` and exits 0 once the exit event is delivered: the job's
 outcome travels in that event, not in the exit code. Exit 1 means the agent itself failed
 (reported as ``InternalError`` where possible). SIGTERM is a stop with the spec's grace period.
+With ``TRAINOPS_AGENT_STANDBY=1`` it first waits, fully imported, for its launch on stdin
+(see ``_standby``): that is how the local backend keeps a warm spare.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from trainops.agent._agent import HostAgent
 from trainops.agent._client import AgentApiError, AgentClient, fetch_assignment
 from trainops.agent._reporter import HttpReporter
 from trainops.agent._resources import pin_cpus
-from trainops.protocol import AgentLaunch, EventKind, HostOutcome
+from trainops.agent._standby import await_launch
+from trainops.protocol import STANDBY_ENV, AgentLaunch, EventKind, HostOutcome
 
 __all__ = ["main"]
 
@@ -111,5 +114,13 @@ def _report_crash(
     return 1
 
 
+def _entry() -> int:
+    """Run now, or (as the backend's standby spare) once the launch arrives on stdin."""
+    standby = os.environ.get(STANDBY_ENV) == "1"
+    if standby and await_launch(sys.stdin.buffer) is None:
+        return 0
+    return main()
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_entry())

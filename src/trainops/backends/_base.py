@@ -69,6 +69,15 @@ class Backend(ABC):
         self.agent_command = list(agent_command) if agent_command else _default_command()
         self._allocator: Allocator | None = None
 
+    def open(self) -> None:  # noqa: B027 (an optional hook: most backends keep nothing warm)
+        """Prepare what the backend keeps for itself (warm spares); called when the plane starts.
+
+        Backends without such state have nothing to prepare.
+        """
+
+    def close(self) -> None:  # noqa: B027 (the optional hook's counterpart)
+        """Release what ``open`` prepared. Agents are not touched: they outlive the plane."""
+
     @abstractmethod
     def capacity(self) -> Capacity:
         """Everything this backend may hand out."""

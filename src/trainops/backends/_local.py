@@ -12,14 +12,17 @@ import os
 import shutil
 import signal
 import subprocess
-from collections.abc import Mapping
+import threading
+from collections.abc import Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 
 import psutil
 
+from trainops._settings import Settings
 from trainops.backends._base import JOURNAL_FILE, AgentHandle, Backend, ProcessRef, parse_journal
 from trainops.backends._capacity import Capacity, Slots
+from trainops.backends._standby import StandbyAgent
 from trainops.protocol import AgentEvent, AgentLaunch, HostResources
 
 __all__ = ["LocalBackend", "machine_cpu_ids", "machine_gpu_count"]
@@ -36,6 +39,28 @@ class LocalBackend(Backend):
     """Host agents as local processes; capacity from settings or from the machine."""
 
     name = "local"
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        agent_command: Sequence[str] | None = None,
+        standby: bool | None = None,
+    ) -> None:
+        super().__init__(settings, agent_command=agent_command)
+        # A warm spare only makes sense for the real agent (it speaks the standby handshake).
+        self._use_standby = agent_command is None if standby is None else standby
+        self._spare: StandbyAgent | None = None
+        self._spare_lock = threading.Lock()
+
+    def open(self) -> None:
+        self._refill_spare()
+
+    def close(self) -> None:
+        with self._spare_lock:
+            spare, self._spare = self._spare, None
+        if spare is not None:
+            spare.retire()
 
     @cached_property
     def cpu_ids(self) -> list[int]:
@@ -59,25 +84,52 @@ class LocalBackend(Backend):
         self, launch: AgentLaunch, resources: HostResources, env: Mapping[str, str]
     ) -> AgentHandle:
         launch.state_dir.mkdir(parents=True, exist_ok=True)
+        output = launch.state_dir / AGENT_OUTPUT
+        own_env = {**env, **launch.env()}
+        pid = self._launch_on_spare(own_env, output)
+        if pid is None:
+            pid = self._spawn({**self._base_env(), **own_env}, output)
+        self._refill_spare()
+        return AgentHandle(pid=pid, create_time=_create_time(pid))
+
+    def _base_env(self) -> dict[str, str]:
+        """What every agent inherits: our environment minus the server's secrets, plus S3 access."""
         child_env = {k: v for k, v in os.environ.items() if k not in _PRIVATE_VARS}
-        child_env.update(env)
         child_env.update(self.settings.s3.client_env())
-        child_env.update(launch.env())
         child_env["TRAINOPS_HOME"] = str(self.settings.home)
-        output = str(launch.state_dir / AGENT_OUTPUT)
-        pid = os.posix_spawnp(
+        return child_env
+
+    def _spawn(self, child_env: Mapping[str, str], output: Path) -> int:
+        return os.posix_spawnp(
             self.agent_command[0],
             self.agent_command,
-            child_env,
+            dict(child_env),
             file_actions=[
                 (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-                (os.POSIX_SPAWN_OPEN, 1, output, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600),
+                (
+                    os.POSIX_SPAWN_OPEN,
+                    1,
+                    str(output),
+                    os.O_WRONLY | os.O_CREAT | os.O_APPEND,
+                    0o600,
+                ),
                 (os.POSIX_SPAWN_DUP2, 1, 2),
             ],
             setsid=True,
             setsigdef=_DEFAULT_SIGNALS,
         )
-        return AgentHandle(pid=pid, create_time=_create_time(pid))
+
+    def _launch_on_spare(self, own_env: Mapping[str, str], output: Path) -> int | None:
+        with self._spare_lock:
+            spare, self._spare = self._spare, None
+        return None if spare is None else spare.hand_over(own_env, output)
+
+    def _refill_spare(self) -> None:
+        if not self._use_standby:
+            return
+        with self._spare_lock:
+            if self._spare is None or not self._spare.alive():
+                self._spare = StandbyAgent(self.agent_command, self._base_env())
 
     def is_alive(self, handle: AgentHandle) -> bool:
         return _running(handle.pid, handle.create_time) is not None

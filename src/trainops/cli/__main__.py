@@ -1,5 +1,5 @@
 """``python -m trainops.cli``: the same as the ``trainops`` command."""
 
-from trainops.cli import main
+from trainops.cli import entry
 
-raise SystemExit(main())
+entry()

@@ -12,9 +12,8 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
-import httpx
-
 from trainops._errors import JobNotFoundError, ServerError, SpecError
+from trainops.client._transport import HttpResponse, HttpTransport, TransportError, TransportTimeout
 from trainops.spec import JobSpec
 
 __all__ = ["Client"]
@@ -33,13 +32,10 @@ class Client:
         self.url = url.rstrip("/")
         self.embedded = embedded
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._http = httpx.Client(
-            base_url=self.url,
-            headers=headers,
-            timeout=httpx.Timeout(timeout, connect=5.0),
-            # Proxy variables must not reroute a loopback server (the embedded default).
-            trust_env=not _is_loopback(self.url),
-        )
+        try:
+            self._http = HttpTransport(self.url, headers, timeout)
+        except ValueError as exc:
+            raise ServerError(f"bad trainops server URL: {exc}") from None
 
     def __repr__(self) -> str:
         return f"Client({self.url!r}, embedded={self.embedded})"
@@ -63,7 +59,7 @@ class Client:
     def submit(self, job_name: str, spec: JobSpec, code_uri: str) -> dict[str, Any]:
         """Create the job; the packed source must already be at ``code_uri``. Returns its description."""
         body = {"job_name": job_name, "spec": spec.model_dump(mode="json"), "code_uri": code_uri}
-        return self._json("POST", "/jobs", json=body)
+        return self._json("POST", "/jobs", body=body)
 
     def list_jobs(
         self,
@@ -82,7 +78,7 @@ class Client:
         for key, when in (("created_after", created_after), ("created_before", created_before)):
             if when is not None:
                 params.append((key, when.isoformat() if isinstance(when, datetime) else when))
-        jobs: list[dict[str, Any]] = self._json("GET", "/jobs", params=params)["jobs"]
+        jobs: list[dict[str, Any]] = self._json("GET", "/jobs", params=list(params))["jobs"]
         return jobs
 
     def describe(self, name: str) -> dict[str, Any]:
@@ -97,51 +93,48 @@ class Client:
         self, name: str, after: int = 0, host: str | None = None, limit: int = 1000, wait: float = 0
     ) -> dict[str, Any]:
         """Log lines after cursor ``after``; ``wait`` > 0 long-polls until a line or a status change."""
-        params: dict[str, str | int | float] = {"after": after, "limit": limit, "wait": wait}
+        params: list[tuple[str, Any]] = [("after", after), ("limit", limit), ("wait", wait)]
         if host is not None:
-            params["host"] = host
+            params.append(("host", host))
         return self._json(
             "GET", _job_path(name, "logs"), params=params, timeout=wait + POLL_MARGIN_S
         )
 
     def metrics(self, name: str, metric_name: str | None = None) -> list[dict[str, Any]]:
         """Metric points of job ``name`` in time order (optionally one metric only)."""
-        params = {"name": metric_name} if metric_name else {}
+        params = [("name", metric_name)] if metric_name else []
         points: list[dict[str, Any]] = self._json("GET", _job_path(name, "metrics"), params=params)[
             "metrics"
         ]
         return points
 
     def _json(
-        self, method: str, path: str, *, timeout: float | None = None, **kwargs: Any
+        self,
+        method: str,
+        path: str,
+        *,
+        params: list[tuple[str, Any]] | None = None,
+        body: Any = None,
+        timeout: float | None = None,
     ) -> dict[str, Any]:
-        if timeout is not None:
-            kwargs["timeout"] = httpx.Timeout(timeout, connect=5.0)
         try:
-            response = self._http.request(method, API + path, **kwargs)
-        except httpx.ConnectError as exc:
-            raise ServerError(f"cannot reach trainops server at {self.url}: {exc}") from None
-        except httpx.TimeoutException:
+            response = self._http.request(
+                method, API + path, params=params, body=body, timeout=timeout
+            )
+        except TransportTimeout:
             raise ServerError(f"trainops server at {self.url} did not answer in time") from None
-        except httpx.TransportError as exc:
-            raise ServerError(
-                f"connection to trainops server at {self.url} failed: {exc}"
-            ) from None
-        if response.is_success:
+        except TransportError as exc:
+            raise ServerError(f"cannot reach trainops server at {self.url}: {exc}") from None
+        if response.ok:
             return _body(response, self.url)
         raise _error_for(response, self.url)
-
-
-def _is_loopback(url: str) -> bool:
-    host = httpx.URL(url).host
-    return host in ("127.0.0.1", "localhost", "::1")
 
 
 def _job_path(name: str, *rest: str) -> str:
     return "/".join([f"/jobs/{quote(name, safe='')}", *rest])
 
 
-def _body(response: httpx.Response, url: str) -> dict[str, Any]:
+def _body(response: HttpResponse, url: str) -> dict[str, Any]:
     try:
         data = response.json()
     except ValueError:
@@ -153,24 +146,24 @@ def _body(response: httpx.Response, url: str) -> dict[str, Any]:
     return data
 
 
-def _error_for(response: httpx.Response, url: str) -> Exception:
+def _error_for(response: HttpResponse, url: str) -> Exception:
     detail = _detail(response)
-    message = str(detail.get("message") or response.reason_phrase or "error")
-    if response.status_code == 404:
+    message = str(detail.get("message") or response.reason or "error")
+    if response.status == 404:
         return JobNotFoundError(message)
-    if response.status_code == 422:
+    if response.status == 422:
         return SpecError(_problems(detail) or [("", message)])
-    if response.status_code in (400, 409):
+    if response.status in (400, 409):
         return ServerError(message)
-    if response.status_code == 401:
+    if response.status == 401:
         return ServerError(
             f"trainops server at {url} refused the request ({message}); "
             "set TRAINOPS_TOKEN to the server's token"
         )
-    return ServerError(f"trainops server at {url} answered {response.status_code}: {message}")
+    return ServerError(f"trainops server at {url} answered {response.status}: {message}")
 
 
-def _detail(response: httpx.Response) -> dict[str, Any]:
+def _detail(response: HttpResponse) -> dict[str, Any]:
     """The ``detail`` object of an error body; FastAPI's own errors put a string or a list there."""
     try:
         detail = response.json().get("detail")

@@ -76,6 +76,7 @@ class JobController:
         ``server_url`` is where agents reach this control plane's agent API.
         """
         self.core.server_url = server_url
+        self.backend.open()
         with self.core.lock:
             self.monitor.adopt_reservations()
         self.monitor.tick()
@@ -87,6 +88,7 @@ class JobController:
         self.core.close_waiters()
         self._scheduler.stop()
         self._monitor.stop()
+        self.backend.close()
 
     def _schedule(self) -> None:
         with self.core.lock:

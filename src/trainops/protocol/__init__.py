@@ -4,7 +4,7 @@ Both sides import only this package from each other, so every backend (local pro
 actors) starts and hears from agents the same way.
 """
 
-from trainops.protocol._launch import AgentLaunch, agent_command
+from trainops.protocol._launch import STANDBY_ENV, AgentLaunch, agent_command
 from trainops.protocol._messages import (
     AGENT_API_PREFIX,
     AgentEvent,
@@ -19,6 +19,7 @@ from trainops.protocol._messages import (
 
 __all__ = [
     "AGENT_API_PREFIX",
+    "STANDBY_ENV",
     "AgentEvent",
     "AgentLaunch",
     "Assignment",

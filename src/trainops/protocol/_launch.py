@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["AgentLaunch", "agent_command"]
+__all__ = ["STANDBY_ENV", "AgentLaunch", "agent_command"]
 
 ENV_SERVER = "TRAINOPS_AGENT_SERVER"
 ENV_TOKEN = "TRAINOPS_AGENT_TOKEN"  # noqa: S105 (a variable name, not a secret)
@@ -19,6 +19,9 @@ ENV_HOST = "TRAINOPS_AGENT_HOST"
 ENV_ATTEMPT = "TRAINOPS_AGENT_ATTEMPT"
 ENV_ROOT = "TRAINOPS_AGENT_ROOT"
 ENV_STATE = "TRAINOPS_AGENT_STATE"
+# Set on a warm spare agent: it waits, imported, for {"env": launch variables, "output": path}
+# as one JSON line on stdin before it starts (the local backend's standby agent).
+STANDBY_ENV = "TRAINOPS_AGENT_STANDBY"
 
 
 @dataclass(frozen=True, slots=True)
