@@ -20,6 +20,7 @@ from tests.e2e._harness import (
     describe,
     statuses,
     trainops,
+    try_describe,
     wait_for,
     write_job,
 )
@@ -112,22 +113,21 @@ def test_stop_sends_sigterm_then_sigkill(tmp_path: Path) -> None:
             job_name="stubborn",
             stopping_condition={"grace_period_in_seconds": 2},
         )
-        run = subprocess.Popen(
+        with subprocess.Popen(
             [*CLI, "run", str(spec)],
             env=cli_env(home, **server.env()),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-        )
-        wait_for(
-            lambda: describe("stubborn", home, **server.env())["SecondaryStatus"] == "Training"
-        )
-        wait_for(
-            lambda: "training" in trainops("logs", "stubborn", home=home, **server.env()).stdout
-        )
-        stopped = trainops("stop", "stubborn", "--wait", home=home, **server.env())
-        assert stopped.returncode == 0, stopped.stderr
-        out, _err = run.communicate(timeout=60)
+        ) as run:
+            try:
+                wait_for(lambda: _training("stubborn", home, server))
+                stopped = trainops("stop", "stubborn", "--wait", home=home, **server.env())
+                assert stopped.returncode == 0, stopped.stderr
+                out, _err = run.communicate(timeout=60)
+            finally:
+                if run.poll() is None:
+                    run.kill()
         assert run.returncode == 1
         assert "got SIGTERM, ignoring it" in out
         job = describe("stubborn", home, **server.env())
@@ -135,6 +135,14 @@ def test_stop_sends_sigterm_then_sigkill(tmp_path: Path) -> None:
         assert "Stopping" in statuses(job)
     finally:
         server.stop()
+
+
+def _training(name: str, home: Path, server: Server) -> bool:
+    """True once the job's script runs and has printed its first line."""
+    job = try_describe(name, home, **server.env())
+    if job is None or job["SecondaryStatus"] != "Training":
+        return False
+    return "training" in trainops("logs", name, home=home, **server.env()).stdout
 
 
 def _hostile_tarball(path: Path) -> None:
