@@ -14,19 +14,6 @@ from trainops.client._http import Client
 __all__ = ["TERMINAL_STATUSES", "JobFollower", "follow"]
 
 TERMINAL_STATUSES = frozenset({"Completed", "Failed", "Stopped"})
-# Secondary statuses that come after the script's output; in a poll that brought both log lines
-# and transitions, these are reported after the lines so the output reads in order.
-_AFTER_OUTPUT = frozenset(
-    {
-        "Uploading",
-        "Stopping",
-        "Stopped",
-        "MaxRuntimeExceeded",
-        "MaxWaitTimeExceeded",
-        "Completed",
-        "Failed",
-    }
-)
 PAGE = 1000
 
 LineCallback = Callable[[dict[str, Any]], None]
@@ -91,15 +78,21 @@ class JobFollower:
         self.cursor = max(self.cursor, int(reply.get("next", self.cursor)))
 
     def _report(self, lines: list[dict[str, Any]], transitions: list[dict[str, Any]]) -> None:
-        split = next(
-            (i for i, t in enumerate(transitions) if t.get("Status") in _AFTER_OUTPUT),
-            len(transitions),
+        """Report lines and transitions merged by time, so the output reads in order.
+
+        Both carry ISO 8601 UTC times of one clock (a host's, for log lines and phase changes);
+        at equal times a transition goes first.
+        """
+        merged = sorted(
+            [(str(t.get("StartTime") or ""), 0, i) for i, t in enumerate(transitions)]
+            + [(str(ln.get("timestamp") or ""), 1, i) for i, ln in enumerate(lines)]
         )
-        self._transitions(transitions[:split])
-        for line in lines:
-            self.on_line(line)
-            self.cursor = max(self.cursor, int(line.get("cursor", self.cursor)))
-        self._transitions(transitions[split:])
+        for _time, kind, index in merged:
+            if kind == 0:
+                self._transitions([transitions[index]])
+            else:
+                self.on_line(lines[index])
+                self.cursor = max(self.cursor, int(lines[index].get("cursor", self.cursor)))
 
     def _transitions(self, transitions: list[dict[str, Any]]) -> None:
         if self.on_transition is not None:

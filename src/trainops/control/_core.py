@@ -65,11 +65,25 @@ class ControlCore:
         return job
 
     def set_secondary(
-        self, job: JobRecord, secondary: str, message: str, /, *, final: bool = False, **fields: Any
+        self,
+        job: JobRecord,
+        secondary: str,
+        message: str,
+        /,
+        *,
+        final: bool = False,
+        at: float | None = None,
+        **fields: Any,
     ) -> JobRecord:
-        """Record a secondary-status transition (and any job fields) and wake the waiters."""
+        """Record a secondary-status transition (and any job fields) and wake the waiters.
+
+        ``at`` is when it happened, if earlier than now (a host's own timestamp); it is clamped
+        so transitions stay in order.
+        """
+        now = self.now()
+        when = now if at is None else min(now, max(at, job.last_modified_time))
         updated = self.store.set_secondary(
-            job.name, secondary, message, self.now(), final=final, **fields
+            job.name, secondary, message, when, final=final, **fields
         )
         self.notify()
         return updated

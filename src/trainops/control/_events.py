@@ -115,7 +115,8 @@ class EventIntake:
         if phase not in PHASE_RANK or current is None or PHASE_RANK[phase] <= current:
             return
         message = str(event.data.get("message") or PHASE_MESSAGES[phase])
-        self.core.set_secondary(job, phase, message)
+        # The host's own time: the phase began before the batch that reports it arrived.
+        self.core.set_secondary(job, phase, message, at=event.ts)
 
     def _remember_process(self, host: HostRecord, event: EventLike) -> None:
         try:

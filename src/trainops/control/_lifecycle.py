@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from typing import Any
 
 from trainops._errors import TrainopsError
 from trainops.control._core import ControlCore
@@ -181,7 +182,9 @@ class Lifecycle:
         now = self.core.now()
         start = job.training_start_time
         seconds = max(1, round(now - start)) if start is not None else 0
-        fields = {"failure_reason": failure_reason[:MAX_REASON]} if failure_reason else {}
+        fields: dict[str, Any] = (
+            {"failure_reason": failure_reason[:MAX_REASON]} if failure_reason else {}
+        )
         if status == PrimaryStatus.FAILED:
             fields["stop_reason"] = StopReason.FAILED
         self.core.set_secondary(
