@@ -33,7 +33,7 @@ LAYER = {
 }
 # Foundation packages that must not depend on each other's internals beyond this table.
 FOUNDATION_ALLOWED = {
-    "spec": {"catalog"},
+    "spec": {"catalog", "protocol"},
     "storage": set(),
     "store": set(),
     "catalog": set(),

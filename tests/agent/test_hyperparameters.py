@@ -7,14 +7,12 @@ import json
 import pytest
 
 from trainops.agent import (
-    SAGEMAKER_HYPERPARAMETERS,
     decode_hyperparameters,
     encode_hyperparameters,
     split_hyperparameters,
     to_cmd_args,
     to_env_vars,
 )
-from trainops.spec import RESERVED_HYPERPARAMETERS
 
 
 def _encoded() -> dict[str, str]:
@@ -55,10 +53,6 @@ def test_split_separates_user_framework_and_sagemaker_entries() -> None:
     assert set(user) == {"optimizer", "lr", "epochs", "flag", "layers"}
     assert framework == {"sagemaker_mpi_enabled": True}
     assert "sagemaker_program" in sagemaker and "sagemaker_mpi_enabled" in sagemaker
-
-
-def test_reserved_list_matches_the_spec() -> None:
-    assert SAGEMAKER_HYPERPARAMETERS == RESERVED_HYPERPARAMETERS
 
 
 @pytest.mark.parametrize(

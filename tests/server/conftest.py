@@ -3,21 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from tests.control._harness import ControlPlane, control_plane, kill_leftover_agents
-from trainops._settings import LocalCapacity, Settings
+from tests.control import conftest as _control
+from tests.control._harness import ControlPlane, control_plane
+from trainops._settings import Settings
 
-
-@pytest.fixture
-def settings(trainops_home: Path) -> Iterator[Settings]:
-    configured = Settings(
-        home=trainops_home, capacity=LocalCapacity(cpus=4, memory_mb=64_000, gpus=0)
-    )
-    yield configured
-    kill_leftover_agents(configured)
+# The control-plane tests' settings fixture (fixed capacity, no agent left behind), shared.
+settings = _control.settings
 
 
 @pytest.fixture

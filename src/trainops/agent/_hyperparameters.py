@@ -12,6 +12,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from trainops.protocol import RESERVED_HYPERPARAMETERS
+
 __all__ = [
     "SAGEMAKER_HYPERPARAMETERS",
     "decode_hyperparameters",
@@ -24,21 +26,8 @@ __all__ = [
 SAGEMAKER_PREFIX = "sagemaker_"
 DEFAULT_LOG_LEVEL = 20
 
-# The toolkit's reserved list (params.SAGEMAKER_HYPERPARAMETERS); trainops.spec rejects the same
-# names in user specs, and a test keeps the two in step.
-SAGEMAKER_HYPERPARAMETERS = frozenset(
-    {
-        "sagemaker_program",
-        "sagemaker_submit_directory",
-        "sagemaker_enable_cloudwatch_metrics",
-        "sagemaker_region",
-        "sagemaker_container_log_level",
-        "sagemaker_job_name",
-        "default_user_module_name",
-        "_tuning_objective_metric",
-        "sagemaker_s3_output",
-    }
-)
+# The toolkit's reserved list; the same set trainops.spec rejects in user specs.
+SAGEMAKER_HYPERPARAMETERS = RESERVED_HYPERPARAMETERS
 
 
 def encode_hyperparameters(

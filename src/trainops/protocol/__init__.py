@@ -7,6 +7,7 @@ actors) starts and hears from agents the same way.
 from trainops.protocol._launch import STANDBY_ENV, AgentLaunch, agent_command
 from trainops.protocol._messages import (
     AGENT_API_PREFIX,
+    RESERVED_HYPERPARAMETERS,
     AgentEvent,
     Assignment,
     Command,
@@ -19,6 +20,7 @@ from trainops.protocol._messages import (
 
 __all__ = [
     "AGENT_API_PREFIX",
+    "RESERVED_HYPERPARAMETERS",
     "STANDBY_ENV",
     "AgentEvent",
     "AgentLaunch",

@@ -14,6 +14,7 @@ from typing import Any
 
 __all__ = [
     "AGENT_API_PREFIX",
+    "RESERVED_HYPERPARAMETERS",
     "AgentEvent",
     "Assignment",
     "Command",
@@ -25,6 +26,22 @@ __all__ = [
 ]
 
 AGENT_API_PREFIX = "/agent/v1"
+
+# The SageMaker toolkit's reserved hyperparameters (params.SAGEMAKER_HYPERPARAMETERS): set by the
+# platform from the job spec, never by a user, and left out of SM_HPS and the script's arguments.
+RESERVED_HYPERPARAMETERS = frozenset(
+    {
+        "sagemaker_program",
+        "sagemaker_submit_directory",
+        "sagemaker_enable_cloudwatch_metrics",
+        "sagemaker_region",
+        "sagemaker_container_log_level",
+        "sagemaker_job_name",
+        "default_user_module_name",
+        "_tuning_objective_metric",
+        "sagemaker_s3_output",
+    }
+)
 
 
 class EventKind(StrEnum):

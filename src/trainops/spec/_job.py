@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from trainops.catalog import InstanceType, load_catalog
+from trainops.protocol import RESERVED_HYPERPARAMETERS
 from trainops.spec._base import SpecModel
 
 __all__ = [
@@ -39,21 +40,6 @@ MAX_CHANNELS = 20
 MAX_METRICS = 40
 MAX_ENVIRONMENT = 100
 MAX_RUNTIME_LIMIT = 28 * 24 * 3600
-
-# Set by trainops itself, as the SageMaker SDK does; a user may not set them.
-RESERVED_HYPERPARAMETERS = frozenset(
-    {
-        "sagemaker_program",
-        "sagemaker_submit_directory",
-        "sagemaker_enable_cloudwatch_metrics",
-        "sagemaker_region",
-        "sagemaker_container_log_level",
-        "sagemaker_job_name",
-        "default_user_module_name",
-        "_tuning_objective_metric",
-        "sagemaker_s3_output",
-    }
-)
 
 _DISTRIBUTION_ALIASES = {
     "fullyreplicated": "FullyReplicated",
