@@ -166,3 +166,30 @@ def test_hostile_source_tarball_is_rejected(tmp_path: Path) -> None:
     assert job["TrainingJobStatus"] == "Failed"
     assert "escaped.txt" in job["FailureReason"] and "rejected" in job["FailureReason"]
     assert not list(tmp_path.rglob("escaped.txt"))
+
+
+AGENT_DIES_ON_FIRST_ATTEMPT = """
+import os, signal, sys, time
+attempt = os.path.basename(os.path.dirname(os.path.dirname(os.environ["SM_MODEL_DIR"])))
+print("running", attempt, flush=True)
+if attempt == "attempt-1":
+    os.kill(os.getppid(), signal.SIGKILL)  # the host agent dies: an internal failure
+    time.sleep(60)
+"""
+
+
+def test_internal_failure_is_retried(tmp_path: Path) -> None:
+    spec = write_job(
+        tmp_path,
+        AGENT_DIES_ON_FIRST_ATTEMPT,
+        job_name="retried",
+        retry_strategy={"maximum_retry_attempts": 1},
+    )
+    home = tmp_path / "home"
+    result = trainops("run", str(spec), home=home)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "running attempt-2" in result.stdout
+    job = describe("retried", home)
+    assert job["Attempt"] == 2
+    assert statuses(job).count("Starting") == 2
+    assert "Restarting" in statuses(job)
