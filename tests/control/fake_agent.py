@@ -22,6 +22,7 @@ import contextlib
 import io
 import json
 import os
+import signal
 import sys
 import tarfile
 import time
@@ -168,5 +169,17 @@ def run(agent: FakeAgent) -> int:
     return 0
 
 
+def obey_sigterm(agent: FakeAgent) -> None:
+    """SIGTERM is a stop, as for the real agent (it is ignored too when told to ignore stops)."""
+
+    def stop(_signum: int, _frame: object) -> None:
+        if agent.stop_reason is None:
+            agent.stop_reason = "SIGTERM"
+
+    signal.signal(signal.SIGTERM, stop)
+
+
 if __name__ == "__main__":
-    sys.exit(run(FakeAgent(AgentLaunch.from_env(dict(os.environ)))))
+    fake = FakeAgent(AgentLaunch.from_env(dict(os.environ)))
+    obey_sigterm(fake)
+    sys.exit(run(fake))

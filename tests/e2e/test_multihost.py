@@ -49,3 +49,29 @@ def test_two_hosts_share_a_sharded_channel(tmp_path: Path) -> None:
         assert report["hosts"] == ["algo-1", "algo-2"]
         assert report["config"]["current_host"] == report["host"]
         assert report["config"]["hosts"] == ["algo-1", "algo-2"]
+
+
+ONE_HOST_FAILS = """
+import os, sys, time
+if os.environ["SM_CURRENT_HOST"] == "algo-2":
+    raise RuntimeError("algo-2 lost its data shard")
+print("algo-1 training", flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_failed_host_tears_the_job_down(tmp_path: Path) -> None:
+    spec = write_job(
+        tmp_path,
+        ONE_HOST_FAILS,
+        job_name="torn",
+        instance_count=2,
+        stopping_condition={"grace_period_in_seconds": 2},
+    )
+    home = tmp_path / "home"
+    result = trainops("run", str(spec), home=home, timeout=90)
+    assert result.returncode == 1
+    job = describe("torn", home)
+    assert job["TrainingJobStatus"] == "Failed"
+    assert "RuntimeError: algo-2 lost its data shard" in job["FailureReason"]
+    assert job["TrainingTimeInSeconds"] < 60

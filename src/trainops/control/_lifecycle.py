@@ -15,7 +15,7 @@ import threading
 from typing import Any
 
 from trainops._errors import TrainopsError
-from trainops.control._core import ControlCore
+from trainops.control._core import ControlCore, handle_of
 from trainops.control._merge import merge_parts
 from trainops.control._status import (
     STARTING_MESSAGE,
@@ -66,6 +66,7 @@ class Lifecycle:
             stop_reason=reason,
             stop_requested_at=self.core.now(),
         )
+        self._signal_running_hosts(job)
         self.evaluate(job.name)
 
     def _judge(self, job: JobRecord, hosts: list[HostRecord]) -> None:
@@ -102,6 +103,7 @@ class Lifecycle:
             stop_reason=StopReason.RESTARTING,
             stop_requested_at=self.core.now(),
         )
+        self._signal_running_hosts(job)
         self.evaluate(job.name)
 
     def _relaunch(self, job: JobRecord) -> None:
@@ -199,4 +201,16 @@ class Lifecycle:
             stop_requested_at=job.stop_requested_at or now,
             **fields,
         )
+        self._signal_running_hosts(job)
         _log.info("job %s ended %s/%s", job.name, status, secondary)
+
+    def _signal_running_hosts(self, job: JobRecord) -> None:
+        """SIGTERM every agent of the attempt that is still up: a stop with the spec's grace.
+
+        The stop command in the agents' next reply says the same, but only while this control
+        plane lives; an embedded server may be gone a moment after the job ended, and the signal
+        reaches the agents without it.
+        """
+        for host in self.core.store.hosts(job.name, job.attempt):
+            if not host.exited:
+                self.core.backend.terminate(handle_of(host))
