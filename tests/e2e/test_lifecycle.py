@@ -193,3 +193,30 @@ def test_internal_failure_is_retried(tmp_path: Path) -> None:
     assert job["Attempt"] == 2
     assert statuses(job).count("Starting") == 2
     assert "Restarting" in statuses(job)
+
+
+def test_run_whose_reader_goes_away_stops_its_job(tmp_path: Path) -> None:
+    script = (
+        "import time\nfor i in range(600):\n    print('tick', i, flush=True)\n    time.sleep(0.1)\n"
+    )
+    spec = write_job(
+        tmp_path, script, job_name="unread", stopping_condition={"grace_period_in_seconds": 2}
+    )
+    home = tmp_path / "home"
+    with subprocess.Popen(
+        [*CLI, "run", str(spec)], env=cli_env(home), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    ) as run:
+        assert run.stdout is not None and run.stderr is not None
+        try:
+            for raw in run.stdout:  # like `trainops run job.yaml | head`
+                if b"[algo-1] tick 2" in raw:
+                    break
+            run.stdout.close()
+            err = run.stderr.read().decode()
+            run.wait(timeout=60)
+        finally:
+            if run.poll() is None:
+                run.kill()
+    assert run.returncode == 1
+    assert "Stopping unread" in err and "Traceback" not in err
+    assert describe("unread", home)["TrainingJobStatus"] == "Stopped"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,10 @@ def _follow(client: Client, follower: JobFollower) -> dict[str, Any] | None:
         return follower.follow()
     except KeyboardInterrupt:
         pass
+    except BrokenPipeError:
+        # Nobody reads the output any more (`trainops run job.yaml | head`): treat it as Ctrl-C,
+        # following on in silence.
+        _silence_stdout()
     name = follower.name
     if not client.embedded:
         _say(f"Detached; {name} keeps running. Follow it with: trainops logs -f {name}")
@@ -60,6 +65,12 @@ def _request_stop(client: Client, name: str) -> None:
     # Most likely the job ended in the meantime (409); following it shows how it ended.
     with contextlib.suppress(ServerError):
         client.stop(name)
+
+
+def _silence_stdout() -> None:
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, sys.stdout.fileno())
+    os.close(null)
 
 
 def _say(message: str) -> None:
