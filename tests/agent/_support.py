@@ -146,7 +146,7 @@ def _upload_source(tmp_path: Path, objects: Path, files: dict[str, str | bytes])
     return archive.as_uri()
 
 
-class AgentApiStub:
+class RecordingAgentApi:
     """A real HTTP server on 127.0.0.1 that speaks the agent API like the control plane:
     it serves one assignment, stores each ``(attempt, seq)`` once and replies with the acked
     sequence number and any queued commands. ``drop_replies`` event posts are stored but their
@@ -169,7 +169,7 @@ class AgentApiStub:
         host, port = self.server.server_address[:2]
         return f"http://{host!s}:{port}"
 
-    def __enter__(self) -> AgentApiStub:
+    def __enter__(self) -> RecordingAgentApi:
         self.thread.start()
         return self
 
@@ -192,7 +192,7 @@ class AgentApiStub:
         deadline = time.monotonic() + timeout
         while not predicate():
             if time.monotonic() > deadline:
-                raise AssertionError("the agent API stub did not see what it waited for")
+                raise AssertionError("the recording agent API did not see what it waited for")
             time.sleep(0.02)
 
     def handle_events(self, body: dict[str, Any]) -> dict[str, Any] | None:
@@ -208,7 +208,7 @@ class AgentApiStub:
             return {"acked_seq": self.acked(), "commands": [c.to_json() for c in commands]}
 
 
-def _handler(stub: AgentApiStub) -> type[BaseHTTPRequestHandler]:
+def _handler(api: RecordingAgentApi) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -218,24 +218,24 @@ def _handler(stub: AgentApiStub) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:
             if not self._authorized():
                 return
-            if stub.assignment is None or "/assignment" not in self.path:
+            if api.assignment is None or "/assignment" not in self.path:
                 self._reply(404, {"detail": "no assignment"})
                 return
-            self._reply(200, stub.assignment.to_json())
+            self._reply(200, api.assignment.to_json())
 
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", "0"))
             body = json.loads(self.rfile.read(length))
             if not self._authorized():
                 return
-            reply = stub.handle_events(body)
+            reply = api.handle_events(body)
             if reply is None:
                 self.close_connection = True
                 return
             self._reply(200, reply)
 
         def _authorized(self) -> bool:
-            if self.headers.get("Authorization") == f"Bearer {stub.token}":
+            if self.headers.get("Authorization") == f"Bearer {api.token}":
                 return True
             self._reply(401, {"detail": "bad token"})
             return False

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.agent._support import AgentApiStub, JobFixture, make_job
+from tests.agent._support import JobFixture, RecordingAgentApi, make_job
 from trainops.agent import EventJournal
 from trainops.protocol import AgentLaunch, EventKind, HostResources, agent_command
 
@@ -47,8 +47,8 @@ def _start(job: JobFixture, url: str, home: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen(agent_command(), env=env, start_new_session=True)
 
 
-def _lines(stub: AgentApiStub) -> list[str]:
-    return [str(e["data"]["line"]) for e in stub.events(EventKind.LOG)]
+def _lines(api: RecordingAgentApi) -> list[str]:
+    return [str(e["data"]["line"]) for e in api.events(EventKind.LOG)]
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="needs CPU affinity (Linux)")
@@ -56,24 +56,24 @@ def test_sigterm_stops_the_job_and_the_agent_exits_zero(
     tmp_path: Path, trainops_home: Path
 ) -> None:
     job = make_job(tmp_path, {"train.py": SCRIPT}, resources=HostResources(cpus=[0]))
-    with AgentApiStub(job.assignment, TOKEN) as stub:
-        agent = _start(job, stub.url, trainops_home)
+    with RecordingAgentApi(job.assignment, TOKEN) as api:
+        agent = _start(job, api.url, trainops_home)
         try:
-            stub.wait_for(lambda: "ready" in _lines(stub))
+            api.wait_for(lambda: "ready" in _lines(api))
             agent.send_signal(signal.SIGTERM)
             assert agent.wait(timeout=120) == 0
         finally:
             agent.kill()
             agent.wait()
-    [exit_event] = stub.events(EventKind.EXIT)
+    [exit_event] = api.events(EventKind.EXIT)
     assert exit_event["data"]["outcome"] == "Stopped"
     assert exit_event["data"]["exit_code"] == 0
-    lines = _lines(stub)
+    lines = _lines(api)
     assert "affinity [0]" in lines
     assert "token visible False" in lines
     assert "terminated politely" in lines
     journal = EventJournal.read(job.state_dir / "journal.jsonl")
-    assert [e.seq for e in journal] == sorted(stub.stored)
+    assert [e.seq for e in journal] == sorted(api.stored)
     assert journal[-1].kind is EventKind.EXIT
 
 
@@ -81,10 +81,10 @@ def test_an_unknown_assignment_exits_one_with_an_internal_error(
     tmp_path: Path, trainops_home: Path
 ) -> None:
     job = make_job(tmp_path, {"train.py": ""})
-    with AgentApiStub(None, TOKEN) as stub:
-        agent = _start(job, stub.url, trainops_home)
+    with RecordingAgentApi(None, TOKEN) as api:
+        agent = _start(job, api.url, trainops_home)
         assert agent.wait(timeout=120) == 1
-    [exit_event] = stub.events(EventKind.EXIT)
+    [exit_event] = api.events(EventKind.EXIT)
     assert exit_event["data"]["outcome"] == "InternalError"
     assert "cannot fetch the assignment" in exit_event["data"]["failure_reason"]
 

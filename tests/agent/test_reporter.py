@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.agent._support import AgentApiStub, make_job
+from tests.agent._support import RecordingAgentApi, make_job
 from trainops.agent import AgentApiError, AgentClient, EventJournal, HttpReporter, fetch_assignment
 from trainops.protocol import Command, EventKind
 
@@ -27,8 +27,8 @@ def _dead_url() -> str:
 
 def test_events_arrive_exactly_once_when_a_reply_is_lost(tmp_path: Path) -> None:
     journal = tmp_path / "state" / "journal.jsonl"
-    with AgentApiStub(None, TOKEN, drop_replies=1) as stub:
-        reporter = HttpReporter(_client(stub.url), 1, journal).start()
+    with RecordingAgentApi(None, TOKEN, drop_replies=1) as api:
+        reporter = HttpReporter(_client(api.url), 1, journal).start()
         for i in range(1200):
             reporter.emit(EventKind.LOG, {"stream": "stdout", "line": f"line {i}"})
         reporter.emit(
@@ -36,41 +36,41 @@ def test_events_arrive_exactly_once_when_a_reply_is_lost(tmp_path: Path) -> None
         )
         assert reporter.close(timeout=30)
         assert reporter.acked_seq == 1201
-    assert sorted(stub.stored) == list(range(1, 1202))
-    assert len(stub.received_seqs) > 1201  # the batch whose reply was lost was sent again
-    assert stub.events(EventKind.EXIT)[0]["data"]["outcome"] == "Completed"
+    assert sorted(api.stored) == list(range(1, 1202))
+    assert len(api.received_seqs) > 1201  # the batch whose reply was lost was sent again
+    assert api.events(EventKind.EXIT)[0]["data"]["outcome"] == "Completed"
     assert [e.seq for e in EventJournal.read(journal)] == list(range(1, 1202))
     assert EventJournal.read(journal)[5].data == {"stream": "stdout", "line": "line 5"}
 
 
 def test_heartbeats_carry_commands_back(tmp_path: Path) -> None:
-    with AgentApiStub(None, TOKEN) as stub:
-        reporter = HttpReporter(_client(stub.url), 1, tmp_path / "journal.jsonl", heartbeat=0.05)
+    with RecordingAgentApi(None, TOKEN) as api:
+        reporter = HttpReporter(_client(api.url), 1, tmp_path / "journal.jsonl", heartbeat=0.05)
         reporter.start()
-        stub.commands.append(Command("stop", reason="user", grace_seconds=3))
-        stub.wait_for(lambda: stub.posts >= 3)
+        api.commands.append(Command("stop", reason="user", grace_seconds=3))
+        api.wait_for(lambda: api.posts >= 3)
         received: list[Command] = []
 
         def got_command() -> bool:
             received.extend(reporter.commands())
             return bool(received)
 
-        stub.wait_for(got_command)
+        api.wait_for(got_command)
         assert reporter.close(timeout=5)
     assert received == [Command("stop", reason="user", grace_seconds=3)]
-    assert stub.stored == {}
+    assert api.stored == {}
 
 
 def test_a_moved_server_is_found_through_server_json(tmp_path: Path) -> None:
     server_file = tmp_path / "server.json"
-    with AgentApiStub(None, TOKEN) as stub:
+    with RecordingAgentApi(None, TOKEN) as api:
         reporter = HttpReporter(
             _client(_dead_url(), server_file), 1, tmp_path / "journal.jsonl"
         ).start()
         reporter.emit(EventKind.PHASE, {"phase": "Downloading", "message": ""})
-        server_file.write_text(json.dumps({"url": stub.url}))
+        server_file.write_text(json.dumps({"url": api.url}))
         assert reporter.close(timeout=30)
-    assert [e["data"]["phase"] for e in stub.events(EventKind.PHASE)] == ["Downloading"]
+    assert [e["data"]["phase"] for e in api.events(EventKind.PHASE)] == ["Downloading"]
 
 
 def test_close_gives_up_after_its_timeout_but_the_journal_keeps_everything(tmp_path: Path) -> None:
@@ -85,11 +85,11 @@ def test_close_gives_up_after_its_timeout_but_the_journal_keeps_everything(tmp_p
 
 def test_fetch_assignment_and_its_errors(tmp_path: Path) -> None:
     job = make_job(tmp_path, {"train.py": ""})
-    with AgentApiStub(job.assignment, TOKEN) as stub:
-        good = _client(stub.url)
+    with RecordingAgentApi(job.assignment, TOKEN) as api:
+        good = _client(api.url)
         assert fetch_assignment(good, 1) == job.assignment
         good.close()
-        bad = AgentClient(stub.url, "wrong", "job-1", "algo-1")
+        bad = AgentClient(api.url, "wrong", "job-1", "algo-1")
         with pytest.raises(AgentApiError, match="HTTP 401") as caught:
             fetch_assignment(bad, 1)
         bad.close()
@@ -99,8 +99,8 @@ def test_fetch_assignment_and_its_errors(tmp_path: Path) -> None:
 
 
 def test_the_token_is_sent_but_never_in_error_messages(tmp_path: Path) -> None:
-    with AgentApiStub(None, TOKEN) as stub:
-        client = AgentClient(stub.url, "s3cr3t-value", "job-1", "algo-1")
+    with RecordingAgentApi(None, TOKEN) as api:
+        client = AgentClient(api.url, "s3cr3t-value", "job-1", "algo-1")
         with pytest.raises(AgentApiError) as caught:
             client.post_events(1, [])
         client.close()

@@ -11,10 +11,11 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tests.backends.test_backend_conformance import _launch
 from trainops._settings import Settings
 from trainops.backends._local import LocalBackend
 from trainops.backends._standby import StandbyAgent
-from trainops.protocol import AgentLaunch, HostResources
+from trainops.protocol import HostResources
 
 # The real handshake of `python -m trainops.agent` in standby mode, then a visible effect.
 ECHO_AGENT = [
@@ -33,18 +34,6 @@ def _wait_gone(pid: int, timeout: float = 20) -> None:
         psutil.Process(pid).wait(timeout=timeout)
     except psutil.NoSuchProcess:
         return
-
-
-def _launch(tmp_path: Path, host: str = "algo-1") -> AgentLaunch:
-    return AgentLaunch(
-        server_url="http://127.0.0.1:9",
-        token="t",
-        job_name="j",
-        host=host,
-        attempt=1,
-        root=tmp_path / "root" / host,
-        state_dir=tmp_path / "state" / host,
-    )
 
 
 def test_spare_receives_its_launch_and_redirects_output(tmp_path: Path) -> None:
