@@ -1,14 +1,15 @@
 """Launch overhead: what ``trainops run`` adds to a hello-world job, next to Ray Train as the peer.
 
 Five paths run the same job (bench/hello/hello.py prints ``hello from algo-1`` and exits), each
-as a fresh process, one warm-up then ``--runs`` timed runs:
+as a fresh process, interleaved: a warm-up round, then ``--runs`` timed rounds, each running every
+path once (in an order that rotates from round to round):
 
 - bare:          ``python hello.py``
 - trainops cold: ``trainops run hello.yaml`` with no server configured (the command starts an
                  embedded server on a loopback port)
 - trainops warm: the same with ``TRAINOPS_SERVER`` pointing at a ``trainops server`` started once
-- ray cold:      ``ray_train_hello.py`` (TorchTrainer, one CPU worker) whose ``ray.init()`` starts
-                 a local Ray inside the process
+- ray cold:      ``ray_train_hello.py`` (TorchTrainer, one CPU worker) whose
+                 ``ray.init(address="local")`` starts a new local Ray inside the process
 - ray warm:      the same joining a ``ray start --head`` cluster started once (``RAY_ADDRESS``)
 
 Overhead = median(path) - median(bare). Results go to bench/results/launch_overhead.json and
@@ -21,14 +22,16 @@ benchmark starts is stopped before it exits, also on errors and Ctrl-C.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import secrets
 import shutil
 import statistics
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from _processes import (
@@ -83,67 +86,77 @@ def ray_env(workdir: Path) -> dict[str, str]:
 
 
 class Bench:
-    """One benchmark run: its scratch folder, its processes, and the samples taken."""
+    """One benchmark run: its scratch folder, its processes, and the samples taken.
+
+    The long-lived servers (a ``trainops server`` and a ``ray start --head``) are started once and
+    stopped at the end; they have a sweeper of their own, so that sweeping what a cold run left
+    behind never touches them. Each round runs every path once, in an order that rotates from
+    round to round, so that drift on the machine is spread over all paths alike.
+    """
 
     def __init__(self, args: argparse.Namespace, workdir: Path) -> None:
         self.args = args
         self.workdir = workdir
         self.sweeper = ProcessSweeper()
+        self.servers = ProcessSweeper()
         self.samples: dict[str, list[float]] = {}
         self.stragglers: dict[str, int] = {}
+        self.paths: list[Path_] = []
 
-    def measure(
-        self,
-        name: str,
-        argv: list[str],
-        env: Mapping[str, str],
-        after_each: Callable[[], int] | None = None,
-    ) -> None:
-        print(f"{name:<14}", end="", flush=True)
-        times = []
-        for index in range(self.args.runs + 1):
-            elapsed = run_timed(argv, env, self.sweeper, EXPECT, self.args.timeout)
-            if after_each is not None:
-                # Outside the timed region: nothing a run left behind carries into the next one.
-                self.stragglers[name] = self.stragglers.get(name, 0) + after_each()
-            if index > 0:  # the first run is the warm-up
-                times.append(elapsed)
-            print(f" {elapsed:.2f}", end="", flush=True)
-        self.samples[name] = times
-        print(f"  -> median {statistics.median(times):.3f} s", flush=True)
-
-    def bare(self) -> None:
-        env = {**clean_env(), "SM_CURRENT_HOST": "algo-1"}
-        self.measure("bare", [sys.executable, str(HELLO / "hello.py")], env)
-
-    def trainops(self) -> None:
-        run = [*tool("trainops"), "run", str(HELLO / "hello.yaml")]
-        cold = {**clean_env(), "TRAINOPS_HOME": str(self.workdir / "trainops-cold")}
-        self.measure("trainops_cold", run, cold, after_each=self.sweeper.stop_all)
-        home = self.workdir / "trainops-warm"
-        with self.trainops_server(home) as url:
+    def add_paths(self, stack: contextlib.ExitStack) -> None:
+        """The paths to measure, with the servers the warm ones need started."""
+        self.paths.append(Path_("bare", [sys.executable, str(HELLO / "hello.py")],
+                                {**clean_env(), "SM_CURRENT_HOST": "algo-1"}))  # fmt: skip
+        if not self.args.skip_trainops:
+            run = [*tool("trainops"), "run", str(HELLO / "hello.yaml")]
+            cold = {**clean_env(), "TRAINOPS_HOME": str(self.workdir / "trainops-cold")}
+            self.paths.append(Path_("trainops_cold", run, cold, sweep=True))
+            home = self.workdir / "trainops-warm"
+            url = stack.enter_context(self.trainops_server(home))
             warm = {**clean_env(), "TRAINOPS_HOME": str(home), "TRAINOPS_SERVER": url}
-            self.measure("trainops_warm", run, warm)
+            self.paths.append(Path_("trainops_warm", run, warm))
+        if not self.args.skip_ray:
+            env = ray_env(self.workdir)
+            driver = [sys.executable, str(HELLO / "ray_train_hello.py")]
+            self.paths.append(Path_("ray_cold", driver, env, sweep=True))
+            address = stack.enter_context(self.ray_head(env))
+            self.paths.append(Path_("ray_warm", driver, {**env, "RAY_ADDRESS": address}))
 
-    def ray(self) -> None:
-        env = ray_env(self.workdir)
-        driver = [sys.executable, str(HELLO / "ray_train_hello.py")]
-        self.measure("ray_cold", driver, env, after_each=self.sweeper.stop_all)
-        with self.ray_head(env) as address:
-            self.measure("ray_warm", driver, {**env, "RAY_ADDRESS": address})
+    def run_rounds(self) -> None:
+        for index in range(self.args.runs + 1):  # round 0 is the warm-up
+            shift = index % len(self.paths)
+            order = self.paths[shift:] + self.paths[:shift]
+            label = "warm-up" if index == 0 else f"round {index}"
+            print(f"{label:<9}", end="", flush=True)
+            for path in order:
+                elapsed = self.run_once(path)
+                if index > 0:
+                    self.samples.setdefault(path.name, []).append(elapsed)
+                print(f" {path.name}={elapsed:.2f}", end="", flush=True)
+            print(flush=True)
+        for name, times in self.samples.items():
+            print(f"{name:<14} median {statistics.median(times):.3f} s")
+
+    def run_once(self, path: Path_) -> float:
+        elapsed = run_timed(path.argv, path.env, self.sweeper, EXPECT, self.args.timeout)
+        if path.sweep:
+            # Outside the timed region: nothing a run left behind carries into the next one.
+            left = self.sweeper.stop_all()
+            self.stragglers[path.name] = self.stragglers.get(path.name, 0) + left
+        return elapsed
 
     @contextmanager
     def trainops_server(self, home: Path) -> Iterator[str]:
         port = free_port()
         argv = [*tool("trainops"), "server", "--host", "127.0.0.1", "--port", str(port)]
         log = self.workdir / "trainops-server.log"
-        proc = self.sweeper.spawn(argv, {**clean_env(), "TRAINOPS_HOME": str(home)}, log)
+        proc = self.servers.spawn(argv, {**clean_env(), "TRAINOPS_HOME": str(home)}, log)
         try:
             url = f"http://127.0.0.1:{port}"
             wait_until(lambda: http_ok(f"{url}/api/v1/health"), "trainops server", proc, log, 60)
             yield url
         finally:
-            self.sweeper.stop_all()
+            self.servers.stop_all()
 
     @contextmanager
     def ray_head(self, env: Mapping[str, str]) -> Iterator[str]:
@@ -154,7 +167,7 @@ class Bench:
             "--disable-usage-stats", f"--temp-dir={self.workdir / 'ray-warm'}",
         ]  # fmt: skip
         log = self.workdir / "ray-head.log"
-        proc = self.sweeper.spawn(argv, env, log)
+        proc = self.servers.spawn(argv, env, log)
 
         def ready() -> bool:
             return port_open(port) and "Ray runtime started" in log.read_text(errors="replace")
@@ -163,7 +176,17 @@ class Bench:
             wait_until(ready, "ray head", proc, log, 120)
             yield f"127.0.0.1:{port}"
         finally:
-            self.sweeper.stop_all()
+            self.servers.stop_all()
+
+
+@dataclass(frozen=True)
+class Path_:
+    """One way of running the hello job: its command, environment, and whether to sweep after."""
+
+    name: str
+    argv: list[str]
+    env: dict[str, str]
+    sweep: bool = False
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -172,16 +195,15 @@ def main(argv: list[str] | None = None) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="tob-", dir="/tmp"))
     bench = Bench(args, workdir)
     try:
-        bench.bare()
-        if not args.skip_trainops:
-            bench.trainops()
-        if not args.skip_ray:
-            bench.ray()
+        with contextlib.ExitStack() as stack:
+            bench.add_paths(stack)
+            bench.run_rounds()
     except BenchError as exc:
         print(f"\nlaunch_overhead: {exc}", file=sys.stderr)
         return 1
     finally:
         bench.sweeper.stop_all()
+        bench.servers.stop_all()
         shutil.rmtree(workdir, ignore_errors=True)
     result = build_result(bench.samples, args.runs, bench.stragglers)
     write_json(result, args.out)

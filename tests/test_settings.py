@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from trainops._errors import ConfigError
-from trainops._settings import Settings
+from trainops._settings import MIB, Settings, TransferSettings
 
 
 def test_defaults(tmp_path: Path) -> None:
@@ -49,3 +49,25 @@ def test_bad_config_yaml(tmp_path: Path) -> None:
     (tmp_path / "config.yaml").write_text("s3: [unclosed\n")
     with pytest.raises(ConfigError, match="not valid YAML"):
         Settings.load({"TRAINOPS_HOME": str(tmp_path)})
+
+
+def test_transfer_settings_from_env_and_config(tmp_path: Path) -> None:
+    assert Settings.load({"TRAINOPS_HOME": str(tmp_path)}).transfer == TransferSettings()
+    (tmp_path / "config.yaml").write_text("transfer:\n  part_size_mb: 8\n  memory_mb: 64\n")
+    s = Settings.load({"TRAINOPS_HOME": str(tmp_path), "TRAINOPS_TRANSFER_CONCURRENCY": "4"})
+    assert s.transfer == TransferSettings(concurrency=4, part_size=8 * MIB, memory=64 * MIB)
+    assert s.transfer.part_slots == 8
+
+
+@pytest.mark.parametrize(
+    ("env", "fragment"),
+    [
+        ({"TRAINOPS_TRANSFER_CONCURRENCY": "0"}, "concurrency must be at least 1"),
+        ({"TRAINOPS_TRANSFER_PART_SIZE_MB": "4"}, "part size must be at least 5 MiB"),
+        ({"TRAINOPS_TRANSFER_MEMORY_MB": "8"}, "must hold at least one part"),
+        ({"TRAINOPS_TRANSFER_MEMORY_MB": "lots"}, "TRAINOPS_TRANSFER_MEMORY_MB.*whole number"),
+    ],
+)
+def test_bad_transfer_settings(tmp_path: Path, env: dict[str, str], fragment: str) -> None:
+    with pytest.raises(ConfigError, match=fragment):
+        Settings.load({"TRAINOPS_HOME": str(tmp_path), **env})

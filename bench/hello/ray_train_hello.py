@@ -2,7 +2,7 @@
 
 One ``TorchTrainer`` worker (``ScalingConfig(num_workers=1, use_gpu=False)``) runs hello.py with
 ``SM_CURRENT_HOST=algo-1``. With ``RAY_ADDRESS`` set it joins that cluster (warm); otherwise
-``ray.init()`` starts a local Ray on loopback inside this process (cold).
+``ray.init(address="local")`` starts a new local Ray inside this process (cold).
 """
 
 from __future__ import annotations
@@ -27,8 +27,9 @@ def start_ray() -> None:
     if os.environ.get("RAY_ADDRESS"):
         ray.init(address=os.environ["RAY_ADDRESS"])
     else:
-        # Ray's defaults, except that the scratch folder is the one the benchmark cleans up.
-        ray.init(_temp_dir=os.environ.get("HELLO_RAY_TEMP_DIR"))
+        # A new local Ray even while the warm path's cluster runs on this machine, with Ray's
+        # defaults except that the scratch folder is the one the benchmark cleans up.
+        ray.init(address="local", _temp_dir=os.environ.get("HELLO_RAY_TEMP_DIR"))
 
 
 def main() -> None:

@@ -16,8 +16,11 @@ from typing import Any
 import yaml
 
 from trainops._errors import ConfigError
+from trainops.archive import ArchiveLimits
 
-__all__ = ["LocalCapacity", "S3Settings", "Settings"]
+__all__ = ["LocalCapacity", "S3Settings", "Settings", "TransferSettings"]
+
+MIB = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +44,51 @@ class S3Settings:
 
 
 @dataclass(frozen=True, slots=True)
+class TransferSettings:
+    """How hard object transfers push: parallel requests, part size and the memory they may hold.
+
+    ``concurrency`` is how many objects a many-object transfer moves at once;
+    ``part_concurrency`` how many parts of one big object are in flight (multipart-upload parts
+    or ranged-download slices); ``part_size`` the size of those parts; ``memory`` bounds the bytes
+    a store buffers at once, over all its transfers together (parallelism is cut to fit).
+    """
+
+    concurrency: int = 32
+    part_concurrency: int = 4
+    part_size: int = 16 * MIB
+    memory: int = 256 * MIB
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1:
+            raise ConfigError(f"transfer concurrency must be at least 1, got {self.concurrency}")
+        if self.part_concurrency < 1:
+            raise ConfigError(
+                f"transfer part concurrency must be at least 1, got {self.part_concurrency}"
+            )
+        if self.part_size < 5 * MIB:
+            raise ConfigError(f"transfer part size must be at least 5 MiB, got {self.part_size}")
+        if self.memory < self.part_size:
+            raise ConfigError(
+                f"transfer memory ({self.memory} bytes) must hold at least one part "
+                f"({self.part_size} bytes)"
+            )
+
+    def env(self) -> dict[str, str]:
+        """The TRAINOPS_TRANSFER_* variables that give a child process these settings."""
+        return {
+            "TRAINOPS_TRANSFER_CONCURRENCY": str(self.concurrency),
+            "TRAINOPS_TRANSFER_PART_CONCURRENCY": str(self.part_concurrency),
+            "TRAINOPS_TRANSFER_PART_SIZE_MB": str(self.part_size // MIB),
+            "TRAINOPS_TRANSFER_MEMORY_MB": str(self.memory // MIB),
+        }
+
+    @property
+    def part_slots(self) -> int:
+        """How many parts fit in the memory bound at once (at least one)."""
+        return max(1, self.memory // self.part_size)
+
+
+@dataclass(frozen=True, slots=True)
 class LocalCapacity:
     """What the local backend may hand out; ``None`` means "what the machine has"."""
 
@@ -58,7 +106,14 @@ class Settings:
     token: str | None = field(default=None, repr=False)
     s3: S3Settings = S3Settings()
     capacity: LocalCapacity = LocalCapacity()
+    transfer: TransferSettings = TransferSettings()
     region: str = "us-east-1"
+    archive: ArchiveLimits = field(default_factory=ArchiveLimits)
+    # Host trees (jobs/<job>/) of ended jobs beyond the newest this many are deleted.
+    keep_job_trees: int = 20
+
+    # Extra Host names the server answers to (beyond loopback and its bind address); "*": any.
+    allowed_hosts: tuple[str, ...] = ()
 
     @property
     def db_path(self) -> Path:
@@ -105,14 +160,33 @@ class Settings:
             memory_mb=_opt_int(env, "TRAINOPS_LOCAL_MEMORY_MB", cap_cfg, "memory_mb"),
             gpus=_opt_int(env, "TRAINOPS_LOCAL_GPUS", cap_cfg, "gpus"),
         )
+        transfer = _transfer_settings(env, _section(file_cfg, "transfer", home))
         return cls(
             home=home,
             server_url=env.get("TRAINOPS_SERVER") or _opt_str(file_cfg, "server"),
             token=env.get("TRAINOPS_TOKEN") or _opt_str(file_cfg, "token"),
             s3=s3,
             capacity=capacity,
+            transfer=transfer,
             region=env.get("TRAINOPS_REGION") or _opt_str(file_cfg, "region") or "us-east-1",
+            archive=_archive_limits(env, _section(file_cfg, "archive", home)),
+            keep_job_trees=_setting(env, "TRAINOPS_KEEP_JOB_TREES", file_cfg, "keep_job_trees", 20),
+            allowed_hosts=_allowed_hosts(env, file_cfg, home),
         )
+
+
+def _transfer_settings(env: Mapping[str, str], cfg: Mapping[str, Any]) -> TransferSettings:
+    defaults = TransferSettings()
+    concurrency = _opt_int(env, "TRAINOPS_TRANSFER_CONCURRENCY", cfg, "concurrency", "transfer")
+    parts = _opt_int(env, "TRAINOPS_TRANSFER_PART_CONCURRENCY", cfg, "part_concurrency", "transfer")
+    part_mb = _opt_int(env, "TRAINOPS_TRANSFER_PART_SIZE_MB", cfg, "part_size_mb", "transfer")
+    memory_mb = _opt_int(env, "TRAINOPS_TRANSFER_MEMORY_MB", cfg, "memory_mb", "transfer")
+    return TransferSettings(
+        concurrency=defaults.concurrency if concurrency is None else concurrency,
+        part_concurrency=defaults.part_concurrency if parts is None else parts,
+        part_size=defaults.part_size if part_mb is None else part_mb * MIB,
+        memory=defaults.memory if memory_mb is None else memory_mb * MIB,
+    )
 
 
 def _read_config_file(path: Path) -> dict[str, Any]:
@@ -141,11 +215,25 @@ def _opt_str(cfg: Mapping[str, Any], key: str) -> str | None:
     return None if value is None else str(value)
 
 
-def _opt_int(env: Mapping[str, str], var: str, cfg: Mapping[str, Any], key: str) -> int | None:
+def _allowed_hosts(env: Mapping[str, str], cfg: Mapping[str, Any], home: Path) -> tuple[str, ...]:
+    raw = env.get("TRAINOPS_ALLOWED_HOSTS")
+    if raw is not None:
+        return tuple(h.strip() for h in raw.split(",") if h.strip())
+    value = cfg.get("allowed_hosts") or []
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(h, str) for h in value):
+        raise ConfigError(f"{home / 'config.yaml'}: 'allowed_hosts' must be a list of host names")
+    return tuple(value)
+
+
+def _opt_int(
+    env: Mapping[str, str], var: str, cfg: Mapping[str, Any], key: str, section: str = "local"
+) -> int | None:
     raw = env.get(var)
     source = f"environment variable {var}"
     if raw is None:
-        raw, source = cfg.get(key), f"config.yaml local.{key}"
+        raw, source = cfg.get(key), f"config.yaml {section + '.' if section else ''}{key}"
     if raw is None or raw == "":
         return None
     try:
@@ -155,3 +243,44 @@ def _opt_int(env: Mapping[str, str], var: str, cfg: Mapping[str, Any], key: str)
     if value < 0:
         raise ConfigError(f"{source}: must not be negative, got {value}")
     return value
+
+
+_ARCHIVE_VARIABLES = {
+    "max_members": "TRAINOPS_ARCHIVE_MAX_MEMBERS",
+    "max_total_bytes": "TRAINOPS_ARCHIVE_MAX_TOTAL_BYTES",
+    "max_member_bytes": "TRAINOPS_ARCHIVE_MAX_MEMBER_BYTES",
+    "max_ratio": "TRAINOPS_ARCHIVE_MAX_RATIO",
+    "ratio_floor_bytes": "TRAINOPS_ARCHIVE_RATIO_FLOOR_BYTES",
+    "max_path_length": "TRAINOPS_ARCHIVE_MAX_PATH_LENGTH",
+}
+
+
+def _archive_limits(env: Mapping[str, str], cfg: Mapping[str, Any]) -> ArchiveLimits:
+    """``archive:`` in config.yaml and ``TRAINOPS_ARCHIVE_*`` (which win); defaults otherwise."""
+    unknown = sorted(set(cfg) - set(_ARCHIVE_VARIABLES))
+    if unknown:
+        raise ConfigError(
+            f"config.yaml archive: unknown key(s) {', '.join(unknown)}; "
+            f"known: {', '.join(_ARCHIVE_VARIABLES)}"
+        )
+    defaults = ArchiveLimits()
+    values = {
+        key: _setting(env, var, cfg, key, getattr(defaults, key), section="archive.")
+        for key, var in _ARCHIVE_VARIABLES.items()
+    }
+    return ArchiveLimits(**values)
+
+
+def _setting(
+    env: Mapping[str, str],
+    var: str,
+    cfg: Mapping[str, Any],
+    key: str,
+    default: int,
+    section: str = "",
+) -> int:
+    """A whole number from ``var`` (when set and not empty) or config.yaml ``<section><key>``,
+    else ``default``."""
+    given = {var: env[var]} if env.get(var) else {}
+    found = _opt_int(given, var, cfg, key, section.rstrip("."))
+    return default if found is None else found

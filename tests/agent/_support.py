@@ -15,7 +15,14 @@ from typing import Any
 
 from trainops.agent import HostAgent, HostResult
 from trainops.archive import pack
-from trainops.protocol import AgentEvent, Assignment, Command, EventKind, HostResources
+from trainops.protocol import (
+    AgentEvent,
+    Assignment,
+    Command,
+    EventKind,
+    HostResources,
+    event_span,
+)
 from trainops.spec import JobSpec
 
 
@@ -53,7 +60,20 @@ class RecordingReporter:
 
     def lines(self, stream: str | None = None) -> list[str]:
         logs = self.of(EventKind.LOG)
-        return [d["line"] for d in logs if stream is None or d["stream"] == stream]
+        return [
+            line
+            for d in logs
+            if stream is None or d["stream"] == stream
+            for line in (d["lines"] if "lines" in d else [d["line"]])
+        ]
+
+    def points(self) -> list[tuple[str, float]]:
+        """``(name, value)`` of every metric point, whether sent alone or in a batch."""
+        return [
+            (str(d["name"]), float(value))
+            for d in self.of(EventKind.METRIC)
+            for value in (d["values"] if "values" in d else [d["value"]])
+        ]
 
     def phases(self) -> list[str]:
         return [d["phase"] for d in self.of(EventKind.PHASE)]
@@ -157,6 +177,7 @@ class RecordingAgentApi:
         self.token = token
         self.drop_replies = drop_replies
         self.stored: dict[int, dict[str, Any]] = {}
+        self.covered: set[int] = set()  # sequence numbers stored (an event may span several)
         self.received_seqs: list[int] = []
         self.posts = 0
         self.commands: list[Command] = []
@@ -179,9 +200,17 @@ class RecordingAgentApi:
 
     def acked(self) -> int:
         seq = 0
-        while seq + 1 in self.stored:
+        while seq + 1 in self.covered:
             seq += 1
         return seq
+
+    def log_lines(self) -> list[str]:
+        """Every log line stored, in order, whether it came alone or in a batch."""
+        return [
+            str(line)
+            for e in self.events(EventKind.LOG)
+            for line in (e["data"]["lines"] if "lines" in e["data"] else [e["data"]["line"]])
+        ]
 
     def events(self, kind: EventKind | None = None) -> list[dict[str, Any]]:
         with self.lock:
@@ -201,6 +230,8 @@ class RecordingAgentApi:
             for raw in body["events"]:
                 self.received_seqs.append(raw["seq"])
                 self.stored.setdefault(raw["seq"], raw)
+                span = event_span(raw["kind"], raw["data"])
+                self.covered.update(range(raw["seq"], raw["seq"] + span))
             if body["events"] and self.drop_replies > 0:
                 self.drop_replies -= 1
                 return None

@@ -80,7 +80,7 @@ def test_a_python_script_completes_with_every_artifact(hello_job: JobFixture) ->
     assert process["pgid"] == process["pid"]
     assert "args ['-d', 'k=1', '--epochs', '2', '--optimizer', 'adam']" in reporter.lines("stdout")
     assert "channel files ['a.csv', 'b.csv']" in reporter.lines("stdout")
-    metrics = {(m["name"], m["value"]) for m in reporter.of(EventKind.METRIC)}
+    metrics = set(reporter.points())
     assert metrics == {("loss", 0.5), ("acc", 0.9)}
 
     artifacts = reporter.artifacts()

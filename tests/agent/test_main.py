@@ -48,7 +48,7 @@ def _start(job: JobFixture, url: str, home: Path) -> subprocess.Popen[bytes]:
 
 
 def _lines(api: RecordingAgentApi) -> list[str]:
-    return [str(e["data"]["line"]) for e in api.events(EventKind.LOG)]
+    return api.log_lines()
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="needs CPU affinity (Linux)")
@@ -97,7 +97,7 @@ def test_missing_launch_variables_are_named() -> None:
 
 
 def test_the_agent_imports_no_heavy_packages() -> None:
-    heavy = ("fastapi", "httpx", "uvicorn", "s3fs", "botocore", "torch", "starlette")
+    heavy = ("fastapi", "httpx", "uvicorn", "obstore", "botocore", "torch", "starlette")
     probe = (
         "import sys, trainops.agent.__main__\n"
         f"print(sorted(m for m in {heavy!r} if m in sys.modules))\n"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tests.agent._support import RecordingReporter
 from trainops.agent import ScriptProcess
-from trainops.agent._process import LINE_CAP
+from trainops.agent._process import MAX_LINE_BYTES
 from trainops.agent._stop import StopControl
 from trainops.protocol import Command
 
@@ -20,9 +20,9 @@ class _Lines:
         self.lines: list[tuple[str, str]] = []
         self.lock = threading.Lock()
 
-    def __call__(self, stream: str, line: str, ts: float) -> None:
+    def __call__(self, stream: str, lines: list[str], ts: float) -> None:
         with self.lock:
-            self.lines.append((stream, line))
+            self.lines.extend((stream, line) for line in lines)
 
 
 def _run(code: str, tmp_path: Path) -> tuple[int, _Lines, ScriptProcess]:
@@ -34,19 +34,41 @@ def _run(code: str, tmp_path: Path) -> tuple[int, _Lines, ScriptProcess]:
     return process.finish(), sink, process
 
 
-def test_lines_are_split_capped_and_decoded(tmp_path: Path) -> None:
+def test_long_lines_are_kept_whole_and_bad_bytes_decoded(tmp_path: Path) -> None:
     code = (
         "import sys\n"
-        "sys.stdout.buffer.write(b'a' * (70 * 1024) + b'\\n')\n"
+        "sys.stdout.buffer.write(b'a' * (10 * 1024 * 1024) + b'\\n')\n"
         "sys.stdout.buffer.write(b'bad \\xff byte\\r\\n')\n"
+        "sys.stdout.buffer.write(b'nul \\x00 byte\\n\\n')\n"
         "sys.stderr.write('no newline at the end')\n"
     )
     returncode, sink, process = _run(code, tmp_path)
     assert returncode == 0
     stdout = [line for stream, line in sink.lines if stream == "stdout"]
-    assert [len(line) for line in stdout[:2]] == [LINE_CAP, 70 * 1024 - LINE_CAP]
-    assert stdout[2] == "bad \ufffd byte"
+    assert len(stdout[0]) == 10 * 1024 * 1024
+    assert stdout[1:] == ["bad \ufffd byte", "nul \x00 byte", ""]
     assert list(process.stderr_tail) == ["no newline at the end"]
+
+
+def test_a_line_beyond_the_limit_is_passed_on_in_pieces(tmp_path: Path) -> None:
+    code = (
+        "import os, sys\n"
+        f"sys.stdout.buffer.write(b'x' * ({MAX_LINE_BYTES} + 5) + b'\\nafter\\n')\n"
+        "sys.stdout.buffer.write(os.urandom(200000))\n"
+    )
+    returncode, sink, _process = _run(code, tmp_path)
+    assert returncode == 0
+    stdout = [line for stream, line in sink.lines if stream == "stdout"]
+    assert [len(line) for line in stdout[:3]] == [MAX_LINE_BYTES, 5, 5]
+    assert stdout[2] == "after"
+    assert len(stdout) > 3  # the random bytes came through, whatever their newlines
+
+
+def test_every_line_of_a_fast_writer_arrives_in_order(tmp_path: Path) -> None:
+    code = "import sys\nfor i in range(200000): print(f'line {i}')\n"
+    returncode, sink, _process = _run(code, tmp_path)
+    assert returncode == 0
+    assert [line for _stream, line in sink.lines] == [f"line {i}" for i in range(200000)]
 
 
 def test_what_the_script_leaves_behind_in_its_group_is_killed(tmp_path: Path) -> None:
@@ -87,3 +109,20 @@ def test_a_later_stop_request_only_shortens_the_grace() -> None:
     assert (stop.reason, stop.grace_seconds) == ("SIGTERM", 5)
     stop.request("again", 60)
     assert stop.grace_seconds == 5
+
+
+def test_both_streams_arrive_whole_when_interleaved(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "for i in range(50000):\n"
+        "    print(f'out {i}')\n"
+        "    if i % 3 == 0: print(f'err {i}', file=sys.stderr)\n"
+        "sys.stdout.write('out tail')\n"
+    )
+    returncode, sink, process = _run(code, tmp_path)
+    assert returncode == 0
+    out = [line for stream, line in sink.lines if stream == "stdout"]
+    err = [line for stream, line in sink.lines if stream == "stderr"]
+    assert out == [f"out {i}" for i in range(50000)] + ["out tail"]
+    assert err == [f"err {i}" for i in range(0, 50000, 3)]
+    assert list(process.stderr_tail)[-1] == "err 49998"

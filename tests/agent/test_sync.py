@@ -1,8 +1,14 @@
-"""DirectorySync against a real file:// store: restore, stable-only uploads, deletions, final sync."""
+"""DirectorySync against real stores: restore, finished-only uploads, deletions, the uploader.
+
+The background uploader is a real child process; it is exercised on its inotify path (with the
+safety scan pushed out of reach, so only events can explain an upload) and on its scan path.
+"""
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -10,6 +16,8 @@ import pytest
 from trainops._settings import Settings
 from trainops.agent import DirectorySync
 from trainops.storage import ObjectStore, store_for
+
+DEADLINE = 30.0  # generous: a wait that never ends is a failure, not a timing figure
 
 
 @pytest.fixture
@@ -32,8 +40,17 @@ def _sync(tmp_path: Path, remote: Path, store: ObjectStore, deletes: bool = True
 
 def _remote_files(remote: Path) -> dict[str, str]:
     return {
-        p.relative_to(remote).as_posix(): p.read_text() for p in remote.rglob("*") if p.is_file()
+        p.relative_to(remote).as_posix(): p.read_text()
+        for p in remote.rglob("*")
+        if p.is_file() and not p.name.endswith(".part")
     }
+
+
+def _wait_for(check: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + DEADLINE
+    while not check():
+        assert time.monotonic() < deadline, f"never happened: {what}"
+        time.sleep(0.01)
 
 
 def test_restore_copies_every_remote_object(
@@ -49,21 +66,23 @@ def test_restore_copies_every_remote_object(
     assert sync.sync_once().uploaded == []
 
 
-def test_only_files_stable_across_two_scans_are_uploaded(
+def test_a_file_open_for_writing_is_not_uploaded_until_closed(
     tmp_path: Path, remote: Path, store: ObjectStore
 ) -> None:
     sync = _sync(tmp_path, remote, store)
     local = tmp_path / "local"
     local.mkdir()
-    (local / "ckpt.pt").write_text("part")
-    assert sync.sync_once().uploaded == []  # first sight: maybe still being written
-    (local / "ckpt.pt").write_text("partial, longer")
-    assert sync.sync_once().uploaded == []  # changed since the last scan
-    assert sync.sync_once().uploaded == ["ckpt.pt"]
-    assert _remote_files(remote) == {"ckpt.pt": "partial, longer"}
+    with (local / "ckpt.pt").open("w") as handle:
+        handle.write("part")
+        handle.flush()
+        assert sync.sync_once().uploaded == []  # still open for writing
+        handle.write(", then more")
+        handle.flush()
+        assert sync.sync_once().uploaded == []
+    assert sync.sync_once().uploaded == ["ckpt.pt"]  # closed: uploaded on the next pass
+    assert _remote_files(remote) == {"ckpt.pt": "part, then more"}
     assert sync.sync_once().uploaded == []  # unchanged: not uploaded again
     (local / "ckpt.pt").write_text("final version")
-    sync.sync_once()
     assert sync.sync_once().uploaded == ["ckpt.pt"]
     assert _remote_files(remote) == {"ckpt.pt": "final version"}
 
@@ -76,8 +95,7 @@ def test_deletions_propagate_only_for_files_this_host_knew(
     sync.restore()
     local = tmp_path / "local"
     (local / "mine.pt").write_text("mine")
-    sync.sync_once()
-    sync.sync_once()
+    assert sync.sync_once().uploaded == ["mine.pt"]
     (remote / "other-host.pt").write_text("not mine")
     (local / "restored.pt").unlink()
     (local / "mine.pt").unlink()
@@ -114,18 +132,154 @@ def test_final_sync_uploads_everything_now(
     assert _remote_files(remote) == {"nested/last.pt": "just written"}
 
 
-def test_the_background_thread_uploads_while_running(
-    tmp_path: Path, remote: Path, store: ObjectStore
-) -> None:
-    sync = _sync(tmp_path, remote, store)
+# The background uploader, on both of its paths ---------------------------------------------
+
+
+@pytest.fixture(params=["inotify", "scan"])
+def running(
+    request: pytest.FixtureRequest, tmp_path: Path, remote: Path, store: ObjectStore
+) -> Iterator[DirectorySync]:
+    """A started sync; on the inotify path the safety scan is an hour away."""
+    inotify = request.param == "inotify"
+    errors: list[str] = []
+    sync = DirectorySync(
+        tmp_path / "local",
+        remote.as_uri(),
+        store,
+        propagate_deletes=True,
+        interval=0.05,
+        safety_interval=3600 if inotify else 0.05,
+        watch=inotify,
+        on_error=errors.append,
+    )
     (tmp_path / "local").mkdir()
     sync.start()
     try:
-        (tmp_path / "local" / "live.txt").write_text("live")
-        deadline = time.monotonic() + 30
-        while "live.txt" not in _remote_files(remote):
-            assert time.monotonic() < deadline, "the background sync never uploaded live.txt"
-            time.sleep(0.02)
+        yield sync
     finally:
         sync.stop()
-    assert _remote_files(remote) == {"live.txt": "live"}
+    assert errors == []
+
+
+def test_finished_files_are_uploaded_promptly_also_in_new_subdirectories(
+    running: DirectorySync, remote: Path
+) -> None:
+    local = running.local_dir
+    (local / "live.txt").write_text("live")
+    _wait_for(lambda: "live.txt" in _remote_files(remote), "live.txt uploaded")
+    (local / "epoch-3" / "deep").mkdir(parents=True)
+    (local / "epoch-3" / "deep" / "model.pt").write_text("weights")
+    _wait_for(lambda: "epoch-3/deep/model.pt" in _remote_files(remote), "nested file uploaded")
+    tmp = local / "state.json.tmp"
+    tmp.write_text('{"epoch": 3}')
+    tmp.rename(local / "state.json")  # the write-then-rename pattern
+    _wait_for(lambda: "state.json" in _remote_files(remote), "renamed file uploaded")
+    _wait_for(lambda: "state.json.tmp" not in _remote_files(remote), "temporary name gone")
+    assert _remote_files(remote) == {
+        "live.txt": "live",
+        "epoch-3/deep/model.pt": "weights",
+        "state.json": '{"epoch": 3}',
+    }
+    assert running.final_sync().uploaded == []  # the uploader reported what it sent
+
+
+def test_deletions_propagate_in_the_background(running: DirectorySync, remote: Path) -> None:
+    local = running.local_dir
+    (local / "old.pt").write_text("old")
+    _wait_for(lambda: "old.pt" in _remote_files(remote), "old.pt uploaded")
+    (local / "old.pt").unlink()
+    _wait_for(lambda: "old.pt" not in _remote_files(remote), "old.pt deleted remotely")
+
+
+def test_a_slowly_written_file_never_appears_partial(running: DirectorySync, remote: Path) -> None:
+    """A writer appends in chunks with pauses longer than a scan; the reader never sees it torn."""
+    chunk, chunks = b"c" * 4096, 12
+    local = running.local_dir
+    seen_sizes: list[int] = []
+    done = threading.Event()
+
+    def watch_remote() -> None:
+        while not done.is_set():
+            path = remote / "slow.bin"
+            if path.exists():
+                seen_sizes.append(path.stat().st_size)
+            time.sleep(0.005)
+
+    reader = threading.Thread(target=watch_remote)
+    reader.start()
+    try:
+        with (local / "slow.bin").open("wb") as handle:
+            for _ in range(chunks):
+                handle.write(chunk)
+                handle.flush()
+                time.sleep(0.12)  # longer than two scans of the scan path
+        _wait_for(lambda: (remote / "slow.bin").exists(), "slow.bin uploaded after close")
+        time.sleep(0.1)
+    finally:
+        done.set()
+        reader.join()
+    assert seen_sizes and set(seen_sizes) == {len(chunk) * chunks}
+    assert (remote / "slow.bin").read_bytes() == chunk * chunks
+
+
+@pytest.mark.s3
+def test_the_uploader_reaches_s3_and_never_shows_a_partial_object(
+    tmp_path: Path, s3_settings: Settings, s3_bucket: str
+) -> None:
+    prefix = f"s3://{s3_bucket}/ckpt"
+    store = store_for(prefix, s3_settings)
+    sync = DirectorySync(
+        tmp_path / "local", prefix, store, propagate_deletes=True, safety_interval=3600
+    )
+    sync.start()
+    sizes: list[int] = []
+    try:
+        with (tmp_path / "local" / "model.pt").open("wb") as handle:
+            for _ in range(5):
+                handle.write(b"m" * 100_000)
+                handle.flush()
+                sizes += [o.size for o in store.list_objects(prefix)]
+                time.sleep(0.05)
+        _wait_for(lambda: bool(store.list_objects(prefix)), "model.pt on S3")
+        assert [(o.key, o.size) for o in store.list_objects(prefix)] == [("model.pt", 500_000)]
+        (tmp_path / "local" / "model.pt").unlink()
+        _wait_for(lambda: not store.list_objects(prefix), "model.pt deleted on S3")
+    finally:
+        sync.stop()
+    assert sizes == []  # nothing was visible while the file was open
+
+
+def test_an_empty_directory_costs_no_uploader_until_its_first_file(
+    tmp_path: Path, remote: Path, store: ObjectStore
+) -> None:
+    sync = _sync(tmp_path, remote, store)
+    sync.start()
+    try:
+        assert sync._worker is None  # most jobs never write output/intermediate
+        (tmp_path / "local" / "first.bin").write_bytes(b"x" * 10)
+        _wait_for(lambda: _remote_files(remote) == {"first.bin": "x" * 10}, "the first upload")
+        assert sync._worker is not None
+    finally:
+        sync.stop()
+    assert sync._worker is None
+
+
+@pytest.mark.parametrize("link", ["file", "directory"])
+def test_symbolic_links_are_never_followed_by_an_upload(
+    tmp_path: Path, remote: Path, store: ObjectStore, link: str
+) -> None:
+    secret = tmp_path / "outside"
+    secret.mkdir()
+    (secret / "secret.txt").write_text("not the job's")
+    sync = _sync(tmp_path, remote, store)
+    local = sync.local_dir
+    local.mkdir()
+    if link == "file":
+        (local / "leak.txt").symlink_to(secret / "secret.txt")
+        rel = "leak.txt"
+    else:
+        (local / "leakdir").symlink_to(secret, target_is_directory=True)
+        rel = "leakdir/secret.txt"
+    # What an inotify event names is uploaded even when no scan would have listed it.
+    assert sync._mirror.upload(rel, force=True) is False
+    assert _remote_files(remote) == {}

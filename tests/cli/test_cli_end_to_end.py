@@ -154,6 +154,18 @@ def test_read_commands_after_a_run(
 
     assert main(["stop", "done"]) == 2
     assert "has already ended" in capsys.readouterr().err
+
+    # A host or metric the job does not have is an error, not an empty answer.
+    assert main(["logs", "done", "--host", "algo-1"]) == 0
+    assert "[algo-1] hello from the script" in capsys.readouterr().out
+    assert main(["logs", "done", "--host", "algo-9"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == "trainops: error: job 'done' has no host 'algo-9'; its hosts are algo-1\n"
+    assert main(["metrics", "done", "--name", "nope"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == ("trainops: error: job 'done' has no metric named 'nope'; its metrics are loss\n")
     assert main(["describe", "missing"]) == 2
     assert capsys.readouterr().err.startswith("trainops: error: ")
 

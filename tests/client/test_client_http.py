@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
 import socket
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -11,7 +14,8 @@ import pytest
 from tests.client._scripted_api import ScriptedAPI
 from trainops import JobNotFoundError, ServerError, SpecError
 from trainops._settings import Settings
-from trainops.client import Client, connect
+from trainops.client import Client, connect, running_server
+from trainops.server._server_file import HomeLock, advertise
 
 API = "/api/v1"
 
@@ -173,8 +177,39 @@ def test_connect_without_a_server_embeds_one(tmp_path: Path) -> None:
         assert client.embedded
         assert client.url.startswith("http://127.0.0.1:")
         assert client.list_jobs() == []
-        # Commands that only read attach to it rather than starting a second control plane.
-        with connect(settings, attach=True) as attached:
+        # Every command attaches to it rather than starting a second control plane.
+        with connect(settings) as attached:
             assert not attached.embedded and attached.url == client.url
+            assert attached.list_jobs() == []  # with the home's token, found on its own
     with Client(client.url) as after, pytest.raises(ServerError, match="cannot reach"):
         after.health()
+
+
+def test_a_server_file_left_behind_is_not_attached_to(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path)
+    with connect(settings) as first:
+        url = first.url
+    # A server killed without a word leaves its server.json; nothing holds the home's lock.
+    (tmp_path / "server.json").write_text(json.dumps({"url": url, "pid": os.getpid()}))
+    assert running_server(settings) is None
+    with connect(settings) as second:
+        assert second.embedded
+
+
+def test_connect_attaches_to_a_server_that_is_still_starting(
+    api: ScriptedAPI, tmp_path: Path
+) -> None:
+    """The home's lock is taken but server.json not yet written: wait for it, then attach."""
+    settings = Settings(home=tmp_path)
+    api.routes[("GET", "/api/v1/health")] = (200, {"status": "ok", "version": "0.1.0"})
+    starting = HomeLock(settings)
+    starting.acquire()
+    try:
+        timer = threading.Timer(0.3, advertise, (settings, api.url))
+        timer.start()
+        with connect(settings) as client:
+            assert not client.embedded and client.url == api.url
+            assert client.health()["status"] == "ok"
+        timer.join()
+    finally:
+        starting.release()

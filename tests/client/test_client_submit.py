@@ -25,6 +25,11 @@ def _server(api: ScriptedAPI, output_uri: str) -> None:
 
     api.routes[("POST", f"{API}/jobs")] = create
 
+    def name(request: Request) -> tuple[int, Any]:
+        return 200, {"job_name": f"{request.body['base_job_name']}-2026-01-02-03-04-05-678"}
+
+    api.routes[("POST", f"{API}/job-names")] = name
+
 
 def _members(uri: str) -> list[str]:
     with tarfile.open(uri.removeprefix("file://")) as tar:
@@ -32,7 +37,9 @@ def _members(uri: str) -> list[str]:
 
 
 def _posted(api: ScriptedAPI) -> dict[str, Any]:
-    body: dict[str, Any] = next(r.body for r in api.requests if r.method == "POST")
+    body: dict[str, Any] = next(
+        r.body for r in api.requests if (r.method, r.path) == ("POST", f"{API}/jobs")
+    )
     return body
 
 

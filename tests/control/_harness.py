@@ -124,11 +124,13 @@ def control_plane(
     token: str | None = None,
     agent_command: list[str] | None = None,
 ) -> Iterator[ControlPlane]:
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
     backend = fake_backend(settings, agent_command)
     server = EmbeddedServer(settings, backend=backend, config=config)
-    with server, httpx.Client(base_url=server.url, headers=headers, timeout=60) as client:
-        yield ControlPlane(server, client)
+    with server:
+        # The server's API token: the one given, else the home's (as the CLI and SDK read it).
+        headers = {"Authorization": f"Bearer {token or server.token}"}
+        with httpx.Client(base_url=server.url, headers=headers, timeout=60) as client:
+            yield ControlPlane(server, client)
 
 
 def kill_leftover_agents(settings: Settings) -> None:

@@ -10,7 +10,8 @@ It runs no script. Its behaviour comes from the job's ``environment`` (in the as
 - ``FAKE_IGNORE_STOP`` ("1"): never obey a stop (the control plane must kill the agent);
 - ``FAKE_CRASH_ATTEMPTS``: in these attempts, die with ``os._exit`` after the lines;
 - ``FAKE_INTERNAL_ATTEMPTS``: in these attempts, report an ``InternalError`` exit;
-- ``FAKE_PARTS`` ("1"): upload model and output parts (multi-host) under the output prefix.
+- ``FAKE_PARTS`` ("1"): upload model and output parts (multi-host) under the output prefix, as
+  the real agent does whichever way its host ends (completed, failed or stopped).
 
 Like the real agent it journals every event before sending it, resends everything above the
 acknowledged number, and re-reads ``server.json`` when the server cannot be reached.
@@ -144,12 +145,14 @@ def run(agent: FakeAgent) -> int:
             break
         time.sleep(float(env.get("FAKE_LINE_DELAY", "0")))
     if env.get("FAKE_FAIL_HOST") == host:
+        upload_parts(agent, assignment)
         agent.finish("Failed", 1, env.get("FAKE_FAIL_REASON", "it failed"))
         return 0
     if attempt in attempts(env, "FAKE_HANG_ATTEMPTS"):
         agent.wait_for_stop(ignore=env.get("FAKE_IGNORE_STOP") == "1")
     if agent.stop_reason is not None:
         agent.emit(EventKind.LOG, stream="agent", line=f"stopping: {agent.stop_reason}")
+        upload_parts(agent, assignment)
         agent.finish("Stopped", -15)
         return 0
     if attempt in attempts(env, "FAKE_CRASH_ATTEMPTS"):
@@ -159,14 +162,18 @@ def run(agent: FakeAgent) -> int:
         agent.finish("InternalError", None, "agent broke down")
         return 0
     agent.emit(EventKind.PHASE, phase="Uploading", message="")
-    if env.get("FAKE_PARTS") == "1":
+    upload_parts(agent, assignment)
+    agent.emit(EventKind.ARTIFACT, name="log", uri=f"{assignment.output_prefix}/logs/{host}.log")
+    agent.finish("Completed", 0)
+    return 0
+
+
+def upload_parts(agent: FakeAgent, assignment: Assignment) -> None:
+    if assignment.spec["environment"].get("FAKE_PARTS") == "1":
         agent.emit(EventKind.ARTIFACT, name="model_part", uri=write_part(assignment, "model-parts"))
         agent.emit(
             EventKind.ARTIFACT, name="output_part", uri=write_part(assignment, "output-parts")
         )
-    agent.emit(EventKind.ARTIFACT, name="log", uri=f"{assignment.output_prefix}/logs/{host}.log")
-    agent.finish("Completed", 0)
-    return 0
 
 
 def obey_sigterm(agent: FakeAgent) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.control._harness import control_plane
+from tests.control._harness import control_plane, wait_for
 from trainops._settings import Settings
 
 pytestmark = pytest.mark.slow
@@ -126,6 +126,36 @@ def test_the_parts_of_many_hosts_merge_into_one_model(settings: Settings) -> Non
         (output_dir / "output-parts").glob("*")
     )
     assert [t for t in _statuses(job) if t == "Uploading"] == ["Uploading"]
+
+
+@pytest.mark.parametrize("ending", ["stopped", "failed"])
+def test_a_multi_host_job_that_does_not_complete_still_merges_its_parts(
+    settings: Settings, ending: str
+) -> None:
+    env = {**HANG, "FAKE_PARTS": "1"}
+    if ending == "failed":
+        env |= {"FAKE_FAIL_HOST": "algo-2", "FAKE_FAIL_REASON": "ValueError: bad batch"}
+        env |= {"FAKE_LINES": "3", "FAKE_LINE_DELAY": "0.5"}  # algo-1 is up when algo-2 fails
+    with control_plane(settings) as plane:
+        plane.submit("partial", env, instance_count=2)
+        if ending == "stopped":
+            both = {"algo-1 line 0", "algo-2 line 0"}
+            wait_for(lambda: both <= set(plane.log_lines("partial")), what="both hosts training")
+            plane.stop("partial")
+        job = plane.wait_ended("partial")
+    assert job["TrainingJobStatus"] == ending.capitalize()
+    artifacts = {a["Name"]: a["Uri"] for a in job["Artifacts"] if "Host" not in a}
+    assert {"model", "output"} <= set(artifacts), job["Artifacts"]
+    assert not {"model_part", "output_part"} & {a["Name"] for a in job["Artifacts"]}
+    assert job["ModelArtifacts"]["S3ModelArtifacts"] == artifacts["model"]
+    members = _members(Path(artifacts["model"].removeprefix("file://")))
+    assert set(members) == {"shared.txt", "algo-1.txt", "algo-2.txt"}
+    if ending == "failed":
+        assert job["FailureReason"] == "ValueError: bad batch"
+        assert {h["Host"]: h["Status"] for h in job["Hosts"]} == {
+            "algo-1": "Stopped",
+            "algo-2": "Failed",
+        }
 
 
 def _members(path: Path) -> dict[str, bytes]:

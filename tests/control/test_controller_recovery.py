@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 
 import pytest
 
@@ -14,6 +15,7 @@ from trainops._settings import Settings
 pytestmark = pytest.mark.slow
 
 LINES = 40
+DOWNTIME_S = 4.0
 
 
 def test_a_running_agent_is_adopted_by_the_next_server(settings: Settings) -> None:
@@ -48,6 +50,7 @@ def test_an_agent_that_ended_while_no_server_ran_is_read_from_its_journal(
     wait_for(lambda: '"kind": "exit"' in journal.read_text(), what="the exit in the journal")
     assert handle.pid is not None
     os.kill(handle.pid, signal.SIGKILL)  # it would retry for a while; make it end unheard
+    time.sleep(DOWNTIME_S)  # the job is over; no server runs
     with control_plane(settings) as plane:
         job = plane.wait_ended("orphan")
         lines = plane.log_lines("orphan")
@@ -55,6 +58,9 @@ def test_an_agent_that_ended_while_no_server_ran_is_read_from_its_journal(
     assert lines == [f"algo-1 line {i}" for i in range(LINES)]
     journaled = [json.loads(line)["seq"] for line in journal.read_text().splitlines()]
     assert journaled == list(range(1, len(journaled) + 1))
+    # The agent's own end time is the job's: the downtime is not billed.
+    assert job["TrainingTimeInSeconds"] < DOWNTIME_S
+    assert job["BillableTimeInSeconds"] == job["TrainingTimeInSeconds"]
 
 
 def test_a_queued_job_is_placed_by_the_next_server(settings: Settings) -> None:

@@ -130,6 +130,8 @@ def test_stop_sends_sigterm_then_sigkill(tmp_path: Path) -> None:
                     run.kill()
         assert run.returncode == 1
         assert "got SIGTERM, ignoring it" in out
+        # The stop is logged once, not at every reply of the control plane during the grace.
+        assert len([ln for ln in out.splitlines() if "Stopping (" in ln]) == 1, out
         job = describe("stubborn", home, **server.env())
         assert (job["TrainingJobStatus"], job["SecondaryStatus"]) == ("Stopped", "Stopped")
         assert "Stopping" in statuses(job)

@@ -53,7 +53,9 @@ def test_two_hosts_share_a_sharded_channel(tmp_path: Path) -> None:
 
 ONE_HOST_FAILS = """
 import os, sys, time
-if os.environ["SM_CURRENT_HOST"] == "algo-2":
+host = os.environ["SM_CURRENT_HOST"]
+open(os.path.join(os.environ["SM_MODEL_DIR"], host + ".txt"), "w").write("weights")
+if host == "algo-2":
     raise RuntimeError("algo-2 lost its data shard")
 print("algo-1 training", flush=True)
 time.sleep(120)
@@ -75,3 +77,7 @@ def test_a_failed_host_tears_the_job_down(tmp_path: Path) -> None:
     assert job["TrainingJobStatus"] == "Failed"
     assert "RuntimeError: algo-2 lost its data shard" in job["FailureReason"]
     assert job["TrainingTimeInSeconds"] < 60
+    # The parts the hosts uploaded are merged and listed, as for a completed job.
+    names = {a["Name"] for a in job["Artifacts"]}
+    assert {"model", "output"} <= names and not {"model_part", "output_part"} & names
+    assert tar_members(artifact(job, "model"))["algo-2.txt"] == b"weights"

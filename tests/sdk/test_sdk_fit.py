@@ -85,3 +85,26 @@ def test_a_job_left_running_is_stopped_when_the_process_exits(
     assert "stopping job left-running: the embedded server ends with this process" in result.stderr
     job = describe("left-running", trainops_home)
     assert job["TrainingJobStatus"] == "Stopped"
+
+
+CHANNEL_SCRIPT = """
+import os
+train = os.environ["SM_CHANNEL_TRAIN"]
+print("files", sorted(os.listdir(train)), os.environ["SM_CURRENT_INSTANCE_TYPE"], flush=True)
+"""
+
+
+def test_fit_takes_sdk_style_inputs_on_a_local_instance(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As a SageMaker user writes it: ``instance_type="local"``, ``fit({"train": "<uri>"})``."""
+    (workdir / "train.py").write_text(CHANNEL_SCRIPT)
+    (workdir / "data").mkdir()
+    (workdir / "data" / "a.csv").write_text("1,2\n")
+    job = TrainingJob(entry_point="train.py", instance_type="local")
+    description = job.fit({"train": "data/"}, logs="All", job_name="sdk-local-inputs")
+    assert job.name == "sdk-local-inputs"
+    assert description["TrainingJobStatus"] == "Completed"
+    assert "[algo-1] files ['a.csv'] local" in capsys.readouterr().out.splitlines()
+    assert description["InputDataConfig"][0]["ChannelName"] == "train"
+    assert job.inputs == {}

@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import httpx
@@ -16,7 +17,9 @@ import pytest
 from tests.control._harness import fake_backend, wait_for
 from trainops._errors import ServerError, TrainopsError
 from trainops._settings import Settings
-from trainops.server import EmbeddedServer, read_server_file, serve
+from trainops.server import EmbeddedServer, HomeInUseError, read_server_file, serve
+from trainops.server._run import _banner
+from trainops.server._server_file import HomeLock, advertise
 
 SERVE = (
     "from trainops._settings import Settings; from trainops.server import serve; "
@@ -73,7 +76,7 @@ def test_embedded_server_advertises_itself_while_it_runs(settings: Settings) -> 
         assert server.url.startswith("http://127.0.0.1:")
         assert read_server_file(settings) == {"url": server.url, "pid": os.getpid()}
         assert httpx.get(f"{server.url}/api/v1/health").status_code == 200
-        with pytest.raises(ServerError, match="already running"):
+        with pytest.raises(HomeInUseError, match=f"already serves .* at {server.url}$"):
             EmbeddedServer(settings).start()
     assert not settings.server_file.exists()
     with pytest.raises(httpx.TransportError):
@@ -94,3 +97,76 @@ def test_a_stale_server_file_is_replaced(settings: Settings, tmp_path: Path) -> 
     with EmbeddedServer(settings, backend=fake_backend(settings)):
         settings.server_file.write_text(json.dumps(stale))
     assert read_server_file(settings) == stale
+
+
+def _serve_process(home: Path, port: int) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "TRAINOPS_HOME": str(home)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "trainops.cli", "server", "--port", str(port)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+@pytest.mark.slow
+def test_two_servers_started_at_once_on_a_fresh_home_one_serves(settings: Settings) -> None:
+    """The home lock: the loser says who serves the home, in one line, and exits non-zero."""
+    for _round in range(2):
+        ports = [_free_port(), _free_port()]
+        procs = [_serve_process(settings.home, port) for port in ports]
+        try:
+            loser = wait_for(
+                lambda ps=procs: next((p for p in ps if p.poll() is not None), None), 60
+            )
+            winner = procs[1 - procs.index(loser)]
+            url = f"http://127.0.0.1:{ports[procs.index(winner)]}"
+            _out, err = loser.communicate(timeout=30)
+            assert loser.returncode != 0
+            assert err.decode().strip().splitlines() == [
+                f"trainops: error: a trainops server already serves {settings.home} at {url}"
+            ]
+            assert winner.poll() is None
+            assert httpx.get(f"{url}/api/v1/health", timeout=10).status_code == 200
+            assert read_server_file(settings) == {"url": url, "pid": winner.pid}
+        finally:
+            for proc in procs:
+                if proc.poll() is None:
+                    proc.send_signal(signal.SIGTERM)
+                proc.communicate(timeout=30)
+        assert not settings.server_file.exists()
+
+
+def test_a_second_embedded_server_waits_for_the_first_to_advertise(settings: Settings) -> None:
+    """A server that loses the lock to one still starting reports the URL once it is known."""
+    holder = HomeLock(settings)
+    holder.acquire()
+    try:
+        timer = threading.Timer(0.3, advertise, (settings, "http://127.0.0.1:9"))
+        timer.start()
+        with pytest.raises(HomeInUseError) as caught:
+            EmbeddedServer(settings).start()
+        timer.join()
+        assert caught.value.url == "http://127.0.0.1:9"
+    finally:
+        holder.release()
+    assert not (settings.home / "trainops.db").exists()  # the loser never opened the store
+
+
+def test_the_banner_of_a_wildcard_bind_names_both_addresses(settings: Settings) -> None:
+    # Binding 0.0.0.0 in a test would expose it beyond loopback: the banner is built from the
+    # addresses a started server records, set here as `serve(host="0.0.0.0")` would set them.
+    server = EmbeddedServer(settings, host="0.0.0.0", port=8470)
+    server.bind_url, server.url = "http://0.0.0.0:8470", "http://127.0.0.1:8470"
+    banner = _banner(server)
+    assert banner.startswith("trainops 0.1.0 serving on http://0.0.0.0:8470 (all interfaces; ")
+    assert "local clients and agents use http://127.0.0.1:8470)" in banner
+    assert f"API token in {settings.home / 'token'}" in banner
+    configured = EmbeddedServer(Settings(home=settings.home, token="t"))
+    configured.bind_url = configured.url = "http://127.0.0.1:8470"
+    assert _banner(configured).endswith(
+        "API token the configured one (TRAINOPS_TOKEN or token: in config.yaml))"
+    )
+    with EmbeddedServer(settings, backend=fake_backend(settings)) as local:
+        assert _banner(local).startswith(f"trainops 0.1.0 serving on {local.url} (home ")
+        assert local.bind_url == local.url

@@ -33,11 +33,16 @@ def test_unknown_instance_type_suggests_close_names() -> None:
     assert "ml.c5.xlarge" in reason
 
 
-@pytest.mark.parametrize("name", ["bad name", "a/b", "x" * 65, ""])
+@pytest.mark.parametrize("name", ["bad name", "a/b", "x" * 65, "", ".", "..", "../x", "a\\b"])
 def test_channel_names_are_checked(name: str) -> None:
     [(path, reason)] = problems(inputs={name: {"uri": "s3://bucket/x/"}})
     assert path == "inputs"
-    assert "[A-Za-z0-9._-]+" in reason
+    assert "[A-Za-z0-9._-]+" in reason and "not be '.' or '..'" in reason
+
+
+@pytest.mark.parametrize("name", ["train", "a.b", "...", ".hidden", "x-y_z", "x" * 64])
+def test_good_channel_names(name: str) -> None:
+    assert list(JobSpec(entry_point="t.py", inputs={name: "s3://b/x/"}).inputs) == [name]
 
 
 def test_bad_regex_and_missing_group() -> None:

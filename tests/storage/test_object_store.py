@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from tests.storage.conftest import StoreCase
 from trainops import StorageError
-from trainops._settings import Settings
-from trainops.storage import ObjectInfo, store_for
+from trainops._settings import MIB, Settings, TransferSettings
+from trainops.storage import ObjectInfo, ObjectStore, store_for
 
 TREE = {
     "a/one.txt": b"1",
@@ -194,6 +199,196 @@ def test_readers_never_see_a_torn_object(case: StoreCase, tmp_path: Path) -> Non
     for data in seen:
         assert len(data) == size and data == data[:1] * size
     assert [o.key for o in case.store.list_objects(case.uri("ckpt"))] == ["state.bin"]
+
+
+# big objects: multipart uploads, ranged downloads, ranged reads, bounded memory
+
+PART = 5 * MIB
+
+
+def _small_parts(case: StoreCase, memory: int = 4 * PART) -> ObjectStore:
+    """The case's store with the smallest parts S3 allows, so a few MiB already take parts."""
+    transfer = TransferSettings(concurrency=4, part_size=PART, memory=memory)
+    return store_for(case.root, replace(case.settings, transfer=transfer))
+
+
+def test_a_big_object_round_trips_in_parts(case: StoreCase, tmp_path: Path) -> None:
+    store = _small_parts(case)
+    data = os.urandom(3 * PART + 12_345)  # three whole parts and a tail
+    src = tmp_path / "big.bin"
+    src.write_bytes(data)
+    heard: list[int] = []
+    store.upload(src, case.uri("big/reported.bin"), on_bytes=heard.append)
+    store.upload(src, case.uri("big/plain.bin"))
+    assert sum(heard) == len(data)
+    listed = store.list_objects(case.uri("big"))
+    assert [(o.key, o.size) for o in listed] == [
+        ("plain.bin", len(data)),
+        ("reported.bin", len(data)),
+    ]
+    for info in listed:
+        store.download(info.uri, tmp_path / "down" / info.key, expected_size=info.size)
+        assert (tmp_path / "down" / info.key).read_bytes() == data
+    store.download(case.uri("big/plain.bin"), tmp_path / "unsized.bin")  # no size given
+    assert (tmp_path / "unsized.bin").read_bytes() == data
+    assert store.get_bytes(case.uri("big/plain.bin")) == data
+    assert _no_part_files(tmp_path)
+
+
+def test_an_object_listed_small_that_grew_downloads_whole(case: StoreCase, tmp_path: Path) -> None:
+    store = _small_parts(case)
+    store.put_bytes(case.uri("grows.bin"), b"small")
+    (info,) = store.list_objects(case.uri("grows.bin"))
+    store.put_bytes(case.uri("grows.bin"), b"g" * (2 * PART + 1))
+    with pytest.raises(StorageError, match="expected 5"):
+        store.download(info.uri, tmp_path / "g.bin", expected_size=info.size)
+    store.download(info.uri, tmp_path / "g.bin")
+    assert (tmp_path / "g.bin").read_bytes() == b"g" * (2 * PART + 1)
+
+
+@pytest.mark.parametrize("size", [1000, 2 * PART + 7])
+def test_an_upload_whose_verify_fails_leaves_the_old_object(
+    case: StoreCase, tmp_path: Path, size: int
+) -> None:
+    """verify runs after the last byte is read and before the object appears; raising aborts."""
+    store = _small_parts(case)
+    uri = case.uri("v/obj.bin")
+    store.put_bytes(uri, b"old")
+    src = tmp_path / "new.bin"
+    src.write_bytes(b"n" * size)
+    calls: list[int] = []
+
+    def refuse() -> None:
+        calls.append(1)
+        raise StorageError("the source changed while it was read")
+
+    with pytest.raises(StorageError, match="changed while it was read"):
+        store.upload(src, uri, verify=refuse)
+    assert calls == [1]
+    assert store.get_bytes(uri) == b"old"
+    assert [o.key for o in store.list_objects(case.uri("v"))] == ["obj.bin"]
+    store.upload(src, uri, verify=calls.clear)
+    assert store.get_bytes(uri) == b"n" * size
+    assert _no_part_files(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "expected"),
+    [(0, 0, b""), (0, 3, b"012"), (7, 10, b"789"), (8, 100, b"89"), (10, 20, b""), (50, 60, b"")],
+)
+def test_get_range_reads_a_slice_cut_at_the_end(
+    case: StoreCase, start: int, end: int, expected: bytes
+) -> None:
+    case.store.put_bytes(case.uri("r.bin"), b"0123456789")
+    assert case.store.get_range(case.uri("r.bin"), start, end) == expected
+
+
+def test_get_range_refuses_missing_objects_and_bad_ranges(case: StoreCase) -> None:
+    case.store.put_bytes(case.uri("r.bin"), b"0123456789")
+    with pytest.raises(StorageError, match="no such object"):
+        case.store.get_range(case.uri("missing.bin"), 0, 4)
+    with pytest.raises(StorageError, match="bad byte range 5-2"):
+        case.store.get_range(case.uri("r.bin"), 5, 2)
+    with pytest.raises(StorageError, match="bad byte range -1-2"):
+        case.store.get_range(case.uri("r.bin"), -1, 2)
+
+
+def test_downloads_never_mix_two_versions(case: StoreCase, tmp_path: Path) -> None:
+    """A big object overwritten while it downloads in parts arrives as one version, or fails."""
+    store = _small_parts(case, memory=2 * PART)  # one part in flight: slow enough to overlap
+    size, uri = 3 * PART, case.uri("mixed.bin")
+    versions = []
+    for char in b"xy":
+        path = tmp_path / f"v{chr(char)}"
+        path.write_bytes(bytes([char]) * size)
+        versions.append(path)
+    store.upload(versions[0], uri)
+    done = threading.Event()
+
+    def overwrite() -> None:
+        for _round in range(10):
+            for path in versions:
+                store.upload(path, uri)
+        done.set()
+
+    writer = threading.Thread(target=overwrite)
+    writer.start()
+    dest, whole, changed = tmp_path / "dest.bin", 0, 0
+    while not done.is_set():
+        try:
+            store.download(uri, dest)
+        except StorageError as exc:
+            assert "changed" in str(exc)
+            changed += 1
+            continue
+        data = dest.read_bytes()
+        assert len(data) == size and data == data[:1] * size
+        whole += 1
+    writer.join()
+    assert whole + changed > 0
+
+
+CHILD = """
+import json, sys
+from pathlib import Path
+from trainops._settings import Settings
+from trainops.storage import store_for
+
+def status_bytes(field):
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024
+
+uri, src, dest = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+store = store_for(uri, Settings.load())
+warm = src.with_name("warm.bin")
+warm.write_bytes(b"w" * 1000)
+store.upload(warm, uri + ".warm")
+store.download(uri + ".warm", dest.with_name("warm.out"))
+Path("/proc/self/clear_refs").write_text("5")  # reset the peak (VmHWM) to the current RSS
+base = status_bytes("VmRSS")
+store.upload(src, uri)
+store.download(uri, dest, expected_size=src.stat().st_size)
+peak = status_bytes("VmHWM")
+print(json.dumps({"base": base, "peak": peak}))
+"""
+
+
+@pytest.mark.slow
+def test_a_200_mb_transfer_stays_within_the_memory_bound(case: StoreCase, tmp_path: Path) -> None:
+    """Peak RSS of a process uploading then downloading 200 MB grows by about the bound, no more.
+
+    Linux only (it resets the peak RSS through /proc/self/clear_refs after the imports).
+    """
+    bound_mb, size = 40, 200 * 1_000_000
+    src = tmp_path / "ckpt.bin"
+    block = os.urandom(MIB)
+    with src.open("wb") as out:
+        for _ in range(size // MIB):
+            out.write(block)
+        out.write(block[: size % MIB])
+    env = {
+        **os.environ,
+        **case.settings.s3.client_env(),
+        "TRAINOPS_HOME": str(case.settings.home),
+        "TRAINOPS_TRANSFER_PART_SIZE_MB": "8",
+        "TRAINOPS_TRANSFER_MEMORY_MB": str(bound_mb),
+        "TRAINOPS_TRANSFER_CONCURRENCY": "8",
+        "PYTHONPATH": os.pathsep.join(sys.path),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, case.uri("mem/ckpt.bin"), str(src), str(tmp_path / "out")],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout)
+    grew_mb = (figures["peak"] - figures["base"]) / MIB
+    assert (tmp_path / "out").stat().st_size == size
+    assert grew_mb <= bound_mb + 24, f"peak RSS grew by {grew_mb:.0f} MiB; bound {bound_mb} MiB"
 
 
 # URIs

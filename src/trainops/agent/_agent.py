@@ -9,6 +9,7 @@ only sequences them and turns what happened into a :class:`HostResult`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import traceback
 from collections.abc import Mapping, Sequence
@@ -25,9 +26,11 @@ from trainops.agent._job import AssignedJob
 from trainops.agent._metrics import MetricScraper
 from trainops.agent._outputs import Artifact, OutputLayout, upload_archives, upload_log
 from trainops.agent._process import ScriptProcess
+from trainops.agent._reaper import new_marker
 from trainops.agent._reporter import Reporter
 from trainops.agent._resources import host_warnings
 from trainops.agent._setup import script_command, script_environment, write_configs
+from trainops.agent._space import disk_full, free_paths, is_out_of_space, no_space_reason
 from trainops.agent._stop import StopControl
 from trainops.agent._sync import DirectorySync
 from trainops.agent._tree import HostTree
@@ -84,6 +87,7 @@ class HostAgent:
         self._env: dict[str, str] = {}
         self._stop = StopControl(self.job.grace_seconds)
         self._running: ScriptProcess | None = None
+        self._doing = "preparing the host"  # what the host is busy with, for a full disk's reason
 
     @property
     def stop_requested(self) -> bool:
@@ -101,6 +105,7 @@ class HostAgent:
             result = self._run_phases()
         except Exception as exc:  # anything not the user's fault is trainops' (retryable) error
             result = self._internal_error(exc)
+        self.log.close()  # the last metric values go before the exit event
         self.reporter.emit(
             EventKind.EXIT,
             {
@@ -109,7 +114,6 @@ class HostAgent:
                 "failure_reason": result.failure_reason,
             },
         )
-        self.log.close()
         return result
 
     def _run_phases(self) -> HostResult:
@@ -121,22 +125,48 @@ class HostAgent:
             result = self._train(argv)
         except JobFailure as exc:
             result = HostResult(HostOutcome.FAILED, None, exc.reason)
-        except TrainopsError as exc:
-            result = HostResult(HostOutcome.FAILED, None, f"{type(exc).__name__}: {exc}")
+        except (TrainopsError, OSError) as exc:
+            if isinstance(exc, OSError) and not is_out_of_space(exc):
+                raise
+            result = HostResult(HostOutcome.FAILED, None, self._failure_of(exc))
+        result = self._blame_a_full_disk(result)
         if self.stop_requested:
             result = HostResult(HostOutcome.STOPPED, result.exit_code, None)
         self._mark_outcome(result)
         return self._upload(result)
 
+    def _failure_of(self, exc: Exception) -> str:
+        if is_out_of_space(exc):
+            return self._no_space(self._doing)
+        return f"{type(exc).__name__}: {exc}"
+
+    def _no_space(self, doing: str) -> str:
+        return no_space_reason(self.tree.root, doing)
+
+    def _blame_a_full_disk(self, result: HostResult) -> HostResult:
+        """A step that failed while the disk is full most likely failed for that: say so."""
+        reason = result.failure_reason or ""
+        if result.outcome is not HostOutcome.FAILED or reason.startswith("no space left"):
+            return result
+        if not disk_full(self.tree.root):
+            return result
+        return HostResult(
+            result.outcome, result.exit_code, f"{self._no_space(self._doing)}; {reason}"
+        )
+
     # Downloading -------------------------------------------------------------------------
 
     def _prepare(self) -> list[str]:
         self.tree.create([channel.name for channel in self.job.channels])
+        self._doing = "downloading the source"
         self._fetch_code()
+        self._doing = "writing the configuration files"
         write_configs(self.tree, self.assignment, self.job)
+        self._doing = "restoring the checkpoints"
         self._restore_checkpoints()
         for channel in self.job.channels:
             self._stop.poll(self.reporter)
+            self._doing = f"downloading channel {channel.name!r}"
             if not self.stop_requested:
                 download_channel(
                     self._store(channel.uri),
@@ -146,6 +176,7 @@ class HostAgent:
                     current_host=self.assignment.current_host,
                     log=self.log.agent,
                 )
+        self._doing = "installing the job's Python environment"
         return [] if self.stop_requested else self._command()
 
     def _fetch_code(self) -> None:
@@ -154,7 +185,7 @@ class HostAgent:
             return
         archive = self.state_dir / "sourcedir.tar.gz"
         self._store(uri).download(uri, archive)
-        safe_extract(archive, self.tree.code_dir)
+        safe_extract(archive, self.tree.code_dir, self.settings.archive)
         archive.unlink()
 
     def _restore_checkpoints(self) -> None:
@@ -178,10 +209,16 @@ class HostAgent:
             argv,
             cwd=self.tree.code_dir,
             env=self._env,
-            on_line=lambda _s, line, _t: self.log.agent(line),
+            on_line=self._tool_lines,
+            marker=self._marker(),
         )
         process.start()
         return self._supervise(process), list(process.stderr_tail)
+
+    def _tool_lines(self, stream: str, lines: list[str], ts: float) -> None:
+        del stream, ts  # an installer's output is the agent's own, in one stream, timed on write
+        for line in lines:
+            self.log.agent(line)
 
     # Training ----------------------------------------------------------------------------
 
@@ -195,8 +232,15 @@ class HostAgent:
         for sync in self._syncs:
             sync.start()
         self._phase(Phase.TRAINING, "Training in progress")
+        self._doing = "the script ran"
         self.log.agent("Invoking the script: " + " ".join(argv))
-        process = ScriptProcess(argv, cwd=self.tree.code_dir, env=self._env, on_line=self.log.line)
+        process = ScriptProcess(
+            argv,
+            cwd=self.tree.code_dir,
+            env=self._env,
+            on_line=self.log.lines,
+            marker=self._marker(),
+        )
         try:
             process.start()
         except OSError as exc:
@@ -228,26 +272,52 @@ class HostAgent:
         return HostResult(HostOutcome.FAILED, returncode, reason)
 
     def _mark_outcome(self, result: HostResult) -> None:
-        self.tree.output_dir.mkdir(parents=True, exist_ok=True)
-        if result.outcome is HostOutcome.COMPLETED:
-            self.tree.success_file.touch()
-        elif result.outcome is HostOutcome.FAILED and not self.tree.failure_file.exists():
-            self.tree.failure_file.write_text(result.failure_reason or "", encoding="utf-8")
+        try:
+            self.tree.output_dir.mkdir(parents=True, exist_ok=True)
+            if result.outcome is HostOutcome.COMPLETED:
+                self.tree.success_file.touch()
+            elif result.outcome is HostOutcome.FAILED and not self.tree.failure_file.exists():
+                self.tree.failure_file.write_text(result.failure_reason or "", encoding="utf-8")
+        except OSError as exc:
+            if not is_out_of_space(exc):
+                raise
+            self.log.agent(f"Could not mark the outcome in {self.tree.output_dir}: {exc}")
 
     # Uploading ---------------------------------------------------------------------------
 
     def _upload(self, result: HostResult) -> HostResult:
         self._phase(Phase.UPLOADING, "Uploading generated training artifacts")
+        self._doing = "packing and uploading the model and output archives"
         try:
             for artifact in self._upload_outputs():
                 self._artifact(artifact)
-        except TrainopsError as exc:
-            self.log.agent(f"Uploading outputs failed: {type(exc).__name__}: {exc}")
+        except (TrainopsError, OSError) as exc:
+            if isinstance(exc, OSError) and not is_out_of_space(exc):
+                raise
+            reason = self._failure_of(exc)
+            if not is_out_of_space(exc):
+                reason = f"Uploading outputs failed: {reason}"
+            self.log.agent(reason)
+            if is_out_of_space(exc):
+                self._free_outputs()
             if result.outcome is HostOutcome.COMPLETED:
-                reason = f"Uploading outputs failed: {type(exc).__name__}: {exc}"
                 result = HostResult(HostOutcome.FAILED, result.exit_code, reason)
         self._upload_log()
         return result
+
+    def _free_outputs(self) -> None:
+        """The disk is full: drop the outputs that could not be uploaded, so that the host's
+        exit can still be journaled and recorded."""
+        state = self.state_dir
+        freed = free_paths(
+            [
+                self.tree.model_dir,
+                self.tree.output_data_dir,
+                state / "model.tar.gz",
+                state / "output.tar.gz",
+            ]
+        )
+        self.log.agent(f"Deleted {freed / 1e6:.1f} MB of outputs that could not be uploaded")
 
     def _upload_outputs(self) -> list[Artifact]:
         artifacts = []
@@ -265,7 +335,9 @@ class HostAgent:
             artifact = upload_log(
                 self._store(self.layout.output_prefix), self.log.path, self.layout
             )
-        except TrainopsError as exc:
+        except (TrainopsError, OSError) as exc:
+            if isinstance(exc, OSError) and not is_out_of_space(exc):
+                raise
             self.log.agent(f"Uploading the host log failed: {exc}")
             return
         self._artifact(artifact)
@@ -277,6 +349,11 @@ class HostAgent:
 
     def _artifact(self, artifact: Artifact) -> None:
         self.reporter.emit(EventKind.ARTIFACT, {"name": artifact.name, "uri": artifact.uri})
+
+    def _marker(self) -> str:
+        """The environment marker of one command of this host (see ``_reaper``)."""
+        a = self.assignment
+        return new_marker(a.job_name, f"attempt-{a.attempt}", a.current_host)
 
     def _store(self, uri: str) -> ObjectStore:
         scheme = uri.partition("://")[0]
@@ -303,7 +380,10 @@ class HostAgent:
         for sync in self._syncs:
             sync.stop()
         summary = f"{type(exc).__name__}: {exc}"
-        with (self.state_dir / "agent.log").open("a", encoding="utf-8") as handle:
+        with (
+            contextlib.suppress(OSError),  # a full disk must not keep the exit from being sent
+            (self.state_dir / "agent.log").open("a", encoding="utf-8") as handle,
+        ):
             handle.write(traceback.format_exc())
         self.log.agent(f"internal error: {summary}")
         return HostResult(HostOutcome.INTERNAL_ERROR, None, f"InternalError: {summary}"[:1024])

@@ -80,7 +80,13 @@ def download_channel(
     current_host: str,
     log: Callable[[str], None],
 ) -> Progress:
-    """Download this host's share of ``channel`` into ``dest``."""
+    """Download this host's share of ``channel`` into ``dest``.
+
+    The channel's name is checked again here (the spec refuses it too): it names ``dest``, and
+    ``.`` or ``..`` would put the files outside the channel's own directory.
+    """
+    if not _is_one_path_component(channel.name):
+        raise StorageError(f"channel {channel.name!r}: not a valid channel directory name")
     found = store.list_objects(channel.uri)
     if not found:
         raise StorageError(f"channel {channel.name!r}: no objects found under {channel.uri}")
@@ -90,3 +96,8 @@ def download_channel(
         log(f"Channel {channel.name!r}: no objects for {current_host} ({len(found)} in all)")
         return Progress(total_objects=0, total_bytes=0)
     return download_objects(store, share, dest, on_progress=progress)
+
+
+def _is_one_path_component(name: str) -> bool:
+    # The spec checks SageMaker's stricter rule; trainops.spec is not imported here (pydantic).
+    return name not in ("", ".", "..") and not any(c in name for c in "/\\\0")

@@ -1,27 +1,25 @@
-"""The agent API client: two calls over one keep-alive ``http.client`` connection.
+"""The agent API client: two calls over the shared keep-alive transport (``trainops._transport``).
 
-``http.client`` keeps the agent's imports small (no httpx); a connection the server closed while
-idle is retried once at once, which is safe because both calls are idempotent (events carry
-sequence numbers). When the server cannot be reached, :meth:`AgentClient.refresh_server`
-re-reads ``$TRAINOPS_HOME/server.json`` in case the control plane came back on another port.
+A connection the server closed while idle is retried once at once, which is safe because both
+calls are idempotent (events carry sequence numbers). When the server cannot be reached,
+:meth:`AgentClient.refresh_server` re-reads ``$TRAINOPS_HOME/server.json`` in case the control
+plane came back on another port.
 """
 
 from __future__ import annotations
 
-import http.client
 import json
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 from trainops._errors import ServerError
+from trainops._transport import HttpTransport, TransportError
 from trainops.protocol import AGENT_API_PREFIX, AgentEvent, Assignment, EventReply
 
 __all__ = ["AgentApiError", "AgentClient", "fetch_assignment"]
-
-_STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
 
 
 class AgentApiError(ServerError):
@@ -49,14 +47,18 @@ class AgentClient:
         server_file: Path | None = None,
         timeout: float = 10.0,
     ) -> None:
-        self._token = token
         self._path = f"{AGENT_API_PREFIX}/jobs/{quote(job_name)}/hosts/{quote(host)}"
         self._server_file = server_file
-        self._timeout = timeout
-        self._conn: http.client.HTTPConnection | None = None
-        self._reused = False
-        self.server_url = ""
-        self._use(server_url)
+        try:
+            self._http = HttpTransport(server_url, {"Authorization": f"Bearer {token}"}, timeout)
+        except ValueError:
+            raise AgentApiError(
+                f"{server_url!r} is not an http(s) URL of a trainops server"
+            ) from None
+
+    @property
+    def server_url(self) -> str:
+        return self._http.base_url
 
     def get_assignment(self, attempt: int) -> Assignment:
         raw = self._call("GET", f"{self._path}/assignment?attempt={attempt}", None)
@@ -66,6 +68,11 @@ class AgentClient:
         body = {"attempt": attempt, "events": [event.to_json() for event in events]}
         raw = self._call("POST", f"{self._path}/events", json.dumps(body).encode("utf-8"))
         return EventReply.from_json(raw)
+
+    def post_raw_events(self, attempt: int, events_json: bytes) -> EventReply:
+        """Post events already encoded as JSON objects separated by commas (journal lines)."""
+        body = b'{"attempt":%d,"events":[%b]}' % (attempt, events_json)
+        return EventReply.from_json(self._call("POST", f"{self._path}/events", body))
 
     def refresh_server(self) -> bool:
         """Switch to the URL in ``server.json`` if it names another server; ``True`` if so."""
@@ -77,72 +84,32 @@ class AgentClient:
             return False
         if not isinstance(url, str) or url.rstrip("/") == self.server_url:
             return False
-        self._use(url)
+        try:
+            self._http.rebase(url)
+        except ValueError:
+            return False
         return True
 
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
-
-    def _use(self, server_url: str) -> None:
-        parts = urlsplit(server_url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise AgentApiError(f"{server_url!r} is not an http(s) URL of a trainops server")
-        self.close()
-        self.server_url = server_url.rstrip("/")
-        self._scheme, self._netloc, self._base = parts.scheme, parts.netloc, parts.path.rstrip("/")
+        self._http.close()
 
     def _call(self, method: str, path: str, body: bytes | None) -> dict[str, Any]:
         try:
-            return self._exchange(method, path, body)
-        except _STALE:
-            if not self._reused:
-                return self._fail(method, path, "connection closed")
-            self.close()  # the server closed the idle keep-alive connection: try a fresh one
-        except (OSError, http.client.HTTPException) as exc:
-            return self._fail(method, path, str(exc) or type(exc).__name__)
-        try:
-            return self._exchange(method, path, body)
-        except (OSError, http.client.HTTPException) as exc:
-            return self._fail(method, path, str(exc) or type(exc).__name__)
-
-    def _exchange(self, method: str, path: str, body: bytes | None) -> dict[str, Any]:
-        conn = self._connection()
-        headers = {"Authorization": f"Bearer {self._token}", "Accept": "application/json"}
-        if body is not None:
-            headers["Content-Type"] = "application/json"
-        conn.request(method, self._base + path, body=body, headers=headers)
-        response = conn.getresponse()
-        data = response.read()
-        if response.will_close:
-            self.close()
-        if response.status >= 300:
-            detail = data[:300].decode("utf-8", errors="replace")
+            response = self._http.request(method, path, raw=body)
+        except TransportError as exc:
             raise AgentApiError(
-                f"{method} {self.server_url}{path}: HTTP {response.status} {detail}",
+                f"{method} {self.server_url}{path}: cannot reach the server ({exc})"
+            ) from None
+        if response.status >= 300:
+            raise AgentApiError(
+                f"{method} {self.server_url}{path}: HTTP {response.status} {response.text[:300]}",
                 status=response.status,
             )
         try:
-            parsed: dict[str, Any] = json.loads(data)
+            parsed: dict[str, Any] = response.json()
         except ValueError:
             raise AgentApiError(f"{method} {self.server_url}{path}: reply is not JSON") from None
         return parsed
-
-    def _connection(self) -> http.client.HTTPConnection:
-        self._reused = self._conn is not None
-        if self._conn is None:
-            factory = (
-                http.client.HTTPSConnection
-                if self._scheme == "https"
-                else http.client.HTTPConnection
-            )
-            self._conn = factory(self._netloc, timeout=self._timeout)
-        return self._conn
-
-    def _fail(self, method: str, path: str, why: str) -> dict[str, Any]:
-        self.close()
-        raise AgentApiError(f"{method} {self.server_url}{path}: cannot reach the server ({why})")
 
 
 def fetch_assignment(

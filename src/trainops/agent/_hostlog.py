@@ -2,46 +2,78 @@
 
 Script lines (stdout and stderr) are also scanned for metrics; agent lines (stream ``agent``)
 are trainops' own progress and warnings and are kept apart from what the script printed.
+
+``host.log`` keeps every line whole. A line reported to the control plane is cut to
+:data:`MAX_REPORTED_CHARS` (1 MiB) characters, and a cut line says so at its end:
+``… [trainops: line cut at 1048576 of 10485760 characters]``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from pathlib import Path
 from typing import Protocol
 
-from trainops.agent._metrics import MetricScraper
+from trainops.agent._metrics import DEFAULT_BUDGET_SECONDS, MetricScanner, MetricScraper
 from trainops.agent._reporter import Reporter
 from trainops.protocol import EventKind
 
-__all__ = ["AGENT_PREFIX", "HostLog", "LineSink"]
+__all__ = ["AGENT_PREFIX", "MAX_REPORTED_CHARS", "HostLog", "LineSink", "cut_line"]
 
 AGENT_PREFIX = "[trainops] "
+MAX_REPORTED_CHARS = 1024 * 1024
+EVENT_ITEMS = 20_000  # lines or points per event at most
+EVENT_CHARS = 1024 * 1024  # characters of lines per event at most (unless one line is longer)
+
+
+def cut_line(line: str, limit: int = MAX_REPORTED_CHARS) -> str:
+    """``line`` if it has at most ``limit`` characters, else its start and a marker saying so."""
+    if len(line) <= limit:
+        return line
+    return f"{line[:limit]}… [trainops: line cut at {limit} of {len(line)} characters]"
 
 
 class LineSink(Protocol):
-    """Where a process's output lines go."""
+    """Where a process's output lines go: the lines read at once from one stream, at ``ts``."""
 
-    def __call__(self, stream: str, line: str, ts: float) -> None: ...
+    def __call__(self, stream: str, lines: list[str], ts: float) -> None: ...
 
 
 class HostLog:
     """Thread-safe writer of ``host.log`` that also reports lines and metric points."""
 
-    def __init__(self, path: Path, reporter: Reporter, scraper: MetricScraper) -> None:
+    def __init__(
+        self,
+        path: Path,
+        reporter: Reporter,
+        scraper: MetricScraper,
+        *,
+        regex_budget_seconds: float = DEFAULT_BUDGET_SECONDS,
+    ) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._reporter = reporter
-        self._scraper = scraper
         self._lock = threading.Lock()
         self._file = path.open("a", encoding="utf-8", errors="replace")
+        self._scanner = MetricScanner(
+            scraper, self._values, self._warn, budget_seconds=regex_budget_seconds
+        )
+
+    def lines(self, stream: str, lines: list[str], ts: float) -> None:
+        """Lines the script wrote on ``stream`` (``stdout`` or ``stderr``), read at ``ts``."""
+        if not lines:
+            return
+        self._write("\n".join(lines))
+        if max(map(len, lines)) > MAX_REPORTED_CHARS:
+            lines = [cut_line(line) for line in lines]
+        for batch in _batches(lines):
+            self._reporter.emit(EventKind.LOG, {"stream": stream, "lines": batch})
+        self._scanner.submit(lines, ts)
 
     def line(self, stream: str, line: str, ts: float) -> None:
-        """One line the script wrote on ``stream`` (``stdout`` or ``stderr``)."""
-        self._write(line)
-        self._reporter.emit(EventKind.LOG, {"stream": stream, "line": line})
-        for name, value, at in self._scraper.scan(line, ts):
-            self._reporter.emit(EventKind.METRIC, {"name": name, "value": value, "timestamp": at})
+        """One line the script wrote on ``stream``."""
+        self.lines(stream, [line], ts)
 
     def agent(self, message: str) -> None:
         """One line of the agent's own (progress, warnings, installer output)."""
@@ -49,15 +81,42 @@ class HostLog:
         self._reporter.emit(EventKind.LOG, {"stream": "agent", "line": message})
 
     def flush(self) -> None:
-        with self._lock:
+        """Write out ``host.log`` and report the metric values of every line so far."""
+        self._scanner.drain()
+        with self._lock, contextlib.suppress(OSError):
             if not self._file.closed:
                 self._file.flush()
 
     def close(self) -> None:
-        with self._lock:
+        self._scanner.close()
+        with self._lock, contextlib.suppress(OSError):
             self._file.close()
 
+    def _values(self, name: str, ts: float, values: list[float]) -> None:
+        for start in range(0, len(values), EVENT_ITEMS):
+            chunk = values[start : start + EVENT_ITEMS]
+            self._reporter.emit(EventKind.METRIC, {"name": name, "timestamp": ts, "values": chunk})
+
+    def _warn(self, message: str) -> None:
+        self.agent(f"WARNING: {message}")
+
     def _write(self, text: str) -> None:
-        with self._lock:
+        with self._lock, contextlib.suppress(OSError):  # a full disk: the events still carry it
             if not self._file.closed:
                 self._file.write(text + "\n")
+
+
+def _batches(lines: list[str]) -> list[list[str]]:
+    """``lines`` in groups of at most :data:`EVENT_ITEMS` lines and about :data:`EVENT_CHARS`
+    characters, so that no event is much larger than the longest line it carries."""
+    if len(lines) <= EVENT_ITEMS and sum(map(len, lines)) <= EVENT_CHARS:
+        return [lines]
+    batches: list[list[str]] = [[]]
+    size = 0
+    for line in lines:
+        if batches[-1] and (size + len(line) > EVENT_CHARS or len(batches[-1]) >= EVENT_ITEMS):
+            batches.append([])
+            size = 0
+        batches[-1].append(line)
+        size += len(line)
+    return batches

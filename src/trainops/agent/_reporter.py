@@ -1,28 +1,42 @@
 """Reporting: the seam between the agent and the control plane, and its HTTP implementation.
 
 :class:`Reporter` is what :class:`~trainops.agent.HostAgent` talks to. :class:`HttpReporter`
-numbers events from 1, appends each to ``journal.jsonl`` before it is sent (so a restarted
-control plane can read what never arrived), and posts batches from a sender thread at least
-every 0.5 s (a heartbeat, possibly empty); it resends everything above the acknowledged sequence
-number after a failure, so the control plane, which stores each sequence number once, sees every
-event exactly once.
+numbers events from 1 and appends each to ``journal.jsonl`` (one JSON event a line); the journal
+is the only record of what is unsent: a sender thread reads it back by offset and posts it in
+batches of up to 1 MiB, at least every 0.5 s (a heartbeat, possibly empty). After a failure it
+resends from the first event above the acknowledged sequence number, so the control plane, which
+stores each sequence number once, sees every event exactly once.
+
+Emitting never waits for the network: an event is encoded and buffered under a lock that the
+sender only holds to swap buffers, never while it writes a file or posts. The buffer is written
+to the journal when it reaches 1 MiB, 0.2 s after the last write, before every post, and (with
+fsync) at an ``exit`` event. Memory therefore stays bounded whatever the server does; the disk
+absorbs a slow or absent server up to ``journal_cap`` bytes of unsent events. Past the cap, the
+script's log lines and metric points are no longer reported (they stay in ``host.log``, which is
+uploaded), with a warning when that starts and a count when it ends; phases, the agent's own
+lines and the exit event are always reported.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import sys
 import threading
 import time
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import Any, Protocol
 
 from trainops.agent._client import AgentApiError, AgentClient
-from trainops.protocol import AgentEvent, Command, EventKind
+from trainops.protocol import AgentEvent, Command, EventKind, event_span
 
-__all__ = ["EventJournal", "HttpReporter", "Reporter"]
+__all__ = ["DEFAULT_JOURNAL_CAP", "EventJournal", "HttpReporter", "Reporter"]
 
-MAX_BATCH = 500
+MAX_BATCH_BYTES = 1024 * 1024
+JOURNAL_BUFFER_BYTES = 1024 * 1024
+JOURNAL_FLUSH_SECONDS = 0.2
+DEFAULT_JOURNAL_CAP = 1024 * 1024 * 1024
 HEARTBEAT_SECONDS = 0.5
 MIN_POST_GAP_SECONDS = 0.05
 MAX_BACKOFF_SECONDS = 2.0
@@ -32,7 +46,7 @@ class Reporter(Protocol):
     """Where a host agent's events go and where its commands come from."""
 
     def emit(self, kind: EventKind, data: dict[str, Any]) -> AgentEvent:
-        """Record one event (thread-safe) and return it with its sequence number."""
+        """Record one event (thread-safe) and return it with its sequence number (0: dropped)."""
         ...
 
     def commands(self) -> list[Command]:
@@ -45,21 +59,37 @@ class Reporter(Protocol):
 
 
 class EventJournal:
-    """``journal.jsonl``: one JSON event per line, flushed as written, fsynced on request."""
+    """``journal.jsonl``, append only: one JSON event a line, read back by byte offset."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._file: IO[str] = path.open("a", encoding="utf-8")
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        self._reader = os.open(path, os.O_RDONLY)
+        self.start = os.fstat(self._fd).st_size  # where this agent's events begin
 
-    def append(self, event: AgentEvent, *, durable: bool = False) -> None:
-        self._file.write(json.dumps(event.to_json(), separators=(",", ":")) + "\n")
-        self._file.flush()
+    def write(self, data: bytes, *, durable: bool = False) -> None:
+        if self._fd < 0:
+            raise ValueError(f"{self.path} is closed")
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view) :]
         if durable:
-            os.fsync(self._file.fileno())
+            os.fsync(self._fd)
+
+    def truncate(self, size: int) -> None:
+        """Cut the file back to ``size`` bytes (a write that failed half-way)."""
+        with contextlib.suppress(OSError):
+            os.ftruncate(self._fd, size)
+
+    def pread(self, size: int, offset: int) -> bytes:
+        return os.pread(self._reader, size, offset)
 
     def close(self) -> None:
-        self._file.close()
+        if self._fd >= 0:
+            os.close(self._fd)
+            os.close(self._reader)
+            self._fd = self._reader = -1  # never write to a number the OS has handed out again
 
     @staticmethod
     def read(path: Path) -> list[AgentEvent]:
@@ -78,39 +108,75 @@ class HttpReporter:
         *,
         heartbeat: float = HEARTBEAT_SECONDS,
         min_gap: float = MIN_POST_GAP_SECONDS,
+        journal_cap: int = DEFAULT_JOURNAL_CAP,
+        max_batch_bytes: int = MAX_BATCH_BYTES,
     ) -> None:
         self._client = client
         self._attempt = attempt
         self._journal = EventJournal(journal_path)
         self._heartbeat = heartbeat
         self._min_gap = min_gap
-        self._lock = threading.Lock()
+        self._cap = journal_cap
+        self._max_batch = max_batch_bytes
+        self._lock = threading.Lock()  # never held while writing a file or posting
+        self._write_lock = threading.Lock()  # orders journal writes
         self._wake = threading.Event()
         self._closed = threading.Event()
         self._seq = 0
         self._acked = 0
-        self._pending: list[AgentEvent] = []
+        self._buffer: list[bytes] = []
+        self._buffered = 0
+        self._last_write = time.monotonic()
+        self._end = self._journal.start  # journal offset after the last event (buffered or not)
+        self._written = self._journal.start  # journal offset after the last written event
+        self._written_seq = 0  # the last sequence number written to the journal
+        self._send_offset = self._journal.start  # where the first unacknowledged event begins
+        self._dropped: dict[str, int] | None = None  # counts while past the journal cap
         self._commands: list[Command] = []
         self._closing_until: float | None = None
         self._thread = threading.Thread(target=self._run, name="agent-reporter", daemon=True)
         self.last_error: str | None = None
+        self.journal_error: str | None = None
 
     @property
     def acked_seq(self) -> int:
         with self._lock:
             return self._acked
 
+    @property
+    def buffered_bytes(self) -> int:
+        """Events held in memory, not yet written to the journal (bounded by the 1 MiB buffer)."""
+        with self._lock:
+            return self._buffered
+
+    @property
+    def unsent_bytes(self) -> int:
+        """Events in the journal (or its buffer) not acknowledged yet."""
+        with self._lock:
+            return self._end - self._send_offset
+
     def start(self) -> HttpReporter:
         self._thread.start()
         return self
 
     def emit(self, kind: EventKind, data: dict[str, Any]) -> AgentEvent:
+        capped = kind is EventKind.METRIC or (
+            kind is EventKind.LOG and data.get("stream") != "agent"
+        )
+        durable = kind is EventKind.EXIT
         with self._lock:
-            self._seq += 1
-            event = AgentEvent(seq=self._seq, ts=time.time(), kind=kind, data=data)
-            self._journal.append(event, durable=kind is EventKind.EXIT)
-            self._pending.append(event)
-        self._wake.set()
+            if capped and self._over_cap(kind, data):
+                return AgentEvent(seq=0, ts=time.time(), kind=kind, data=data)
+            event = self._append(kind, data)
+            write = (
+                durable
+                or self._buffered >= JOURNAL_BUFFER_BYTES
+                or time.monotonic() - self._last_write >= JOURNAL_FLUSH_SECONDS
+            )
+        if write:
+            self._write_journal(durable=durable)
+        if not self._wake.is_set():
+            self._wake.set()
         return event
 
     def commands(self) -> list[Command]:
@@ -119,6 +185,7 @@ class HttpReporter:
         return taken
 
     def close(self, timeout: float = 30.0) -> bool:
+        self._write_journal(durable=True)
         with self._lock:
             self._closing_until = time.monotonic() + timeout
         self._closed.set()
@@ -126,9 +193,75 @@ class HttpReporter:
         if self._thread.is_alive():
             self._thread.join(timeout + 1.0)
         self._client.close()
-        with self._lock:
+        with self._write_lock, self._lock:
             self._journal.close()
-            return not self._pending
+            return self._acked >= self._seq
+
+    # Emitting (callers hold self._lock) ---------------------------------------------------
+
+    def _append(self, kind: EventKind, data: dict[str, Any]) -> AgentEvent:
+        event = AgentEvent(seq=self._seq + 1, ts=time.time(), kind=kind, data=data)
+        self._seq += event_span(kind, data)
+        line = _encode(event)
+        self._buffer.append(line)
+        self._buffered += len(line)
+        self._end += len(line)
+        return event
+
+    def _over_cap(self, kind: EventKind, data: dict[str, Any]) -> bool:
+        """Whether the script's lines and points must not be reported now (counting them)."""
+        unsent = self._end - self._send_offset
+        if self._dropped is None:
+            if unsent < self._cap:
+                return False
+            self._dropped = {"log": 0, "metric": 0}
+            self._warn(
+                f"the control plane has not acknowledged {unsent} bytes of events (the journal"
+                f" cap is {self._cap} bytes): the script's log lines and metric points are no"
+                " longer reported until it catches up; host.log keeps every line"
+            )
+        elif unsent < self._cap // 2:
+            dropped, self._dropped = self._dropped, None
+            self._warn(
+                f"reporting the script's output again; {dropped['log']} log line(s) and"
+                f" {dropped['metric']} metric point(s) were not reported (see host.log)"
+            )
+            return False
+        self._dropped[str(kind)] += event_span(kind, data)
+        return True
+
+    def _warn(self, message: str) -> None:
+        print(f"trainops agent: {message}", file=sys.stderr, flush=True)
+        self._append(EventKind.LOG, {"stream": "agent", "line": f"WARNING: {message}"})
+
+    # Writing the journal ------------------------------------------------------------------
+
+    def _write_journal(self, *, durable: bool = False) -> None:
+        with self._write_lock:
+            with self._lock:
+                parts, self._buffer, self._buffered = self._buffer, [], 0
+                end, last_seq = self._end, self._seq
+                self._last_write = time.monotonic()
+            if parts or durable:
+                try:
+                    self._journal.write(b"".join(parts), durable=durable)
+                except OSError as exc:  # a full disk: keep the events until it can be written
+                    self._requeue(parts, exc)
+                    return
+            with self._lock:
+                if end > self._written:
+                    self._written, self._written_seq = end, last_seq
+
+    def _requeue(self, parts: list[bytes], exc: OSError) -> None:
+        """Put events the journal could not take back in front of the buffer, after cutting
+        off whatever part of them reached the file, so the journal never holds a torn line."""
+        with self._lock:
+            self.journal_error = str(exc)
+            self._journal.truncate(self._written)
+            self._buffer[:0] = parts
+            self._buffered += sum(len(part) for part in parts)
+
+    # Sending ------------------------------------------------------------------------------
 
     def _run(self) -> None:
         backoff = 0.0
@@ -146,19 +279,57 @@ class HttpReporter:
             self._pause(started, backoff)
 
     def _post_once(self) -> None:
+        self._write_journal()
         with self._lock:
-            batch = self._pending[:MAX_BATCH]
-        reply = self._client.post_events(self._attempt, batch)
+            offset, written, written_seq = self._send_offset, self._written, self._written_seq
+        batch = self._read_batch(offset, written)
+        reply = self._client.post_raw_events(self._attempt, batch.replace(b"\n", b",")[:-1])
         with self._lock:
             self._acked = max(self._acked, reply.acked_seq)
-            self._pending = [e for e in self._pending if e.seq > self._acked]
             self._commands.extend(reply.commands)
+            acked = self._acked
+        if acked >= written_seq:  # the usual case: all that was sent is acknowledged
+            offset = written
+        elif batch and acked < _seq_of(batch) - 1:  # the server knows less: start over
+            offset = self._journal.start
+        offset = self._first_unacked(offset, acked)
+        with self._lock:
+            self._send_offset = offset
+
+    def _read_batch(self, offset: int, written: int) -> bytes:
+        """Whole journal lines from ``offset``: up to the batch size, but at least one line."""
+        if offset >= written:
+            return b""
+        data = self._journal.pread(min(written - offset, self._max_batch), offset)
+        cut = data.rfind(b"\n")
+        while cut < 0 and offset + len(data) < written:  # one event larger than a batch
+            more = min(written - offset - len(data), self._max_batch)
+            data += self._journal.pread(more, offset + len(data))
+            cut = data.rfind(b"\n")
+        return data[: cut + 1]
+
+    def _first_unacked(self, offset: int, acked: int) -> int:
+        """The offset of the first event after ``offset`` whose sequence number is above
+        ``acked`` (the end of what is written if there is none)."""
+        with self._lock:
+            written = self._written
+        while offset < written:
+            data = self._read_batch(offset, written)
+            if not data:
+                break
+            start = 0
+            while start < len(data):
+                if _seq_of(data, start) > acked:
+                    return offset + start
+                start = data.index(b"\n", start) + 1
+            offset += len(data)
+        return offset
 
     def _finished(self) -> bool:
         with self._lock:
             if self._closing_until is None:
                 return False
-            return not self._pending or time.monotonic() >= self._closing_until
+            return self._acked >= self._seq or time.monotonic() >= self._closing_until
 
     def _pause(self, started: float, backoff: float) -> None:
         """Sleep until the next post: the backoff after a failure, else until events arrive
@@ -167,8 +338,9 @@ class HttpReporter:
             self._sleep_unless_closing(backoff)
             return
         with self._lock:
-            more = len(self._pending) > 0 and self._closing_until is not None
-        if more:
+            more = self._send_offset < self._end
+            closing = self._closing_until is not None
+        if more and (closing or self._end - self._send_offset >= self._max_batch):
             return
         self._wake.wait(max(0.0, self._heartbeat - (time.monotonic() - started)))
         self._wake.clear()
@@ -181,3 +353,21 @@ class HttpReporter:
         if until is not None:
             seconds = min(seconds, max(0.0, until - time.monotonic()))
         time.sleep(seconds)
+
+
+def _seq_of(data: bytes, start: int = 0) -> int:
+    """The sequence number of the journal line at ``start`` in ``data`` (lines are written by
+    :func:`_encode`, which puts ``seq`` first)."""
+    prefix = b'{"seq":'
+    if data.startswith(prefix, start):
+        end = data.find(b",", start + len(prefix), start + 40)
+        if end > 0:
+            return int(data[start + len(prefix) : end])
+    line_end = data.find(b"\n", start)
+    return int(json.loads(data[start : line_end if line_end >= 0 else None])["seq"])
+
+
+def _encode(event: AgentEvent) -> bytes:
+    """``event`` as one journal line: JSON (``seq`` first), UTF-8, ending with a newline."""
+    text = json.dumps(event.to_json(), separators=(",", ":"), ensure_ascii=False)
+    return (text + "\n").encode("utf-8", errors="replace")

@@ -30,10 +30,14 @@ class StopControl:
         return self.reason is not None
 
     def request(self, reason: str, grace_seconds: float | None = None) -> None:
+        """Record a stop; one that changes nothing (the control plane repeats its stop command
+        in every reply) is not a new request, so it is neither delivered nor logged again."""
+        grace = self.grace_seconds
         if grace_seconds is not None:
-            self.grace_seconds = (
-                min(self.grace_seconds, grace_seconds) if self.requested else grace_seconds
-            )
+            grace = min(self.grace_seconds, grace_seconds) if self.requested else grace_seconds
+        if self.requested and grace >= self.grace_seconds:
+            return
+        self.grace_seconds = grace
         self.reason = self.reason or reason
         self._requests += 1
 

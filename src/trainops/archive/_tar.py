@@ -1,17 +1,29 @@
-"""Packing directories into ``.tar.gz`` and extracting archives without escaping the target.
+"""Packing directories into ``.tar.gz`` and extracting untrusted archives inside their target.
 
-Extraction checks every member first (absolute paths, ``..``, links pointing outside, devices),
-so a hostile archive is rejected before a single byte is written.
+Extraction does not rely on ``tarfile``'s extraction filters (whose link checks were bypassable
+before Python 3.11.13, 3.12.11 and 3.13.4, CVE-2025-4517): :func:`plan_extraction` checks every
+header and resolves every link first, so a hostile archive is refused before anything is
+written, and :class:`TreeWriter` then creates the entries without following any link. The
+decompressed stream is itself bounded, so neither a gzip bomb nor a huge metadata header can
+make extraction read without limit.
 """
 
 from __future__ import annotations
 
+import gzip
+import lzma
 import os
 import tarfile
+import zlib
 from collections.abc import Iterable
 from pathlib import Path
+from typing import IO, cast
 
 from trainops._errors import ArchiveError
+from trainops.archive._limits import ArchiveLimits
+from trainops.archive._plan import plan_extraction
+from trainops.archive._stream import BoundedReader, open_decompressed
+from trainops.archive._write import TreeWriter
 
 __all__ = ["pack", "safe_extract"]
 
@@ -28,18 +40,32 @@ def pack(root: Path, dest: Path, files: Iterable[Path] | None = None) -> Path:
     return dest
 
 
-def safe_extract(archive: Path, target: Path) -> list[str]:
-    """Extract ``archive`` into ``target`` after checking every member; returns member names."""
+def safe_extract(archive: Path, target: Path, limits: ArchiveLimits | None = None) -> list[str]:
+    """Extract ``archive`` into ``target`` after checking every member; returns member names.
+
+    Raises :class:`ArchiveError` naming the archive and the entry at fault when an entry would
+    land outside ``target``, is a device or FIFO, or when the archive exceeds ``limits``.
+    """
+    limits = limits or ArchiveLimits()
     target.mkdir(parents=True, exist_ok=True)
+    size = archive.stat().st_size
     try:
-        with tarfile.open(archive, "r:*") as tar:
-            members = tar.getmembers()
-            for member in members:
-                _check_member(member, target, archive)
-            tar.extractall(target, members=members, filter="data")
-    except tarfile.TarError as exc:
+        with (
+            BoundedReader(open_decompressed(archive), archive.name, limits, size) as stream,
+            tarfile.open(fileobj=cast("IO[bytes]", stream), mode="r:") as tar,
+        ):
+            plan = plan_extraction(tar, archive.name, size, limits)
+            with TreeWriter(target, archive.name) as writer:
+                for entry in plan.entries:
+                    writer.write(entry, tar)
+    except (tarfile.TarError, EOFError, zlib.error, lzma.LZMAError, gzip.BadGzipFile) as exc:
         raise ArchiveError(f"{archive.name}: not a readable tar archive ({exc})") from None
-    return [m.name for m in members]
+    except OSError as exc:
+        if exc.errno is not None:
+            raise  # the disk, not the archive
+        # bz2 reports corrupt data as a bare OSError("Invalid data stream").
+        raise ArchiveError(f"{archive.name}: not a readable tar archive ({exc})") from None
+    return [entry.member.name for entry in plan.entries]
 
 
 def _walk(root: Path) -> list[Path]:
@@ -50,26 +76,3 @@ def _walk(root: Path) -> list[Path]:
         for name in sorted(filenames):
             out.append((base / name).relative_to(root))
     return out
-
-
-def _check_member(member: tarfile.TarInfo, target: Path, archive: Path) -> None:
-    where = f"{archive.name}: entry {member.name!r}"
-    if member.name.startswith(("/", os.sep)):
-        # The "data" filter would quietly strip the slash; an absolute name is hostile, so refuse.
-        raise ArchiveError(f"{where} rejected: absolute path")
-    try:
-        tarfile.data_filter(member, str(target))
-    except tarfile.FilterError as exc:
-        raise ArchiveError(f"{where} rejected: {_reason(exc)}") from None
-    if member.isdev() or member.isfifo():
-        raise ArchiveError(f"{where} rejected: device or FIFO entries are not allowed")
-
-
-def _reason(exc: tarfile.FilterError) -> str:
-    if isinstance(exc, tarfile.AbsolutePathError):
-        return "absolute path"
-    if isinstance(exc, tarfile.OutsideDestinationError):
-        return "would be written outside the target directory"
-    if isinstance(exc, tarfile.AbsoluteLinkError | tarfile.LinkOutsideDestinationError):
-        return "link points outside the target directory"
-    return str(exc)

@@ -8,6 +8,8 @@ import json
 from dataclasses import dataclass
 from importlib import resources
 
+from trainops.catalog._local import LOCAL_TYPES, machine_hardware
+
 __all__ = ["Catalog", "InstanceType", "get_instance_type", "load_catalog"]
 
 
@@ -39,16 +41,29 @@ class Catalog:
     instance_types: dict[str, InstanceType]
 
     def get(self, name: str) -> InstanceType:
-        """Return the type called ``name`` or raise ``KeyError`` with close matches."""
+        """Return the type called ``name`` or raise ``KeyError`` with close matches.
+
+        ``local`` and ``local_gpu`` (SageMaker local mode) are this machine, priced at 0.
+        """
         try:
             return self.instance_types[name]
         except KeyError:
+            if name in LOCAL_TYPES:
+                return _local_type(name)
             close = difflib.get_close_matches(name, self.instance_types, n=3, cutoff=0.6)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
             raise KeyError(f"unknown instance type {name!r}{hint}") from None
 
     def families(self) -> list[str]:
         return sorted({name.split(".")[1] for name in self.instance_types})
+
+
+def _local_type(name: str) -> InstanceType:
+    hardware = machine_hardware(name)
+    gpu_model = "this machine's" if hardware.gpus else None
+    return InstanceType(
+        name, *hardware, gpu_model=gpu_model, gpu_memory_gib=0.0, on_demand_usd_per_hour=0.0
+    )
 
 
 @functools.cache

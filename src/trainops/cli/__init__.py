@@ -20,6 +20,7 @@ __all__ = ["entry", "main"]
 
 ERROR_EXIT = 2
 INTERRUPTED = 130
+FULL_BELOW_BYTES = 1 << 20
 HANDLERS = {
     "run": ("trainops.cli._run", "run"),
     "submit": ("trainops.cli._commands", "submit"),
@@ -49,6 +50,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The reader went away (`trainops jobs | head`): not an error worth a traceback.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except Exception as exc:
+        if not _is_store_error(exc):
+            raise
+        # The embedded server's store could not be opened or written: a full disk, mostly.
+        print(
+            f"trainops: error: the metadata store cannot be used: {exc}{_full_disk_hint()}",
+            file=sys.stderr,
+        )
+        return ERROR_EXIT
 
 
 def entry() -> None:
@@ -65,6 +75,25 @@ def entry() -> None:
     except BrokenPipeError:
         code = code or 0
     os._exit(code)
+
+
+def _is_store_error(exc: Exception) -> bool:
+    """An SQLite OperationalError; sqlite3 is not imported for it (only a store raises one)."""
+    sqlite3 = sys.modules.get("sqlite3")
+    return sqlite3 is not None and isinstance(exc, sqlite3.OperationalError)
+
+
+def _full_disk_hint() -> str:
+    import shutil
+
+    from trainops._settings import Settings
+
+    try:
+        home = Settings.load().home
+        full = shutil.disk_usage(home).free < FULL_BELOW_BYTES
+    except (TrainopsError, OSError):
+        return ""
+    return f" (the disk under {home} is full; free some space there)" if full else ""
 
 
 def _tolerate_narrow_terminals() -> None:

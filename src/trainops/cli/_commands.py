@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from trainops._errors import ConfigError
+from trainops._errors import ConfigError, TrainopsError
 from trainops._settings import Settings
 from trainops.cli._render import format_jobs_table, format_metrics_csv, format_metrics_table
 from trainops.client import (
@@ -16,25 +16,30 @@ from trainops.client import (
     connect,
     format_log_line,
     format_transition,
+    running_server,
     submit_job,
 )
 from trainops.spec import load_spec
 
-__all__ = ["describe", "jobs", "logs", "metrics", "server", "stop", "submit"]
+__all__ = ["NoSuchThingError", "describe", "jobs", "logs", "metrics", "server", "stop", "submit"]
 
 PAGE = 1000
 NEEDS_SERVER = (
     "`trainops submit` needs a running server that outlives it (it returns at once, and a job "
-    "needs a control plane until it ends): start one with `trainops server` and set TRAINOPS_SERVER (e.g. "
-    "TRAINOPS_SERVER=http://127.0.0.1:8470, or `server:` in $TRAINOPS_HOME/config.yaml), or use "
+    "needs a control plane until it ends): start one with `trainops server` (every command of "
+    "the same TRAINOPS_HOME finds it) or set TRAINOPS_SERVER to another one, or use "
     "`trainops run SPEC`, which runs the job under an embedded server and follows it to its end"
 )
+
+
+class NoSuchThingError(TrainopsError):
+    """The job has no host or metric of that name (an empty answer would look like success)."""
 
 
 def submit(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
     settings = Settings.load()
-    if not settings.server_url:
+    if not settings.server_url and running_server(settings) is None:
         raise ConfigError(NEEDS_SERVER)
     with connect(settings) as client:
         name = submit_job(client, spec, settings, base_dir=Path(args.spec).resolve().parent)
@@ -43,7 +48,7 @@ def submit(args: argparse.Namespace) -> int:
 
 
 def jobs(args: argparse.Namespace) -> int:
-    with connect(attach=True) as client:
+    with connect() as client:
         found = client.list_jobs(
             status=args.status, name_contains=args.name_contains, limit=args.limit
         )
@@ -52,37 +57,41 @@ def jobs(args: argparse.Namespace) -> int:
 
 
 def describe(args: argparse.Namespace) -> int:
-    with connect(attach=True) as client:
+    with connect() as client:
         description = client.describe(args.name)
     print(json.dumps(description, indent=2))
     return 0
 
 
 def logs(args: argparse.Namespace) -> int:
-    with connect(attach=True) as client:
+    with connect() as client:
+        if args.host is not None:
+            _check_host(client.describe(args.name), args.host)
         if args.follow:
             JobFollower(client, args.name, print_line, host=args.host).follow()
             return 0
         after = 0
         while True:
             reply = client.logs(args.name, after=after, host=args.host, limit=PAGE)
+            if not reply["lines"]:  # a page may be short of PAGE lines (a size cap): not the end
+                return 0
             for line in reply["lines"]:
                 print_line(line)
-            if len(reply["lines"]) < PAGE:
-                return 0
             after = int(reply["next"])
 
 
 def metrics(args: argparse.Namespace) -> int:
-    with connect(attach=True) as client:
+    with connect() as client:
         points = client.metrics(args.name, args.metric)
+        if args.metric and not points:
+            _check_metric(client.describe(args.name), args.metric)
     text = format_metrics_csv(points) if args.csv else format_metrics_table(points) + "\n"
     sys.stdout.write(text)
     return 0
 
 
 def stop(args: argparse.Namespace) -> int:
-    with connect(attach=True) as client:
+    with connect() as client:
         description = client.stop(args.name)
         print(f"{args.name}: {description['TrainingJobStatus']}", flush=True)
         if args.wait:
@@ -96,6 +105,26 @@ def server(args: argparse.Namespace) -> int:
 
     serve(Settings.load(), args.host, args.port)
     return 0
+
+
+def _check_host(description: dict[str, Any], host: str) -> None:
+    count = int(description.get("ResourceConfig", {}).get("InstanceCount") or 1)
+    if host in {f"algo-{i}" for i in range(1, count + 1)}:
+        return
+    hosts = "algo-1" if count == 1 else f"algo-1 to algo-{count}"
+    name = description.get("TrainingJobName")
+    raise NoSuchThingError(f"job {name!r} has no host {host!r}; its hosts are {hosts}")
+
+
+def _check_metric(description: dict[str, Any], metric: str) -> None:
+    """A metric the job defines may simply have no points yet; any other name is a mistake."""
+    algorithm = description.get("AlgorithmSpecification", {})
+    defined = [str(m.get("Name")) for m in algorithm.get("MetricDefinitions") or []]
+    if metric in defined:
+        return
+    name = description.get("TrainingJobName")
+    known = f"its metrics are {', '.join(defined)}" if defined else "it defines no metrics"
+    raise NoSuchThingError(f"job {name!r} has no metric named {metric!r}; {known}")
 
 
 def print_line(line: dict[str, Any]) -> None:

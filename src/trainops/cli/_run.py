@@ -2,6 +2,8 @@
 
 Ctrl-C with an embedded server asks the job to stop and waits for it (the job cannot outlive
 this command); a second Ctrl-C exits at once. With a configured server Ctrl-C only detaches.
+SIGTERM and SIGHUP (a closed terminal, a CI runner's timeout) count as Ctrl-C; after SIGHUP the
+output goes nowhere, since the terminal that showed it is gone.
 """
 
 from __future__ import annotations
@@ -9,8 +11,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from trainops._errors import ServerError
@@ -23,12 +28,13 @@ from trainops.spec import load_spec
 __all__ = ["INTERRUPTED", "run"]
 
 INTERRUPTED = 130
+_LIKE_CTRL_C = (signal.SIGTERM, signal.SIGHUP)
 
 
 def run(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
     settings = Settings.load()
-    with connect(settings) as client:
+    with _signals_as_ctrl_c(), connect(settings) as client:
         name = submit_job(client, spec, settings, base_dir=Path(args.spec).resolve().parent)
         print(f"Submitted {name}", flush=True)
         follower = JobFollower(client, name, print_line, print_transition)
@@ -41,24 +47,43 @@ def run(args: argparse.Namespace) -> int:
 
 def _follow(client: Client, follower: JobFollower) -> dict[str, Any] | None:
     """The final description, or None when the user detached or insisted on leaving."""
+    cause = ""
     try:
         return follower.follow()
-    except KeyboardInterrupt:
-        pass
+    except KeyboardInterrupt as exc:
+        cause = f" on {exc.args[0]}" if exc.args else ""
     except BrokenPipeError:
         # Nobody reads the output any more (`trainops run job.yaml | head`): treat it as Ctrl-C,
         # following on in silence.
-        _silence_stdout()
+        _silence(sys.stdout)
     name = follower.name
     if not client.embedded:
         _say(f"Detached; {name} keeps running. Follow it with: trainops logs -f {name}")
         return None
-    _say(f"Stopping {name} (press Ctrl-C again to exit at once)...")
+    _say(f"Stopping {name}{cause} (press Ctrl-C again to exit at once)...")
     try:
         _request_stop(client, name)
         return follower.follow()
     except KeyboardInterrupt:
         return None
+
+
+@contextlib.contextmanager
+def _signals_as_ctrl_c() -> Iterator[None]:
+    """Within the block, SIGTERM and SIGHUP raise KeyboardInterrupt like Ctrl-C does."""
+    previous = {sig: signal.signal(sig, _interrupt) for sig in _LIKE_CTRL_C}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _interrupt(signum: int, _frame: FrameType | None) -> None:
+    if signum == signal.SIGHUP:
+        _silence(sys.stdout)
+        _silence(sys.stderr)
+    raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
 def _request_stop(client: Client, name: str) -> None:
@@ -67,9 +92,9 @@ def _request_stop(client: Client, name: str) -> None:
         client.stop(name)
 
 
-def _silence_stdout() -> None:
+def _silence(stream: Any) -> None:
     null = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(null, sys.stdout.fileno())
+    os.dup2(null, stream.fileno())
     os.close(null)
 
 

@@ -5,10 +5,10 @@
 job's log and status transitions until it ends.
 """
 
-from trainops.client._connect import connect
+from trainops.client._connect import connect, running_server
 from trainops.client._follow import TERMINAL_STATUSES, JobFollower, follow
 from trainops.client._format import format_log_line, format_time, format_transition
-from trainops.client._http import Client
+from trainops.client._http import Client, JobNameTakenError
 from trainops.client._progress import TransferBar
 from trainops.client._submit import code_uri_for, pack_source, submit_job
 
@@ -16,6 +16,7 @@ __all__ = [
     "TERMINAL_STATUSES",
     "Client",
     "JobFollower",
+    "JobNameTakenError",
     "TransferBar",
     "code_uri_for",
     "connect",
@@ -24,5 +25,6 @@ __all__ = [
     "format_time",
     "format_transition",
     "pack_source",
+    "running_server",
     "submit_job",
 ]

@@ -1,10 +1,12 @@
-"""Reaching a control plane: the configured server, or an embedded one for this process.
+"""Reaching a control plane: the configured server, the home's running one, or an embedded one.
 
-With ``TRAINOPS_SERVER`` (or ``server:`` in config.yaml) set, :func:`connect` talks to that
-server. Otherwise it starts an embedded server on an ephemeral loopback port for as long as the
-``with`` block lasts; ``client.embedded`` tells the caller which of the two it got. Only one
-control plane may run per ``TRAINOPS_HOME``, so ``attach=True`` (for commands that only read or
-stop jobs) first looks for a live server advertised in ``server.json`` and uses it instead.
+One control plane serves a ``TRAINOPS_HOME`` at a time (it holds the home's lock), so every
+command reaches the same one: with ``TRAINOPS_SERVER`` (or ``server:`` in config.yaml) set,
+:func:`connect` talks to that server; otherwise it attaches to the server already running for
+the home (``trainops server``, or another command's embedded one) and only when there is none
+starts an embedded server on an ephemeral loopback port for as long as the ``with`` block lasts.
+``client.embedded`` tells the caller which it got. The API token is picked up without any user
+action: the configured ``TRAINOPS_TOKEN``, else the home's token file for the home's own server.
 """
 
 from __future__ import annotations
@@ -13,48 +15,59 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from trainops._errors import ServerError
+from trainops._home import lock_is_held, read_server_file, token_for
 from trainops._settings import Settings
 from trainops.client._http import Client
 
-__all__ = ["connect"]
+__all__ = ["connect", "running_server"]
 
 PROBE_TIMEOUT_S = 2.0
 
 
 @contextmanager
-def connect(settings: Settings | None = None, *, attach: bool = False) -> Iterator[Client]:
-    """Yield a :class:`Client` to the configured server, or to an embedded one started here.
-
-    With ``attach``, a server already running for this home (another command's embedded one or
-    ``trainops server``) is used when no server is configured.
-    """
+def connect(settings: Settings | None = None) -> Iterator[Client]:
+    """Yield a :class:`Client` to the configured server, the home's server, or an embedded one."""
     settings = settings or Settings.load()
-    url = settings.server_url or (_running_server(settings) if attach else None)
+    url = settings.server_url or running_server(settings)
     if url:
-        with Client(url, settings.token) as client:
+        with _client(url, settings) as client:
             yield client
         return
     # Imported here: the server (FastAPI, uvicorn, the control plane) is only needed when embedded.
-    from trainops.server import EmbeddedServer
+    from trainops.server import EmbeddedServer, HomeInUseError
 
-    with (
-        EmbeddedServer(settings) as server,
-        Client(server.url, settings.token, embedded=True) as client,
-    ):
-        yield client
+    server = EmbeddedServer(settings)
+    try:
+        server.start()
+    except HomeInUseError as busy:
+        # Another command's server won the home between our look and our start: use it.
+        if busy.url is None:
+            raise
+        with _client(busy.url, settings) as client:
+            yield client
+        return
+    try:
+        with Client(server.url, server.token, embedded=True) as client:
+            yield client
+    finally:
+        server.stop()
 
 
-def _running_server(settings: Settings) -> str | None:
-    """The URL in ``server.json`` if a trainops server answers there."""
-    from trainops.server import read_server_file
-
-    advertised = read_server_file(settings)
+def running_server(settings: Settings) -> str | None:
+    """The URL in ``server.json`` if the home's server (holding the home's lock) answers there."""
+    if not lock_is_held(settings.home):
+        return None  # no server of this home runs; a server.json left behind is stale
+    advertised = read_server_file(settings.home)
     url = advertised.get("url") if advertised else None
     if not isinstance(url, str) or not url:
         return None
     try:
-        with Client(url, settings.token, timeout=PROBE_TIMEOUT_S) as probe:
+        with Client(url, timeout=PROBE_TIMEOUT_S) as probe:
             probe.health()
     except ServerError:
         return None
     return url
+
+
+def _client(url: str, settings: Settings) -> Client:
+    return Client(url, token_for(url, settings.home, settings.token))

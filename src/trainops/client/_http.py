@@ -13,14 +13,18 @@ from typing import Any
 from urllib.parse import quote
 
 from trainops._errors import JobNotFoundError, ServerError, SpecError
-from trainops.client._transport import HttpResponse, HttpTransport, TransportError, TransportTimeout
+from trainops._transport import HttpResponse, HttpTransport, TransportError, TransportTimeout
 from trainops.spec import JobSpec
 
-__all__ = ["Client"]
+__all__ = ["Client", "JobNameTakenError"]
 
 API = "/api/v1"
 # Long-polls hold the request open for up to `wait` seconds; the read timeout must outlast that.
 POLL_MARGIN_S = 30.0
+
+
+class JobNameTakenError(ServerError):
+    """A job with the submitted name already exists (409 on submission)."""
 
 
 class Client:
@@ -56,10 +60,20 @@ class Client:
         """Server version, backend, ``default_output_uri``, region and capacity."""
         return self._json("GET", "/info")
 
+    def new_job_name(self, base: str) -> str:
+        """A fresh ``<base>-<timestamp>`` name from the server, unique among all its jobs."""
+        return str(self._json("POST", "/job-names", body={"base_job_name": base})["job_name"])
+
     def submit(self, job_name: str, spec: JobSpec, code_uri: str) -> dict[str, Any]:
-        """Create the job; the packed source must already be at ``code_uri``. Returns its description."""
+        """Create the job; the packed source must already be at ``code_uri``. Returns its description.
+
+        :class:`JobNameTakenError` if a job named ``job_name`` exists.
+        """
         body = {"job_name": job_name, "spec": spec.model_dump(mode="json"), "code_uri": code_uri}
-        return self._json("POST", "/jobs", body=body)
+        try:
+            return self._json("POST", "/jobs", body=body)
+        except _Conflict as exc:
+            raise JobNameTakenError(str(exc)) from None
 
     def list_jobs(
         self,
@@ -130,6 +144,10 @@ class Client:
         raise _error_for(response, self.url)
 
 
+class _Conflict(ServerError):
+    """A 409 answer (a name taken, a job already ended)."""
+
+
 def _job_path(name: str, *rest: str) -> str:
     return "/".join([f"/jobs/{quote(name, safe='')}", *rest])
 
@@ -153,13 +171,18 @@ def _error_for(response: HttpResponse, url: str) -> Exception:
         return JobNotFoundError(message)
     if response.status == 422:
         return SpecError(_problems(detail) or [("", message)])
-    if response.status in (400, 409):
+    if response.status == 409:
+        return _Conflict(message)
+    if response.status == 400:
         return ServerError(message)
     if response.status == 401:
         return ServerError(
             f"trainops server at {url} refused the request ({message}); "
-            "set TRAINOPS_TOKEN to the server's token"
+            "set TRAINOPS_TOKEN to the server's token (a local server's is in its "
+            "$TRAINOPS_HOME/token)"
         )
+    if response.status == 403:
+        return ServerError(f"trainops server at {url} refused the request: {message}")
     return ServerError(f"trainops server at {url} answered {response.status}: {message}")
 
 

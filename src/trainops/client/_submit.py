@@ -1,4 +1,4 @@
-"""Submitting a job: name it, pack and upload its source, then create it on the server.
+"""Submitting a job: get its name, pack and upload its source, then create it on the server.
 
 The source travels as ``<output>/<job>/source/sourcedir.tar.gz``, as with the SageMaker SDK.
 Without a ``source_dir`` only the entry-point file is packed (again as the SageMaker SDK does),
@@ -13,14 +13,17 @@ from pathlib import Path
 from trainops._errors import SpecError
 from trainops._settings import Settings
 from trainops.archive import pack
-from trainops.client._http import Client
+from trainops.client._http import Client, JobNameTakenError
 from trainops.client._progress import TransferBar
-from trainops.spec import JobSpec, make_job_name, resolve_paths
+from trainops.spec import JobSpec, base_job_name, resolve_paths
 from trainops.storage import join_uri, store_for
 
 __all__ = ["code_uri_for", "pack_source", "submit_job"]
 
 SOURCE_ARCHIVE = "source/sourcedir.tar.gz"
+# A generated name the server handed out is only taken if someone submitted that exact name
+# explicitly in between; a few fresh names are plenty.
+NAME_TRIES = 3
 
 
 def submit_job(
@@ -34,14 +37,24 @@ def submit_job(
     """Upload ``spec``'s code and create the job; returns the job name.
 
     Relative paths in ``spec`` are resolved against ``base_dir`` (default: the current directory).
+    Without a ``job_name`` the server names the job (``<base>-<timestamp>``, unique however many
+    submissions run at once) before the code is uploaded under that name; an explicit
+    ``job_name`` that exists is an error.
     """
     base = Path(base_dir).resolve() if base_dir is not None else Path.cwd()
     spec = resolve_paths(spec, base)
-    name = make_job_name(spec)
     output = spec.output_path or str(client.info()["default_output_uri"])
-    code_uri = _stage_code(spec, base, join_uri(output, name), settings, progress)
-    client.submit(name, spec, code_uri)
-    return name
+    for attempt in range(1, NAME_TRIES + 1):
+        name = spec.job_name or client.new_job_name(base_job_name(spec))
+        code_uri = _stage_code(spec, base, join_uri(output, name), settings, progress)
+        try:
+            client.submit(name, spec, code_uri)
+        except JobNameTakenError:
+            if spec.job_name or attempt == NAME_TRIES:
+                raise
+            continue
+        return name
+    raise AssertionError("unreachable")
 
 
 def code_uri_for(output_prefix: str) -> str:

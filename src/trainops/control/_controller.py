@@ -8,6 +8,7 @@ threads of their own, and on start recovers whatever a previous control plane le
 from __future__ import annotations
 
 import hmac
+import sqlite3
 from collections.abc import Sequence
 
 from trainops._errors import JobNotFoundError, SpecError, StorageError
@@ -16,8 +17,9 @@ from trainops.backends import Backend
 from trainops.control._core import ControlCore, ControllerConfig
 from trainops.control._events import EventIntake
 from trainops.control._lifecycle import Lifecycle
-from trainops.control._monitor import Monitor, PeriodicWorker
+from trainops.control._monitor import Monitor, PeriodicWorker, StoreHealth
 from trainops.control._placement import Placement, token_hash
+from trainops.control._retention import TreeRetention
 from trainops.control._status import (
     ENDED,
     STARTING_MESSAGE,
@@ -35,6 +37,7 @@ from trainops.store import HostRecord, JobRecord, MetadataStore
 __all__ = ["JobController"]
 
 _SCHEDULER_PERIOD_S = 1.0
+_RETENTION_PERIOD_S = 60.0
 
 
 class JobController:
@@ -51,12 +54,17 @@ class JobController:
         self.lifecycle = Lifecycle(self.core)
         self.intake = EventIntake(self.core, self.lifecycle)
         self.placement = Placement(self.core, self.lifecycle)
-        self.monitor = Monitor(self.core, self.lifecycle, self.intake)
+        self.health = StoreHealth()
+        self.monitor = Monitor(self.core, self.lifecycle, self.intake, self.health)
         self._scheduler = PeriodicWorker("trainops-scheduler", _SCHEDULER_PERIOD_S, self._schedule)
         self._monitor = PeriodicWorker(
             "trainops-monitor", self.core.config.tick_seconds, self._tick
         )
         self.core.wake_scheduler = self._scheduler.wake
+        self.retention = TreeRetention(self.core)
+        self._retention = PeriodicWorker(
+            "trainops-retention", _RETENTION_PERIOD_S, self._sweep_trees
+        )
 
     @property
     def settings(self) -> Settings:
@@ -82,12 +90,14 @@ class JobController:
         self.monitor.tick()
         self._scheduler.start()
         self._monitor.start()
+        self._retention.start()
 
     def close(self) -> None:
         """Stop the threads and release waiters; agents keep running (a later start adopts them)."""
         self.core.close_waiters()
         self._scheduler.stop()
         self._monitor.stop()
+        self._retention.stop()
         self.backend.close()
 
     def _schedule(self) -> None:
@@ -96,6 +106,9 @@ class JobController:
 
     def _tick(self) -> None:
         self.monitor.tick()
+
+    def _sweep_trees(self) -> None:
+        self.retention.sweep()
 
     # --- public API ---------------------------------------------------------------------------
 
@@ -129,6 +142,9 @@ class JobController:
             return self.job(job_name)
 
     def job(self, name: str) -> JobRecord:
+        """The job's record; raises the store's failure once writes have failed for a while
+        (a full disk), since the job cannot move on until they succeed again."""
+        self.health.check()
         job = self.store.get_job(name)
         if job is None:
             raise JobNotFoundError(f"no job named {name!r}")
@@ -180,7 +196,12 @@ class JobController:
             record = self.store.host(job_name, host, attempt)
             if record is None:
                 raise AgentAuthError(f"job {job_name!r} has no host {host} in attempt {attempt}")
-            acked = self.intake.ingest(record, events)
+            try:
+                acked = self.intake.ingest(record, events)
+            except sqlite3.OperationalError as exc:
+                self.health.failed(exc)
+                raise
+            self.health.succeeded()
             job = self.job(job_name)
             record = self.store.host(job_name, host, attempt) or record
             return EventReply(acked_seq=acked, commands=self.intake.commands_for(job, record))

@@ -1,17 +1,23 @@
 """How a job ends, decided from the hosts of its current attempt.
 
-- every host Completed: Completed (multi-host jobs first merge their parts, as Uploading);
-- the first host to end otherwise decides: Failed (the script failed) ends the job Failed with
-  that host's reason; an internal error (agent lost, InternalError) restarts the job as a new
+- every host Completed: Completed;
+- the first host to end otherwise decides: Failed (the script failed) fails the job with that
+  host's reason; an internal error (agent lost, InternalError) restarts the job as a new
   attempt while attempts remain, else fails it with ``InternalServerError: ...``;
-- a stop (user or max runtime) ends Stopped once every host is down.
-The other hosts are told to stop whenever the job will not go on. Callers hold ``core.lock``.
+- a stop (user or max runtime) ends Stopped.
+The other hosts are told to stop whenever the job will not go on, and the job ends once every
+host is down: a multi-host job first merges the model and output parts its hosts uploaded
+(whichever way it ends), so its archives are listed like a one-host job's. The end time is the
+last host's own exit time (plus the merge), not the moment a control plane learnt of it, so a
+job that ended while no server ran is not billed for the downtime. Callers hold ``core.lock``.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
+from dataclasses import dataclass, replace
 from typing import Any
 
 from trainops._errors import TrainopsError
@@ -32,12 +38,34 @@ _log = logging.getLogger("trainops.control")
 MAX_REASON = 1024
 
 
+@dataclass(frozen=True, slots=True)
+class _Ending:
+    """How a job is about to end, once its hosts are down (and its parts merged)."""
+
+    status: PrimaryStatus
+    secondary: SecondaryStatus
+    message: str
+    failure_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Merged:
+    """The merge of one attempt's parts: its failure, if any, and how long it took."""
+
+    failure: str | None
+    seconds: float
+
+
+_COMPLETED = _Ending(PrimaryStatus.COMPLETED, SecondaryStatus.COMPLETED, "Training job completed")
+
+
 class Lifecycle:
     """The end rules of jobs."""
 
     def __init__(self, core: ControlCore) -> None:
         self.core = core
         self._merging: set[str] = set()
+        self._merged: dict[tuple[str, int], _Merged] = {}
 
     def evaluate(self, name: str) -> None:
         """Apply whatever rule the job's hosts now satisfy; release capacity once all are down."""
@@ -45,10 +73,13 @@ class Lifecycle:
         hosts = self.core.store.hosts(name, job.attempt)
         all_down = all(h.exited for h in hosts)
         if job.status == PrimaryStatus.STOPPING and all_down:
-            self._end_stopped(job)
+            self._conclude(job, hosts, self._stopped_ending(job))
         elif job.status == PrimaryStatus.IN_PROGRESS and job.stop_reason == StopReason.RESTARTING:
             if all_down:
                 self._relaunch(job)
+        elif job.status == PrimaryStatus.IN_PROGRESS and job.stop_reason == StopReason.FAILED:
+            if all_down:
+                self._conclude(job, hosts, self._failed_ending(job.failure_reason or ""))
         elif job.status == PrimaryStatus.IN_PROGRESS and job.stop_reason is None and hosts:
             self._judge(job, hosts)
         if hosts and all_down:
@@ -56,8 +87,8 @@ class Lifecycle:
             self.core.wake_scheduler()
 
     def begin_stop(self, job: JobRecord, reason: StopReason, message: str) -> None:
-        if job.status != PrimaryStatus.IN_PROGRESS:
-            return
+        if job.status != PrimaryStatus.IN_PROGRESS or job.stop_reason == StopReason.FAILED:
+            return  # a failing job is already being torn down; it ends Failed
         self.core.set_secondary(
             job,
             SecondaryStatus.STOPPING,
@@ -76,21 +107,29 @@ class Lifecycle:
             reason = culprit.failure_reason or (
                 f"AlgorithmError: {culprit.host} exited with code {culprit.exit_code}"
             )
-            self._end(
-                job, PrimaryStatus.FAILED, SecondaryStatus.FAILED, "Training job failed", reason
-            )
+            self._fail(job, hosts, reason)
         elif culprit is not None:
-            self._internal_error(job, culprit)
+            self._internal_error(job, hosts, culprit)
         elif len(ended) == len(hosts):
-            self._finish(job, len(hosts))
+            self._conclude(job, hosts, _COMPLETED)
 
-    def _internal_error(self, job: JobRecord, host: HostRecord) -> None:
+    def _fail(self, job: JobRecord, hosts: list[HostRecord], reason: str) -> None:
+        """The job has failed: it ends Failed once the hosts still running are down."""
+        if all(h.exited for h in hosts):
+            self._conclude(job, hosts, self._failed_ending(reason))
+            return
+        job = self.core.update_job(
+            job,
+            stop_reason=StopReason.FAILED,
+            failure_reason=reason[:MAX_REASON],
+            stop_requested_at=self.core.now(),
+        )
+        self._signal_running_hosts(job)
+
+    def _internal_error(self, job: JobRecord, hosts: list[HostRecord], host: HostRecord) -> None:
         reason = host.failure_reason or f"the host agent of {host.host} ended unexpectedly"
         if job.attempt >= job.max_attempts:
-            reason = f"InternalServerError: {reason}"
-            self._end(
-                job, PrimaryStatus.FAILED, SecondaryStatus.FAILED, "Training job failed", reason
-            )
+            self._fail(job, hosts, f"InternalServerError: {reason}")
             return
         message = (
             f"Retrying after internal error: {reason}; attempt {job.attempt + 1} of "
@@ -119,90 +158,104 @@ class Lifecycle:
         )
         self.core.wake_scheduler()
 
-    def _finish(self, job: JobRecord, host_count: int) -> None:
-        if host_count == 1:
-            self._end(
-                job, PrimaryStatus.COMPLETED, SecondaryStatus.COMPLETED, "Training job completed"
-            )
+    @staticmethod
+    def _failed_ending(reason: str) -> _Ending:
+        return _Ending(PrimaryStatus.FAILED, SecondaryStatus.FAILED, "Training job failed", reason)
+
+    @staticmethod
+    def _stopped_ending(job: JobRecord) -> _Ending:
+        if job.stop_reason == StopReason.MAX_RUNTIME_EXCEEDED:
+            limit = job.spec["stopping_condition"]["max_runtime_in_seconds"]
+            message = f"Training job stopped: it ran longer than MaxRuntimeInSeconds ({limit} s)"
+            return _Ending(PrimaryStatus.STOPPED, SecondaryStatus.MAX_RUNTIME_EXCEEDED, message)
+        return _Ending(PrimaryStatus.STOPPED, SecondaryStatus.STOPPED, "Training job stopped")
+
+    # Ending ------------------------------------------------------------------------------
+
+    def _conclude(self, job: JobRecord, hosts: list[HostRecord], ending: _Ending) -> None:
+        """Every host is down: merge a multi-host job's parts first, then end the job."""
+        key = (job.name, job.attempt)
+        if len(hosts) > 1 and key not in self._merged:
+            self._start_merge(job, len(hosts), ending)
             return
+        merged = self._merged.pop(key, None)
+        end = self._end_time(hosts) + (merged.seconds if merged else 0.0)
+        if merged is not None and merged.failure is not None:
+            if ending.status == PrimaryStatus.COMPLETED:
+                ending = replace(self._failed_ending(merged.failure), message=merged.failure)
+            else:
+                _log.warning("job %s: %s", job.name, merged.failure)
+        self._end(job, ending, end)
+
+    def _end_time(self, hosts: list[HostRecord]) -> float:
+        """When the last host ended, by its own clock; now for a job that never had hosts."""
+        now = self.core.now()
+        exits = [h.exit_time for h in hosts if h.exit_time is not None]
+        if not hosts or len(exits) < len(hosts):
+            return now
+        return min(now, max(exits))
+
+    def _start_merge(self, job: JobRecord, host_count: int, ending: _Ending) -> None:
         if job.name in self._merging:
             return
         self._merging.add(job.name)
-        if job.secondary_status != SecondaryStatus.UPLOADING:
+        if ending.status == PrimaryStatus.COMPLETED:
             message = f"Merging the model and output parts of {host_count} hosts"
-            self.core.set_secondary(job, SecondaryStatus.UPLOADING, message)
+            if job.secondary_status != SecondaryStatus.UPLOADING:
+                self.core.set_secondary(job, SecondaryStatus.UPLOADING, message)
         threading.Thread(
             target=self._merge, args=(job, host_count), name=f"merge-{job.name}", daemon=True
         ).start()
 
     def _merge(self, job: JobRecord, host_count: int) -> None:
         failure = None
+        started = time.monotonic()
         try:
             merged = merge_parts(self.core.settings, job.output_prefix, host_count)
         except (TrainopsError, OSError) as exc:
             failure, merged = f"InternalServerError: could not merge the host parts: {exc}", {}
+        result = _Merged(failure, time.monotonic() - started)
         with self.core.lock:
             self._merging.discard(job.name)
             if self.core.closing:
                 return  # the store is closing; the next control plane merges again
             try:
-                self._after_merge(job.name, merged, failure)
+                self._after_merge(job.name, job.attempt, merged, result)
             except Exception:
-                _log.exception("finishing job %s after its merge failed", job.name)
+                _log.exception("ending job %s after its merge failed", job.name)
 
-    def _after_merge(self, name: str, merged: dict[str, str], failure: str | None) -> None:
+    def _after_merge(
+        self, name: str, attempt: int, merged: dict[str, str], result: _Merged
+    ) -> None:
         for artifact, uri in merged.items():
             self.core.store.add_artifact(name, artifact, uri)
         self.core.store.delete_artifacts(name, ["model_part", "output_part"])
-        job = self.core.job(name)
-        if job.status == PrimaryStatus.IN_PROGRESS and job.stop_reason is None:
-            if failure is not None:
-                self._end(job, PrimaryStatus.FAILED, SecondaryStatus.FAILED, failure, failure)
-            else:
-                done = "Training job completed"
-                self._end(job, PrimaryStatus.COMPLETED, SecondaryStatus.COMPLETED, done)
+        self._merged[(name, attempt)] = result
         self.evaluate(name)
 
-    def _end_stopped(self, job: JobRecord) -> None:
-        if job.stop_reason == StopReason.MAX_RUNTIME_EXCEEDED:
-            limit = job.spec["stopping_condition"]["max_runtime_in_seconds"]
-            secondary = SecondaryStatus.MAX_RUNTIME_EXCEEDED
-            message = f"Training job stopped: it ran longer than MaxRuntimeInSeconds ({limit} s)"
-        else:
-            secondary, message = SecondaryStatus.STOPPED, "Training job stopped"
-        self._end(job, PrimaryStatus.STOPPED, secondary, message)
-
-    def _end(
-        self,
-        job: JobRecord,
-        status: PrimaryStatus,
-        secondary: SecondaryStatus,
-        message: str,
-        failure_reason: str | None = None,
-    ) -> None:
-        """End the job now. Hosts still running are told to stop (the job has ended)."""
-        now = self.core.now()
+    def _end(self, job: JobRecord, ending: _Ending, end: float) -> None:
+        """End the job as of ``end``. Hosts still running are told to stop (the job has ended)."""
         start = job.training_start_time
-        seconds = max(1, round(now - start)) if start is not None else 0
-        fields: dict[str, Any] = (
-            {"failure_reason": failure_reason[:MAX_REASON]} if failure_reason else {}
-        )
-        if status == PrimaryStatus.FAILED:
+        seconds = max(1, round(end - start)) if start is not None else 0
+        reason = ending.failure_reason
+        fields: dict[str, Any] = {"failure_reason": reason[:MAX_REASON]} if reason else {}
+        if ending.status == PrimaryStatus.FAILED:
             fields["stop_reason"] = StopReason.FAILED
         self.core.set_secondary(
             job,
-            secondary,
-            message,
+            ending.secondary,
+            ending.message,
             final=True,
-            status=status,
-            training_end_time=now,
+            at=end,
+            status=ending.status,
+            training_end_time=end,
             training_seconds=seconds,
             billable_seconds=seconds,
-            stop_requested_at=job.stop_requested_at or now,
+            stop_requested_at=job.stop_requested_at or end,
             **fields,
         )
         self._signal_running_hosts(job)
-        _log.info("job %s ended %s/%s", job.name, status, secondary)
+        _log.info("job %s ended %s/%s", job.name, ending.status, ending.secondary)
 
     def _signal_running_hosts(self, job: JobRecord) -> None:
         """SIGTERM every agent of the attempt that is still up: a stop with the spec's grace.

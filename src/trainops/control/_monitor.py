@@ -8,7 +8,9 @@ a restarted control plane: dead agents' journals are read and the end rules appl
 from __future__ import annotations
 
 import logging
+import sqlite3
 import threading
+import time
 from collections.abc import Callable
 
 from trainops.control._core import ControlCore, handle_of
@@ -17,19 +19,59 @@ from trainops.control._lifecycle import Lifecycle
 from trainops.control._status import PrimaryStatus, StopReason
 from trainops.store import JobRecord
 
-__all__ = ["Monitor", "PeriodicWorker"]
+__all__ = ["Monitor", "PeriodicWorker", "StoreHealth"]
 
 _log = logging.getLogger("trainops.control")
 _ACTIVE = (PrimaryStatus.IN_PROGRESS, PrimaryStatus.STOPPING)
 
 
+class StoreHealth:
+    """Whether the metadata store can be written, as the last write found.
+
+    A full disk makes every write fail ("database or disk is full"); that is logged once, not
+    once a tick, and once it has lasted ``grace_seconds`` :meth:`check` raises it, so that
+    clients following a job get a clear error instead of waiting for an end that cannot be
+    recorded.
+    """
+
+    def __init__(self, grace_seconds: float = 5.0) -> None:
+        self.grace_seconds = grace_seconds
+        self._failure: sqlite3.OperationalError | None = None
+        self._since = 0.0
+        self._lock = threading.Lock()
+
+    def failed(self, exc: sqlite3.OperationalError) -> None:
+        with self._lock:
+            if self._failure is None:
+                _log.error("the metadata store cannot be written (%s); retrying until it can", exc)
+                self._since = time.monotonic()
+            self._failure = exc
+
+    def succeeded(self) -> None:
+        with self._lock:
+            if self._failure is not None:
+                _log.warning("the metadata store can be written again")
+            self._failure = None
+
+    def check(self) -> None:
+        """Raise the store's failure if writes have failed for ``grace_seconds``."""
+        with self._lock:
+            failure, since = self._failure, self._since
+        if failure is not None and time.monotonic() - since >= self.grace_seconds:
+            raise failure
+
+
 class Monitor:
     """One pass over the active jobs."""
 
-    def __init__(self, core: ControlCore, lifecycle: Lifecycle, intake: EventIntake) -> None:
+    def __init__(
+        self, core: ControlCore, lifecycle: Lifecycle, intake: EventIntake, health: StoreHealth
+    ) -> None:
         self.core = core
         self.lifecycle = lifecycle
         self.intake = intake
+        self.health = health
+        self._failing: set[str] = set()  # jobs whose last check failed to write the store
 
     def adopt_reservations(self) -> None:
         """After a restart: hold again the capacity of attempts whose agents may still run."""
@@ -43,8 +85,18 @@ class Monitor:
             with self.core.lock:
                 try:
                     self._check(job.name)
+                except sqlite3.OperationalError as exc:
+                    # "database or disk is full": one line while it lasts, not one traceback
+                    # a tick; the next tick tries again, and succeeds once there is space.
+                    self._failing.add(job.name)
+                    self.health.failed(exc)
+                    continue
                 except Exception:
                     _log.exception("monitor: checking job %s failed", job.name)
+                if job.name in self._failing:
+                    self._failing.discard(job.name)
+                    if not self._failing:
+                        self.health.succeeded()
 
     def _check(self, name: str) -> None:
         job = self.core.job(name)

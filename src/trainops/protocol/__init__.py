@@ -16,6 +16,7 @@ from trainops.protocol._messages import (
     HostOutcome,
     HostResources,
     Phase,
+    event_span,
 )
 
 __all__ = [
@@ -32,4 +33,5 @@ __all__ = [
     "HostResources",
     "Phase",
     "agent_command",
+    "event_span",
 ]

@@ -23,6 +23,7 @@ __all__ = [
     "HostOutcome",
     "HostResources",
     "Phase",
+    "event_span",
 ]
 
 AGENT_API_PREFIX = "/agent/v1"
@@ -48,8 +49,13 @@ class EventKind(StrEnum):
     """What an event carries; ``data`` keys per kind are listed on each member."""
 
     PHASE = "phase"  # {"phase": Phase, "message": str}
-    LOG = "log"  # {"stream": "stdout" | "stderr" | "agent", "line": str}
-    METRIC = "metric"  # {"name": str, "value": float, "timestamp": float}
+    # {"stream": "stdout" | "stderr" | "agent", "line": str}, or many lines in one event:
+    # {"stream": ..., "lines": [str, ...]}, which spans len(lines) sequence numbers.
+    LOG = "log"
+    # {"name": str, "value": float, "timestamp": float}, or many points of one metric taken
+    # at one time: {"name": ..., "timestamp": ..., "values": [float, ...]}, which spans
+    # len(values) sequence numbers.
+    METRIC = "metric"
     ARTIFACT = "artifact"  # {"name": "model" | "model_part" | "output" | "log" | ..., "uri": str}
     PROCESS = "process"  # {"pid": int, "pgid": int, "command": [str, ...]}
     EXIT = "exit"  # {"outcome": HostOutcome, "exit_code": int | None, "failure_reason": str | None}
@@ -70,6 +76,16 @@ class HostOutcome(StrEnum):
     FAILED = "Failed"
     STOPPED = "Stopped"
     INTERNAL_ERROR = "InternalError"
+
+
+def event_span(kind: str, data: dict[str, Any]) -> int:
+    """How many sequence numbers an event takes: one, or one per line (per value) of a batch.
+
+    An event of ``n`` lines numbered ``seq`` stands for events ``seq`` … ``seq + n - 1``, one
+    per line, so a log line keeps its own sequence number whether it travelled alone or not.
+    """
+    items = data.get("lines") if kind == "log" else data.get("values") if kind == "metric" else None
+    return max(1, len(items)) if isinstance(items, list) else 1
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,7 @@
 """One connection per process for the Python SDK, held until the interpreter exits.
 
-Without a configured server the connection owns an embedded server, and the jobs it controls
+Without a configured or running server of the home the connection owns an embedded server
+(see :func:`trainops.client.connect`), and the jobs it controls
 cannot outlive it: at exit, jobs submitted here that are still running are asked to stop and
 waited for, so no host agent is left running without a control plane.
 """

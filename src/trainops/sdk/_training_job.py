@@ -7,16 +7,17 @@ it was submitted with) lives in private attributes, outside the spec.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from pydantic import PrivateAttr
 
-from trainops._errors import TrainopsError
+from trainops._errors import SpecError, TrainopsError
 from trainops._settings import Settings
 from trainops.client import Client, follow, format_log_line, format_transition, submit_job
 from trainops.sdk._session import session_for
-from trainops.spec import JobSpec
+from trainops.spec import ESTIMATOR_ARGUMENTS, JobSpec, sagemaker_hint
 
 __all__ = ["TrainingJob"]
 
@@ -27,11 +28,11 @@ class TrainingJob(JobSpec):
     Relative paths (``source_dir``, the entry point, local channel and output paths) are resolved
     against the current directory when ``fit()`` is called.
 
-    Without a configured server (``TRAINOPS_SERVER``), jobs run under an embedded server that
-    lives as long as this Python process: ``fit(wait=True)`` keeps it until the job ends, and a
-    job started with ``fit(wait=False)`` is stopped (and waited for) when the process exits, so it
-    cannot keep running afterwards. Start ``trainops server`` and set ``TRAINOPS_SERVER`` to
-    submit jobs that outlive the process.
+    Jobs go to ``TRAINOPS_SERVER`` when it is set, else to the home's running ``trainops server``
+    (found through its lock and ``server.json``), else to an embedded server that lives as long
+    as this Python process: ``fit(wait=True)`` keeps it until the job ends, and a job started
+    with ``fit(wait=False)`` is stopped (and waited for) when the process exits, so it cannot
+    keep running afterwards. Start ``trainops server`` to submit jobs that outlive the process.
     """
 
     _submitted_name: str | None = PrivateAttr(default=None)
@@ -42,21 +43,50 @@ class TrainingJob(JobSpec):
         """The name of the job submitted by the last ``fit()``; ``None`` before."""
         return self._submitted_name
 
-    def fit(self, wait: bool = True, logs: bool = True) -> dict[str, Any]:
+    def fit(
+        self,
+        inputs: str | Mapping[str, Any] | None = None,
+        wait: bool = True,
+        logs: bool | str = True,
+        job_name: str | None = None,
+        experiment_config: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
         """Submit the job; with ``wait``, follow it to its end (printing its log if ``logs``).
 
-        Returns the job's description: the final one when waiting, the first one otherwise.
+        The arguments are the SageMaker SDK's ``Estimator.fit``: ``inputs`` (a URI for the one
+        channel ``training``, or channel names mapped to URIs or :class:`Channel` objects) replaces the
+        job's inputs for this run, ``job_name`` its name; ``logs`` may also be the SDK's ``"All"``
+        or ``"None"``. Returns the job's description: the final one when waiting, the first one
+        otherwise.
         """
+        spec = self._for_run(inputs, job_name, experiment_config)
+        show = logs if isinstance(logs, bool) else logs != "None"
         settings = Settings.load()
         session = session_for(settings)
         self._run_settings = settings
         self._submitted_name = submit_job(
-            session.client, self, settings, base_dir=Path.cwd(), progress=logs
+            session.client, spec, settings, base_dir=Path.cwd(), progress=show
         )
         session.jobs.append(self._submitted_name)
         if not wait:
             return session.client.describe(self._submitted_name)
-        return self.wait(logs=logs)
+        return self.wait(logs=show)
+
+    def _for_run(
+        self,
+        inputs: str | Mapping[str, Any] | None,
+        job_name: str | None,
+        experiment_config: Mapping[str, Any] | None,
+    ) -> JobSpec:
+        if experiment_config is not None:
+            reason = sagemaker_hint(ESTIMATOR_ARGUMENTS, "experiment_config") or ""
+            raise SpecError([("experiment_config", reason)])
+        fields = dict(self)
+        if inputs is not None:
+            fields["inputs"] = inputs
+        if job_name is not None:
+            fields["job_name"] = job_name
+        return JobSpec(**fields)
 
     def wait(self, logs: bool = True) -> dict[str, Any]:
         """Follow the submitted job until it ends; returns its final description."""

@@ -2,14 +2,19 @@
 
 Every call carries the job's agent token; the reply to a report acknowledges the events stored
 and carries the agent's commands (stop). See docs/internals/agent-protocol.md.
+
+A report may carry tens of thousands of events: its body is parsed with ``json.loads`` and
+checked by hand (no model per event), off the event loop, and stored in one transaction.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel
+from starlette.concurrency import run_in_threadpool
 
 from trainops.control import JobController
 from trainops.protocol import AgentEvent
@@ -40,13 +45,40 @@ def agent_router(controller: JobController) -> APIRouter:
     ) -> dict[str, Any]:
         return controller.assignment(job, host, attempt, token_of(request)).to_json()
 
-    @router.post("/jobs/{job}/hosts/{host}/events")
-    def events(job: str, host: str, batch: EventBatch, request: Request) -> dict[str, Any]:
+    def report(job: str, host: str, token: str, body: bytes) -> dict[str, Any]:
+        attempt, parsed = parse_batch(body)
+        return controller.report(job, host, attempt, token, parsed).to_json()
+
+    @router.post(
+        "/jobs/{job}/hosts/{host}/events",
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": EventBatch.model_json_schema()}},
+            }
+        },
+    )
+    async def events(job: str, host: str, request: Request) -> dict[str, Any]:
         token = token_of(request)
-        try:
-            parsed = [AgentEvent.from_json(raw) for raw in batch.events]
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ApiError(400, "bad_request", f"malformed event: {exc}") from None
-        return controller.report(job, host, batch.attempt, token, parsed).to_json()
+        body = await request.body()
+        result: dict[str, Any] = await run_in_threadpool(report, job, host, token, body)
+        return result
 
     return router
+
+
+def parse_batch(body: bytes) -> tuple[int, list[AgentEvent]]:
+    """The attempt and events of an :class:`EventBatch` body; :class:`ApiError` 400 if bad."""
+    try:
+        raw = json.loads(body)
+    except ValueError as exc:
+        raise ApiError(400, "bad_request", f"the body is not JSON: {exc}") from None
+    if not isinstance(raw, dict):
+        raise ApiError(400, "bad_request", "the body must be an object with attempt and events")
+    attempt, events = raw.get("attempt"), raw.get("events")
+    if type(attempt) is not int or not isinstance(events, list):
+        raise ApiError(400, "bad_request", "attempt must be an integer and events a list")
+    try:
+        return attempt, [AgentEvent.from_json(event) for event in events]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ApiError(400, "bad_request", f"malformed event: {exc}") from None

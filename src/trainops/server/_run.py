@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import ipaddress
 import signal
 import socket
@@ -21,12 +22,13 @@ from types import FrameType, TracebackType
 import uvicorn
 
 from trainops._errors import ServerError, TrainopsError
+from trainops._home import home_token
 from trainops._settings import Settings
 from trainops._version import __version__
 from trainops.backends import Backend, LocalBackend
 from trainops.control import ControllerConfig, JobController
 from trainops.server._app import create_app
-from trainops.server._server_file import advertise, check_no_live_server, withdraw
+from trainops.server._server_file import HomeLock, advertise, withdraw
 from trainops.store import MetadataStore
 
 __all__ = ["EmbeddedServer", "serve"]
@@ -78,6 +80,9 @@ class EmbeddedServer:
     ) -> None:
         self.settings = settings
         self.url = ""
+        self.bind_url = ""
+        self.token: str | None = None
+        self._lock = HomeLock(settings)
         self._options = (backend, config, host, port)
         self._controller: JobController | None = None
         self._store: MetadataStore | None = None
@@ -109,9 +114,16 @@ class EmbeddedServer:
 
     def start(self) -> None:
         backend, config, host, port = self._options
-        check_no_live_server(self.settings)
-        self._sock = _listen(host, port)
-        self.url = _agent_url(host, self._sock.getsockname()[1])
+        # The lock comes first: a second server of the home must not even open its database.
+        self._lock.acquire()
+        try:
+            self.token = self.settings.token or home_token(self.settings.home, create=True)
+            self._sock = _listen(host, port)
+        except BaseException:
+            self._lock.release()
+            raise
+        bound_port = self._sock.getsockname()[1]
+        self.url, self.bind_url = _agent_url(host, bound_port), _url(host, bound_port)
         try:
             self._store = MetadataStore(self.settings.db_path)
             self._controller = JobController(
@@ -127,8 +139,9 @@ class EmbeddedServer:
 
     def _serve_http(self) -> None:
         assert self._controller is not None and self._sock is not None
+        guarded = dataclasses.replace(self.settings, token=self.token)
         config = uvicorn.Config(
-            create_app(self._controller, self.settings),
+            create_app(self._controller, guarded, bind_host=self._options[2]),
             log_config=None,
             log_level="warning",
             access_log=False,
@@ -164,6 +177,7 @@ class EmbeddedServer:
             self._store.close()
         if self._sock is not None:
             self._sock.close()
+        self._lock.release()
         self._controller = self._store = self._server = self._thread = self._sock = None
 
     def __repr__(self) -> str:
@@ -192,10 +206,7 @@ def serve(
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         with EmbeddedServer(settings, backend=backend, config=config, host=host, port=port) as srv:
-            print(
-                f"trainops {__version__} serving on {srv.url} (home {settings.home})",
-                file=sys.stderr,
-            )
+            print(_banner(srv), file=sys.stderr, flush=True)
             while srv.running and not stop.wait(0.5):
                 pass
     finally:
@@ -212,7 +223,7 @@ def _listen(host: str, port: int) -> socket.socket:
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
         sock.bind((host, port))
-        sock.listen(128)
+        sock.listen(1024)  # bursts of clients (hundreds of long-polls) must not overflow it
     except OSError as exc:
         sock.close()
         raise ServerError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
@@ -228,8 +239,27 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+def _banner(srv: EmbeddedServer) -> str:
+    """What ``trainops server`` says: where it listens and, if different, where agents reach it."""
+    where = srv.bind_url
+    if srv.url != srv.bind_url:
+        where += f" (all interfaces; local clients and agents use {srv.url})"
+    token = (
+        "the configured one (TRAINOPS_TOKEN or token: in config.yaml)"
+        if srv.settings.token
+        else f"in {srv.settings.home / 'token'}"
+    )
+    return (
+        f"trainops {__version__} serving on {where} (home {srv.settings.home}; API token {token})"
+    )
+
+
 def _agent_url(host: str, port: int) -> str:
     """The URL local agents use: a wildcard bind is reached through loopback."""
     if host in ("0.0.0.0", "::", ""):  # noqa: S104 (comparing, not binding)
         host = "127.0.0.1"
+    return _url(host, port)
+
+
+def _url(host: str, port: int) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"

@@ -11,11 +11,13 @@ from typing import Any
 
 from trainops._settings import Settings
 from trainops.catalog import load_catalog
+from trainops.server._redaction import Masker, mask_text, redact
 from trainops.store import ArtifactRecord, HostRecord, JobRecord, LogLine, MetadataStore
 
 __all__ = ["describe", "iso", "log_page", "metric_points", "redact", "summary"]
 
-_SECRET_MARKERS = ("SECRET", "TOKEN", "PASSWORD", "CREDENTIAL", "KEY")
+PAGE_CHARS = 8 * 1024 * 1024  # characters of log lines in one page of GET .../logs
+
 _JOB_LEVEL_ARTIFACTS = ("model", "output")
 _PART_ARTIFACTS = ("model_part", "output_part")
 
@@ -24,11 +26,6 @@ def iso(ts: float | None) -> str | None:
     if ts is None:
         return None
     return datetime.fromtimestamp(ts, tz=UTC).isoformat(timespec="milliseconds")
-
-
-def redact(env: dict[str, str]) -> dict[str, str]:
-    """Environment values whose names look like credentials become ``***``."""
-    return {k: "***" if any(m in k.upper() for m in _SECRET_MARKERS) else v for k, v in env.items()}
 
 
 def summary(job: JobRecord) -> dict[str, Any]:
@@ -41,7 +38,7 @@ def summary(job: JobRecord) -> dict[str, Any]:
         "LastModifiedTime": iso(job.last_modified_time),
         "InstanceType": job.spec["instance_type"],
         "InstanceCount": job.spec["instance_count"],
-        "FailureReason": job.failure_reason,
+        "FailureReason": _masked(job.failure_reason),
     }
 
 
@@ -55,7 +52,7 @@ def describe(
         "TrainingJobName": job.name,
         "TrainingJobStatus": job.status,
         "SecondaryStatus": job.secondary_status,
-        "FailureReason": job.failure_reason,
+        "FailureReason": _masked(job.failure_reason),
         "CreationTime": iso(job.creation_time),
         "TrainingStartTime": iso(job.training_start_time),
         "TrainingEndTime": iso(job.training_end_time),
@@ -84,7 +81,7 @@ def _spec_sections(spec: dict[str, Any], settings: Settings) -> dict[str, Any]:
     checkpoint = spec.get("checkpoint")
     stopping = spec["stopping_condition"]
     return {
-        "HyperParameters": {k: _hp(v) for k, v in spec["hyperparameters"].items()},
+        "HyperParameters": redact({k: _hp(v) for k, v in spec["hyperparameters"].items()}),
         "AlgorithmSpecification": {
             "EntryPoint": spec["entry_point"],
             "MetricDefinitions": [
@@ -97,10 +94,10 @@ def _spec_sections(spec: dict[str, Any], settings: Settings) -> dict[str, Any]:
         },
         "InputDataConfig": [_channel(name, ch) for name, ch in spec["inputs"].items()],
         "OutputDataConfig": {
-            "S3OutputPath": spec.get("output_path") or settings.default_output_uri
+            "S3OutputPath": mask_text(spec.get("output_path") or settings.default_output_uri)
         },
         "CheckpointConfig": (
-            {"S3Uri": checkpoint["uri"], "LocalPath": checkpoint["local_path"]}
+            {"S3Uri": mask_text(checkpoint["uri"]), "LocalPath": checkpoint["local_path"]}
             if checkpoint
             else None
         ),
@@ -121,7 +118,7 @@ def _hp(value: Any) -> str:
 def _channel(name: str, channel: dict[str, Any]) -> dict[str, Any]:
     return {
         "ChannelName": name,
-        "Uri": channel["uri"],
+        "Uri": mask_text(channel["uri"]),
         "ContentType": channel.get("content_type"),
         "Distribution": channel["distribution"],
         "ShuffleSeed": channel.get("shuffle_seed"),
@@ -174,7 +171,19 @@ def _host(host: HostRecord) -> dict[str, Any]:
     }
 
 
+def _masked(text: str | None) -> str | None:
+    return None if text is None else mask_text(text)
+
+
 def log_page(lines: list[LogLine], after: int, job: JobRecord) -> dict[str, Any]:
+    """A page of log lines, masked by the rule of _redaction.py (with the job's secret values).
+
+    A page holds at most :data:`PAGE_CHARS` characters of lines (always at least one line), so
+    10,000 lines of up to 1 MiB each never make a gigabyte answer; ``next`` says where the
+    following page starts.
+    """
+    mask = Masker.for_environment(job.spec.get("environment") or {})
+    lines = _within_page(lines)
     return {
         "lines": [
             {
@@ -182,7 +191,7 @@ def log_page(lines: list[LogLine], after: int, job: JobRecord) -> dict[str, Any]
                 "host": ln.host,
                 "stream": ln.stream,
                 "timestamp": iso(ln.ts),
-                "line": ln.line,
+                "line": mask(ln.line),
             }
             for ln in lines
         ],
@@ -190,6 +199,15 @@ def log_page(lines: list[LogLine], after: int, job: JobRecord) -> dict[str, Any]
         "TrainingJobStatus": job.status,
         "SecondaryStatus": job.secondary_status,
     }
+
+
+def _within_page(lines: list[LogLine]) -> list[LogLine]:
+    total = 0
+    for index, line in enumerate(lines):
+        total += len(line.line)
+        if total > PAGE_CHARS and index > 0:
+            return lines[:index]
+    return lines
 
 
 def metric_points(store: MetadataStore, job: str, name: str | None) -> dict[str, Any]:

@@ -13,23 +13,31 @@ from trainops.spec._job import (
     MetricDefinition,
     RetryStrategy,
     StoppingCondition,
+    is_channel_name,
 )
 from trainops.spec._load import load_spec, parse_spec, resolve_paths
-from trainops.spec._names import check_job_name, make_job_name
+from trainops.spec._names import JobNamer, base_job_name, check_job_name, make_job_name
+from trainops.spec._sagemaker import CHANNEL_ARGUMENTS, ESTIMATOR_ARGUMENTS, sagemaker_hint
 
 __all__ = [
+    "CHANNEL_ARGUMENTS",
+    "ESTIMATOR_ARGUMENTS",
     "RESERVED_HYPERPARAMETERS",
     "Channel",
     "CheckpointConfig",
     "Distribution",
     "InputMode",
+    "JobNamer",
     "JobSpec",
     "MetricDefinition",
     "RetryStrategy",
     "StoppingCondition",
+    "base_job_name",
     "check_job_name",
+    "is_channel_name",
     "load_spec",
     "make_job_name",
     "parse_spec",
     "resolve_paths",
+    "sagemaker_hint",
 ]

@@ -7,11 +7,12 @@ Python API gets the same message as a user of a YAML file.
 from __future__ import annotations
 
 import difflib
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from trainops._errors import SpecError
+from trainops.spec._sagemaker import sagemaker_hint
 
 __all__ = ["SpecModel", "problems_from"]
 
@@ -20,6 +21,8 @@ class SpecModel(BaseModel):
     """Frozen, extra-forbidding model that raises :class:`SpecError` on bad input."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+    # SageMaker SDK arguments a porting user may write here, with what to do instead.
+    sdk_arguments: ClassVar[dict[str, str]] = {}
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -54,28 +57,33 @@ def _clean(msg: str) -> str:
 
 
 def _unknown_field(model: type[BaseModel], loc: list[str]) -> str:
-    fields = _fields_at(model, loc[:-1])
-    if not fields:
+    found = _model_at(model, loc[:-1])
+    if found is None:
         return "unknown field"
+    if issubclass(found, SpecModel):
+        hint = sagemaker_hint(found.sdk_arguments, loc[-1])
+        if hint is not None:
+            return hint
+    fields = list(found.model_fields)
     close = difflib.get_close_matches(loc[-1], fields, n=1)
     hint = f"did you mean '{close[0]}'? " if close else ""
     return f"unknown field; {hint}known fields: {', '.join(sorted(fields))}"
 
 
-def _fields_at(model: type[BaseModel], path: list[str]) -> list[str]:
-    """The field names of the model reached by following ``path`` (dict keys, list indexes skipped)."""
+def _model_at(model: type[BaseModel], path: list[str]) -> type[BaseModel] | None:
+    """The model reached by following ``path`` (dict keys, list indexes skipped)."""
     current: type[BaseModel] | None = model
     parts = iter(path)
     for part in parts:
         if current is None:
-            return []
+            return None
         field = current.model_fields.get(part)
         if field is None:
-            return []
+            return None
         if getattr(field.annotation, "__origin__", None) in (dict, list):
             next(parts, None)
         current = _model_in(field.annotation)
-    return list(current.model_fields) if current is not None else []
+    return current
 
 
 def _model_in(annotation: Any) -> type[BaseModel] | None:

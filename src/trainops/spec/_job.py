@@ -9,16 +9,19 @@ otherwise (``stopping_condition``, ``retry_strategy``, ``checkpoint``).
 from __future__ import annotations
 
 import json
+import os
 import re
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field, field_validator
+from pydantic import AfterValidator, Field, field_validator
 
 from trainops.catalog import InstanceType, load_catalog
 from trainops.protocol import RESERVED_HYPERPARAMETERS
+from trainops.spec._argsize import argument_text, check_argument_size
 from trainops.spec._base import SpecModel
+from trainops.spec._sagemaker import CHANNEL_ARGUMENTS, ESTIMATOR_ARGUMENTS
 
 __all__ = [
     "RESERVED_HYPERPARAMETERS",
@@ -30,16 +33,19 @@ __all__ = [
     "MetricDefinition",
     "RetryStrategy",
     "StoppingCondition",
+    "is_channel_name",
 ]
 
 CHANNEL_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 JOB_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 MAX_HYPERPARAMETERS = 100
+MAX_HYPERPARAMETER_LENGTH = 2500
 MAX_CHANNELS = 20
 MAX_METRICS = 40
 MAX_ENVIRONMENT = 100
 MAX_RUNTIME_LIMIT = 28 * 24 * 3600
+DEFAULT_CHANNEL = "training"  # the SDK's name for a single input given as one URI
 
 _DISTRIBUTION_ALIASES = {
     "fullyreplicated": "FullyReplicated",
@@ -65,6 +71,8 @@ class InputMode(StrEnum):
 
 class Channel(SpecModel):
     """One input channel: objects under ``uri`` appear in ``input/data/<channel>``."""
+
+    sdk_arguments = CHANNEL_ARGUMENTS
 
     uri: str = Field(description="s3://, file:// or a local path (made absolute on submit)")
     content_type: str | None = Field(default=None, description="MIME type recorded for the script")
@@ -163,14 +171,42 @@ class RetryStrategy(SpecModel):
     maximum_retry_attempts: int = Field(default=0, ge=0, le=30)
 
 
+def _check_hyperparameter_value(value: Any) -> Any:
+    if value is None:
+        raise ValueError("has no value")
+    try:
+        # allow_nan=False: JSON has no Infinity or NaN; they would arrive as null.
+        encoded = value if isinstance(value, str) else json.dumps(value, allow_nan=False)
+    except ValueError:
+        raise ValueError(
+            "contains inf or nan, which JSON cannot carry (write it as a string, e.g. 'inf')"
+        ) from None
+    except TypeError:
+        raise ValueError("value must be a string, number, boolean, list or mapping") from None
+    if not _passable(argument_text(value)):  # its SM_* variables are ASCII-only JSON
+        raise ValueError(
+            "contains a NUL character or unpaired surrogate, which no process argument can hold"
+        )
+    if len(encoded) > MAX_HYPERPARAMETER_LENGTH:
+        raise ValueError(
+            f"value is {len(encoded)} characters encoded; at most {MAX_HYPERPARAMETER_LENGTH}"
+        )
+    return value
+
+
+HyperparameterValue = Annotated[Any, AfterValidator(_check_hyperparameter_value)]
+
+
 class JobSpec(SpecModel):
     """A complete training-job declaration (the YAML file and ``TrainingJob`` share it)."""
+
+    sdk_arguments = ESTIMATOR_ARGUMENTS
 
     entry_point: str = Field(min_length=1)
     source_dir: str | None = None
     job_name: str | None = None
     base_job_name: str | None = None
-    hyperparameters: dict[str, Any] = Field(default_factory=dict)
+    hyperparameters: dict[str, HyperparameterValue] = Field(default_factory=dict)
     instance_type: str = "ml.m5.large"
     instance_count: int = Field(default=1, ge=1, le=64)
     environment: dict[str, str] = Field(default_factory=dict)
@@ -211,8 +247,9 @@ class JobSpec(SpecModel):
     def _hyperparameters(cls, value: dict[str, Any]) -> dict[str, Any]:
         if len(value) > MAX_HYPERPARAMETERS:
             raise ValueError(f"{len(value)} hyperparameters; at most {MAX_HYPERPARAMETERS}")
-        for key, item in value.items():
-            _check_hyperparameter(key, item)
+        for key in value:
+            _check_hyperparameter_name(key)
+        check_argument_size(value)
         return value
 
     @field_validator("environment")
@@ -227,7 +264,14 @@ class JobSpec(SpecModel):
                 raise ValueError(f"{key!r}: the TRAINOPS_ prefix is reserved")
             if len(item) > 512:
                 raise ValueError(f"{key!r}: value longer than 512 characters")
+            if not _passable(item):
+                raise ValueError(f"{key!r}: value contains a NUL character or unpaired surrogate")
         return value
+
+    @field_validator("inputs", mode="before")
+    @classmethod
+    def _plain_uris(cls, value: Any) -> Any:
+        return channels_from_sdk(value)
 
     @field_validator("inputs")
     @classmethod
@@ -235,9 +279,10 @@ class JobSpec(SpecModel):
         if len(value) > MAX_CHANNELS:
             raise ValueError(f"{len(value)} channels; at most {MAX_CHANNELS}")
         for name in value:
-            if not CHANNEL_NAME.match(name) or len(name) > 64:
+            if not is_channel_name(name):
                 raise ValueError(
-                    f"channel name {name!r} must match [A-Za-z0-9._-]+ and be at most 64 characters"
+                    f"channel name {name!r} must match [A-Za-z0-9._-]+, be at most 64 characters "
+                    "and not be '.' or '..' (it names a directory under input/data/)"
                 )
         return value
 
@@ -263,6 +308,27 @@ class JobSpec(SpecModel):
         return load_catalog().get(self.instance_type)
 
 
+def is_channel_name(name: str) -> bool:
+    """SageMaker's rule (``[A-Za-z0-9._-]+``, at most 64) and a safe directory name: not ``.``/``..``."""
+    return bool(CHANNEL_NAME.match(name)) and len(name) <= 64 and name not in (".", "..")
+
+
+def channels_from_sdk(value: Any) -> Any:
+    """The SDK's ``fit(inputs=...)`` shapes as channel mappings.
+
+    A plain URI string for a channel is a File-mode channel (``{"train": "s3://b/x/"}``), and a
+    single URI for all inputs is the channel ``training``, as ``Estimator.fit("s3://...")`` does.
+    """
+    if isinstance(value, str | os.PathLike):
+        return {DEFAULT_CHANNEL: {"uri": os.fspath(value)}}
+    if isinstance(value, dict):
+        return {
+            k: {"uri": os.fspath(v)} if isinstance(v, str | os.PathLike) else v
+            for k, v in value.items()
+        }
+    return value
+
+
 def _check_uri(value: str) -> str:
     if not value.strip():
         raise ValueError("must not be empty")
@@ -274,18 +340,22 @@ def _check_uri(value: str) -> str:
     return value
 
 
-def _check_hyperparameter(key: str, value: Any) -> None:
+def _passable(text: str) -> bool:
+    """Whether ``text`` can be part of a process's arguments or environment."""
+    if "\0" in text:
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _check_hyperparameter_name(key: str) -> None:
     if not key or len(key) > 256:
         raise ValueError(f"name {key!r} must be 1-256 characters")
+    if "=" in key or not _passable(key):
+        # The name becomes the variable SM_HP_<NAME>: '=' would end the name, NUL the string.
+        raise ValueError(f"name {key!r} must not contain '=', NUL or unpaired surrogates")
     if key in RESERVED_HYPERPARAMETERS:
         raise ValueError(f"{key!r} is reserved: trainops sets it from the job spec")
-    if value is None:
-        raise ValueError(f"{key!r} has no value")
-    try:
-        encoded = value if isinstance(value, str) else json.dumps(value)
-    except (TypeError, ValueError):
-        raise ValueError(
-            f"{key!r}: value must be a string, number, boolean, list or mapping"
-        ) from None
-    if len(encoded) > 2500:
-        raise ValueError(f"{key!r}: value is {len(encoded)} characters encoded; at most 2500")

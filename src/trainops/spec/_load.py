@@ -12,6 +12,7 @@ import yaml
 
 from trainops._errors import SpecError
 from trainops.spec._job import JobSpec
+from trainops.spec._yaml import RefusedYAML, load_yaml
 
 __all__ = ["load_spec", "parse_spec", "resolve_paths"]
 
@@ -30,14 +31,17 @@ def load_spec(path: str | Path) -> JobSpec:
 def parse_spec(text: str, source: str | None = None) -> JobSpec:
     """Validate YAML ``text``; problems carry the line of the field they are about."""
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        node, data = load_yaml(text)
+    except RefusedYAML as exc:
+        if exc.path and exc.problem_mark is not None:
+            field = f"{exc.path} (line {exc.problem_mark.line + 1})"
+            raise SpecError([(field, str(exc.problem))], source) from None
+        raise SpecError([("", f"{_where(exc)}{exc.problem}")], source) from None
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        raise SpecError(
-            [("", f"{where}not valid YAML ({getattr(exc, 'problem', exc)})")], source
-        ) from None
+        problem = getattr(exc, "problem", exc)
+        raise SpecError([("", f"{_where(exc)}not valid YAML ({problem})")], source) from None
+    except RecursionError:
+        raise SpecError([("", "not valid YAML (nested too deeply)")], source) from None
     if not isinstance(data, dict):
         raise SpecError(
             [("", "the spec must be a mapping of fields, e.g. 'entry_point: train.py'")], source
@@ -47,6 +51,11 @@ def parse_spec(text: str, source: str | None = None) -> JobSpec:
         return JobSpec(**data)
     except SpecError as exc:
         raise SpecError([(_with_line(p, lines), r) for p, r in exc.problems], source) from None
+
+
+def _where(exc: yaml.YAMLError) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    return f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
 
 
 def resolve_paths(spec: JobSpec, base_dir: Path, source: str | None = None) -> JobSpec:

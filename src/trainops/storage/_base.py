@@ -55,6 +55,16 @@ class ObjectStore(ABC):
 
     scheme: ClassVar[str]
 
+    def child_env(self) -> dict[str, str]:
+        """Environment variables a child process needs to build the same store (credentials
+        included: pass them to the child's environment only, never to a log)."""
+        return {}
+
+    @property
+    def workers(self) -> int:
+        """How many objects a many-object transfer moves at once by default."""
+        return 8
+
     def list_objects(self, prefix: str) -> list[ObjectInfo]:
         """Every object under ``prefix`` (recursively), sorted by key.
 
@@ -69,7 +79,7 @@ class ObjectStore(ABC):
         dest.parent.mkdir(parents=True, exist_ok=True)
         tmp = dest.with_name(f".{dest.name}.{uuid.uuid4().hex[:8]}.part")
         try:
-            self._download(uri, tmp)
+            self._download(uri, tmp, expected_size)
             size = tmp.stat().st_size
             if expected_size is not None and size != expected_size:
                 raise StorageError(f"{uri}: downloaded {size} bytes, expected {expected_size}")
@@ -77,19 +87,26 @@ class ObjectStore(ABC):
         finally:
             tmp.unlink(missing_ok=True)
 
-    def upload(self, src: Path, uri: str, on_bytes: ByteCallback | None = None) -> None:
+    def upload(
+        self,
+        src: Path,
+        uri: str,
+        on_bytes: ByteCallback | None = None,
+        *,
+        verify: Callable[[], None] | None = None,
+    ) -> None:
         """Copy the local file ``src`` to ``uri``; readers see the old object or the new one.
 
         ``on_bytes`` (optional) hears how many bytes were sent as the upload goes, so a progress
-        bar can move during one big file.
+        bar can move during one big file. ``verify`` (optional) is called once every byte of
+        ``src`` has been read and before the object becomes visible; if it raises, the upload is
+        abandoned and nothing new is visible (a caller uses it to refuse a file that changed
+        while it was being read).
         """
         self._check(uri)
         if not src.is_file():
             raise StorageError(f"{src}: not a file, cannot upload")
-        if on_bytes is None:
-            self._upload(src, uri)
-        else:
-            self._upload_reporting(src, uri, on_bytes)
+        self._upload(src, uri, on_bytes, verify)
 
     def put_bytes(self, uri: str, data: bytes) -> None:
         self._check(uri)
@@ -98,6 +115,15 @@ class ObjectStore(ABC):
     def get_bytes(self, uri: str) -> bytes:
         self._check(uri)
         return self._get_bytes(uri)
+
+    def get_range(self, uri: str, start: int, end: int) -> bytes:
+        """Bytes ``start`` up to (not including) ``end`` of the object, cut at its end."""
+        self._check(uri)
+        if start < 0 or end < start:
+            raise StorageError(f"{uri}: bad byte range {start}-{end}")
+        if end == start:
+            return b""
+        return self._get_range(uri, start, end)
 
     def delete(self, uri: str) -> None:
         """Remove the object at ``uri``; a missing object is not an error."""
@@ -115,26 +141,30 @@ class ObjectStore(ABC):
         if not rest.strip("/"):
             raise StorageError(f"{uri!r}: empty path")
 
-    def _upload_reporting(self, src: Path, uri: str, on_bytes: ByteCallback) -> None:
-        """Stores that can report bytes while sending override this; others report once at the end."""
-        size = src.stat().st_size
-        self._upload(src, uri)
-        on_bytes(size)
-
     @abstractmethod
     def _list(self, prefix: str) -> list[ObjectInfo]: ...
 
     @abstractmethod
-    def _download(self, uri: str, dest: Path) -> None: ...
+    def _download(self, uri: str, dest: Path, size: int | None = None) -> None:
+        """Write the object to ``dest``; ``size`` is the listed size when the caller knows it."""
 
     @abstractmethod
-    def _upload(self, src: Path, uri: str) -> None: ...
+    def _upload(
+        self,
+        src: Path,
+        uri: str,
+        on_bytes: ByteCallback | None,
+        verify: Callable[[], None] | None,
+    ) -> None: ...
 
     @abstractmethod
     def _put_bytes(self, uri: str, data: bytes) -> None: ...
 
     @abstractmethod
     def _get_bytes(self, uri: str) -> bytes: ...
+
+    @abstractmethod
+    def _get_range(self, uri: str, start: int, end: int) -> bytes: ...
 
     @abstractmethod
     def _delete(self, uri: str) -> None: ...

@@ -14,7 +14,7 @@ __all__ = ["STORES", "store_for"]
 
 STORES: dict[str, Callable[[Settings], ObjectStore]] = {
     "file": lambda _settings: FileStore(),
-    "s3": lambda settings: S3Store(settings.s3),
+    "s3": lambda settings: S3Store(settings.s3, settings.transfer),
 }
 
 

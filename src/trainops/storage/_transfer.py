@@ -1,4 +1,8 @@
-"""Parallel transfers between a prefix and a local directory, with progress callbacks."""
+"""Parallel transfers between a prefix and a local directory, with progress callbacks.
+
+``workers`` defaults to the store's own figure (``transfer.concurrency`` for s3://), so a
+many-small-object transfer keeps that many requests in flight.
+"""
 
 from __future__ import annotations
 
@@ -33,7 +37,7 @@ def download_objects(
     objects: Iterable[ObjectInfo],
     dest_dir: Path,
     *,
-    workers: int = 8,
+    workers: int | None = None,
     on_progress: ProgressCallback | None = None,
 ) -> Progress:
     """Download ``objects`` into ``dest_dir`` keeping their keys as relative paths."""
@@ -51,7 +55,7 @@ def download_objects(
             if on_progress is not None:
                 on_progress(progress)
 
-    _run_all(fetch, items, workers)
+    _run_all(fetch, items, store.workers if workers is None else workers)
     return progress
 
 
@@ -60,7 +64,7 @@ def upload_tree(
     local_dir: Path,
     prefix: str,
     *,
-    workers: int = 8,
+    workers: int | None = None,
     on_progress: ProgressCallback | None = None,
 ) -> list[str]:
     """Upload every file under ``local_dir`` to ``prefix/<relative path>``; returns the URIs."""
@@ -79,7 +83,7 @@ def upload_tree(
             if on_progress is not None:
                 on_progress(progress)
 
-    _run_all(send, files, workers)
+    _run_all(send, files, store.workers if workers is None else workers)
     return sorted(uris)
 
 
@@ -87,8 +91,13 @@ def _run_all(action: Callable[..., None], items: list, workers: int) -> None:  #
     if not items:
         return
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(items)))) as pool:
-        for future in [pool.submit(action, item) for item in items]:
-            future.result()
+        futures = [pool.submit(action, item) for item in items]
+        try:
+            for future in futures:
+                future.result()
+        finally:
+            for future in futures:
+                future.cancel()  # one failed: do not start the rest
 
 
 def _check_key(key: str, dest_dir: Path) -> None:

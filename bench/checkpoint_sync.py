@@ -1,0 +1,329 @@
+"""Checkpoint sync: how fast a finished checkpoint becomes visible, and what it costs the script.
+
+A synthetic training script (a separate process, as under an agent) runs ``--steps`` steps of a
+numpy matmul sized to about 12 ms each and, every ``--every`` steps, writes a ``--ckpt-mb`` MB
+checkpoint into its checkpoint directory (written in 8 MB pieces, then closed). It records every
+step's compute time (the checkpoint write itself is not part of a step) and the moment each
+checkpoint was closed.
+
+Two modes, interleaved per round (off, on / on, off):
+
+- off: nothing watches the directory
+- on:  a ``DirectorySync`` mirrors it to the store (the agent's background uploader process),
+       reporting when each file became visible under its final name
+
+Figures, for file:// and for s3:// (a loopback SeaweedFS started by the script): step time
+p50/p99 with sync on over off (target: p99 ratio ≤ 1.2), and upload lag (close → visible under
+the final name) median and p95.
+
+    python bench/checkpoint_sync.py [--rounds 3] [--steps 400] [--every 100] [--schemes file,s3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from _storage_bench import BENCH, header, seaweed, update_section, write_json
+
+TARGET_P99_RATIO = 1.2
+SECTION = "checkpoint_sync"
+MB = 1_000_000
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=400)
+    parser.add_argument("--every", type=int, default=100, help="steps between checkpoints")
+    parser.add_argument("--ckpt-mb", type=int, default=200)
+    parser.add_argument("--step-ms", type=float, default=12.0)
+    parser.add_argument("--schemes", default="file,s3")
+    parser.add_argument("--out", type=Path, default=BENCH / "results" / "checkpoint_sync.json")
+    parser.add_argument("--readme", type=Path, default=BENCH / "README.md")
+    parser.add_argument(
+        "--threads", type=int, default=0, help="BLAS threads of the script (default: all cores)"
+    )
+    parser.add_argument(
+        "--server-nice",
+        type=int,
+        default=0,
+        help="renice SeaweedFS (a stand-in for a remote S3 whose CPU is not the host's)",
+    )
+    parser.add_argument("--nice", type=int, default=10, help="the uploader's nice increment")
+    parser.add_argument("--matrix-n", type=int, default=0, help="matmul size (default: calibrate)")
+    parser.add_argument("--script", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--calibrate-only", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    args.schemes = [s for s in args.schemes.split(",") if s]
+    if not set(args.schemes) <= {"file", "s3"}:
+        parser.error("--schemes: file, s3")
+    return args
+
+
+# The training script ---------------------------------------------------------------------------
+
+
+def script(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    ckpt_dir = args.script
+    n = args.matrix_n or _calibrate(np, args.step_ms / 1000)
+    if args.calibrate_only:
+        print(json.dumps({"n": n}))
+        return 0
+    rng = np.random.default_rng(0)
+    a, b = rng.random((n, n), dtype=np.float32), rng.random((n, n), dtype=np.float32)
+    payload = np.random.default_rng(1).bytes(8 * MB)
+    steps, closes = [], []
+    for step in range(1, args.steps + 1):
+        start = time.perf_counter()
+        a @ b
+        steps.append(time.perf_counter() - start)
+        if step % args.every == 0:
+            name = f"ckpt-{step:06d}.pt"
+            with (ckpt_dir / name).open("wb") as out:
+                for _ in range(args.ckpt_mb // 8):
+                    out.write(payload)
+            closes.append({"name": name, "closed": time.time()})
+    print(json.dumps({"n": n, "steps_s": steps, "closes": closes}))
+    return 0
+
+
+def _calibrate(np: Any, target: float) -> int:
+    """The matrix size whose product takes about ``target`` seconds here.
+
+    Timed at n = 1024 (best of 9: other load on the machine only slows a run), scaled by the
+    cube root; small sizes are not timed, BLAS thread hand-offs dominate them under load.
+    """
+    a = np.ones((1024, 1024), dtype=np.float32)
+    a @ a
+    times = []
+    for _ in range(9):
+        start = time.perf_counter()
+        a @ a
+        times.append(time.perf_counter() - start)
+    return max(64, round(1024 * (target / min(times)) ** (1 / 3) / 32) * 32)
+
+
+# The harness -----------------------------------------------------------------------------------
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace, workdir: Path) -> None:
+        self.args = args
+        self.workdir = workdir
+        self.samples: dict[str, list[dict[str, Any]]] = {}
+
+    server_pid: int | None = None  # the SeaweedFS process, whose CPU is reported beside ours
+
+    def run_once(self, scheme: str, root: str, settings: Any, sync_on: bool, run: int) -> None:
+        from trainops.agent import DirectorySync
+        from trainops.storage import join_uri, store_for
+
+        local = self.workdir / f"ckpt-{scheme}-{run}-{int(sync_on)}"
+        local.mkdir(parents=True)
+        prefix = join_uri(root, f"run-{run}-{int(sync_on)}")
+        visible: dict[str, float] = {}
+        errors: list[str] = []
+        sync = None
+        if sync_on:
+            sync = DirectorySync(
+                local,
+                prefix,
+                store_for(prefix, settings),
+                propagate_deletes=True,
+                on_error=errors.append,
+                on_uploaded=lambda rel: visible.setdefault(rel, time.time()),
+                nice=self.args.nice,
+            )
+            sync.start()
+        server_cpu = _process_tree_cpu(self.server_pid)
+        argv = [sys.executable, str(Path(__file__).resolve()), "--script", str(local)]
+        argv += ["--steps", str(self.args.steps), "--every", str(self.args.every)]
+        argv += ["--ckpt-mb", str(self.args.ckpt_mb), "--matrix-n", str(self.args.matrix_n)]
+        done = subprocess.run(
+            argv, capture_output=True, text=True, check=True, env=_script_env(self.args)
+        )
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+        cpu_before = _children_cpu()  # the script is reaped; the uploader is not yet
+        if sync is not None:
+            names = {c["name"] for c in result["closes"]}
+            deadline = time.monotonic() + 300
+            while not names <= set(visible) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            sync.stop()
+            uploader_cpu = _children_cpu() - cpu_before
+            if errors or not names <= set(visible):
+                raise SystemExit(f"sync failed: {errors or 'not every checkpoint was uploaded'}")
+        server_cpu = _process_tree_cpu(self.server_pid) - server_cpu
+        shutil.rmtree(local)
+        steps = sorted(result["steps_s"])
+        sample = {
+            "step_p50_ms": 1000 * statistics.median(steps),
+            "step_p99_ms": 1000 * _percentile(steps, 0.99),
+            "matrix_n": result["n"],
+            "server_cpu_s_per_ckpt": server_cpu / len(result["closes"]),
+        }
+        if sync_on:
+            lags = sorted(visible[c["name"]] - c["closed"] for c in result["closes"])
+            sample["lags_s"] = lags
+            sample["uploader_cpu_s_per_ckpt"] = uploader_cpu / len(lags)
+        key = f"{scheme}/{'on' if sync_on else 'off'}"
+        self.samples.setdefault(key, []).append(sample)
+        lag = f"lag median {statistics.median(sample['lags_s']):.2f} s" if sync_on else ""
+        print(
+            f"round {run + 1} {scheme:<4} sync {'on ' if sync_on else 'off'} "
+            f"p50 {sample['step_p50_ms']:6.1f} ms  p99 {sample['step_p99_ms']:6.1f} ms  {lag}",
+            flush=True,
+        )
+
+    def run_scheme(self, scheme: str, root: str, settings: Any) -> None:
+        for run in range(self.args.rounds):
+            order = (False, True) if run % 2 == 0 else (True, False)
+            for sync_on in order:
+                self.run_once(scheme, root, settings, sync_on, run)
+
+
+def _script_env(args: argparse.Namespace) -> dict[str, str]:
+    threads = str(args.threads or len(os.sched_getaffinity(0)))
+    return {**os.environ, "OMP_NUM_THREADS": threads, "OPENBLAS_NUM_THREADS": threads}
+
+
+def _process_tree_cpu(pid: int | None) -> float:
+    if pid is None:
+        return 0.0
+    import psutil
+
+    root = psutil.Process(pid)
+    total = 0.0
+    for proc in [root, *root.children(recursive=True)]:
+        times = proc.cpu_times()
+        total += times.user + times.system
+    return total
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _percentile(ordered: list[float], q: float) -> float:
+    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def build_result(bench: Bench, args: argparse.Namespace) -> dict[str, Any]:
+    figures: dict[str, Any] = {}
+    for scheme in args.schemes:
+        off, on = bench.samples[f"{scheme}/off"], bench.samples[f"{scheme}/on"]
+        lags = sorted(lag for s in on for lag in s["lags_s"])
+        p50 = {
+            m: statistics.median(s["step_p50_ms"] for s in runs)
+            for m, runs in (("off", off), ("on", on))
+        }
+        p99 = {
+            m: statistics.median(s["step_p99_ms"] for s in runs)
+            for m, runs in (("off", off), ("on", on))
+        }
+        figures[scheme] = {
+            "step_p50_ms": p50,
+            "step_p99_ms": p99,
+            "p50_ratio": p50["on"] / p50["off"],
+            "p99_ratio": p99["on"] / p99["off"],
+            "lag_median_s": statistics.median(lags),
+            "lag_p95_s": _percentile(lags, 0.95),
+            "checkpoints": len(lags),
+            "uploader_cpu_s_per_ckpt": statistics.median(s["uploader_cpu_s_per_ckpt"] for s in on),
+            "server_cpu_s_per_ckpt": {
+                mode: statistics.median(s["server_cpu_s_per_ckpt"] for s in runs)
+                for mode, runs in (("off", off), ("on", on))
+            },
+        }
+        figures[scheme]["target_met"] = figures[scheme]["p99_ratio"] <= TARGET_P99_RATIO
+    skip = ("out", "readme", "script")
+    return {
+        **header(SECTION, {k: v for k, v in vars(args).items() if k not in skip}),
+        "samples": bench.samples,
+        "figures": figures,
+        "target_p99_ratio": TARGET_P99_RATIO,
+    }
+
+
+def render_table(result: dict[str, Any]) -> str:
+    rows = [
+        "| store | step p50 off / on (ms) | step p99 off / on (ms) | p99 on / off (target ≤ 1.2) | upload lag median / p95 (s) | uploader CPU per checkpoint (s) | SeaweedFS CPU per checkpoint, on (s) |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for scheme, f in result["figures"].items():
+        rows.append(
+            f"| {scheme}:// | {f['step_p50_ms']['off']:.1f} / {f['step_p50_ms']['on']:.1f} | "
+            f"{f['step_p99_ms']['off']:.1f} / {f['step_p99_ms']['on']:.1f} | {f['p99_ratio']:.2f} | "
+            f"{f['lag_median_s']:.2f} / {f['lag_p95_s']:.2f} | {f['uploader_cpu_s_per_ckpt']:.2f} | "
+            f"{f['server_cpu_s_per_ckpt']['on']:.2f} |"
+        )
+    mach, args = result["machine"], result["args"]
+    rows.append("")
+    rows.append(
+        f"Measured {result['date']} on {mach['cpu_model']}, {mach['usable_cores']} usable cores; "
+        f"{args['steps']} steps of ~{args['step_ms']:.0f} ms ({args['matrix_n']}² float32 matmul), a {args['ckpt_mb']} MB checkpoint "
+        f"every {args['every']} steps; median of {args['rounds']} interleaved rounds per mode. "
+        "Raw samples: [results/checkpoint_sync.json](results/checkpoint_sync.json)."
+    )
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.script:
+        return script(args)
+    from trainops._settings import Settings
+
+    workdir = Path(tempfile.mkdtemp(prefix="tcs-", dir="/tmp"))
+    if not args.matrix_n:  # once, so that every run computes the same steps
+        argv = [sys.executable, __file__, "--script", str(workdir), "--calibrate-only"]
+        argv += ["--step-ms", str(args.step_ms)]
+        done = subprocess.run(
+            argv, capture_output=True, text=True, check=True, env=_script_env(args)
+        )
+        args.matrix_n = json.loads(done.stdout)["n"]
+        print(f"matrix {args.matrix_n} x {args.matrix_n} for ~{args.step_ms:.0f} ms steps")
+    bench = Bench(args, workdir)
+    try:
+        if "file" in args.schemes:
+            remote = workdir / "remote"
+            remote.mkdir()
+            bench.run_scheme("file", remote.as_uri(), Settings(home=workdir / "home"))
+        if "s3" in args.schemes:
+            with seaweed(workdir / "seaweed") as server:
+                bucket = server.create_bucket("ckpt")
+                bench.server_pid = server.process.pid
+                if args.server_nice:
+                    import psutil
+
+                    root = psutil.Process(server.process.pid)
+                    for proc in [root, *root.children(recursive=True)]:
+                        proc.nice(args.server_nice)
+                bench.run_scheme("s3", f"s3://{bucket}", server.settings(workdir / "home"))
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    result = build_result(bench, args)
+    write_json(result, args.out)
+    update_section(args.readme, SECTION, render_table(result))
+    print(render_table(result))
+    print(f"wrote {args.out} and the table in {args.readme}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

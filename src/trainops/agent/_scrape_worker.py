@@ -1,0 +1,91 @@
+"""The metric scraping worker: a separate process that runs the job's metric regexes.
+
+A user's regex may take exponential time on some line (``(a+)+$``), and Python's ``re`` holds
+the GIL while it runs, so it cannot run in the agent. The agent starts this module as a script
+(``python -I _scrape_worker.py <fd>``; the standard library only) and talks to it in frames: a
+4-byte big-endian length, then the payload. The first frame is the JSON list of
+``[name, regex]``; each later frame is lines joined by newlines (UTF-8), answered with a JSON
+object ``{name: [line_index, value, line_index, value, ...]}`` for the values found (first
+capture group of ``re.search``, finite numbers only).
+
+Progress goes to the 3 int64 of the shared file ``<fd>``: a counter bumped before each group
+of at most 64 searches, the pattern index and the first line of the group. The agent kills
+this process when the counter stands still longer than its time budget, and so knows which
+pattern to disable.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import mmap
+import re
+import struct
+import sys
+from typing import IO
+
+GROUP = 64
+_HEADER = struct.Struct("!I")
+
+
+def read_frame(stream: IO[bytes]) -> bytes | None:
+    head = stream.read(_HEADER.size)
+    if len(head) < _HEADER.size:
+        return None
+    (size,) = _HEADER.unpack(head)
+    data = stream.read(size)
+    return data if len(data) == size else None
+
+
+def write_frame(stream: IO[bytes], payload: bytes) -> None:
+    stream.write(_HEADER.pack(len(payload)) + payload)
+    stream.flush()
+
+
+def number(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def scan(
+    patterns: list[tuple[str, re.Pattern[str]]], lines: list[str], progress: memoryview
+) -> dict[str, list[float]]:
+    found: dict[str, list[float]] = {}
+    for index, (name, pattern) in enumerate(patterns):
+        values: list[float] = []
+        search = pattern.search
+        for start in range(0, len(lines), GROUP):
+            progress[1], progress[2] = index, start
+            progress[0] += 1
+            for at, match in enumerate(map(search, lines[start : start + GROUP]), start):
+                if match is not None and (value := number(match.group(1))) is not None:
+                    values += (at, value)
+        if values:
+            found[name] = values
+    progress[0] += 1
+    return found
+
+
+def main(argv: list[str]) -> int:
+    with open(int(argv[1]), "r+b") as shared:
+        shared_map = mmap.mmap(shared.fileno(), 24)
+        progress = memoryview(shared_map).cast("q")
+        stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+        header = read_frame(stdin)
+        if header is None:
+            return 0
+        patterns = [(str(name), re.compile(str(regex))) for name, regex in json.loads(header)]
+        while (frame := read_frame(stdin)) is not None:
+            lines = frame.decode("utf-8", errors="replace").split("\n")
+            found = scan(patterns, lines, progress)
+            write_frame(stdout, json.dumps(found, separators=(",", ":")).encode())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,132 @@
+"""End to end: how jobs end when their command or their server goes away.
+
+``trainops run`` killed by SIGTERM or SIGHUP stops its job as Ctrl-C does, and a job that ends
+while no server runs keeps its own end time (it is not billed for the downtime).
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.e2e._harness import CLI, Server, cli_env, describe, trainops, wait_for, write_job
+
+pytestmark = pytest.mark.slow
+
+TICKING = """
+import time
+for i in range(600):
+    print("tick", i, flush=True)
+    time.sleep(0.1)
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
+def test_run_killed_by_a_signal_stops_its_job(tmp_path: Path, sig: signal.Signals) -> None:
+    spec = write_job(
+        tmp_path,
+        TICKING,
+        job_name="signalled",
+        instance_count=2,
+        stopping_condition={"grace_period_in_seconds": 2},
+    )
+    home = tmp_path / "home"
+    with subprocess.Popen(
+        [*CLI, "run", str(spec)], env=cli_env(home), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    ) as run:
+        assert run.stdout is not None
+        try:
+            waiting = {b"[algo-1] tick 2", b"[algo-2] tick 2"}
+            for raw in run.stdout:
+                waiting = {w for w in waiting if w not in raw}
+                if not waiting:
+                    break
+            run.send_signal(sig)
+            out, err = run.communicate(timeout=90)
+        finally:
+            if run.poll() is None:
+                run.kill()
+    # Not killed by the signal: the command stopped the job and reported how it ended.
+    assert run.returncode == 1, (run.returncode, err)
+    if sig == signal.SIGTERM:
+        assert b"Stopping signalled on SIGTERM" in err and b"Traceback" not in err
+        assert b"Job signalled: Stopped" in out
+    job = describe("signalled", home)
+    assert job["TrainingJobStatus"] == "Stopped"
+    assert {h["Status"] for h in job["Hosts"]} == {"Stopped"}
+    # A stopped multi-host job still has its hosts' parts merged into one model and output.
+    names = {a["Name"] for a in job["Artifacts"]}
+    assert {"model", "output"} <= names and not {"model_part", "output_part"} & names
+
+
+SHORT = """
+import time
+print("working", flush=True)
+time.sleep(2)
+"""
+DOWNTIME_S = 8.0
+
+
+def test_a_job_that_ends_while_no_server_runs_is_billed_its_own_time(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    spec = write_job(tmp_path, SHORT, job_name="unwatched")
+    server = Server(home).start()
+    try:
+        submitted = trainops("submit", str(spec), home=home, **server.env())
+        assert submitted.returncode == 0, submitted.stderr
+        wait_for(
+            lambda: "working" in trainops("logs", "unwatched", home=home, **server.env()).stdout
+        )
+        server.kill()  # SIGKILL: the job ends while no control plane runs
+        time.sleep(DOWNTIME_S)
+        server.start()
+        job = wait_for(
+            lambda: (d := describe("unwatched", home, **server.env()))["TrainingEndTime"] and d,
+            timeout=120,
+        )
+    finally:
+        server.stop()
+    assert job["TrainingJobStatus"] == "Completed", job["FailureReason"]
+    assert 2 <= job["TrainingTimeInSeconds"] < DOWNTIME_S
+    assert job["BillableTimeInSeconds"] == job["TrainingTimeInSeconds"]
+
+
+DAEMONIZE = """
+import os, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        print("daemon", os.getpid(), flush=True)  # it keeps the script's stdout and stderr
+        time.sleep(300)
+    os._exit(0)
+os.wait()
+time.sleep(0.3)
+print("script done", flush=True)
+"""
+
+
+def test_a_daemon_of_the_script_does_not_outlive_the_job(tmp_path: Path) -> None:
+    spec = write_job(tmp_path, DAEMONIZE, job_name="daemonized")
+    home = tmp_path / "home"
+    result = trainops("run", str(spec), home=home, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    daemon = next(
+        int(line.split()[-1]) for line in result.stdout.splitlines() if "] daemon " in line
+    )
+    assert _gone(daemon)
+    # The agent did not sit waiting for the daemon's end of the pipes (it used to, 10 s).
+    assert describe("daemonized", home)["TrainingTimeInSeconds"] < 5
+
+
+def _gone(pid: int) -> bool:
+    """No such process, or only its zombie (an init that does not reap)."""
+    try:
+        status = psutil.Process(pid).status()
+    except psutil.NoSuchProcess:
+        return True
+    return status in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
