@@ -53,6 +53,7 @@ SAME_LAYER_ALLOWED = {
     "tuning": {"control"},
     "notifications": {"control"},
     "spec": {"catalog", "protocol"},
+    "store": {"protocol"},  # job records carry the typed view of their spec
 }
 # Packages that training scripts import: they must load without a server and without pulling in
 # heavy extras (torch is imported lazily, inside the functions that need it).

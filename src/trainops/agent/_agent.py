@@ -22,7 +22,6 @@ from trainops.agent._channels import download_channel
 from trainops.agent._failure import exit_failure_reason, read_failure_file
 from trainops.agent._hostlog import HostLog
 from trainops.agent._installer import JobFailure, JobInstaller
-from trainops.agent._job import AssignedJob
 from trainops.agent._metrics import MetricScraper
 from trainops.agent._outputs import Artifact, OutputLayout, upload_archives, upload_log
 from trainops.agent._process import ScriptProcess
@@ -68,7 +67,7 @@ class HostAgent:
         sync_interval: float = 1.0,
     ) -> None:
         self.assignment = assignment
-        self.job = AssignedJob.from_spec(assignment.spec)
+        self.job = assignment.spec
         self.tree = HostTree(root, self.job.checkpoint_local_path)
         self.state_dir = state_dir
         self.reporter = reporter
@@ -80,7 +79,9 @@ class HostAgent:
             len(assignment.hosts),
             assignment.attempt,
         )
-        self.log = HostLog(state_dir / "host.log", reporter, MetricScraper(self.job.metrics))
+        self.log = HostLog(
+            state_dir / "host.log", reporter, MetricScraper(self.job.metric_definitions)
+        )
         self._sync_interval = sync_interval
         self._stores: dict[str, ObjectStore] = {}
         self._syncs: list[DirectorySync] = []
@@ -157,14 +158,14 @@ class HostAgent:
     # Downloading -------------------------------------------------------------------------
 
     def _prepare(self) -> list[str]:
-        self.tree.create([channel.name for channel in self.job.channels])
+        self.tree.create([channel.name for channel in self.job.inputs])
         self._doing = "downloading the source"
         self._fetch_code()
         self._doing = "writing the configuration files"
         write_configs(self.tree, self.assignment, self.job)
         self._doing = "restoring the checkpoints"
         self._restore_checkpoints()
-        for channel in self.job.channels:
+        for channel in self.job.inputs:
             self._stop.poll(self.reporter)
             self._doing = f"downloading channel {channel.name!r}"
             if not self.stop_requested:

@@ -19,16 +19,15 @@ from trainops.agent._hyperparameters import (
     to_cmd_args,
 )
 from trainops.agent._installer import JobInstaller
-from trainops.agent._job import AssignedJob
 from trainops.agent._tree import HostTree, input_data_config, resource_config
-from trainops.protocol import Assignment
+from trainops.protocol import Assignment, SubmittedJob
 
 __all__ = ["script_command", "script_environment", "write_configs"]
 
 HYPERPARAMETERS = "hyperparameters.json"
 
 
-def write_configs(tree: HostTree, assignment: Assignment, job: AssignedJob) -> None:
+def write_configs(tree: HostTree, assignment: Assignment, job: SubmittedJob) -> None:
     """``hyperparameters.json``, ``resourceconfig.json`` and ``inputdataconfig.json``."""
     hps = encode_hyperparameters(
         job.hyperparameters,
@@ -40,11 +39,11 @@ def write_configs(tree: HostTree, assignment: Assignment, job: AssignedJob) -> N
     tree.write_config(HYPERPARAMETERS, hps)
     resources = resource_config(assignment.current_host, assignment.hosts, job.instance_type)
     tree.write_config("resourceconfig.json", resources)
-    tree.write_config("inputdataconfig.json", input_data_config(job.channels))
+    tree.write_config("inputdataconfig.json", input_data_config(job.inputs))
 
 
 def script_environment(
-    tree: HostTree, assignment: Assignment, job: AssignedJob, environ: Mapping[str, str]
+    tree: HostTree, assignment: Assignment, job: SubmittedJob, environ: Mapping[str, str]
 ) -> dict[str, str]:
     """The script's environment, built from the config files :func:`write_configs` wrote."""
     host = HostContext(
@@ -65,7 +64,7 @@ def script_environment(
 
 
 def script_command(
-    tree: HostTree, job: AssignedJob, env: dict[str, str], installer: JobInstaller
+    tree: HostTree, job: SubmittedJob, env: dict[str, str], installer: JobInstaller
 ) -> list[str]:
     """Install what the source directory needs and return the script's argv.
 

@@ -119,7 +119,7 @@ class JobController:
         output = spec.output_path or self.settings.default_output_uri
         job = self.store.create_job(
             name=job_name,
-            spec=spec.model_dump(mode="json"),
+            spec=spec.view(),
             code_uri=code_uri,
             output_prefix=join_uri(output, job_name),
             max_attempts=1 + spec.retry_strategy.maximum_retry_attempts,

@@ -18,7 +18,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, Field, field_validator
 
 from trainops.catalog import InstanceType, load_catalog
-from trainops.protocol import RESERVED_HYPERPARAMETERS
+from trainops.protocol import DEFAULT_CHECKPOINT_PATH, RESERVED_HYPERPARAMETERS, SubmittedJob
 from trainops.spec._argsize import argument_text, check_argument_size
 from trainops.spec._base import SpecModel
 from trainops.spec._sagemaker import CHANNEL_ARGUMENTS, ESTIMATOR_ARGUMENTS
@@ -138,7 +138,7 @@ class CheckpointConfig(SpecModel):
     """Where checkpoints are synchronised: ``uri`` in object storage, ``local_path`` on each host."""
 
     uri: str
-    local_path: str = "/opt/ml/checkpoints"
+    local_path: str = DEFAULT_CHECKPOINT_PATH
 
     @field_validator("uri")
     @classmethod
@@ -306,6 +306,10 @@ class JobSpec(SpecModel):
     def instance(self) -> InstanceType:
         """The catalog entry of ``instance_type``."""
         return load_catalog().get(self.instance_type)
+
+    def view(self) -> SubmittedJob:
+        """The typed view everyone downstream reads (its JSON is what the server stores)."""
+        return SubmittedJob.from_json(self.model_dump(mode="json"))
 
 
 def is_channel_name(name: str) -> bool:

@@ -1,0 +1,181 @@
+"""The one typed view of a submitted job, read by control plane, server views and agents alike.
+
+A user's spec is validated once, by the pydantic models of ``trainops.spec``, which hold every
+default; what the server stores is that model's complete JSON dump. Everyone after that reads
+the dump through :class:`SubmittedJob`: immutable, strict (a missing or unknown field is an
+error naming it, never a silent second copy of a default) and importable without pydantic, so
+a host agent still starts fast. ``JobSpec.view()`` builds one; ``to_json`` gives the dump back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+__all__ = [
+    "DEFAULT_CHECKPOINT_PATH",
+    "ChannelSpec",
+    "CheckpointSpec",
+    "MetricSpec",
+    "RetrySpec",
+    "SpecViewError",
+    "StoppingSpec",
+    "SubmittedJob",
+]
+
+SHARDED = "ShardedByKey"
+# SageMaker's checkpoint directory, re-rooted in each host's tree; used when the spec names none.
+DEFAULT_CHECKPOINT_PATH = "/opt/ml/checkpoints"
+
+
+class SpecViewError(ValueError):
+    """A stored spec does not have the shape of a validated JobSpec dump."""
+
+
+def _mapping(raw: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(raw, Mapping):
+        raise SpecViewError(f"{where}: expected a mapping, got {type(raw).__name__}")
+    return raw
+
+
+def _fields(cls: type, raw: Any, where: str) -> dict[str, Any]:
+    """``raw``'s values for ``cls``'s fields, refusing missing and unknown keys."""
+    raw = _mapping(raw, where)
+    names = [f.name for f in fields(cls)]
+    missing = [n for n in names if n not in raw]
+    unknown = sorted(set(raw) - set(names))
+    if missing or unknown:
+        problems = [f"missing {', '.join(missing)}"] if missing else []
+        problems += [f"unknown {', '.join(unknown)}"] if unknown else []
+        raise SpecViewError(f"{where}: {'; '.join(problems)}")
+    return {n: raw[n] for n in names}
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelSpec:
+    """One input channel: objects under ``uri`` appear in ``input/data/<name>``."""
+
+    name: str
+    uri: str
+    content_type: str | None
+    distribution: str
+    shuffle_seed: int | None
+    mode: str
+
+    @property
+    def sharded(self) -> bool:
+        return self.distribution == SHARDED
+
+    @classmethod
+    def from_json(cls, name: str, raw: Mapping[str, Any]) -> ChannelSpec:
+        return cls(**_fields(cls, {"name": name, **raw}, f"inputs.{name}"))
+
+    def to_json(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "name"}
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSpec:
+    """A metric scraped from the logs: the first capture group of ``regex`` is the value."""
+
+    name: str
+    regex: str
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointSpec:
+    """Where checkpoints are mirrored: ``uri`` in object storage, ``local_path`` on each host."""
+
+    uri: str
+    local_path: str
+
+
+@dataclass(frozen=True, slots=True)
+class StoppingSpec:
+    """Limits on the job's run time."""
+
+    max_runtime_in_seconds: int
+    grace_period_in_seconds: int
+
+
+@dataclass(frozen=True, slots=True)
+class RetrySpec:
+    """How often a job that failed for an internal reason runs again."""
+
+    maximum_retry_attempts: int
+
+
+@dataclass(frozen=True, slots=True)
+class SubmittedJob:
+    """A validated job spec, as stored and assigned. Field names are the spec's own."""
+
+    entry_point: str
+    source_dir: str | None
+    job_name: str | None
+    base_job_name: str | None
+    hyperparameters: dict[str, Any]
+    instance_type: str
+    instance_count: int
+    environment: dict[str, str]
+    inputs: tuple[ChannelSpec, ...]
+    output_path: str | None
+    checkpoint: CheckpointSpec | None
+    metric_definitions: tuple[MetricSpec, ...]
+    stopping_condition: StoppingSpec
+    retry_strategy: RetrySpec
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> SubmittedJob:
+        data = _fields(cls, raw, "spec")
+        inputs = _mapping(data["inputs"], "inputs")
+        data["inputs"] = tuple(ChannelSpec.from_json(k, v) for k, v in inputs.items())
+        if not isinstance(data["metric_definitions"], list | tuple):
+            raise SpecViewError("metric_definitions: expected a list")
+        data["metric_definitions"] = tuple(
+            MetricSpec(**_fields(MetricSpec, m, f"metric_definitions[{i}]"))
+            for i, m in enumerate(data["metric_definitions"])
+        )
+        if data["checkpoint"] is not None:
+            data["checkpoint"] = CheckpointSpec(
+                **_fields(CheckpointSpec, data["checkpoint"], "checkpoint")
+            )
+        data["stopping_condition"] = StoppingSpec(
+            **_fields(StoppingSpec, data["stopping_condition"], "stopping_condition")
+        )
+        data["retry_strategy"] = RetrySpec(
+            **_fields(RetrySpec, data["retry_strategy"], "retry_strategy")
+        )
+        data["hyperparameters"] = dict(_mapping(data["hyperparameters"], "hyperparameters"))
+        environment = _mapping(data["environment"], "environment")
+        data["environment"] = {str(k): str(v) for k, v in environment.items()}
+        return cls(**data)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON dump this view was read from (``JobSpec.model_dump(mode="json")``)."""
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["hyperparameters"] = dict(self.hyperparameters)
+        data["environment"] = dict(self.environment)
+        data["inputs"] = {c.name: c.to_json() for c in self.inputs}
+        data["metric_definitions"] = [_plain(m) for m in self.metric_definitions]
+        data["checkpoint"] = None if self.checkpoint is None else _plain(self.checkpoint)
+        data["stopping_condition"] = _plain(self.stopping_condition)
+        data["retry_strategy"] = _plain(self.retry_strategy)
+        return data
+
+    @property
+    def grace_seconds(self) -> float:
+        """SIGTERM to SIGKILL delay when the job is stopped."""
+        return float(self.stopping_condition.grace_period_in_seconds)
+
+    @property
+    def checkpoint_uri(self) -> str | None:
+        return None if self.checkpoint is None else self.checkpoint.uri
+
+    @property
+    def checkpoint_local_path(self) -> str:
+        return DEFAULT_CHECKPOINT_PATH if self.checkpoint is None else self.checkpoint.local_path
+
+
+def _plain(record: Any) -> dict[str, Any]:
+    return {f.name: getattr(record, f.name) for f in fields(record)}
