@@ -13,9 +13,15 @@ from trainops.protocol import (
     Assignment,
     ChannelSpec,
     CheckpointSpec,
+    DataParallelSpec,
+    DistributionSpec,
+    EnabledSpec,
     HostResources,
     MetricSpec,
+    ModelParallelSpec,
+    MpiSpec,
     RetrySpec,
+    SmDistributedSpec,
     SpecViewError,
     StoppingSpec,
     SubmittedJob,
@@ -23,9 +29,15 @@ from trainops.protocol import (
 from trainops.spec import (
     Channel,
     CheckpointConfig,
+    DataParallelConfig,
+    DistributionConfig,
+    Enabled,
     JobSpec,
     MetricDefinition,
+    ModelParallelConfig,
+    MpiConfig,
     RetryStrategy,
+    SmDistributedConfig,
     StoppingCondition,
 )
 
@@ -36,6 +48,12 @@ PAIRS: list[tuple[type, type[BaseModel], set[str]]] = [
     (CheckpointSpec, CheckpointConfig, set()),
     (StoppingSpec, StoppingCondition, set()),
     (RetrySpec, RetryStrategy, set()),
+    (DistributionSpec, DistributionConfig, set()),
+    (EnabledSpec, Enabled, set()),
+    (MpiSpec, MpiConfig, set()),
+    (DataParallelSpec, DataParallelConfig, set()),
+    (ModelParallelSpec, ModelParallelConfig, set()),
+    (SmDistributedSpec, SmDistributedConfig, set()),
 ]
 
 
@@ -54,6 +72,12 @@ def _full() -> JobSpec:
         metric_definitions=[{"name": "loss", "regex": "loss=([0-9.]+)"}],
         stopping_condition={"max_runtime_in_seconds": 60, "grace_period_in_seconds": 5},
         retry_strategy={"maximum_retry_attempts": 2},
+        distribution={
+            "mpi": {"enabled": True, "processes_per_host": 2, "custom_mpi_options": "-x A"},
+            "smdistributed": {
+                "modelparallel": {"enabled": True, "parameters": {"pipeline_parallel_degree": 2}}
+            },
+        },
     )
 
 

@@ -10,20 +10,27 @@ a host agent still starts fast. ``JobSpec.view()`` builds one; ``to_json`` gives
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import asdict, dataclass, fields
+from typing import Any, TypeVar
 
 __all__ = [
     "DEFAULT_CHECKPOINT_PATH",
     "ChannelSpec",
     "CheckpointSpec",
+    "DataParallelSpec",
+    "DistributionSpec",
+    "EnabledSpec",
     "MetricSpec",
+    "ModelParallelSpec",
+    "MpiSpec",
     "RetrySpec",
+    "SmDistributedSpec",
     "SpecViewError",
     "StoppingSpec",
     "SubmittedJob",
 ]
 
+_R = TypeVar("_R")
 SHARDED = "ShardedByKey"
 # SageMaker's checkpoint directory, re-rooted in each host's tree; used when the spec names none.
 DEFAULT_CHECKPOINT_PATH = "/opt/ml/checkpoints"
@@ -107,6 +114,110 @@ class RetrySpec:
 
 
 @dataclass(frozen=True, slots=True)
+class EnabledSpec:
+    """A launcher switch."""
+
+    enabled: bool
+
+
+@dataclass(frozen=True, slots=True)
+class MpiSpec:
+    enabled: bool
+    processes_per_host: int | None
+    custom_mpi_options: str
+
+
+@dataclass(frozen=True, slots=True)
+class DataParallelSpec:
+    enabled: bool
+    custom_mpi_options: str
+
+
+@dataclass(frozen=True, slots=True)
+class ModelParallelSpec:
+    enabled: bool
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class SmDistributedSpec:
+    dataparallel: DataParallelSpec
+    modelparallel: ModelParallelSpec
+
+
+# Spec launcher switch -> the SageMaker hyperparameter the SDK sets for it.
+_LAUNCHER_FLAGS = {
+    "torch_distributed": "sagemaker_torch_distributed_enabled",
+    "pytorchddp": "sagemaker_pytorch_ddp_enabled",
+    "mpi": "sagemaker_mpi_enabled",
+    "parameter_server": "sagemaker_parameter_server_enabled",
+    "multi_worker_mirrored_strategy": "sagemaker_multi_worker_mirrored_strategy_enabled",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class DistributionSpec:
+    """Processes per host (resolved at validation) and the launcher that starts them."""
+
+    torch_distributed: EnabledSpec
+    pytorchddp: EnabledSpec
+    mpi: MpiSpec
+    parameter_server: EnabledSpec
+    multi_worker_mirrored_strategy: EnabledSpec
+    smdistributed: SmDistributedSpec
+    processes_per_host: int
+    oversubscribe: bool
+
+    @property
+    def launcher(self) -> str:
+        """The enabled launcher's spec name, ``smdistributed.dataparallel``, or ``plain``."""
+        for name in _LAUNCHER_FLAGS:
+            if getattr(self, name).enabled:
+                return name
+        return "smdistributed.dataparallel" if self.smdistributed.dataparallel.enabled else "plain"
+
+    def framework_hyperparameters(self) -> dict[str, Any]:
+        """The ``sagemaker_*`` (and ``mp_parameters``) hyperparameters the SDK would send."""
+        found: dict[str, Any] = {
+            flag: True for name, flag in _LAUNCHER_FLAGS.items() if getattr(self, name).enabled
+        }
+        if self.mpi.enabled:
+            found["sagemaker_mpi_num_of_processes_per_host"] = self.processes_per_host
+            found["sagemaker_mpi_custom_mpi_options"] = self.mpi.custom_mpi_options
+        data_parallel = self.smdistributed.dataparallel
+        if data_parallel.enabled:
+            found["sagemaker_distributed_dataparallel_enabled"] = True
+            found["sagemaker_distributed_dataparallel_custom_mpi_options"] = (
+                data_parallel.custom_mpi_options
+            )
+        if self.smdistributed.modelparallel.enabled:
+            found["mp_parameters"] = dict(self.smdistributed.modelparallel.parameters)
+        return found
+
+    @classmethod
+    def from_json(cls, raw: Any) -> DistributionSpec:
+        data = _fields(cls, raw, "distribution")
+        for name in ("torch_distributed", "pytorchddp", "parameter_server"):
+            data[name] = _record(EnabledSpec, data[name], f"distribution.{name}")
+        name = "multi_worker_mirrored_strategy"
+        data[name] = _record(EnabledSpec, data[name], f"distribution.{name}")
+        data["mpi"] = _record(MpiSpec, data["mpi"], "distribution.mpi")
+        smd = _fields(SmDistributedSpec, data["smdistributed"], "distribution.smdistributed")
+        data["smdistributed"] = SmDistributedSpec(
+            _record(DataParallelSpec, smd["dataparallel"], "smdistributed.dataparallel"),
+            _record(ModelParallelSpec, smd["modelparallel"], "smdistributed.modelparallel"),
+        )
+        return cls(**data)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _record(cls: type[_R], raw: Any, where: str) -> _R:
+    return cls(**_fields(cls, raw, where))
+
+
+@dataclass(frozen=True, slots=True)
 class SubmittedJob:
     """A validated job spec, as stored and assigned. Field names are the spec's own."""
 
@@ -124,6 +235,7 @@ class SubmittedJob:
     metric_definitions: tuple[MetricSpec, ...]
     stopping_condition: StoppingSpec
     retry_strategy: RetrySpec
+    distribution: DistributionSpec
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> SubmittedJob:
@@ -146,6 +258,7 @@ class SubmittedJob:
         data["retry_strategy"] = RetrySpec(
             **_fields(RetrySpec, data["retry_strategy"], "retry_strategy")
         )
+        data["distribution"] = DistributionSpec.from_json(data["distribution"])
         data["hyperparameters"] = dict(_mapping(data["hyperparameters"], "hyperparameters"))
         environment = _mapping(data["environment"], "environment")
         data["environment"] = {str(k): str(v) for k, v in environment.items()}
@@ -161,6 +274,7 @@ class SubmittedJob:
         data["checkpoint"] = None if self.checkpoint is None else _plain(self.checkpoint)
         data["stopping_condition"] = _plain(self.stopping_condition)
         data["retry_strategy"] = _plain(self.retry_strategy)
+        data["distribution"] = self.distribution.to_json()
         return data
 
     @property

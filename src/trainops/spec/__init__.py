@@ -3,6 +3,14 @@
 Every model raises :class:`trainops.SpecError` naming the field (and YAML line) at fault.
 """
 
+from trainops.spec._distribution import (
+    DataParallelConfig,
+    DistributionConfig,
+    Enabled,
+    ModelParallelConfig,
+    MpiConfig,
+    SmDistributedConfig,
+)
 from trainops.spec._job import (
     RESERVED_HYPERPARAMETERS,
     Channel,
@@ -25,12 +33,18 @@ __all__ = [
     "RESERVED_HYPERPARAMETERS",
     "Channel",
     "CheckpointConfig",
+    "DataParallelConfig",
     "Distribution",
+    "DistributionConfig",
+    "Enabled",
     "InputMode",
     "JobNamer",
     "JobSpec",
     "MetricDefinition",
+    "ModelParallelConfig",
+    "MpiConfig",
     "RetryStrategy",
+    "SmDistributedConfig",
     "StoppingCondition",
     "base_job_name",
     "check_job_name",

@@ -15,12 +15,13 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, Field, field_validator
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator
 
 from trainops.catalog import InstanceType, load_catalog
 from trainops.protocol import DEFAULT_CHECKPOINT_PATH, RESERVED_HYPERPARAMETERS, SubmittedJob
 from trainops.spec._argsize import argument_text, check_argument_size
 from trainops.spec._base import SpecModel
+from trainops.spec._distribution import DistributionConfig, check_distribution
 from trainops.spec._sagemaker import CHANNEL_ARGUMENTS, ESTIMATOR_ARGUMENTS
 
 __all__ = [
@@ -216,6 +217,8 @@ class JobSpec(SpecModel):
     metric_definitions: list[MetricDefinition] = Field(default_factory=list)
     stopping_condition: StoppingCondition = Field(default_factory=StoppingCondition)
     retry_strategy: RetryStrategy = Field(default_factory=RetryStrategy)
+    # Last: its checks read entry_point, instance_type and instance_count, validated before it.
+    distribution: DistributionConfig = Field(default_factory=DistributionConfig)
 
     @field_validator("entry_point")
     @classmethod
@@ -301,6 +304,17 @@ class JobSpec(SpecModel):
         if dupes:
             raise ValueError(f"metric names must be unique; repeated: {', '.join(dupes)}")
         return value
+
+    @field_validator("distribution")
+    @classmethod
+    def _distribution(cls, value: DistributionConfig, info: ValidationInfo) -> DistributionConfig:
+        known = info.data
+        if not {"entry_point", "instance_type", "instance_count"} <= set(known):
+            return value  # those fields failed; their own errors say why
+        instance = load_catalog().get(known["instance_type"])
+        return check_distribution(
+            value, known["entry_point"], instance, int(known["instance_count"])
+        )
 
     @property
     def instance(self) -> InstanceType:
