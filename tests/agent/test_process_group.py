@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
 import pytest
 
 from tests.agent._support import make_job
+from trainops._hostns_exec import NAME_UNRESOLVED
 from trainops.agent import HostResult
+from trainops.agent._hostns import namespaces_available, wrap
 from trainops.protocol import Command, EventKind, HostOutcome
 
 PRINT_RANK = """
@@ -117,3 +122,54 @@ def test_ranks_form_a_gloo_world(tmp_path: Path, distribution: dict[str, object]
         if "sum=" in line
     }
     assert sums == {(0, "sum=3 rank=0 world=2"), (1, "sum=3 rank=1 world=2")}
+
+
+BINDS_ITS_HOST = """
+import socket, time
+me = socket.gethostname()
+s = socket.socket()
+s.bind((me, 29999))
+s.listen()
+print(f"{me} {socket.gethostbyname('algo-1')} {socket.gethostbyname('algo-2')} bound", flush=True)
+time.sleep(1.0)
+"""
+
+
+def test_host_names_resolve_and_two_hosts_bind_one_port(tmp_path: Path) -> None:
+    if not namespaces_available():
+        pytest.skip("this machine allows no mount/UTS namespaces")
+    jobs = [
+        make_job(
+            tmp_path / host,
+            {"train.py": BINDS_ITS_HOST},
+            hosts=["algo-1", "algo-2"],
+            host=host,
+            instance_count=2,
+        )
+        for host in ("algo-1", "algo-2")
+    ]
+    results: list[HostResult] = []
+    runners = [threading.Thread(target=lambda j=j: results.append(j.run())) for j in jobs]
+    for runner in runners:
+        runner.start()
+    for runner in runners:
+        runner.join()
+    assert [r.outcome for r in results] == [HostOutcome.COMPLETED] * 2, results
+    [one], [two] = (j.reporter.lines("stdout") for j in jobs)
+    name1, a1, a2, _ = one.split()
+    name2, b1, b2, _ = two.split()
+    assert (name1, name2) == ("algo-1", "algo-2")
+    assert a1 == b1 != a2 == b2 and a1.startswith("127.") and a1 != "127.0.0.1"
+    assert "algo-1" not in Path("/etc/hosts").read_text()  # the machine's file is untouched
+
+
+def test_a_host_name_that_never_resolves_fails_the_host_clearly(tmp_path: Path) -> None:
+    if not namespaces_available():
+        pytest.skip("this machine allows no mount/UTS namespaces")
+    hosts_file = tmp_path / "hosts"
+    hosts_file.write_text("127.0.0.1 localhost\n")
+    argv = wrap([sys.executable, "-c", "print('never')"], "algo-1", hosts_file, ["algo-9"])
+    done = subprocess.run(argv, capture_output=True, text=True, env={**os.environ,
+                          "TRAINOPS_RESOLVE_SECONDS": "0.2"}, check=False)  # fmt: skip
+    assert done.returncode == NAME_UNRESOLVED
+    assert "host name 'algo-9' did not resolve" in done.stderr and "never" not in done.stdout

@@ -241,12 +241,18 @@ class HostAgent:
             sync.start()
         self._phase(Phase.TRAINING, "Training in progress")
         self._doing = "the script ran"
-        ranks = host_processes(self.assignment, command, self._env)
-        self.log.agent("Invoking the script: " + " ".join(ranks[0].argv))
-        if len(ranks) > 1:
-            self.log.agent(f"Starting {len(ranks)} processes ({self.job.distribution.launcher})")
+        launch = host_processes(self.assignment, command, self._env, self.state_dir)
+        for warning in launch.warnings:
+            self.log.agent(f"WARNING: {warning}")
+        self.log.agent("Invoking the script: " + " ".join(launch.command))
+        if len(launch.processes) > 1:
+            count, launcher = len(launch.processes), self.job.distribution.launcher
+            self.log.agent(f"Starting {count} processes ({launcher})")
         group = ProcessGroup(
-            ranks, cwd=self.tree.code_dir, on_line=self.log.rank_lines, marker=self._marker
+            launch.processes,
+            cwd=self.tree.code_dir,
+            on_line=self.log.rank_lines,
+            marker=self._marker,
         )
         try:
             group.start()
