@@ -11,6 +11,7 @@ from trainops.distributed._hierarchical import (
     HierarchicalState,
     data_parallel,
     enable_topology_aware,
+    hierarchical_all_reduce,
     hierarchical_allreduce_hook,
     topology_aware_requested,
 )
@@ -36,6 +37,7 @@ __all__ = [
     "data_parallel",
     "enable_topology_aware",
     "global_batch_size",
+    "hierarchical_all_reduce",
     "hierarchical_allreduce_hook",
     "init_process_group",
     "per_process_batch_size",

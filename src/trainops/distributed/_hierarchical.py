@@ -25,6 +25,7 @@ __all__ = [
     "HierarchicalState",
     "data_parallel",
     "enable_topology_aware",
+    "hierarchical_all_reduce",
     "hierarchical_allreduce_hook",
     "topology_aware_requested",
 ]
@@ -75,6 +76,14 @@ def hierarchical_allreduce_hook(state: HierarchicalState, bucket: Any) -> Any:
     from trainops.distributed._hook import hierarchical_hook
 
     return hierarchical_hook(state, bucket)
+
+
+def hierarchical_all_reduce(tensor: Any, state: HierarchicalState) -> Any:
+    """Sum ``tensor`` over every rank in place, host first (the hook's collectives, for any
+    tensor: benchmarks, custom training loops)."""
+    from trainops.distributed._hook import hierarchical_all_reduce as reduce_
+
+    return reduce_(tensor, state)
 
 
 def enable_topology_aware(model: Any, world: World | None = None) -> HierarchicalState:
