@@ -26,6 +26,7 @@ from trainops.spec._job import (
 from trainops.spec._load import load_spec, parse_spec, resolve_paths
 from trainops.spec._names import JobNamer, base_job_name, check_job_name, make_job_name
 from trainops.spec._sagemaker import CHANNEL_ARGUMENTS, ESTIMATOR_ARGUMENTS, sagemaker_hint
+from trainops.spec._study import StudyConfiguration, StudySpec, StudyTarget, load_study
 
 __all__ = [
     "CHANNEL_ARGUMENTS",
@@ -46,10 +47,14 @@ __all__ = [
     "RetryStrategy",
     "SmDistributedConfig",
     "StoppingCondition",
+    "StudyConfiguration",
+    "StudySpec",
+    "StudyTarget",
     "base_job_name",
     "check_job_name",
     "is_channel_name",
     "load_spec",
+    "load_study",
     "make_job_name",
     "parse_spec",
     "resolve_paths",
