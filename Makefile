@@ -6,7 +6,7 @@ PIP := $(PY) -m pip --disable-pip-version-check -q
 CONSTRAINTS := -c constraints.txt
 DEMO_HOME ?= $(CURDIR)/.trainops-demo
 
-.PHONY: demo test check lint typecheck pytest bench install-demo install-test clean
+.PHONY: demo test check lint typecheck pytest bench install-demo install-test install-mpi clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -17,8 +17,19 @@ $(VENV)/.demo-installed: $(PY) pyproject.toml constraints.txt
 	touch $@
 
 $(VENV)/.test-installed: $(VENV)/.demo-installed
-	$(PIP) install $(CONSTRAINTS) -e '.[dev,torch,s3,tensorflow]'
+	$(PIP) install $(CONSTRAINTS) -e '.[dev,torch,s3,tensorflow,mpi]'
+	@$(MAKE) --no-print-directory install-mpi
 	touch $@
+
+# The MPI launcher's tests need Open MPI's mpirun (Debian's openmpi-bin). Installed here where
+# apt-get can (root, Debian); elsewhere those tests say they were skipped and why.
+install-mpi:
+	@command -v mpirun >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get install -y -q openmpi-bin >/dev/null 2>&1 || \
+	      { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q openmpi-bin >/dev/null 2>&1; } || \
+	      echo "note: could not install openmpi-bin: the MPI launcher tests will be skipped"; \
+	  else echo "note: mpirun not found and not root: the MPI launcher tests will be skipped"; fi; }
 
 install-demo: $(VENV)/.demo-installed
 install-test: $(VENV)/.test-installed

@@ -4,6 +4,8 @@ rendezvous environment on top of the SageMaker contract, and nothing else is cha
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from typing import NamedTuple
 
 import pytest
@@ -19,7 +21,6 @@ from trainops.spec import JobSpec
 
 HOSTS = ("algo-1", "algo-2")
 PER_HOST = 2
-CONTRACT = {"SM_CURRENT_HOST": "algo-2", "SM_HOSTS": '["algo-1","algo-2"]', "PATH": "/usr/bin"}
 RANK_VARIABLES = {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "NODE_RANK"}
 
 
@@ -31,10 +32,12 @@ def _context(launcher: str) -> LaunchContext:
         "torch_distributed": {"torch_distributed": {"enabled": True}},
         "multi_worker_mirrored_strategy": {"multi_worker_mirrored_strategy": {"enabled": True}},
         "parameter_server": {"parameter_server": {"enabled": True}},
+        "mpi": {"mpi": {"enabled": True, "custom_mpi_options": "-mca btl_tcp_if_exclude docker0"}},
     }[launcher]
+    hosts = _hosts(launcher)
     job = JobSpec(
         entry_point="train.py",
-        instance_count=len(HOSTS),
+        instance_count=len(hosts),
         distribution={**switch, "processes_per_host": _per_host(launcher)},
     ).view()
     assert job.distribution.launcher == launcher
@@ -42,13 +45,13 @@ def _context(launcher: str) -> LaunchContext:
         job=job,
         job_name="job-1",
         attempt=1,
-        hosts=HOSTS,
-        current_host="algo-2",
+        hosts=hosts,
+        current_host=hosts[-1],
         command=("/venv/bin/python", "train.py", "--lr", "0.1"),
         python="/venv/bin/python",
         entry_point="train.py",
         script_args=("--lr", "0.1"),
-        env=dict(CONTRACT),
+        env=_contract(hosts),
         master_addr="algo-1",
         master_port=23456,
     )
@@ -59,6 +62,20 @@ class Launched(NamedTuple):
     processes: list[RankProcess]
 
 
+def _hosts(launcher: str) -> tuple[str, ...]:
+    """Two hosts, or as many as the launcher can span; this host is the last of them."""
+    limit = LAUNCHERS[launcher].max_hosts
+    return HOSTS if limit is None else HOSTS[:limit]
+
+
+def _contract(hosts: tuple[str, ...]) -> dict[str, str]:
+    return {
+        "SM_CURRENT_HOST": hosts[-1],
+        "SM_HOSTS": json.dumps(list(hosts)),
+        "PATH": os.environ.get("PATH", ""),
+    }
+
+
 def _per_host(launcher: str) -> int:
     return 1 if launcher == "parameter_server" else PER_HOST  # one script per host there
 
@@ -66,6 +83,8 @@ def _per_host(launcher: str) -> int:
 @pytest.fixture(params=sorted(LAUNCHERS))
 def launched(request: pytest.FixtureRequest) -> Launched:
     name = str(request.param)
+    if name == "mpi" and shutil.which("mpirun") is None:
+        pytest.skip("Open MPI's mpirun is not installed (make test installs it where it can)")
     return Launched(name, launcher_for(name).processes(_context(name)))
 
 
@@ -79,9 +98,9 @@ def test_argv_is_a_list_of_plain_arguments(launched: Launched) -> None:
 
 
 def test_the_contract_reaches_every_process_unchanged(launched: Launched) -> None:
-    processes = launched.processes
-    for process in processes:
-        assert {k: process.env[k] for k in CONTRACT} == CONTRACT
+    contract = _contract(_hosts(launched.name))
+    for process in launched.processes:
+        assert {k: process.env[k] for k in contract} == contract
 
 
 def test_every_process_agrees_on_the_master(launched: Launched) -> None:
@@ -91,23 +110,30 @@ def test_every_process_agrees_on_the_master(launched: Launched) -> None:
 
 def test_the_hosts_ranks_are_covered_once(launched: Launched) -> None:
     name, processes = launched
-    per_host = _per_host(name)
+    per_host, hosts = _per_host(name), _hosts(name)
+    index = len(hosts) - 1  # this host is the last
     ranked = [p for p in processes if p.rank is not None]
     if ranked:  # the launcher starts the ranks itself
-        # algo-2 holds the second half of the ranks
-        assert [p.rank for p in ranked] == list(range(per_host, 2 * per_host))
+        assert [p.rank for p in ranked] == list(range(index * per_host, (index + 1) * per_host))
         for p in ranked:
             assert set(p.env) >= RANK_VARIABLES
             assert p.env["RANK"] == str(p.rank) and p.env["LOCAL_RANK"] == str(p.local_rank)
-            assert p.env["WORLD_SIZE"] == str(2 * per_host)
+            assert p.env["WORLD_SIZE"] == str(len(hosts) * per_host)
             assert p.env["LOCAL_WORLD_SIZE"] == str(per_host)
-            assert (p.env["GROUP_RANK"], p.env["NODE_RANK"]) == ("1", "1")
-    else:  # one process per host that starts the ranks (torchrun, mpirun)
+            assert (p.env["GROUP_RANK"], p.env["NODE_RANK"]) == (str(index), str(index))
+    else:  # one process per host that starts and tags the ranks (torchrun, mpirun)
         [process] = processes
+        assert process.output_tags in ("torchrun", "mpirun")
         argv = list(process.argv)
-        assert argv[argv.index("--nproc_per_node") + 1] == str(PER_HOST), name
-        assert argv[argv.index("--node_rank") + 1] == "1"
-        assert argv[argv.index("--nnodes") + 1] == "2"
+        if process.output_tags == "torchrun":
+            assert argv[argv.index("--nproc_per_node") + 1] == str(per_host), name
+            assert argv[argv.index("--node_rank") + 1] == str(index)
+            assert argv[argv.index("--nnodes") + 1] == str(len(hosts))
+        else:
+            assert argv[argv.index("-np") + 1] == str(len(hosts) * per_host)
+            assert argv[argv.index("--host") + 1] == ",".join(f"{h}:{per_host}" for h in hosts)
+            assert argv[-5:] == ["-m", "mpi4py", "train.py", "--lr", "0.1"]
+            assert "btl_tcp_if_exclude" in argv  # custom_mpi_options, as arguments
 
 
 def test_auxiliary_processes_are_released_after_a_job_address(launched: Launched) -> None:
@@ -135,5 +161,5 @@ def test_tf_config_names_every_host_and_this_task(name: str) -> None:
 
 def test_every_spec_launcher_is_in_the_table_or_refused() -> None:
     assert available_launchers() == frozenset(LAUNCHERS)
-    with pytest.raises(ValueError, match="no launcher 'mpi'"):
-        launcher_for("mpi")
+    with pytest.raises(ValueError, match="no launcher 'pytorchxla'"):
+        launcher_for("pytorchxla")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -173,3 +174,55 @@ def test_a_host_name_that_never_resolves_fails_the_host_clearly(tmp_path: Path) 
                           "TRAINOPS_RESOLVE_SECONDS": "0.2"}, check=False)  # fmt: skip
     assert done.returncode == NAME_UNRESOLVED
     assert "host name 'algo-9' did not resolve" in done.stderr and "never" not in done.stdout
+
+
+MPI_ALLREDUCE = """
+import sys
+from mpi4py import MPI
+comm = MPI.COMM_WORLD
+total = comm.allreduce(comm.Get_rank() + 1)
+print(f"rank {comm.Get_rank()} of {comm.Get_size()} sum={total}", flush=True)
+if "--fail" in sys.argv and comm.Get_rank() == 1:
+    raise SystemExit("rank 1 gives up")
+comm.Barrier()
+"""
+
+
+def _needs_mpi() -> None:
+    if shutil.which("mpirun") is None:
+        pytest.skip("Open MPI's mpirun is not installed (make test installs it where it can)")
+    pytest.importorskip("mpi4py")
+
+
+@pytest.mark.slow
+def test_mpirun_starts_the_ranks_and_tags_them(tmp_path: Path) -> None:
+    _needs_mpi()
+    distribution = {"mpi": {"enabled": True, "processes_per_host": 2}}
+    job = make_job(tmp_path, {"train.py": MPI_ALLREDUCE}, distribution=distribution)
+    result = job.run()
+    assert result.outcome is HostOutcome.COMPLETED, result.failure_reason
+    tagged = {
+        (e.get("rank"), line)
+        for e in job.reporter.of(EventKind.LOG)
+        for line in e.get("lines", [])
+        if "sum=" in line
+    }
+    assert tagged == {(0, "rank 0 of 2 sum=3"), (1, "rank 1 of 2 sum=3")}
+    [process] = job.reporter.of(EventKind.PROCESS)
+    assert any(part.endswith("mpirun") for part in process["command"])
+    assert "mpi4py" in process["command"]
+
+
+@pytest.mark.slow
+def test_a_failing_mpi_rank_fails_the_host(tmp_path: Path) -> None:
+    _needs_mpi()
+    distribution = {"mpi": {"enabled": True, "processes_per_host": 2}}
+    job = make_job(
+        tmp_path,
+        {"train.py": MPI_ALLREDUCE},
+        distribution=distribution,
+        hyperparameters={"fail": "yes"},
+    )
+    result = job.run()
+    assert result.outcome is HostOutcome.FAILED
+    assert "rank 1 gives up" in " ".join(job.reporter.lines("stderr"))

@@ -165,3 +165,21 @@ def _members(path: Path) -> dict[str, bytes]:
             for m in tar.getmembers()
             if m.isfile()
         }
+
+
+def test_a_launcher_cannot_span_more_hosts_than_it_can_is_refused_by_name(
+    settings: Settings,
+) -> None:
+    with control_plane(settings) as plane:
+        body = {
+            "job_name": "mpi-two-hosts",
+            "spec": {
+                "entry_point": "train.py",
+                "instance_count": 2,
+                "distribution": {"mpi": {"enabled": True}},
+            },
+            "code_uri": plane.code_uri,
+        }
+        response = plane.client.post("/api/v1/jobs", json=body)
+    assert response.status_code == 422, response.text
+    assert "distribution.mpi" in response.text and "at most 1 host" in response.text

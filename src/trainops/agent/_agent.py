@@ -40,6 +40,7 @@ from trainops.agent._space import disk_full, free_paths, is_out_of_space, no_spa
 from trainops.agent._stop import StopControl
 from trainops.agent._sync import DirectorySync
 from trainops.agent._tree import HostTree
+from trainops.agent.launchers import LaunchError
 from trainops.archive import safe_extract
 from trainops.protocol import Assignment, EventKind, HostOutcome, Phase
 from trainops.storage import ObjectStore, store_for
@@ -241,7 +242,10 @@ class HostAgent:
             sync.start()
         self._phase(Phase.TRAINING, "Training in progress")
         self._doing = "the script ran"
-        launch = host_processes(self.assignment, command, self._env, self.state_dir)
+        try:
+            launch = host_processes(self.assignment, command, self._env, self.state_dir)
+        except LaunchError as exc:
+            return HostResult(HostOutcome.FAILED, None, str(exc))
         for warning in launch.warnings:
             self.log.agent(f"WARNING: {warning}")
         self.log.agent("Invoking the script: " + " ".join(launch.command))

@@ -26,7 +26,10 @@ FAIL_FAST_GRACE_SECONDS = 5.0
 POLL_SECONDS = 0.05
 RELEASE_CHECK_SECONDS = 1.0
 
-_LOCAL_RANK_PREFIX = re.compile(r"\[[A-Za-z_][A-Za-z0-9_]*?(\d+)\]:")
+_TAGS = {
+    "torchrun": re.compile(r"\[[A-Za-z_][A-Za-z0-9_]*?(?P<rank>\d+)\]:(?P<stream>)"),
+    "mpirun": re.compile(r"\[\d+,(?P<rank>\d+)\]<(?P<stream>stdout|stderr)>:"),
+}
 
 RankSink = Callable[[int | None, str, list[str], float], None]
 
@@ -177,30 +180,35 @@ def _listening(host: str, port: int) -> bool:
 
 
 def _tagged(sink: RankSink, spec: RankProcess) -> LineSink:
-    if not spec.local_rank_prefixes:
+    if spec.output_tags is None:
 
         def on_line(stream: str, lines: list[str], ts: float) -> None:
             sink(spec.rank, stream, lines, ts)
 
         return on_line
 
-    def on_prefixed_line(stream: str, lines: list[str], ts: float) -> None:
-        for rank, run in _runs_by_prefix(lines, spec.rank_base):
-            sink(rank, stream, run, ts)
+    tag = _TAGS[spec.output_tags]
 
-    return on_prefixed_line
+    def on_tagged_line(stream: str, lines: list[str], ts: float) -> None:
+        for rank, tagged_stream, run in _runs_by_tag(lines, tag, spec.rank_base, stream):
+            sink(rank, tagged_stream, run, ts)
+
+    return on_tagged_line
 
 
-def _runs_by_prefix(lines: list[str], base: int) -> list[tuple[int | None, list[str]]]:
-    """``lines`` split into runs of one rank each, their ``[<role><n>]:`` prefixes removed
-    (lines without one, such as the launcher's own, have no rank)."""
-    runs: list[tuple[int | None, list[str]]] = []
+def _runs_by_tag(
+    lines: list[str], tag: re.Pattern[str], base: int, stream: str
+) -> list[tuple[int | None, str, list[str]]]:
+    """``lines`` split into runs of one rank and stream each, their tags removed (lines without
+    one, such as the launcher's own, have no rank and keep the pipe's stream)."""
+    runs: list[tuple[int | None, str, list[str]]] = []
     for line in lines:
-        found = _LOCAL_RANK_PREFIX.match(line)
-        rank = None if found is None else base + int(found.group(1))
+        found = tag.match(line)
+        rank = None if found is None else base + int(found.group("rank"))
+        where = stream if found is None or not found.group("stream") else found.group("stream")
         text = line if found is None else line[found.end() :]
-        if runs and runs[-1][0] == rank:
-            runs[-1][1].append(text)
+        if runs and runs[-1][:2] == (rank, where):
+            runs[-1][2].append(text)
         else:
-            runs.append((rank, [text]))
+            runs.append((rank, where, [text]))
     return runs

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from trainops._errors import JobNotFoundError, SpecError, StorageError
 from trainops._settings import Settings
-from trainops.agent.launchers import available_launchers
+from trainops.agent.launchers import available_launchers, launcher_for
 from trainops.backends import Backend
 from trainops.control._core import ControlCore, ControllerConfig
 from trainops.control._events import EventIntake
@@ -234,4 +234,10 @@ def _check_launcher(spec: JobSpec) -> None:
                     + ", ".join(sorted(available)),
                 )
             ]
+        )
+    limit = launcher_for(launcher).max_hosts
+    if limit is not None and spec.instance_count > limit:
+        reason = f"the {launcher} launcher spans at most {limit} host(s) so far"
+        raise SpecError(
+            [(f"distribution.{launcher}", f"{reason}; instance_count is {spec.instance_count}")]
         )

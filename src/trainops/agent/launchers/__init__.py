@@ -8,10 +8,12 @@ tests/agent/test_launchers.py.
 from trainops.agent.launchers._base import (
     LaunchContext,
     Launcher,
+    LaunchError,
     RankProcess,
     job_port,
     rendezvous_env,
 )
+from trainops.agent.launchers._mpi import MpiLauncher
 from trainops.agent.launchers._plain import PlainLauncher
 from trainops.agent.launchers._tensorflow import (
     MultiWorkerMirroredLauncher,
@@ -22,6 +24,7 @@ from trainops.agent.launchers._torchrun import TorchrunLauncher
 __all__ = [
     "LAUNCHERS",
     "LaunchContext",
+    "LaunchError",
     "Launcher",
     "RankProcess",
     "available_launchers",
@@ -38,6 +41,7 @@ LAUNCHERS: dict[str, Launcher] = {
     "torch_distributed": TorchrunLauncher(),
     "multi_worker_mirrored_strategy": MultiWorkerMirroredLauncher(),
     "parameter_server": ParameterServerLauncher(),
+    "mpi": MpiLauncher(),
 }
 
 

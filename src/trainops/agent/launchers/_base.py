@@ -14,9 +14,13 @@ from typing import Protocol
 
 from trainops.protocol import SubmittedJob
 
-__all__ = ["LaunchContext", "Launcher", "RankProcess", "job_port", "rendezvous_env"]
+__all__ = ["LaunchContext", "LaunchError", "Launcher", "RankProcess", "job_port", "rendezvous_env"]
 
 PORT_BASE, PORT_SPAN = 20000, 10000
+
+
+class LaunchError(RuntimeError):
+    """The launcher cannot start this host's processes here; the message says why."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,9 +60,10 @@ class RankProcess:
     """One process to start: its argv and complete environment, and the rank its output is
     tagged with (``None`` for a process that is not one rank, such as torchrun or mpirun).
 
-    ``local_rank_prefixes``: the process starts the host's ranks itself and prefixes each of
-    their lines with ``[<role><local rank>]:`` (torchrun's ``--tee``); the supervisor strips the
-    prefix and tags the line with rank ``rank_base + local rank``.
+    ``output_tags``: the process starts the host's ranks itself and tags each of their lines:
+    ``"torchrun"`` (``[<role><local rank>]:``, torchrun's ``--tee``; the rank is ``rank_base +
+    local rank``) or ``"mpirun"`` (``[<job>,<rank>]<stdout>:``, ``--tag-output``). The
+    supervisor strips the tag and tags the line with its rank (and stream) instead.
 
     ``auxiliary``: a helper beside the script (a parameter server): the host is done when its
     other processes are, and the helper is then stopped — once nothing listens on
@@ -69,16 +74,18 @@ class RankProcess:
     env: dict[str, str] = field(repr=False)
     rank: int | None = None
     local_rank: int | None = None
-    local_rank_prefixes: bool = False
+    output_tags: str | None = None
     rank_base: int = 0
     auxiliary: bool = False
     release_after: tuple[str, int] | None = None
 
 
 class Launcher(Protocol):
-    """Turns a host's assignment into the processes it runs."""
+    """Turns a host's assignment into the processes it runs. ``max_hosts`` is the most hosts it
+    can span (``None``: any number); the control plane refuses larger jobs at submission."""
 
     name: str
+    max_hosts: int | None
 
     def processes(self, ctx: LaunchContext) -> list[RankProcess]: ...
 

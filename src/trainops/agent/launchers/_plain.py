@@ -15,6 +15,7 @@ __all__ = ["PlainLauncher"]
 
 class PlainLauncher:
     name = "plain"
+    max_hosts: int | None = None
 
     def processes(self, ctx: LaunchContext) -> list[RankProcess]:
         per_host = ctx.processes_per_host

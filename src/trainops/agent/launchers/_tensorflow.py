@@ -71,6 +71,7 @@ def task_port(host_index: int) -> int:
 
 class MultiWorkerMirroredLauncher:
     name = "multi_worker_mirrored_strategy"
+    max_hosts: int | None = None
 
     def processes(self, ctx: LaunchContext) -> list[RankProcess]:
         per_host = ctx.processes_per_host
@@ -85,6 +86,7 @@ class MultiWorkerMirroredLauncher:
 
 class ParameterServerLauncher:
     name = "parameter_server"
+    max_hosts: int | None = None
 
     def processes(self, ctx: LaunchContext) -> list[RankProcess]:
         rendezvous = rendezvous_env(ctx, 0)  # one script per host (the spec refuses more)

@@ -16,6 +16,7 @@ __all__ = ["TorchrunLauncher"]
 
 class TorchrunLauncher:
     name = "torch_distributed"
+    max_hosts: int | None = None
 
     def processes(self, ctx: LaunchContext) -> list[RankProcess]:
         argv = (
@@ -39,4 +40,4 @@ class TorchrunLauncher:
         )
         env = {**ctx.env, "MASTER_ADDR": ctx.master_addr, "MASTER_PORT": str(ctx.master_port)}
         base = ctx.host_index * ctx.processes_per_host
-        return [RankProcess(argv, env, local_rank_prefixes=True, rank_base=base)]
+        return [RankProcess(argv, env, output_tags="torchrun", rank_base=base)]
