@@ -4,9 +4,10 @@ Checkpoints follow SageMaker's semantics: restored on every host at start, new o
 uploaded continuously, local deletions propagated. Only objects this host restored or uploaded
 are ever deleted, so hosts sharing a prefix do not remove each other's files.
 
-While the script runs, the uploading happens in a separate, low-priority process (``nice``,
-``SCHED_BATCH``) so that it takes CPU only where the script leaves some, and the script's step
-time barely moves. That process learns of finished files from inotify (``IN_CLOSE_WRITE``,
+While the script runs, the uploading happens in a separate, lowest-priority process
+(``SCHED_IDLE`` and the idle I/O class; ``nice`` + ``SCHED_BATCH`` where the kernel lacks them) so
+that it takes CPU and disk time only where the script leaves some, and the script's step time
+barely moves. That process learns of finished files from inotify (``IN_CLOSE_WRITE``,
 ``IN_MOVED_TO``, recursively, new subdirectories included) and scans the tree every
 ``safety_interval`` seconds in case an event was lost; where inotify is unavailable it scans every
 ``interval`` seconds. It reports each upload and deletion back on a pipe, so this process always
@@ -379,13 +380,31 @@ def worker_main() -> int:
 
 
 def _lower_priority(nice: int) -> None:
-    """Take CPU only where the script leaves some: nice, and SCHED_BATCH (no wakeup preemption)."""
+    """Take CPU and disk time only where the script leaves some; call before starting threads.
+
+    ``SCHED_IDLE`` where the kernel has it: a waking script thread preempts the uploader at once,
+    and a core running only the uploader counts as idle when the script's threads are placed (with
+    ``nice`` + ``SCHED_BATCH``, a woken script thread could wait out the uploader's time slice).
+    Elsewhere ``nice`` and ``SCHED_BATCH``. The idle I/O class puts the uploader's own disk writes
+    (a ``file://`` store's fsync) behind everyone else's. Threads started later inherit all three.
+    """
     with contextlib.suppress(OSError):
         os.nice(nice)
-    batch = getattr(os, "SCHED_BATCH", None)
-    if batch is not None:
-        with contextlib.suppress(OSError):
-            os.sched_setscheduler(0, batch, os.sched_param(0))
+    for name in ("SCHED_IDLE", "SCHED_BATCH"):
+        policy = getattr(os, name, None)
+        if policy is None:
+            continue
+        try:
+            os.sched_setscheduler(0, policy, os.sched_param(0))
+            break
+        except OSError:
+            continue
+    import psutil  # here: only the uploader process needs it
+
+    idle_io = getattr(psutil, "IOPRIO_CLASS_IDLE", None)
+    if idle_io is not None:
+        with contextlib.suppress(OSError, psutil.Error):
+            psutil.Process().ionice(idle_io)
 
 
 def _emit(out: IO[str], report: dict[str, Any]) -> None:
