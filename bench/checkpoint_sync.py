@@ -6,17 +6,25 @@ checkpoint into its checkpoint directory (written in 8 MB pieces, then closed). 
 step's compute time (the checkpoint write itself is not part of a step) and the moment each
 checkpoint was closed.
 
-Two modes, interleaved per round (off, on / on, off):
+Modes, in an order rotated per round:
 
-- off: nothing watches the directory
-- on:  a ``DirectorySync`` mirrors it to the store (the agent's background uploader process),
-       reporting when each file became visible under its final name
+- off:      nothing watches the directory
+- trainops: a ``DirectorySync`` mirrors it to the store (the agent's background uploader process),
+            reporting when each file became visible under its final name
+- s5cmd:    (s3:// only) each checkpoint is sent by ``s5cmd cp`` as soon as it is closed, at the
+            uploader's priority: the peer, which tells the client's cost from the server's
 
-Figures, for file:// and for s3:// (a loopback SeaweedFS started by the script): step time
-p50/p99 with sync on over off (target: p99 ratio ≤ 1.2), and upload lag (close → visible under
-the final name) median and p95.
+each with the script's BLAS on all cores (``--threads 0``: every core busy with the step, so any
+other work on the machine comes out of it) and on one thread (a core left free); the matrix is
+calibrated to ~``--step-ms`` for each thread count.
+
+Figures, for file:// and for s3:// (a loopback SeaweedFS started by the script, on the same
+cores): step time p50/p99 with sync on over off (target: p99 ratio ≤ 1.2), upload lag (close →
+visible under the final name) median and p95, and the CPU each checkpoint costs the uploader and
+the server.
 
     python bench/checkpoint_sync.py [--rounds 3] [--steps 400] [--every 100] [--schemes file,s3]
+                                    [--threads 0,1] [--no-peer]
 """
 
 from __future__ import annotations
@@ -65,6 +73,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="renice SeaweedFS (a stand-in for a remote S3 whose CPU is not the host's)",
     )
     parser.add_argument("--nice", type=int, default=10, help="the uploader's nice increment")
+    parser.add_argument(
+        "--uploader-priority",
+        choices=("idle", "batch"),
+        default="idle",
+        help="idle: SCHED_IDLE + idle I/O class (the default); batch: nice + SCHED_BATCH",
+    )
     parser.add_argument("--matrix-n", type=int, default=0, help="matmul size (default: calibrate)")
     parser.add_argument("--script", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--calibrate-only", action="store_true", help=argparse.SUPPRESS)
@@ -137,11 +151,18 @@ class S5cmdMirror:
     """
 
     def __init__(
-        self, local: Path, prefix: str, s5cmd: list[str], env: dict[str, str], nice: int
+        self,
+        local: Path,
+        prefix: str,
+        s5cmd: list[str],
+        env: dict[str, str],
+        nice: int,
+        idle: bool,
     ) -> None:
         from trainops.agent._watch import Inotify
 
-        self.local, self.prefix, self.s5cmd, self.env, self.nice = local, prefix, s5cmd, env, nice
+        self.local, self.prefix, self.s5cmd, self.env = local, prefix, s5cmd, env
+        self.nice, self.idle = nice, idle
         self.watch = Inotify(local)
         self.visible: dict[str, float] = {}
         self.errors: list[str] = []
@@ -172,7 +193,7 @@ class S5cmdMirror:
             env=self.env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
-            preexec_fn=lambda: _lower_priority(self.nice),
+            preexec_fn=lambda: _lower_priority(self.nice, idle=self.idle),
         )
         _pid, status, usage = os.wait4(proc.pid, 0)
         self.cpu_s += usage.ru_utime + usage.ru_stime
@@ -219,11 +240,13 @@ class Bench:
                 on_error=errors.append,
                 on_uploaded=lambda rel: visible.setdefault(rel, time.time()),
                 nice=self.args.nice,
+                idle=self.args.uploader_priority == "idle",
             )
             sync.start()
         elif mode == "s5cmd":
             assert self.s5cmd is not None
-            peer = S5cmdMirror(local, prefix, self.s5cmd, self.s5cmd_env, self.args.nice)
+            idle = self.args.uploader_priority == "idle"
+            peer = S5cmdMirror(local, prefix, self.s5cmd, self.s5cmd_env, self.args.nice, idle)
             peer.start()
         server_cpu = _process_tree_cpu(self.server_pid)
         argv = [sys.executable, str(Path(__file__).resolve()), "--script", str(local)]

@@ -288,20 +288,26 @@ def test_symbolic_links_are_never_followed_by_an_upload(
 
 
 @pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="SCHED_IDLE is Linux's")
-def test_the_uploader_and_its_threads_run_at_idle_priority(
-    tmp_path: Path, remote: Path, store: ObjectStore
+@pytest.mark.parametrize("idle", [True, False])
+def test_the_uploader_and_its_threads_run_at_the_chosen_low_priority(
+    tmp_path: Path, remote: Path, store: ObjectStore, idle: bool
 ) -> None:
-    """Every thread of the uploader yields the CPU to the script, and its disk I/O too."""
-    sync = _sync(tmp_path, remote, store)
+    """Every thread of the uploader yields the CPU to the script (idle: its disk I/O too)."""
+    sync = DirectorySync(
+        tmp_path / "local", remote.as_uri(), store, propagate_deletes=True, nice=7, idle=idle
+    )
     sync.start()
     try:
         (tmp_path / "local" / "first.bin").write_bytes(b"x" * 10)
         _wait_for(lambda: _remote_files(remote) == {"first.bin": "x" * 10}, "the first upload")
         assert sync._worker is not None
         uploader = psutil.Process(sync._worker.pid)
-        policies = {os.sched_getscheduler(thread.id) for thread in uploader.threads()}
+        threads = [psutil.Process(thread.id) for thread in uploader.threads()]
+        policies = {os.sched_getscheduler(thread.pid) for thread in threads}
+        nices = {thread.nice() for thread in threads}
         io_class = uploader.ionice().ioclass
     finally:
         sync.stop()
-    assert policies == {os.SCHED_IDLE}
-    assert io_class == psutil.IOPRIO_CLASS_IDLE
+    assert policies == {os.SCHED_IDLE if idle else os.SCHED_BATCH}
+    assert nices == {min(19, os.nice(0) + 7)}
+    assert (io_class == psutil.IOPRIO_CLASS_IDLE) is idle
