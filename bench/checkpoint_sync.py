@@ -407,7 +407,8 @@ def render_table(result: dict[str, Any]) -> str:
         f"Measured {result['date']} on {mach['cpu_model']}, {mach['usable_cores']} usable cores; "
         f"{args['steps']} steps of ~{args['step_ms']:.0f} ms (float32 matmul, {sizes}), a "
         f"{args['ckpt_mb']} MB checkpoint every {args['every']} steps; median of "
-        f"{args['rounds']} interleaved rounds per mode. "
+        f"{args['rounds']} interleaved rounds per mode; uploaders at "
+        f"{'SCHED_IDLE' if args.get('uploader_priority', 'idle') == 'idle' else 'nice + SCHED_BATCH'}. "
         "Raw samples: [results/checkpoint_sync.json](results/checkpoint_sync.json)."
     )
     return "\n".join(rows)
