@@ -188,22 +188,21 @@ class S5cmdMirror:
         from trainops.agent._sync import _lower_priority
 
         argv = [*self.s5cmd, "cp", str(self.local / rel), f"{self.prefix}/{rel}"]
-        proc = subprocess.Popen(
-            argv,
-            env=self.env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            preexec_fn=lambda: _lower_priority(self.nice, idle=self.idle),
-        )
-        _pid, status, usage = os.wait4(proc.pid, 0)
-        self.cpu_s += usage.ru_utime + usage.ru_stime
-        if os.waitstatus_to_exitcode(status) != 0:
-            assert proc.stderr is not None
-            self.errors.append(proc.stderr.read().decode(errors="replace")[-500:])
-        else:
-            self.visible.setdefault(rel, time.time())
-        if proc.stderr is not None:
-            proc.stderr.close()
+        with tempfile.TemporaryFile() as err:
+            proc = subprocess.Popen(
+                argv,
+                env=self.env,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+                preexec_fn=lambda: _lower_priority(self.nice, idle=self.idle),
+            )
+            _pid, status, usage = os.wait4(proc.pid, 0)
+            self.cpu_s += usage.ru_utime + usage.ru_stime
+            if os.waitstatus_to_exitcode(status) != 0:
+                err.seek(0)
+                self.errors.append(err.read().decode(errors="replace")[-500:])
+            else:
+                self.visible.setdefault(rel, time.time())
 
 
 class Bench:
