@@ -6,17 +6,25 @@ checkpoint into its checkpoint directory (written in 8 MB pieces, then closed). 
 step's compute time (the checkpoint write itself is not part of a step) and the moment each
 checkpoint was closed.
 
-Two modes, interleaved per round (off, on / on, off):
+Modes, in an order rotated per round:
 
-- off: nothing watches the directory
-- on:  a ``DirectorySync`` mirrors it to the store (the agent's background uploader process),
-       reporting when each file became visible under its final name
+- off:      nothing watches the directory
+- trainops: a ``DirectorySync`` mirrors it to the store (the agent's background uploader process),
+            reporting when each file became visible under its final name
+- s5cmd:    (s3:// only) each checkpoint is sent by ``s5cmd cp`` as soon as it is closed, at the
+            uploader's priority: the peer, which tells the client's cost from the server's
 
-Figures, for file:// and for s3:// (a loopback SeaweedFS started by the script): step time
-p50/p99 with sync on over off (target: p99 ratio ≤ 1.2), and upload lag (close → visible under
-the final name) median and p95.
+each with the script's BLAS on all cores (``--threads 0``: every core busy with the step, so any
+other work on the machine comes out of it) and on one thread (a core left free); the matrix is
+calibrated to ~``--step-ms`` for each thread count.
+
+Figures, for file:// and for s3:// (a loopback SeaweedFS started by the script, on the same
+cores): step time p50/p99 with sync on over off (target: p99 ratio ≤ 1.2), upload lag (close →
+visible under the final name) median and p95, and the CPU each checkpoint costs the uploader and
+the server.
 
     python bench/checkpoint_sync.py [--rounds 3] [--steps 400] [--every 100] [--schemes file,s3]
+                                    [--threads 0,1] [--no-peer]
 """
 
 from __future__ import annotations
@@ -30,11 +38,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from _storage_bench import BENCH, header, seaweed, update_section, write_json
+from _storage_bench import BENCH, header, seaweed, tool, update_section, write_json
 
 TARGET_P99_RATIO = 1.2
 SECTION = "checkpoint_sync"
@@ -52,8 +61,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, default=BENCH / "results" / "checkpoint_sync.json")
     parser.add_argument("--readme", type=Path, default=BENCH / "README.md")
     parser.add_argument(
-        "--threads", type=int, default=0, help="BLAS threads of the script (default: all cores)"
+        "--threads",
+        default="0,1",
+        help="the script's BLAS thread counts to measure, 0 meaning all cores (default: 0,1)",
     )
+    parser.add_argument("--no-peer", dest="peer", action="store_false", help="skip s5cmd on s3://")
     parser.add_argument(
         "--server-nice",
         type=int,
@@ -61,11 +73,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="renice SeaweedFS (a stand-in for a remote S3 whose CPU is not the host's)",
     )
     parser.add_argument("--nice", type=int, default=10, help="the uploader's nice increment")
+    parser.add_argument(
+        "--uploader-priority",
+        choices=("idle", "batch"),
+        default="idle",
+        help="idle: SCHED_IDLE + idle I/O class (the default); batch: nice + SCHED_BATCH",
+    )
     parser.add_argument("--matrix-n", type=int, default=0, help="matmul size (default: calibrate)")
     parser.add_argument("--script", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--calibrate-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.schemes = [s for s in args.schemes.split(",") if s]
+    try:
+        args.threads = [int(t) for t in args.threads.split(",") if t]
+    except ValueError:
+        parser.error("--threads: comma-separated whole numbers, 0 meaning all cores")
+    if not args.threads or min(args.threads) < 0:
+        parser.error("--threads: comma-separated whole numbers, 0 meaning all cores")
     if not set(args.schemes) <= {"file", "s3"}:
         parser.error("--schemes: file, s3")
     return args
@@ -119,25 +143,94 @@ def _calibrate(np: Any, target: float) -> int:
 # The harness -----------------------------------------------------------------------------------
 
 
+class S5cmdMirror:
+    """The peer, for scale: each checkpoint sent by ``s5cmd cp`` as soon as it is closed.
+
+    Closes come from the same inotify watch the uploader uses; each ``s5cmd`` runs at the
+    uploader's priority, one at a time, so what differs from trainops is the client alone.
+    """
+
+    def __init__(
+        self,
+        local: Path,
+        prefix: str,
+        s5cmd: list[str],
+        env: dict[str, str],
+        nice: int,
+        idle: bool,
+    ) -> None:
+        from trainops.agent._watch import Inotify
+
+        self.local, self.prefix, self.s5cmd, self.env = local, prefix, s5cmd, env
+        self.nice, self.idle = nice, idle
+        self.watch = Inotify(local)
+        self.visible: dict[str, float] = {}
+        self.errors: list[str] = []
+        self.cpu_s = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="s5cmd-mirror", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.watch.close()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for event in self.watch.read(0.05):
+                if event.kind == "closed":
+                    self._send(event.rel)
+
+    def _send(self, rel: str) -> None:
+        from trainops.agent._sync import _lower_priority
+
+        argv = [*self.s5cmd, "cp", str(self.local / rel), f"{self.prefix}/{rel}"]
+        with tempfile.TemporaryFile() as err:
+            proc = subprocess.Popen(
+                argv,
+                env=self.env,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+                preexec_fn=lambda: _lower_priority(self.nice, idle=self.idle),
+            )
+            _pid, status, usage = os.wait4(proc.pid, 0)
+            self.cpu_s += usage.ru_utime + usage.ru_stime
+            if os.waitstatus_to_exitcode(status) != 0:
+                err.seek(0)
+                self.errors.append(err.read().decode(errors="replace")[-500:])
+            else:
+                self.visible.setdefault(rel, time.time())
+
+
 class Bench:
     def __init__(self, args: argparse.Namespace, workdir: Path) -> None:
         self.args = args
         self.workdir = workdir
         self.samples: dict[str, list[dict[str, Any]]] = {}
+        self.matrix_n: dict[int, int] = args.matrix_sizes  # per thread count
 
     server_pid: int | None = None  # the SeaweedFS process, whose CPU is reported beside ours
+    s5cmd: list[str] | None = None  # s5cmd and its endpoint, where the peer runs (s3://)
+    s5cmd_env: dict[str, str] = {}
 
-    def run_once(self, scheme: str, root: str, settings: Any, sync_on: bool, run: int) -> None:
+    def run_once(
+        self, scheme: str, root: str, settings: Any, threads: int, mode: str, run: int
+    ) -> None:
         from trainops.agent import DirectorySync
         from trainops.storage import join_uri, store_for
 
-        local = self.workdir / f"ckpt-{scheme}-{run}-{int(sync_on)}"
+        tag = f"{scheme}-{threads}-{mode}-{run}"
+        local = self.workdir / f"ckpt-{tag}"
         local.mkdir(parents=True)
-        prefix = join_uri(root, f"run-{run}-{int(sync_on)}")
+        prefix = join_uri(root, f"run-{tag}")
         visible: dict[str, float] = {}
         errors: list[str] = []
-        sync = None
-        if sync_on:
+        sync: DirectorySync | None = None
+        peer: S5cmdMirror | None = None
+        if mode == "trainops":
             sync = DirectorySync(
                 local,
                 prefix,
@@ -146,26 +239,38 @@ class Bench:
                 on_error=errors.append,
                 on_uploaded=lambda rel: visible.setdefault(rel, time.time()),
                 nice=self.args.nice,
+                idle=self.args.uploader_priority == "idle",
             )
             sync.start()
+        elif mode == "s5cmd":
+            assert self.s5cmd is not None
+            idle = self.args.uploader_priority == "idle"
+            peer = S5cmdMirror(local, prefix, self.s5cmd, self.s5cmd_env, self.args.nice, idle)
+            peer.start()
         server_cpu = _process_tree_cpu(self.server_pid)
         argv = [sys.executable, str(Path(__file__).resolve()), "--script", str(local)]
         argv += ["--steps", str(self.args.steps), "--every", str(self.args.every)]
-        argv += ["--ckpt-mb", str(self.args.ckpt_mb), "--matrix-n", str(self.args.matrix_n)]
+        argv += ["--ckpt-mb", str(self.args.ckpt_mb), "--matrix-n", str(self.matrix_n[threads])]
         done = subprocess.run(
-            argv, capture_output=True, text=True, check=True, env=_script_env(self.args)
+            argv, capture_output=True, text=True, check=True, env=_script_env(threads)
         )
         result = json.loads(done.stdout.strip().splitlines()[-1])
+        names = {c["name"] for c in result["closes"]}
         cpu_before = _children_cpu()  # the script is reaped; the uploader is not yet
-        if sync is not None:
-            names = {c["name"] for c in result["closes"]}
+        client_cpu = 0.0
+        if sync is not None or peer is not None:
+            seen = visible if peer is None else peer.visible
             deadline = time.monotonic() + 300
-            while not names <= set(visible) and time.monotonic() < deadline:
+            while not names <= set(seen) and time.monotonic() < deadline:
                 time.sleep(0.05)
-            sync.stop()
-            uploader_cpu = _children_cpu() - cpu_before
+            if sync is not None:
+                sync.stop()
+                client_cpu = _children_cpu() - cpu_before
+            if peer is not None:
+                peer.stop()
+                client_cpu, errors, visible = peer.cpu_s, peer.errors, peer.visible
             if errors or not names <= set(visible):
-                raise SystemExit(f"sync failed: {errors or 'not every checkpoint was uploaded'}")
+                raise SystemExit(f"{mode} failed: {errors or 'not every checkpoint was uploaded'}")
         server_cpu = _process_tree_cpu(self.server_pid) - server_cpu
         shutil.rmtree(local)
         steps = sorted(result["steps_s"])
@@ -175,29 +280,30 @@ class Bench:
             "matrix_n": result["n"],
             "server_cpu_s_per_ckpt": server_cpu / len(result["closes"]),
         }
-        if sync_on:
+        if mode != "off":
             lags = sorted(visible[c["name"]] - c["closed"] for c in result["closes"])
             sample["lags_s"] = lags
-            sample["uploader_cpu_s_per_ckpt"] = uploader_cpu / len(lags)
-        key = f"{scheme}/{'on' if sync_on else 'off'}"
-        self.samples.setdefault(key, []).append(sample)
-        lag = f"lag median {statistics.median(sample['lags_s']):.2f} s" if sync_on else ""
+            sample["uploader_cpu_s_per_ckpt"] = client_cpu / len(lags)
+        self.samples.setdefault(f"{scheme}/{threads}/{mode}", []).append(sample)
+        lag = f"lag median {statistics.median(sample['lags_s']):.2f} s" if mode != "off" else ""
         print(
-            f"round {run + 1} {scheme:<4} sync {'on ' if sync_on else 'off'} "
+            f"round {run + 1} {scheme:<4} threads {threads or 'all'} {mode:<8} "
             f"p50 {sample['step_p50_ms']:6.1f} ms  p99 {sample['step_p99_ms']:6.1f} ms  {lag}",
             flush=True,
         )
 
     def run_scheme(self, scheme: str, root: str, settings: Any) -> None:
+        modes = ["off", "trainops"] + (["s5cmd"] if scheme == "s3" and self.s5cmd else [])
         for run in range(self.args.rounds):
-            order = (False, True) if run % 2 == 0 else (True, False)
-            for sync_on in order:
-                self.run_once(scheme, root, settings, sync_on, run)
+            order = modes[run % len(modes) :] + modes[: run % len(modes)]
+            for threads in self.args.threads:
+                for mode in order:
+                    self.run_once(scheme, root, settings, threads, mode, run)
 
 
-def _script_env(args: argparse.Namespace) -> dict[str, str]:
-    threads = str(args.threads or len(os.sched_getaffinity(0)))
-    return {**os.environ, "OMP_NUM_THREADS": threads, "OPENBLAS_NUM_THREADS": threads}
+def _script_env(threads: int) -> dict[str, str]:
+    count = str(threads or len(os.sched_getaffinity(0)))
+    return {**os.environ, "OMP_NUM_THREADS": count, "OPENBLAS_NUM_THREADS": count}
 
 
 def _process_tree_cpu(pid: int | None) -> float:
@@ -223,34 +329,47 @@ def _percentile(ordered: list[float], q: float) -> float:
     return ordered[index]
 
 
+def _figures(off: list[dict[str, Any]], on: list[dict[str, Any]]) -> dict[str, Any]:
+    lags = sorted(lag for s in on for lag in s["lags_s"])
+    p50 = {
+        m: statistics.median(s["step_p50_ms"] for s in runs)
+        for m, runs in (("off", off), ("on", on))
+    }
+    p99 = {
+        m: statistics.median(s["step_p99_ms"] for s in runs)
+        for m, runs in (("off", off), ("on", on))
+    }
+    figures = {
+        "step_p50_ms": p50,
+        "step_p99_ms": p99,
+        "p50_ratio": p50["on"] / p50["off"],
+        "p99_ratio": p99["on"] / p99["off"],
+        "lag_median_s": statistics.median(lags),
+        "lag_p95_s": _percentile(lags, 0.95),
+        "checkpoints": len(lags),
+        "matrix_n": on[0]["matrix_n"],
+        "uploader_cpu_s_per_ckpt": statistics.median(s["uploader_cpu_s_per_ckpt"] for s in on),
+        "server_cpu_s_per_ckpt": {
+            mode: statistics.median(s["server_cpu_s_per_ckpt"] for s in runs)
+            for mode, runs in (("off", off), ("on", on))
+        },
+    }
+    figures["target_met"] = figures["p99_ratio"] <= TARGET_P99_RATIO
+    return figures
+
+
 def build_result(bench: Bench, args: argparse.Namespace) -> dict[str, Any]:
     figures: dict[str, Any] = {}
-    for scheme in args.schemes:
-        off, on = bench.samples[f"{scheme}/off"], bench.samples[f"{scheme}/on"]
-        lags = sorted(lag for s in on for lag in s["lags_s"])
-        p50 = {
-            m: statistics.median(s["step_p50_ms"] for s in runs)
-            for m, runs in (("off", off), ("on", on))
-        }
-        p99 = {
-            m: statistics.median(s["step_p99_ms"] for s in runs)
-            for m, runs in (("off", off), ("on", on))
-        }
-        figures[scheme] = {
-            "step_p50_ms": p50,
-            "step_p99_ms": p99,
-            "p50_ratio": p50["on"] / p50["off"],
-            "p99_ratio": p99["on"] / p99["off"],
-            "lag_median_s": statistics.median(lags),
-            "lag_p95_s": _percentile(lags, 0.95),
-            "checkpoints": len(lags),
-            "uploader_cpu_s_per_ckpt": statistics.median(s["uploader_cpu_s_per_ckpt"] for s in on),
-            "server_cpu_s_per_ckpt": {
-                mode: statistics.median(s["server_cpu_s_per_ckpt"] for s in runs)
-                for mode, runs in (("off", off), ("on", on))
-            },
-        }
-        figures[scheme]["target_met"] = figures[scheme]["p99_ratio"] <= TARGET_P99_RATIO
+    for key, on in bench.samples.items():
+        scheme, threads, mode = key.split("/")
+        if mode != "off":
+            off = bench.samples[f"{scheme}/{threads}/off"]
+            figures[key] = {
+                "scheme": scheme,
+                "threads": int(threads),
+                "client": mode,
+                **_figures(off, on),
+            }
     skip = ("out", "readme", "script")
     return {
         **header(SECTION, {k: v for k, v in vars(args).items() if k not in skip}),
@@ -262,25 +381,49 @@ def build_result(bench: Bench, args: argparse.Namespace) -> dict[str, Any]:
 
 def render_table(result: dict[str, Any]) -> str:
     rows = [
-        "| store | step p50 off / on (ms) | step p99 off / on (ms) | p99 on / off (target ≤ 1.2) | upload lag median / p95 (s) | uploader CPU per checkpoint (s) | SeaweedFS CPU per checkpoint, on (s) |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| store | uploader | script's BLAS threads | step p50 off / on (ms) | step p99 off / on (ms) | p99 on / off (target ≤ 1.2) | upload lag median / p95 (s) | uploader CPU per checkpoint (s) | SeaweedFS CPU per checkpoint (s) |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|",
     ]
-    for scheme, f in result["figures"].items():
+    cores = result["machine"]["usable_cores"]
+    for f in result["figures"].values():
+        threads = f"{cores} (all cores)" if f["threads"] == 0 else f"{f['threads']}"
+        met = "" if f["target_met"] else " (missed)"
+        server = f"{f['server_cpu_s_per_ckpt']['on']:.2f}" if f["scheme"] == "s3" else "n/a"
         rows.append(
-            f"| {scheme}:// | {f['step_p50_ms']['off']:.1f} / {f['step_p50_ms']['on']:.1f} | "
-            f"{f['step_p99_ms']['off']:.1f} / {f['step_p99_ms']['on']:.1f} | {f['p99_ratio']:.2f} | "
-            f"{f['lag_median_s']:.2f} / {f['lag_p95_s']:.2f} | {f['uploader_cpu_s_per_ckpt']:.2f} | "
-            f"{f['server_cpu_s_per_ckpt']['on']:.2f} |"
+            f"| {f['scheme']}:// | {f['client']} | {threads} | "
+            f"{f['step_p50_ms']['off']:.1f} / {f['step_p50_ms']['on']:.1f} | "
+            f"{f['step_p99_ms']['off']:.1f} / {f['step_p99_ms']['on']:.1f} | "
+            f"{f['p99_ratio']:.2f}{met} | {f['lag_median_s']:.2f} / {f['lag_p95_s']:.2f} | "
+            f"{f['uploader_cpu_s_per_ckpt']:.2f} | {server} |"
         )
     mach, args = result["machine"], result["args"]
+    sizes = ", ".join(
+        f"{n}² with {'all cores' if int(t) == 0 else f'{t} thread'}"
+        for t, n in sorted(args["matrix_sizes"].items())
+    )
     rows.append("")
     rows.append(
         f"Measured {result['date']} on {mach['cpu_model']}, {mach['usable_cores']} usable cores; "
-        f"{args['steps']} steps of ~{args['step_ms']:.0f} ms ({args['matrix_n']}² float32 matmul), a {args['ckpt_mb']} MB checkpoint "
-        f"every {args['every']} steps; median of {args['rounds']} interleaved rounds per mode. "
+        f"{args['steps']} steps of ~{args['step_ms']:.0f} ms (float32 matmul, {sizes}), a "
+        f"{args['ckpt_mb']} MB checkpoint every {args['every']} steps; median of "
+        f"{args['rounds']} interleaved rounds per mode; uploaders at "
+        f"{'SCHED_IDLE' if args.get('uploader_priority', 'idle') == 'idle' else 'nice + SCHED_BATCH'}. "
         "Raw samples: [results/checkpoint_sync.json](results/checkpoint_sync.json)."
     )
     return "\n".join(rows)
+
+
+def _calibrated(args: argparse.Namespace, threads: int, workdir: Path) -> int:
+    """The matrix size for ~``--step-ms`` steps with ``threads``, measured once: every run of that
+    thread count computes the same steps."""
+    argv = [sys.executable, __file__, "--script", str(workdir), "--calibrate-only"]
+    argv += ["--step-ms", str(args.step_ms)]
+    done = subprocess.run(
+        argv, capture_output=True, text=True, check=True, env=_script_env(threads)
+    )
+    n = int(json.loads(done.stdout)["n"])
+    print(f"threads {threads or 'all'}: matrix {n} x {n} for ~{args.step_ms:.0f} ms steps")
+    return n
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -290,14 +433,7 @@ def main(argv: list[str] | None = None) -> int:
     from trainops._settings import Settings
 
     workdir = Path(tempfile.mkdtemp(prefix="tcs-", dir="/tmp"))
-    if not args.matrix_n:  # once, so that every run computes the same steps
-        argv = [sys.executable, __file__, "--script", str(workdir), "--calibrate-only"]
-        argv += ["--step-ms", str(args.step_ms)]
-        done = subprocess.run(
-            argv, capture_output=True, text=True, check=True, env=_script_env(args)
-        )
-        args.matrix_n = json.loads(done.stdout)["n"]
-        print(f"matrix {args.matrix_n} x {args.matrix_n} for ~{args.step_ms:.0f} ms steps")
+    args.matrix_sizes = {t: args.matrix_n or _calibrated(args, t, workdir) for t in args.threads}
     bench = Bench(args, workdir)
     try:
         if "file" in args.schemes:
@@ -308,6 +444,9 @@ def main(argv: list[str] | None = None) -> int:
             with seaweed(workdir / "seaweed") as server:
                 bucket = server.create_bucket("ckpt")
                 bench.server_pid = server.process.pid
+                if args.peer:
+                    bench.s5cmd = [tool("s5cmd"), "--endpoint-url", server.endpoint_url]
+                    bench.s5cmd_env = {**os.environ, **server.env(), "AWS_REGION": server.region}
                 if args.server_nice:
                     import psutil
 

@@ -6,11 +6,13 @@ safety scan pushed out of reach, so only events can explain an upload) and on it
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from trainops._settings import Settings
@@ -283,3 +285,29 @@ def test_symbolic_links_are_never_followed_by_an_upload(
     # What an inotify event names is uploaded even when no scan would have listed it.
     assert sync._mirror.upload(rel, force=True) is False
     assert _remote_files(remote) == {}
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="SCHED_IDLE is Linux's")
+@pytest.mark.parametrize("idle", [True, False])
+def test_the_uploader_and_its_threads_run_at_the_chosen_low_priority(
+    tmp_path: Path, remote: Path, store: ObjectStore, idle: bool
+) -> None:
+    """Every thread of the uploader yields the CPU to the script (idle: its disk I/O too)."""
+    sync = DirectorySync(
+        tmp_path / "local", remote.as_uri(), store, propagate_deletes=True, nice=7, idle=idle
+    )
+    sync.start()
+    try:
+        (tmp_path / "local" / "first.bin").write_bytes(b"x" * 10)
+        _wait_for(lambda: _remote_files(remote) == {"first.bin": "x" * 10}, "the first upload")
+        assert sync._worker is not None
+        uploader = psutil.Process(sync._worker.pid)
+        threads = [psutil.Process(thread.id) for thread in uploader.threads()]
+        policies = {os.sched_getscheduler(thread.pid) for thread in threads}
+        nices = {thread.nice() for thread in threads}
+        io_class = uploader.ionice().ioclass
+    finally:
+        sync.stop()
+    assert policies == {os.SCHED_IDLE if idle else os.SCHED_BATCH}
+    assert nices == {min(19, os.nice(0) + 7)}
+    assert (io_class == psutil.IOPRIO_CLASS_IDLE) is idle

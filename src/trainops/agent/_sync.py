@@ -4,9 +4,10 @@ Checkpoints follow SageMaker's semantics: restored on every host at start, new o
 uploaded continuously, local deletions propagated. Only objects this host restored or uploaded
 are ever deleted, so hosts sharing a prefix do not remove each other's files.
 
-While the script runs, the uploading happens in a separate, low-priority process (``nice``,
-``SCHED_BATCH``) so that it takes CPU only where the script leaves some, and the script's step
-time barely moves. That process learns of finished files from inotify (``IN_CLOSE_WRITE``,
+While the script runs, the uploading happens in a separate, lowest-priority process
+(``SCHED_IDLE`` and the idle I/O class; ``nice`` + ``SCHED_BATCH`` where the kernel lacks them) so
+that it takes CPU and disk time only where the script leaves some, and the script's step time
+barely moves. That process learns of finished files from inotify (``IN_CLOSE_WRITE``,
 ``IN_MOVED_TO``, recursively, new subdirectories included) and scans the tree every
 ``safety_interval`` seconds in case an event was lost; where inotify is unavailable it scans every
 ``interval`` seconds. It reports each upload and deletion back on a pipe, so this process always
@@ -143,7 +144,9 @@ class DirectorySync:
     """Mirror ``local_dir`` to ``remote_prefix``; see the module docstring for the rules.
 
     ``on_uploaded`` hears the relative path of each file the background uploader made visible
-    (just after it became visible); ``on_error`` hears what went wrong, as a sentence.
+    (just after it became visible); ``on_error`` hears what went wrong, as a sentence. The
+    uploader runs at ``SCHED_IDLE`` with the idle I/O class, or with ``idle=False`` at ``nice``
+    with ``SCHED_BATCH`` (see :func:`_lower_priority` for what each costs whom).
     """
 
     def __init__(
@@ -159,6 +162,7 @@ class DirectorySync:
         on_uploaded: Callable[[str], None] | None = None,
         watch: bool | None = None,
         nice: int = 10,
+        idle: bool = True,
     ) -> None:
         self.local_dir = local_dir
         self.remote_prefix = remote_prefix
@@ -170,6 +174,7 @@ class DirectorySync:
         self._on_uploaded = on_uploaded
         self._watch = inotify_available() if watch is None else watch
         self._nice = nice
+        self._idle = idle
         self._previous: dict[str, Signature] = {}
         self._lock = threading.Lock()
         self._worker: subprocess.Popen[bytes] | None = None
@@ -252,6 +257,7 @@ class DirectorySync:
             "safety_interval": self._safety_interval,
             "watch": self._watch,
             "nice": self._nice,
+            "idle": self._idle,
             "known": self.known,
         }
         code = "from trainops.agent._sync import worker_main; raise SystemExit(worker_main())"
@@ -363,7 +369,7 @@ def worker_main() -> int:
     from trainops.storage import store_for
 
     config = json.loads(sys.stdin.buffer.readline())
-    _lower_priority(int(config["nice"]))
+    _lower_priority(int(config["nice"]), idle=bool(config["idle"]))
     # A writer opening a file in the instant we hold its read lease makes the kernel send us
     # SIGIO (whose default is to terminate); we release the lease at once anyway.
     if hasattr(signal, "SIGIO"):
@@ -378,14 +384,37 @@ def worker_main() -> int:
     return 0
 
 
-def _lower_priority(nice: int) -> None:
-    """Take CPU only where the script leaves some: nice, and SCHED_BATCH (no wakeup preemption)."""
+def _lower_priority(nice: int, *, idle: bool = True) -> None:
+    """Take CPU and disk time only where the script leaves some; call before starting threads.
+
+    ``idle`` (where the kernel has it): ``SCHED_IDLE`` and the idle I/O class. A waking script
+    thread preempts the uploader at once, and a core running only the uploader counts as idle
+    when the script's threads are placed; the idle I/O class puts the uploader's own disk writes
+    (a ``file://`` store's fsync) behind everyone else's. The price: on a host whose cores are
+    all busy the uploader runs only in their pauses. Otherwise (or where ``SCHED_IDLE`` is
+    missing) ``nice`` and ``SCHED_BATCH``: a share of the CPU however busy the host, but a woken
+    script thread may wait for the uploader's time slice to end. Threads started later inherit
+    all of it.
+    """
     with contextlib.suppress(OSError):
         os.nice(nice)
-    batch = getattr(os, "SCHED_BATCH", None)
-    if batch is not None:
-        with contextlib.suppress(OSError):
-            os.sched_setscheduler(0, batch, os.sched_param(0))
+    for name in ("SCHED_IDLE", "SCHED_BATCH") if idle else ("SCHED_BATCH",):
+        policy = getattr(os, name, None)
+        if policy is None:
+            continue
+        try:
+            os.sched_setscheduler(0, policy, os.sched_param(0))
+            break
+        except OSError:
+            continue
+    if not idle:
+        return
+    import psutil  # here: only the uploader process needs it
+
+    idle_io = getattr(psutil, "IOPRIO_CLASS_IDLE", None)
+    if idle_io is not None:
+        with contextlib.suppress(OSError, psutil.Error):
+            psutil.Process().ionice(idle_io)
 
 
 def _emit(out: IO[str], report: dict[str, Any]) -> None:
