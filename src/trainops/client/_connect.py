@@ -11,7 +11,7 @@ action: the configured ``TRAINOPS_TOKEN``, else the home's token file for the ho
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from trainops._errors import ServerError
@@ -25,14 +25,23 @@ PROBE_TIMEOUT_S = 2.0
 
 
 @contextmanager
-def connect(settings: Settings | None = None) -> Iterator[Client]:
-    """Yield a :class:`Client` to the configured server, the home's server, or an embedded one."""
+def connect(
+    settings: Settings | None = None, *, before_embedded: Callable[[], object] | None = None
+) -> Iterator[Client]:
+    """Yield a :class:`Client` to the configured server, the home's server, or an embedded one.
+
+    ``before_embedded`` runs before an embedded server is started (it creates the home): a
+    caller that leaves checks to the server does them there instead, so that a request bound to
+    fail leaves nothing behind.
+    """
     settings = settings or Settings.load()
     url = settings.server_url or running_server(settings)
     if url:
         with _client(url, settings) as client:
             yield client
         return
+    if before_embedded is not None:
+        before_embedded()
     # Imported here: the server (FastAPI, uvicorn, the control plane) is only needed when embedded.
     from trainops.server import EmbeddedServer, HomeInUseError
 
