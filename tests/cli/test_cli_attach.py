@@ -109,3 +109,23 @@ def test_back_to_back_runs_share_one_home(tmp_path: Path) -> None:
         ran = trainops("run", str(spec), home=home)
         assert ran.returncode == 0, ran.stdout + ran.stderr
         assert f"Job in-turn-{index}: Completed" in ran.stdout
+
+
+def test_an_explicit_name_that_exists_leaves_that_jobs_source_alone(
+    tmp_path: Path, trainops_home: Path, home_server: Server
+) -> None:
+    first = write_job(tmp_path / "first", HELLO, job_name="kept")
+    assert trainops("run", str(first), home=trainops_home).returncode == 0
+    [source] = list((trainops_home / "objects").rglob("kept/source/sourcedir.tar.gz"))
+    before = source.read_bytes()
+    # The spec's own problems come first, as local validation gives them; a valid spec is told
+    # the name is taken. Neither uploads anything over the existing job's source.
+    bad = write_job(tmp_path / "bad", "print('other')\n", job_name="kept", max_run=60)
+    refused = trainops("run", str(bad), home=trainops_home)
+    assert refused.returncode == 2
+    assert refused.stderr.splitlines()[1].startswith("  max_run (line 4): unknown field")
+    again = write_job(tmp_path / "again", "print('other')\n", job_name="kept")
+    taken = trainops("run", str(again), home=trainops_home)
+    assert taken.returncode == 2
+    assert taken.stderr == "trainops: error: a job named 'kept' already exists\n"
+    assert source.read_bytes() == before

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trainops._errors import SpecError, TrainopsError
+from trainops._errors import JobNotFoundError, SpecError, TrainopsError
 from trainops._settings import Settings
 from trainops.archive import pack
 from trainops.client._http import Client, JobNameTakenError
@@ -49,6 +49,9 @@ class _Job:
     source_dir: str | None
     entry_point: str
     base_dir: Path
+    # Raises what is wrong with the spec, if anything (a server's refusal comes too late when an
+    # explicit job_name is taken: nothing may be uploaded over that job's source).
+    validate: Callable[[], object] = lambda: None
 
 
 def submit_job(
@@ -101,6 +104,7 @@ def submit_spec(client: Client, spec: RawSpec, settings: Settings, *, progress: 
         spec.source_dir,
         spec.entry_point,
         spec.base_dir,
+        spec.validate,
     )
     return _create(client, job, settings, progress, lambda exc: spec.error(exc.problems))
 
@@ -129,6 +133,8 @@ def _create(
     refused: Callable[[SpecError], SpecError],
 ) -> str:
     """Name, stage and create ``job``; ``refused`` turns the server's SpecError into the one raised."""
+    if job.job_name is not None:
+        _refuse_taken(client, job)
     output = job.output_path or str(client.info()["default_output_uri"])
     for attempt in range(1, NAME_TRIES + 1):
         name = job.job_name or client.new_job_name(job.base_job_name)
@@ -145,6 +151,18 @@ def _create(
             raise refused(exc) from None
         return name
     raise AssertionError("unreachable")
+
+
+def _refuse_taken(client: Client, job: _Job) -> None:
+    """An explicit ``job_name`` that exists is an error before anything is uploaded under it
+    (after the spec's own problems, which come first as they always have)."""
+    assert job.job_name is not None
+    try:
+        client.describe(job.job_name)
+    except JobNotFoundError:
+        return
+    job.validate()
+    raise JobNameTakenError(f"a job named {job.job_name!r} already exists")
 
 
 def _stage_code(job: _Job, prefix: str, settings: Settings, progress: bool) -> tuple[str, bool]:
