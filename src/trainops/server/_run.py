@@ -105,11 +105,13 @@ class EmbeddedServer:
             )
             # Recovery runs before HTTP is served; agents' requests queue on the listening socket.
             self._controller.start(self.url)
+            # Advertised before HTTP is served (requests queue the same way): a client that sees
+            # the server answer must find server.json, or it would not send the home's token.
+            advertise(self.settings, self.url)
             self._serve_http()
         except BaseException:
             self.stop()
             raise
-        advertise(self.settings, self.url)
 
     def _serve_http(self) -> None:
         # FastAPI and uvicorn are imported only now, after the backend has started its spare
