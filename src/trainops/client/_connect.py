@@ -40,26 +40,44 @@ def connect(
         with _client(url, settings) as client:
             yield client
         return
-    if before_embedded is not None:
-        before_embedded()
-    # Imported here: the server (FastAPI, uvicorn, the control plane) is only needed when embedded.
-    from trainops.server import EmbeddedServer, HomeInUseError
+    with _embedded(settings, before_embedded) as client:
+        yield client
 
-    server = EmbeddedServer(settings)
+
+@contextmanager
+def _embedded(settings: Settings, before_embedded: Callable[[], object] | None) -> Iterator[Client]:
+    # Imported here: the server (FastAPI, uvicorn, the control plane) is only needed when embedded.
+    from trainops.backends import LocalBackend
+
+    # The backend's spare agent starts first: it imports (in a process of its own, on another
+    # core where there is one) while this process checks the spec and starts the server, so it
+    # is ready for the job. It touches nothing in the home until it is given a job.
+    backend = LocalBackend(settings)
+    backend.open()
     try:
-        server.start()
-    except HomeInUseError as busy:
-        # Another command's server won the home between our look and our start: use it.
-        if busy.url is None:
-            raise
-        with _client(busy.url, settings) as client:
-            yield client
-        return
+        if before_embedded is not None:
+            before_embedded()
+        from trainops.server import EmbeddedServer, HomeInUseError
+
+        server = EmbeddedServer(settings, backend=backend)
+        try:
+            server.start()
+        except HomeInUseError as busy:
+            # Another command's server won the home between our look and our start: use it.
+            if busy.url is None:
+                raise
+            backend.close()
+            with _client(busy.url, settings) as client:
+                yield client
+            return
+    except BaseException:
+        backend.close()  # the server that would have owned it never started
+        raise
     try:
         with Client(server.url, server.token, embedded=True) as client:
             yield client
     finally:
-        server.stop()
+        server.stop()  # closes the backend too
 
 
 def running_server(settings: Settings) -> str | None:
