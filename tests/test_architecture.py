@@ -1,8 +1,12 @@
 """The architecture stays visible: imports point down the spine, heavy extras stay lazy.
 
-Layers (DESIGN.md): interfaces (cli, server, client, sdk) > control > backends > agent > foundation
-(spec, store, storage, catalog, archive, protocol and the private top-level modules). A module may
-import its own package, packages of its own layer that the table allows, and anything below.
+Layers (DESIGN.md, top to bottom): interfaces (cli, server, client, sdk) > control and the
+services beside it (tuning, notifications) > placement (backends) > host (agent) > in-job
+libraries (data, distributed, profiler, debugger: imported by training scripts, no server) >
+analysis (cost, rules that read artifacts) > foundation (spec, store, storage, catalog, archive,
+protocol and the private top-level modules). A module may import its own package, anything in a
+lower layer, and a package of its own layer only where the table below allows it. Every package
+must be placed: a new one that is not fails the test until its layer is decided here.
 """
 
 from __future__ import annotations
@@ -16,35 +20,53 @@ import trainops
 
 PACKAGE_ROOT = Path(trainops.__file__).parent
 
+INTERFACES, CONTROL, PLACEMENT, HOST, IN_JOB, ANALYSIS, FOUNDATION = 6, 5, 4, 3, 2, 1, 0
 LAYER = {
-    "cli": 5,
-    "server": 5,
-    "client": 5,
-    "sdk": 5,
-    "control": 4,
-    "backends": 3,
-    "agent": 2,
-    "spec": 0,
-    "store": 0,
-    "storage": 0,
-    "catalog": 0,
-    "archive": 0,
-    "protocol": 0,
+    "cli": INTERFACES,
+    "server": INTERFACES,
+    "client": INTERFACES,
+    "sdk": INTERFACES,
+    "control": CONTROL,
+    "tuning": CONTROL,
+    "notifications": CONTROL,
+    "backends": PLACEMENT,
+    "agent": HOST,
+    "data": IN_JOB,
+    "distributed": IN_JOB,
+    "profiler": IN_JOB,
+    "debugger": IN_JOB,
+    "cost": ANALYSIS,
+    "spec": FOUNDATION,
+    "store": FOUNDATION,
+    "storage": FOUNDATION,
+    "catalog": FOUNDATION,
+    "archive": FOUNDATION,
+    "protocol": FOUNDATION,
 }
-# Foundation packages that must not depend on each other's internals beyond this table.
-FOUNDATION_ALLOWED = {
+# Imports allowed between packages of one layer (anything not listed is refused).
+SAME_LAYER_ALLOWED = {
+    "cli": {"client", "sdk", "server"},  # `trainops server` serves
+    "server": set(),
+    "client": {"server"},  # the embedded server, started lazily by `connect`
+    "sdk": {"client"},
+    "control": set(),
+    "tuning": {"control"},
+    "notifications": {"control"},
     "spec": {"catalog", "protocol"},
-    "storage": set(),
-    "store": set(),
-    "catalog": set(),
-    "archive": set(),
-    "protocol": set(),
+    "store": {"protocol"},  # job records carry the typed view of their spec
 }
+# Packages that training scripts import: they must load without a server and without pulling in
+# heavy extras (torch is imported lazily, inside the functions that need it).
+IN_JOB_PACKAGES = sorted(name for name, layer in LAYER.items() if layer == IN_JOB)
 
 
 def _package_of(path: Path) -> str:
     rel = path.relative_to(PACKAGE_ROOT).parts
     return rel[0] if len(rel) > 1 else "<top>"
+
+
+def _packages() -> set[str]:
+    return {p.parent.name for p in PACKAGE_ROOT.glob("*/__init__.py")}
 
 
 def _imported_packages(path: Path) -> set[str]:
@@ -58,24 +80,41 @@ def _imported_packages(path: Path) -> set[str]:
             names = [node.module]
         for name in names:
             parts = name.split(".")
-            if parts[0] == "trainops" and len(parts) > 1 and parts[1] in LAYER:
+            if parts[0] == "trainops" and len(parts) > 1 and not parts[1].startswith("_"):
                 found.add(parts[1])
     return found
+
+
+def _allowed(own: str, target: str) -> bool:
+    if target not in LAYER:
+        return False
+    if LAYER[target] == LAYER[own]:
+        return target in SAME_LAYER_ALLOWED.get(own, set())
+    return LAYER[target] < LAYER[own]
+
+
+def test_every_package_is_placed_in_a_layer() -> None:
+    assert sorted(_packages() - set(LAYER)) == []
 
 
 def test_imports_point_down_the_spine() -> None:
     violations = []
     for path in sorted(PACKAGE_ROOT.rglob("*.py")):
         own = _package_of(path)
-        if own not in LAYER:
+        if own == "<top>":
             continue
         for target in _imported_packages(path) - {own}:
-            if LAYER[own] == 0:
-                ok = target in FOUNDATION_ALLOWED[own]
-            else:
-                ok = LAYER[target] < LAYER[own] or LAYER[target] == LAYER[own] == 5
-            if not ok:
+            if not _allowed(own, target):
                 violations.append(f"{path.relative_to(PACKAGE_ROOT)} imports trainops.{target}")
+    assert violations == []
+
+
+def test_private_top_level_modules_import_only_the_foundation() -> None:
+    violations = []
+    for path in sorted(PACKAGE_ROOT.glob("*.py")):
+        for target in _imported_packages(path):
+            if LAYER.get(target, INTERFACES) != FOUNDATION and path.name != "__init__.py":
+                violations.append(f"{path.name} imports trainops.{target}")
     assert violations == []
 
 
@@ -114,3 +153,9 @@ def test_an_embedded_server_imports_fastapi_only_to_serve() -> None:
     # Its lock, store, controller and spare agent start first, overlapping FastAPI's import.
     found = _modules_after_import("from trainops.server import EmbeddedServer, HomeInUseError")
     assert found & {"fastapi", "uvicorn"} == set()
+
+
+def test_in_job_libraries_import_light() -> None:
+    present = [name for name in IN_JOB_PACKAGES if (PACKAGE_ROOT / name / "__init__.py").exists()]
+    heavy = {name: _modules_after_import(f"import trainops.{name}") for name in present}
+    assert {name: found for name, found in heavy.items() if found} == {}

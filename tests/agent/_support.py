@@ -135,7 +135,7 @@ def make_job(
     objects = tmp_path / "objects"
     code_uri = _upload_source(tmp_path, objects, files) if archive is None else archive.as_uri()
     spec.setdefault("entry_point", "train.py")
-    job = JobSpec(**spec).model_dump(mode="json")
+    job = JobSpec(**spec).view()
     name = spec.get("job_name") or "job-1"
     assignment = Assignment(
         job_name=name,

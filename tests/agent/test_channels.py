@@ -9,7 +9,9 @@ import pytest
 
 from trainops import StorageError
 from trainops._settings import Settings
-from trainops.agent import AssignedChannel, ProgressLine, assign_objects, download_channel
+from trainops.agent import ProgressLine, assign_objects, download_channel
+from trainops.protocol import ChannelSpec
+from trainops.spec import JobSpec
 from trainops.storage import ObjectInfo, Progress, store_for
 
 
@@ -87,7 +89,7 @@ def test_download_channel_fetches_the_share(tmp_path: Path) -> None:
         (data / "sub").mkdir(parents=True, exist_ok=True)
         (data / "sub" / f"part-{i}.csv").write_text(f"row {i}\n")
     store = store_for(data.as_uri(), Settings(home=tmp_path))
-    channel = AssignedChannel("train", data.as_uri(), distribution="ShardedByKey")
+    channel = _channel(data.as_uri(), distribution="ShardedByKey")
     lines: list[str] = []
     dest = tmp_path / "dest"
     progress = download_channel(
@@ -102,8 +104,15 @@ def test_download_channel_fetches_the_share(tmp_path: Path) -> None:
 def test_an_empty_channel_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     store = store_for((tmp_path / "empty").as_uri(), Settings(home=tmp_path))
-    channel = AssignedChannel("train", (tmp_path / "empty").as_uri())
+    channel = _channel((tmp_path / "empty").as_uri())
     with pytest.raises(StorageError, match="channel 'train': no objects"):
         download_channel(
             store, channel, tmp_path / "d", hosts=["algo-1"], current_host="algo-1", log=print
         )
+
+
+def _channel(uri: str, **fields: str) -> ChannelSpec:
+    """The channel ``train`` as a validated spec gives it to the agent."""
+    return (
+        JobSpec(entry_point="train.py", inputs={"train": {"uri": uri, **fields}}).view().inputs[0]
+    )

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from trainops.agent import (
-    AssignedChannel,
     HostContext,
     HostTree,
     build_environment,
@@ -20,6 +19,7 @@ from trainops.agent import (
 )
 from trainops.agent._hyperparameters import decode_hyperparameters
 from trainops.protocol import HostResources
+from trainops.spec import JobSpec
 
 TOOLKIT_VARIABLES = {
     "SM_MODEL_DIR",
@@ -55,8 +55,15 @@ TOOLKIT_VARIABLES = {
     "SM_TRAINING_ENV",
 }
 CHANNELS = (
-    AssignedChannel("training", "file:///data/train", content_type="text/csv"),
-    AssignedChannel("testing", "file:///data/test", distribution="ShardedByKey"),
+    JobSpec(
+        entry_point="train.py",
+        inputs={
+            "training": {"uri": "file:///data/train", "content_type": "text/csv"},
+            "testing": {"uri": "file:///data/test", "distribution": "ShardedByKey"},
+        },
+    )
+    .view()
+    .inputs
 )
 CODE_URI = "file:///objects/code/sourcedir.tar.gz"
 

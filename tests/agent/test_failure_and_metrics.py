@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from trainops.agent import (
-    MetricPattern,
     MetricScraper,
     exit_failure_reason,
     read_failure_file,
     stderr_excerpt,
 )
+from trainops.protocol import MetricSpec
 
 FAILING = """
 def load(path):
@@ -74,7 +74,7 @@ def test_reason_is_capped_for_huge_stderr() -> None:
 def test_metrics_use_the_first_group_and_ignore_non_numbers() -> None:
     scraper = MetricScraper(
         [
-            MetricPattern("loss", r"loss=([-0-9.e]+)"),
+            MetricSpec("loss", r"loss=([-0-9.e]+)"),
             ("acc", r"acc: (\S+)"),
             ("epoch", r"epoch (\d+)"),
         ]

@@ -119,6 +119,21 @@ def test_a_shell_entry_point_runs_with_sh_and_the_job_python_on_path(tmp_path: P
     assert job.reporter.lines("stdout") == ["sh args: --lr 0.1", sys.prefix]
 
 
+def test_the_distribution_reaches_the_script_as_the_sdk_sends_it(tmp_path: Path) -> None:
+    script = "import os\nprint(os.environ['SM_FRAMEWORK_PARAMS'])\n"
+    distribution = {
+        "smdistributed": {"dataparallel": {"enabled": True, "custom_mpi_options": "-x X"}}
+    }
+    job = make_job(tmp_path, {"train.py": script}, distribution=distribution)
+    assert job.run().outcome is HostOutcome.COMPLETED
+    assert json.loads(job.reporter.lines("stdout")[0]) == {
+        "sagemaker_distributed_dataparallel_custom_mpi_options": "-x X",
+        "sagemaker_distributed_dataparallel_enabled": True,
+    }
+    hps = json.loads((job.root / "input/config/hyperparameters.json").read_text())
+    assert hps["sagemaker_distributed_dataparallel_enabled"] == "true"
+
+
 def test_another_entry_point_is_made_executable_and_run(tmp_path: Path) -> None:
     job = make_job(tmp_path, {"run": "#!/bin/sh\necho direct $1\n"}, entry_point="run")
     assert job.run().outcome is HostOutcome.COMPLETED

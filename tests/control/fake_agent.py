@@ -130,7 +130,7 @@ def write_part(assignment: Assignment, folder: str) -> str:
 
 def run(agent: FakeAgent) -> int:
     assignment = agent.fetch_assignment()
-    env = assignment.spec["environment"]
+    env = assignment.spec.environment
     host, attempt = assignment.current_host, assignment.attempt
     agent.emit(EventKind.PHASE, phase="Downloading", message="")
     agent.post()
@@ -169,7 +169,7 @@ def run(agent: FakeAgent) -> int:
 
 
 def upload_parts(agent: FakeAgent, assignment: Assignment) -> None:
-    if assignment.spec["environment"].get("FAKE_PARTS") == "1":
+    if assignment.spec.environment.get("FAKE_PARTS") == "1":
         agent.emit(EventKind.ARTIFACT, name="model_part", uri=write_part(assignment, "model-parts"))
         agent.emit(
             EventKind.ARTIFACT, name="output_part", uri=write_part(assignment, "output-parts")

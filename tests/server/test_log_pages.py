@@ -6,13 +6,16 @@ from types import SimpleNamespace
 from typing import Any
 
 from trainops.server._views import PAGE_CHARS, log_page
+from trainops.spec import JobSpec
 from trainops.store import LogLine
 
 MIB = 1024 * 1024
 
 
 def _job() -> Any:
-    return SimpleNamespace(spec={}, status="InProgress", secondary_status="Training")
+    return SimpleNamespace(
+        spec=JobSpec(entry_point="x.py").view(), status="InProgress", secondary_status="Training"
+    )
 
 
 def _lines(count: int, chars: int) -> list[LogLine]:

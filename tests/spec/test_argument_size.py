@@ -16,7 +16,6 @@ import pytest
 
 from trainops import JobSpec, SpecError
 from trainops.agent import (
-    AssignedChannel,
     HostContext,
     HostTree,
     build_environment,
@@ -26,7 +25,7 @@ from trainops.agent import (
     to_cmd_args,
 )
 from trainops.agent._hyperparameters import decode_hyperparameters, split_hyperparameters
-from trainops.protocol import HostResources
+from trainops.protocol import ChannelSpec, HostResources
 from trainops.spec import parse_spec
 from trainops.spec._argsize import (
     MAX_ARG_STRLEN,
@@ -36,7 +35,12 @@ from trainops.spec._argsize import (
 )
 
 HOSTS = [f"algo-{i}" for i in range(1, 65)]
-CHANNELS = [AssignedChannel(f"channel-{i:02d}-" + "c" * 50, f"s3://b/{i}/") for i in range(20)]
+CHANNELS = [
+    ChannelSpec(
+        f"channel-{i:02d}-" + "c" * 50, f"s3://b/{i}/", None, "FullyReplicated", None, "File"
+    )
+    for i in range(20)
+]
 
 
 def _agent_view(tmp_path: Path, hps: dict[str, Any]) -> tuple[list[str], dict[str, str]]:

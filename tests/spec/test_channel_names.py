@@ -8,7 +8,8 @@ import pytest
 
 from trainops import SpecError, StorageError
 from trainops._settings import Settings
-from trainops.agent import AssignedChannel, download_channel
+from trainops.agent import download_channel
+from trainops.protocol import ChannelSpec
 from trainops.spec import parse_spec
 from trainops.storage import store_for
 
@@ -33,7 +34,8 @@ def test_the_agent_refuses_them_before_writing(tmp_path: Path, name: str) -> Non
     with pytest.raises(StorageError, match="not a valid channel directory name"):
         download_channel(
             store,
-            AssignedChannel(name, data.as_uri()),
+            # Built by hand: the spec would refuse the name before an agent ever saw it.
+            ChannelSpec(name, data.as_uri(), None, "FullyReplicated", None, "File"),
             channel_root / name,
             hosts=["algo-1"],
             current_host="algo-1",

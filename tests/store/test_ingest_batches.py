@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from trainops.protocol import AgentEvent, EventKind
+from trainops.spec import JobSpec
 from trainops.store import MetadataStore, NewHost
 from trainops.store._ingest import MAX_LINE_CHARS
 
@@ -19,7 +20,7 @@ def store(tmp_path: Path) -> Iterator[MetadataStore]:
     opened = MetadataStore(tmp_path / "trainops.db")
     opened.create_job(
         name="job-a",
-        spec={"entry_point": "train.py"},
+        spec=JobSpec(entry_point="train.py").view(),
         code_uri="file:///code.tar.gz",
         output_prefix="file:///out/job-a",
         max_attempts=1,

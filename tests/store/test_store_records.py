@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from trainops.protocol import AgentEvent, EventKind
+from trainops.spec import JobSpec
 from trainops.store import HostState, JobExistsError, MetadataStore, NewHost
 
 
@@ -23,7 +24,7 @@ def store(tmp_path: Path) -> Iterator[MetadataStore]:
 def _job(store: MetadataStore, name: str = "job-a", now: float = 100.0) -> None:
     store.create_job(
         name=name,
-        spec={"entry_point": "train.py"},
+        spec=JobSpec(entry_point="train.py").view(),
         code_uri="file:///code.tar.gz",
         output_prefix=f"file:///out/{name}",
         max_attempts=2,

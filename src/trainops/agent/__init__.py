@@ -44,7 +44,6 @@ from trainops.agent._installer import (
     JobFailure,
     JobInstaller,
 )
-from trainops.agent._job import AssignedChannel, AssignedJob, MetricPattern
 from trainops.agent._metrics import MetricScraper
 from trainops.agent._outputs import Artifact, OutputLayout, upload_archives, upload_log
 from trainops.agent._process import ScriptProcess
@@ -58,8 +57,6 @@ __all__ = [
     "AgentApiError",
     "AgentClient",
     "Artifact",
-    "AssignedChannel",
-    "AssignedJob",
     "DirectorySync",
     "EntryPointKind",
     "EventJournal",
@@ -73,7 +70,6 @@ __all__ = [
     "InstallRequirementsError",
     "JobFailure",
     "JobInstaller",
-    "MetricPattern",
     "MetricScraper",
     "OutputLayout",
     "ProgressLine",

@@ -20,16 +20,22 @@ from trainops._errors import TrainopsError
 from trainops._settings import Settings
 from trainops.agent._channels import download_channel
 from trainops.agent._failure import exit_failure_reason, read_failure_file
+from trainops.agent._group import ProcessGroup
 from trainops.agent._hostlog import HostLog
 from trainops.agent._installer import JobFailure, JobInstaller
-from trainops.agent._job import AssignedJob
 from trainops.agent._metrics import MetricScraper
 from trainops.agent._outputs import Artifact, OutputLayout, upload_archives, upload_log
 from trainops.agent._process import ScriptProcess
+from trainops.agent._ranks import host_processes
 from trainops.agent._reaper import new_marker
 from trainops.agent._reporter import Reporter
 from trainops.agent._resources import host_warnings
-from trainops.agent._setup import script_command, script_environment, write_configs
+from trainops.agent._setup import (
+    ScriptCommand,
+    script_command,
+    script_environment,
+    write_configs,
+)
 from trainops.agent._space import disk_full, free_paths, is_out_of_space, no_space_reason
 from trainops.agent._stop import StopControl
 from trainops.agent._sync import DirectorySync
@@ -68,7 +74,7 @@ class HostAgent:
         sync_interval: float = 1.0,
     ) -> None:
         self.assignment = assignment
-        self.job = AssignedJob.from_spec(assignment.spec)
+        self.job = assignment.spec
         self.tree = HostTree(root, self.job.checkpoint_local_path)
         self.state_dir = state_dir
         self.reporter = reporter
@@ -80,13 +86,15 @@ class HostAgent:
             len(assignment.hosts),
             assignment.attempt,
         )
-        self.log = HostLog(state_dir / "host.log", reporter, MetricScraper(self.job.metrics))
+        self.log = HostLog(
+            state_dir / "host.log", reporter, MetricScraper(self.job.metric_definitions)
+        )
         self._sync_interval = sync_interval
         self._stores: dict[str, ObjectStore] = {}
         self._syncs: list[DirectorySync] = []
         self._env: dict[str, str] = {}
         self._stop = StopControl(self.job.grace_seconds)
-        self._running: ScriptProcess | None = None
+        self._running: ScriptProcess | ProcessGroup | None = None
         self._doing = "preparing the host"  # what the host is busy with, for a full disk's reason
 
     @property
@@ -121,8 +129,8 @@ class HostAgent:
             self.log.agent(line)
         try:
             self._phase(Phase.DOWNLOADING, "Downloading the source, configuration and input data")
-            argv = self._prepare()
-            result = self._train(argv)
+            command = self._prepare()
+            result = self._train(command)
         except JobFailure as exc:
             result = HostResult(HostOutcome.FAILED, None, exc.reason)
         except (TrainopsError, OSError) as exc:
@@ -156,15 +164,15 @@ class HostAgent:
 
     # Downloading -------------------------------------------------------------------------
 
-    def _prepare(self) -> list[str]:
-        self.tree.create([channel.name for channel in self.job.channels])
+    def _prepare(self) -> ScriptCommand | None:
+        self.tree.create([channel.name for channel in self.job.inputs])
         self._doing = "downloading the source"
         self._fetch_code()
         self._doing = "writing the configuration files"
         write_configs(self.tree, self.assignment, self.job)
         self._doing = "restoring the checkpoints"
         self._restore_checkpoints()
-        for channel in self.job.channels:
+        for channel in self.job.inputs:
             self._stop.poll(self.reporter)
             self._doing = f"downloading channel {channel.name!r}"
             if not self.stop_requested:
@@ -177,7 +185,7 @@ class HostAgent:
                     log=self.log.agent,
                 )
         self._doing = "installing the job's Python environment"
-        return [] if self.stop_requested else self._command()
+        return None if self.stop_requested else self._command()
 
     def _fetch_code(self) -> None:
         uri = self.assignment.code_uri
@@ -197,7 +205,7 @@ class HostAgent:
         if restored:
             self.log.agent(f"Restored {restored} checkpoint file(s) from {uri}")
 
-    def _command(self) -> list[str]:
+    def _command(self) -> ScriptCommand:
         self._env = script_environment(self.tree, self.assignment, self.job, self.environ)
         installer = JobInstaller(self.tree.code_dir, self.state_dir / "env", self._run_tool)
         return script_command(self.tree, self.job, self._env, installer)
@@ -222,9 +230,9 @@ class HostAgent:
 
     # Training ----------------------------------------------------------------------------
 
-    def _train(self, argv: list[str]) -> HostResult:
+    def _train(self, command: ScriptCommand | None) -> HostResult:
         self._stop.poll(self.reporter)
-        if self.stop_requested:
+        if self.stop_requested or command is None:
             return HostResult(HostOutcome.STOPPED)
         self._new_sync(
             self.tree.intermediate_dir, self.layout.intermediate_prefix, propagate_deletes=False
@@ -233,25 +241,35 @@ class HostAgent:
             sync.start()
         self._phase(Phase.TRAINING, "Training in progress")
         self._doing = "the script ran"
-        self.log.agent("Invoking the script: " + " ".join(argv))
-        process = ScriptProcess(
-            argv,
+        launch = host_processes(self.assignment, command, self._env, self.state_dir)
+        for warning in launch.warnings:
+            self.log.agent(f"WARNING: {warning}")
+        self.log.agent("Invoking the script: " + " ".join(launch.command))
+        if len(launch.processes) > 1:
+            count, launcher = len(launch.processes), self.job.distribution.launcher
+            self.log.agent(f"Starting {count} processes ({launcher})")
+        group = ProcessGroup(
+            launch.processes,
             cwd=self.tree.code_dir,
-            env=self._env,
-            on_line=self.log.lines,
-            marker=self._marker(),
+            on_line=self.log.rank_lines,
+            marker=self._marker,
         )
         try:
-            process.start()
+            group.start()
         except OSError as exc:
-            return HostResult(HostOutcome.FAILED, None, exit_failure_reason(127, argv, [str(exc)]))
-        self.reporter.emit(
-            EventKind.PROCESS, {"pid": process.pid, "pgid": process.pgid, "command": argv}
-        )
-        returncode = self._supervise(process)
-        return self._result_of(returncode, process)
+            reason = exit_failure_reason(127, group.argv, [str(exc)])
+            return HostResult(HostOutcome.FAILED, None, reason)
+        for member in group.members:
+            process = member.process
+            self.reporter.emit(
+                EventKind.PROCESS,
+                {"pid": process.pid, "pgid": process.pgid, "command": list(member.spec.argv)}
+                | ({} if member.spec.rank is None else {"rank": member.spec.rank}),
+            )
+        returncode = self._supervise(group)
+        return self._result_of(returncode, group)
 
-    def _supervise(self, process: ScriptProcess) -> int:
+    def _supervise(self, process: ScriptProcess | ProcessGroup) -> int:
         """Wait for ``process``, passing on stop requests (SIGTERM, SIGKILL after the grace)."""
         self._running = process
         while process.wait(POLL_SECONDS) is None:
@@ -261,14 +279,17 @@ class HostAgent:
         self._running = None
         return returncode
 
-    def _result_of(self, returncode: int, process: ScriptProcess) -> HostResult:
+    def _result_of(self, returncode: int, group: ProcessGroup) -> HostResult:
         if self.stop_requested:
             return HostResult(HostOutcome.STOPPED, returncode)
         if returncode == 0:
             return HostResult(HostOutcome.COMPLETED, 0)
         reason = read_failure_file(self.tree.failure_file) or exit_failure_reason(
-            returncode, process.argv, list(process.stderr_tail)
+            returncode, group.failed_argv(), group.stderr_tail()
         )
+        failed = group.first_failure
+        if failed is not None and failed.spec.rank is not None and len(group.members) > 1:
+            reason = f"{failed.label} on {self.assignment.current_host}: {reason}"[:1024]
         return HostResult(HostOutcome.FAILED, returncode, reason)
 
     def _mark_outcome(self, result: HostResult) -> None:

@@ -14,12 +14,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from trainops._errors import StorageError
-from trainops.agent._job import SHARDED, AssignedChannel
+from trainops.protocol import ChannelSpec
 from trainops.storage import ObjectInfo, ObjectStore, Progress, download_objects
 
 __all__ = ["ProgressLine", "assign_objects", "download_channel"]
 
-SHARDED_NAMES = frozenset({SHARDED, "ShardedByS3Key"})
+SHARDED_NAMES = frozenset({"ShardedByKey", "ShardedByS3Key"})
 MB = 1_000_000
 
 
@@ -73,7 +73,7 @@ class ProgressLine:
 
 def download_channel(
     store: ObjectStore,
-    channel: AssignedChannel,
+    channel: ChannelSpec,
     dest: Path,
     *,
     hosts: Sequence[str],

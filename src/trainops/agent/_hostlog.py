@@ -62,13 +62,20 @@ class HostLog:
 
     def lines(self, stream: str, lines: list[str], ts: float) -> None:
         """Lines the script wrote on ``stream`` (``stdout`` or ``stderr``), read at ``ts``."""
+        self.rank_lines(None, stream, lines, ts)
+
+    def rank_lines(self, rank: int | None, stream: str, lines: list[str], ts: float) -> None:
+        """Lines one process of the job wrote; ``rank`` tags them where the host runs several
+        ranks (``host.log`` shows ``[rank N]`` before each, events carry ``rank``)."""
         if not lines:
             return
-        self._write("\n".join(lines))
+        tag = "" if rank is None else f"[rank {rank}] "
+        self._write("\n".join(tag + line for line in lines) if tag else "\n".join(lines))
         if max(map(len, lines)) > MAX_REPORTED_CHARS:
             lines = [cut_line(line) for line in lines]
+        extra = {} if rank is None else {"rank": rank}
         for batch in _batches(lines):
-            self._reporter.emit(EventKind.LOG, {"stream": stream, "lines": batch})
+            self._reporter.emit(EventKind.LOG, {"stream": stream, "lines": batch, **extra})
         self._scanner.submit(lines, ts)
 
     def line(self, stream: str, line: str, ts: float) -> None:

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import IO
 
 from trainops.agent import _scrape_worker
-from trainops.agent._job import MetricPattern
+from trainops.protocol import MetricSpec
 
 __all__ = ["DEFAULT_BUDGET_SECONDS", "MetricScanner", "MetricScraper"]
 
@@ -47,13 +47,13 @@ class MetricScraper:
     """Compiled metric definitions; :meth:`scan` turns a log line into metric points (in the
     calling thread: for trusted patterns and tests; the agent uses :class:`MetricScanner`)."""
 
-    def __init__(self, definitions: Iterable[MetricPattern | tuple[str, str]]) -> None:
+    def __init__(self, definitions: Iterable[MetricSpec | tuple[str, str]]) -> None:
         self._patterns: list[tuple[str, re.Pattern[str]]] = []
         self.definitions: list[tuple[str, str]] = []
         for definition in definitions:
             name, regex = (
                 (definition.name, definition.regex)
-                if isinstance(definition, MetricPattern)
+                if isinstance(definition, MetricSpec)
                 else definition
             )
             pattern = re.compile(regex)

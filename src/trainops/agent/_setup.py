@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from trainops.agent._entry_point import entry_point_command, entry_point_kind
@@ -19,19 +20,19 @@ from trainops.agent._hyperparameters import (
     to_cmd_args,
 )
 from trainops.agent._installer import JobInstaller
-from trainops.agent._job import AssignedJob
 from trainops.agent._tree import HostTree, input_data_config, resource_config
-from trainops.protocol import Assignment
+from trainops.protocol import Assignment, SubmittedJob
 
-__all__ = ["script_command", "script_environment", "write_configs"]
+__all__ = ["ScriptCommand", "script_command", "script_environment", "write_configs"]
 
 HYPERPARAMETERS = "hyperparameters.json"
 
 
-def write_configs(tree: HostTree, assignment: Assignment, job: AssignedJob) -> None:
+def write_configs(tree: HostTree, assignment: Assignment, job: SubmittedJob) -> None:
     """``hyperparameters.json``, ``resourceconfig.json`` and ``inputdataconfig.json``."""
     hps = encode_hyperparameters(
-        job.hyperparameters,
+        # The distribution's flags reach the script as the SDK sends them (SM_FRAMEWORK_PARAMS).
+        {**job.hyperparameters, **job.distribution.framework_hyperparameters()},
         program=job.entry_point,
         submit_directory=assignment.code_uri,
         job_name=assignment.job_name,
@@ -40,11 +41,11 @@ def write_configs(tree: HostTree, assignment: Assignment, job: AssignedJob) -> N
     tree.write_config(HYPERPARAMETERS, hps)
     resources = resource_config(assignment.current_host, assignment.hosts, job.instance_type)
     tree.write_config("resourceconfig.json", resources)
-    tree.write_config("inputdataconfig.json", input_data_config(job.channels))
+    tree.write_config("inputdataconfig.json", input_data_config(job.inputs))
 
 
 def script_environment(
-    tree: HostTree, assignment: Assignment, job: AssignedJob, environ: Mapping[str, str]
+    tree: HostTree, assignment: Assignment, job: SubmittedJob, environ: Mapping[str, str]
 ) -> dict[str, str]:
     """The script's environment, built from the config files :func:`write_configs` wrote."""
     host = HostContext(
@@ -64,9 +65,18 @@ def script_environment(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class ScriptCommand:
+    """The script's argv, and its parts a launcher may rearrange (torchrun, mpirun)."""
+
+    argv: list[str]
+    python: str
+    args: list[str]
+
+
 def script_command(
-    tree: HostTree, job: AssignedJob, env: dict[str, str], installer: JobInstaller
-) -> list[str]:
+    tree: HostTree, job: SubmittedJob, env: dict[str, str], installer: JobInstaller
+) -> ScriptCommand:
     """Install what the source directory needs and return the script's argv.
 
     The job's interpreter directory goes first on ``PATH`` so that ``python`` in a shell entry
@@ -78,4 +88,6 @@ def script_command(
     user, _framework, _sagemaker = split_hyperparameters(
         decode_hyperparameters(tree.read_config(HYPERPARAMETERS))
     )
-    return entry_point_command(kind, tree.code_dir, job.entry_point, python, to_cmd_args(user))
+    args = to_cmd_args(user)
+    argv = entry_point_command(kind, tree.code_dir, job.entry_point, python, args)
+    return ScriptCommand(argv, python, args)

@@ -9,11 +9,17 @@ later request may shorten the grace period, never lengthen it.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
-from trainops.agent._process import ScriptProcess
 from trainops.agent._reporter import Reporter
 
-__all__ = ["StopControl"]
+__all__ = ["StopControl", "Stoppable"]
+
+
+class Stoppable(Protocol):
+    """What a stop is delivered to: one process or a host's process group."""
+
+    def terminate(self, grace_seconds: float) -> None: ...
 
 
 class StopControl:
@@ -47,7 +53,7 @@ class StopControl:
             if command.kind == "stop":
                 self.request(command.reason or "stop requested", command.grace_seconds)
 
-    def deliver(self, process: ScriptProcess, log: Callable[[str], None]) -> None:
+    def deliver(self, process: Stoppable, log: Callable[[str], None]) -> None:
         """Pass a new request on to ``process`` (SIGTERM now, SIGKILL after the grace)."""
         if self._delivered < self._requests:
             log(f"Stopping ({self.reason}); grace period {self.grace_seconds:g} s")

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from trainops.agent._job import AssignedChannel
+from trainops.protocol import DEFAULT_CHECKPOINT_PATH, ChannelSpec
 
 __all__ = ["HostTree", "input_data_config", "resource_config"]
 
@@ -25,7 +25,7 @@ class HostTree:
     """Every path of one host's tree, derived from its root."""
 
     root: Path
-    checkpoint_path: str = "/opt/ml/checkpoints"
+    checkpoint_path: str = DEFAULT_CHECKPOINT_PATH
 
     @property
     def input_dir(self) -> Path:
@@ -118,7 +118,7 @@ def resource_config(current_host: str, hosts: list[str], instance_type: str) -> 
     }
 
 
-def input_data_config(channels: tuple[AssignedChannel, ...]) -> dict[str, Any]:
+def input_data_config(channels: tuple[ChannelSpec, ...]) -> dict[str, Any]:
     """``inputdataconfig.json``: one File-mode entry per channel."""
     config: dict[str, Any] = {}
     for channel in channels:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from trainops._errors import JobNotFoundError, SpecError, StorageError
 from trainops._settings import Settings
+from trainops.agent.launchers import available_launchers
 from trainops.backends import Backend
 from trainops.control._core import ControlCore, ControllerConfig
 from trainops.control._events import EventIntake
@@ -115,11 +116,12 @@ class JobController:
     def submit(self, job_name: str, spec: JobSpec, code_uri: str) -> JobRecord:
         """Record a new job (InProgress/Starting); the scheduler starts it when it fits."""
         check_job_name(job_name)
+        _check_launcher(spec)
         self._check_code(code_uri)
         output = spec.output_path or self.settings.default_output_uri
         job = self.store.create_job(
             name=job_name,
-            spec=spec.model_dump(mode="json"),
+            spec=spec.view(),
             code_uri=code_uri,
             output_prefix=join_uri(output, job_name),
             max_attempts=1 + spec.retry_strategy.maximum_retry_attempts,
@@ -217,3 +219,19 @@ class JobController:
         if record is None:
             raise AgentAuthError(f"job {job_name!r} has no host {host} in attempt {attempt}")
         return job, record
+
+
+def _check_launcher(spec: JobSpec) -> None:
+    """Refuse a distribution whose launcher the host agents cannot start (yet)."""
+    launcher = spec.view().distribution.launcher
+    available = available_launchers()
+    if launcher not in available:
+        raise SpecError(
+            [
+                (
+                    f"distribution.{launcher}",
+                    f"this trainops cannot launch {launcher} yet; available: "
+                    + ", ".join(sorted(available)),
+                )
+            ]
+        )

@@ -67,7 +67,7 @@ class EventIntake:
         if host.exited or not (superseded or job.stop_reason or job.status in ENDED):
             return []
         reason = _STOP_REASONS.get(StopReason(job.stop_reason)) if job.stop_reason else None
-        grace = float(job.spec["stopping_condition"]["grace_period_in_seconds"])
+        grace = job.spec.grace_seconds
         return [Command(kind="stop", reason=reason or "The job has ended", grace_seconds=grace)]
 
     def host_gone(self, job: JobRecord, host: HostRecord) -> None:

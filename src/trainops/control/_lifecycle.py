@@ -165,7 +165,7 @@ class Lifecycle:
     @staticmethod
     def _stopped_ending(job: JobRecord) -> _Ending:
         if job.stop_reason == StopReason.MAX_RUNTIME_EXCEEDED:
-            limit = job.spec["stopping_condition"]["max_runtime_in_seconds"]
+            limit = job.spec.stopping_condition.max_runtime_in_seconds
             message = f"Training job stopped: it ran longer than MaxRuntimeInSeconds ({limit} s)"
             return _Ending(PrimaryStatus.STOPPED, SecondaryStatus.MAX_RUNTIME_EXCEEDED, message)
         return _Ending(PrimaryStatus.STOPPED, SecondaryStatus.STOPPED, "Training job stopped")

@@ -114,7 +114,7 @@ class Monitor:
             return
         if job.stop_reason not in (None, StopReason.RESTARTING):
             return
-        limit = job.spec["stopping_condition"]["max_runtime_in_seconds"]
+        limit = job.spec.stopping_condition.max_runtime_in_seconds
         if self.core.now() - start >= limit:
             message = f"Stopping: the job exceeded MaxRuntimeInSeconds ({limit} s)"
             self.lifecycle.begin_stop(job, StopReason.MAX_RUNTIME_EXCEEDED, message)
@@ -123,7 +123,7 @@ class Monitor:
         """Kill agents still running ``grace + kill margin`` after they were told to stop."""
         if job.stop_requested_at is None:
             return
-        grace = job.spec["stopping_condition"]["grace_period_in_seconds"]
+        grace = job.spec.grace_seconds
         deadline = job.stop_requested_at + grace + self.core.config.kill_margin_seconds
         if self.core.now() < deadline:
             return

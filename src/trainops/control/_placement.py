@@ -51,8 +51,8 @@ class Placement:
             self._place(job)
 
     def _place(self, job: JobRecord) -> None:
-        instance = get_instance_type(job.spec["instance_type"])
-        count = int(job.spec["instance_count"])
+        instance = get_instance_type(job.spec.instance_type)
+        count = job.spec.instance_count
         try:
             placements = self.core.backend.reserve(job.name, instance, count)
         except CapacityShortage as shortage:

@@ -4,6 +4,22 @@ Both sides import only this package from each other, so every backend (local pro
 actors) starts and hears from agents the same way.
 """
 
+from trainops.protocol._job import (
+    DEFAULT_CHECKPOINT_PATH,
+    ChannelSpec,
+    CheckpointSpec,
+    DataParallelSpec,
+    DistributionSpec,
+    EnabledSpec,
+    MetricSpec,
+    ModelParallelSpec,
+    MpiSpec,
+    RetrySpec,
+    SmDistributedSpec,
+    SpecViewError,
+    StoppingSpec,
+    SubmittedJob,
+)
 from trainops.protocol._launch import STANDBY_ENV, AgentLaunch, agent_command
 from trainops.protocol._messages import (
     AGENT_API_PREFIX,
@@ -21,17 +37,31 @@ from trainops.protocol._messages import (
 
 __all__ = [
     "AGENT_API_PREFIX",
+    "DEFAULT_CHECKPOINT_PATH",
     "RESERVED_HYPERPARAMETERS",
     "STANDBY_ENV",
     "AgentEvent",
     "AgentLaunch",
     "Assignment",
+    "ChannelSpec",
+    "CheckpointSpec",
     "Command",
+    "DataParallelSpec",
+    "DistributionSpec",
+    "EnabledSpec",
     "EventKind",
     "EventReply",
     "HostOutcome",
     "HostResources",
+    "MetricSpec",
+    "ModelParallelSpec",
+    "MpiSpec",
     "Phase",
+    "RetrySpec",
+    "SmDistributedSpec",
+    "SpecViewError",
+    "StoppingSpec",
+    "SubmittedJob",
     "agent_command",
     "event_span",
 ]

@@ -8,9 +8,11 @@ an :class:`EventReply` with the highest sequence number the control plane has st
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 from typing import Any
+
+from trainops.protocol._job import SubmittedJob
 
 __all__ = [
     "AGENT_API_PREFIX",
@@ -123,7 +125,7 @@ class HostResources:
 class Assignment:
     """Everything one host agent needs to run its part of a job.
 
-    ``spec`` is ``JobSpec.model_dump(mode="json")``; ``output_prefix`` is
+    ``spec`` is the validated spec's typed view; ``output_prefix`` is
     ``<output_path>/<job_name>`` where model.tar.gz, output.tar.gz, intermediate files and logs go;
     ``code_uri`` is the sourcedir.tar.gz the client uploaded.
     """
@@ -132,19 +134,24 @@ class Assignment:
     attempt: int
     current_host: str
     hosts: list[str]
-    spec: dict[str, Any]
+    spec: SubmittedJob
     code_uri: str
     output_prefix: str
     resources: HostResources
     region: str = "us-east-1"
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["spec"] = self.spec.to_json()
+        data["resources"] = asdict(self.resources)
+        data["hosts"] = list(self.hosts)
+        return data
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> Assignment:
         data = dict(raw)
         data["resources"] = HostResources(**data["resources"])
+        data["spec"] = SubmittedJob.from_json(data["spec"])
         return cls(**data)
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from trainops._settings import Settings
 from trainops.catalog import load_catalog
+from trainops.protocol import ChannelSpec, SubmittedJob
 from trainops.server._redaction import Masker, mask_text, redact
 from trainops.store import ArtifactRecord, HostRecord, JobRecord, LogLine, MetadataStore
 
@@ -36,8 +37,8 @@ def summary(job: JobRecord) -> dict[str, Any]:
         "CreationTime": iso(job.creation_time),
         "TrainingEndTime": iso(job.training_end_time),
         "LastModifiedTime": iso(job.last_modified_time),
-        "InstanceType": job.spec["instance_type"],
-        "InstanceCount": job.spec["instance_count"],
+        "InstanceType": job.spec.instance_type,
+        "InstanceCount": job.spec.instance_count,
         "FailureReason": _masked(job.failure_reason),
     }
 
@@ -77,36 +78,36 @@ def describe(
     }
 
 
-def _spec_sections(spec: dict[str, Any], settings: Settings) -> dict[str, Any]:
-    checkpoint = spec.get("checkpoint")
-    stopping = spec["stopping_condition"]
+def _spec_sections(spec: SubmittedJob, settings: Settings) -> dict[str, Any]:
+    checkpoint = spec.checkpoint
+    stopping = spec.stopping_condition
     return {
-        "HyperParameters": redact({k: _hp(v) for k, v in spec["hyperparameters"].items()}),
+        "HyperParameters": redact({k: _hp(v) for k, v in spec.hyperparameters.items()}),
         "AlgorithmSpecification": {
-            "EntryPoint": spec["entry_point"],
+            "EntryPoint": spec.entry_point,
             "MetricDefinitions": [
-                {"Name": m["name"], "Regex": m["regex"]} for m in spec["metric_definitions"]
+                {"Name": m.name, "Regex": m.regex} for m in spec.metric_definitions
             ],
         },
         "ResourceConfig": {
-            "InstanceType": spec["instance_type"],
-            "InstanceCount": spec["instance_count"],
+            "InstanceType": spec.instance_type,
+            "InstanceCount": spec.instance_count,
         },
-        "InputDataConfig": [_channel(name, ch) for name, ch in spec["inputs"].items()],
+        "InputDataConfig": [_channel(channel) for channel in spec.inputs],
         "OutputDataConfig": {
-            "S3OutputPath": mask_text(spec.get("output_path") or settings.default_output_uri)
+            "S3OutputPath": mask_text(spec.output_path or settings.default_output_uri)
         },
         "CheckpointConfig": (
-            {"S3Uri": mask_text(checkpoint["uri"]), "LocalPath": checkpoint["local_path"]}
+            {"S3Uri": mask_text(checkpoint.uri), "LocalPath": checkpoint.local_path}
             if checkpoint
             else None
         ),
         "StoppingCondition": {
-            "MaxRuntimeInSeconds": stopping["max_runtime_in_seconds"],
-            "GracePeriodInSeconds": stopping["grace_period_in_seconds"],
+            "MaxRuntimeInSeconds": stopping.max_runtime_in_seconds,
+            "GracePeriodInSeconds": stopping.grace_period_in_seconds,
         },
-        "RetryStrategy": {"MaximumRetryAttempts": spec["retry_strategy"]["maximum_retry_attempts"]},
-        "Environment": redact(spec["environment"]),
+        "RetryStrategy": {"MaximumRetryAttempts": spec.retry_strategy.maximum_retry_attempts},
+        "Environment": redact(spec.environment),
     }
 
 
@@ -115,14 +116,14 @@ def _hp(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-def _channel(name: str, channel: dict[str, Any]) -> dict[str, Any]:
+def _channel(channel: ChannelSpec) -> dict[str, Any]:
     return {
-        "ChannelName": name,
-        "Uri": mask_text(channel["uri"]),
-        "ContentType": channel.get("content_type"),
-        "Distribution": channel["distribution"],
-        "ShuffleSeed": channel.get("shuffle_seed"),
-        "InputMode": channel["mode"],
+        "ChannelName": channel.name,
+        "Uri": mask_text(channel.uri),
+        "ContentType": channel.content_type,
+        "Distribution": channel.distribution,
+        "ShuffleSeed": channel.shuffle_seed,
+        "InputMode": channel.mode,
     }
 
 
@@ -146,8 +147,8 @@ def _artifact_list(artifacts: list[ArtifactRecord]) -> list[dict[str, str]]:
 def _cost(job: JobRecord, now: float) -> dict[str, Any]:
     """Billable seconds x price x count; while running, the time so far."""
     catalog = load_catalog()
-    instance = catalog.get(job.spec["instance_type"])
-    count = int(job.spec["instance_count"])
+    instance = catalog.get(job.spec.instance_type)
+    count = job.spec.instance_count
     seconds: float = job.billable_seconds or 0
     if job.billable_seconds is None and job.training_start_time is not None:
         seconds = max(0.0, now - job.training_start_time)
@@ -182,7 +183,7 @@ def log_page(lines: list[LogLine], after: int, job: JobRecord) -> dict[str, Any]
     10,000 lines of up to 1 MiB each never make a gigabyte answer; ``next`` says where the
     following page starts.
     """
-    mask = Masker.for_environment(job.spec.get("environment") or {})
+    mask = Masker.for_environment(job.spec.environment)
     lines = _within_page(lines)
     return {
         "lines": [

@@ -11,6 +11,14 @@ import importlib
 import typing
 
 if typing.TYPE_CHECKING:
+    from trainops.spec._distribution import (
+        DataParallelConfig,
+        DistributionConfig,
+        Enabled,
+        ModelParallelConfig,
+        MpiConfig,
+        SmDistributedConfig,
+    )
     from trainops.spec._job import (
         RESERVED_HYPERPARAMETERS,
         Channel,
@@ -40,13 +48,19 @@ __all__ = [
     "RESERVED_HYPERPARAMETERS",
     "Channel",
     "CheckpointConfig",
+    "DataParallelConfig",
     "Distribution",
+    "DistributionConfig",
+    "Enabled",
     "InputMode",
     "JobNamer",
     "JobSpec",
     "MetricDefinition",
+    "ModelParallelConfig",
+    "MpiConfig",
     "RawSpec",
     "RetryStrategy",
+    "SmDistributedConfig",
     "StoppingCondition",
     "base_job_name",
     "base_name_for",
@@ -62,6 +76,17 @@ __all__ = [
 ]
 
 _MODULE_OF = {
+    **dict.fromkeys(
+        [
+            "DataParallelConfig",
+            "DistributionConfig",
+            "Enabled",
+            "ModelParallelConfig",
+            "MpiConfig",
+            "SmDistributedConfig",
+        ],
+        "trainops.spec._distribution",
+    ),
     **dict.fromkeys(
         [
             "RESERVED_HYPERPARAMETERS",

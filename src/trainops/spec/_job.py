@@ -15,12 +15,13 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, Field, field_validator
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator
 
 from trainops.catalog import InstanceType, load_catalog
-from trainops.protocol import RESERVED_HYPERPARAMETERS
+from trainops.protocol import DEFAULT_CHECKPOINT_PATH, RESERVED_HYPERPARAMETERS, SubmittedJob
 from trainops.spec._argsize import argument_text, check_argument_size
 from trainops.spec._base import SpecModel
+from trainops.spec._distribution import DistributionConfig, check_distribution
 from trainops.spec._names import JOB_NAME
 from trainops.spec._raw import uri_problem
 from trainops.spec._sagemaker import CHANNEL_ARGUMENTS, ESTIMATOR_ARGUMENTS
@@ -139,7 +140,7 @@ class CheckpointConfig(SpecModel):
     """Where checkpoints are synchronised: ``uri`` in object storage, ``local_path`` on each host."""
 
     uri: str
-    local_path: str = "/opt/ml/checkpoints"
+    local_path: str = DEFAULT_CHECKPOINT_PATH
 
     @field_validator("uri")
     @classmethod
@@ -217,6 +218,8 @@ class JobSpec(SpecModel):
     metric_definitions: list[MetricDefinition] = Field(default_factory=list)
     stopping_condition: StoppingCondition = Field(default_factory=StoppingCondition)
     retry_strategy: RetryStrategy = Field(default_factory=RetryStrategy)
+    # Last: its checks read entry_point, instance_type and instance_count, validated before it.
+    distribution: DistributionConfig = Field(default_factory=DistributionConfig)
 
     @field_validator("entry_point")
     @classmethod
@@ -303,10 +306,25 @@ class JobSpec(SpecModel):
             raise ValueError(f"metric names must be unique; repeated: {', '.join(dupes)}")
         return value
 
+    @field_validator("distribution")
+    @classmethod
+    def _distribution(cls, value: DistributionConfig, info: ValidationInfo) -> DistributionConfig:
+        known = info.data
+        if not {"entry_point", "instance_type", "instance_count"} <= set(known):
+            return value  # those fields failed; their own errors say why
+        instance = load_catalog().get(known["instance_type"])
+        return check_distribution(
+            value, known["entry_point"], instance, int(known["instance_count"])
+        )
+
     @property
     def instance(self) -> InstanceType:
         """The catalog entry of ``instance_type``."""
         return load_catalog().get(self.instance_type)
+
+    def view(self) -> SubmittedJob:
+        """The typed view everyone downstream reads (its JSON is what the server stores)."""
+        return SubmittedJob.from_json(self.model_dump(mode="json"))
 
 
 def is_channel_name(name: str) -> bool:

@@ -94,10 +94,6 @@ ESTIMATOR_ARGUMENTS: dict[str, str] = {
     "container_log_level": (
         "has no meaning in trainops: the script's output is recorded as it is written"
     ),
-    "distribution": (
-        "is not supported for jobs (it is a channel setting here: inputs.<channel>.distribution)"
-        "; start a launcher such as torchrun from the entry point"
-    ),
     "compiler_config": _NOT_YET,
     "training_recipe": _NOT_YET,
     "recipe_overrides": _NOT_YET,

@@ -13,6 +13,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from trainops._errors import TrainopsError
+from trainops.protocol import SubmittedJob
 
 __all__ = [
     "ArtifactRecord",
@@ -57,7 +58,7 @@ class EventLike(Protocol):
 @dataclass(frozen=True, slots=True)
 class JobRecord:
     name: str
-    spec: dict[str, Any]
+    spec: SubmittedJob
     status: str
     secondary_status: str
     failure_reason: str | None
@@ -79,7 +80,7 @@ class JobRecord:
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> JobRecord:
         data = dict(zip(row.keys(), row, strict=True))
-        spec, order = json.loads(data.pop("spec")), data.pop("id")
+        spec, order = SubmittedJob.from_json(json.loads(data.pop("spec"))), data.pop("id")
         return cls(spec=spec, order=order, **data)
 
 

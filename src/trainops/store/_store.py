@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from trainops.protocol import SubmittedJob
 from trainops.store._ingest import ingest_events, read_final_metrics, read_logs, read_metrics
 from trainops.store._records import (
     ArtifactRecord,
@@ -90,7 +91,7 @@ class MetadataStore:
         self,
         *,
         name: str,
-        spec: dict[str, Any],
+        spec: SubmittedJob,
         code_uri: str,
         output_prefix: str,
         max_attempts: int,
@@ -107,7 +108,7 @@ class MetadataStore:
                     "INSERT INTO jobs (name, spec, status, secondary_status, creation_time,"
                     " last_modified_time, max_attempts, code_uri, output_prefix)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (name, json.dumps(spec), status, secondary_status, now, now, *rest),
+                    (name, json.dumps(spec.to_json()), status, secondary_status, now, now, *rest),
                 )
                 conn.execute(
                     "INSERT INTO transitions (job, status, start_time, message) VALUES (?, ?, ?, ?)",

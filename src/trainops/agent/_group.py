@@ -1,0 +1,176 @@
+"""The process-group supervisor: a host's ranks started together and ended together.
+
+Every process a launcher asked for is started in its own session with its output captured
+(:class:`ScriptProcess`) and tagged with its rank. The group fails fast: the first process that
+exits non-zero is the group's failure, and every other process is sent SIGTERM at once (SIGKILL
+after :data:`FAIL_FAST_GRACE_SECONDS`), so no survivor hangs in a collective waiting for a rank
+that is gone. A stop reaches every process the same way.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from trainops.agent._hostlog import LineSink
+from trainops.agent._process import ScriptProcess
+from trainops.agent.launchers import RankProcess
+
+__all__ = ["FAIL_FAST_GRACE_SECONDS", "GroupMember", "ProcessGroup"]
+
+FAIL_FAST_GRACE_SECONDS = 5.0
+POLL_SECONDS = 0.05
+
+_LOCAL_RANK_PREFIX = re.compile(r"\[[A-Za-z_][A-Za-z0-9_]*?(\d+)\]:")
+
+RankSink = Callable[[int | None, str, list[str], float], None]
+
+
+@dataclass
+class GroupMember:
+    """One started process of the group and how it ended."""
+
+    spec: RankProcess
+    process: ScriptProcess
+    returncode: int | None = None
+
+    @property
+    def label(self) -> str:
+        return "the launcher" if self.spec.rank is None else f"rank {self.spec.rank}"
+
+
+class ProcessGroup:
+    """The processes of one host, supervised as one."""
+
+    def __init__(
+        self,
+        processes: Sequence[RankProcess],
+        *,
+        cwd: Path,
+        on_line: RankSink,
+        marker: Callable[[], str],
+        fail_fast_grace: float = FAIL_FAST_GRACE_SECONDS,
+    ) -> None:
+        if not processes:
+            raise ValueError("a process group needs at least one process")
+        # Each process gets a marker of its own: the first to end sweeps up what it left
+        # behind, and must not take its siblings with it.
+        self.members = [
+            GroupMember(
+                spec,
+                ScriptProcess(
+                    spec.argv,
+                    cwd=cwd,
+                    env=spec.env,
+                    on_line=_tagged(on_line, spec),
+                    marker=marker(),
+                ),
+            )
+            for spec in processes
+        ]
+        self._fail_fast_grace = fail_fast_grace
+        self.first_failure: GroupMember | None = None
+
+    @property
+    def argv(self) -> list[str]:
+        return list(self.members[0].spec.argv)
+
+    def start(self) -> None:
+        """Start every process; if one cannot be started, the ones already started are ended
+        and the ``OSError`` is raised."""
+        started: list[ScriptProcess] = []
+        try:
+            for member in self.members:
+                member.process.start()
+                started.append(member.process)
+        except OSError:
+            for process in started:
+                process.terminate(0)
+                process.finish()
+            raise
+
+    def wait(self, timeout: float) -> int | None:
+        """The group's exit code once every process has ended, else ``None`` after ``timeout``.
+
+        Also ends the group at the first failure and delivers pending SIGKILLs.
+        """
+        until = time.monotonic() + timeout
+        while True:
+            for member in self.members:
+                if member.returncode is None:
+                    member.returncode = member.process.wait(0)
+                    if member.returncode not in (None, 0) and self.first_failure is None:
+                        self._fail_fast(member)
+            if all(m.returncode is not None for m in self.members):
+                return self._exit_code()
+            if time.monotonic() >= until:
+                return None
+            time.sleep(min(POLL_SECONDS, max(0.0, until - time.monotonic())))
+
+    def terminate(self, grace_seconds: float) -> None:
+        """SIGTERM every running process now, SIGKILL after ``grace_seconds``."""
+        for member in self.members:
+            if member.returncode is None:
+                member.process.terminate(grace_seconds)
+
+    def finish(self) -> int:
+        """Wait for every process to end (delivering pending SIGKILLs) and drain all output."""
+        while (code := self.wait(POLL_SECONDS * 4)) is None:
+            pass
+        for member in self.members:
+            member.process.finish()
+        return code
+
+    def stderr_tail(self) -> list[str]:
+        """The last stderr lines of the process that failed first (else of the first one)."""
+        member = self.first_failure or self.members[0]
+        return list(member.process.stderr_tail)
+
+    def failed_argv(self) -> list[str]:
+        member = self.first_failure or self.members[0]
+        return list(member.spec.argv)
+
+    def _fail_fast(self, member: GroupMember) -> None:
+        self.first_failure = member
+        for other in self.members:
+            if other is not member and other.returncode is None:
+                other.process.terminate(self._fail_fast_grace)
+
+    def _exit_code(self) -> int:
+        if self.first_failure is not None:
+            assert self.first_failure.returncode is not None
+            return self.first_failure.returncode
+        return 0
+
+
+def _tagged(sink: RankSink, spec: RankProcess) -> LineSink:
+    if not spec.local_rank_prefixes:
+
+        def on_line(stream: str, lines: list[str], ts: float) -> None:
+            sink(spec.rank, stream, lines, ts)
+
+        return on_line
+
+    def on_prefixed_line(stream: str, lines: list[str], ts: float) -> None:
+        for rank, run in _runs_by_prefix(lines, spec.rank_base):
+            sink(rank, stream, run, ts)
+
+    return on_prefixed_line
+
+
+def _runs_by_prefix(lines: list[str], base: int) -> list[tuple[int | None, list[str]]]:
+    """``lines`` split into runs of one rank each, their ``[<role><n>]:`` prefixes removed
+    (lines without one, such as the launcher's own, have no rank)."""
+    runs: list[tuple[int | None, list[str]]] = []
+    for line in lines:
+        found = _LOCAL_RANK_PREFIX.match(line)
+        rank = None if found is None else base + int(found.group(1))
+        text = line if found is None else line[found.end() :]
+        if runs and runs[-1][0] == rank:
+            runs[-1][1].append(text)
+        else:
+            runs.append((rank, [text]))
+    return runs

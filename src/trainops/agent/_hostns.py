@@ -1,0 +1,82 @@
+"""Host names that resolve inside a job, without touching the machine's ``/etc/hosts``.
+
+Scripts written for SageMaker use the names in ``SM_HOSTS`` directly (``MASTER_ADDR=algo-1``).
+On the local backend every host of a job is this machine, so each host's processes run in a
+private mount and UTS namespace: ``/etc/hosts`` there is the job's own file (every host name
+mapped to a loopback address of its own, ``127.<job>.<host>``), and the host name is ``algo-N``,
+so that gloo and NCCL advertise the host's own address. Two hosts of one job can then listen on
+the same port, as real machines can, and jobs never meet (each has its own ``127.X.Y.0/24``).
+
+Each process runs as ``python -m trainops._hostns_exec --hostname H --hosts-file F [--resolve
+N …] -- argv`` (a module of its own that imports only the standard library): it enters the
+namespaces, bind-mounts the file, checks that every job host name resolves (as SageMaker's
+toolkit does before the script starts; bounded), and execs ``argv``. Where the
+machine allows no namespaces (no root and no user namespaces) :func:`namespaces_available`
+says so, and the agent falls back to 127.0.0.1 with a warning.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zlib
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["HOSTS_FILE", "host_addresses", "namespaces_available", "wrap", "write_hosts_file"]
+
+HOSTS_FILE = Path("/etc/hosts")
+_available: bool | None = None
+
+
+def host_addresses(job_name: str, attempt: int, hosts: Sequence[str]) -> dict[str, str]:
+    """Each host's loopback address: ``127.X.Y.N`` with ``X.Y`` from the job, N its index."""
+    slot = zlib.crc32(f"{job_name}/{attempt}".encode()) % (254 * 256)
+    x, y = 1 + slot // 256, slot % 256
+    return {host: f"127.{x}.{y}.{index + 1}" for index, host in enumerate(hosts)}
+
+
+def write_hosts_file(path: Path, addresses: dict[str, str]) -> Path:
+    """The machine's ``/etc/hosts`` followed by the job's hosts (written atomically)."""
+    try:
+        base = HOSTS_FILE.read_text(encoding="utf-8")
+    except OSError:
+        base = "127.0.0.1\tlocalhost\n"
+    lines = [base.rstrip("\n"), "# the job's hosts (trainops)"]
+    lines += [f"{address}\t{host}" for host, address in addresses.items()]
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def wrap(argv: Sequence[str], hostname: str, hosts_file: Path, hosts: Sequence[str]) -> list[str]:
+    """``argv`` run inside the host's namespaces by this module."""
+    resolve = [arg for host in hosts for arg in ("--resolve", host)]
+    return [
+        sys.executable,
+        "-m",
+        "trainops._hostns_exec",
+        "--hostname",
+        hostname,
+        "--hosts-file",
+        str(hosts_file),
+        *resolve,
+        "--",
+        *argv,
+    ]
+
+
+def namespaces_available() -> bool:
+    """Whether this machine lets the agent give a process its own mount and UTS namespace."""
+    global _available
+    if _available is None:
+        probe = [sys.executable, "-m", "trainops._hostns_exec", "--probe"]
+        try:
+            done = subprocess.run(probe, capture_output=True, timeout=30, check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            _available = False
+        else:
+            _available = done.returncode == 0
+    return _available

@@ -1,0 +1,48 @@
+"""Launchers: what processes a host starts for a job, one private module per launcher.
+
+The table maps the spec's launcher (``SubmittedJob.distribution.launcher``) to its
+implementation. To add one, see docs/internals/launchers.md; every launcher passes
+tests/agent/test_launchers.py.
+"""
+
+from trainops.agent.launchers._base import (
+    LaunchContext,
+    Launcher,
+    RankProcess,
+    job_port,
+    rendezvous_env,
+)
+from trainops.agent.launchers._plain import PlainLauncher
+from trainops.agent.launchers._torchrun import TorchrunLauncher
+
+__all__ = [
+    "LAUNCHERS",
+    "LaunchContext",
+    "Launcher",
+    "RankProcess",
+    "available_launchers",
+    "job_port",
+    "launcher_for",
+    "rendezvous_env",
+]
+
+_PLAIN = PlainLauncher()
+LAUNCHERS: dict[str, Launcher] = {
+    "plain": _PLAIN,
+    "pytorchddp": _PLAIN,
+    "smdistributed.dataparallel": _PLAIN,
+    "torch_distributed": TorchrunLauncher(),
+}
+
+
+def available_launchers() -> frozenset[str]:
+    """The spec launcher names a host agent can start."""
+    return frozenset(LAUNCHERS)
+
+
+def launcher_for(name: str) -> Launcher:
+    try:
+        return LAUNCHERS[name]
+    except KeyError:
+        known = ", ".join(sorted(LAUNCHERS))
+        raise ValueError(f"no launcher {name!r} (available: {known})") from None

@@ -1,0 +1,101 @@
+"""The launcher contract: a host's assignment in, the processes to start out.
+
+A launcher never starts anything itself. Given a :class:`LaunchContext` (the job's typed spec,
+where this host sits among the job's hosts, the script's command and environment) it returns the
+:class:`RankProcess` list this host runs; the agent's process-group supervisor starts them,
+tags their output with host and rank, and brings them all down when the first one fails.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from trainops.protocol import SubmittedJob
+
+__all__ = ["LaunchContext", "Launcher", "RankProcess", "job_port", "rendezvous_env"]
+
+PORT_BASE, PORT_SPAN = 20000, 10000
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchContext:
+    """Everything a launcher may read. ``command`` is the script's own argv (``python
+    train.py --lr 0.1``); ``python`` and ``script_args`` are its parts where it is a Python
+    program; ``env`` is the script environment of the SageMaker contract."""
+
+    job: SubmittedJob
+    job_name: str
+    attempt: int
+    hosts: tuple[str, ...]
+    current_host: str
+    command: tuple[str, ...]
+    python: str
+    entry_point: str
+    script_args: tuple[str, ...]
+    env: dict[str, str]
+    master_addr: str
+    master_port: int
+
+    @property
+    def host_index(self) -> int:
+        return self.hosts.index(self.current_host)
+
+    @property
+    def processes_per_host(self) -> int:
+        return self.job.distribution.processes_per_host
+
+    @property
+    def world_size(self) -> int:
+        return len(self.hosts) * self.processes_per_host
+
+
+@dataclass(frozen=True, slots=True)
+class RankProcess:
+    """One process to start: its argv and complete environment, and the rank its output is
+    tagged with (``None`` for a process that is not one rank, such as torchrun or mpirun).
+
+    ``local_rank_prefixes``: the process starts the host's ranks itself and prefixes each of
+    their lines with ``[<role><local rank>]:`` (torchrun's ``--tee``); the supervisor strips the
+    prefix and tags the line with rank ``rank_base + local rank``.
+    """
+
+    argv: tuple[str, ...]
+    env: dict[str, str] = field(repr=False)
+    rank: int | None = None
+    local_rank: int | None = None
+    local_rank_prefixes: bool = False
+    rank_base: int = 0
+
+
+class Launcher(Protocol):
+    """Turns a host's assignment into the processes it runs."""
+
+    name: str
+
+    def processes(self, ctx: LaunchContext) -> list[RankProcess]: ...
+
+
+def rendezvous_env(ctx: LaunchContext, local_rank: int) -> dict[str, str]:
+    """The variables ``torch.distributed``'s ``env://`` (and torchrun's scripts) read."""
+    per_host = ctx.processes_per_host
+    return {
+        "MASTER_ADDR": ctx.master_addr,
+        "MASTER_PORT": str(ctx.master_port),
+        "RANK": str(ctx.host_index * per_host + local_rank),
+        "LOCAL_RANK": str(local_rank),
+        "WORLD_SIZE": str(ctx.world_size),
+        "LOCAL_WORLD_SIZE": str(per_host),
+        "GROUP_RANK": str(ctx.host_index),
+        "NODE_RANK": str(ctx.host_index),
+        "GROUP_WORLD_SIZE": str(len(ctx.hosts)),
+        "ROLE_RANK": str(ctx.host_index * per_host + local_rank),
+        "ROLE_WORLD_SIZE": str(ctx.world_size),
+    }
+
+
+def job_port(job_name: str, attempt: int) -> int:
+    """The job's rendezvous port: the same on every host, spread over a range so that jobs on
+    one machine rarely meet (each attempt gets another, so a retry never finds it held)."""
+    return PORT_BASE + zlib.crc32(f"{job_name}/{attempt}".encode()) % PORT_SPAN

@@ -1,0 +1,175 @@
+"""A host's ranks run as one group: tagged output, fail fast, stop reaching every rank."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from tests.agent._support import make_job
+from trainops._hostns_exec import NAME_UNRESOLVED
+from trainops.agent import HostResult
+from trainops.agent._hostns import namespaces_available, wrap
+from trainops.protocol import Command, EventKind, HostOutcome
+
+PRINT_RANK = """
+import json, os
+keys = ["RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "NODE_RANK", "MASTER_ADDR"]
+print(json.dumps({k: os.environ[k] for k in keys}), flush=True)
+"""
+
+RANK_ONE_FAILS = """
+import os, signal, sys, time
+rank = int(os.environ["RANK"])
+if rank == 1:
+    sys.exit(3)
+def on_term(signum, frame):
+    print(f"rank {rank} got SIGTERM", flush=True)
+    sys.exit(143)
+signal.signal(signal.SIGTERM, on_term)
+while True:
+    time.sleep(0.05)
+"""
+
+WAITS_FOR_STOP = """
+import os, signal, sys, time
+rank = os.environ["RANK"]
+def on_term(signum, frame):
+    print(f"rank {rank} stopping", flush=True)
+    sys.exit(0)
+signal.signal(signal.SIGTERM, on_term)
+print(f"rank {rank} ready", flush=True)
+while True:
+    time.sleep(0.05)
+"""
+
+ALLREDUCE = """
+import torch, torch.distributed as dist
+dist.init_process_group("gloo")
+t = torch.tensor([float(dist.get_rank() + 1)])
+dist.all_reduce(t)
+print(f"sum={t.item():g} rank={dist.get_rank()} world={dist.get_world_size()}", flush=True)
+dist.destroy_process_group()
+"""
+
+
+def test_each_rank_gets_its_rendezvous_environment_and_its_tag(tmp_path: Path) -> None:
+    job = make_job(
+        tmp_path,
+        {"train.py": PRINT_RANK},
+        hosts=["algo-1", "algo-2"],
+        host="algo-2",
+        instance_count=2,
+        distribution={"processes_per_host": 2},
+    )
+    assert job.run().outcome is HostOutcome.COMPLETED
+    seen = {int(e["rank"]): json.loads(e["lines"][0]) for e in job.reporter.of(EventKind.LOG)
+            if "rank" in e}  # fmt: skip
+    assert sorted(seen) == [2, 3]
+    for rank, env in seen.items():
+        assert env["RANK"] == str(rank) and env["LOCAL_RANK"] == str(rank - 2)
+        assert (env["WORLD_SIZE"], env["LOCAL_WORLD_SIZE"], env["NODE_RANK"]) == ("4", "2", "1")
+    assert sorted(p["rank"] for p in job.reporter.of(EventKind.PROCESS)) == [2, 3]
+    host_log = (job.state_dir / "host.log").read_text()
+    assert '[rank 2] {"RANK": "2"' in host_log and '[rank 3] {"RANK": "3"' in host_log
+
+
+def test_the_first_failing_rank_brings_the_host_down(tmp_path: Path) -> None:
+    job = make_job(tmp_path, {"train.py": RANK_ONE_FAILS}, distribution={"processes_per_host": 2})
+    result = job.run()
+    assert (result.outcome, result.exit_code) == (HostOutcome.FAILED, 3)
+    assert result.failure_reason is not None
+    assert result.failure_reason.startswith("rank 1 on algo-1: ")
+    assert "rank 0 got SIGTERM" in job.reporter.lines("stdout")
+
+
+def test_a_stop_reaches_every_rank(tmp_path: Path) -> None:
+    job = make_job(tmp_path, {"train.py": WAITS_FOR_STOP}, distribution={"processes_per_host": 2})
+    results: list[HostResult] = []
+    runner = threading.Thread(target=lambda: results.append(job.run()))
+    runner.start()
+    job.reporter.wait_for_line("rank 0 ready")
+    job.reporter.wait_for_line("rank 1 ready")
+    job.reporter.push(Command("stop", reason="user asked", grace_seconds=5))
+    runner.join()
+    assert results[0].outcome is HostOutcome.STOPPED
+    assert {"rank 0 stopping", "rank 1 stopping"} <= set(job.reporter.lines("stdout"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "distribution",
+    [
+        {"processes_per_host": 2},
+        {"torch_distributed": {"enabled": True}, "processes_per_host": 2},
+    ],
+    ids=["plain", "torchrun"],
+)
+def test_ranks_form_a_gloo_world(tmp_path: Path, distribution: dict[str, object]) -> None:
+    pytest.importorskip("torch")
+    job = make_job(tmp_path, {"train.py": ALLREDUCE}, distribution=distribution)
+    result = job.run()
+    assert result.outcome is HostOutcome.COMPLETED, result.failure_reason
+    sums = {
+        (e["rank"], line)
+        for e in job.reporter.of(EventKind.LOG)
+        for line in e.get("lines", [])
+        if "sum=" in line
+    }
+    assert sums == {(0, "sum=3 rank=0 world=2"), (1, "sum=3 rank=1 world=2")}
+
+
+BINDS_ITS_HOST = """
+import socket, time
+me = socket.gethostname()
+s = socket.socket()
+s.bind((me, 29999))
+s.listen()
+print(f"{me} {socket.gethostbyname('algo-1')} {socket.gethostbyname('algo-2')} bound", flush=True)
+time.sleep(1.0)
+"""
+
+
+def test_host_names_resolve_and_two_hosts_bind_one_port(tmp_path: Path) -> None:
+    if not namespaces_available():
+        pytest.skip("this machine allows no mount/UTS namespaces")
+    jobs = [
+        make_job(
+            tmp_path / host,
+            {"train.py": BINDS_ITS_HOST},
+            hosts=["algo-1", "algo-2"],
+            host=host,
+            instance_count=2,
+        )
+        for host in ("algo-1", "algo-2")
+    ]
+    results: list[HostResult] = []
+    runners = [threading.Thread(target=lambda j=j: results.append(j.run())) for j in jobs]
+    for runner in runners:
+        runner.start()
+    for runner in runners:
+        runner.join()
+    assert [r.outcome for r in results] == [HostOutcome.COMPLETED] * 2, results
+    [one], [two] = (j.reporter.lines("stdout") for j in jobs)
+    name1, a1, a2, _ = one.split()
+    name2, b1, b2, _ = two.split()
+    assert (name1, name2) == ("algo-1", "algo-2")
+    assert a1 == b1 != a2 == b2 and a1.startswith("127.") and a1 != "127.0.0.1"
+    assert "algo-1" not in Path("/etc/hosts").read_text()  # the machine's file is untouched
+
+
+def test_a_host_name_that_never_resolves_fails_the_host_clearly(tmp_path: Path) -> None:
+    if not namespaces_available():
+        pytest.skip("this machine allows no mount/UTS namespaces")
+    hosts_file = tmp_path / "hosts"
+    hosts_file.write_text("127.0.0.1 localhost\n")
+    argv = wrap([sys.executable, "-c", "print('never')"], "algo-1", hosts_file, ["algo-9"])
+    done = subprocess.run(argv, capture_output=True, text=True, env={**os.environ,
+                          "TRAINOPS_RESOLVE_SECONDS": "0.2"}, check=False)  # fmt: skip
+    assert done.returncode == NAME_UNRESOLVED
+    assert "host name 'algo-9' did not resolve" in done.stderr and "never" not in done.stdout

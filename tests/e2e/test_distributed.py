@@ -1,0 +1,62 @@
+"""End to end: 2 hosts x 2 processes through the control plane, as a SageMaker script runs them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.e2e._harness import describe, trainops, write_job
+
+pytestmark = pytest.mark.slow
+torch = pytest.importorskip("torch")
+
+ALLREDUCE = """
+import os, torch, torch.distributed as dist
+dist.init_process_group("gloo")  # MASTER_ADDR=algo-1, as SageMaker's PyTorch container sets it
+t = torch.tensor([float(dist.get_rank() + 1)])
+dist.all_reduce(t)
+print(f"sum={t.item():g} of {dist.get_world_size()} master={os.environ['MASTER_ADDR']}", flush=True)
+dist.destroy_process_group()
+"""
+
+RANK_THREE_RAISES = """
+import os, time, torch, torch.distributed as dist
+dist.init_process_group("gloo")
+if dist.get_rank() == 3:
+    raise RuntimeError("rank 3 ran out of data")
+print(f"rank {dist.get_rank()} entering the collective", flush=True)
+dist.barrier()  # never completes: rank 3 is gone
+time.sleep(600)
+"""
+
+TWO_BY_TWO = {"instance_count": 2, "distribution": {"processes_per_host": 2}}
+
+
+def test_four_ranks_on_two_hosts_allreduce(tmp_path: Path) -> None:
+    spec = write_job(tmp_path, ALLREDUCE, job_name="ddp-2x2", **TWO_BY_TWO)
+    home = tmp_path / "home"
+    result = trainops("run", str(spec), home=home)
+    assert result.returncode == 0, result.stdout + result.stderr
+    sums = [line for line in result.stdout.splitlines() if "sum=" in line]
+    assert len(sums) == 4
+    assert all(line.endswith("sum=10 of 4 master=algo-1") for line in sums), sums
+
+
+def test_one_failing_rank_ends_every_rank_on_every_host(tmp_path: Path) -> None:
+    spec = write_job(tmp_path, RANK_THREE_RAISES, job_name="ddp-fails", **TWO_BY_TWO)
+    home = tmp_path / "home"
+    result = trainops("run", str(spec), home=home)
+    assert result.returncode == 1, result.stdout + result.stderr
+    job = describe("ddp-fails", home)
+    assert job["TrainingJobStatus"] == "Failed"
+    reason = job["FailureReason"]
+    assert reason.startswith("rank 3 on algo-2: ") and "ran out of data" in reason, reason
+    left = [
+        p.info
+        for p in psutil.process_iter(["pid", "cmdline"])
+        if any("ddp-fails" in part or str(tmp_path) in part for part in p.info["cmdline"] or [])
+    ]
+    assert left == [], json.dumps(left)
