@@ -17,7 +17,7 @@ $(VENV)/.demo-installed: $(PY) pyproject.toml constraints.txt
 	touch $@
 
 $(VENV)/.test-installed: $(VENV)/.demo-installed
-	$(PIP) install $(CONSTRAINTS) -e '.[dev,torch,s3]'
+	$(PIP) install $(CONSTRAINTS) -e '.[dev,torch,s3,tensorflow]'
 	touch $@
 
 install-demo: $(VENV)/.demo-installed

@@ -22,6 +22,7 @@ EXPECTED = {
     "logs": {"-h", "--help", "NAME", "-f", "--follow", "--host"},
     "metrics": {"-h", "--help", "NAME", "--name", "--csv"},
     "stop": {"-h", "--help", "NAME", "--wait"},
+    "study": {"-h", "--help", "STUDY"},  # a deliberate command: its knobs are in the study file
     "server": {"-h", "--help", "--host", "--port"},
 }
 

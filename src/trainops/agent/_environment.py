@@ -54,9 +54,17 @@ class HostContext:
     hosts: list[str]
     resources: HostResources
     entry_point: str
+    # The declared instance type's vCPUs: what SM_NUM_CPUS says, so that a script sizing its
+    # world by it forms the world it would form in the cloud, even on a smaller machine.
+    instance_vcpus: int | None = None
 
     @property
     def num_cpus(self) -> int:
+        return self.instance_vcpus or self.reserved_cpus
+
+    @property
+    def reserved_cpus(self) -> int:
+        """The CPUs this host may actually run on (thread limits follow these)."""
         return len(self.resources.cpus) or os.cpu_count() or 1
 
     @property
@@ -205,7 +213,7 @@ def _platform_variables(tree: HostTree, host: HostContext) -> dict[str, str]:
 def _resource_variables(host: HostContext, machine_gpus: int) -> dict[str, str]:
     env: dict[str, str] = {}
     if host.resources.cpus:
-        env.update(dict.fromkeys(THREAD_VARIABLES, str(host.num_cpus)))
+        env.update(dict.fromkeys(THREAD_VARIABLES, str(host.reserved_cpus)))
     if host.resources.gpus:
         env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in host.resources.gpus)
     elif machine_gpus > 0:

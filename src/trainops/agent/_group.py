@@ -10,6 +10,7 @@ that is gone. A stop reaches every process the same way.
 from __future__ import annotations
 
 import re
+import socket
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ __all__ = ["FAIL_FAST_GRACE_SECONDS", "GroupMember", "ProcessGroup"]
 
 FAIL_FAST_GRACE_SECONDS = 5.0
 POLL_SECONDS = 0.05
+RELEASE_CHECK_SECONDS = 1.0
 
 _LOCAL_RANK_PREFIX = re.compile(r"\[[A-Za-z_][A-Za-z0-9_]*?(\d+)\]:")
 
@@ -36,6 +38,7 @@ class GroupMember:
     spec: RankProcess
     process: ScriptProcess
     returncode: int | None = None
+    released: bool = False  # an auxiliary process the group stopped because its work was done
 
     @property
     def label(self) -> str:
@@ -73,6 +76,7 @@ class ProcessGroup:
         ]
         self._fail_fast_grace = fail_fast_grace
         self.first_failure: GroupMember | None = None
+        self._next_release_check = 0.0
 
     @property
     def argv(self) -> list[str]:
@@ -102,8 +106,11 @@ class ProcessGroup:
             for member in self.members:
                 if member.returncode is None:
                     member.returncode = member.process.wait(0)
-                    if member.returncode not in (None, 0) and self.first_failure is None:
+                    failed = member.returncode not in (None, 0) and not member.released
+                    if failed and self.first_failure is None:
                         self._fail_fast(member)
+            if all(m.returncode is not None for m in self.members if not m.spec.auxiliary):
+                self._release_auxiliaries()
             if all(m.returncode is not None for m in self.members):
                 return self._exit_code()
             if time.monotonic() >= until:
@@ -133,6 +140,21 @@ class ProcessGroup:
         member = self.first_failure or self.members[0]
         return list(member.spec.argv)
 
+    def _release_auxiliaries(self) -> None:
+        """The script is done: stop its helpers, each once its ``release_after`` is down."""
+        now = time.monotonic()
+        if now < self._next_release_check:
+            return
+        self._next_release_check = now + RELEASE_CHECK_SECONDS
+        for member in self.members:
+            if member.returncode is not None or member.released:
+                continue
+            target = member.spec.release_after
+            if target is not None and self.first_failure is None and _listening(*target):
+                continue
+            member.released = True
+            member.process.terminate(self._fail_fast_grace)
+
     def _fail_fast(self, member: GroupMember) -> None:
         self.first_failure = member
         for other in self.members:
@@ -144,6 +166,14 @@ class ProcessGroup:
             assert self.first_failure.returncode is not None
             return self.first_failure.returncode
         return 0
+
+
+def _listening(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
 
 
 def _tagged(sink: RankSink, spec: RankProcess) -> LineSink:

@@ -60,16 +60,31 @@ def host_processes(
     shown = list(processes[0].argv)
     warnings = []
     if named:
-        processes = _in_host_namespace(assignment, processes, state_dir / "hosts")
-    elif distributed:
-        warnings.append(NO_NAMESPACES.format(host=assignment.hosts[0]))
+        addresses = host_addresses(assignment.job_name, assignment.attempt, assignment.hosts)
+        processes = _in_host_namespace(assignment, processes, addresses, state_dir / "hosts")
+    else:
+        addresses = dict.fromkeys(assignment.hosts, LOCAL_MASTER)
+        if distributed:
+            warnings.append(NO_NAMESPACES.format(host=assignment.hosts[0]))
+    processes = [_release_at_address(p, addresses) for p in processes]
     return HostLaunch(processes, shown, warnings)
 
 
+def _release_at_address(process: RankProcess, addresses: dict[str, str]) -> RankProcess:
+    """``release_after`` names a job host; the agent, outside the host's namespace, needs its
+    address."""
+    if process.release_after is None:
+        return process
+    host, port = process.release_after
+    return dataclasses.replace(process, release_after=(addresses.get(host, host), port))
+
+
 def _in_host_namespace(
-    assignment: Assignment, processes: list[RankProcess], hosts_file: Path
+    assignment: Assignment,
+    processes: list[RankProcess],
+    addresses: dict[str, str],
+    hosts_file: Path,
 ) -> list[RankProcess]:
-    addresses = host_addresses(assignment.job_name, assignment.attempt, assignment.hosts)
     write_hosts_file(hosts_file, addresses)
     host, hosts = assignment.current_host, assignment.hosts
     return [

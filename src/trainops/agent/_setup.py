@@ -21,6 +21,7 @@ from trainops.agent._hyperparameters import (
 )
 from trainops.agent._installer import JobInstaller
 from trainops.agent._tree import HostTree, input_data_config, resource_config
+from trainops.catalog import get_instance_type
 from trainops.protocol import Assignment, SubmittedJob
 
 __all__ = ["ScriptCommand", "script_command", "script_environment", "write_configs"]
@@ -54,6 +55,7 @@ def script_environment(
         assignment.hosts,
         assignment.resources,
         job.entry_point,
+        instance_vcpus=get_instance_type(job.instance_type).vcpus,
     )
     return build_environment(
         tree,

@@ -31,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_logs(commands)
     _add_metrics(commands)
     _add_stop(commands)
+    _add_study(commands)
     _add_server(commands)
     return parser
 
@@ -71,6 +72,16 @@ def _add_jobs(commands: Commands) -> None:
     )  # fmt: skip
     sub.add_argument("--name-contains", metavar="X", help="only jobs whose name contains X")
     sub.add_argument("--limit", type=_limit, default=50, metavar="N", help="at most N (1-1000)")
+
+
+def _add_study(commands: Commands) -> None:
+    sub = _command(
+        commands,
+        "study",
+        "study",
+        "Run a job spec over resource configurations; print how it scaled, plot it.",
+    )
+    sub.add_argument("spec", metavar="STUDY", help="study spec (YAML): job, configurations, ...")
 
 
 def _add_describe(commands: Commands) -> None:

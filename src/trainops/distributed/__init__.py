@@ -3,7 +3,8 @@
 Read this process's place from the environment any launcher sets (:class:`World`), join the
 process group with the right backend, pin the process to its GPU and CPU share, scale learning
 rate and batch size by world size, shard data by rank, run work on rank 0 only, report
-throughput, and make DDP topology-aware (reduce inside hosts first). torch is imported only by
+throughput, make DDP topology-aware (reduce inside hosts first), and split a model into
+pipeline stages or shard it (FSDP2) as the job's model-parallel parameters say. torch is imported only by
 the functions that need it.
 """
 
@@ -15,6 +16,7 @@ from trainops.distributed._hierarchical import (
     hierarchical_allreduce_hook,
     topology_aware_requested,
 )
+from trainops.distributed._parallel import ParallelLayout, Pipeline, shard_model
 from trainops.distributed._scaling import (
     ThroughputMeter,
     global_batch_size,
@@ -24,14 +26,18 @@ from trainops.distributed._scaling import (
     shard,
 )
 from trainops.distributed._setup import barrier, cpu_share, init_process_group, pin_process
+from trainops.distributed._split import balanced_cuts, split_model
 from trainops.distributed._world import DEFAULT_MASTER_PORT, DistributedError, World
 
 __all__ = [
     "DEFAULT_MASTER_PORT",
     "DistributedError",
     "HierarchicalState",
+    "ParallelLayout",
+    "Pipeline",
     "ThroughputMeter",
     "World",
+    "balanced_cuts",
     "barrier",
     "cpu_share",
     "data_parallel",
@@ -45,5 +51,7 @@ __all__ = [
     "rank_zero_only",
     "scale_learning_rate",
     "shard",
+    "shard_model",
+    "split_model",
     "topology_aware_requested",
 ]

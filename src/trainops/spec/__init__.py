@@ -41,6 +41,7 @@ if typing.TYPE_CHECKING:
     )
     from trainops.spec._raw import RawSpec, load_raw_spec
     from trainops.spec._sagemaker import CHANNEL_ARGUMENTS, ESTIMATOR_ARGUMENTS, sagemaker_hint
+    from trainops.spec._study import StudyConfiguration, StudySpec, StudyTarget, load_study
 
 __all__ = [
     "CHANNEL_ARGUMENTS",
@@ -62,12 +63,16 @@ __all__ = [
     "RetryStrategy",
     "SmDistributedConfig",
     "StoppingCondition",
+    "StudyConfiguration",
+    "StudySpec",
+    "StudyTarget",
     "base_job_name",
     "base_name_for",
     "check_job_name",
     "is_channel_name",
     "load_raw_spec",
     "load_spec",
+    "load_study",
     "make_job_name",
     "parse_spec",
     "resolve_paths",
@@ -112,6 +117,9 @@ _MODULE_OF = {
     **dict.fromkeys(["RawSpec", "load_raw_spec"], "trainops.spec._raw"),
     **dict.fromkeys(
         ["CHANNEL_ARGUMENTS", "ESTIMATOR_ARGUMENTS", "sagemaker_hint"], "trainops.spec._sagemaker"
+    ),
+    **dict.fromkeys(
+        ["StudyConfiguration", "StudySpec", "StudyTarget", "load_study"], "trainops.spec._study"
     ),
 }
 

@@ -149,6 +149,11 @@ def check_distribution(
     if len(launchers) > 1:
         raise ValueError(f"more than one launcher enabled ({', '.join(launchers)}); choose one")
     per_host = _processes_per_host(config, instance)
+    if config.parameter_server.enabled and per_host > 1:
+        raise ValueError(
+            f"parameter_server runs one script per host (and a parameter server beside it); "
+            f"processes_per_host is {per_host}, must be 1"
+        )
     if config.torch_distributed.enabled and not entry_point.endswith(".py"):
         raise ValueError(
             f"torch_distributed: torchrun runs Python scripts only, and entry_point "

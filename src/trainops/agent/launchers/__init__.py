@@ -13,6 +13,10 @@ from trainops.agent.launchers._base import (
     rendezvous_env,
 )
 from trainops.agent.launchers._plain import PlainLauncher
+from trainops.agent.launchers._tensorflow import (
+    MultiWorkerMirroredLauncher,
+    ParameterServerLauncher,
+)
 from trainops.agent.launchers._torchrun import TorchrunLauncher
 
 __all__ = [
@@ -32,6 +36,8 @@ LAUNCHERS: dict[str, Launcher] = {
     "pytorchddp": _PLAIN,
     "smdistributed.dataparallel": _PLAIN,
     "torch_distributed": TorchrunLauncher(),
+    "multi_worker_mirrored_strategy": MultiWorkerMirroredLauncher(),
+    "parameter_server": ParameterServerLauncher(),
 }
 
 

@@ -59,6 +59,10 @@ class RankProcess:
     ``local_rank_prefixes``: the process starts the host's ranks itself and prefixes each of
     their lines with ``[<role><local rank>]:`` (torchrun's ``--tee``); the supervisor strips the
     prefix and tags the line with rank ``rank_base + local rank``.
+
+    ``auxiliary``: a helper beside the script (a parameter server): the host is done when its
+    other processes are, and the helper is then stopped — once nothing listens on
+    ``release_after`` (host, port) any more, where that is set.
     """
 
     argv: tuple[str, ...]
@@ -67,6 +71,8 @@ class RankProcess:
     local_rank: int | None = None
     local_rank_prefixes: bool = False
     rank_base: int = 0
+    auxiliary: bool = False
+    release_after: tuple[str, int] | None = None
 
 
 class Launcher(Protocol):

@@ -1,0 +1,130 @@
+"""``trainops study``: run one job spec over a list of resource configurations, one at a time,
+and print how it scaled (samples/s, time to a target metric, scaling efficiency, cost), with a
+PNG plot and a JSON file of the figures next to the study file.
+
+Ctrl-C stops the job that is running (with an embedded server) and ends the study.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from trainops._settings import Settings
+from trainops.cli._run import INTERRUPTED
+from trainops.client import Client, JobFollower, connect, submit_job
+from trainops.cost import StudyRun, plot_study, render_study, scaling_rows, throughput_of
+from trainops.cost import time_to_target as first_time_at
+from trainops.spec import JobSpec, StudyConfiguration, StudySpec, load_spec, load_study
+
+__all__ = ["study"]
+
+
+def study(args: argparse.Namespace) -> int:
+    plan = load_study(args.spec)
+    folder = Path(args.spec).resolve().parent
+    job_path = folder / plan.job
+    base = load_spec(job_path)
+    settings = Settings.load()
+    runs: list[StudyRun] = []
+    with connect(settings) as client:
+        for config in plan.configurations:
+            try:
+                runs.append(_run(client, settings, base, config, plan, job_path.parent))
+            except KeyboardInterrupt:
+                print("\nStudy interrupted.", flush=True)
+                return INTERRUPTED
+    rows = scaling_rows(runs)
+    target = plan.target.metric if plan.target else None
+    print("\n" + render_study(rows, target), flush=True)
+    if plan.plot:
+        png = plot_study(rows, folder / plan.plot, f"{base.entry_point}: scaling study")
+        results = png.with_suffix(".json")
+        results.write_text(json.dumps([_row_json(r) for r in rows], indent=2) + "\n")
+        print(f"Plot: {png}\nFigures: {results}", flush=True)
+    return 0 if all(r.status == "Completed" for r in runs) else 1
+
+
+def _run(
+    client: Client,
+    settings: Settings,
+    base: JobSpec,
+    config: StudyConfiguration,
+    plan: StudySpec,
+    job_dir: Path,
+) -> StudyRun:
+    spec = _variant(base, config)
+    label = config.label(base.instance_type)
+    name = submit_job(client, spec, settings, base_dir=job_dir, progress=False)
+    print(f"{label}: {name} ...", flush=True)
+    follower = JobFollower(client, name, lambda _line: None)
+    try:
+        description = follower.follow()
+    except KeyboardInterrupt:
+        if client.embedded:
+            client.stop(name)
+        raise
+    print(f"{label}: {name} {description['TrainingJobStatus']}", flush=True)
+    return _result(client, name, description, config, spec, label, plan)
+
+
+def _variant(base: JobSpec, config: StudyConfiguration) -> JobSpec:
+    data = base.model_dump(mode="json")
+    distribution = dict(data["distribution"])
+    distribution["processes_per_host"] = config.processes_per_host
+    if distribution["mpi"]["enabled"]:
+        distribution["mpi"] = {**distribution["mpi"], "processes_per_host": None}
+    data.update(
+        job_name=None,
+        instance_type=config.instance_type or base.instance_type,
+        instance_count=config.instance_count,
+        distribution=distribution,
+    )
+    return JobSpec(**data)
+
+
+def _result(
+    client: Client,
+    name: str,
+    description: dict[str, Any],
+    config: StudyConfiguration,
+    spec: JobSpec,
+    label: str,
+    plan: StudySpec,
+) -> StudyRun:
+    rates = [float(p["Value"]) for p in client.metrics(name, plan.throughput_metric)]
+    reached = None
+    start = _seconds(description.get("TrainingStartTime"))
+    if plan.target is not None and start is not None:
+        points = [
+            (t, float(p["Value"]))
+            for p in client.metrics(name, plan.target.metric)
+            if (t := _seconds(p.get("Timestamp"))) is not None
+        ]
+        maximize = plan.target.goal == "maximize"
+        reached = first_time_at(points, start, plan.target.value, maximize=maximize)
+    cost = description.get("Cost") or {}
+    return StudyRun(
+        label=label,
+        instance_type=spec.instance_type,
+        instance_count=config.instance_count,
+        processes_per_host=config.processes_per_host,
+        job_name=name,
+        status=str(description["TrainingJobStatus"]),
+        throughput=throughput_of(rates),
+        time_to_target_s=reached,
+        billable_seconds=description.get("BillableTimeInSeconds"),
+        cost_usd=cost.get("EstimatedCostUsd"),
+    )
+
+
+def _seconds(stamp: Any) -> float | None:
+    return None if not stamp else datetime.fromisoformat(str(stamp)).timestamp()
+
+
+def _row_json(row: Any) -> dict[str, Any]:
+    return {**asdict(row.run), "world": row.run.world, "efficiency": row.efficiency}

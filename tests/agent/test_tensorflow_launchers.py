@@ -1,0 +1,111 @@
+"""TensorFlow launchers with real TensorFlow: 2 hosts, TF_CONFIG as SageMaker writes it."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.agent._support import JobFixture, make_job
+from trainops.agent import HostResult
+from trainops.agent._hostns import namespaces_available
+from trainops.protocol import HostOutcome
+
+pytestmark = pytest.mark.slow
+tf = pytest.importorskip("tensorflow")
+
+MWMS = """
+import json, os
+import tensorflow as tf
+strategy = tf.distribute.MultiWorkerMirroredStrategy()
+index = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
+@tf.function
+def step():
+    ctx = tf.distribute.get_replica_context()
+    return ctx.all_reduce(tf.distribute.ReduceOp.SUM, tf.constant(float(index + 1)))
+total = strategy.experimental_local_results(strategy.run(step))[0]
+print(f"replicas={strategy.num_replicas_in_sync} sum={float(total):g}", flush=True)
+"""
+
+# What a TensorFlow 2 script does with SageMaker's parameter-server TF_CONFIG: TF 2 calls the
+# coordinator "chief" where SageMaker's container says "master"; workers serve until the master
+# is gone.
+PARAMETER_SERVER = """
+import json, os, socket, time
+import tensorflow as tf
+config = json.loads(os.environ["TF_CONFIG"])
+cluster = {("chief" if k == "master" else k): v for k, v in config["cluster"].items()}
+task = config["task"]
+if task["type"] == "worker":
+    spec = tf.train.ClusterSpec(cluster)
+    tf.distribute.Server(spec, job_name="worker", task_index=task["index"], start=True)
+    host, port = config["cluster"]["master"][0].split(":")
+    while True:
+        time.sleep(0.5)
+        try:
+            socket.create_connection((host, int(port)), timeout=0.5).close()
+        except OSError:
+            break
+    print("worker done: the master is gone", flush=True)
+else:
+    resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
+        tf.train.ClusterSpec(cluster), task_type="chief", task_id=0, rpc_layer="grpc")
+    strategy = tf.distribute.ParameterServerStrategy(resolver)
+    coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+    with strategy.scope():
+        v = tf.Variable(0.0)
+    @tf.function
+    def step():
+        v.assign_add(1.0)
+        return v.read_value()
+    for _ in range(4):
+        coordinator.schedule(step)
+    coordinator.join()
+    print(f"variable on {v.device.split('/')[1]} value={float(v.numpy()):g}", flush=True)
+"""
+
+
+def _two_hosts(tmp_path: Path, script: str, **spec: Any) -> list[JobFixture]:
+    if not namespaces_available():
+        pytest.skip("two local hosts need mount/UTS namespaces for their names")
+    jobs = [
+        make_job(
+            tmp_path / host,
+            {"train.py": script},
+            hosts=["algo-1", "algo-2"],
+            host=host,
+            instance_count=2,
+            environment={"TF_CPP_MIN_LOG_LEVEL": "2"},
+            **spec,
+        )
+        for host in ("algo-1", "algo-2")
+    ]
+    results: list[HostResult] = []
+    runners = [threading.Thread(target=lambda j=j: results.append(j.run())) for j in jobs]
+    for runner in runners:
+        runner.start()
+    for runner in runners:
+        runner.join()
+    assert [r.outcome for r in results] == [HostOutcome.COMPLETED] * 2, results
+    return jobs
+
+
+def test_multi_worker_mirrored_strategy_spans_both_hosts(tmp_path: Path) -> None:
+    jobs = _two_hosts(
+        tmp_path, MWMS, distribution={"multi_worker_mirrored_strategy": {"enabled": True}}
+    )
+    for job in jobs:
+        assert "replicas=2 sum=3" in job.reporter.lines("stdout")
+
+
+def test_parameter_servers_hold_the_variables_until_the_master_is_done(tmp_path: Path) -> None:
+    jobs = _two_hosts(
+        tmp_path, PARAMETER_SERVER, distribution={"parameter_server": {"enabled": True}}
+    )
+    master, worker = (j.reporter.lines("stdout") for j in jobs)
+    assert "variable on job:ps value=4" in master
+    assert "worker done: the master is gone" in worker
+    for job in jobs:  # each host's parameter server ran beside its script
+        assert any("parameter server" in line for line in job.reporter.lines("stdout"))
