@@ -142,6 +142,19 @@ def test_agent_import_stays_light() -> None:
     assert _modules_after_import("import trainops.agent") == set()
 
 
+def test_run_and_submit_stay_free_of_the_spec_models() -> None:
+    # `trainops run` and `submit` send the spec as plain data and the server validates it:
+    # pydantic alone costs more than a warm submission, and the server tools far more.
+    assert _modules_after_import("import trainops.cli._run, trainops.cli._commands") == set()
+    assert _modules_after_import("import trainops.client; import trainops.spec._raw") == set()
+
+
+def test_an_embedded_server_imports_fastapi_only_to_serve() -> None:
+    # Its lock, store, controller and spare agent start first, overlapping FastAPI's import.
+    found = _modules_after_import("from trainops.server import EmbeddedServer, HomeInUseError")
+    assert found & {"fastapi", "uvicorn"} == set()
+
+
 def test_in_job_libraries_import_light() -> None:
     present = [name for name in IN_JOB_PACKAGES if (PACKAGE_ROOT / name / "__init__.py").exists()]
     heavy = {name: _modules_after_import(f"import trainops.{name}") for name in present}

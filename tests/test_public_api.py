@@ -47,3 +47,15 @@ def test_public_names_of_the_module_are_exported() -> None:
     }
     public -= {"annotations"}
     assert public <= set(trainops.__all__)
+
+
+def test_lazy_packages_resolve_every_exported_name() -> None:
+    # trainops.spec and trainops.server import their names on first use (the CLI's run path
+    # must not pay for the spec models or FastAPI); every name they export must still resolve.
+    import trainops.server
+    import trainops.spec
+    import trainops.storage
+
+    for package in (trainops.spec, trainops.server, trainops.storage):
+        missing = [name for name in package.__all__ if getattr(package, name, None) is None]
+        assert missing == [], package.__name__

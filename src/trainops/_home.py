@@ -14,7 +14,6 @@ import fcntl
 import ipaddress
 import json
 import os
-import secrets
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -80,6 +79,8 @@ def home_token(home: Path, *, create: bool = False) -> str | None:
 
 
 def _write_token(home: Path, path: Path) -> None:
+    import secrets  # only a server makes tokens; every command imports this module
+
     home.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{TOKEN_FILE}.{secrets.token_hex(8)}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

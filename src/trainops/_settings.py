@@ -13,8 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from trainops._errors import ConfigError
 from trainops.archive import ArchiveLimits
 
@@ -194,6 +192,8 @@ def _read_config_file(path: Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return {}
+    import yaml  # only when there is a config file: most commands run without one
+
     try:
         data = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:

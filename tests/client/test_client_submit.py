@@ -101,7 +101,11 @@ def test_output_path_decides_where_the_code_goes(
     with Client(api.url) as client:
         submit_job(client, spec, settings, base_dir=tmp_path)
     assert _posted(api)["code_uri"] == f"{out}/j1/source/sourcedir.tar.gz"
-    assert [r.path for r in api.requests] == [f"{API}/jobs"]
+    # No /info and no name to ask for; only whether the explicit name is free (404 here).
+    assert [(r.method, r.path) for r in api.requests] == [
+        ("GET", f"{API}/jobs/j1"),
+        ("POST", f"{API}/jobs"),
+    ]
 
 
 def test_source_dir_uri_is_used_as_the_code_archive(

@@ -10,20 +10,14 @@ make extraction read without limit.
 
 from __future__ import annotations
 
-import gzip
-import lzma
 import os
 import tarfile
-import zlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, cast
 
 from trainops._errors import ArchiveError
 from trainops.archive._limits import ArchiveLimits
-from trainops.archive._plan import plan_extraction
-from trainops.archive._stream import BoundedReader, open_decompressed
-from trainops.archive._write import TreeWriter
 
 __all__ = ["pack", "safe_extract"]
 
@@ -46,6 +40,15 @@ def safe_extract(archive: Path, target: Path, limits: ArchiveLimits | None = Non
     Raises :class:`ArchiveError` naming the archive and the entry at fault when an entry would
     land outside ``target``, is a device or FIFO, or when the archive exceeds ``limits``.
     """
+    # Imported here: packing (every `trainops run`) needs none of the extraction machinery.
+    import gzip
+    import lzma
+    import zlib
+
+    from trainops.archive._plan import plan_extraction
+    from trainops.archive._stream import BoundedReader, open_decompressed
+    from trainops.archive._write import TreeWriter
+
     limits = limits or ArchiveLimits()
     target.mkdir(parents=True, exist_ok=True)
     size = archive.stat().st_size

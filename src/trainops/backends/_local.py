@@ -66,13 +66,19 @@ class LocalBackend(Backend):
     def cpu_ids(self) -> list[int]:
         return machine_cpu_ids()
 
+    @cached_property
+    def gpu_count(self) -> int:
+        # Asked once: `nvidia-smi` takes tens of milliseconds, and /info (every submission
+        # without an output_path) reports the capacity.
+        return machine_gpu_count()
+
     def capacity(self) -> Capacity:
         configured = self.settings.capacity
         memory = psutil.virtual_memory().total // (1024 * 1024)
         return Capacity(
             cpus=configured.cpus if configured.cpus is not None else len(self.cpu_ids),
             memory_mb=configured.memory_mb if configured.memory_mb is not None else int(memory),
-            gpus=configured.gpus if configured.gpus is not None else machine_gpu_count(),
+            gpus=configured.gpus if configured.gpus is not None else self.gpu_count,
         )
 
     def resources_for(self, slots: Slots) -> HostResources:

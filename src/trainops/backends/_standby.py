@@ -73,10 +73,16 @@ class StandbyAgent:
         return self.pid
 
     def retire(self) -> None:
-        """End a spare nobody used: closing its pipe makes it exit; reap it."""
+        """End a spare nobody used, and reap it.
+
+        Closing its pipe would make it exit, but only once it has finished starting; it has no
+        job, so it is killed rather than waited for (a server's exit would otherwise wait for
+        the spare it started moments before).
+        """
         self._close_pipe()
         if not self._used:
             with contextlib.suppress(ChildProcessError, OSError):
+                os.kill(self.pid, signal.SIGKILL)  # not reaped yet: the pid is still ours
                 os.waitpid(self.pid, 0)
             self._used = True
 

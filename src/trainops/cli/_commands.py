@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from trainops._errors import ConfigError, TrainopsError
@@ -17,9 +16,9 @@ from trainops.client import (
     format_log_line,
     format_transition,
     running_server,
-    submit_job,
+    submit_spec,
 )
-from trainops.spec import load_spec
+from trainops.spec import load_raw_spec
 
 __all__ = ["NoSuchThingError", "describe", "jobs", "logs", "metrics", "server", "stop", "submit"]
 
@@ -37,12 +36,13 @@ class NoSuchThingError(TrainopsError):
 
 
 def submit(args: argparse.Namespace) -> int:
-    spec = load_spec(args.spec)
+    spec = load_raw_spec(args.spec)
     settings = Settings.load()
     if not settings.server_url and running_server(settings) is None:
+        spec.validate()  # a spec's problems come before the missing server
         raise ConfigError(NEEDS_SERVER)
     with connect(settings) as client:
-        name = submit_job(client, spec, settings, base_dir=Path(args.spec).resolve().parent)
+        name = submit_spec(client, spec, settings)
     print(name)
     return 0
 

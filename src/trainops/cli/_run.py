@@ -14,7 +14,6 @@ import os
 import signal
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -22,8 +21,8 @@ from trainops._errors import ServerError
 from trainops._settings import Settings
 from trainops.cli._commands import print_line, print_transition
 from trainops.cli._render import format_job_summary
-from trainops.client import Client, JobFollower, connect, submit_job
-from trainops.spec import load_spec
+from trainops.client import Client, JobFollower, connect, submit_spec
+from trainops.spec import load_raw_spec
 
 __all__ = ["INTERRUPTED", "run"]
 
@@ -32,10 +31,11 @@ _LIKE_CTRL_C = (signal.SIGTERM, signal.SIGHUP)
 
 
 def run(args: argparse.Namespace) -> int:
-    spec = load_spec(args.spec)
+    spec = load_raw_spec(args.spec)
     settings = Settings.load()
-    with _signals_as_ctrl_c(), connect(settings) as client:
-        name = submit_job(client, spec, settings, base_dir=Path(args.spec).resolve().parent)
+    # A running server validates the spec; an embedded one is only started for a valid spec.
+    with _signals_as_ctrl_c(), connect(settings, before_embedded=spec.validate) as client:
+        name = submit_spec(client, spec, settings)
         print(f"Submitted {name}", flush=True)
         follower = JobFollower(client, name, print_line, print_transition)
         description = _follow(client, follower)

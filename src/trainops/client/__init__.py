@@ -1,7 +1,8 @@
 """The client side of the public REST API: the HTTP client, connecting, submitting, following.
 
 :func:`connect` gives a :class:`Client` to the configured server or to an embedded one;
-:func:`submit_job` packs and uploads a spec's code and creates the job; :func:`follow` streams a
+:func:`submit_job` (a validated spec) and :func:`submit_spec` (a spec file's plain
+data, validated by the server) pack and upload a spec's code and create the job; :func:`follow` streams a
 job's log and status transitions until it ends.
 """
 
@@ -10,7 +11,7 @@ from trainops.client._follow import TERMINAL_STATUSES, JobFollower, follow
 from trainops.client._format import format_log_line, format_time, format_transition
 from trainops.client._http import Client, JobNameTakenError
 from trainops.client._progress import TransferBar
-from trainops.client._submit import code_uri_for, pack_source, submit_job
+from trainops.client._submit import code_uri_for, pack_source, submit_job, submit_spec
 
 __all__ = [
     "TERMINAL_STATUSES",
@@ -27,4 +28,5 @@ __all__ = [
     "pack_source",
     "running_server",
     "submit_job",
+    "submit_spec",
 ]

@@ -11,7 +11,7 @@ action: the configured ``TRAINOPS_TOKEN``, else the home's token file for the ho
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from trainops._errors import ServerError
@@ -25,32 +25,59 @@ PROBE_TIMEOUT_S = 2.0
 
 
 @contextmanager
-def connect(settings: Settings | None = None) -> Iterator[Client]:
-    """Yield a :class:`Client` to the configured server, the home's server, or an embedded one."""
+def connect(
+    settings: Settings | None = None, *, before_embedded: Callable[[], object] | None = None
+) -> Iterator[Client]:
+    """Yield a :class:`Client` to the configured server, the home's server, or an embedded one.
+
+    ``before_embedded`` runs before an embedded server is started (it creates the home): a
+    caller that leaves checks to the server does them there instead, so that a request bound to
+    fail leaves nothing behind.
+    """
     settings = settings or Settings.load()
     url = settings.server_url or running_server(settings)
     if url:
         with _client(url, settings) as client:
             yield client
         return
-    # Imported here: the server (FastAPI, uvicorn, the control plane) is only needed when embedded.
-    from trainops.server import EmbeddedServer, HomeInUseError
+    with _embedded(settings, before_embedded) as client:
+        yield client
 
-    server = EmbeddedServer(settings)
+
+@contextmanager
+def _embedded(settings: Settings, before_embedded: Callable[[], object] | None) -> Iterator[Client]:
+    # Imported here: the server (FastAPI, uvicorn, the control plane) is only needed when embedded.
+    from trainops.backends import LocalBackend
+
+    # The backend's spare agent starts first: it imports (in a process of its own, on another
+    # core where there is one) while this process checks the spec and starts the server, so it
+    # is ready for the job. It touches nothing in the home until it is given a job.
+    backend = LocalBackend(settings)
+    backend.open()
     try:
-        server.start()
-    except HomeInUseError as busy:
-        # Another command's server won the home between our look and our start: use it.
-        if busy.url is None:
-            raise
-        with _client(busy.url, settings) as client:
-            yield client
-        return
+        if before_embedded is not None:
+            before_embedded()
+        from trainops.server import EmbeddedServer, HomeInUseError
+
+        server = EmbeddedServer(settings, backend=backend)
+        try:
+            server.start()
+        except HomeInUseError as busy:
+            # Another command's server won the home between our look and our start: use it.
+            if busy.url is None:
+                raise
+            backend.close()
+            with _client(busy.url, settings) as client:
+                yield client
+            return
+    except BaseException:
+        backend.close()  # the server that would have owned it never started
+        raise
     try:
         with Client(server.url, server.token, embedded=True) as client:
             yield client
     finally:
-        server.stop()
+        server.stop()  # closes the backend too
 
 
 def running_server(settings: Settings) -> str | None:

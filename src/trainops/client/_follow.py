@@ -59,7 +59,7 @@ class JobFollower:
             description = self.client.describe(self.name)
             self._take(reply, self._new_transitions(description))
             if description["TrainingJobStatus"] in TERMINAL_STATUSES:
-                return self._finish()
+                return self._finish(description)
 
     def check_transitions(self) -> dict[str, Any]:
         """Describe the job and report transitions not reported yet; returns the description."""
@@ -99,13 +99,16 @@ class JobFollower:
             for transition in transitions:
                 self.on_transition(transition)
 
-    def _finish(self) -> dict[str, Any]:
-        """The job has ended: drain the log, then report the last transitions."""
+    def _finish(self, description: dict[str, Any]) -> dict[str, Any]:
+        """The job has ended (as ``description`` says): drain the log, then report the last
+        transitions; with nothing left to drain, ``description`` is already the last word."""
+        drained = False
         while True:
             reply = self.client.logs(self.name, after=self.cursor, host=self.host, limit=PAGE)
             self._take(reply, [])
             if not reply.get("lines"):
-                return self.check_transitions()
+                return self.check_transitions() if drained else description
+            drained = True
 
 
 def follow(

@@ -7,14 +7,16 @@ problems, anything else (including an unreachable server) is :class:`ServerError
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from trainops._errors import JobNotFoundError, ServerError, SpecError
 from trainops._transport import HttpResponse, HttpTransport, TransportError, TransportTimeout
-from trainops.spec import JobSpec
+
+if TYPE_CHECKING:
+    from trainops.spec import JobSpec
 
 __all__ = ["Client", "JobNameTakenError"]
 
@@ -64,12 +66,17 @@ class Client:
         """A fresh ``<base>-<timestamp>`` name from the server, unique among all its jobs."""
         return str(self._json("POST", "/job-names", body={"base_job_name": base})["job_name"])
 
-    def submit(self, job_name: str, spec: JobSpec, code_uri: str) -> dict[str, Any]:
+    def submit(
+        self, job_name: str, spec: JobSpec | Mapping[str, Any], code_uri: str
+    ) -> dict[str, Any]:
         """Create the job; the packed source must already be at ``code_uri``. Returns its description.
 
+        ``spec`` is a :class:`JobSpec` or its fields as plain data (which the server validates:
+        an invalid one is a :class:`SpecError` listing the server's problems).
         :class:`JobNameTakenError` if a job named ``job_name`` exists.
         """
-        body = {"job_name": job_name, "spec": spec.model_dump(mode="json"), "code_uri": code_uri}
+        fields = spec if isinstance(spec, Mapping) else spec.model_dump(mode="json")
+        body = {"job_name": job_name, "spec": dict(fields), "code_uri": code_uri}
         try:
             return self._json("POST", "/jobs", body=body)
         except _Conflict as exc:

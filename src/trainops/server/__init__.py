@@ -5,12 +5,21 @@
 an ephemeral loopback port for as long as a ``with`` block lasts (``trainops run``). Either holds
 the home's lock while it runs (:class:`HomeInUseError` for a second one) and requires the home's
 API token on the public API.
+
+Names are imported on first use, and FastAPI and uvicorn only once a server starts serving, so
+that an embedded server's start-up can overlap with theirs.
 """
 
-from trainops.server._app import create_app
-from trainops.server._run import EmbeddedServer, serve
-from trainops.server._server_file import HomeInUseError, read_server_file
-from trainops.server._views import describe, redact, summary
+from __future__ import annotations
+
+import importlib
+import typing
+
+if typing.TYPE_CHECKING:
+    from trainops.server._app import create_app
+    from trainops.server._run import EmbeddedServer, serve
+    from trainops.server._server_file import HomeInUseError, read_server_file
+    from trainops.server._views import describe, redact, summary
 
 __all__ = [
     "EmbeddedServer",
@@ -22,3 +31,27 @@ __all__ = [
     "serve",
     "summary",
 ]
+
+_MODULE_OF = {
+    "create_app": "trainops.server._app",
+    "EmbeddedServer": "trainops.server._run",
+    "serve": "trainops.server._run",
+    "HomeInUseError": "trainops.server._server_file",
+    "read_server_file": "trainops.server._server_file",
+    "describe": "trainops.server._views",
+    "redact": "trainops.server._views",
+    "summary": "trainops.server._views",
+}
+
+
+def __getattr__(name: str) -> typing.Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'trainops.server' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -8,8 +8,6 @@ controller's threads but leave the agents running.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import dataclasses
 import ipaddress
 import signal
@@ -18,8 +16,7 @@ import sys
 import threading
 import time
 from types import FrameType, TracebackType
-
-import uvicorn
+from typing import TYPE_CHECKING
 
 from trainops._errors import ServerError, TrainopsError
 from trainops._home import home_token
@@ -27,39 +24,16 @@ from trainops._settings import Settings
 from trainops._version import __version__
 from trainops.backends import Backend, LocalBackend
 from trainops.control import ControllerConfig, JobController
-from trainops.server._app import create_app
 from trainops.server._server_file import HomeLock, advertise, withdraw
 from trainops.store import MetadataStore
+
+if TYPE_CHECKING:
+    from trainops.server._uvicorn import Uvicorn
 
 __all__ = ["EmbeddedServer", "serve"]
 
 _STARTUP_POLL_S = 0.005
 _STARTUP_TIMEOUT_S = 30.0
-
-
-class _Uvicorn(uvicorn.Server):
-    """uvicorn's server with a main loop that :meth:`exit_now` wakes at once.
-
-    uvicorn's own loop notices ``should_exit`` only every 0.1 s, which every ``trainops run``
-    would pay on its way out.
-    """
-
-    _loop: asyncio.AbstractEventLoop | None = None
-    _wake: asyncio.Event | None = None
-
-    async def main_loop(self) -> None:
-        self._loop, self._wake = asyncio.get_running_loop(), asyncio.Event()
-        counter = 0
-        while not await self.on_tick(counter):
-            counter = (counter + 1) % 864000
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), 0.1)
-
-    def exit_now(self) -> None:
-        self.should_exit = True
-        if self._loop is not None and self._wake is not None:
-            with contextlib.suppress(RuntimeError):  # the loop has already ended
-                self._loop.call_soon_threadsafe(self._wake.set)
 
 
 class EmbeddedServer:
@@ -86,7 +60,7 @@ class EmbeddedServer:
         self._options = (backend, config, host, port)
         self._controller: JobController | None = None
         self._store: MetadataStore | None = None
-        self._server: _Uvicorn | None = None
+        self._server: Uvicorn | None = None
         self._thread: threading.Thread | None = None
         self._sock: socket.socket | None = None
 
@@ -131,13 +105,22 @@ class EmbeddedServer:
             )
             # Recovery runs before HTTP is served; agents' requests queue on the listening socket.
             self._controller.start(self.url)
+            # Advertised before HTTP is served (requests queue the same way): a client that sees
+            # the server answer must find server.json, or it would not send the home's token.
+            advertise(self.settings, self.url)
             self._serve_http()
         except BaseException:
             self.stop()
             raise
-        advertise(self.settings, self.url)
 
     def _serve_http(self) -> None:
+        # FastAPI and uvicorn are imported only now, after the backend has started its spare
+        # agent: on a machine with more than one core, the agent's start-up overlaps theirs.
+        import uvicorn
+
+        from trainops.server._app import create_app
+        from trainops.server._uvicorn import Uvicorn
+
         assert self._controller is not None and self._sock is not None
         guarded = dataclasses.replace(self.settings, token=self.token)
         config = uvicorn.Config(
@@ -148,7 +131,7 @@ class EmbeddedServer:
             ws="none",
             timeout_graceful_shutdown=2,
         )
-        self._server = server = _Uvicorn(config)
+        self._server = server = Uvicorn(config)
         self._thread = threading.Thread(
             target=server.run, kwargs={"sockets": [self._sock]}, name="trainops-http", daemon=True
         )

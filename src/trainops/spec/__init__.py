@@ -1,32 +1,47 @@
 """Job specs: the pydantic models of what a user declares, YAML loading and validation.
 
 Every model raises :class:`trainops.SpecError` naming the field (and YAML line) at fault.
+Names are imported on first use: reading a spec as plain data (:func:`load_raw_spec`, what the
+CLI sends to a server, which validates it) does not import the models or pydantic.
 """
 
-from trainops.spec._distribution import (
-    DataParallelConfig,
-    DistributionConfig,
-    Enabled,
-    ModelParallelConfig,
-    MpiConfig,
-    SmDistributedConfig,
-)
-from trainops.spec._job import (
-    RESERVED_HYPERPARAMETERS,
-    Channel,
-    CheckpointConfig,
-    Distribution,
-    InputMode,
-    JobSpec,
-    MetricDefinition,
-    RetryStrategy,
-    StoppingCondition,
-    is_channel_name,
-)
-from trainops.spec._load import load_spec, parse_spec, resolve_paths
-from trainops.spec._names import JobNamer, base_job_name, check_job_name, make_job_name
-from trainops.spec._sagemaker import CHANNEL_ARGUMENTS, ESTIMATOR_ARGUMENTS, sagemaker_hint
-from trainops.spec._study import StudyConfiguration, StudySpec, StudyTarget, load_study
+from __future__ import annotations
+
+import importlib
+import typing
+
+if typing.TYPE_CHECKING:
+    from trainops.spec._distribution import (
+        DataParallelConfig,
+        DistributionConfig,
+        Enabled,
+        ModelParallelConfig,
+        MpiConfig,
+        SmDistributedConfig,
+    )
+    from trainops.spec._job import (
+        RESERVED_HYPERPARAMETERS,
+        Channel,
+        CheckpointConfig,
+        Distribution,
+        InputMode,
+        JobSpec,
+        MetricDefinition,
+        RetryStrategy,
+        StoppingCondition,
+        is_channel_name,
+    )
+    from trainops.spec._load import load_spec, parse_spec, resolve_paths, validate_spec
+    from trainops.spec._names import (
+        JobNamer,
+        base_job_name,
+        base_name_for,
+        check_job_name,
+        make_job_name,
+    )
+    from trainops.spec._raw import RawSpec, load_raw_spec
+    from trainops.spec._sagemaker import CHANNEL_ARGUMENTS, ESTIMATOR_ARGUMENTS, sagemaker_hint
+    from trainops.spec._study import StudyConfiguration, StudySpec, StudyTarget, load_study
 
 __all__ = [
     "CHANNEL_ARGUMENTS",
@@ -44,6 +59,7 @@ __all__ = [
     "MetricDefinition",
     "ModelParallelConfig",
     "MpiConfig",
+    "RawSpec",
     "RetryStrategy",
     "SmDistributedConfig",
     "StoppingCondition",
@@ -51,12 +67,71 @@ __all__ = [
     "StudySpec",
     "StudyTarget",
     "base_job_name",
+    "base_name_for",
     "check_job_name",
     "is_channel_name",
+    "load_raw_spec",
     "load_spec",
     "load_study",
     "make_job_name",
     "parse_spec",
     "resolve_paths",
     "sagemaker_hint",
+    "validate_spec",
 ]
+
+_MODULE_OF = {
+    **dict.fromkeys(
+        [
+            "DataParallelConfig",
+            "DistributionConfig",
+            "Enabled",
+            "ModelParallelConfig",
+            "MpiConfig",
+            "SmDistributedConfig",
+        ],
+        "trainops.spec._distribution",
+    ),
+    **dict.fromkeys(
+        [
+            "RESERVED_HYPERPARAMETERS",
+            "Channel",
+            "CheckpointConfig",
+            "Distribution",
+            "InputMode",
+            "JobSpec",
+            "MetricDefinition",
+            "RetryStrategy",
+            "StoppingCondition",
+            "is_channel_name",
+        ],
+        "trainops.spec._job",
+    ),
+    **dict.fromkeys(
+        ["load_spec", "parse_spec", "resolve_paths", "validate_spec"], "trainops.spec._load"
+    ),
+    **dict.fromkeys(
+        ["JobNamer", "base_job_name", "base_name_for", "check_job_name", "make_job_name"],
+        "trainops.spec._names",
+    ),
+    **dict.fromkeys(["RawSpec", "load_raw_spec"], "trainops.spec._raw"),
+    **dict.fromkeys(
+        ["CHANNEL_ARGUMENTS", "ESTIMATOR_ARGUMENTS", "sagemaker_hint"], "trainops.spec._sagemaker"
+    ),
+    **dict.fromkeys(
+        ["StudyConfiguration", "StudySpec", "StudyTarget", "load_study"], "trainops.spec._study"
+    ),
+}
+
+
+def __getattr__(name: str) -> typing.Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'trainops.spec' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

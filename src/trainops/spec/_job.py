@@ -22,6 +22,8 @@ from trainops.protocol import DEFAULT_CHECKPOINT_PATH, RESERVED_HYPERPARAMETERS,
 from trainops.spec._argsize import argument_text, check_argument_size
 from trainops.spec._base import SpecModel
 from trainops.spec._distribution import DistributionConfig, check_distribution
+from trainops.spec._names import JOB_NAME
+from trainops.spec._raw import uri_problem
 from trainops.spec._sagemaker import CHANNEL_ARGUMENTS, ESTIMATOR_ARGUMENTS
 
 __all__ = [
@@ -39,7 +41,6 @@ __all__ = [
 
 CHANNEL_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-JOB_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 MAX_HYPERPARAMETERS = 100
 MAX_HYPERPARAMETER_LENGTH = 2500
 MAX_CHANNELS = 20
@@ -348,13 +349,9 @@ def channels_from_sdk(value: Any) -> Any:
 
 
 def _check_uri(value: str) -> str:
-    if not value.strip():
-        raise ValueError("must not be empty")
-    scheme, sep, _ = value.partition("://")
-    if sep and scheme not in ("s3", "file"):
-        raise ValueError(f"scheme {scheme!r} is not supported; use s3://, file:// or a local path")
-    if sep and scheme == "s3" and not value[len("s3://") :].split("/")[0]:
-        raise ValueError("s3 URI needs a bucket, e.g. s3://bucket/prefix/")
+    problem = uri_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
     return value
 
 

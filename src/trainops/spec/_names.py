@@ -11,11 +11,24 @@ import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
 
 from trainops._errors import SpecError
-from trainops.spec._job import JOB_NAME, JobSpec
 
-__all__ = ["JobNamer", "base_job_name", "check_job_name", "make_job_name"]
+if TYPE_CHECKING:
+    from trainops.spec._job import JobSpec
+
+__all__ = [
+    "JOB_NAME",
+    "JobNamer",
+    "base_job_name",
+    "base_name_for",
+    "check_job_name",
+    "is_job_name",
+    "make_job_name",
+]
+
+JOB_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 
 _TIMESTAMP_LEN = len("-2024-01-01-00-00-00-000")
 
@@ -29,7 +42,23 @@ def make_job_name(spec: JobSpec, now: datetime | None = None) -> str:
 
 def base_job_name(spec: JobSpec) -> str:
     """The base of a generated name: ``base_job_name``, or one made from the entry point."""
-    return _trimmed(spec.base_job_name or _base_from_entry_point(spec.entry_point))
+    return base_name_for(spec.base_job_name, spec.entry_point)
+
+
+def base_name_for(base_job_name: object, entry_point: object) -> str:
+    """:func:`base_job_name` from a spec's raw fields, before (or without) validating them.
+
+    A ``base_job_name`` that is not a valid name is passed over (validation reports it), as is
+    an ``entry_point`` that is not text: the base is then ``job``.
+    """
+    if isinstance(base_job_name, str) and is_job_name(base_job_name):
+        return _trimmed(base_job_name)
+    return _trimmed(_base_from_entry_point(entry_point if isinstance(entry_point, str) else ""))
+
+
+def is_job_name(name: str) -> bool:
+    """1-63 letters, digits or hyphens, starting and ending with a letter or digit."""
+    return JOB_NAME.match(name) is not None
 
 
 def _trimmed(base: str) -> str:

@@ -21,7 +21,7 @@ from pydantic import Field, field_validator
 from trainops._errors import SpecError
 from trainops.spec._base import SpecModel
 from trainops.spec._distribution import MAX_PROCESSES_PER_HOST
-from trainops.spec._load import _line_index, _with_line
+from trainops.spec._lines import line_index, with_line
 from trainops.spec._yaml import RefusedYAML, load_yaml
 
 __all__ = ["StudyConfiguration", "StudySpec", "StudyTarget", "load_study"]
@@ -87,8 +87,8 @@ def load_study(path: str | Path) -> StudySpec:
         raise SpecError([("", f"not valid YAML ({exc})")], source) from None
     if not isinstance(data, dict):
         raise SpecError([("", "the study must be a mapping, e.g. 'job: job.yaml'")], source)
-    lines = _line_index(node)
+    lines = line_index(node)
     try:
         return StudySpec(**data)
     except SpecError as exc:
-        raise SpecError([(_with_line(p, lines), r) for p, r in exc.problems], source) from None
+        raise SpecError([(with_line(p, lines), r) for p, r in exc.problems], source) from None

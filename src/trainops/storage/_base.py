@@ -8,7 +8,6 @@ temporary file beside the target and renames it only after the size matches.
 from __future__ import annotations
 
 import os
-import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -77,7 +76,7 @@ class ObjectStore(ABC):
         """Copy the object at ``uri`` to ``dest`` atomically."""
         self._check(uri)
         dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = dest.with_name(f".{dest.name}.{uuid.uuid4().hex[:8]}.part")
+        tmp = dest.with_name(f".{dest.name}.{os.urandom(4).hex()}.part")
         try:
             self._download(uri, tmp, expected_size)
             size = tmp.stat().st_size

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -116,7 +115,7 @@ def _write_atomic(
     target: Path, write: Callable[[Path], object], verify: Callable[[], None] | None = None
 ) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.part")
+    tmp = target.with_name(f".{target.name}.{os.urandom(4).hex()}.part")
     try:
         write(tmp)
         if verify is not None:

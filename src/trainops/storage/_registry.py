@@ -8,13 +8,20 @@ from trainops._errors import StorageError
 from trainops._settings import Settings
 from trainops.storage._base import ObjectStore, split_uri
 from trainops.storage._file import FileStore
-from trainops.storage._s3 import S3Store
 
 __all__ = ["STORES", "store_for"]
 
+
+def _s3_store(settings: Settings) -> ObjectStore:
+    # Imported on first use: a command that only touches file:// (the default) never needs it.
+    from trainops.storage._s3 import S3Store
+
+    return S3Store(settings.s3, settings.transfer)
+
+
 STORES: dict[str, Callable[[Settings], ObjectStore]] = {
     "file": lambda _settings: FileStore(),
-    "s3": lambda settings: S3Store(settings.s3, settings.transfer),
+    "s3": _s3_store,
 }
 
 
