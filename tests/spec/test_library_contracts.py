@@ -50,3 +50,31 @@ def test_uvicorn_still_runs_the_main_loop_trainops_overrides(tmp_path: Path) -> 
         http = server._server
         assert http is not None
         assert http._wake is not None, "uvicorn no longer calls main_loop: revisit server/_run.py"
+
+
+def test_uvicorn_still_has_what_the_quick_shutdown_uses(tmp_path: Path) -> None:
+    """server/_uvicorn.py replaces ``uvicorn.Server.shutdown`` (whose fixed 0.1 s sleeps every
+    embedded ``trainops run`` would pay) and reads the server's connections, tasks, listening
+    servers and lifespan: they must still be there under those names."""
+    assert list(inspect.signature(uvicorn.Server.shutdown).parameters) == ["self", "sockets"]
+    settings = Settings.load({"TRAINOPS_HOME": str(tmp_path / "home")})
+    with EmbeddedServer(settings) as server:
+        http = server._server
+        assert http is not None
+        state = http.server_state
+        missing = [
+            name
+            for name, present in (
+                ("server_state.connections", hasattr(state, "connections")),
+                ("server_state.tasks", hasattr(state, "tasks")),
+                ("servers", isinstance(getattr(http, "servers", None), list)),
+                ("lifespan.shutdown", hasattr(getattr(http, "lifespan", None), "shutdown")),
+                ("force_exit", hasattr(http, "force_exit")),
+                (
+                    "config.timeout_graceful_shutdown",
+                    hasattr(http.config, "timeout_graceful_shutdown"),
+                ),
+            )
+            if not present
+        ]
+        assert missing == [], f"uvicorn changed: revisit server/_uvicorn.py ({missing})"
