@@ -54,6 +54,11 @@ def test_one_failing_rank_ends_every_rank_on_every_host(tmp_path: Path) -> None:
     assert job["TrainingJobStatus"] == "Failed"
     reason = job["FailureReason"]
     assert reason.startswith("rank 3 on algo-2: ") and "ran out of data" in reason, reason
+    ranks = {h["Host"]: {r["Rank"]: r["ExitCode"] for r in h["Ranks"]} for h in job["Hosts"]}
+    assert ranks["algo-2"][3] == 1  # the rank that raised
+    # every other rank was ended by the job (SIGTERM or SIGKILL), none ran on
+    assert all(code not in (None, 0) for codes in ranks.values() for code in codes.values())
+    assert sorted(r for codes in ranks.values() for r in codes) == [0, 1, 2, 3]
     left = [
         p.info
         for p in psutil.process_iter(["pid", "cmdline"])

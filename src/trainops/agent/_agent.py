@@ -96,6 +96,7 @@ class HostAgent:
         self._env: dict[str, str] = {}
         self._stop = StopControl(self.job.grace_seconds)
         self._running: ScriptProcess | ProcessGroup | None = None
+        self._rank_exits: list[dict[str, int | None]] = []  # how each rank ended
         self._doing = "preparing the host"  # what the host is busy with, for a full disk's reason
 
     @property
@@ -121,6 +122,7 @@ class HostAgent:
                 "outcome": str(result.outcome),
                 "exit_code": result.exit_code,
                 "failure_reason": result.failure_reason,
+                "ranks": self._rank_exits,
             },
         )
         return result
@@ -271,6 +273,11 @@ class HostAgent:
                 | ({} if member.spec.rank is None else {"rank": member.spec.rank}),
             )
         returncode = self._supervise(group)
+        self._rank_exits = [
+            {"rank": m.spec.rank, "exit_code": m.returncode}
+            for m in group.members
+            if m.spec.rank is not None
+        ]
         return self._result_of(returncode, group)
 
     def _supervise(self, process: ScriptProcess | ProcessGroup) -> int:

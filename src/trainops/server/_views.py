@@ -164,12 +164,15 @@ def _cost(job: JobRecord, now: float) -> dict[str, Any]:
 
 def _host(host: HostRecord) -> dict[str, Any]:
     status = host.outcome if host.exited else (host.phase or host.state)
-    return {
+    found: dict[str, Any] = {
         "Host": host.host,
         "Status": status,
         "ExitCode": host.exit_code,
         "Attempt": host.attempt,
     }
+    if len(host.ranks) > 1:  # a host of several ranks: how each of them exited
+        found["Ranks"] = [{"Rank": r["rank"], "ExitCode": r["exit_code"]} for r in host.ranks]
+    return found
 
 
 def _masked(text: str | None) -> str | None:

@@ -273,18 +273,33 @@ def _exit_event(conn: sqlite3.Connection, key: _Key, event: EventLike) -> None:
     code = event.data.get("exit_code")
     reason = event.data.get("failure_reason")
     conn.execute(
-        "UPDATE hosts SET state = ?, outcome = ?, exit_code = ?, failure_reason = ?, exit_time = ?"
-        " WHERE job = ? AND host = ? AND attempt = ? AND state != ?",
+        "UPDATE hosts SET state = ?, outcome = ?, exit_code = ?, failure_reason = ?, exit_time = ?,"
+        " ranks = ? WHERE job = ? AND host = ? AND attempt = ? AND state != ?",
         (
             HostState.EXITED,
             str(event.data["outcome"]),
             None if code is None else int(code),
             None if reason is None else str(reason),
             event.ts,
+            json.dumps(_rank_exits(event.data.get("ranks"))),
             *key,
             HostState.EXITED,
         ),
     )
+
+
+def _rank_exits(raw: Any) -> list[dict[str, int | None]]:
+    """The ``ranks`` of an exit event, ``[{"rank": r, "exit_code": c}]``; anything else is []."""
+    if not isinstance(raw, list):
+        return []
+    found = []
+    for item in raw:
+        if isinstance(item, dict) and isinstance(item.get("rank"), int):
+            code = item.get("exit_code")
+            found.append(
+                {"rank": item["rank"], "exit_code": code if isinstance(code, int) else None}
+            )
+    return found
 
 
 _HANDLERS: dict[str, Callable[[sqlite3.Connection, _Key, EventLike], None]] = {

@@ -122,6 +122,7 @@ class HostRecord:
     resources: dict[str, Any]
     reservation: dict[str, Any]
     processes: list[dict[str, Any]]
+    ranks: list[dict[str, Any]]  # [{"rank": r, "exit_code": c}] of a host running several ranks
 
     @property
     def exited(self) -> bool:
@@ -130,7 +131,7 @@ class HostRecord:
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> HostRecord:
         data = dict(zip(row.keys(), row, strict=True))
-        for key in ("resources", "reservation", "processes"):
+        for key in ("resources", "reservation", "processes", "ranks"):
             data[key] = json.loads(data[key])
         return cls(**data)
 
