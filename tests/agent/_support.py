@@ -280,3 +280,29 @@ def _handler(api: RecordingAgentApi) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(data)
 
     return Handler
+
+
+def make_hosts(
+    tmp_path: Path, files: dict[str, str | bytes], count: int = 2, **spec: Any
+) -> list[JobFixture]:
+    """One job of ``count`` hosts (``algo-1``…), each host's fixture in a folder of its own."""
+    hosts = [f"algo-{i}" for i in range(1, count + 1)]
+    return [
+        make_job(tmp_path / host, files, hosts=hosts, host=host, instance_count=count, **spec)
+        for host in hosts
+    ]
+
+
+def run_together(jobs: list[JobFixture]) -> list[HostResult]:
+    """Run the hosts of one job at the same time, each agent in a thread; results in order."""
+    results: dict[int, HostResult] = {}
+
+    def run(index: int) -> None:
+        results[index] = jobs[index].run()
+
+    runners = [threading.Thread(target=run, args=(i,)) for i in range(len(jobs))]
+    for runner in runners:
+        runner.start()
+    for runner in runners:
+        runner.join()
+    return [results[i] for i in range(len(jobs))]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.agent._support import make_job
+from tests.agent._support import make_hosts, make_job, run_together
 from trainops._hostns_exec import NAME_UNRESOLVED
 from trainops.agent import HostResult
 from trainops.agent._hostns import namespaces_available, wrap
@@ -139,22 +139,8 @@ time.sleep(1.0)
 def test_host_names_resolve_and_two_hosts_bind_one_port(tmp_path: Path) -> None:
     if not namespaces_available():
         pytest.skip("this machine allows no mount/UTS namespaces")
-    jobs = [
-        make_job(
-            tmp_path / host,
-            {"train.py": BINDS_ITS_HOST},
-            hosts=["algo-1", "algo-2"],
-            host=host,
-            instance_count=2,
-        )
-        for host in ("algo-1", "algo-2")
-    ]
-    results: list[HostResult] = []
-    runners = [threading.Thread(target=lambda j=j: results.append(j.run())) for j in jobs]
-    for runner in runners:
-        runner.start()
-    for runner in runners:
-        runner.join()
+    jobs = make_hosts(tmp_path, {"train.py": BINDS_ITS_HOST})
+    results = run_together(jobs)
     assert [r.outcome for r in results] == [HostOutcome.COMPLETED] * 2, results
     [one], [two] = (j.reporter.lines("stdout") for j in jobs)
     name1, a1, a2, _ = one.split()

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.agent._support import JobFixture, make_job
-from trainops.agent import HostResult
+from tests.agent._support import JobFixture, make_hosts, run_together
 from trainops.agent._hostns import namespaces_available
 from trainops.protocol import HostOutcome
 
@@ -70,24 +68,9 @@ else:
 def _two_hosts(tmp_path: Path, script: str, **spec: Any) -> list[JobFixture]:
     if not namespaces_available():
         pytest.skip("two local hosts need mount/UTS namespaces for their names")
-    jobs = [
-        make_job(
-            tmp_path / host,
-            {"train.py": script},
-            hosts=["algo-1", "algo-2"],
-            host=host,
-            instance_count=2,
-            environment={"TF_CPP_MIN_LOG_LEVEL": "2"},
-            **spec,
-        )
-        for host in ("algo-1", "algo-2")
-    ]
-    results: list[HostResult] = []
-    runners = [threading.Thread(target=lambda j=j: results.append(j.run())) for j in jobs]
-    for runner in runners:
-        runner.start()
-    for runner in runners:
-        runner.join()
+    files = {"train.py": script}
+    jobs = make_hosts(tmp_path, files, environment={"TF_CPP_MIN_LOG_LEVEL": "2"}, **spec)
+    results = run_together(jobs)
     assert [r.outcome for r in results] == [HostOutcome.COMPLETED] * 2, results
     return jobs
 

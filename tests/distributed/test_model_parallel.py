@@ -4,15 +4,12 @@ and FSDP2 sharding (full and hybrid), on CPU with gloo; and the stage split is b
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.distributed._ranks import run_ranks
 from trainops.distributed import DistributedError, ParallelLayout, World, balanced_cuts
 
 WORKER = Path(__file__).with_name("_parallel_worker.py")
@@ -56,42 +53,10 @@ def test_layout_from_the_jobs_parameters() -> None:
         ParallelLayout(world, schedule="zigzag")
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def _run(tmp_path: Path, mode: str, world: int, parameters: dict[str, Any]) -> list[float]:
-    port = _free_port()
-    outs = [tmp_path / f"{mode}-{r}.json" for r in range(world)]
-    base = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE")}
-    procs = [
-        subprocess.Popen(
-            [sys.executable, str(WORKER), mode, str(out)],
-            env={
-                **base,
-                "RANK": str(rank),
-                "WORLD_SIZE": str(world),
-                "LOCAL_RANK": str(rank),
-                "LOCAL_WORLD_SIZE": str(world),
-                "MASTER_ADDR": "127.0.0.1",
-                "MASTER_PORT": str(port),
-                "SM_HP_MP_PARAMETERS": json.dumps(parameters),
-                "OMP_NUM_THREADS": "1",
-            },
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-        )
-        for rank, out in enumerate(outs)
-    ]
-    try:
-        logs = [p.communicate(timeout=180)[0].decode(errors="replace") for p in procs]
-    finally:
-        for p in procs:
-            p.kill()
-    assert [p.returncode for p in procs] == [0] * world, "\n".join(logs)
-    return [json.loads(out.read_text())["max_abs_diff"] for out in outs]
+    extra = {"SM_HP_MP_PARAMETERS": json.dumps(parameters)}
+    results = run_ranks(WORKER, [mode], tmp_path, world=world, per_host=world, extra_env=extra)
+    return [r["max_abs_diff"] for r in results]
 
 
 @pytest.mark.slow
