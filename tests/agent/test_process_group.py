@@ -212,3 +212,20 @@ def test_a_failing_mpi_rank_fails_the_host(tmp_path: Path) -> None:
     result = job.run()
     assert result.outcome is HostOutcome.FAILED
     assert "rank 1 gives up" in " ".join(job.reporter.lines("stderr"))
+
+
+def test_launcher_tags_become_ranks_and_streams() -> None:
+    from trainops.agent._group import _TAGS, _runs_by_tag
+
+    torchrun = ["[default0]:a", "[default0]:b", "[default1]:c", "launcher says hi"]
+    assert _runs_by_tag(torchrun, _TAGS["torchrun"], 4, "stdout") == [
+        (4, "stdout", ["a", "b"]),
+        (5, "stdout", ["c"]),
+        (None, "stdout", ["launcher says hi"]),
+    ]
+    mpirun = ["[1,0]<stdout>:x[1,0]<stdout>:", "[1,1]<stderr>:oops", "[1,1]<stdout>:[y]"]
+    assert _runs_by_tag(mpirun, _TAGS["mpirun"], 0, "stdout") == [
+        (0, "stdout", ["x"]),
+        (1, "stderr", ["oops"]),
+        (1, "stdout", ["[y]"]),
+    ]

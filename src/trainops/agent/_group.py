@@ -196,6 +196,15 @@ def _tagged(sink: RankSink, spec: RankProcess) -> LineSink:
     return on_tagged_line
 
 
+def _untag_tail(text: str, tag: re.Pattern[str]) -> str:
+    """``text`` without a tag at its end: mpirun tags every piece a rank writes, so a line
+    whose newline came in a write of its own ends with a second, empty, tag."""
+    cut = text.rfind("[")
+    if cut > 0 and tag.fullmatch(text, cut):
+        return text[:cut]
+    return text
+
+
 def _runs_by_tag(
     lines: list[str], tag: re.Pattern[str], base: int, stream: str
 ) -> list[tuple[int | None, str, list[str]]]:
@@ -206,7 +215,7 @@ def _runs_by_tag(
         found = tag.match(line)
         rank = None if found is None else base + int(found.group("rank"))
         where = stream if found is None or not found.group("stream") else found.group("stream")
-        text = line if found is None else line[found.end() :]
+        text = line if found is None else _untag_tail(line[found.end() :], tag)
         if runs and runs[-1][:2] == (rank, where):
             runs[-1][2].append(text)
         else:
