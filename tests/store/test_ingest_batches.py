@@ -131,3 +131,14 @@ def test_version_2_keeps_old_cursors_and_never_hands_one_out_again(tmp_path: Pat
         assert cursors == list(range(41, 61))
     finally:
         store.close()
+
+
+def test_the_rank_of_a_line_is_kept_row_by_row_and_in_bulk(store: MetadataStore) -> None:
+    few = AgentEvent(1, 1001.0, EventKind.LOG, {"stream": "stdout", "lines": ["a"], "rank": 3})
+    many = [f"b{i}" for i in range(40)]  # enough for the json_each path
+    bulk = AgentEvent(2, 1002.0, EventKind.LOG, {"stream": "stderr", "lines": many, "rank": 2})
+    plain = AgentEvent(42, 1003.0, EventKind.LOG, {"stream": "stdout", "lines": ["c"]})
+    bad = AgentEvent(43, 1004.0, EventKind.LOG, {"stream": "stdout", "lines": ["d"], "rank": "x"})
+    store.ingest("job-a", "algo-1", 1, [few, bulk, plain, bad])
+    ranks = [(ln.line, ln.rank) for ln in store.logs("job-a")]
+    assert ranks == [("a", 3), *((line, 2) for line in many), ("c", None), ("d", None)]

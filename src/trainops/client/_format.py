@@ -12,8 +12,11 @@ __all__ = ["format_log_line", "format_time", "format_transition"]
 
 
 def format_log_line(line: dict[str, Any]) -> str:
-    """``[algo-1] <text>``: every line carries the host it came from."""
-    return f"[{line.get('host', '?')}] {line.get('line', '')}"
+    """``[algo-1] <text>``: every line carries the host it came from (``[algo-1 rank 3]``
+    where the host ran several ranks)."""
+    rank = line.get("rank")
+    where = line.get("host", "?") if rank is None else f"{line.get('host', '?')} rank {rank}"
+    return f"[{where}] {line.get('line', '')}"
 
 
 def format_transition(transition: dict[str, Any]) -> str:

@@ -197,6 +197,7 @@ def log_page(lines: list[LogLine], after: int, job: JobRecord) -> dict[str, Any]
                 "timestamp": iso(ln.ts),
                 "line": mask(ln.line),
             }
+            | ({} if ln.rank is None else {"rank": ln.rank})
             for ln in lines
         ],
         "next": lines[-1].cursor if lines else after,

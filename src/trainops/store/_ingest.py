@@ -74,11 +74,12 @@ def _span(kind: str, data: dict[str, Any]) -> int:
 
 
 _LOG_ROW = (
-    "INSERT INTO logs (job, host, attempt, seq, ts, stream, line) VALUES (?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO logs (job, host, attempt, seq, ts, stream, rank, line)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _LOGS_FROM_JSON = (
-    "INSERT INTO logs (job, host, attempt, seq, ts, stream, line)"
-    " SELECT ?, ?, ?, ? + key, ?, ?, value FROM json_each(?)"
+    "INSERT INTO logs (job, host, attempt, seq, ts, stream, rank, line)"
+    " SELECT ?, ?, ?, ? + key, ?, ?, ?, value FROM json_each(?)"
 )
 _METRIC_ROW = (
     "INSERT INTO metrics (job, host, attempt, seq, name, ts, value) VALUES (?, ?, ?, ?, ?, ?, ?)"
@@ -111,9 +112,11 @@ class _Rows:
 
     def log_event(self, event: EventLike) -> None:
         stream, lines = _log_parts(event)
+        rank = _rank_of(event.data)
         text = _json_lines(lines) if len(lines) >= _BULK else None
-        if text is None or not self._bulk(_LOGS_FROM_JSON, (event.seq, event.ts, stream, text)):
-            self.logs += _log_rows(self.key, event.seq, event.ts, stream, lines)
+        bulk = (event.seq, event.ts, stream, rank, text)
+        if text is None or not self._bulk(_LOGS_FROM_JSON, bulk):
+            self.logs += _log_rows(self.key, event.seq, event.ts, stream, rank, lines)
 
     def metric_event(self, event: EventLike) -> None:
         name, ts, values = _metric_parts(event)
@@ -194,13 +197,19 @@ def _json_lines(lines: list[Any]) -> str | None:
 
 
 def _log_rows(
-    key: _Key, seq: int, ts: float, stream: str, lines: list[Any]
+    key: _Key, seq: int, ts: float, stream: str, rank: int | None, lines: list[Any]
 ) -> list[tuple[Any, ...]]:
     job, host, attempt = key
     return [
-        (job, host, attempt, seq + i, ts, stream, cut_line(_text(line)))
+        (job, host, attempt, seq + i, ts, stream, rank, cut_line(_text(line)))
         for i, line in enumerate(lines)
     ]
+
+
+def _rank_of(data: dict[str, Any]) -> int | None:
+    """The rank that wrote an event's lines (a host of several ranks), else None."""
+    rank = data.get("rank")
+    return rank if type(rank) is int and rank >= 0 else None
 
 
 def _text(line: object) -> str:
@@ -312,7 +321,10 @@ _HANDLERS: dict[str, Callable[[sqlite3.Connection, _Key, EventLike], None]] = {
 def read_logs(
     conn: sqlite3.Connection, job: str, after: int, host: str | None, limit: int
 ) -> list[LogLine]:
-    sql = "SELECT cursor, host, attempt, ts, stream, line FROM logs WHERE job = ? AND cursor > ?"
+    sql = (
+        "SELECT cursor, host, attempt, ts, stream, line, rank FROM logs"
+        " WHERE job = ? AND cursor > ?"
+    )
     args: list[Any] = [job, after]
     if host is not None:
         sql += " AND host = ?"

@@ -144,6 +144,7 @@ class LogLine:
     ts: float
     stream: str
     line: str
+    rank: int | None = None  # the rank that wrote it, where its host ran several
 
 
 @dataclass(frozen=True, slots=True)
