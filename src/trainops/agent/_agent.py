@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +25,7 @@ from trainops.agent._installer import JobFailure, JobInstaller
 from trainops.agent._job import AssignedJob
 from trainops.agent._metrics import MetricScraper
 from trainops.agent._outputs import Artifact, OutputLayout, upload_archives, upload_log
+from trainops.agent._priority import BackgroundPriority
 from trainops.agent._process import ScriptProcess
 from trainops.agent._reaper import new_marker
 from trainops.agent._reporter import Reporter
@@ -245,18 +246,26 @@ class HostAgent:
             process.start()
         except OSError as exc:
             return HostResult(HostOutcome.FAILED, None, exit_failure_reason(127, argv, [str(exc)]))
-        self.reporter.emit(
-            EventKind.PROCESS, {"pid": process.pid, "pgid": process.pgid, "command": argv}
-        )
-        returncode = self._supervise(process)
+        priority = BackgroundPriority()
+        priority.lower(process.pid)  # the script first; the agent's own work behind it
+        try:
+            self.reporter.emit(
+                EventKind.PROCESS, {"pid": process.pid, "pgid": process.pgid, "command": argv}
+            )
+            returncode = self._supervise(process, on_exit=priority.restore)
+        finally:
+            priority.restore()
         return self._result_of(returncode, process)
 
-    def _supervise(self, process: ScriptProcess) -> int:
-        """Wait for ``process``, passing on stop requests (SIGTERM, SIGKILL after the grace)."""
+    def _supervise(self, process: ScriptProcess, on_exit: Callable[[], None] | None = None) -> int:
+        """Wait for ``process``, passing on stop requests (SIGTERM, SIGKILL after the grace);
+        ``on_exit`` runs when it has exited, before its last output is drained."""
         self._running = process
         while process.wait(POLL_SECONDS) is None:
             self._stop.poll(self.reporter)
             self._stop.deliver(process, self.log.agent)
+        if on_exit is not None:
+            on_exit()
         returncode = process.finish()
         self._running = None
         return returncode
