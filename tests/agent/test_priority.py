@@ -10,7 +10,8 @@ import sys
 import pytest
 
 # Runs in a session of its own (so its autogroup is its own): a waiting thread and a child that
-# stand for the agent's work, a child that stands for the script, then lower() and restore().
+# stand for the agent's work, a thread kept as it is (an output reader), a child that stands for
+# the script, then lower() and restore().
 PROBE = """
 import json, os, subprocess, sys, threading
 from trainops.agent._priority import BackgroundPriority, _autogroup_nice
@@ -21,19 +22,22 @@ def nice(target):
 stop = threading.Event()
 worker_thread = threading.Thread(target=stop.wait)
 worker_thread.start()
+reader_thread = threading.Thread(target=stop.wait)
+reader_thread.start()
 script = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
 worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
 def seen():
     return {
         "caller": nice(threading.get_native_id()),
         "thread": nice(worker_thread.native_id),
+        "reader": nice(reader_thread.native_id),
         "script": nice(script.pid),
         "worker": nice(worker.pid),
         "autogroup": _autogroup_nice(),
     }
 priority = BackgroundPriority(nice=7)
 before = seen()
-priority.lower(script.pid)
+priority.lower(script.pid, keep=[reader_thread.native_id])
 lowered = seen()
 priority.restore()
 restored = seen()
@@ -62,7 +66,7 @@ def test_everything_but_the_script_and_the_caller_is_lowered_then_restored() -> 
         pytest.skip("the tests already run at a lower priority than the probe's")
     assert before["thread"] == before["worker"] == before["script"] == base
     assert lowered["thread"] == lowered["worker"] == 7
-    assert lowered["script"] == lowered["caller"] == base
+    assert lowered["script"] == lowered["caller"] == lowered["reader"] == base
     if before["autogroup"] is not None:  # a kernel with autogroups: the session is lowered too
         if os.geteuid() == 0:  # (others may be refused an autogroup change)
             assert lowered["autogroup"] == 7

@@ -247,7 +247,7 @@ class HostAgent:
         except OSError as exc:
             return HostResult(HostOutcome.FAILED, None, exit_failure_reason(127, argv, [str(exc)]))
         priority = BackgroundPriority()
-        priority.lower(process.pid)  # the script first; the agent's own work behind it
+        priority.lower(process.pid, process.capture_threads())  # the agent's work behind it
         try:
             self.reporter.emit(
                 EventKind.PROCESS, {"pid": process.pid, "pgid": process.pgid, "command": argv}

@@ -8,8 +8,9 @@ besides starting and watching the script:
 - its session's autogroup (``/proc/self/autogroup``): where the kernel groups tasks by session
   (autogroup on, no cpu cgroup), the script, which has a session of its own, competes with the
   agent's session as a whole, so only the session's nice value counts between them;
-- each of its threads but the calling one, and its child processes but the script (the metric
-  scraping worker), by their own nice value (``setpriority`` on the thread id): what counts
+- each of its threads but the calling one and those reading the script's output (a reader
+  kept waiting fills the pipe and blocks the script), and its child processes but the script
+  (the metric scraping worker), by their own nice value (``setpriority`` on the thread id): what counts
   where the kernel schedules threads one by one. Threads and processes started later by a
   lowered thread inherit its value.
 
@@ -26,6 +27,7 @@ import contextlib
 import os
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import psutil
@@ -45,12 +47,13 @@ class BackgroundPriority:
         self._lowered: list[tuple[int, int]] = []  # (thread or process id, its nice before)
         self._autogroup: int | None = None  # the autogroup's nice value before, if changed
 
-    def lower(self, script_pid: int) -> None:
-        """Lower everything of this agent but the calling thread and process ``script_pid``."""
+    def lower(self, script_pid: int, keep: Iterable[int] = ()) -> None:
+        """Lower everything of this agent but the calling thread, the threads ``keep`` and
+        process ``script_pid``."""
         if not hasattr(os, "setpriority"):
             return
-        caller = threading.get_native_id()
-        targets = [tid for tid in _threads() if tid != caller]
+        kept = {threading.get_native_id(), *keep}
+        targets = [tid for tid in _threads() if tid not in kept]
         targets += [pid for pid in _children() if pid != script_pid]
         for target in targets:
             before = _nice_of(target)
