@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,6 +42,8 @@ from trainops.storage import ObjectStore, store_for
 __all__ = ["HostAgent", "HostResult"]
 
 POLL_SECONDS = 0.1
+# A script still running after this long gets the agent's own work put behind it (_priority).
+LOWER_AFTER_SECONDS = 0.05
 INTERNAL_ERROR_GRACE_SECONDS = 5.0
 
 
@@ -246,26 +248,25 @@ class HostAgent:
             process.start()
         except OSError as exc:
             return HostResult(HostOutcome.FAILED, None, exit_failure_reason(127, argv, [str(exc)]))
+        self.reporter.emit(
+            EventKind.PROCESS, {"pid": process.pid, "pgid": process.pgid, "command": argv}
+        )
         priority = BackgroundPriority()
-        priority.lower(process.pid, process.capture_threads())  # the agent's work behind it
         try:
-            self.reporter.emit(
-                EventKind.PROCESS, {"pid": process.pid, "pgid": process.pgid, "command": argv}
-            )
-            returncode = self._supervise(process, on_exit=priority.restore)
+            if process.wait(LOWER_AFTER_SECONDS) is None:  # not a script that is done at once
+                priority.lower(process.pid, process.capture_threads())
+                process.when_exited(priority.restore)  # in front again once it is done
+            returncode = self._supervise(process)
         finally:
             priority.restore()
         return self._result_of(returncode, process)
 
-    def _supervise(self, process: ScriptProcess, on_exit: Callable[[], None] | None = None) -> int:
-        """Wait for ``process``, passing on stop requests (SIGTERM, SIGKILL after the grace);
-        ``on_exit`` runs when it has exited, before its last output is drained."""
+    def _supervise(self, process: ScriptProcess) -> int:
+        """Wait for ``process``, passing on stop requests (SIGTERM, SIGKILL after the grace)."""
         self._running = process
         while process.wait(POLL_SECONDS) is None:
             self._stop.poll(self.reporter)
             self._stop.deliver(process, self.log.agent)
-        if on_exit is not None:
-            on_exit()
         returncode = process.finish()
         self._running = None
         return returncode

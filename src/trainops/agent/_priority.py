@@ -46,6 +46,7 @@ class BackgroundPriority:
         self.nice = nice
         self._lowered: list[tuple[int, int]] = []  # (thread or process id, its nice before)
         self._autogroup: int | None = None  # the autogroup's nice value before, if changed
+        self._lock = threading.Lock()
 
     def lower(self, script_pid: int, keep: Iterable[int] = ()) -> None:
         """Lower everything of this agent but the calling thread, the threads ``keep`` and
@@ -64,13 +65,14 @@ class BackgroundPriority:
             self._autogroup = before
 
     def restore(self) -> None:
-        """Give back what :meth:`lower` took (where the kernel lets us)."""
-        lowered, self._lowered = self._lowered, []
+        """Give back what :meth:`lower` took (where the kernel lets us); thread-safe."""
+        with self._lock:
+            lowered, self._lowered = self._lowered, []
+            autogroup, self._autogroup = self._autogroup, None
+        if autogroup is not None:
+            _set_autogroup_nice(autogroup)
         for target, before in lowered:
             _set_nice(target, before)
-        if self._autogroup is not None:
-            _set_autogroup_nice(self._autogroup)
-            self._autogroup = None
 
 
 def _threads() -> list[int]:
@@ -81,10 +83,18 @@ def _threads() -> list[int]:
 
 
 def _children() -> list[int]:
+    """This process's children, from what each of its threads started (no scan of /proc)."""
+    pids: list[int] = []
     try:
-        return [child.pid for child in psutil.Process().children()]
-    except psutil.Error:
-        return []
+        for tid in os.listdir("/proc/self/task"):
+            text = Path(f"/proc/self/task/{tid}/children").read_text()
+            pids += (int(pid) for pid in text.split())
+    except FileNotFoundError:  # a kernel without the children files: ask psutil
+        with contextlib.suppress(psutil.Error):
+            return [child.pid for child in psutil.Process().children()]
+    except (OSError, ValueError):
+        pass  # a thread ended while we looked: take what was found
+    return pids
 
 
 def _nice_of(target: int) -> int | None:

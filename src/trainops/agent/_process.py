@@ -24,7 +24,7 @@ import subprocess
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from trainops.agent._hostlog import LineSink
@@ -72,6 +72,8 @@ class ScriptProcess:
         self._watcher: threading.Thread | None = None
         self._kill_at: float | None = None
         self._exited = threading.Event()
+        self._exit_lock = threading.Lock()
+        self._on_exit: list[Callable[[], None]] = []
         self.stderr_tail: deque[str] = deque(maxlen=TAIL_LINES)
 
     @property
@@ -171,12 +173,25 @@ class ScriptProcess:
             raise RuntimeError("the process has not been started")
         return self._proc
 
+    def when_exited(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` (once, from the thread that learns of it) as soon as the process
+        has exited, before it is reaped; at once if it already has."""
+        with self._exit_lock:
+            if not self._exited.is_set():
+                self._on_exit.append(callback)
+                return
+        callback()
+
     def _watch(self) -> None:
         """Learn of the exit without reaping, so the group id cannot be reused before
         :meth:`_reap` has killed what the script left behind."""
         with contextlib.suppress(ChildProcessError):
             os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT)
-        self._exited.set()
+        with self._exit_lock:
+            self._exited.set()
+            callbacks, self._on_exit = self._on_exit, []
+        for callback in callbacks:
+            callback()
 
     def _reap(self) -> int:
         if self._popen.returncode is None:
