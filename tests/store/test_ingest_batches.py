@@ -130,3 +130,11 @@ def test_version_2_keeps_old_cursors_and_never_hands_one_out_again(tmp_path: Pat
         assert cursors == list(range(41, 61))
     finally:
         store.close()
+
+
+def test_foreign_keys_are_enforced_again_after_an_ingest(store: MetadataStore) -> None:
+    # The ingest skips the per-row check of the job's key (its host row proves the job exists).
+    store.ingest("job-a", "algo-1", 1, [_lines(1, ["a" * 20] * 40), _values(41, [1.0] * 40)])
+    with pytest.raises(sqlite3.IntegrityError):
+        store.create_hosts("no-such-job", 1, [NewHost(host="algo-1", root="/r", state_dir="/s")])
+    assert len(store.logs("job-a")) == 40 and len(store.metrics("job-a")) == 40
