@@ -73,7 +73,7 @@ class ScriptProcess:
         self._kill_at: float | None = None
         self._exited = threading.Event()
         self._exit_lock = threading.Lock()
-        self._on_exit: list[Callable[[], None]] = []
+        self._on_exit: list[Callable[[], None]] | None = []
         self.stderr_tail: deque[str] = deque(maxlen=TAIL_LINES)
 
     @property
@@ -177,7 +177,7 @@ class ScriptProcess:
         """Call ``callback`` (once, from the thread that learns of it) as soon as the process
         has exited, before it is reaped; at once if it already has."""
         with self._exit_lock:
-            if not self._exited.is_set():
+            if self._on_exit is not None:
                 self._on_exit.append(callback)
                 return
         callback()
@@ -188,10 +188,10 @@ class ScriptProcess:
         with contextlib.suppress(ChildProcessError):
             os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT)
         with self._exit_lock:
-            self._exited.set()
-            callbacks, self._on_exit = self._on_exit, []
+            callbacks, self._on_exit = self._on_exit or [], None  # None: later ones run at once
         for callback in callbacks:
             callback()
+        self._exited.set()
 
     def _reap(self) -> int:
         if self._popen.returncode is None:
