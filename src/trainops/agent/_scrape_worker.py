@@ -60,27 +60,39 @@ def scan(
 ) -> list[tuple[str, array[int], array[float]]]:
     """``(name, line indexes, values)`` of each pattern that found values in ``lines``."""
     found = []
-    isfinite = math.isfinite
     for index, (name, pattern) in enumerate(patterns):
         at_lines, values = array("q"), array("d")
         search = pattern.search
         for start in range(0, len(lines), GROUP):
             progress[1], progress[2] = index, start
             progress[0] += 1
-            for at, match in enumerate(map(search, lines[start : start + GROUP]), start):
-                if match is None or (text := match.group(1)) is None:
-                    continue
-                try:
-                    value = float(text)
-                except ValueError:
-                    continue
-                if isfinite(value):
-                    at_lines.append(at)
-                    values.append(value)
+            group = lines[start : start + GROUP]
+            hits = [(at, m) for at, m in enumerate(map(search, group), start) if m is not None]
+            if hits:
+                _take(hits, at_lines, values)
         if values:
             found.append((name, at_lines, values))
     progress[0] += 1
     return found
+
+
+def _take(
+    hits: list[tuple[int, re.Match[str]]], at_lines: array[int], values: array[float]
+) -> None:
+    """The values of ``hits`` that are finite numbers, with their line indexes."""
+    try:  # usually every capture is a number: convert them all at once
+        numbers = [float(match.group(1)) for _at, match in hits]
+    except (TypeError, ValueError):  # a group that did not take part, or not a number
+        numbers = []
+    if len(numbers) == len(hits) and all(map(math.isfinite, numbers)):
+        at_lines.extend(at for at, _match in hits)
+        values.extend(numbers)
+        return
+    for at, match in hits:
+        value = number(match.group(1))
+        if value is not None:
+            at_lines.append(at)
+            values.append(value)
 
 
 def encode_found(found: list[tuple[str, array[int], array[float]]]) -> bytes:
