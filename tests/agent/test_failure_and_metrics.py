@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,7 @@ import pytest
 
 from trainops.agent import (
     MetricScraper,
+    _scrape_worker,
     exit_failure_reason,
     read_failure_file,
     stderr_excerpt,
@@ -92,3 +94,26 @@ def test_metrics_use_the_first_group_and_ignore_non_numbers() -> None:
 def test_a_regex_without_a_group_is_refused() -> None:
     with pytest.raises(ValueError, match="capture group"):
         MetricScraper([("loss", "loss")])
+
+
+def test_the_scraping_worker_keeps_finite_numbers_only_whole_groups_or_not() -> None:
+    progress = memoryview(bytearray(24)).cast("q")
+    numbers = [f"loss={i}.5" for i in range(100)]
+    mixed = ["loss=1.5", "loss=abc", "nothing", "loss=inf", "loss=nan", "loss=2", "loss="] * 30
+    for lines in (numbers, mixed):
+        for regex in (r"loss=([0-9a-z.]+)", r"loss=([0-9a-z.]+)?"):
+            expected = [
+                (at, value)
+                for at, line in enumerate(lines)
+                if (match := re.search(regex, line)) is not None
+                and (value := _scrape_worker.number(match.group(1))) is not None
+            ]
+            found = _scrape_worker.scan([("loss", re.compile(regex))], lines, progress)
+            got = [
+                (at, value)
+                for _n, ats, values in found
+                for at, value in zip(ats, values, strict=True)
+            ]
+            assert got == expected
+            encoded = _scrape_worker.encode_found(found)
+            assert _scrape_worker.decode_found(encoded) == found

@@ -126,3 +126,21 @@ def test_both_streams_arrive_whole_when_interleaved(tmp_path: Path) -> None:
     assert out == [f"out {i}" for i in range(50000)] + ["out tail"]
     assert err == [f"err {i}" for i in range(0, 50000, 3)]
     assert list(process.stderr_tail)[-1] == "err 49998"
+
+
+def test_exit_callbacks_run_once_before_the_reap_and_at_once_after_it(tmp_path: Path) -> None:
+    go = tmp_path / "go"
+    wait_for_go = f"import os, time\nwhile not os.path.exists({str(go)!r}): time.sleep(0.01)"
+    process = ScriptProcess(
+        [sys.executable, "-c", wait_for_go], cwd=tmp_path, env=dict(os.environ), on_line=_Lines()
+    )
+    process.start()
+    seen: list[str] = []
+    process.when_exited(lambda: seen.append("early"))
+    assert len(process.capture_threads()) == 3  # two readers and the exit watcher
+    assert seen == []  # it waits for "go"
+    go.touch()
+    assert process.finish() == 0
+    assert seen == ["early"]
+    process.when_exited(lambda: seen.append("late"))
+    assert seen == ["early", "late"]

@@ -1,4 +1,4 @@
-"""The local backend's warm spare: the agent's standby handshake, hand-over, refill, fallback."""
+"""The local backend's agent fork server: the standby handshake, one fork per launch, fallback."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from tests.backends.test_backend_conformance import _launch
 from trainops._settings import Settings
 from trainops.backends._local import LocalBackend
-from trainops.backends._standby import StandbyAgent
+from trainops.backends._standby import AgentForkServer
 from trainops.protocol import HostResources
 
 # The real handshake of `python -m trainops.agent` in standby mode, then a visible effect.
@@ -22,11 +22,14 @@ ECHO_AGENT = [
     sys.executable,
     "-c",
     "import os, sys\n"
-    "from trainops.agent._standby import await_launch\n"
-    "env = await_launch(sys.stdin.buffer)\n"
+    "from trainops.agent._standby import serve_launches\n"
+    "env = serve_launches()\n"
     "if env is None: sys.exit(0)\n"
-    "print('launched', os.environ['TRAINOPS_AGENT_HOST'], os.getsid(0) == os.getpid(), flush=True)\n",
+    "print('launched', os.environ['TRAINOPS_AGENT_HOST'], os.getsid(0) == os.getpid(),\n"
+    "      'TRAINOPS_AGENT_STANDBY' in os.environ, flush=True)\n",
 ]
+# A fork server that never answers.
+STUCK_AGENT = [sys.executable, "-c", "import time; time.sleep(120)"]
 
 
 def _wait_gone(pid: int, timeout: float = 20) -> None:
@@ -36,62 +39,102 @@ def _wait_gone(pid: int, timeout: float = 20) -> None:
         return
 
 
-def test_spare_receives_its_launch_and_redirects_output(tmp_path: Path) -> None:
-    spare = StandbyAgent(ECHO_AGENT, dict(os.environ))
-    assert spare.alive()
-    output = tmp_path / "agent.out"
-    pid = spare.hand_over({"TRAINOPS_AGENT_HOST": "algo-7"}, output)
-    assert pid == spare.pid and not spare.alive()
-    os.waitpid(pid, 0)
-    assert output.read_text() == "launched algo-7 True\n"
+def _wait_for_text(path: Path, timeout: float = 20) -> str:
+    deadline = time.monotonic() + timeout
+    while not (path.exists() and path.read_text().endswith("\n")):
+        assert time.monotonic() < deadline, f"{path} never written"
+        time.sleep(0.02)
+    return path.read_text()
 
 
-def test_retired_spare_exits_on_end_of_input() -> None:
-    spare = StandbyAgent(ECHO_AGENT, dict(os.environ))
-    spare.retire()
-    assert not spare.alive()
-    assert not psutil.pid_exists(spare.pid) or psutil.Process(spare.pid).status() == "zombie"
+def test_fork_server_forks_one_agent_per_launch(tmp_path: Path) -> None:
+    forks = AgentForkServer(ECHO_AGENT, dict(os.environ))
+    try:
+        pids = []
+        for host in ("algo-1", "algo-2"):
+            pid = forks.launch({"TRAINOPS_AGENT_HOST": host}, tmp_path / f"{host}.out")
+            assert pid is not None and pid != forks.pid
+            pids.append(pid)
+        assert len(set(pids)) == 2
+        assert forks.alive()
+        for host, pid in zip(("algo-1", "algo-2"), pids, strict=True):
+            assert _wait_for_text(tmp_path / f"{host}.out") == f"launched {host} True False\n"
+            _wait_gone(pid)
+    finally:
+        forks.retire()
+    assert not forks.alive()
 
 
-def test_backend_launches_on_the_spare_and_refills(tmp_path: Path) -> None:
+def test_fork_server_skips_a_malformed_launch(tmp_path: Path) -> None:
+    forks = AgentForkServer(ECHO_AGENT, dict(os.environ))
+    try:
+        os.write(forks._requests, b'{"not": "a launch"}\n\n')
+        pid = forks.launch({"TRAINOPS_AGENT_HOST": "algo-3"}, tmp_path / "out")
+        assert pid is not None
+        assert _wait_for_text(tmp_path / "out") == "launched algo-3 True False\n"
+    finally:
+        forks.retire()
+
+
+def test_retired_fork_server_exits_and_launches_nothing(tmp_path: Path) -> None:
+    forks = AgentForkServer(ECHO_AGENT, dict(os.environ))
+    forks.retire()
+    assert not forks.alive()
+    assert not psutil.pid_exists(forks.pid) or psutil.Process(forks.pid).status() == "zombie"
+    assert forks.launch({"TRAINOPS_AGENT_HOST": "algo-1"}, tmp_path / "out") is None
+
+
+def test_fork_server_that_never_answers_is_killed(tmp_path: Path) -> None:
+    forks = AgentForkServer(STUCK_AGENT, dict(os.environ))
+    try:
+        assert forks.launch({"TRAINOPS_AGENT_HOST": "algo-1"}, tmp_path / "out", 0.5) is None
+        assert not forks.alive()
+        assert not psutil.pid_exists(forks.pid)
+    finally:
+        forks.retire()
+
+
+def test_backend_launches_forked_agents(tmp_path: Path) -> None:
     backend = LocalBackend(Settings(home=tmp_path), agent_command=ECHO_AGENT, standby=True)
     backend.open()
     try:
-        first_spare = backend._spare
-        assert first_spare is not None
-        handle = backend.launch(_launch(tmp_path), HostResources(cpus=[0]), {})
-        assert handle.pid == first_spare.pid
-        assert backend._spare is not None and backend._spare.pid != first_spare.pid
-        _wait_gone(first_spare.pid)
-        assert (
-            (tmp_path / "state" / "algo-1" / "agent.out").read_text().startswith("launched algo-1")
-        )
+        forks = backend._forks
+        assert forks is not None
+        for host in ("algo-1", "algo-2"):
+            handle = backend.launch(_launch(tmp_path, host), HostResources(cpus=[0]), {})
+            assert handle.pid is not None and handle.pid != forks.pid
+            assert handle.create_time is not None
+            text = _wait_for_text(tmp_path / "state" / host / "agent.out")
+            assert text.startswith(f"launched {host} True")
+            _wait_gone(handle.pid)
+        assert backend._forks is forks and forks.alive()
     finally:
         backend.close()
-    assert backend._spare is None
+    assert backend._forks is None and not forks.alive()
 
 
-def test_dead_spare_falls_back_to_a_fresh_process(tmp_path: Path) -> None:
+def test_dead_fork_server_falls_back_to_a_fresh_process(tmp_path: Path) -> None:
     backend = LocalBackend(Settings(home=tmp_path), agent_command=ECHO_AGENT, standby=True)
     backend.open()
     try:
-        spare = backend._spare
-        assert spare is not None
-        os.kill(spare.pid, signal.SIGKILL)
+        forks = backend._forks
+        assert forks is not None
+        os.kill(forks.pid, signal.SIGKILL)
         deadline = time.monotonic() + 10
-        while spare.alive() and time.monotonic() < deadline:
+        while forks.alive() and time.monotonic() < deadline:
             time.sleep(0.05)
         handle = backend.launch(_launch(tmp_path, "algo-2"), HostResources(cpus=[0]), {})
-        assert handle.pid != spare.pid
-        assert handle.pid is not None
+        assert handle.pid is not None and handle.pid != forks.pid
         _wait_gone(handle.pid)
+        assert backend._forks is not None and backend._forks is not forks
+        assert backend._forks.alive()
     finally:
         backend.close()
 
 
 @pytest.mark.parametrize("standby", [None, False])
-def test_no_spare_for_custom_agents_unless_asked(tmp_path: Path, standby: bool | None) -> None:
+def test_no_fork_server_for_custom_agents(tmp_path: Path, standby: bool | None) -> None:
     backend = LocalBackend(Settings(home=tmp_path), agent_command=ECHO_AGENT, standby=standby)
     backend.open()
-    assert backend._spare is None
+    assert backend._forks is None
     backend.close()

@@ -138,3 +138,23 @@ def test_log_lines_are_masked_with_the_job_secret_values(plane: ControlPlane) ->
     ]
     assert Masker()("nothing here") == "nothing here"
     plane.wait_ended("logged")
+
+
+@pytest.mark.parametrize(
+    "secret_line",
+    [
+        "login with hf-auth-value ok",
+        f"clone with {GITHUB_PAT}",
+        f"db {DATABASE_URL}",
+        "token=AKIAIOSFODNN7EXAMPLE;",
+        "key: -----BEGIN RSA PRIVATE KEY-----",
+        None,
+    ],
+)
+def test_a_page_is_masked_as_its_lines_are_one_by_one(secret_line: str | None) -> None:
+    mask = Masker(["hf-auth-value"])
+    page = [f"step {i} loss={1 / (i + 1):.6f} https://example.com/a:b@c" for i in range(50)]
+    if secret_line is not None:
+        page.insert(25, secret_line)
+    assert mask.lines(page) == [mask(text) for text in page]
+    assert (mask.lines(page) == page) == (secret_line is None)

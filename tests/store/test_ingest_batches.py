@@ -142,3 +142,11 @@ def test_the_rank_of_a_line_is_kept_row_by_row_and_in_bulk(store: MetadataStore)
     store.ingest("job-a", "algo-1", 1, [few, bulk, plain, bad])
     ranks = [(ln.line, ln.rank) for ln in store.logs("job-a")]
     assert ranks == [("a", 3), *((line, 2) for line in many), ("c", None), ("d", None)]
+
+
+def test_foreign_keys_are_enforced_again_after_an_ingest(store: MetadataStore) -> None:
+    # The ingest skips the per-row check of the job's key (its host row proves the job exists).
+    store.ingest("job-a", "algo-1", 1, [_lines(1, ["a" * 20] * 40), _values(41, [1.0] * 40)])
+    with pytest.raises(sqlite3.IntegrityError):
+        store.create_hosts("no-such-job", 1, [NewHost(host="algo-1", root="/r", state_dir="/s")])
+    assert len(store.logs("job-a")) == 40 and len(store.metrics("job-a")) == 40

@@ -5,8 +5,8 @@ CPUs (before any thread exists, so everything it starts inherits the affinity), 
 assignment, runs :class:`HostAgent` and exits 0 once the exit event is delivered: the job's
 outcome travels in that event, not in the exit code. Exit 1 means the agent itself failed
 (reported as ``InternalError`` where possible). SIGTERM is a stop with the spec's grace period.
-With ``TRAINOPS_AGENT_STANDBY=1`` it first waits, fully imported, for its launch on stdin
-(see ``_standby``): that is how the local backend keeps a warm spare.
+With ``TRAINOPS_AGENT_STANDBY=1`` it is a fork server instead: fully imported, it forks one
+agent per launch read from stdin (see ``_standby``), so that no launch pays for the imports.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from trainops.agent._agent import HostAgent
 from trainops.agent._client import AgentApiError, AgentClient, fetch_assignment
 from trainops.agent._reporter import HttpReporter
 from trainops.agent._resources import pin_cpus
-from trainops.agent._standby import await_launch
+from trainops.agent._standby import serve_launches
+from trainops.catalog import load_catalog
 from trainops.protocol import STANDBY_ENV, AgentLaunch, EventKind, HostOutcome
 
 __all__ = ["main"]
@@ -114,11 +115,19 @@ def _report_crash(
     return 1
 
 
+def _warm_up() -> None:
+    """What every agent needs that is not imported with its modules: done once, shared by the
+    agents the fork server forks."""
+    "127.0.0.1".encode("idna")  # the codec that connecting by host name imports (stringprep)
+    load_catalog()  # the instance catalog (importlib.resources and a JSON file)
+
+
 def _entry() -> int:
-    """Run now, or (as the backend's standby spare) once the launch arrives on stdin."""
-    standby = os.environ.get(STANDBY_ENV) == "1"
-    if standby and await_launch(sys.stdin.buffer) is None:
-        return 0
+    """Run now, or (as the backend's fork server) in a child forked for each launch."""
+    if os.environ.get(STANDBY_ENV) == "1":
+        _warm_up()
+        if serve_launches() is None:
+            return 0
     return main()
 
 

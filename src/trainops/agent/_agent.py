@@ -25,6 +25,7 @@ from trainops.agent._hostlog import HostLog
 from trainops.agent._installer import JobFailure, JobInstaller
 from trainops.agent._metrics import MetricScraper
 from trainops.agent._outputs import Artifact, OutputLayout, upload_archives, upload_log
+from trainops.agent._priority import BackgroundPriority
 from trainops.agent._process import ScriptProcess
 from trainops.agent._ranks import host_processes
 from trainops.agent._reaper import new_marker
@@ -48,6 +49,8 @@ from trainops.storage import ObjectStore, store_for
 __all__ = ["HostAgent", "HostResult"]
 
 POLL_SECONDS = 0.1
+# A script still running after this long gets the agent's own work put behind it (_priority).
+LOWER_AFTER_SECONDS = 0.05
 INTERNAL_ERROR_GRACE_SECONDS = 5.0
 
 
@@ -122,8 +125,8 @@ class HostAgent:
                 "outcome": str(result.outcome),
                 "exit_code": result.exit_code,
                 "failure_reason": result.failure_reason,
-                "ranks": self._rank_exits,
-            },
+            }
+            | ({"ranks": self._rank_exits} if len(self._rank_exits) > 1 else {}),
         )
         return result
 
@@ -272,7 +275,14 @@ class HostAgent:
                 {"pid": process.pid, "pgid": process.pgid, "command": list(member.spec.argv)}
                 | ({} if member.spec.rank is None else {"rank": member.spec.rank}),
             )
-        returncode = self._supervise(group)
+        priority = BackgroundPriority()
+        try:
+            if group.wait(LOWER_AFTER_SECONDS) is None:  # not a script that is done at once
+                priority.lower(group.pids(), group.capture_threads())
+                group.when_exited(priority.restore)  # in front again once it is done
+            returncode = self._supervise(group)
+        finally:
+            priority.restore()
         self._rank_exits = [
             {"rank": m.spec.rank, "exit_code": m.returncode}
             for m in group.members

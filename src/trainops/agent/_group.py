@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import socket
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -133,6 +134,29 @@ class ProcessGroup:
         for member in self.members:
             member.process.finish()
         return code
+
+    def pids(self) -> list[int]:
+        """The pid of every process of the group."""
+        return [member.process.pid for member in self.members]
+
+    def capture_threads(self) -> list[int]:
+        """The output readers and exit watchers of every process (see ``ScriptProcess``)."""
+        return [tid for member in self.members for tid in member.process.capture_threads()]
+
+    def when_exited(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once, as soon as every process of the group has exited."""
+        left = [len(self.members)]
+        lock = threading.Lock()
+
+        def one_exited() -> None:
+            with lock:
+                left[0] -= 1
+                done = left[0] == 0
+            if done:
+                callback()
+
+        for member in self.members:
+            member.process.when_exited(one_exited)
 
     def stderr_tail(self) -> list[str]:
         """The last stderr lines of the process that failed first (else of the first one)."""

@@ -17,20 +17,23 @@ Python's syntax in corners; the worker keeps SageMaker's semantics exactly and b
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import json
 import math
 import mmap
 import re
 import select
+import struct
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable
+from array import array
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, TypeAlias
 
 from trainops.agent import _scrape_worker
 from trainops.protocol import MetricSpec
@@ -93,6 +96,8 @@ class MetricScraper:
 
 
 _number = _scrape_worker.number
+
+_Found: TypeAlias = "list[tuple[str, array[int], array[float]]]"  # (name, line indexes, values)
 
 Values = Callable[[str, float, list[float]], None]
 """Where found values go: ``(metric name, timestamp, values)``."""
@@ -211,32 +216,34 @@ class MetricScanner:
             return
         bounds, start = [], 0
         for part, ts in batch:
-            bounds.append((start + len(part), ts))
             start += len(part)
-        for name, flat in found.items():
-            self._deliver(name, flat, bounds)
+            bounds.append((start, ts))
+        for name, at_lines, values in found:
+            self._deliver(name, at_lines, values, bounds)
 
-    def _deliver(self, name: str, flat: list[float], bounds: list[tuple[int, float]]) -> None:
-        """Values ``[index, value, ...]`` of ``name``, passed on per submitted part."""
-        part, values = 0, list[float]()
-        for at in range(0, len(flat), 2):
-            index = int(flat[at])
-            while index >= bounds[part][0]:
-                if values:
-                    self._on_values(name, bounds[part][1], values)
-                    values = []
-                part += 1
-            values.append(float(flat[at + 1]))
-        if values:
-            self._on_values(name, bounds[part][1], values)
+    def _deliver(
+        self,
+        name: str,
+        at_lines: Sequence[int],
+        values: array[float],
+        bounds: list[tuple[int, float]],
+    ) -> None:
+        """Values of ``name`` found on lines ``at_lines`` (ascending), passed on per submitted
+        part (``bounds``: where each part ends, and its time)."""
+        first = 0
+        for end, ts in bounds:
+            last = bisect.bisect_left(at_lines, end, first)
+            if last > first:
+                self._on_values(name, ts, values[first:last].tolist())
+            first = last
 
-    def _scan_in_worker(self, lines: list[str]) -> dict[str, list[float]]:
+    def _scan_in_worker(self, lines: list[str]) -> _Found:
         deaths = 0
         while self._definitions:
             if self._worker is None:
                 self._worker = _Worker(self._definitions)
             outcome = self._worker.scan(lines, self._budget)
-            if isinstance(outcome, dict):
+            if isinstance(outcome, list):
                 return outcome
             self._worker.stop()
             self._worker = None
@@ -251,7 +258,7 @@ class MetricScanner:
                 f"metric {name!r} is disabled: its regex {regex!r} took longer than"
                 f" {self._budget:g} s on a line of the job's output"
             )
-        return {}
+        return []
 
 
 class _Worker:
@@ -272,7 +279,7 @@ class _Worker:
         )
         self._send(json.dumps(definitions).encode())
 
-    def scan(self, lines: list[str], budget: float) -> dict[str, list[float]] | int | None:
+    def scan(self, lines: list[str], budget: float) -> _Found | int | None:
         """The values found; else the index of the pattern that ran over ``budget`` seconds, or
         ``None`` if the worker died."""
         stdout = self._stdout
@@ -287,8 +294,10 @@ class _Worker:
                 frame = _scrape_worker.read_frame(stdout)
                 if frame is None:
                     return None
-                found: dict[str, list[float]] = json.loads(frame)
-                return found
+                try:
+                    return _scrape_worker.decode_found(frame)
+                except (ValueError, struct.error):
+                    return None  # not what the worker writes: treat it as dead
             now, seen = time.monotonic(), self._progress[0]
             if seen != last:
                 last, since = seen, now

@@ -4,9 +4,11 @@ A user's regex may take exponential time on some line (``(a+)+$``), and Python's
 the GIL while it runs, so it cannot run in the agent. The agent starts this module as a script
 (``python -I _scrape_worker.py <fd>``; the standard library only) and talks to it in frames: a
 4-byte big-endian length, then the payload. The first frame is the JSON list of
-``[name, regex]``; each later frame is lines joined by newlines (UTF-8), answered with a JSON
-object ``{name: [line_index, value, line_index, value, ...]}`` for the values found (first
-capture group of ``re.search``, finite numbers only).
+``[name, regex]``; each later frame is lines joined by newlines (UTF-8), answered with the
+values found (first capture group of ``re.search``, finite numbers only) in columns: a 4-byte
+length and a JSON list ``[[name, count], ...]``, then for each name in that order ``count``
+line indexes (int64) and ``count`` values (float64), in this machine's byte order. Columns cost
+next to nothing to write and read, where JSON took longer than the searches.
 
 Progress goes to the 3 int64 of the shared file ``<fd>``: a counter bumped before each group
 of at most 64 searches, the pattern index and the first line of the group. The agent kills
@@ -22,6 +24,7 @@ import mmap
 import re
 import struct
 import sys
+from array import array
 from typing import IO
 
 GROUP = 64
@@ -54,20 +57,67 @@ def number(text: str | None) -> float | None:
 
 def scan(
     patterns: list[tuple[str, re.Pattern[str]]], lines: list[str], progress: memoryview
-) -> dict[str, list[float]]:
-    found: dict[str, list[float]] = {}
+) -> list[tuple[str, array[int], array[float]]]:
+    """``(name, line indexes, values)`` of each pattern that found values in ``lines``."""
+    found = []
     for index, (name, pattern) in enumerate(patterns):
-        values: list[float] = []
+        at_lines, values = array("q"), array("d")
         search = pattern.search
         for start in range(0, len(lines), GROUP):
             progress[1], progress[2] = index, start
             progress[0] += 1
-            for at, match in enumerate(map(search, lines[start : start + GROUP]), start):
-                if match is not None and (value := number(match.group(1))) is not None:
-                    values += (at, value)
+            group = lines[start : start + GROUP]
+            hits = [(at, m) for at, m in enumerate(map(search, group), start) if m is not None]
+            if hits:
+                _take(hits, at_lines, values)
         if values:
-            found[name] = values
+            found.append((name, at_lines, values))
     progress[0] += 1
+    return found
+
+
+def _take(
+    hits: list[tuple[int, re.Match[str]]], at_lines: array[int], values: array[float]
+) -> None:
+    """The values of ``hits`` that are finite numbers, with their line indexes."""
+    try:  # usually every capture is a number: convert them all at once
+        numbers = [float(match.group(1)) for _at, match in hits]
+    except (TypeError, ValueError):  # a group that did not take part, or not a number
+        numbers = []
+    if len(numbers) == len(hits) and all(map(math.isfinite, numbers)):
+        at_lines.extend(at for at, _match in hits)
+        values.extend(numbers)
+        return
+    for at, match in hits:
+        value = number(match.group(1))
+        if value is not None:
+            at_lines.append(at)
+            values.append(value)
+
+
+def encode_found(found: list[tuple[str, array[int], array[float]]]) -> bytes:
+    header = json.dumps([[name, len(values)] for name, _at, values in found]).encode()
+    parts = [_HEADER.pack(len(header)), header]
+    for _name, at_lines, values in found:
+        parts += (at_lines.tobytes(), values.tobytes())
+    return b"".join(parts)
+
+
+def decode_found(payload: bytes) -> list[tuple[str, array[int], array[float]]]:
+    """What :func:`encode_found` wrote; ``ValueError`` if it is not that."""
+    (size,) = _HEADER.unpack_from(payload)
+    at = _HEADER.size + size
+    found = []
+    for name, count in json.loads(payload[_HEADER.size : at]):
+        at_lines, values = array("q"), array("d")
+        middle = at + count * at_lines.itemsize
+        end = middle + count * values.itemsize
+        at_lines.frombytes(payload[at:middle])
+        values.frombytes(payload[middle:end])
+        if len(values) != count:
+            raise ValueError("a truncated reply")
+        found.append((str(name), at_lines, values))
+        at = end
     return found
 
 
@@ -82,8 +132,7 @@ def main(argv: list[str]) -> int:
         patterns = [(str(name), re.compile(str(regex))) for name, regex in json.loads(header)]
         while (frame := read_frame(stdin)) is not None:
             lines = frame.decode("utf-8", errors="replace").split("\n")
-            found = scan(patterns, lines, progress)
-            write_frame(stdout, json.dumps(found, separators=(",", ":")).encode())
+            write_frame(stdout, encode_found(scan(patterns, lines, progress)))
     return 0
 
 

@@ -22,7 +22,7 @@ import psutil
 from trainops._settings import Settings
 from trainops.backends._base import JOURNAL_FILE, AgentHandle, Backend, ProcessRef, parse_journal
 from trainops.backends._capacity import Capacity, Slots
-from trainops.backends._standby import StandbyAgent
+from trainops.backends._standby import AgentForkServer
 from trainops.protocol import AgentEvent, AgentLaunch, HostResources
 
 __all__ = ["LocalBackend", "machine_cpu_ids", "machine_gpu_count"]
@@ -48,19 +48,19 @@ class LocalBackend(Backend):
         standby: bool | None = None,
     ) -> None:
         super().__init__(settings, agent_command=agent_command)
-        # A warm spare only makes sense for the real agent (it speaks the standby handshake).
+        # A fork server only makes sense for the real agent (it speaks the standby handshake).
         self._use_standby = agent_command is None if standby is None else standby
-        self._spare: StandbyAgent | None = None
-        self._spare_lock = threading.Lock()
+        self._forks: AgentForkServer | None = None
+        self._forks_lock = threading.Lock()
 
     def open(self) -> None:
-        self._refill_spare()
+        self._start_fork_server()
 
     def close(self) -> None:
-        with self._spare_lock:
-            spare, self._spare = self._spare, None
-        if spare is not None:
-            spare.retire()
+        with self._forks_lock:
+            forks, self._forks = self._forks, None
+        if forks is not None:
+            forks.retire()
 
     @cached_property
     def cpu_ids(self) -> list[int]:
@@ -92,10 +92,10 @@ class LocalBackend(Backend):
         launch.state_dir.mkdir(parents=True, exist_ok=True)
         output = launch.state_dir / AGENT_OUTPUT
         own_env = {**env, **launch.env()}
-        pid = self._launch_on_spare(own_env, output)
+        pid = self._launch_forked(own_env, output)
         if pid is None:
             pid = self._spawn({**self._base_env(), **own_env}, output)
-        self._refill_spare()
+            self._start_fork_server()  # the fork server is gone: the next launch gets a new one
         return AgentHandle(pid=pid, create_time=_create_time(pid))
 
     def _base_env(self) -> dict[str, str]:
@@ -125,17 +125,22 @@ class LocalBackend(Backend):
             setsigdef=_DEFAULT_SIGNALS,
         )
 
-    def _launch_on_spare(self, own_env: Mapping[str, str], output: Path) -> int | None:
-        with self._spare_lock:
-            spare, self._spare = self._spare, None
-        return None if spare is None else spare.hand_over(own_env, output)
+    def _launch_forked(self, own_env: Mapping[str, str], output: Path) -> int | None:
+        with self._forks_lock:
+            forks = self._forks
+        return None if forks is None else forks.launch(own_env, output)
 
-    def _refill_spare(self) -> None:
+    def _start_fork_server(self) -> None:
         if not self._use_standby:
             return
-        with self._spare_lock:
-            if self._spare is None or not self._spare.alive():
-                self._spare = StandbyAgent(self.agent_command, self._base_env())
+        with self._forks_lock:
+            if self._forks is not None and self._forks.alive():
+                return
+            old, self._forks = self._forks, None
+            if old is not None:
+                old.retire()
+            with contextlib.suppress(OSError):  # launches fall back to fresh processes
+                self._forks = AgentForkServer(self.agent_command, self._base_env())
 
     def is_alive(self, handle: AgentHandle) -> bool:
         return _running(handle.pid, handle.create_time) is not None

@@ -1,10 +1,12 @@
-"""A warm spare host agent: started ahead of time, handed its launch when a job needs a host.
+"""The agent fork server: one pre-imported agent process that forks an agent per launch.
 
-Starting Python and importing the agent takes a few hundred milliseconds on a small machine,
-which is most of a short job's launch overhead. The local backend keeps one spare agent process
-that has done that work and waits on a pipe; launching a host then costs one write. The spare
-runs in a session of its own like any agent, and ends by itself when the pipe closes (the server
-went away or retired it).
+Starting Python and importing the agent takes a few hundred milliseconds of CPU on a small
+machine, most of a short job's launch overhead; when many jobs arrive at once, paying it for
+every host is what limits how many jobs a minute the machine turns over. The local backend keeps
+one agent process in standby mode that has done that work once: a launch is one JSON line on its
+stdin, and it forks a child that answers with its pid on the reply pipe, starts a session of its
+own and runs as any agent. The fork server ends by itself when its stdin closes (the server went
+away or retired it); the agents it forked keep running.
 """
 
 from __future__ import annotations
@@ -12,82 +14,124 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import signal
+import threading
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from trainops.protocol import STANDBY_ENV
 
-__all__ = ["StandbyAgent"]
+__all__ = ["AgentForkServer"]
 
 _DEFAULT_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM)
+# How long a launch waits for the fork server's answer (it may still be importing, on a loaded
+# machine); past it the fork server is killed and the launch falls back to a fresh process.
+REPLY_TIMEOUT_S = 60.0
+# After that kill, how long to wait for a child forked just before it to give its pid.
+_LATE_REPLY_S = 5.0
 
 
-class StandbyAgent:
-    """One pre-started agent process waiting for its launch on stdin."""
+class AgentForkServer:
+    """One pre-started agent process that forks an agent for each launch written to it."""
 
     def __init__(self, command: Sequence[str], env: Mapping[str, str]) -> None:
-        read_end, self._write_end = os.pipe()
-        os.set_inheritable(read_end, False)
+        request_read, self._requests = os.pipe()
+        self._replies, reply_write = os.pipe()
         try:
             self.pid = os.posix_spawnp(
                 command[0],
                 list(command),
                 {**env, STANDBY_ENV: "1"},
                 file_actions=[
-                    (os.POSIX_SPAWN_DUP2, read_end, 0),
-                    (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
-                    (os.POSIX_SPAWN_DUP2, 1, 2),
-                    (os.POSIX_SPAWN_CLOSE, self._write_end),
+                    (os.POSIX_SPAWN_DUP2, request_read, 0),
+                    (os.POSIX_SPAWN_DUP2, reply_write, 1),
+                    (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
                 ],
                 setsid=True,
                 setsigdef=_DEFAULT_SIGNALS,
             )
+        except OSError:
+            self._close_fds()
+            raise
         finally:
-            os.close(read_end)
-        self._used = False
+            os.close(request_read)
+            os.close(reply_write)
+        self._lock = threading.Lock()
+        self._pending = b""
+        self._reaped = False
 
     def alive(self) -> bool:
-        if self._used:
+        if self._reaped or self._requests < 0:
             return False
         try:
             pid, _status = os.waitpid(self.pid, os.WNOHANG)
         except ChildProcessError:
             return False
+        if pid != 0:
+            self._reaped = True
         return pid == 0
 
-    def hand_over(self, env: Mapping[str, str], output: Path) -> int | None:
-        """Give the spare its launch; its pid, or None if it could not take it."""
-        if not self.alive():
-            return None
+    def launch(
+        self, env: Mapping[str, str], output: Path, timeout: float = REPLY_TIMEOUT_S
+    ) -> int | None:
+        """Have an agent forked for this launch; its pid, or None if none was forked."""
         message = json.dumps({"env": dict(env), "output": str(output)}).encode() + b"\n"
-        try:
-            view = memoryview(message)
-            while view:
-                view = view[os.write(self._write_end, view) :]
-        except OSError:
-            return None
-        finally:
-            self._close_pipe()
-        self._used = True
-        return self.pid
+        with self._lock:
+            if not self.alive():
+                return None
+            try:
+                view = memoryview(message)
+                while view:
+                    view = view[os.write(self._requests, view) :]
+            except OSError:
+                return None
+            pid = self._reply(time.monotonic() + timeout)
+            if pid is None and self.alive():
+                # Stuck: kill it, then take the pid of a child it may have forked just before.
+                self._kill()
+                pid = self._reply(time.monotonic() + _LATE_REPLY_S)
+            return pid
 
     def retire(self) -> None:
-        """End a spare nobody used, and reap it.
+        """End the fork server and reap it; the agents it forked keep running (each in a session
+        of its own). It is killed rather than told to exit: one still importing at a server's
+        exit would otherwise keep that exit waiting for its start-up."""
+        with self._lock:
+            if not self._reaped:
+                self._kill()
+            self._close_fds()
 
-        Closing its pipe would make it exit, but only once it has finished starting; it has no
-        job, so it is killed rather than waited for (a server's exit would otherwise wait for
-        the spare it started moments before).
-        """
-        self._close_pipe()
-        if not self._used:
-            with contextlib.suppress(ChildProcessError, OSError):
-                os.kill(self.pid, signal.SIGKILL)  # not reaped yet: the pid is still ours
-                os.waitpid(self.pid, 0)
-            self._used = True
+    def _reply(self, deadline: float) -> int | None:
+        """The next pid line on the reply pipe; None at its end or at ``deadline``."""
+        while b"\n" not in self._pending:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self._replies], [], [], left)[0]:
+                return None
+            chunk = os.read(self._replies, 64)
+            if not chunk:
+                return None
+            self._pending += chunk
+        line, _, self._pending = self._pending.partition(b"\n")
+        try:
+            return int(line)
+        except ValueError:
+            return None
 
-    def _close_pipe(self) -> None:
-        if self._write_end >= 0:
-            with contextlib.suppress(OSError):
-                os.close(self._write_end)
-            self._write_end = -1
+    def _kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(self.pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(self.pid, 0)
+        self._reaped = True
+        with contextlib.suppress(OSError):
+            os.close(self._requests)
+        self._requests = -1
+
+    def _close_fds(self) -> None:
+        for fd in (self._requests, self._replies):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._requests = self._replies = -1

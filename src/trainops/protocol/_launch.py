@@ -19,8 +19,8 @@ ENV_HOST = "TRAINOPS_AGENT_HOST"
 ENV_ATTEMPT = "TRAINOPS_AGENT_ATTEMPT"
 ENV_ROOT = "TRAINOPS_AGENT_ROOT"
 ENV_STATE = "TRAINOPS_AGENT_STATE"
-# Set on a warm spare agent: it waits, imported, for {"env": launch variables, "output": path}
-# as one JSON line on stdin before it starts (the local backend's standby agent).
+# Set on the local backend's agent fork server: imported once, it forks one agent for each
+# {"env": launch variables, "output": path} JSON line on stdin; each child replies its pid.
 STANDBY_ENV = "TRAINOPS_AGENT_STANDBY"
 
 

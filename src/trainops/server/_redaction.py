@@ -47,6 +47,11 @@ _TOKENS = re.compile(
     r")"
     r"|-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)"
 )
+# Text every match of _TOKENS contains: where none of these occur, there is nothing to search.
+_TOKEN_HINTS = (
+    "github_pat_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "glpat-", "AKIA", "ASIA", "xox",
+    "sk-", "hf_", "-----BEGIN ",
+)  # fmt: skip
 # A secret value shorter than this is not searched for in log text (it would mask everything).
 _MIN_SEARCHED_VALUE = 6
 
@@ -74,6 +79,13 @@ def redact(values: Mapping[str, str]) -> dict[str, str]:
     return {k: MASK if is_secret_name(k) else mask_text(v) for k, v in values.items()}
 
 
+def _may_hold_token(text: str) -> bool:
+    """False only where :data:`_TOKENS` cannot match: each hint but two has a ``_`` or ``-``."""
+    if "_" not in text and "-" not in text:
+        return "AKIA" in text or "ASIA" in text
+    return any(hint in text for hint in _TOKEN_HINTS)
+
+
 class Masker:
     """Masks log text: the rule's value patterns plus the job's own secret values."""
 
@@ -82,6 +94,7 @@ class Masker:
             {s for s in secrets if len(s) >= _MIN_SEARCHED_VALUE}, key=len, reverse=True
         )
         self._values = re.compile("|".join(map(re.escape, values))) if values else None
+        self._value_list = values
 
     @classmethod
     def for_environment(cls, environment: Mapping[str, str]) -> Masker:
@@ -91,3 +104,16 @@ class Masker:
         if self._values is not None:
             text = self._values.sub(MASK, text)
         return mask_text(text)
+
+    def lines(self, texts: list[str]) -> list[str]:
+        """Each of ``texts`` masked. A page of log lines usually holds nothing to mask: the
+        patterns are first searched once in all of it (anything they find in one line they
+        find there too), and only a page where they find something is masked line by line."""
+        joined = "\n".join(texts)
+        if (
+            not any(value in joined for value in self._value_list)
+            and ("://" not in joined or _USERINFO.search(joined) is None)
+            and not (_may_hold_token(joined) and _TOKENS.search(joined))
+        ):
+            return texts
+        return [self(text) for text in texts]

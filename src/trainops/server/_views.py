@@ -188,22 +188,39 @@ def log_page(lines: list[LogLine], after: int, job: JobRecord) -> dict[str, Any]
     """
     mask = Masker.for_environment(job.spec.environment)
     lines = _within_page(lines)
+    texts = mask.lines([ln.line for ln in lines])
+    stamp = _Stamps()  # lines read at once share their time: each time is formatted once
     return {
         "lines": [
             {
                 "cursor": ln.cursor,
                 "host": ln.host,
                 "stream": ln.stream,
-                "timestamp": iso(ln.ts),
-                "line": mask(ln.line),
+                "timestamp": stamp(ln.ts),
+                "line": text,
             }
             | ({} if ln.rank is None else {"rank": ln.rank})
-            for ln in lines
+            for ln, text in zip(lines, texts, strict=True)
         ],
         "next": lines[-1].cursor if lines else after,
         "TrainingJobStatus": job.status,
         "SecondaryStatus": job.secondary_status,
     }
+
+
+class _Stamps:
+    """:func:`iso`, remembering the last time it formatted."""
+
+    __slots__ = ("text", "ts")
+
+    def __init__(self) -> None:
+        self.ts: float | None = None
+        self.text: str | None = None
+
+    def __call__(self, ts: float) -> str | None:
+        if ts != self.ts:
+            self.ts, self.text = ts, iso(ts)
+        return self.text
 
 
 def _within_page(lines: list[LogLine]) -> list[LogLine]:
