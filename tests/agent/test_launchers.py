@@ -113,7 +113,12 @@ def test_the_hosts_ranks_are_covered_once(launched: Launched) -> None:
     per_host, hosts = _per_host(name), _hosts(name)
     index = len(hosts) - 1  # this host is the last
     ranked = [p for p in processes if p.rank is not None]
-    if ranked:  # the launcher starts the ranks itself
+    scripts = [p for p in processes if not p.auxiliary]
+    if per_host == 1:  # one script per host: untagged, and its rank is the host's
+        [script] = scripts
+        assert script.rank is None and script.output_tags is None
+        assert (script.env["RANK"], script.env["WORLD_SIZE"]) == (str(index), str(len(hosts)))
+    elif ranked:  # the launcher starts the ranks itself
         assert [p.rank for p in ranked] == list(range(index * per_host, (index + 1) * per_host))
         for p in ranked:
             assert set(p.env) >= RANK_VARIABLES

@@ -215,17 +215,20 @@ def test_a_failing_mpi_rank_fails_the_host(tmp_path: Path) -> None:
 
 
 def test_launcher_tags_become_ranks_and_streams() -> None:
-    from trainops.agent._group import _TAGS, _runs_by_tag
+    from trainops.agent._group import _TAGS, TagParser
 
     torchrun = ["[default0]:a", "[default0]:b", "[default1]:c", "launcher says hi"]
-    assert _runs_by_tag(torchrun, _TAGS["torchrun"], 4, "stdout") == [
+    assert TagParser(_TAGS["torchrun"], 4).feed(torchrun, "stdout") == [
         (4, "stdout", ["a", "b"]),
         (5, "stdout", ["c"]),
         (None, "stdout", ["launcher says hi"]),
     ]
-    mpirun = ["[1,0]<stdout>:x[1,0]<stdout>:", "[1,1]<stderr>:oops", "[1,1]<stdout>:[y]"]
-    assert _runs_by_tag(mpirun, _TAGS["mpirun"], 0, "stdout") == [
-        (0, "stdout", ["x"]),
+    # mpirun: pieces of two ranks on one line, rank 0's newline on a line of its own
+    parser = TagParser(_TAGS["mpirun"], 0)
+    first = ["[1,0]<stdout>:x is[1,1]<stdout>:y", "[1,1]<stderr>:oops", "[1,1]<stdout>:[z]"]
+    assert parser.feed(first, "stdout") == [
+        (1, "stdout", ["y"]),
         (1, "stderr", ["oops"]),
-        (1, "stdout", ["[y]"]),
+        (1, "stdout", ["[z]"]),
     ]
+    assert parser.feed(["[1,0]<stdout>: whole"], "stdout") == [(0, "stdout", ["x is whole"])]

@@ -211,37 +211,57 @@ def _tagged(sink: RankSink, spec: RankProcess) -> LineSink:
 
         return on_line
 
-    tag = _TAGS[spec.output_tags]
+    parser = TagParser(_TAGS[spec.output_tags], spec.rank_base)
 
     def on_tagged_line(stream: str, lines: list[str], ts: float) -> None:
-        for rank, tagged_stream, run in _runs_by_tag(lines, tag, spec.rank_base, stream):
+        for rank, tagged_stream, run in parser.feed(lines, stream):
             sink(rank, tagged_stream, run, ts)
 
     return on_tagged_line
 
 
-def _untag_tail(text: str, tag: re.Pattern[str]) -> str:
-    """``text`` without a tag at its end: mpirun tags every piece a rank writes, so a line
-    whose newline came in a write of its own ends with a second, empty, tag."""
-    cut = text.rfind("[")
-    if cut > 0 and tag.fullmatch(text, cut):
-        return text[:cut]
-    return text
+Run = tuple[int | None, str, list[str]]
 
 
-def _runs_by_tag(
-    lines: list[str], tag: re.Pattern[str], base: int, stream: str
-) -> list[tuple[int | None, str, list[str]]]:
-    """``lines`` split into runs of one rank and stream each, their tags removed (lines without
-    one, such as the launcher's own, have no rank and keep the pipe's stream)."""
-    runs: list[tuple[int | None, str, list[str]]] = []
-    for line in lines:
-        found = tag.match(line)
-        rank = None if found is None else base + int(found.group("rank"))
-        where = stream if found is None or not found.group("stream") else found.group("stream")
-        text = line if found is None else _untag_tail(line[found.end() :], tag)
-        if runs and runs[-1][:2] == (rank, where):
-            runs[-1][2].append(text)
-        else:
-            runs.append((rank, where, [text]))
-    return runs
+class TagParser:
+    """Turns a launcher's tagged output back into each rank's own lines.
+
+    A launcher tags every piece of output a rank writes, and pieces of different ranks can
+    share one line: mpirun prints ``[1,0]<stdout>:rank 0 …[1,1]<stdout>:rank 1 …`` and then
+    ``[1,0]<stdout>:`` when rank 0's newline came in a write of its own. The last piece of a
+    line is the one its newline belongs to; the pieces before it are kept per rank and stream
+    until that rank's newline comes.
+    """
+
+    def __init__(self, tag: re.Pattern[str], base: int) -> None:
+        self._tag = tag
+        self._base = base
+        self._pending: dict[tuple[int | None, str], str] = {}
+
+    def feed(self, lines: list[str], stream: str) -> list[Run]:
+        runs: list[Run] = []
+        for line in lines:
+            pieces = self._pieces(line, stream)
+            for key, text in pieces[:-1]:
+                self._pending[key] = self._pending.get(key, "") + text
+            key, text = pieces[-1]
+            whole = self._pending.pop(key, "") + text
+            if runs and runs[-1][:2] == key:
+                runs[-1][2].append(whole)
+            else:
+                runs.append((key[0], key[1], [whole]))
+        return runs
+
+    def _pieces(self, line: str, stream: str) -> list[tuple[tuple[int | None, str], str]]:
+        """``((rank, stream), text)`` of each tagged piece of ``line``; text before the first
+        tag (the launcher's own output) has no rank."""
+        found = list(self._tag.finditer(line))
+        pieces: list[tuple[tuple[int | None, str], str]] = []
+        if not found or found[0].start() > 0:
+            first_end = found[0].start() if found else len(line)
+            pieces.append(((None, stream), line[:first_end]))
+        for n, match in enumerate(found):
+            end = found[n + 1].start() if n + 1 < len(found) else len(line)
+            where = match.group("stream") or stream
+            pieces.append(((self._base + int(match.group("rank")), where), line[match.end() : end]))
+        return pieces

@@ -58,7 +58,8 @@ class LaunchContext:
 @dataclass(frozen=True, slots=True)
 class RankProcess:
     """One process to start: its argv and complete environment, and the rank its output is
-    tagged with (``None`` for a process that is not one rank, such as torchrun or mpirun).
+    tagged with: ``None`` where the host runs one process (its host's name tags it) and for a
+    process that is not one rank (torchrun, mpirun, a parameter server).
 
     ``output_tags``: the process starts the host's ranks itself and tags each of their lines:
     ``"torchrun"`` (``[<role><local rank>]:``, torchrun's ``--tee``; the rank is ``rank_base +

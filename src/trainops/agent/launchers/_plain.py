@@ -23,8 +23,9 @@ class PlainLauncher:
             RankProcess(
                 ctx.command,
                 {**ctx.env, **rendezvous_env(ctx, local)},
-                rank=ctx.host_index * per_host + local,
-                local_rank=local,
+                # One process per host needs no rank tag: its host's name says whose it is.
+                rank=ctx.host_index * per_host + local if per_host > 1 else None,
+                local_rank=local if per_host > 1 else None,
             )
             for local in range(per_host)
         ]

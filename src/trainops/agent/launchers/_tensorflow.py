@@ -80,7 +80,15 @@ class MultiWorkerMirroredLauncher:
             rank = ctx.host_index * per_host + local
             config = mwms_config(ctx.hosts, per_host, rank)
             env = {**ctx.env, **rendezvous_env(ctx, local), "TF_CONFIG": json.dumps(config)}
-            found.append(RankProcess(ctx.command, env, rank=rank, local_rank=local))
+            tagged = per_host > 1  # one process per host needs no rank tag
+            found.append(
+                RankProcess(
+                    ctx.command,
+                    env,
+                    rank=rank if tagged else None,
+                    local_rank=local if tagged else None,
+                )
+            )
         return found
 
 
@@ -91,14 +99,12 @@ class ParameterServerLauncher:
     def processes(self, ctx: LaunchContext) -> list[RankProcess]:
         rendezvous = rendezvous_env(ctx, 0)  # one script per host (the spec refuses more)
         if len(ctx.hosts) == 1:
-            return [RankProcess(ctx.command, {**ctx.env, **rendezvous}, rank=0, local_rank=0)]
+            return [RankProcess(ctx.command, {**ctx.env, **rendezvous})]
         task = ps_config(ctx.hosts, ctx.current_host)
         ps = ps_config(ctx.hosts, ctx.current_host, ps_task=True)
         script = RankProcess(
             ctx.command,
             {**ctx.env, **rendezvous, "TF_CONFIG": json.dumps(task)},
-            rank=ctx.host_index,
-            local_rank=0,
         )
         server = RankProcess(
             # Run by path with the job's Python (which has TensorFlow, and may not have trainops).
