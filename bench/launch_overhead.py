@@ -37,6 +37,7 @@ from pathlib import Path
 from _processes import (
     BenchError,
     ProcessSweeper,
+    compile_trainops,
     free_port,
     http_ok,
     port_open,
@@ -191,6 +192,7 @@ class Path_:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    compile_trainops()  # as an installed package is (see _processes.compile_trainops)
     # Short path: Ray puts unix sockets under its temp dir, and those paths are length-limited.
     workdir = Path(tempfile.mkdtemp(prefix="tob-", dir="/tmp"))
     bench = Bench(args, workdir)

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-from _processes import ProcessSweeper, tool
+from _processes import ProcessSweeper, compile_trainops, tool
 from _report import machine, versions, write_json
 
 from trainops.store import MetadataStore
@@ -326,6 +326,7 @@ def update_readme(result: dict[str, Any], readme: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    compile_trainops()  # as an installed package is (see _processes.compile_trainops)
     workdir = Path(tempfile.mkdtemp(prefix="tob-logs-", dir="/tmp"))
     sweeper = ProcessSweeper()
     bare: list[dict[str, Any]] = []

@@ -36,7 +36,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from _processes import BenchError, ProcessSweeper, free_port, http_ok, tool, wait_until
+from _processes import (
+    BenchError,
+    ProcessSweeper,
+    compile_trainops,
+    free_port,
+    http_ok,
+    tool,
+    wait_until,
+)
 from _report import machine, update_section, versions, write_json
 
 BENCH = Path(__file__).resolve().parent
@@ -275,6 +283,7 @@ def update_readme(result: dict[str, Any], readme: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    compile_trainops()  # as an installed package is (see _processes.compile_trainops)
     workdir = Path(tempfile.mkdtemp(prefix="tob-rate-", dir="/tmp"))
     sweeper = ProcessSweeper()
     rounds: dict[str, list[dict[str, Any]]] = {"bare": [], "api": [], "cli": []}

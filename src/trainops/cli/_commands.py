@@ -20,7 +20,19 @@ from trainops.client import (
 )
 from trainops.spec import load_raw_spec
 
-__all__ = ["NoSuchThingError", "describe", "jobs", "logs", "metrics", "server", "stop", "submit"]
+__all__ = [
+    "NoSuchThingError",
+    "describe",
+    "flush_output",
+    "jobs",
+    "logs",
+    "metrics",
+    "print_line",
+    "print_transition",
+    "server",
+    "stop",
+    "submit",
+]
 
 PAGE = 1000
 NEEDS_SERVER = (
@@ -68,7 +80,9 @@ def logs(args: argparse.Namespace) -> int:
         if args.host is not None:
             _check_host(client.describe(args.name), args.host)
         if args.follow:
-            JobFollower(client, args.name, print_line, host=args.host).follow()
+            follower = JobFollower(client, args.name, print_line, host=args.host)
+            follower.on_page = flush_output
+            follower.follow()
             return 0
         after = 0
         while True:
@@ -77,6 +91,7 @@ def logs(args: argparse.Namespace) -> int:
                 return 0
             for line in reply["lines"]:
                 print_line(line)
+            flush_output()
             after = int(reply["next"])
 
 
@@ -128,7 +143,12 @@ def _check_metric(description: dict[str, Any], metric: str) -> None:
 
 
 def print_line(line: dict[str, Any]) -> None:
-    print(format_log_line(line), flush=True)
+    """A log line; the output is flushed once per page (``flush_output``), not per line."""
+    print(format_log_line(line))
+
+
+def flush_output() -> None:
+    sys.stdout.flush()
 
 
 def print_transition(transition: dict[str, Any]) -> None:

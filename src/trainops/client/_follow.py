@@ -14,7 +14,7 @@ from trainops.client._http import Client
 __all__ = ["TERMINAL_STATUSES", "JobFollower", "follow"]
 
 TERMINAL_STATUSES = frozenset({"Completed", "Failed", "Stopped"})
-PAGE = 1000
+PAGE = 5000  # lines per long-poll (the server also caps a page at 8 MiB of text)
 
 LineCallback = Callable[[dict[str, Any]], None]
 TransitionCallback = Callable[[dict[str, Any]], None]
@@ -32,6 +32,7 @@ class JobFollower:
         *,
         host: str | None = None,
         poll_wait: float = 10.0,
+        on_page: Callable[[], None] | None = None,
     ) -> None:
         self.client = client
         self.name = name
@@ -39,6 +40,7 @@ class JobFollower:
         self.on_transition = on_transition
         self.host = host
         self.poll_wait = poll_wait
+        self.on_page = on_page  # after each page of lines (the CLI flushes its output there)
         self.cursor = 0
         self.reported = 0
         self._status: tuple[str, str] | None = None
@@ -76,6 +78,8 @@ class JobFollower:
     def _take(self, reply: dict[str, Any], transitions: list[dict[str, Any]]) -> None:
         self._report(reply.get("lines") or [], transitions)
         self.cursor = max(self.cursor, int(reply.get("next", self.cursor)))
+        if self.on_page is not None:
+            self.on_page()
 
     def _report(self, lines: list[dict[str, Any]], transitions: list[dict[str, Any]]) -> None:
         """Report lines and transitions merged by time, so the output reads in order.
