@@ -89,6 +89,7 @@ def main() -> None:
         module = model.module if isinstance(model, DistributedDataParallel) else model
         torch.save(module.state_dict(), Path(args.model_dir) / "model.pt")
     if world > 1:
+        dist.barrier()  # every rank leaves together: gloo aborts a rank whose peers are gone
         dist.destroy_process_group()
 
 
