@@ -12,8 +12,9 @@ that an embedded server's start-up can overlap with theirs.
 
 from __future__ import annotations
 
-import importlib
 import typing
+
+from trainops._lazy import lazy_names
 
 if typing.TYPE_CHECKING:
     from trainops.server._app import create_app
@@ -44,14 +45,4 @@ _MODULE_OF = {
 }
 
 
-def __getattr__(name: str) -> typing.Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module 'trainops.server' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_names("trainops.server", globals(), _MODULE_OF)

@@ -7,8 +7,9 @@ CLI sends to a server, which validates it) does not import the models or pydanti
 
 from __future__ import annotations
 
-import importlib
 import typing
+
+from trainops._lazy import lazy_names
 
 if typing.TYPE_CHECKING:
     from trainops.spec._distribution import (
@@ -124,14 +125,4 @@ _MODULE_OF = {
 }
 
 
-def __getattr__(name: str) -> typing.Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module 'trainops.spec' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_names("trainops.spec", globals(), _MODULE_OF)
