@@ -35,6 +35,7 @@ __all__ = [
     "Child",
     "SeaweedS3",
     "header",
+    "publish",
     "run_child",
     "seaweed",
     "update_section",
@@ -126,3 +127,11 @@ def tool(name: str) -> str:
     if not beside.is_file():
         raise BenchError(f"{name} not found next to {sys.executable}; pip install -e '.[dev]'")
     return str(beside)
+
+
+def publish(result: dict[str, Any], out: Path, readme: Path, section: str, table: str) -> None:
+    """Write the JSON result, rewrite the README's table, and show both on the console."""
+    write_json(result, out)
+    update_section(readme, section, table)
+    print(table)
+    print(f"wrote {out} and the table in {readme}")

@@ -43,7 +43,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _storage_bench import BENCH, header, seaweed, tool, update_section, write_json
+from _storage_bench import BENCH, header, publish, seaweed, tool
 
 TARGET_P99_RATIO = 1.2
 SECTION = "checkpoint_sync"
@@ -457,10 +457,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     result = build_result(bench, args)
-    write_json(result, args.out)
-    update_section(args.readme, SECTION, render_table(result))
-    print(render_table(result))
-    print(f"wrote {args.out} and the table in {args.readme}")
+    publish(result, args.out, args.readme, SECTION, render_table(result))
     return 0
 
 

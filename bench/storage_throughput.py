@@ -40,11 +40,10 @@ from _storage_bench import (
     BENCH,
     SeaweedS3,
     header,
+    publish,
     run_child,
     seaweed,
     tool,
-    update_section,
-    write_json,
 )
 
 MIB = 1 << 20
@@ -295,10 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     result = build_result(bench, args)
-    write_json(result, args.out)
-    update_section(args.readme, SECTION, render_table(result))
-    print(render_table(result))
-    print(f"wrote {args.out} and the table in {args.readme}")
+    publish(result, args.out, args.readme, SECTION, render_table(result))
     return 0
 
 

@@ -232,3 +232,15 @@ def test_launcher_tags_become_ranks_and_streams() -> None:
         (1, "stdout", ["[z]"]),
     ]
     assert parser.feed(["[1,0]<stdout>: whole"], "stdout") == [(0, "stdout", ["x is whole"])]
+
+
+def test_a_rank_that_never_ends_its_line_is_not_held_without_bound() -> None:
+    from trainops.agent._group import _TAGS, MAX_HELD_CHARS, TagParser
+
+    parser = TagParser(_TAGS["mpirun"], 0)
+    piece = "x" * 4096
+    passed = []
+    for _ in range(MAX_HELD_CHARS // len(piece) + 2):
+        passed += parser.feed([f"[1,0]<stdout>:{piece}[1,1]<stdout>:y"], "stdout")
+    held_back = [run for run in passed if run[0] == 0]
+    assert held_back and len(held_back[0][2][0]) >= MAX_HELD_CHARS

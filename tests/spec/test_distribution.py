@@ -169,3 +169,33 @@ def test_sharded_data_parallel_that_divides_is_accepted() -> None:
         instance_count=2,
     )
     assert spec.view().distribution.smdistributed.modelparallel.enabled
+
+
+@pytest.mark.parametrize(
+    ("distribution", "message"),
+    [
+        ({"mpi": {"enabled": True, "custom_mpi_options": "-x 'A"}}, "cannot be split"),
+        ({"mpi": {"enabled": True, "custom_mpi_options": "-x A\0"}}, "NUL"),
+        (
+            {
+                "smdistributed": {
+                    "modelparallel": {"enabled": True, "parameters": {"x": "y" * 3000}}
+                }
+            },
+            "at most 2500",
+        ),
+        (
+            {
+                "smdistributed": {
+                    "modelparallel": {"enabled": True, "parameters": {"x": float("inf")}}
+                }
+            },
+            "no inf or nan",
+        ),
+    ],
+)
+def test_hostile_distribution_values_are_refused(
+    distribution: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(SpecError, match=message):
+        _spec(distribution)

@@ -26,6 +26,7 @@ __all__ = ["FAIL_FAST_GRACE_SECONDS", "GroupMember", "ProcessGroup"]
 FAIL_FAST_GRACE_SECONDS = 5.0
 POLL_SECONDS = 0.05
 RELEASE_CHECK_SECONDS = 1.0
+MAX_HELD_CHARS = 1 << 20  # a rank's unfinished line held back from interleaved pieces
 
 _TAGS = {
     "torchrun": re.compile(r"\[[A-Za-z_][A-Za-z0-9_]*?(?P<rank>\d+)\]:(?P<stream>)"),
@@ -243,7 +244,11 @@ class TagParser:
         for line in lines:
             pieces = self._pieces(line, stream)
             for key, text in pieces[:-1]:
-                self._pending[key] = self._pending.get(key, "") + text
+                held = self._pending.get(key, "") + text
+                if len(held) >= MAX_HELD_CHARS:  # a rank that never ends its line: pass it on
+                    runs.append((key[0], key[1], [held]))
+                    held = ""
+                self._pending[key] = held
             key, text = pieces[-1]
             whole = self._pending.pop(key, "") + text
             if runs and runs[-1][:2] == key:

@@ -11,6 +11,8 @@ every host will run.
 
 from __future__ import annotations
 
+import json
+import shlex
 from typing import Any
 
 from pydantic import Field, field_validator
@@ -30,6 +32,7 @@ __all__ = [
 ]
 
 MAX_PROCESSES_PER_HOST = 256
+MAX_PARAMETERS_CHARS = 2500  # a hyperparameter value's limit: mp_parameters is one
 PIPELINES = ("simple", "interleaved")
 # The model-parallel parameters trainops reads; others are passed on to the script untouched.
 DEGREE_PARAMETERS = (
@@ -53,12 +56,22 @@ class MpiConfig(SpecModel):
     processes_per_host: int | None = Field(default=None, ge=1, le=MAX_PROCESSES_PER_HOST)
     custom_mpi_options: str = Field(default="", max_length=4096)
 
+    @field_validator("custom_mpi_options")
+    @classmethod
+    def _options(cls, value: str) -> str:
+        return _check_options(value)
+
 
 class DataParallelConfig(SpecModel):
     """Topology-aware data parallel (SageMaker's ``smdistributed.dataparallel``)."""
 
     enabled: bool = False
     custom_mpi_options: str = Field(default="", max_length=4096)
+
+    @field_validator("custom_mpi_options")
+    @classmethod
+    def _options(cls, value: str) -> str:
+        return _check_options(value)
 
 
 class ModelParallelConfig(SpecModel):
@@ -70,6 +83,15 @@ class ModelParallelConfig(SpecModel):
     @field_validator("parameters")
     @classmethod
     def _parameters(cls, value: dict[str, Any]) -> dict[str, Any]:
+        try:
+            encoded = json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError):
+            raise ValueError("must be plain JSON values (no inf or nan)") from None
+        if len(encoded) > MAX_PARAMETERS_CHARS:
+            # They reach the script as the hyperparameter mp_parameters (SageMaker's limit).
+            raise ValueError(
+                f"are {len(encoded)} characters as JSON; at most {MAX_PARAMETERS_CHARS}"
+            )
         for name in (*DEGREE_PARAMETERS, "microbatches"):
             if name in value:
                 degree = value[name]
@@ -199,3 +221,14 @@ def _check_model_parallel(config: ModelParallelConfig, hosts: int, per_host: int
             f"does not divide the data-parallel degree {data_parallel} ({where} / pipeline "
             f"{pipeline} / tensor {tensor})"
         )
+
+
+def _check_options(value: str) -> str:
+    """Options are split like a command line (never run by a shell): they must split."""
+    try:
+        shlex.split(value)
+    except ValueError as exc:
+        raise ValueError(f"cannot be split into arguments: {exc}") from None
+    if "\0" in value:
+        raise ValueError("must not contain a NUL character")
+    return value
