@@ -178,6 +178,7 @@ def worker(args: argparse.Namespace) -> None:
         result["step"] = _step_times(args.steps, world)
     if world.rank == 0:
         args.worker.write_text(json.dumps(result))
+    dist.barrier()  # leave together: gloo aborts a rank whose peers are gone
     dist.destroy_process_group()
 
 

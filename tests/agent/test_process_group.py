@@ -55,6 +55,7 @@ dist.init_process_group("gloo")
 t = torch.tensor([float(dist.get_rank() + 1)])
 dist.all_reduce(t)
 print(f"sum={t.item():g} rank={dist.get_rank()} world={dist.get_world_size()}", flush=True)
+dist.barrier()  # leave together: gloo aborts a rank whose peers are gone
 dist.destroy_process_group()
 """
 

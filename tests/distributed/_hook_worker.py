@@ -52,6 +52,7 @@ def main() -> None:
     }
     with open(sys.argv[1], "w", encoding="utf-8") as out:
         json.dump(result, out)
+    dist.barrier()  # leave together: gloo aborts a rank whose peers are gone
     dist.destroy_process_group()
 
 

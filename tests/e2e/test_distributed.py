@@ -19,6 +19,7 @@ dist.init_process_group("gloo")  # MASTER_ADDR=algo-1, as SageMaker's PyTorch co
 t = torch.tensor([float(dist.get_rank() + 1)])
 dist.all_reduce(t)
 print(f"sum={t.item():g} of {dist.get_world_size()} master={os.environ['MASTER_ADDR']}", flush=True)
+dist.barrier()  # leave together: gloo aborts a rank whose peers are gone
 dist.destroy_process_group()
 """
 
