@@ -1,11 +1,13 @@
-"""Every launcher passes the same suite: what it starts covers the host's ranks with the full
-rendezvous environment on top of the SageMaker contract, and nothing else is changed."""
+"""Every launcher passes the same suite, on the first host and on another: what it starts covers
+the host's ranks with the full rendezvous environment on top of the SageMaker contract, and
+nothing else is changed; a host it reaches with the job's remote shell runs the keeper."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
+from pathlib import Path
 from typing import NamedTuple
 
 import pytest
@@ -16,7 +18,9 @@ from trainops.agent.launchers import (
     RankProcess,
     available_launchers,
     launcher_for,
+    remote_shell_paths,
 )
+from trainops.agent.launchers.remote_shell import SOCKET_ENV
 from trainops.spec import JobSpec
 
 HOSTS = ("algo-1", "algo-2")
@@ -24,7 +28,7 @@ PER_HOST = 2
 RANK_VARIABLES = {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "NODE_RANK"}
 
 
-def _context(launcher: str) -> LaunchContext:
+def _context(launcher: str, host_index: int = -1) -> LaunchContext:
     switch = {
         "plain": {},
         "pytorchddp": {"pytorchddp": {"enabled": True}},
@@ -41,25 +45,37 @@ def _context(launcher: str) -> LaunchContext:
         distribution={**switch, "processes_per_host": _per_host(launcher)},
     ).view()
     assert job.distribution.launcher == launcher
+    current = hosts[host_index]
     return LaunchContext(
         job=job,
         job_name="job-1",
         attempt=1,
         hosts=hosts,
-        current_host=hosts[-1],
+        current_host=current,
         command=("/venv/bin/python", "train.py", "--lr", "0.1"),
         python="/venv/bin/python",
         entry_point="train.py",
         script_args=("--lr", "0.1"),
-        env=_contract(hosts),
+        env=_contract(hosts, current),
         master_addr="algo-1",
         master_port=23456,
+        remote_shell=remote_shell_paths(Path("/run/rsh")) if len(hosts) > 1 else None,
     )
 
 
 class Launched(NamedTuple):
     name: str
+    ctx: LaunchContext
     processes: list[RankProcess]
+
+    @property
+    def index(self) -> int:
+        return self.ctx.host_index
+
+    def is_keeper(self, process: RankProcess) -> bool:
+        """A host reached by the remote shell runs the keeper instead of the script."""
+        shell = self.ctx.remote_shell
+        return shell is not None and process.argv == shell.keeper
 
 
 def _hosts(launcher: str) -> tuple[str, ...]:
@@ -68,9 +84,9 @@ def _hosts(launcher: str) -> tuple[str, ...]:
     return HOSTS if limit is None else HOSTS[:limit]
 
 
-def _contract(hosts: tuple[str, ...]) -> dict[str, str]:
+def _contract(hosts: tuple[str, ...], current: str) -> dict[str, str]:
     return {
-        "SM_CURRENT_HOST": hosts[-1],
+        "SM_CURRENT_HOST": current,
         "SM_HOSTS": json.dumps(list(hosts)),
         "PATH": os.environ.get("PATH", ""),
     }
@@ -80,41 +96,72 @@ def _per_host(launcher: str) -> int:
     return 1 if launcher == "parameter_server" else PER_HOST  # one script per host there
 
 
-@pytest.fixture(params=sorted(LAUNCHERS))
+@pytest.fixture(
+    params=[(name, index) for name in sorted(LAUNCHERS) for index in (0, -1)],
+    ids=lambda p: f"{p[0]}-{'first' if p[1] == 0 else 'other'}-host",
+)
 def launched(request: pytest.FixtureRequest) -> Launched:
-    name = str(request.param)
+    name, index = request.param
     if name == "mpi" and shutil.which("mpirun") is None:
         pytest.skip("Open MPI's mpirun is not installed (make test installs it where it can)")
-    return Launched(name, launcher_for(name).processes(_context(name)))
+    ctx = _context(name, index)
+    return Launched(name, ctx, launcher_for(name).processes(ctx))
+
+
+def _scripts(launched: Launched) -> list[RankProcess]:
+    return [p for p in launched.processes if not p.auxiliary and not launched.is_keeper(p)]
 
 
 def test_argv_is_a_list_of_plain_arguments(launched: Launched) -> None:
-    processes = launched.processes
-    assert processes
-    for process in (p for p in processes if not p.auxiliary):
+    assert launched.processes
+    for process in launched.processes:
         assert process.argv and all(isinstance(a, str) and a for a in process.argv)
-        assert "train.py" in process.argv and process.argv[-2:] == ("--lr", "0.1")
         assert not {"-c", "sh", "/bin/sh"} & set(process.argv[:2])  # never a shell string
+    for process in _scripts(launched):
+        assert "train.py" in process.argv and process.argv[-2:] == ("--lr", "0.1")
 
 
 def test_the_contract_reaches_every_process_unchanged(launched: Launched) -> None:
-    contract = _contract(_hosts(launched.name))
+    ctx = launched.ctx
+    contract = _contract(ctx.hosts, ctx.current_host)
     for process in launched.processes:
         assert {k: process.env[k] for k in contract} == contract
 
 
 def test_every_process_agrees_on_the_master(launched: Launched) -> None:
-    for process in (p for p in launched.processes if not p.auxiliary):
+    for process in _scripts(launched):
         assert (process.env["MASTER_ADDR"], process.env["MASTER_PORT"]) == ("algo-1", "23456")
 
 
+def test_only_other_hosts_run_the_keeper_and_alone(launched: Launched) -> None:
+    keepers = [p for p in launched.processes if launched.is_keeper(p)]
+    if keepers:
+        assert launched.index > 0 and launched.processes == keepers == keepers[:1]
+        assert keepers[0].rank is None and keepers[0].output_tags is None
+
+
+def test_a_launcher_that_reaches_hosts_uses_the_jobs_remote_shell(launched: Launched) -> None:
+    shell = launched.ctx.remote_shell
+    for process in _scripts(launched):
+        argv = list(process.argv)
+        if "plm_rsh_agent" in argv:  # mpirun: the job's remote shell, never ssh
+            assert shell is not None and argv[argv.index("plm_rsh_agent") + 1] == " ".join(
+                shell.agent
+            )
+            assert process.env[SOCKET_ENV] == shell.env[SOCKET_ENV]
+        else:
+            assert SOCKET_ENV not in process.env
+
+
 def test_the_hosts_ranks_are_covered_once(launched: Launched) -> None:
-    name, processes = launched
-    per_host, hosts = _per_host(name), _hosts(name)
-    index = len(hosts) - 1  # this host is the last
+    name, processes = launched.name, launched.processes
+    per_host, hosts = _per_host(name), launched.ctx.hosts
+    index = launched.index
     ranked = [p for p in processes if p.rank is not None]
-    scripts = [p for p in processes if not p.auxiliary]
-    if per_host == 1:  # one script per host: untagged, and its rank is the host's
+    scripts = _scripts(launched)
+    if not scripts:  # reached by the remote shell: the first host's launcher starts its ranks
+        assert index > 0 and all(launched.is_keeper(p) for p in processes)
+    elif per_host == 1:  # one script per host: untagged, and its rank is the host's
         [script] = scripts
         assert script.rank is None and script.output_tags is None
         assert (script.env["RANK"], script.env["WORLD_SIZE"]) == (str(index), str(len(hosts)))

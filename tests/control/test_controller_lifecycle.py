@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import io
 import itertools
 import tarfile
@@ -11,6 +12,7 @@ import pytest
 
 from tests.control._harness import control_plane, wait_for
 from trainops._settings import Settings
+from trainops.agent.launchers import LAUNCHERS
 
 pytestmark = pytest.mark.slow
 
@@ -168,8 +170,12 @@ def _members(path: Path) -> dict[str, bytes]:
 
 
 def test_a_launcher_cannot_span_more_hosts_than_it_can_is_refused_by_name(
-    settings: Settings,
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Every launcher spans any number of hosts today; one that cannot is refused at submission.
+    one_host = copy.copy(LAUNCHERS["mpi"])
+    one_host.max_hosts = 1
+    monkeypatch.setitem(LAUNCHERS, "mpi", one_host)
     with control_plane(settings) as plane:
         body = {
             "job_name": "mpi-two-hosts",

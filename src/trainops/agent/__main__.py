@@ -20,6 +20,7 @@ from types import FrameType
 from trainops._settings import Settings
 from trainops.agent._agent import HostAgent
 from trainops.agent._client import AgentApiError, AgentClient, fetch_assignment
+from trainops.agent._remote import HttpSpawnApi
 from trainops.agent._reporter import HttpReporter
 from trainops.agent._resources import pin_cpus
 from trainops.agent._standby import serve_launches
@@ -74,6 +75,7 @@ def main(environ: Mapping[str, str] | None = None) -> int:
             reporter=reporter,
             settings=settings,
             environ=env,
+            spawn_api=HttpSpawnApi(lambda: _client(launch, settings), launch.attempt),
         )
     except Exception as exc:  # a malformed assignment is trainops' fault, not the job's
         return _report_crash(launch, settings, f"{type(exc).__name__}: {exc}", reporter)

@@ -29,6 +29,7 @@ from trainops.agent._priority import BackgroundPriority
 from trainops.agent._process import ScriptProcess
 from trainops.agent._ranks import host_processes
 from trainops.agent._reaper import new_marker
+from trainops.agent._remote import RemoteShell, SpawnApi
 from trainops.agent._reporter import Reporter
 from trainops.agent._resources import host_warnings
 from trainops.agent._setup import (
@@ -41,7 +42,7 @@ from trainops.agent._space import disk_full, free_paths, is_out_of_space, no_spa
 from trainops.agent._stop import StopControl
 from trainops.agent._sync import DirectorySync
 from trainops.agent._tree import HostTree
-from trainops.agent.launchers import LaunchError
+from trainops.agent.launchers import LaunchError, remote_shell_paths
 from trainops.archive import safe_extract
 from trainops.protocol import Assignment, EventKind, HostOutcome, Phase
 from trainops.storage import ObjectStore, store_for
@@ -76,6 +77,7 @@ class HostAgent:
         settings: Settings | None = None,
         environ: Mapping[str, str] | None = None,
         sync_interval: float = 1.0,
+        spawn_api: SpawnApi | None = None,
     ) -> None:
         self.assignment = assignment
         self.job = assignment.spec
@@ -99,6 +101,8 @@ class HostAgent:
         self._env: dict[str, str] = {}
         self._stop = StopControl(self.job.grace_seconds)
         self._running: ScriptProcess | ProcessGroup | None = None
+        self._spawn_api = spawn_api  # the remote shell's calls, on a job of several hosts
+        self._remote: RemoteShell | None = None
         self._rank_exits: list[dict[str, int | None]] = []  # how each rank ended
         self._doing = "preparing the host"  # what the host is busy with, for a full disk's reason
 
@@ -179,7 +183,7 @@ class HostAgent:
         self._doing = "restoring the checkpoints"
         self._restore_checkpoints()
         for channel in self.job.inputs:
-            self._stop.poll(self.reporter)
+            self._take_commands()
             self._doing = f"downloading channel {channel.name!r}"
             if not self.stop_requested:
                 download_channel(
@@ -237,7 +241,7 @@ class HostAgent:
     # Training ----------------------------------------------------------------------------
 
     def _train(self, command: ScriptCommand | None) -> HostResult:
-        self._stop.poll(self.reporter)
+        self._take_commands()
         if self.stop_requested or command is None:
             return HostResult(HostOutcome.STOPPED)
         self._new_sync(
@@ -248,7 +252,19 @@ class HostAgent:
         self._phase(Phase.TRAINING, "Training in progress")
         self._doing = "the script ran"
         try:
-            launch = host_processes(self.assignment, command, self._env, self.state_dir)
+            return self._run_group(command)
+        finally:
+            if self._remote is not None:
+                self._remote.close()
+                self._remote = None
+
+    def _run_group(self, command: ScriptCommand) -> HostResult:
+        if self._spawn_api is not None and len(self.assignment.hosts) > 1:
+            self._remote = RemoteShell(self._spawn_api, self.assignment.hosts, self.log.agent)
+            self._remote.start()
+        paths = None if self._remote is None else remote_shell_paths(self._remote.directory)
+        try:
+            launch = host_processes(self.assignment, command, self._env, self.state_dir, paths)
         except LaunchError as exc:
             return HostResult(HostOutcome.FAILED, None, str(exc))
         for warning in launch.warnings:
@@ -290,11 +306,17 @@ class HostAgent:
         ]
         return self._result_of(returncode, group)
 
+    def _take_commands(self) -> None:
+        """The control plane's commands: stops, and spawns for the remote shell's keeper."""
+        for command in self.reporter.commands():
+            if not self._stop.take(command) and self._remote is not None:
+                self._remote.take(command)
+
     def _supervise(self, process: ScriptProcess | ProcessGroup) -> int:
         """Wait for ``process``, passing on stop requests (SIGTERM, SIGKILL after the grace)."""
         self._running = process
         while process.wait(POLL_SECONDS) is None:
-            self._stop.poll(self.reporter)
+            self._take_commands()
             self._stop.deliver(process, self.log.agent)
         returncode = process.finish()
         self._running = None
@@ -309,9 +331,24 @@ class HostAgent:
             returncode, group.failed_argv(), group.stderr_tail()
         )
         failed = group.first_failure
-        if failed is not None and failed.spec.rank is not None and len(group.members) > 1:
+        by_launcher = group.failed_rank()
+        if by_launcher is not None and not self.tree.failure_file.exists():
+            rank, tail = by_launcher
+            reason = exit_failure_reason(
+                returncode, group.failed_argv(), tail or group.stderr_tail()
+            )
+            reason = f"rank {rank} on {self._host_of_rank(rank)}: {reason}"[:1024]
+        elif failed is not None and failed.spec.rank is not None and len(group.members) > 1:
             reason = f"{failed.label} on {self.assignment.current_host}: {reason}"[:1024]
         return HostResult(HostOutcome.FAILED, returncode, reason)
+
+    def _host_of_rank(self, rank: int) -> str:
+        """Where a rank a launcher names runs: mpirun lays ranks out host by host (``-map-by
+        slot``), torchrun starts this host's ranks only."""
+        hosts, per_host = self.assignment.hosts, self.job.distribution.processes_per_host
+        if self.job.distribution.launcher == "mpi" and 0 <= rank < per_host * len(hosts):
+            return hosts[rank // per_host]
+        return self.assignment.current_host
 
     def _mark_outcome(self, result: HostResult) -> None:
         try:

@@ -1,7 +1,8 @@
-"""The agent API client: two calls over the shared keep-alive transport (``trainops._transport``).
+"""The agent API client over the shared keep-alive transport (``trainops._transport``).
 
-A connection the server closed while idle is retried once at once, which is safe because both
-calls are idempotent (events carry sequence numbers). When the server cannot be reached,
+A connection the server closed while idle is retried once at once, which is safe because the
+calls are idempotent (events carry sequence numbers; a spawn's reports only move it forward;
+opening a spawn is the one call that is not, and its caller gives up on an error). When the server cannot be reached,
 :meth:`AgentClient.refresh_server` re-reads ``$TRAINOPS_HOME/server.json`` in case the control
 plane came back on another port.
 """
@@ -73,6 +74,26 @@ class AgentClient:
         """Post events already encoded as JSON objects separated by commas (journal lines)."""
         body = b'{"attempt":%d,"events":[%b]}' % (attempt, events_json)
         return EventReply.from_json(self._call("POST", f"{self._path}/events", body))
+
+    def open_spawn(self, attempt: int, target: str, words: Sequence[str]) -> dict[str, Any]:
+        """Ask ``target`` to run ``words`` (see ``trainops.control._relay``)."""
+        body = {"attempt": attempt, "target": target, "words": list(words)}
+        return self._call("POST", f"{self._path}/spawns", json.dumps(body).encode("utf-8"))
+
+    def spawn_status(self, attempt: int, spawn_id: str) -> dict[str, Any]:
+        return self._call("GET", f"{self._path}/spawns/{quote(spawn_id)}?attempt={attempt}", None)
+
+    def report_spawn(
+        self,
+        attempt: int,
+        spawn_id: str,
+        state: str,
+        exit_code: int | None = None,
+        error: str | None = None,
+    ) -> dict[str, Any]:
+        body = {"attempt": attempt, "state": state, "exit_code": exit_code, "error": error}
+        path = f"{self._path}/spawns/{quote(spawn_id)}"
+        return self._call("POST", path, json.dumps(body).encode("utf-8"))
 
     def refresh_server(self) -> bool:
         """Switch to the URL in ``server.json`` if it names another server; ``True`` if so."""

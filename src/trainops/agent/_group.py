@@ -13,11 +13,13 @@ import re
 import socket
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from trainops.agent._hostlog import LineSink
+from trainops.agent._hostns import unwrap
 from trainops.agent._process import ScriptProcess
 from trainops.agent.launchers import RankProcess
 
@@ -32,8 +34,40 @@ _TAGS = {
     "torchrun": re.compile(r"\[[A-Za-z_][A-Za-z0-9_]*?(?P<rank>\d+)\]:(?P<stream>)"),
     "mpirun": re.compile(r"\[\d+,(?P<rank>\d+)\]<(?P<stream>stdout|stderr)>:"),
 }
+# How each launcher names the rank that failed first, in its own (untagged) output.
+_FAILED_RANK = {
+    # torchrun's error summary: "  rank      : 3 (local_rank: 1)" (the global rank)
+    "torchrun": re.compile(r"^\s*rank\s*:\s*(\d+)\s*\(local_rank"),
+    # mpirun: "MPI_ABORT was invoked on rank 3 …", "Process name: [[4415,1],3]",
+    # "mpirun noticed that process rank 3 with PID …"
+    "mpirun": re.compile(
+        r"MPI_ABORT was invoked on rank (\d+)|Process name: \[\[\d+,\d+\],(\d+)\]"
+        r"|process rank (\d+) with PID"
+    ),
+}
+RANK_TAIL_LINES = 20
 
 RankSink = Callable[[int | None, str, list[str], float], None]
+
+
+@dataclass
+class RankTails:
+    """What a launcher's ranks wrote to stderr last, and the rank the launcher says failed."""
+
+    failed_rank: int | None = None
+    stderr: dict[int, deque[str]] = field(default_factory=dict)
+
+    def take(
+        self, rank: int | None, stream: str, lines: list[str], failed: re.Pattern[str]
+    ) -> None:
+        if rank is not None and stream == "stderr":
+            self.stderr.setdefault(rank, deque(maxlen=RANK_TAIL_LINES)).extend(lines)
+        elif rank is None and self.failed_rank is None:
+            for line in lines:
+                match = failed.search(line)
+                if match:
+                    self.failed_rank = int(next(g for g in match.groups() if g is not None))
+                    return
 
 
 @dataclass
@@ -44,6 +78,7 @@ class GroupMember:
     process: ScriptProcess
     returncode: int | None = None
     released: bool = False  # an auxiliary process the group stopped because its work was done
+    tails: RankTails = field(default_factory=RankTails)  # a launcher's ranks (output_tags)
 
     @property
     def label(self) -> str:
@@ -66,6 +101,7 @@ class ProcessGroup:
             raise ValueError("a process group needs at least one process")
         # Each process gets a marker of its own: the first to end sweeps up what it left
         # behind, and must not take its siblings with it.
+        tails = [RankTails() for _ in processes]
         self.members = [
             GroupMember(
                 spec,
@@ -73,11 +109,12 @@ class ProcessGroup:
                     spec.argv,
                     cwd=cwd,
                     env=spec.env,
-                    on_line=_tagged(on_line, spec),
+                    on_line=_tagged(on_line, spec, tail),
                     marker=marker(),
                 ),
+                tails=tail,
             )
-            for spec in processes
+            for spec, tail in zip(processes, tails, strict=True)
         ]
         self._fail_fast_grace = fail_fast_grace
         self.first_failure: GroupMember | None = None
@@ -164,9 +201,19 @@ class ProcessGroup:
         member = self.first_failure or self.members[0]
         return list(member.process.stderr_tail)
 
+    def failed_rank(self) -> tuple[int, list[str]] | None:
+        """The rank a launcher (torchrun, mpirun) says failed first, and its last stderr lines;
+        ``None`` where the group did not fail that way."""
+        member = self.first_failure
+        if member is None or member.tails.failed_rank is None:
+            return None
+        rank = member.tails.failed_rank
+        return rank, list(member.tails.stderr.get(rank, ()))
+
     def failed_argv(self) -> list[str]:
+        """The command of the process that failed first, as its launcher gave it."""
         member = self.first_failure or self.members[0]
-        return list(member.spec.argv)
+        return unwrap(member.spec.argv)
 
     def _release_auxiliaries(self) -> None:
         """The script is done: stop its helpers, each once its ``release_after`` is down."""
@@ -204,7 +251,7 @@ def _listening(host: str, port: int) -> bool:
         return False
 
 
-def _tagged(sink: RankSink, spec: RankProcess) -> LineSink:
+def _tagged(sink: RankSink, spec: RankProcess, tails: RankTails) -> LineSink:
     if spec.output_tags is None:
 
         def on_line(stream: str, lines: list[str], ts: float) -> None:
@@ -213,9 +260,11 @@ def _tagged(sink: RankSink, spec: RankProcess) -> LineSink:
         return on_line
 
     parser = TagParser(_TAGS[spec.output_tags], spec.rank_base)
+    failed = _FAILED_RANK[spec.output_tags]
 
     def on_tagged_line(stream: str, lines: list[str], ts: float) -> None:
         for rank, tagged_stream, run in parser.feed(lines, stream):
+            tails.take(rank, tagged_stream, run, failed)
             sink(rank, tagged_stream, run, ts)
 
     return on_tagged_line

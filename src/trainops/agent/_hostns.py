@@ -24,7 +24,14 @@ import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["HOSTS_FILE", "host_addresses", "namespaces_available", "wrap", "write_hosts_file"]
+__all__ = [
+    "HOSTS_FILE",
+    "host_addresses",
+    "namespaces_available",
+    "unwrap",
+    "wrap",
+    "write_hosts_file",
+]
 
 HOSTS_FILE = Path("/etc/hosts")
 _available: bool | None = None
@@ -66,6 +73,13 @@ def wrap(argv: Sequence[str], hostname: str, hosts_file: Path, hosts: Sequence[s
         "--",
         *argv,
     ]
+
+
+def unwrap(argv: Sequence[str]) -> list[str]:
+    """The command :func:`wrap` runs (``argv`` itself where it is not wrapped)."""
+    if list(argv[1:3]) == ["-m", "trainops._hostns_exec"] and "--" in argv:
+        return list(argv[list(argv).index("--") + 1 :])
+    return list(argv)
 
 
 def namespaces_available() -> bool:

@@ -14,7 +14,13 @@ from pathlib import Path
 
 from trainops.agent._hostns import host_addresses, namespaces_available, wrap, write_hosts_file
 from trainops.agent._setup import ScriptCommand
-from trainops.agent.launchers import LaunchContext, RankProcess, job_port, launcher_for
+from trainops.agent.launchers import (
+    LaunchContext,
+    RankProcess,
+    RemoteShellPaths,
+    job_port,
+    launcher_for,
+)
 from trainops.protocol import Assignment
 
 __all__ = ["LOCAL_MASTER", "HostLaunch", "host_processes"]
@@ -36,9 +42,14 @@ class HostLaunch:
 
 
 def host_processes(
-    assignment: Assignment, command: ScriptCommand, env: dict[str, str], state_dir: Path
+    assignment: Assignment,
+    command: ScriptCommand,
+    env: dict[str, str],
+    state_dir: Path,
+    remote_shell: RemoteShellPaths | None = None,
 ) -> HostLaunch:
-    """What this host runs, as the job's launcher lays it out."""
+    """What this host runs, as the job's launcher lays it out; ``remote_shell`` is how the
+    launcher may start programs on the job's other hosts."""
     job = assignment.spec
     distributed = len(assignment.hosts) > 1 or job.distribution.processes_per_host > 1
     named = distributed and namespaces_available()
@@ -55,6 +66,7 @@ def host_processes(
         env=env,
         master_addr=assignment.hosts[0] if named else LOCAL_MASTER,
         master_port=job_port(assignment.job_name, assignment.attempt),
+        remote_shell=remote_shell,
     )
     processes = launcher_for(job.distribution.launcher).processes(ctx)
     shown = list(processes[0].argv)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from trainops.agent._reporter import Reporter
+from trainops.protocol import Command
 
 __all__ = ["StopControl", "Stoppable"]
 
@@ -48,10 +49,16 @@ class StopControl:
         self._requests += 1
 
     def poll(self, reporter: Reporter) -> None:
-        """Take in the ``stop`` commands the control plane sent."""
+        """Take in the ``stop`` commands the control plane sent (and drop the others)."""
         for command in reporter.commands():
-            if command.kind == "stop":
-                self.request(command.reason or "stop requested", command.grace_seconds)
+            self.take(command)
+
+    def take(self, command: Command) -> bool:
+        """Take in ``command`` if it is a stop; ``True`` if it was."""
+        if command.kind != "stop":
+            return False
+        self.request(command.reason or "stop requested", command.grace_seconds)
+        return True
 
     def deliver(self, process: Stoppable, log: Callable[[str], None]) -> None:
         """Pass a new request on to ``process`` (SIGTERM now, SIGKILL after the grace)."""

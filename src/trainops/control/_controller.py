@@ -10,8 +10,9 @@ from __future__ import annotations
 import hmac
 import sqlite3
 from collections.abc import Sequence
+from typing import Any
 
-from trainops._errors import JobNotFoundError, SpecError, StorageError
+from trainops._errors import JobNotFoundError, SpecError, StorageError, TrainopsError
 from trainops._settings import Settings
 from trainops.agent.launchers import available_launchers, launcher_for
 from trainops.backends import Backend
@@ -20,6 +21,7 @@ from trainops.control._events import EventIntake
 from trainops.control._lifecycle import Lifecycle
 from trainops.control._monitor import Monitor, PeriodicWorker, StoreHealth
 from trainops.control._placement import Placement, token_hash
+from trainops.control._relay import Spawn, SpawnRelay
 from trainops.control._retention import TreeRetention
 from trainops.control._status import (
     ENDED,
@@ -30,7 +32,13 @@ from trainops.control._status import (
     SecondaryStatus,
     StopReason,
 )
-from trainops.protocol import AgentEvent, Assignment, EventReply, HostResources
+from trainops.protocol import (
+    AgentEvent,
+    Assignment,
+    EventReply,
+    HostResources,
+    SpawnState,
+)
 from trainops.spec import JobSpec, check_job_name
 from trainops.storage import join_uri, store_for
 from trainops.store import HostRecord, JobRecord, MetadataStore
@@ -56,6 +64,7 @@ class JobController:
         self.intake = EventIntake(self.core, self.lifecycle)
         self.placement = Placement(self.core, self.lifecycle)
         self.health = StoreHealth()
+        self.spawns = SpawnRelay()
         self.monitor = Monitor(self.core, self.lifecycle, self.intake, self.health)
         self._scheduler = PeriodicWorker("trainops-scheduler", _SCHEDULER_PERIOD_S, self._schedule)
         self._monitor = PeriodicWorker(
@@ -206,7 +215,75 @@ class JobController:
             self.health.succeeded()
             job = self.job(job_name)
             record = self.store.host(job_name, host, attempt) or record
-            return EventReply(acked_seq=acked, commands=self.intake.commands_for(job, record))
+            commands = self.intake.commands_for(job, record)
+        if not commands and not record.exited:
+            commands = self.spawns.commands_for(job_name, attempt, host)
+        return EventReply(acked_seq=acked, commands=commands)
+
+    # --- remote commands between the hosts of a job (see _relay) ------------------------------
+
+    def open_spawn(
+        self, job_name: str, host: str, attempt: int, token: str, target: str, words: list[str]
+    ) -> dict[str, Any]:
+        """Ask ``target`` (a host of the same job and attempt) to run ``words``."""
+        job, _ = self._authorize(job_name, host, attempt, token)
+        self._check_running(job, attempt)
+        record = self.store.host(job_name, target, attempt)
+        if record is None:
+            raise TrainopsError(f"job {job_name!r} has no host {target!r} in attempt {attempt}")
+        if record.exited:
+            raise JobEndedError(f"host {target} of job {job_name!r} has already ended")
+        try:
+            spawn = self.spawns.open(job_name, attempt, host, target, words)
+        except ValueError as exc:
+            raise TrainopsError(f"remote command for {target}: {exc}") from None
+        return spawn.to_json()
+
+    def spawn_status(
+        self, job_name: str, host: str, attempt: int, token: str, spawn_id: str
+    ) -> dict[str, Any]:
+        """Where a spawn stands; one whose job (or target host) has ended meanwhile fails."""
+        job, _ = self._authorize(job_name, host, attempt, token)
+        spawn = self._spawn(job_name, attempt, spawn_id)
+        if job.status in ENDED or job.attempt != attempt or job.stop_reason:
+            self.spawns.update(spawn, SpawnState.FAILED, None, "the job has ended")
+        else:
+            target = self.store.host(job_name, spawn.target, attempt)
+            if target is not None and target.exited and spawn.state is SpawnState.PENDING:
+                reason = f"host {spawn.target} ended before it ran the command"
+                self.spawns.update(spawn, SpawnState.FAILED, None, reason)
+        return spawn.to_json()
+
+    def report_spawn(
+        self,
+        job_name: str,
+        host: str,
+        attempt: int,
+        token: str,
+        spawn_id: str,
+        state: SpawnState,
+        exit_code: int | None,
+        error: str | None,
+    ) -> dict[str, Any]:
+        """The target host says how a spawn went."""
+        self._authorize(job_name, host, attempt, token)
+        spawn = self._spawn(job_name, attempt, spawn_id)
+        if spawn.target != host:
+            raise AgentAuthError(f"remote command {spawn_id} is not for host {host}")
+        if state is SpawnState.PENDING:
+            raise TrainopsError("a host reports a remote command started, exited or failed")
+        self.spawns.update(spawn, state, exit_code, error)
+        return spawn.to_json()
+
+    def _spawn(self, job_name: str, attempt: int, spawn_id: str) -> Spawn:
+        spawn = self.spawns.get(job_name, attempt, spawn_id)
+        if spawn is None:
+            raise JobNotFoundError(f"job {job_name!r} has no remote command {spawn_id!r}")
+        return spawn
+
+    def _check_running(self, job: JobRecord, attempt: int) -> None:
+        if job.status in ENDED or job.attempt != attempt or job.stop_reason:
+            raise JobEndedError(f"job {job.name!r} is ending; it starts no remote command")
 
     def _authorize(
         self, job_name: str, host: str, attempt: int, token: str

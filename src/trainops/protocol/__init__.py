@@ -32,6 +32,7 @@ from trainops.protocol._messages import (
     HostOutcome,
     HostResources,
     Phase,
+    SpawnState,
     event_span,
 )
 
@@ -59,6 +60,7 @@ __all__ = [
     "Phase",
     "RetrySpec",
     "SmDistributedSpec",
+    "SpawnState",
     "SpecViewError",
     "StoppingSpec",
     "SubmittedJob",

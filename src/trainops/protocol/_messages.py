@@ -3,7 +3,8 @@
 The agent fetches an :class:`Assignment`, then posts batches of :class:`AgentEvent` (each with a
 per-host, per-attempt sequence number, so a resend after a lost reply is harmless) and receives
 an :class:`EventReply` with the highest sequence number the control plane has stored and any
-:class:`Command` for it (today: stop). Plain dataclasses and JSON keep the agent's imports light.
+:class:`Command` for it (stop, or spawn: a command another host of the job asked this host to run,
+see :class:`SpawnState`). Plain dataclasses and JSON keep the agent's imports light.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ __all__ = [
     "HostOutcome",
     "HostResources",
     "Phase",
+    "SpawnState",
     "event_span",
 ]
 
@@ -155,13 +157,31 @@ class Assignment:
         return cls(**data)
 
 
+class SpawnState(StrEnum):
+    """Where a remote command (``Command(kind="spawn")``) stands.
+
+    Another host's agent asked for it (``pending``); this host's agent handed it to the host's
+    keeper process (``started``); its first process ended (``exited``, with its exit code), or it
+    could not be run (``failed``, with the reason)."""
+
+    PENDING = "pending"
+    STARTED = "started"
+    EXITED = "exited"
+    FAILED = "failed"
+
+
 @dataclass(frozen=True, slots=True)
 class Command:
-    """An instruction for the agent. ``kind == "stop"``: SIGTERM, then SIGKILL after grace."""
+    """An instruction for the agent. ``kind == "stop"``: SIGTERM, then SIGKILL after grace.
+    ``kind == "spawn"``: run ``words`` (a remote shell's command line, one word per item) in
+    this host's keeper and report it as ``spawn_id``; repeated until the agent reports it
+    started, so the agent runs each ``spawn_id`` once."""
 
     kind: str
     reason: str = ""
     grace_seconds: float = 120.0
+    spawn_id: str = ""
+    words: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

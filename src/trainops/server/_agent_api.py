@@ -1,7 +1,9 @@
 """The agent API (``/agent/v1``): host agents fetch their assignment and report events.
 
 Every call carries the job's agent token; the reply to a report acknowledges the events stored
-and carries the agent's commands (stop). See docs/internals/agent-protocol.md.
+and carries the agent's commands (stop, spawn). The spawn routes relay a remote command from one
+host of a job to another (a launcher's remote shell, see ``trainops.control._relay``). See
+docs/internals/agent-protocol.md.
 
 A report may carry tens of thousands of events: its body is parsed with ``json.loads`` and
 checked by hand (no model per event), off the event loop, and stored in one transaction.
@@ -13,14 +15,14 @@ import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from trainops.control import JobController
-from trainops.protocol import AgentEvent
+from trainops.protocol import AgentEvent, SpawnState
 from trainops.server._http import ApiError, bearer_token
 
-__all__ = ["EventBatch", "agent_router"]
+__all__ = ["EventBatch", "SpawnReport", "SpawnRequest", "agent_router"]
 
 
 class EventBatch(BaseModel):
@@ -28,6 +30,33 @@ class EventBatch(BaseModel):
 
     attempt: int
     events: list[dict[str, Any]]
+
+
+class SpawnRequest(BaseModel):
+    """Run ``words`` (a remote shell's command line) on ``target``, a host of the same job."""
+
+    attempt: int = Field(ge=1)
+    target: str = Field(min_length=1, max_length=256)
+    words: list[str] = Field(min_length=1, max_length=4096)
+
+
+class SpawnReport(BaseModel):
+    """The target host's word on a spawn: started, exited (with its exit code) or failed."""
+
+    attempt: int = Field(ge=1)
+    state: SpawnState
+    exit_code: int | None = None
+    error: str | None = Field(default=None, max_length=10_000)
+
+
+class SpawnStatus(BaseModel):
+    """Where a spawn stands."""
+
+    spawn_id: str
+    target: str
+    state: SpawnState
+    exit_code: int | None
+    error: str | None
 
 
 def agent_router(controller: JobController) -> APIRouter:
@@ -63,6 +92,27 @@ def agent_router(controller: JobController) -> APIRouter:
         body = await request.body()
         result: dict[str, Any] = await run_in_threadpool(report, job, host, token, body)
         return result
+
+    @router.post("/jobs/{job}/hosts/{host}/spawns", response_model=SpawnStatus)
+    def open_spawn(job: str, host: str, body: SpawnRequest, request: Request) -> dict[str, Any]:
+        return controller.open_spawn(
+            job, host, body.attempt, token_of(request), body.target, body.words
+        )
+
+    @router.get("/jobs/{job}/hosts/{host}/spawns/{spawn_id}", response_model=SpawnStatus)
+    def spawn_status(
+        job: str, host: str, spawn_id: str, request: Request, attempt: Annotated[int, Query(ge=1)]
+    ) -> dict[str, Any]:
+        return controller.spawn_status(job, host, attempt, token_of(request), spawn_id)
+
+    @router.post("/jobs/{job}/hosts/{host}/spawns/{spawn_id}", response_model=SpawnStatus)
+    def report_spawn(
+        job: str, host: str, spawn_id: str, body: SpawnReport, request: Request
+    ) -> dict[str, Any]:
+        token = token_of(request)
+        return controller.report_spawn(
+            job, host, body.attempt, token, spawn_id, body.state, body.exit_code, body.error
+        )
 
     return router
 

@@ -10,7 +10,9 @@ from trainops.agent.launchers._base import (
     Launcher,
     LaunchError,
     RankProcess,
+    RemoteShellPaths,
     job_port,
+    remote_shell_paths,
     rendezvous_env,
 )
 from trainops.agent.launchers._mpi import MpiLauncher
@@ -27,9 +29,11 @@ __all__ = [
     "LaunchError",
     "Launcher",
     "RankProcess",
+    "RemoteShellPaths",
     "available_launchers",
     "job_port",
     "launcher_for",
+    "remote_shell_paths",
     "rendezvous_env",
 ]
 

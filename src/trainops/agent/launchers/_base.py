@@ -8,13 +8,24 @@ tags their output with host and rank, and brings them all down when the first on
 
 from __future__ import annotations
 
+import sys
 import zlib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 from trainops.protocol import SubmittedJob
 
-__all__ = ["LaunchContext", "LaunchError", "Launcher", "RankProcess", "job_port", "rendezvous_env"]
+__all__ = [
+    "LaunchContext",
+    "LaunchError",
+    "Launcher",
+    "RankProcess",
+    "RemoteShellPaths",
+    "job_port",
+    "remote_shell_paths",
+    "rendezvous_env",
+]
 
 PORT_BASE, PORT_SPAN = 20000, 10000
 
@@ -24,10 +35,35 @@ class LaunchError(RuntimeError):
 
 
 @dataclass(frozen=True, slots=True)
+class RemoteShellPaths:
+    """How a launcher reaches the job's other hosts with a remote shell (there is no sshd
+    between them; see ``remote_shell``): ``agent`` is an ssh-like command (``agent HOST WORD…``)
+    that needs ``env`` in its environment; ``keeper`` is the process a host reached this way
+    runs (it runs what the agent sends and ends when all of that has ended)."""
+
+    agent: tuple[str, ...]
+    env: dict[str, str]
+    keeper: tuple[str, ...]
+
+
+def remote_shell_paths(directory: Path, python: str = sys.executable) -> RemoteShellPaths:
+    """The remote shell of a host whose agent serves it from ``directory``."""
+    from trainops.agent.launchers import remote_shell
+
+    module = str(Path(remote_shell.__file__).resolve())
+    return RemoteShellPaths(
+        agent=(python, module, "rsh"),
+        env={remote_shell.SOCKET_ENV: str(directory / "rsh.sock")},
+        keeper=(python, module, "keeper", "--socket", str(directory / "keeper.sock")),
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class LaunchContext:
     """Everything a launcher may read. ``command`` is the script's own argv (``python
     train.py --lr 0.1``); ``python`` and ``script_args`` are its parts where it is a Python
-    program; ``env`` is the script environment of the SageMaker contract."""
+    program; ``env`` is the script environment of the SageMaker contract; ``remote_shell`` is
+    how to start programs on the other hosts (``None`` on a job of one host)."""
 
     job: SubmittedJob
     job_name: str
@@ -41,10 +77,15 @@ class LaunchContext:
     env: dict[str, str]
     master_addr: str
     master_port: int
+    remote_shell: RemoteShellPaths | None = None
 
     @property
     def host_index(self) -> int:
         return self.hosts.index(self.current_host)
+
+    @property
+    def is_master(self) -> bool:
+        return self.host_index == 0
 
     @property
     def processes_per_host(self) -> int:

@@ -8,9 +8,13 @@ slot``, ``ob1``, no openib, abort on a non-zero rank, no vader single-copy), ``-
 ``python -m mpi4py <script> <args>``. Every rank gets ``--tag-output`` tags, which the supervisor
 turns into rank tags.
 
-One host for now: spanning hosts needs a remote launch of Open MPI's daemons through the other
-hosts' agents (there is no sshd between local hosts); the control plane refuses ``mpi`` jobs of
-more than one host until then, naming the field.
+Across hosts, as SageMaker does it, ``mpirun`` runs on the first host (``--host
+algo-1:P,algo-2:P``) and starts Open MPI's daemon (``orted``) on each other host with a remote
+shell. There is no sshd between a job's hosts, so its remote shell (``-mca plm_rsh_agent``) is
+the job's own (``remote_shell``): the other hosts' agents start the daemon in their host's
+keeper, and each of those hosts is done when its daemon is (as SageMaker's worker hosts wait for
+``orted`` to finish). The ranks' output reaches the first host through ``mpirun``, so every
+rank's lines are in the first host's log, tagged with their rank, as in SageMaker's log stream.
 """
 
 from __future__ import annotations
@@ -43,6 +47,8 @@ def mpirun_command(ctx: LaunchContext, mpirun: str) -> list[str]:
     argv += ["--allow-run-as-root", "--display-map", "--tag-output"]
     for name, value in MCA:
         argv += ["-mca", name, value]
+    if ctx.remote_shell is not None and len(ctx.hosts) > 1:
+        argv += ["-mca", "plm_rsh_agent", _rsh_agent(ctx.remote_shell.agent)]
     argv += ["-bind-to", "none", "-map-by", "slot"]
     for pair in NCCL:
         argv += ["-x", pair]
@@ -57,9 +63,19 @@ def mpirun_command(ctx: LaunchContext, mpirun: str) -> list[str]:
     return argv
 
 
+def _rsh_agent(agent: tuple[str, ...]) -> str:
+    """The remote shell as one MCA value: Open MPI splits it at white space."""
+    if any(not part or any(c.isspace() for c in part) for part in agent):
+        raise LaunchError(
+            "mpirun across hosts cannot use the job's remote shell: its path has white space "
+            f"({' '.join(agent)}); install trainops and Python under a path without spaces"
+        )
+    return " ".join(agent)
+
+
 class MpiLauncher:
     name = "mpi"
-    max_hosts: int | None = 1
+    max_hosts: int | None = None
 
     def processes(self, ctx: LaunchContext) -> list[RankProcess]:
         mpirun = shutil.which("mpirun", path=ctx.env.get("PATH"))
@@ -68,10 +84,16 @@ class MpiLauncher:
                 "distribution.mpi needs mpirun (Open MPI) on this machine; on Debian: "
                 "apt-get install openmpi-bin"
             )
-        if len(ctx.hosts) > (self.max_hosts or len(ctx.hosts)):
-            raise LaunchError("mpirun across more than one host is not available yet")
+        if len(ctx.hosts) > 1 and ctx.remote_shell is None:
+            raise LaunchError("mpirun across hosts needs the job's remote shell, which is off")
+        if len(ctx.hosts) > 1 and not ctx.is_master:
+            # Reached by mpirun's remote shell: the keeper runs this host's orted.
+            assert ctx.remote_shell is not None
+            return [RankProcess(ctx.remote_shell.keeper, dict(ctx.env))]
         # Each rank learns its rank from Open MPI (OMPI_COMM_WORLD_*); the master is the same
         # for all of them and travels with -x.
         env = {**ctx.env, "MASTER_ADDR": ctx.master_addr, "MASTER_PORT": str(ctx.master_port)}
         argv = mpirun_command(dataclasses.replace(ctx, env=env), mpirun)
+        if ctx.remote_shell is not None and len(ctx.hosts) > 1:
+            env |= ctx.remote_shell.env
         return [RankProcess(tuple(argv), env, output_tags="mpirun")]
