@@ -4,6 +4,7 @@ nothing else is changed; a host it reaches with the job's remote shell runs the 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -15,6 +16,7 @@ import pytest
 from trainops.agent.launchers import (
     LAUNCHERS,
     LaunchContext,
+    LaunchError,
     RankProcess,
     available_launchers,
     launcher_for,
@@ -215,3 +217,14 @@ def test_every_spec_launcher_is_in_the_table_or_refused() -> None:
     assert available_launchers() == frozenset(LAUNCHERS)
     with pytest.raises(ValueError, match="no launcher 'pytorchxla'"):
         launcher_for("pytorchxla")
+
+
+def test_mpi_across_hosts_without_host_names_is_refused_with_the_reason() -> None:
+    if shutil.which("mpirun") is None:
+        pytest.skip("Open MPI's mpirun is not installed (make test installs it where it can)")
+    ctx = dataclasses.replace(_context("mpi", 0), master_addr="127.0.0.1")  # no namespaces
+    with pytest.raises(LaunchError, match="each host's own name"):
+        launcher_for("mpi").processes(ctx)
+    alone = dataclasses.replace(ctx, remote_shell=None)
+    with pytest.raises(LaunchError, match="remote shell"):
+        launcher_for("mpi").processes(alone)

@@ -86,6 +86,13 @@ class MpiLauncher:
             )
         if len(ctx.hosts) > 1 and ctx.remote_shell is None:
             raise LaunchError("mpirun across hosts needs the job's remote shell, which is off")
+        if len(ctx.hosts) > 1 and ctx.master_addr not in ctx.hosts:
+            # Without a namespace of its own, every local host is this machine under one name:
+            # Open MPI would take two hosts' daemons for one node and their shared memory clash.
+            raise LaunchError(
+                "mpirun across hosts needs each host's own name (a mount and UTS namespace per "
+                "host), which this machine does not allow; run the MPI job on one host"
+            )
         if len(ctx.hosts) > 1 and not ctx.is_master:
             # Reached by mpirun's remote shell: the keeper runs this host's orted.
             assert ctx.remote_shell is not None
