@@ -62,12 +62,17 @@ TWO_BY_TWO = {
 
 def _left_behind(tmp_path: Path, job: str) -> list[dict[str, object]]:
     """Processes of the job still running: ranks, daemons, keepers, launchers."""
+    me = psutil.Process()
+    mine = {me.pid, *(p.pid for p in me.parents())}  # pytest's own command line names files
 
     def ours(info: dict[str, object]) -> bool:
         cmdline = info.get("cmdline") or []
         assert isinstance(cmdline, list)
         text = " ".join(cmdline)
-        return job in text or str(tmp_path) in text or "orted" in text or "remote_shell" in text
+        spawned = (
+            "orted" in text or "remote_shell.py keeper" in text or "remote_shell.py rsh" in text
+        )
+        return info["pid"] not in mine and (job in text or str(tmp_path) in text or spawned)
 
     return [p.info for p in psutil.process_iter(["pid", "cmdline"]) if ours(p.info)]
 

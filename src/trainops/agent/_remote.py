@@ -16,22 +16,21 @@ on HTTP, with a connection per thread.
 from __future__ import annotations
 
 import contextlib
-import json
 import shutil
 import socket
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
 from trainops.agent._client import AgentClient
+from trainops.agent.launchers.remote_shell import read_lines, send_line
 from trainops.protocol import Command, SpawnState
 
 __all__ = ["HttpSpawnApi", "RemoteShell", "RemoteShellRelay", "SpawnApi", "SpawnRunner"]
 
 _POLL_MAX_S = 0.5
-_MAX_LINE = 1 << 20
 
 
 class SpawnApi(Protocol):
@@ -237,24 +236,3 @@ class SpawnRunner:
                 return
             delay = min(delay * 2, 2.0)
         self.log(f"Could not report remote command {spawn_id} as {state}: {failure}")
-
-
-def send_line(conn: socket.socket, message: dict[str, Any]) -> None:
-    conn.sendall(json.dumps(message).encode("utf-8") + b"\n")
-
-
-def read_lines(conn: socket.socket) -> Iterator[dict[str, Any]]:
-    """JSON objects, one per line, until ``conn`` closes."""
-    buffer = b""
-    while True:
-        chunk = conn.recv(65536)
-        if not chunk:
-            return
-        buffer += chunk
-        if len(buffer) > _MAX_LINE:
-            raise ValueError("a message line is longer than 1 MiB")
-        while b"\n" in buffer:
-            line, buffer = buffer.split(b"\n", 1)
-            parsed = json.loads(line)
-            if isinstance(parsed, dict):
-                yield parsed

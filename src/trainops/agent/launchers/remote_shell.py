@@ -44,8 +44,17 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-__all__ = ["SOCKET_ENV", "RemoteCommand", "ShellSyntaxError", "main", "parse_command"]
+__all__ = [
+    "SOCKET_ENV",
+    "RemoteCommand",
+    "ShellSyntaxError",
+    "main",
+    "parse_command",
+    "read_lines",
+    "send_line",
+]
 
 SOCKET_ENV = "TRAINOPS_REMOTE_SHELL"
 WAIT_FIRST_ENV = "TRAINOPS_KEEPER_WAIT_SECONDS"
@@ -175,8 +184,8 @@ def _rsh(args: Sequence[str]) -> int:
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
             conn.connect(path)
-            _send(conn, {"host": host, "words": words})
-            for reply in _replies(conn):
+            send_line(conn, {"host": host, "words": words})
+            for reply in read_lines(conn):
                 if reply.get("state") in ("exited", "failed"):
                     return _ended(host, reply)
     except OSError as exc:
@@ -195,12 +204,13 @@ def _ended(host: str, reply: Mapping[str, object]) -> int:
     return 255
 
 
-def _send(conn: socket.socket, message: Mapping[str, object]) -> None:
+def send_line(conn: socket.socket, message: Mapping[str, Any]) -> None:
     conn.sendall(json.dumps(message).encode("utf-8") + b"\n")
 
 
-def _replies(conn: socket.socket) -> Iterator[dict[str, object]]:
-    """JSON lines from ``conn`` until it closes."""
+def read_lines(conn: socket.socket) -> Iterator[dict[str, Any]]:
+    """The JSON objects of ``conn``, one a line, until it closes (other lines are skipped;
+    a line over 1 MiB is an :class:`OSError`). Shared with the agent's side (``_remote``)."""
     buffer = b""
     while True:
         chunk = conn.recv(65536)
@@ -267,13 +277,13 @@ class _Keeper:
         conn, _ = self.listener.accept()
         conn.settimeout(10.0)
         try:
-            request = next(_replies(conn), None)
+            request = next(read_lines(conn), None)
             if request is None:
                 raise OSError("no request")
             self._start(conn, request)
         except (OSError, ValueError) as exc:
             with contextlib.suppress(OSError):
-                _send(conn, {"state": "failed", "error": f"bad request: {exc}"})
+                send_line(conn, {"state": "failed", "error": f"bad request: {exc}"})
             conn.close()
 
     def _start(self, conn: socket.socket, request: Mapping[str, object]) -> None:
@@ -288,10 +298,10 @@ class _Keeper:
             )
         except (OSError, ShellSyntaxError) as exc:
             print(f"trainops keeper: cannot run {' '.join(words)[:200]}: {exc}", file=sys.stderr)
-            _send(conn, {"state": "exited", "exit_code": 127, "error": str(exc)})
+            send_line(conn, {"state": "exited", "exit_code": 127, "error": str(exc)})
             conn.close()
             return
-        _send(conn, {"state": "started", "pid": process.pid})
+        send_line(conn, {"state": "started", "pid": process.pid})
         self.waiting[process.pid] = (conn, process)
 
     def _reap(self) -> bool:
@@ -309,7 +319,9 @@ class _Keeper:
                 process.returncode = os.waitstatus_to_exitcode(status)
                 with contextlib.suppress(OSError):
                     code = process.returncode
-                    _send(conn, {"state": "exited", "exit_code": code if code >= 0 else 128 - code})
+                    send_line(
+                        conn, {"state": "exited", "exit_code": code if code >= 0 else 128 - code}
+                    )
                 conn.close()
 
     def _on_signal(self, signum: int, _frame: object) -> None:
