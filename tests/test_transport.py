@@ -127,3 +127,102 @@ def test_rebase_moves_to_another_server(
 def test_urls_that_are_not_http_are_refused(url: str) -> None:
     with pytest.raises(ValueError, match="not an http"):
         HttpTransport(url, {}, 1.0)
+
+
+class _Canned:
+    """A loopback server that answers every connection with fixed bytes, then closes it."""
+
+    def __init__(self, answer: bytes) -> None:
+        self.answer = answer
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.requests: list[bytes] = []
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            with conn:
+                self.requests.append(conn.recv(65536))
+                conn.sendall(self.answer)
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def _canned(answer: bytes) -> tuple[_Canned, HttpTransport]:
+    server = _Canned(answer)
+    return server, HttpTransport(server.url, {}, 5.0)
+
+
+def test_a_chunked_answer_is_read_whole() -> None:
+    server, http = _canned(
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b'4;ext=1\r\n{"a"\r\n3\r\n: 1\r\n1\r\n}\r\n0\r\nX-Trailer: t\r\n\r\n'
+    )
+    assert http.request("GET", "/c").json() == {"a": 1}
+    http.close()
+    server.close()
+
+
+def test_an_answer_without_length_ends_with_the_connection() -> None:
+    server, http = _canned(b"HTTP/1.0 404 Not Found\r\n\r\nno such thing")
+    response = http.request("GET", "/n")
+    assert (response.status, response.reason, response.text) == (404, "Not Found", "no such thing")
+    assert response.will_close
+    server.close()
+
+
+def test_the_request_is_well_formed_http() -> None:
+    server, http = _canned(b"HTTP/1.1 204 No Content\r\n\r\n")
+    assert http.request("POST", "/p", params=[("q", "a b")], raw=b"{}").status == 204
+    head, _, body = server.requests[0].partition(b"\r\n\r\n")
+    lines = head.split(b"\r\n")
+    assert lines[0] == b"POST /p?q=a+b HTTP/1.1"
+    assert f"Host: 127.0.0.1:{server.url.rsplit(':', 1)[1]}".encode() in lines
+    assert b"Content-Length: 2" in lines and body == b"{}"
+    http.close()
+    server.close()
+
+
+@pytest.mark.parametrize(
+    ("answer", "problem"),
+    [
+        (b"garbage\r\n\r\n", "malformed status line"),
+        (b"SPDY/3 200 OK\r\n\r\n", "not an HTTP/1.x response"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort", "5 bytes early"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", "malformed Content-Length"),
+        (b"HTTP/1.1 200 OK\r\nX: " + b"a" * 70000 + b"\r\n\r\n", "longer than 64 KiB"),
+        (b"HTTP/1.1 200 OK\r\n" + b"X: y\r\n" * 300 + b"\r\n", "more than 200 header lines"),
+        (b"HTTP/1.1 200 OK\r\nno colon here\r\n\r\n", "malformed header line"),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "malformed chunk"),
+        (b"", "closed the connection without answering"),
+    ],
+)
+def test_a_broken_or_hostile_answer_is_a_clear_error(answer: bytes, problem: str) -> None:
+    server, http = _canned(answer)
+    with pytest.raises(TransportError, match=problem):
+        http.request("GET", "/x")
+    http.close()
+    server.close()
+
+
+@pytest.mark.parametrize(
+    "headers", [{"X-Evil": "a\r\nInjected: 1"}, {"Bad Name": "v"}, {"X": "nul\0"}]
+)
+def test_headers_that_would_break_the_request_are_refused(headers: dict[str, str]) -> None:
+    with pytest.raises(ValueError, match="cannot hold"):
+        HttpTransport("http://127.0.0.1:9", headers, 1.0)
+
+
+def test_a_request_target_with_line_breaks_is_refused(opened: list[HttpTransport]) -> None:
+    http = _open(opened, "http://127.0.0.1:9")
+    with pytest.raises(ValueError, match="white space"):
+        http.request("GET", "/a b\r\nX: y")

@@ -1,34 +1,47 @@
-"""The one keep-alive HTTP/1.1 transport, over the standard library's ``http.client``.
+"""The one keep-alive HTTP/1.1 transport, on a socket of its own.
 
 Both the CLI/SDK client and the host agent speak HTTP through this. Every command and every agent
-pays for its imports, and httpx alone costs more than a whole warm request round trip, so neither
-uses it. One connection is kept open per transport. When a *reused* connection turns out to have
-been closed by the server while it sat idle, the request is sent once more on a fresh connection;
-a fresh connection that fails is reported at once (the server is down, retrying only hides it).
-Callers must only send requests that are safe to repeat that way (every call of trainops' APIs is:
-agent events carry sequence numbers, submissions carry the job name).
+pays for its imports: httpx alone costs more than a whole warm request round trip, and the
+standard library's ``http.client`` drags in the ``email`` package (half of a command's imports)
+to parse a few headers. So this speaks the small part of HTTP/1.1 the trainops APIs use itself:
+a request with a ``Content-Length`` body, and a response framed by ``Content-Length``, chunked
+transfer coding or the end of the connection; TLS (``ssl``, imported only then) for https URLs.
+
+One connection is kept open per transport. When a *reused* connection turns out to have been
+closed by the server while it sat idle, the request is sent once more on a fresh connection; a
+fresh connection that fails is reported at once (the server is down, retrying only hides it).
+Callers must only send requests that are safe to repeat that way (every call of trainops' APIs
+is: agent events carry sequence numbers, submissions carry the job name).
+
+A response is bounded: at most :data:`MAX_HEADER_LINES` header lines of :data:`MAX_LINE` bytes
+each, so a hostile or broken server cannot make a client buffer without end before the body.
 """
 
 from __future__ import annotations
 
-import http.client
 import json
 import socket
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 from urllib.parse import urlencode, urlsplit
 
 __all__ = ["HttpResponse", "HttpTransport", "TransportError", "TransportTimeout"]
 
-_STALE = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError)
+MAX_LINE = 65536
+MAX_HEADER_LINES = 200
+_NO_BODY = frozenset({204, 304})
 
 
 class TransportError(Exception):
-    """The request did not get an answer (refused, reset, DNS)."""
+    """The request did not get an answer (refused, reset, DNS, a malformed response)."""
 
 
 class TransportTimeout(TransportError):
     """The server did not answer within the timeout."""
+
+
+class _Stale(TransportError):
+    """The server closed the connection before answering (as an idle keep-alive one)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,9 +67,12 @@ class HttpTransport:
     """Requests against one base URL; ``headers`` go on every request."""
 
     def __init__(self, base_url: str, headers: dict[str, str], timeout: float) -> None:
+        for name, value in headers.items():
+            _check_header(name, value)
         self._headers = {"Accept": "application/json", "Connection": "keep-alive", **headers}
         self._timeout = timeout
-        self._conn: http.client.HTTPConnection | None = None
+        self._sock: socket.socket | None = None
+        self._reader: IO[bytes] | None = None
         self.base_url = ""
         self.rebase(base_url)
 
@@ -71,6 +87,9 @@ class HttpTransport:
         self._host = parts.hostname
         self._port = parts.port or (443 if self._https else 80)
         self._prefix = parts.path.rstrip("/")
+        default = 443 if self._https else 80
+        host = f"[{self._host}]" if ":" in self._host else self._host
+        self._host_header = host if self._port == default else f"{host}:{self._port}"
 
     def request(
         self,
@@ -84,46 +103,53 @@ class HttpTransport:
     ) -> HttpResponse:
         """Send one request; ``body`` is sent as JSON, ``raw`` as ready JSON bytes."""
         target = self._prefix + path + (f"?{urlencode(params)}" if params else "")
+        if any(c in target for c in "\r\n \0"):
+            raise ValueError(f"a request target cannot hold white space or NUL: {target!r}")
         payload = raw if raw is not None else None if body is None else json.dumps(body).encode()
-        headers = dict(self._headers)
-        if payload is not None:
-            headers["Content-Type"] = "application/json"
-        reused = self._conn is not None and self._conn.sock is not None
+        head = self._head(method, target, payload)
+        reused = self._sock is not None
         try:
-            return self._send(method, target, payload, headers, timeout)
-        except _STALE as exc:
+            return self._exchange(head, payload, method, timeout)
+        except _Stale as exc:
             if not reused:
-                raise TransportError(str(exc) or type(exc).__name__) from None
+                raise TransportError(str(exc)) from None
         except TimeoutError:
             raise TransportTimeout("timed out") from None
-        except (OSError, http.client.HTTPException) as exc:
-            raise TransportError(str(exc) or type(exc).__name__) from None
+        except OSError as exc:
+            if not (reused and isinstance(exc, BrokenPipeError | ConnectionResetError)):
+                raise TransportError(str(exc) or type(exc).__name__) from None
         # The server closed the idle keep-alive connection: once more on a fresh one.
         try:
-            return self._send(method, target, payload, headers, timeout)
+            return self._exchange(head, payload, method, timeout)
         except TimeoutError:
             raise TransportTimeout("timed out") from None
-        except (OSError, http.client.HTTPException) as exc:
+        except OSError as exc:
             raise TransportError(str(exc) or type(exc).__name__) from None
 
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
 
-    def _send(
-        self,
-        method: str,
-        target: str,
-        payload: bytes | None,
-        headers: dict[str, str],
-        timeout: float | None,
+    def _head(self, method: str, target: str, payload: bytes | None) -> bytes:
+        lines = [f"{method} {target} HTTP/1.1", f"Host: {self._host_header}"]
+        lines += [f"{name}: {value}" for name, value in self._headers.items()]
+        if payload is not None:
+            lines += ["Content-Type: application/json", f"Content-Length: {len(payload)}"]
+        elif method in ("POST", "PUT", "PATCH"):
+            lines.append("Content-Length: 0")
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+    def _exchange(
+        self, head: bytes, payload: bytes | None, method: str, timeout: float | None
     ) -> HttpResponse:
         try:
-            conn = self._connection(timeout)
-            conn.request(method, target, body=payload, headers=headers)
-            reply = conn.getresponse()
-            response = HttpResponse(reply.status, reply.reason, reply.read(), reply.will_close)
+            sock, reader = self._connection(timeout)
+            sock.sendall(head + payload if payload else head)
+            response = _read_response(reader, method)
         except BaseException:
             # Whatever interrupted the exchange (an error, Ctrl-C during a long-poll) leaves the
             # connection mid-response: drop it so the next request starts clean.
@@ -133,15 +159,94 @@ class HttpTransport:
             self.close()
         return response
 
-    def _connection(self, timeout: float | None) -> http.client.HTTPConnection:
-        if self._conn is None:
-            cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
-            self._conn = cls(self._host, self._port, timeout=self._timeout)
-        conn = self._conn
-        if conn.sock is None:
-            # New, or closed by a "Connection: close" answer: (re)connect before setting options.
-            conn.connect()
-        sock: socket.socket = conn.sock
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock.settimeout(timeout if timeout is not None else self._timeout)
-        return conn
+    def _connection(self, timeout: float | None) -> tuple[socket.socket, IO[bytes]]:
+        if self._sock is None or self._reader is None:
+            sock = socket.create_connection((self._host, self._port), timeout=self._timeout)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self._https:
+                import ssl  # only for https servers: it costs milliseconds to import
+
+                sock = ssl.create_default_context().wrap_socket(sock, server_hostname=self._host)
+            self._sock, self._reader = sock, sock.makefile("rb")
+        self._sock.settimeout(timeout if timeout is not None else self._timeout)
+        return self._sock, self._reader
+
+
+def _check_header(name: str, value: str) -> None:
+    if not name or any(c in name for c in ":\r\n \0") or any(c in value for c in "\r\n\0"):
+        raise ValueError(f"HTTP header {name!r} has a character a header cannot hold")
+
+
+def _line(reader: IO[bytes]) -> bytes:
+    line = reader.readline(MAX_LINE + 1)
+    if len(line) > MAX_LINE:
+        raise TransportError("the server sent a line longer than 64 KiB")
+    return line
+
+
+def _read_response(reader: IO[bytes], method: str) -> HttpResponse:
+    status_line = _line(reader)
+    if not status_line:
+        raise _Stale("the server closed the connection without answering")
+    try:
+        version, code, *reason = status_line.decode("latin-1").rstrip("\r\n").split(" ", 2)
+        status = int(code)
+    except ValueError:
+        raise TransportError(f"malformed status line {status_line[:80]!r}") from None
+    if not version.startswith("HTTP/1."):
+        raise TransportError(f"not an HTTP/1.x response: {status_line[:80]!r}")
+    headers = _read_headers(reader)
+    if 100 <= status < 200:  # an interim answer (100 Continue): the real one follows
+        return _read_response(reader, method)
+    connection = headers.get("connection", "").lower()
+    will_close = connection == "close" or (version == "HTTP/1.0" and connection != "keep-alive")
+    if method == "HEAD" or status in _NO_BODY:
+        body = b""
+    elif "chunked" in headers.get("transfer-encoding", "").lower():
+        body = _read_chunked(reader)
+    elif "content-length" in headers:
+        body = _read_exactly(reader, _length(headers["content-length"]))
+    else:
+        body, will_close = reader.read(), True
+    return HttpResponse(status, reason[0] if reason else "", body, will_close)
+
+
+def _read_headers(reader: IO[bytes]) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for _ in range(MAX_HEADER_LINES):
+        line = _line(reader)
+        if line in (b"\r\n", b"\n", b""):
+            return headers
+        name, sep, value = line.decode("latin-1").partition(":")
+        if not sep:
+            raise TransportError(f"malformed header line {line[:80]!r}")
+        headers[name.strip().lower()] = value.strip()
+    raise TransportError(f"the server sent more than {MAX_HEADER_LINES} header lines")
+
+
+def _length(text: str) -> int:
+    if not text.isdigit():
+        raise TransportError(f"malformed Content-Length {text[:40]!r}")
+    return int(text)
+
+
+def _read_exactly(reader: IO[bytes], size: int) -> bytes:
+    data = reader.read(size)
+    if len(data) < size:
+        raise TransportError(f"the server closed the connection {size - len(data)} bytes early")
+    return data
+
+
+def _read_chunked(reader: IO[bytes]) -> bytes:
+    parts: list[bytes] = []
+    while True:
+        size_text = _line(reader).split(b";", 1)[0].strip()
+        try:
+            size = int(size_text, 16)
+        except ValueError:
+            raise TransportError(f"malformed chunk size {size_text[:40]!r}") from None
+        if size == 0:
+            _read_headers(reader)  # trailers, if any, then the blank line
+            return b"".join(parts)
+        parts.append(_read_exactly(reader, size))
+        _line(reader)  # the CRLF after the chunk
