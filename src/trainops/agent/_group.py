@@ -117,6 +117,9 @@ class ProcessGroup:
             for spec, tail in zip(processes, tails, strict=True)
         ]
         self._fail_fast_grace = fail_fast_grace
+        self._changed = threading.Event()  # a process has exited: look again at once
+        for member in self.members:
+            member.process.notify_exit(self._changed.set)
         self.first_failure: GroupMember | None = None
         self._next_release_check = 0.0
 
@@ -145,6 +148,7 @@ class ProcessGroup:
         """
         until = time.monotonic() + timeout
         while True:
+            self._changed.clear()
             for member in self.members:
                 if member.returncode is None:
                     member.returncode = member.process.wait(0)
@@ -157,7 +161,8 @@ class ProcessGroup:
                 return self._exit_code()
             if time.monotonic() >= until:
                 return None
-            time.sleep(min(POLL_SECONDS, max(0.0, until - time.monotonic())))
+            # Woken by an exit at once; the period bounds how late a pending SIGKILL goes out.
+            self._changed.wait(min(POLL_SECONDS, max(0.0, until - time.monotonic())))
 
     def terminate(self, grace_seconds: float) -> None:
         """SIGTERM every running process now, SIGKILL after ``grace_seconds``."""

@@ -74,6 +74,7 @@ class ScriptProcess:
         self._exited = threading.Event()
         self._exit_lock = threading.Lock()
         self._on_exit: list[Callable[[], None]] | None = []
+        self._after_exit: list[Callable[[], None]] = []  # told once wait() sees the exit
         self.stderr_tail: deque[str] = deque(maxlen=TAIL_LINES)
 
     @property
@@ -182,6 +183,11 @@ class ScriptProcess:
                 return
         callback()
 
+    def notify_exit(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` once :meth:`wait` would see the exit (register before
+        :meth:`start`): a supervisor of several processes wakes on it instead of polling."""
+        self._after_exit.append(listener)
+
     def _watch(self) -> None:
         """Learn of the exit without reaping, so the group id cannot be reused before
         :meth:`_reap` has killed what the script left behind."""
@@ -192,6 +198,8 @@ class ScriptProcess:
         for callback in callbacks:
             callback()
         self._exited.set()
+        for listener in self._after_exit:
+            listener()
 
     def _reap(self) -> int:
         if self._popen.returncode is None:
