@@ -71,3 +71,14 @@ def test_transfer_settings_from_env_and_config(tmp_path: Path) -> None:
 def test_bad_transfer_settings(tmp_path: Path, env: dict[str, str], fragment: str) -> None:
     with pytest.raises(ConfigError, match=fragment):
         Settings.load({"TRAINOPS_HOME": str(tmp_path), **env})
+
+
+def test_heartbeat_timeout_from_env_and_config(tmp_path: Path) -> None:
+    assert Settings.load({"TRAINOPS_HOME": str(tmp_path)}).heartbeat_timeout == 60
+    (tmp_path / "config.yaml").write_text("heartbeat_timeout: 15\n")
+    assert Settings.load({"TRAINOPS_HOME": str(tmp_path)}).heartbeat_timeout == 15
+    env = {"TRAINOPS_HOME": str(tmp_path), "TRAINOPS_HEARTBEAT_TIMEOUT": "5"}
+    assert Settings.load(env).heartbeat_timeout == 5
+    for bad, fragment in (("0", "at least 1 second"), ("soon", "expected a whole number")):
+        with pytest.raises(ConfigError, match=fragment):
+            Settings.load({**env, "TRAINOPS_HEARTBEAT_TIMEOUT": bad})

@@ -109,6 +109,9 @@ class Settings:
     archive: ArchiveLimits = field(default_factory=ArchiveLimits)
     # Host trees (jobs/<job>/) of ended jobs beyond the newest this many are deleted.
     keep_job_trees: int = 20
+    # A host whose agent sent no report (agents report at least every 0.5 s) for this many
+    # seconds is lost, even where the backend still sees its agent.
+    heartbeat_timeout: int = 60
 
     # Extra Host names the server answers to (beyond loopback and its bind address); "*": any.
     allowed_hosts: tuple[str, ...] = ()
@@ -169,8 +172,16 @@ class Settings:
             region=env.get("TRAINOPS_REGION") or _opt_str(file_cfg, "region") or "us-east-1",
             archive=_archive_limits(env, _section(file_cfg, "archive", home)),
             keep_job_trees=_setting(env, "TRAINOPS_KEEP_JOB_TREES", file_cfg, "keep_job_trees", 20),
+            heartbeat_timeout=_heartbeat_timeout(env, file_cfg),
             allowed_hosts=_allowed_hosts(env, file_cfg, home),
         )
+
+
+def _heartbeat_timeout(env: Mapping[str, str], cfg: Mapping[str, Any]) -> int:
+    value = _setting(env, "TRAINOPS_HEARTBEAT_TIMEOUT", cfg, "heartbeat_timeout", 60)
+    if value < 1:
+        raise ConfigError(f"heartbeat_timeout must be at least 1 second, got {value}")
+    return value
 
 
 def _transfer_settings(env: Mapping[str, str], cfg: Mapping[str, Any]) -> TransferSettings:

@@ -8,6 +8,8 @@ It runs no script. Its behaviour comes from the job's ``environment`` (in the as
   lines (before any hang);
 - ``FAKE_HANG_ATTEMPTS`` ("1,2"): in these attempts, stay in Training until told to stop;
 - ``FAKE_IGNORE_STOP`` ("1"): never obey a stop (the control plane must kill the agent);
+- ``FAKE_SILENT_ATTEMPTS``: in these attempts, stop reporting after the lines and stay alive
+  (a hung or cut-off agent: the control plane must notice the missing heartbeats);
 - ``FAKE_CRASH_ATTEMPTS``: in these attempts, die with ``os._exit`` after the lines;
 - ``FAKE_INTERNAL_ATTEMPTS``: in these attempts, report an ``InternalError`` exit;
 - ``FAKE_PARTS`` ("1"): upload model and output parts (multi-host) under the output prefix, as
@@ -148,6 +150,9 @@ def run(agent: FakeAgent) -> int:
         upload_parts(agent, assignment)
         agent.finish("Failed", 1, env.get("FAKE_FAIL_REASON", "it failed"))
         return 0
+    if attempt in attempts(env, "FAKE_SILENT_ATTEMPTS"):
+        while True:  # no more reports, ever; only a kill ends this
+            time.sleep(60)
     if attempt in attempts(env, "FAKE_HANG_ATTEMPTS"):
         agent.wait_for_stop(ignore=env.get("FAKE_IGNORE_STOP") == "1")
     if agent.stop_reason is not None:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import io
 import itertools
 import tarfile
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tests.control._harness import control_plane, wait_for
@@ -105,6 +107,28 @@ def test_a_failing_host_tears_down_the_others(settings: Settings) -> None:
     assert (job["TrainingJobStatus"], job["SecondaryStatus"]) == ("Failed", "Failed")
     assert job["FailureReason"] == "ValueError: bad batch"
     assert {h["Host"]: h["Status"] for h in hosts} == {"algo-1": "Stopped", "algo-2": "Failed"}
+
+
+def test_a_host_whose_agent_goes_silent_is_lost_and_its_agent_ended(settings: Settings) -> None:
+    # The agent process still runs (the backend sees it alive) but reports nothing any more:
+    # a hung agent, or one cut off from the control plane. Heartbeats say what the pid cannot.
+    silent = dataclasses.replace(settings, heartbeat_timeout=1)
+    with control_plane(silent) as plane:
+        plane.submit("silent", {"FAKE_SILENT_ATTEMPTS": "1", **HANG}, instance_count=2)
+        job = plane.wait_ended("silent", timeout=30)
+        [handle, *_] = plane.agent_handles("silent")
+        plane.wait_for_hosts_down("silent")
+    assert job["TrainingJobStatus"] == "Failed", job
+    assert "sent no report for 1 s" in job["FailureReason"], job["FailureReason"]
+    assert handle.pid is not None and not _running(handle.pid, handle.create_time)
+
+
+def _running(pid: int, create_time: float | None) -> bool:
+    try:
+        process = psutil.Process(pid)
+    except psutil.NoSuchProcess:
+        return False
+    return process.create_time() == create_time and process.status() != psutil.STATUS_ZOMBIE
 
 
 def test_the_parts_of_many_hosts_merge_into_one_model(settings: Settings) -> None:

@@ -295,6 +295,7 @@ class JobController:
         record = self.store.host(job_name, host, attempt)
         if record is None:
             raise AgentAuthError(f"job {job_name!r} has no host {host} in attempt {attempt}")
+        self.core.heartbeats.heard(job_name, host, attempt)
         return job, record
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from trainops._settings import Settings
 from trainops.backends import AgentHandle, Backend, ProcessRef
+from trainops.control._heartbeats import Heartbeats
 from trainops.store import HostRecord, JobRecord, MetadataStore
 
 __all__ = ["ControlCore", "ControllerConfig", "handle_of"]
@@ -50,6 +51,7 @@ class ControlCore:
         self.lock = threading.RLock()
         self.server_url = ""
         self.wake_scheduler: Callable[[], None] = lambda: None
+        self.heartbeats = Heartbeats()
         self._changed = threading.Condition()
         self._version = 0
         self._closing = False

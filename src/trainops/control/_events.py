@@ -58,6 +58,7 @@ class EventIntake:
             exited = exited or event.kind == EventKind.EXIT
         self.core.notify()
         if exited:
+            self.core.heartbeats.forget(host.job, host.host, host.attempt)
             self.lifecycle.evaluate(host.job)
         return result.acked_seq
 
@@ -70,15 +71,16 @@ class EventIntake:
         grace = job.spec.grace_seconds
         return [Command(kind="stop", reason=reason or "The job has ended", grace_seconds=grace)]
 
-    def host_gone(self, job: JobRecord, host: HostRecord) -> None:
-        """The agent of ``host`` no longer runs: take in its journal, then record how it ended."""
+    def host_gone(self, job: JobRecord, host: HostRecord, reason: str | None = None) -> None:
+        """The agent of ``host`` no longer runs (or is no longer heard from, ``reason`` says so):
+        take in its journal, then record how it ended, and end whatever it started."""
         journal = self.core.backend.read_journal(Path(host.state_dir))
         if journal:
             self.ingest(host, journal)
         current = self.core.store.host(host.job, host.host, host.attempt)
         if current is not None and not current.exited:
             stopping = job.stop_requested_at is not None or job.status != PrimaryStatus.IN_PROGRESS
-            reason = None if stopping else self._lost_reason(host)
+            reason = None if stopping else reason or self._lost_reason(host)
             self.core.store.update_host(
                 host.job,
                 host.host,
@@ -88,8 +90,9 @@ class EventIntake:
                 failure_reason=reason,
                 exit_time=self.core.now(),
             )
-        # Whatever the dead agent had started must not outlive it.
+        # Whatever the dead (or silent) agent had started must not outlive it.
         self.core.backend.kill(handle_of(current or host))
+        self.core.heartbeats.forget(host.job, host.host, host.attempt)
         self.lifecycle.evaluate(host.job)
 
     def _lost_reason(self, host: HostRecord) -> str:

@@ -100,9 +100,18 @@ class Monitor:
 
     def _check(self, name: str) -> None:
         job = self.core.job(name)
+        timeout = self.core.settings.heartbeat_timeout
         for host in self.core.store.hosts(name, job.attempt):
-            if not host.exited and not self.core.backend.is_alive(handle_of(host)):
+            if host.exited:
+                continue
+            if not self.core.backend.is_alive(handle_of(host)):
                 self.intake.host_gone(self.core.job(name), host)
+            elif self.core.heartbeats.silent_for(name, host.host, host.attempt) > timeout:
+                reason = (
+                    f"the host agent of {host.host} sent no report for {timeout} s "
+                    "(agents report every 0.5 s): the host is lost"
+                )
+                self.intake.host_gone(self.core.job(name), host, reason)
         job = self.core.job(name)
         self._check_runtime(job)
         self._escalate(self.core.job(name))
