@@ -82,3 +82,11 @@ def test_heartbeat_timeout_from_env_and_config(tmp_path: Path) -> None:
     for bad, fragment in (("0", "at least 1 second"), ("soon", "expected a whole number")):
         with pytest.raises(ConfigError, match=fragment):
             Settings.load({**env, "TRAINOPS_HEARTBEAT_TIMEOUT": bad})
+
+
+def test_backend_from_env_and_config(tmp_path: Path) -> None:
+    assert Settings.load({"TRAINOPS_HOME": str(tmp_path)}).backend == "local"
+    (tmp_path / "config.yaml").write_text("backend: ray\n")
+    assert Settings.load({"TRAINOPS_HOME": str(tmp_path)}).backend == "ray"
+    env = {"TRAINOPS_HOME": str(tmp_path), "TRAINOPS_BACKEND": "local"}
+    assert Settings.load(env).backend == "local"

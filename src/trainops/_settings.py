@@ -109,6 +109,8 @@ class Settings:
     archive: ArchiveLimits = field(default_factory=ArchiveLimits)
     # Host trees (jobs/<job>/) of ended jobs beyond the newest this many are deleted.
     keep_job_trees: int = 20
+    # Where host agents run: a name in trainops.backends.BACKENDS ("local": processes here).
+    backend: str = "local"
     # A host whose agent sent no report (agents report at least every 0.5 s) for this many
     # seconds is lost, even where the backend still sees its agent.
     heartbeat_timeout: int = 60
@@ -173,6 +175,7 @@ class Settings:
             archive=_archive_limits(env, _section(file_cfg, "archive", home)),
             keep_job_trees=_setting(env, "TRAINOPS_KEEP_JOB_TREES", file_cfg, "keep_job_trees", 20),
             heartbeat_timeout=_heartbeat_timeout(env, file_cfg),
+            backend=env.get("TRAINOPS_BACKEND") or _opt_str(file_cfg, "backend") or "local",
             allowed_hosts=_allowed_hosts(env, file_cfg, home),
         )
 

@@ -23,7 +23,7 @@ EXPECTED = {
     "metrics": {"-h", "--help", "NAME", "--name", "--csv"},
     "stop": {"-h", "--help", "NAME", "--wait"},
     "study": {"-h", "--help", "STUDY"},  # a deliberate command: its knobs are in the study file
-    "server": {"-h", "--help", "--host", "--port"},
+    "server": {"-h", "--help", "--host", "--port", "--backend"},
 }
 
 

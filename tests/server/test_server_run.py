@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -15,7 +16,7 @@ import httpx
 import pytest
 
 from tests.control._harness import fake_backend, wait_for
-from trainops._errors import ServerError, TrainopsError
+from trainops._errors import ConfigError, ServerError, TrainopsError
 from trainops._settings import Settings
 from trainops.server import EmbeddedServer, HomeInUseError, read_server_file, serve
 from trainops.server._run import _banner
@@ -38,6 +39,29 @@ def test_serve_refuses_other_machines_without_a_token(settings: Settings) -> Non
     with pytest.raises(TrainopsError, match="needs a token"):
         serve(settings, host="0.0.0.0", port=_free_port())
     assert not settings.server_file.exists()
+
+
+def test_the_backend_is_chosen_by_name_and_a_wrong_name_touches_nothing(
+    settings: Settings,
+) -> None:
+    unknown = dataclasses.replace(settings, backend="ray")
+    with pytest.raises(ConfigError, match=r"backend 'ray' is not one .* \(available: local\)"):
+        EmbeddedServer(unknown, port=0).start()
+    assert not settings.db_path.exists() and not settings.server_file.exists()
+    with EmbeddedServer(settings, port=0) as server:
+        headers = {"Authorization": f"Bearer {server.token}"}
+        info = httpx.get(f"{server.url}/api/v1/info", headers=headers).json()
+        assert info["backend"] == "local"
+    cli = subprocess.run(
+        [sys.executable, "-m", "trainops.cli", "server", "--backend", "nope", "--port", "0"],
+        env={**os.environ, "TRAINOPS_HOME": str(settings.home / "other")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert cli.returncode == 2 and "backend 'nope' is not one" in cli.stderr, cli.stderr
+    assert not (settings.home / "other" / "trainops.db").exists()
 
 
 def test_serve_reports_a_port_in_use(settings: Settings) -> None:

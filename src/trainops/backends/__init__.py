@@ -15,7 +15,7 @@ from trainops.backends._base import (
 )
 from trainops.backends._capacity import Capacity, CapacityShortage, HostDemand, Slots, host_demand
 from trainops.backends._local import LocalBackend
-from trainops.backends._registry import BACKENDS
+from trainops.backends._registry import BACKENDS, backend_for
 
 __all__ = [
     "BACKENDS",
@@ -29,6 +29,7 @@ __all__ = [
     "LocalBackend",
     "ProcessRef",
     "Slots",
+    "backend_for",
     "host_demand",
     "parse_journal",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from typing import Any
@@ -118,7 +119,10 @@ def stop(args: argparse.Namespace) -> int:
 def server(args: argparse.Namespace) -> int:
     from trainops.server import serve
 
-    serve(Settings.load(), args.host, args.port)
+    settings = Settings.load()
+    if args.backend:
+        settings = dataclasses.replace(settings, backend=args.backend)
+    serve(settings, args.host, args.port)
     return 0
 
 

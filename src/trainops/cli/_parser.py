@@ -115,6 +115,11 @@ def _add_server(commands: Commands) -> None:
     sub = _command(commands, "server", "server", "Run the control plane and REST API.")
     sub.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     sub.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"default {DEFAULT_PORT}")
+    sub.add_argument(
+        "--backend",
+        metavar="NAME",
+        help="where host agents run (default: 'backend:' in config.yaml, else local)",
+    )
 
 
 def _limit(text: str) -> int:

@@ -47,12 +47,12 @@ def connect(
 @contextmanager
 def _embedded(settings: Settings, before_embedded: Callable[[], object] | None) -> Iterator[Client]:
     # Imported here: the server (FastAPI, uvicorn, the control plane) is only needed when embedded.
-    from trainops.backends import LocalBackend
+    from trainops.backends import backend_for
 
     # The backend's spare agent starts first: it imports (in a process of its own, on another
     # core where there is one) while this process checks the spec and starts the server, so it
     # is ready for the job. It touches nothing in the home until it is given a job.
-    backend = LocalBackend(settings)
+    backend = backend_for(settings)
     backend.open()
     try:
         if before_embedded is not None:

@@ -22,7 +22,7 @@ from trainops._errors import ServerError, TrainopsError
 from trainops._home import home_token
 from trainops._settings import Settings
 from trainops._version import __version__
-from trainops.backends import Backend, LocalBackend
+from trainops.backends import Backend, backend_for
 from trainops.control import ControllerConfig, JobController
 from trainops.server._server_file import HomeLock, advertise, withdraw
 from trainops.store import MetadataStore
@@ -88,6 +88,7 @@ class EmbeddedServer:
 
     def start(self) -> None:
         backend, config, host, port = self._options
+        backend = backend or backend_for(self.settings)  # a wrong name fails before anything
         # The lock comes first: a second server of the home must not even open its database.
         self._lock.acquire()
         try:
@@ -100,9 +101,7 @@ class EmbeddedServer:
         self.url, self.bind_url = _agent_url(host, bound_port), _url(host, bound_port)
         try:
             self._store = MetadataStore(self.settings.db_path)
-            self._controller = JobController(
-                self.settings, self._store, backend or LocalBackend(self.settings), config
-            )
+            self._controller = JobController(self.settings, self._store, backend, config)
             # Recovery runs before HTTP is served; agents' requests queue on the listening socket.
             self._controller.start(self.url)
             # Advertised before HTTP is served (requests queue the same way): a client that sees
