@@ -26,6 +26,7 @@ from trainops.backends import (
     CapacityShortage,
     parse_journal,
 )
+from trainops.backends._local import LocalBackend, agent_process
 from trainops.catalog import get_instance_type
 from trainops.protocol import AgentEvent, AgentLaunch, EventKind, HostResources
 
@@ -164,7 +165,7 @@ def test_an_agent_runs_in_its_own_session_with_the_launch_environment(
     assert env["TRAINOPS_HOME"] == str(trainops_home)
     assert env["EXTRA_VAR"] == "extra"
     assert "TRAINOPS_TOKEN" not in env
-    assert record["sid"] == handle.pid != os.getsid(0)
+    assert record["sid"] != os.getsid(0)  # a session of its own
     assert backend.is_alive(handle)
     deadline = time.monotonic() + 30
     while "agent output" not in backend.agent_output(launch.state_dir):
@@ -175,11 +176,18 @@ def test_an_agent_runs_in_its_own_session_with_the_launch_environment(
 
 
 @pytest.mark.slow
-def test_a_reused_pid_is_not_the_agent(started: tuple[Backend, AgentHandle, AgentLaunch]) -> None:
+def test_the_handle_survives_the_store_and_names_only_its_agent(
+    started: tuple[Backend, AgentHandle, AgentLaunch],
+) -> None:
     backend, handle, _launch = started
-    assert handle.pid is not None and handle.create_time is not None
-    assert not backend.is_alive(AgentHandle(handle.pid, handle.create_time - 100))
-    assert not backend.is_alive(AgentHandle(None, None))
+    # What a restarted control plane has: the handle as JSON, back from the store.
+    stored = AgentHandle(json.loads(json.dumps(handle.to_json())))
+    assert backend.is_alive(stored)
+    assert not backend.is_alive(AgentHandle())  # an empty handle names no agent
+    if isinstance(backend, LocalBackend):  # a reused pid is not the agent
+        pid, created = agent_process(handle)
+        assert pid is not None and created is not None
+        assert not backend.is_alive(AgentHandle({"pid": pid, "create_time": created - 100}))
 
 
 @pytest.mark.slow
@@ -202,7 +210,7 @@ def test_kill_ends_the_agent_and_its_reported_workloads(
     child = int(str(record["child"]))
     ref = backend.workload_ref(child, os.getpgid(child))
     assert ref is not None
-    backend.kill(AgentHandle(handle.pid, handle.create_time, (ref,)))
+    backend.kill(AgentHandle(handle.data, (ref,)))
     assert not backend.is_alive(handle)
     assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
     assert backend.workload_ref(2**22 + 7, 1) is None

@@ -13,7 +13,7 @@ import pytest
 
 from tests.backends.test_backend_conformance import _launch
 from trainops._settings import Settings
-from trainops.backends._local import LocalBackend
+from trainops.backends._local import LocalBackend, agent_process
 from trainops.backends._standby import AgentForkServer
 from trainops.protocol import HostResources
 
@@ -102,11 +102,11 @@ def test_backend_launches_forked_agents(tmp_path: Path) -> None:
         assert forks is not None
         for host in ("algo-1", "algo-2"):
             handle = backend.launch(_launch(tmp_path, host), HostResources(cpus=[0]), {})
-            assert handle.pid is not None and handle.pid != forks.pid
-            assert handle.create_time is not None
+            pid, created = agent_process(handle)
+            assert pid is not None and pid != forks.pid and created is not None
             text = _wait_for_text(tmp_path / "state" / host / "agent.out")
             assert text.startswith(f"launched {host} True")
-            _wait_gone(handle.pid)
+            _wait_gone(pid)
         assert backend._forks is forks and forks.alive()
     finally:
         backend.close()
@@ -124,8 +124,9 @@ def test_dead_fork_server_falls_back_to_a_fresh_process(tmp_path: Path) -> None:
         while forks.alive() and time.monotonic() < deadline:
             time.sleep(0.05)
         handle = backend.launch(_launch(tmp_path, "algo-2"), HostResources(cpus=[0]), {})
-        assert handle.pid is not None and handle.pid != forks.pid
-        _wait_gone(handle.pid)
+        pid, _ = agent_process(handle)
+        assert pid is not None and pid != forks.pid
+        _wait_gone(pid)
         assert backend._forks is not None and backend._forks is not forks
         assert backend._forks.alive()
     finally:

@@ -114,7 +114,7 @@ class ControlPlane:
         store = self.server.controller.store
         job = store.get_job(name)
         assert job is not None
-        return [AgentHandle(h.pid, h.process_create_time) for h in store.hosts(name, job.attempt)]
+        return [AgentHandle(h.handle or {}) for h in store.hosts(name, job.attempt)]
 
 
 @contextmanager
@@ -142,6 +142,6 @@ def kill_leftover_agents(settings: Settings) -> None:
     try:
         for job in store.active_jobs(["InProgress", "Stopping"]):
             for host in store.hosts(job.name, job.attempt):
-                backend.kill(AgentHandle(host.pid, host.process_create_time))
+                backend.kill(AgentHandle(host.handle or {}))
     finally:
         store.close()

@@ -15,6 +15,7 @@ import pytest
 from tests.control._harness import control_plane, wait_for
 from trainops._settings import Settings
 from trainops.agent.launchers import LAUNCHERS
+from trainops.backends._local import agent_process
 
 pytestmark = pytest.mark.slow
 
@@ -120,7 +121,8 @@ def test_a_host_whose_agent_goes_silent_is_lost_and_its_agent_ended(settings: Se
         plane.wait_for_hosts_down("silent")
     assert job["TrainingJobStatus"] == "Failed", job
     assert "sent no report for 1 s" in job["FailureReason"], job["FailureReason"]
-    assert handle.pid is not None and not _running(handle.pid, handle.create_time)
+    pid, created = agent_process(handle)  # the local backend's handle
+    assert pid is not None and not _running(pid, created)
 
 
 def _running(pid: int, create_time: float | None) -> bool:

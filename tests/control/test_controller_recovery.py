@@ -11,6 +11,7 @@ import pytest
 
 from tests.control._harness import control_plane, wait_for
 from trainops._settings import Settings
+from trainops.backends._local import agent_process
 
 pytestmark = pytest.mark.slow
 
@@ -48,8 +49,9 @@ def test_an_agent_that_ended_while_no_server_ran_is_read_from_its_journal(
         [handle] = plane.agent_handles("orphan")
     journal = settings.jobs_dir / "orphan" / "attempt-1" / ".agents" / "algo-1" / "journal.jsonl"
     wait_for(lambda: '"kind": "exit"' in journal.read_text(), what="the exit in the journal")
-    assert handle.pid is not None
-    os.kill(handle.pid, signal.SIGKILL)  # it would retry for a while; make it end unheard
+    pid, _ = agent_process(handle)  # the local backend's handle
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)  # it would retry for a while; make it end unheard
     time.sleep(DOWNTIME_S)  # the job is over; no server runs
     with control_plane(settings) as plane:
         job = plane.wait_ended("orphan")

@@ -11,6 +11,7 @@ import pytest
 from tests.control._harness import control_plane, wait_for
 from trainops._settings import Settings
 from trainops.backends import LocalBackend
+from trainops.backends._local import agent_process
 
 pytestmark = pytest.mark.slow
 
@@ -27,8 +28,9 @@ def test_a_killed_agent_is_retried_and_the_job_completes(settings: Settings) -> 
         plane.submit("retried", env, retry_strategy={"maximum_retry_attempts": 1})
         plane.wait_secondary("retried", "Training")
         [first] = plane.agent_handles("retried")
-        assert first.pid is not None
-        os.kill(first.pid, signal.SIGKILL)
+        pid, _ = agent_process(first)  # the local backend's handle
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
         job = plane.wait_ended("retried")
         lines = plane.log_lines("retried")
     assert (job["TrainingJobStatus"], job["Attempt"]) == ("Completed", 2), job["FailureReason"]

@@ -73,6 +73,27 @@ def test_saved_version_1_database_opens_and_keeps_its_records(tmp_path: Path) ->
         store.close()
 
 
+def test_an_agent_handle_of_an_older_version_is_read_as_the_local_backends(
+    tmp_path: Path,
+) -> None:
+    # Before version 6 the local backend's handle had columns of its own (pid, create time):
+    # an agent still running across the upgrade must still be found through them.
+    path = tmp_path / "old.db"
+    shutil.copy(V1_FIXTURE, path)
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE hosts SET pid = 4242, process_create_time = 1795447368.385685")
+    conn.close()
+    store = MetadataStore(path)
+    try:
+        [host] = store.hosts("old-job", 1)
+        assert host.handle == {"pid": 4242, "create_time": 1795447368.385685}
+        store.update_host("old-job", "algo-1", 1, handle={"actor": "abc", "node": "n1"})
+        [host] = store.hosts("old-job", 1)
+        assert host.handle == {"actor": "abc", "node": "n1"}  # opaque: kept as given
+    finally:
+        store.close()
+
+
 def test_saved_version_1_database_upgrades_through_a_later_migration(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
     shutil.copy(V1_FIXTURE, path)

@@ -12,7 +12,7 @@ import json
 import signal
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -44,11 +44,19 @@ class ProcessRef:
 
 @dataclass(frozen=True, slots=True)
 class AgentHandle:
-    """How to find a launched agent again, also from another control-plane process."""
+    """How to find a launched agent again, also from another control-plane process.
 
-    pid: int | None
-    create_time: float | None
+    ``data`` is the backend's own, opaque to everyone else and plain JSON (the store keeps it
+    with the host, so a restarted control plane can still reach the agent); ``workloads`` are
+    the processes the agent reported starting, to be ended with it where the backend can reach
+    them. An empty ``data`` names no agent: it is never alive.
+    """
+
+    data: Mapping[str, Any] = field(default_factory=dict)
     workloads: tuple[ProcessRef, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.data)
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,7 @@ from trainops.backends._capacity import Capacity, Slots
 from trainops.backends._standby import AgentForkServer
 from trainops.protocol import AgentEvent, AgentLaunch, HostResources
 
-__all__ = ["LocalBackend", "machine_cpu_ids", "machine_gpu_count"]
+__all__ = ["LocalBackend", "agent_process", "machine_cpu_ids", "machine_gpu_count"]
 
 AGENT_OUTPUT = "agent.out"
 # Variables of the server's own environment that an agent (and the script under it) must not see.
@@ -96,7 +96,7 @@ class LocalBackend(Backend):
         if pid is None:
             pid = self._spawn({**self._base_env(), **own_env}, output)
             self._start_fork_server()  # the fork server is gone: the next launch gets a new one
-        return AgentHandle(pid=pid, create_time=_create_time(pid))
+        return AgentHandle({"pid": pid, "create_time": _create_time(pid)})
 
     def _base_env(self) -> dict[str, str]:
         """What every agent inherits: our environment minus the server's secrets, plus S3 access."""
@@ -143,16 +143,17 @@ class LocalBackend(Backend):
                 self._forks = AgentForkServer(self.agent_command, self._base_env())
 
     def is_alive(self, handle: AgentHandle) -> bool:
-        return _running(handle.pid, handle.create_time) is not None
+        return _running(*agent_process(handle)) is not None
 
     def signal(self, handle: AgentHandle, signum: int) -> None:
-        if _running(handle.pid, handle.create_time) is not None and handle.pid is not None:
+        pid, created = agent_process(handle)
+        if _running(pid, created) is not None and pid is not None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(handle.pid, signum)
+                os.killpg(pid, signum)
 
     def kill(self, handle: AgentHandle) -> None:
         victims: list[psutil.Process] = []
-        agent = _running(handle.pid, handle.create_time)
+        agent = _running(*agent_process(handle))
         if agent is not None:
             with contextlib.suppress(psutil.Error):
                 victims = [agent, *agent.children(recursive=True)]
@@ -187,6 +188,15 @@ class LocalBackend(Backend):
         except FileNotFoundError:
             return []
         return parse_journal(text)
+
+
+def agent_process(handle: AgentHandle) -> tuple[int | None, float | None]:
+    """The pid and create time a local handle holds (``None`` for what it lacks)."""
+    pid, created = handle.data.get("pid"), handle.data.get("create_time")
+    return (
+        pid if isinstance(pid, int) else None,
+        float(created) if isinstance(created, int | float) else None,
+    )
 
 
 def _running(pid: int | None, create_time: float | None) -> psutil.Process | None:

@@ -128,4 +128,4 @@ def handle_of(host: HostRecord) -> AgentHandle:
     workloads = tuple(
         ProcessRef(int(p["pid"]), int(p["pgid"]), float(p["create_time"])) for p in host.processes
     )
-    return AgentHandle(pid=host.pid, create_time=host.process_create_time, workloads=workloads)
+    return AgentHandle(dict(host.handle or {}), workloads)

@@ -113,8 +113,7 @@ class Placement:
             host.host,
             job.attempt,
             state=HostState.RUNNING,
-            pid=handle.pid,
-            process_create_time=handle.create_time,
+            handle=handle.to_json(),
         )
 
 

@@ -109,8 +109,7 @@ class HostRecord:
     host: str
     attempt: int
     state: str
-    pid: int | None
-    process_create_time: float | None
+    handle: dict[str, Any] | None  # the backend's handle of the host's agent (opaque JSON)
     root: str
     state_dir: str
     acked_seq: int
@@ -133,6 +132,11 @@ class HostRecord:
         data = dict(zip(row.keys(), row, strict=True))
         for key in ("resources", "reservation", "processes", "ranks"):
             data[key] = json.loads(data[key])
+        # Before schema version 6 the local backend's handle had columns of its own.
+        pid, created = data.pop("pid", None), data.pop("process_create_time", None)
+        raw = data.get("handle")
+        legacy = {"pid": pid, "create_time": created} if pid is not None else None
+        data["handle"] = json.loads(raw) if raw else legacy
         return cls(**data)
 
 

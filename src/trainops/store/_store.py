@@ -37,7 +37,7 @@ __all__ = ["MetadataStore"]
 
 _JOB_FIELDS = frozenset(JobRecord.__slots__) - {"name", "spec", "order", "creation_time"}
 _HOST_FIELDS = frozenset(HostRecord.__slots__) - {"job", "host", "attempt"}
-_JSON_FIELDS = frozenset({"resources", "reservation", "processes"})
+_JSON_FIELDS = frozenset({"resources", "reservation", "processes", "handle"})
 
 
 class MetadataStore:
