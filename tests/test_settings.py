@@ -90,3 +90,13 @@ def test_backend_from_env_and_config(tmp_path: Path) -> None:
     assert Settings.load({"TRAINOPS_HOME": str(tmp_path)}).backend == "ray"
     env = {"TRAINOPS_HOME": str(tmp_path), "TRAINOPS_BACKEND": "local"}
     assert Settings.load(env).backend == "local"
+
+
+def test_shared_paths_from_env_and_config(tmp_path: Path) -> None:
+    assert Settings.load({"TRAINOPS_HOME": str(tmp_path)}).shared_paths == ()
+    (tmp_path / "config.yaml").write_text("shared_paths: [/mnt/nfs, /data/]\n")
+    assert Settings.load({"TRAINOPS_HOME": str(tmp_path)}).shared_paths == ("/mnt/nfs", "/data")
+    env = {"TRAINOPS_HOME": str(tmp_path), "TRAINOPS_SHARED_PATHS": "/a, /b"}
+    assert Settings.load(env).shared_paths == ("/a", "/b")
+    with pytest.raises(ConfigError, match="absolute folders, not 'rel'"):
+        Settings.load({**env, "TRAINOPS_SHARED_PATHS": "rel"})

@@ -111,6 +111,9 @@ class Settings:
     keep_job_trees: int = 20
     # Where host agents run: a name in trainops.backends.BACKENDS ("local": processes here).
     backend: str = "local"
+    # Folders every machine of a multi-machine backend sees at the same path (NFS, a cluster
+    # file system): file:// URIs under them are allowed for jobs that span machines.
+    shared_paths: tuple[str, ...] = ()
     # A host whose agent sent no report (agents report at least every 0.5 s) for this many
     # seconds is lost, even where the backend still sees its agent.
     heartbeat_timeout: int = 60
@@ -176,8 +179,23 @@ class Settings:
             keep_job_trees=_setting(env, "TRAINOPS_KEEP_JOB_TREES", file_cfg, "keep_job_trees", 20),
             heartbeat_timeout=_heartbeat_timeout(env, file_cfg),
             backend=env.get("TRAINOPS_BACKEND") or _opt_str(file_cfg, "backend") or "local",
+            shared_paths=_shared_paths(env, file_cfg, home),
             allowed_hosts=_allowed_hosts(env, file_cfg, home),
         )
+
+
+def _shared_paths(env: Mapping[str, str], cfg: Mapping[str, Any], home: Path) -> tuple[str, ...]:
+    raw = env.get("TRAINOPS_SHARED_PATHS")
+    value: object = raw.split(",") if raw is not None else cfg.get("shared_paths") or []
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
+        raise ConfigError(f"{home / 'config.yaml'}: 'shared_paths' must be a list of folders")
+    paths = [p.strip() for p in value if p.strip()]
+    relative = [p for p in paths if not Path(p).is_absolute()]
+    if relative:
+        raise ConfigError(f"shared_paths must be absolute folders, not {relative[0]!r}")
+    return tuple(str(Path(p)) for p in paths)
 
 
 def _heartbeat_timeout(env: Mapping[str, str], cfg: Mapping[str, Any]) -> int:

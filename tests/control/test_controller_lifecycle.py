@@ -15,6 +15,7 @@ import pytest
 from tests.control._harness import control_plane, wait_for
 from trainops._settings import Settings
 from trainops.agent.launchers import LAUNCHERS
+from trainops.backends import LocalBackend
 from trainops.backends._local import agent_process
 
 pytestmark = pytest.mark.slow
@@ -215,3 +216,31 @@ def test_a_launcher_cannot_span_more_hosts_than_it_can_is_refused_by_name(
         response = plane.client.post("/api/v1/jobs", json=body)
     assert response.status_code == 422, response.text
     assert "distribution.mpi" in response.text and "at most 1 host" in response.text
+
+
+def test_a_backend_that_spans_machines_refuses_files_they_cannot_read(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A multi-machine backend's hosts cannot read this machine's file:// URIs; only object
+    # storage every machine reaches will do (s3://, or folders every machine mounts).
+    monkeypatch.setattr(LocalBackend, "spans_machines", True)
+    spec = {"entry_point": "train.py", "inputs": {"train": {"uri": "s3://bucket/train"}}}
+    with control_plane(settings) as plane:
+        refused = plane.client.post(
+            "/api/v1/jobs", json={"job_name": "far", "spec": spec, "code_uri": plane.code_uri}
+        )
+    assert refused.status_code == 422, refused.text
+    fields = {path for path, _reason in refused.json()["detail"]["problems"]}
+    assert fields == {"code_uri", "output_path"}  # the s3:// channel is fine
+    assert "cannot read it: use s3://" in refused.text
+
+    home = str(settings.home)
+    shared = dataclasses.replace(settings, shared_paths=(home,))
+    escape = f"file://{home}/../elsewhere/train"  # under the shared folder only by its name
+    spec["inputs"] = {"train": {"uri": escape}, "test": {"uri": f"file://{home}/data/test"}}
+    with control_plane(shared) as plane:
+        answer = plane.client.post(
+            "/api/v1/jobs", json={"job_name": "near", "spec": spec, "code_uri": plane.code_uri}
+        )
+    assert answer.status_code == 422, answer.text
+    assert [path for path, _ in answer.json()["detail"]["problems"]] == ["inputs.train.uri"]

@@ -71,6 +71,9 @@ class Backend(ABC):
     """A place to run host agents. Implementations are registered in ``BACKENDS``."""
 
     name: ClassVar[str]
+    # Whether a job's hosts may run on other machines than the control plane's: then only object
+    # storage every machine reaches (s3://, or file:// under Settings.shared_paths) will do.
+    spans_machines: ClassVar[bool] = False
 
     def __init__(self, settings: Settings, *, agent_command: Sequence[str] | None = None) -> None:
         self.settings = settings

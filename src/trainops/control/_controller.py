@@ -8,9 +8,12 @@ threads of their own, and on start recovers whatever a previous control plane le
 from __future__ import annotations
 
 import hmac
+import posixpath
 import sqlite3
 from collections.abc import Sequence
+from pathlib import PurePosixPath
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from trainops._errors import JobNotFoundError, SpecError, StorageError, TrainopsError
 from trainops._settings import Settings
@@ -128,6 +131,8 @@ class JobController:
         _check_launcher(spec)
         self._check_code(code_uri)
         output = spec.output_path or self.settings.default_output_uri
+        if self.backend.spans_machines:
+            _check_shared_storage(spec, code_uri, output, self.settings.shared_paths)
         job = self.store.create_job(
             name=job_name,
             spec=spec.view(),
@@ -297,6 +302,41 @@ class JobController:
             raise AgentAuthError(f"job {job_name!r} has no host {host} in attempt {attempt}")
         self.core.heartbeats.heard(job_name, host, attempt)
         return job, record
+
+
+def _check_shared_storage(
+    spec: JobSpec, code_uri: str, output: str, shared: tuple[str, ...]
+) -> None:
+    """Refuse ``file://`` URIs the machines of a multi-machine backend cannot all read."""
+    uris = [("code_uri", code_uri), ("output_path", output)]
+    uris += [(f"inputs.{name}.uri", channel.uri) for name, channel in spec.inputs.items()]
+    if spec.checkpoint is not None:
+        uris.append(("checkpoint.uri", spec.checkpoint.uri))
+    problems = [
+        (
+            field,
+            f"{uri} is on this machine's disk, but the {_shared_reason(shared)}",
+        )
+        for field, uri in uris
+        if uri.startswith("file://") and not _under_shared(uri, shared)
+    ]
+    if problems:
+        raise SpecError(problems)
+
+
+def _shared_reason(shared: tuple[str, ...]) -> str:
+    where = f"a folder of shared_paths ({', '.join(shared)})" if shared else "shared_paths"
+    return (
+        "backend runs hosts on other machines, which cannot read it: use s3:// (or a file:// "
+        f"URI under {where})"
+    )
+
+
+def _under_shared(uri: str, shared: tuple[str, ...]) -> bool:
+    path = PurePosixPath(posixpath.normpath(unquote(urlsplit(uri).path)))  # no "..": its real place
+    return any(
+        path == PurePosixPath(root) or PurePosixPath(root) in path.parents for root in shared
+    )
 
 
 def _check_launcher(spec: JobSpec) -> None:
