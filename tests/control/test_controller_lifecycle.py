@@ -57,7 +57,8 @@ def test_a_job_completes_with_its_transitions_metrics_and_cost(settings: Setting
     assert job["Hosts"] == [{"Host": "algo-1", "Status": "Completed", "ExitCode": 0, "Attempt": 1}]
     assert lines == [f"algo-1 line {i}" for i in range(5)]
     tree = settings.jobs_dir / "done" / "attempt-1"
-    assert (tree / "algo-1").is_dir() and (tree / ".agents" / "algo-1" / "journal.jsonl").is_file()
+    # The backend made the agent's state directory; the host tree is the (real) agent's to make.
+    assert (tree / ".agents" / "algo-1" / "journal.jsonl").is_file()
 
 
 def test_stop_ends_the_job_stopped(settings: Settings) -> None:

@@ -48,7 +48,7 @@ def test_a_killed_agent_is_retried_and_the_job_completes(settings: Settings) -> 
     assert restarting["StatusMessage"].endswith("; attempt 2 of 2")
     assert job["Hosts"] == [{"Host": "algo-1", "Status": "Completed", "ExitCode": 0, "Attempt": 2}]
     assert lines.count("algo-1 line 0") == 2  # one per attempt, both kept
-    assert (settings.jobs_dir / "retried" / "attempt-2" / "algo-1").is_dir()
+    assert (settings.jobs_dir / "retried" / "attempt-2" / ".agents" / "algo-1").is_dir()
 
 
 def test_a_crash_without_retries_left_fails_the_job(settings: Settings) -> None:

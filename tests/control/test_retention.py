@@ -29,15 +29,15 @@ def test_old_trees_go_and_running_or_unknown_ones_stay(
             plane.wait_ended(name)
             plane.wait_for_hosts_down(name)
         for name in ("running", "first", "second", "third"):
-            assert (keep_one.jobs_dir / name / "attempt-1" / "algo-1").is_dir()
+            assert (keep_one.jobs_dir / name / "attempt-1" / ".agents" / "algo-1").is_dir()
         with caplog.at_level(logging.INFO, logger="trainops.control"):
             removed = plane.server.controller.retention.sweep()
         assert sorted(removed) == ["first", "second"]
         assert "removed the job tree of first (ended Completed)" in caplog.text
         assert not (keep_one.jobs_dir / "first").exists()
         assert not (keep_one.jobs_dir / "second").exists()
-        assert (keep_one.jobs_dir / "third" / "attempt-1" / "algo-1").is_dir()
-        assert (keep_one.jobs_dir / "running" / "attempt-1" / "algo-1").is_dir()
+        assert (keep_one.jobs_dir / "third" / "attempt-1" / ".agents" / "algo-1").is_dir()
+        assert (keep_one.jobs_dir / "running" / "attempt-1" / ".agents" / "algo-1").is_dir()
         assert stray.is_dir()
         # The records, logs and history stay in the store.
         assert plane.describe("first")["TrainingJobStatus"] == "Completed"
@@ -55,7 +55,7 @@ def test_keeping_none_still_spares_a_running_job(settings: Settings) -> None:
         plane.submit("busy", HANG)
         plane.wait_secondary("busy", "Training")
         assert plane.server.controller.retention.sweep() == []
-        assert (keep_none.jobs_dir / "busy" / "attempt-1" / "algo-1").is_dir()
+        assert (keep_none.jobs_dir / "busy" / "attempt-1" / ".agents" / "algo-1").is_dir()
         plane.stop("busy")
         plane.wait_ended("busy")
         plane.wait_for_hosts_down("busy")

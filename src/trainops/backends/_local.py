@@ -89,7 +89,10 @@ class LocalBackend(Backend):
     def launch(
         self, launch: AgentLaunch, resources: HostResources, env: Mapping[str, str]
     ) -> AgentHandle:
-        launch.state_dir.mkdir(parents=True, exist_ok=True)
+        for leftover in (launch.root, launch.state_dir):
+            if leftover.exists():  # left by a launch that a crash cut short: start fresh
+                shutil.rmtree(leftover)
+        launch.state_dir.mkdir(parents=True)
         output = launch.state_dir / AGENT_OUTPUT
         own_env = {**env, **launch.env()}
         pid = self._launch_forked(own_env, output)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import secrets
-import shutil
 from pathlib import Path
 
 from trainops.backends import CapacityShortage, HostPlacement
@@ -65,13 +64,10 @@ class Placement:
         self._launch(job, placements)
 
     def _launch(self, job: JobRecord, placements: list[HostPlacement]) -> None:
+        # Where each host's tree and agent state go; the backend and the agent create them where
+        # the agent runs (nothing here touches a disk).
         base = attempt_dir(self.core, job.name, job.attempt)
-        if base.exists():
-            shutil.rmtree(base)  # left by a launch that a crash cut short: start fresh
         hosts = [_new_host(base, i + 1, p) for i, p in enumerate(placements)]
-        for host in hosts:
-            Path(host.root).mkdir(parents=True)
-            Path(host.state_dir).mkdir(parents=True)
         token = secrets.token_urlsafe(32)
         self.core.store.create_hosts(job.name, job.attempt, hosts)
         job = self.core.update_job(
