@@ -19,6 +19,7 @@ from typing import Any
 import psutil
 import pytest
 
+from trainops.agent._client import AgentApiError
 from trainops.agent._remote import RemoteShell
 from trainops.agent.launchers import remote_shell_paths
 from trainops.agent.launchers.remote_shell import SOCKET_ENV, ShellSyntaxError, parse_command
@@ -238,3 +239,12 @@ def test_open_mpis_prefixed_command_line_is_read_as_a_shell_would() -> None:
 def test_shell_syntax_it_does_not_run_is_refused(line: str) -> None:
     with pytest.raises(ShellSyntaxError):
         parse_command([line], {})
+
+
+def test_a_control_plane_that_refuses_the_command_is_a_clear_rsh_error(hosts: _Hosts) -> None:
+    def refuse(target: str, words: list[str]) -> dict[str, Any]:
+        raise AgentApiError(f"HTTP 409 host {target} of job 'j' has already ended", status=409)
+
+    hosts.api.open_spawn = refuse  # type: ignore[method-assign]
+    done = hosts.rsh("algo-2", "true")
+    assert done.returncode == 255 and "has already ended" in done.stderr

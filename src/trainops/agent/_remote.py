@@ -24,7 +24,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from trainops.agent._client import AgentClient
+from trainops._errors import TrainopsError
+from trainops.agent._client import AgentApiError, AgentClient
 from trainops.agent.launchers.remote_shell import read_lines, send_line
 from trainops.protocol import Command, SpawnState
 
@@ -134,7 +135,7 @@ class RemoteShellRelay:
             try:
                 request = next(read_lines(conn), None)
                 reply = self._relay(request)
-            except (OSError, ValueError) as exc:
+            except (OSError, ValueError, TrainopsError) as exc:  # the API's refusal included
                 reply = {"state": "failed", "error": str(exc)}
             with contextlib.suppress(OSError):
                 send_line(conn, reply)
@@ -158,7 +159,11 @@ class RemoteShellRelay:
             if self._closed.wait(delay):
                 return {"state": "failed", "error": "this host's agent is closing"}
             delay = min(delay * 2, _POLL_MAX_S)
-            status = self.api.spawn_status(spawn_id)
+            try:
+                status = self.api.spawn_status(spawn_id)
+            except AgentApiError as exc:
+                if not exc.retryable:  # the server restarted or is busy: ask again
+                    raise
         return status
 
 
