@@ -22,6 +22,7 @@ EXPECTED = {
     "logs": {"-h", "--help", "NAME", "-f", "--follow", "--host"},
     "metrics": {"-h", "--help", "NAME", "--name", "--csv"},
     "stop": {"-h", "--help", "NAME", "--wait"},
+    "cluster": {"-h", "--help"},  # the backend's machines: a deliberate command, no knobs
     "study": {"-h", "--help", "STUDY"},  # a deliberate command: its knobs are in the study file
     "server": {"-h", "--help", "--host", "--port", "--backend"},
 }
@@ -52,7 +53,7 @@ def test_no_new_cli_options() -> None:
 def test_every_command_has_a_handler() -> None:
     for command in set(EXPECTED) - {""}:
         args = build_parser().parse_args(
-            [command, "x"] if command not in ("jobs", "server") else [command]
+            [command, "x"] if command not in ("jobs", "server", "cluster") else [command]
         )
         assert args.handler in HANDLERS
 

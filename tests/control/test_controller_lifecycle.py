@@ -6,6 +6,7 @@ import copy
 import dataclasses
 import io
 import itertools
+import socket
 import tarfile
 from pathlib import Path
 
@@ -54,7 +55,10 @@ def test_a_job_completes_with_its_transitions_metrics_and_cost(settings: Setting
     assert job["TrainingTimeInSeconds"] == job["BillableTimeInSeconds"] >= 1
     assert job["Cost"]["EstimatedCostUsd"] > 0 and job["Cost"]["InstanceCount"] == 1
     assert job["HyperParameters"] == {"epochs": "3"}
-    assert job["Hosts"] == [{"Host": "algo-1", "Status": "Completed", "ExitCode": 0, "Attempt": 1}]
+    node = socket.gethostname()  # the local backend's one machine
+    assert job["Hosts"] == [
+        {"Host": "algo-1", "Status": "Completed", "ExitCode": 0, "Attempt": 1, "Node": node}
+    ]
     assert lines == [f"algo-1 line {i}" for i in range(5)]
     tree = settings.jobs_dir / "done" / "attempt-1"
     # The backend made the agent's state directory; the host tree is the (real) agent's to make.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import sys
 
 import pytest
@@ -46,7 +47,10 @@ def test_a_killed_agent_is_retried_and_the_job_completes(settings: Settings) -> 
     restarting = job["SecondaryStatusTransitions"][statuses.index("Restarting")]
     assert restarting["StatusMessage"].startswith("Retrying after internal error: ")
     assert restarting["StatusMessage"].endswith("; attempt 2 of 2")
-    assert job["Hosts"] == [{"Host": "algo-1", "Status": "Completed", "ExitCode": 0, "Attempt": 2}]
+    node = socket.gethostname()  # the local backend's one machine
+    assert job["Hosts"] == [
+        {"Host": "algo-1", "Status": "Completed", "ExitCode": 0, "Attempt": 2, "Node": node}
+    ]
     assert lines.count("algo-1 line 0") == 2  # one per attempt, both kept
     assert (settings.jobs_dir / "retried" / "attempt-2" / ".agents" / "algo-1").is_dir()
 

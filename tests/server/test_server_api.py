@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from typing import Any
@@ -57,6 +58,26 @@ def test_health_and_info(plane: ControlPlane, settings: Settings) -> None:
     assert info["backend"] == "local" and info["region"] == "us-east-1"
     assert info["default_output_uri"] == settings.default_output_uri
     assert plane.client.get("/openapi.json").json()["info"]["title"] == "trainops"
+
+
+def test_the_cluster_shows_each_node_and_what_jobs_hold_of_it(plane: ControlPlane) -> None:
+    def nodes() -> list[dict[str, Any]]:
+        cluster = plane.client.get(f"{API}/cluster").json()
+        assert cluster["backend"] == "local"
+        found: list[dict[str, Any]] = cluster["nodes"]
+        return found
+
+    [idle] = nodes()
+    assert idle["node"] == socket.gethostname()
+    assert idle["free"] == idle["capacity"] == {"cpus": 4, "memory_mb": 64_000, "gpus": 0}
+    plane.submit("holding", {"FAKE_LINES": "0", "FAKE_HANG_ATTEMPTS": "1"})  # ml.m5.large
+    plane.wait_secondary("holding", "Training")
+    [busy] = nodes()
+    assert busy["free"] == {"cpus": 2, "memory_mb": 64_000 - 8192, "gpus": 0}
+    assert [h["Node"] for h in plane.describe("holding")["Hosts"]] == [socket.gethostname()]
+    plane.stop("holding")
+    plane.wait_ended("holding")
+    wait_for(lambda: nodes()[0]["free"] == idle["capacity"], what="the capacity back")
 
 
 def test_an_invalid_spec_is_refused_with_its_problems(plane: ControlPlane) -> None:

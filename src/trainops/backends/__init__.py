@@ -10,6 +10,7 @@ from trainops.backends._base import (
     AgentHandle,
     Backend,
     HostPlacement,
+    NodeInfo,
     ProcessRef,
     parse_journal,
 )
@@ -27,6 +28,7 @@ __all__ = [
     "HostDemand",
     "HostPlacement",
     "LocalBackend",
+    "NodeInfo",
     "ProcessRef",
     "Slots",
     "backend_for",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ __all__ = [
     "AgentHandle",
     "Backend",
     "HostPlacement",
+    "NodeInfo",
     "ProcessRef",
     "parse_journal",
 ]
@@ -57,6 +59,15 @@ class AgentHandle:
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.data)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeInfo:
+    """One machine of a backend as it sees it: its name, what it has and what is free."""
+
+    name: str
+    capacity: Capacity
+    free: Capacity
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +133,19 @@ class Backend(ABC):
     @abstractmethod
     def agent_output(self, state_dir: Path, max_chars: int = 2000) -> str:
         """The end of what the agent wrote to its stdout/stderr (for a lost agent's reason)."""
+
+    def node_of(self, handle: AgentHandle) -> str | None:
+        """The machine an agent runs on (shown per host by ``describe``); ``None`` if unknown."""
+        return None
+
+    def nodes(self) -> list[NodeInfo]:
+        """The machines agents may run on, with what each has and what is free of it."""
+        return [NodeInfo(self.node_name, self.capacity(), self.free())]
+
+    @property
+    def node_name(self) -> str:
+        """This machine's name: the one node of a backend that runs agents where it is."""
+        return socket.gethostname()
 
     def terminate(self, handle: AgentHandle) -> None:
         self.signal(handle, signal.SIGTERM)

@@ -99,7 +99,7 @@ class LocalBackend(Backend):
         if pid is None:
             pid = self._spawn({**self._base_env(), **own_env}, output)
             self._start_fork_server()  # the fork server is gone: the next launch gets a new one
-        return AgentHandle({"pid": pid, "create_time": _create_time(pid)})
+        return AgentHandle({"pid": pid, "create_time": _create_time(pid), "node": self.node_name})
 
     def _base_env(self) -> dict[str, str]:
         """What every agent inherits: our environment minus the server's secrets, plus S3 access."""
@@ -144,6 +144,10 @@ class LocalBackend(Backend):
                 old.retire()
             with contextlib.suppress(OSError):  # launches fall back to fresh processes
                 self._forks = AgentForkServer(self.agent_command, self._base_env())
+
+    def node_of(self, handle: AgentHandle) -> str | None:
+        node = handle.data.get("node")
+        return node if isinstance(node, str) else self.node_name  # every agent runs here
 
     def is_alive(self, handle: AgentHandle) -> bool:
         return _running(*agent_process(handle)) is not None

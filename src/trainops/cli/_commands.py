@@ -10,7 +10,12 @@ from typing import Any
 
 from trainops._errors import ConfigError, TrainopsError
 from trainops._settings import Settings
-from trainops.cli._render import format_jobs_table, format_metrics_csv, format_metrics_table
+from trainops.cli._render import (
+    format_cluster_table,
+    format_jobs_table,
+    format_metrics_csv,
+    format_metrics_table,
+)
 from trainops.client import (
     JobFollower,
     connect,
@@ -66,6 +71,13 @@ def jobs(args: argparse.Namespace) -> int:
             status=args.status, name_contains=args.name_contains, limit=args.limit
         )
     print(format_jobs_table(found))
+    return 0
+
+
+def cluster(_args: argparse.Namespace) -> int:
+    with connect() as client:
+        found = client.cluster()
+    print(format_cluster_table(found))
     return 0
 
 

@@ -31,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_logs(commands)
     _add_metrics(commands)
     _add_stop(commands)
+    _add_cluster(commands)
     _add_study(commands)
     _add_server(commands)
     return parser
@@ -72,6 +73,12 @@ def _add_jobs(commands: Commands) -> None:
     )  # fmt: skip
     sub.add_argument("--name-contains", metavar="X", help="only jobs whose name contains X")
     sub.add_argument("--limit", type=_limit, default=50, metavar="N", help="at most N (1-1000)")
+
+
+def _add_cluster(commands: Commands) -> None:
+    _command(
+        commands, "cluster", "cluster", "Show the backend's machines and what is free on each."
+    )
 
 
 def _add_study(commands: Commands) -> None:

@@ -18,6 +18,7 @@ TIMES = "\N{MULTIPLICATION SIGN}"
 APPROX = "\N{ALMOST EQUAL TO}"
 
 __all__ = [
+    "format_cluster_table",
     "format_cost",
     "format_job_summary",
     "format_jobs_table",
@@ -54,6 +55,19 @@ def format_jobs_table(jobs: Sequence[dict[str, Any]]) -> str:
         for job in jobs
     ]
     return format_table(["NAME", "STATUS", "SECONDARY", "CREATED", "INSTANCES"], rows)
+
+
+def format_cluster_table(cluster: dict[str, Any]) -> str:
+    """``trainops cluster``: each node of the backend, free of what it has."""
+    rows = []
+    for node in cluster.get("nodes") or []:
+        have, free = node.get("capacity") or {}, node.get("free") or {}
+        rows.append(
+            [str(node.get("node", "?"))]
+            + [f"{free.get(k, '?')}/{have.get(k, '?')}" for k in ("cpus", "memory_mb", "gpus")]
+        )
+    table = format_table(["NODE", "CPUS FREE", "MEMORY MB FREE", "GPUS FREE"], rows)
+    return f"Backend: {cluster.get('backend', '?')}\n{table}"
 
 
 def format_metrics_table(points: Sequence[dict[str, Any]]) -> str:

@@ -62,6 +62,10 @@ class Client:
         """Server version, backend, ``default_output_uri``, region and capacity."""
         return self._json("GET", "/info")
 
+    def cluster(self) -> dict[str, Any]:
+        """The backend's name and its nodes, each with its capacity and what is free of it."""
+        return self._json("GET", "/cluster")
+
     def new_job_name(self, base: str) -> str:
         """A fresh ``<base>-<timestamp>`` name from the server, unique among all its jobs."""
         return str(self._json("POST", "/job-names", body={"base_job_name": base})["job_name"])

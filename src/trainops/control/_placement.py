@@ -110,6 +110,7 @@ class Placement:
             job.attempt,
             state=HostState.RUNNING,
             handle=handle.to_json(),
+            node=self.core.backend.node_of(handle),
         )
 
 

@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 
 from trainops._settings import Settings
 from trainops._version import __version__
+from trainops.backends import Capacity
 from trainops.control import JobController, PrimaryStatus
 from trainops.server._http import ApiError, bearer_token, token_matches
 from trainops.server._longpoll import LogWaiter
@@ -115,17 +116,27 @@ def public_router(controller: JobController, settings: Settings, waiter: LogWait
 def _service_routes(router: APIRouter, controller: JobController, settings: Settings) -> None:
     @router.get("/info")
     def info() -> dict[str, Any]:
-        capacity = controller.backend.capacity()
         return {
             "version": __version__,
             "backend": controller.backend.name,
             "default_output_uri": settings.default_output_uri,
             "region": settings.region,
-            "capacity": {
-                "cpus": capacity.cpus,
-                "memory_mb": capacity.memory_mb,
-                "gpus": capacity.gpus,
-            },
+            "capacity": _amounts(controller.backend.capacity()),
+        }
+
+    @router.get("/cluster")
+    def cluster() -> dict[str, Any]:
+        """The machines the backend runs agents on, with what each has and what is free."""
+        return {
+            "backend": controller.backend.name,
+            "nodes": [
+                {
+                    "node": node.name,
+                    "capacity": _amounts(node.capacity),
+                    "free": _amounts(node.free),
+                }
+                for node in controller.backend.nodes()
+            ],
         }
 
     namer = JobNamer(lambda name: controller.store.get_job(name) is not None)
@@ -134,6 +145,10 @@ def _service_routes(router: APIRouter, controller: JobController, settings: Sett
     def new_job_name(body: NameRequest) -> dict[str, str]:
         """A job name no other job has or will be given: ``<base>-YYYY-MM-DD-HH-MM-SS-mmm``."""
         return {"job_name": namer.name(body.base_job_name)}
+
+
+def _amounts(capacity: Capacity) -> dict[str, int]:
+    return {"cpus": capacity.cpus, "memory_mb": capacity.memory_mb, "gpus": capacity.gpus}
 
 
 def _job_routes(router: APIRouter, controller: JobController, settings: Settings) -> None:

@@ -170,6 +170,8 @@ def _host(host: HostRecord) -> dict[str, Any]:
         "ExitCode": host.exit_code,
         "Attempt": host.attempt,
     }
+    if host.node is not None:  # the machine it ran on, as the backend names it
+        found["Node"] = host.node
     if len(host.ranks) > 1:  # a host of several ranks: how each of them exited
         found["Ranks"] = [{"Rank": r["rank"], "ExitCode": r["exit_code"]} for r in host.ranks]
     return found

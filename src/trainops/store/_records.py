@@ -110,6 +110,7 @@ class HostRecord:
     attempt: int
     state: str
     handle: dict[str, Any] | None  # the backend's handle of the host's agent (opaque JSON)
+    node: str | None  # the machine the agent ran on, as the backend names it
     root: str
     state_dir: str
     acked_seq: int
