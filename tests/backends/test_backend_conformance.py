@@ -6,6 +6,7 @@ their environment, optionally start a workload in its own session, and sleep.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -237,3 +238,25 @@ def test_the_journal_is_read_back_without_its_torn_last_line(
     assert backend.read_journal(tmp_path) == events
     assert backend.read_journal(tmp_path / "none") == []
     assert parse_journal(text) == events
+
+
+def test_a_launch_starts_from_a_fresh_state_directory(
+    make_backend: type[Backend], trainops_home: Path
+) -> None:
+    # What a launch cut short by a crash left behind must not reach the next agent of the host.
+    settings = _settings(trainops_home)
+    backend = make_backend(settings, agent_command=[sys.executable, "-c", SLEEPER])
+    base = settings.jobs_dir / "job-a" / "attempt-1"
+    launch = dataclasses.replace(
+        _launch(trainops_home), root=base / "algo-1", state_dir=base / ".agents" / "algo-1"
+    )
+    launch.state_dir.mkdir(parents=True)
+    (launch.state_dir / JOURNAL_FILE).write_text('{"seq": 1, "stale": true}\n')
+    handle = backend.launch(launch, HostResources(cpus=[0]), {})
+    try:
+        assert backend.read_journal(launch.state_dir) == []
+        assert backend.job_trees() == ["job-a"]
+    finally:
+        backend.kill(handle)
+    assert backend.remove_job_tree("job-a") and backend.job_trees() == []
+    assert backend.remove_job_tree("never-was")  # nothing there: nothing left

@@ -9,6 +9,7 @@ program with the same :class:`~trainops.protocol.AgentLaunch` variables.
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import socket
 from abc import ABC, abstractmethod
@@ -133,6 +134,23 @@ class Backend(ABC):
     @abstractmethod
     def agent_output(self, state_dir: Path, max_chars: int = 2000) -> str:
         """The end of what the agent wrote to its stdout/stderr (for a lost agent's reason)."""
+
+    def job_trees(self) -> list[str]:
+        """Names of the jobs that have host trees where this backend's agents run.
+
+        The base class's agents run on this machine, under ``$TRAINOPS_HOME/jobs/``; a backend
+        whose agents run elsewhere lists (and removes) the trees on its own machines.
+        """
+        try:
+            return sorted(e.name for e in self.settings.jobs_dir.iterdir() if e.is_dir())
+        except FileNotFoundError:
+            return []
+
+    def remove_job_tree(self, job: str) -> bool:
+        """Delete every host tree and agent state of ``job``; whether none is left."""
+        tree = self.settings.jobs_dir / job
+        shutil.rmtree(tree, ignore_errors=True)
+        return not tree.exists()
 
     def node_of(self, handle: AgentHandle) -> str | None:
         """The machine an agent runs on (shown per host by ``describe``); ``None`` if unknown."""

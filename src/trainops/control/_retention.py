@@ -1,20 +1,19 @@
 """Retention of job trees: the newest ended jobs keep their directories, older ones lose them.
 
-Each job's hosts work under ``$TRAINOPS_HOME/jobs/<job>/`` (``attempt-<n>/<host>/`` trees with
+Each job's hosts work under ``jobs/<job>/`` where their agents run (``attempt-<n>/<host>/`` trees with
 the code, the downloaded channels, the model and output before upload, and ``.agents/`` with each
 agent's journal, log and per-job Python environment). Everything there that matters outlives the
 job elsewhere (artifacts and logs in object storage, logs, metrics and history in the store), so
 the directories of ended jobs are only kept for looking into recent jobs: the newest
 ``Settings.keep_job_trees`` ended jobs (by end time) keep theirs, the others are deleted. A job
 is never touched while it is running or stopping, nor while any of its agents has not reported
-its exit, and directories that name no job in the store are left alone.
+its exit, and directories that name no job in the store are left alone. The backend lists and
+removes the trees (``Backend.job_trees``, ``Backend.remove_job_tree``): they are on its machines.
 """
 
 from __future__ import annotations
 
 import logging
-import shutil
-from pathlib import Path
 
 from trainops.control._core import ControlCore
 from trainops.control._status import ENDED
@@ -33,27 +32,19 @@ class TreeRetention:
 
     def sweep(self) -> list[str]:
         """Delete what the policy allows now; returns the names of the jobs whose trees went."""
-        jobs_dir = self.core.settings.jobs_dir
+        backend = self.core.backend
         with self.core.lock:
-            ended = [job for job in self._jobs_on_disk(jobs_dir) if self._finished(job)]
+            found = (self.core.store.get_job(name) for name in backend.job_trees())
+            ended = [job for job in found if job is not None and self._finished(job)]
         ended.sort(key=_end_time, reverse=True)
         removed = []
         for job in ended[self.core.settings.keep_job_trees :]:
-            shutil.rmtree(jobs_dir / job.name, ignore_errors=True)
-            if not (jobs_dir / job.name).exists():
+            if backend.remove_job_tree(job.name):
                 _log.info("removed the job tree of %s (ended %s)", job.name, job.status)
                 removed.append(job.name)
             else:
                 _log.warning("could not remove the job tree of %s", job.name)
         return removed
-
-    def _jobs_on_disk(self, jobs_dir: Path) -> list[JobRecord]:
-        try:
-            names = [entry.name for entry in jobs_dir.iterdir() if entry.is_dir()]
-        except FileNotFoundError:
-            return []
-        found = (self.core.store.get_job(name) for name in names)
-        return [job for job in found if job is not None]
 
     def _finished(self, job: JobRecord) -> bool:
         if job.status not in ENDED:
