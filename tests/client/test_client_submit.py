@@ -68,6 +68,27 @@ def test_without_source_dir_only_the_entry_point_is_packed(
     assert body["spec"]["source_dir"] is None
 
 
+def test_a_trainops_home_inside_the_source_is_not_packed(api: ScriptedAPI, tmp_path: Path) -> None:
+    # TRAINOPS_HOME=./.trainops with source_dir "." : the home holds every earlier job's
+    # objects, its source archives among them, so packing it would make each submission carry
+    # all the ones before it (and grow without end).
+    work = tmp_path / "project"
+    home = work / ".trainops"
+    (home / "objects" / "jobs" / "old" / "source").mkdir(parents=True)
+    (home / "objects" / "jobs" / "old" / "source" / "sourcedir.tar.gz").write_bytes(b"x" * 1000)
+    (work / "train.py").write_text("print('hi')\n")
+    settings = Settings(home=home)
+    _server(api, settings.default_output_uri)
+    spec = JobSpec(entry_point="train.py", source_dir=".", base_job_name="here")
+    with Client(api.url) as client:
+        submit_job(client, spec, settings, base_dir=work, progress=False)
+        submit_job(client, spec, settings, base_dir=work, progress=False)
+    codes = [
+        r.body["code_uri"] for r in api.requests if (r.method, r.path) == ("POST", f"{API}/jobs")
+    ]
+    assert [_members(uri) for uri in codes] == [["train.py"], ["train.py"]]
+
+
 def test_source_dir_is_packed_whole_and_paths_resolved(
     api: ScriptedAPI, settings: Settings, tmp_path: Path
 ) -> None:

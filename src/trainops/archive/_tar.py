@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import tarfile
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import IO, cast
 
@@ -22,11 +23,20 @@ from trainops.archive._limits import ArchiveLimits
 __all__ = ["pack", "safe_extract"]
 
 
-def pack(root: Path, dest: Path, files: Iterable[Path] | None = None) -> Path:
-    """Write ``root``'s files (or just ``files``, relative to ``root``) to ``dest`` as tar.gz."""
+def pack(
+    root: Path,
+    dest: Path,
+    files: Iterable[Path] | None = None,
+    *,
+    exclude: Iterable[Path] = (),
+) -> Path:
+    """Write ``root``'s files (or just ``files``, relative to ``root``) to ``dest`` as tar.gz,
+    leaving out the folders in ``exclude`` (wherever they are; only those under ``root``
+    matter)."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(dest.name + ".part")
-    chosen = sorted(files) if files is not None else _walk(root)
+    skipped = {p.resolve() for p in exclude}
+    chosen = sorted(files) if files is not None else _walk(root, skipped)
     with tarfile.open(tmp, "w:gz", compresslevel=6) as tar:
         for rel in chosen:
             tar.add(root / rel, arcname=Path(rel).as_posix(), recursive=False)
@@ -71,11 +81,15 @@ def safe_extract(archive: Path, target: Path, limits: ArchiveLimits | None = Non
     return [entry.member.name for entry in plan.entries]
 
 
-def _walk(root: Path) -> list[Path]:
+def _walk(root: Path, skipped: AbstractSet[Path] = frozenset()) -> list[Path]:
     out = []
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in ("__pycache__", ".git"))
         base = Path(dirpath)
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if d not in ("__pycache__", ".git") and (base / d).resolve() not in skipped
+        )
         for name in sorted(filenames):
             out.append((base / name).relative_to(root))
     return out

@@ -114,15 +114,29 @@ def code_uri_for(output_prefix: str) -> str:
     return join_uri(output_prefix, SOURCE_ARCHIVE)
 
 
-def pack_source(spec: JobSpec, base_dir: Path, dest: Path) -> Path:
-    """Pack a local source: all of ``source_dir``, or only the entry point (relative to ``base_dir``)."""
-    return _pack(spec.source_dir, spec.entry_point, base_dir, dest)
+def pack_source(
+    spec: JobSpec, base_dir: Path, dest: Path, settings: Settings | None = None
+) -> Path:
+    """Pack a local source: all of ``source_dir``, or only the entry point (relative to ``base_dir``).
+
+    The trainops home (``settings.home``) is left out where it lies inside the source: it holds
+    every earlier job's objects, source archives included, so each submission would pack all the
+    ones before it.
+    """
+    return _pack(spec.source_dir, spec.entry_point, base_dir, dest, settings)
 
 
-def _pack(source_dir: str | None, entry_point: str, base_dir: Path, dest: Path) -> Path:
+def _pack(
+    source_dir: str | None,
+    entry_point: str,
+    base_dir: Path,
+    dest: Path,
+    settings: Settings | None = None,
+) -> Path:
     if source_dir is None:
         return pack(base_dir, dest, files=[Path(entry_point)])
-    return pack(base_dir / source_dir, dest)
+    home = [] if settings is None else [settings.home]
+    return pack(base_dir / source_dir, dest, exclude=home)
 
 
 def _create(
@@ -172,7 +186,11 @@ def _stage_code(job: _Job, prefix: str, settings: Settings, progress: bool) -> t
     target = code_uri_for(prefix)
     with tempfile.TemporaryDirectory(prefix="trainops-source-") as tmp:
         archive = _pack(
-            job.source_dir, job.entry_point, job.base_dir, Path(tmp) / "sourcedir.tar.gz"
+            job.source_dir,
+            job.entry_point,
+            job.base_dir,
+            Path(tmp) / "sourcedir.tar.gz",
+            settings,
         )
         size = archive.stat().st_size
         with TransferBar(size, "uploading source", enabled=progress) as bar:
