@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import types
 
 import trainops
@@ -51,11 +53,23 @@ def test_public_names_of_the_module_are_exported() -> None:
 
 def test_lazy_packages_resolve_every_exported_name() -> None:
     # trainops.spec and trainops.server import their names on first use (the CLI's run path
-    # must not pay for the spec models or FastAPI); every name they export must still resolve.
+    # must not pay for the spec models or FastAPI), and trainops.agent (the control plane only
+    # needs its launchers); every name they export must still resolve.
+    import trainops.agent
     import trainops.server
     import trainops.spec
     import trainops.storage
 
-    for package in (trainops.spec, trainops.server, trainops.storage):
+    for package in (trainops.spec, trainops.server, trainops.storage, trainops.agent):
         missing = [name for name in package.__all__ if getattr(package, name, None) is None]
         assert missing == [], package.__name__
+
+
+def test_the_control_plane_does_not_import_the_agent() -> None:
+    # The server needs the launcher table (to refuse what no agent can launch), not the agent.
+    code = (
+        "import sys, trainops.server._run, trainops.control; "
+        "print(sorted(m for m in sys.modules if m.startswith('trainops.agent._')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stdout
