@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import json
 import shlex
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field, field_validator
+from pydantic import AfterValidator, Field, field_validator
 
 from trainops.catalog import InstanceType
 from trainops.spec._base import SpecModel
@@ -49,29 +49,34 @@ class Enabled(SpecModel):
     enabled: bool = False
 
 
+def _check_options(value: str) -> str:
+    """Options are split like a command line (never run by a shell): they must split."""
+    try:
+        shlex.split(value)
+    except ValueError as exc:
+        raise ValueError(f"cannot be split into arguments: {exc}") from None
+    if "\0" in value:
+        raise ValueError("must not contain a NUL character")
+    return value
+
+
+# ``custom_mpi_options`` of mpi and of smdistributed.dataparallel: passed to mpirun as arguments.
+MpiOptions = Annotated[str, Field(max_length=4096), AfterValidator(_check_options)]
+
+
 class MpiConfig(SpecModel):
     """``mpirun`` across the job's hosts, as SageMaker's MPI runner does."""
 
     enabled: bool = False
     processes_per_host: int | None = Field(default=None, ge=1, le=MAX_PROCESSES_PER_HOST)
-    custom_mpi_options: str = Field(default="", max_length=4096)
-
-    @field_validator("custom_mpi_options")
-    @classmethod
-    def _options(cls, value: str) -> str:
-        return _check_options(value)
+    custom_mpi_options: MpiOptions = ""
 
 
 class DataParallelConfig(SpecModel):
     """Topology-aware data parallel (SageMaker's ``smdistributed.dataparallel``)."""
 
     enabled: bool = False
-    custom_mpi_options: str = Field(default="", max_length=4096)
-
-    @field_validator("custom_mpi_options")
-    @classmethod
-    def _options(cls, value: str) -> str:
-        return _check_options(value)
+    custom_mpi_options: MpiOptions = ""
 
 
 class ModelParallelConfig(SpecModel):
@@ -221,14 +226,3 @@ def _check_model_parallel(config: ModelParallelConfig, hosts: int, per_host: int
             f"does not divide the data-parallel degree {data_parallel} ({where} / pipeline "
             f"{pipeline} / tensor {tensor})"
         )
-
-
-def _check_options(value: str) -> str:
-    """Options are split like a command line (never run by a shell): they must split."""
-    try:
-        shlex.split(value)
-    except ValueError as exc:
-        raise ValueError(f"cannot be split into arguments: {exc}") from None
-    if "\0" in value:
-        raise ValueError("must not contain a NUL character")
-    return value
