@@ -204,6 +204,12 @@ def test_the_request_is_well_formed_http() -> None:
         (b"HTTP/1.1 200 OK\r\nno colon here\r\n\r\n", "malformed header line"),
         (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "malformed chunk"),
         (b"", "closed the connection without answering"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999\r\n\r\n", "larger than"),
+        (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffffffff\r\n",
+            "larger than",
+        ),
+        (b"HTTP/1.1 100 Continue\r\n\r\n" * 3000, "more than 10 interim"),
     ],
 )
 def test_a_broken_or_hostile_answer_is_a_clear_error(answer: bytes, problem: str) -> None:
@@ -215,7 +221,8 @@ def test_a_broken_or_hostile_answer_is_a_clear_error(answer: bytes, problem: str
 
 
 @pytest.mark.parametrize(
-    "headers", [{"X-Evil": "a\r\nInjected: 1"}, {"Bad Name": "v"}, {"X": "nul\0"}]
+    "headers",
+    [{"X-Evil": "a\r\nInjected: 1"}, {"Bad Name": "v"}, {"X": "nul\0"}, {"X": "t\u00f6ken\u2603"}],
 )
 def test_headers_that_would_break_the_request_are_refused(headers: dict[str, str]) -> None:
     with pytest.raises(ValueError, match="cannot hold"):

@@ -14,7 +14,8 @@ Callers must only send requests that are safe to repeat that way (every call of 
 is: agent events carry sequence numbers, submissions carry the job name).
 
 A response is bounded: at most :data:`MAX_HEADER_LINES` header lines of :data:`MAX_LINE` bytes
-each, so a hostile or broken server cannot make a client buffer without end before the body.
+each, at most :data:`MAX_INTERIM` interim (1xx) answers and a body of at most :data:`MAX_BODY`
+bytes however it is framed, so a hostile or broken server cannot make a client buffer without end.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ __all__ = ["HttpResponse", "HttpTransport", "TransportError", "TransportTimeout"
 
 MAX_LINE = 65536
 MAX_HEADER_LINES = 200
+MAX_BODY = 64 * 1024 * 1024  # a log page is at most 8 MiB; nothing trainops serves comes near
+MAX_INTERIM = 10  # 1xx answers before the real one
 _NO_BODY = frozenset({204, 304})
 
 
@@ -173,7 +176,12 @@ class HttpTransport:
 
 
 def _check_header(name: str, value: str) -> None:
-    if not name or any(c in name for c in ":\r\n \0") or any(c in value for c in "\r\n\0"):
+    bad = not name or any(c in name for c in ":\r\n \0") or any(c in value for c in "\r\n\0")
+    try:
+        (name + value).encode("latin-1")
+    except UnicodeEncodeError:
+        bad = True
+    if bad:
         raise ValueError(f"HTTP header {name!r} has a character a header cannot hold")
 
 
@@ -185,6 +193,15 @@ def _line(reader: IO[bytes]) -> bytes:
 
 
 def _read_response(reader: IO[bytes], method: str) -> HttpResponse:
+    for _ in range(MAX_INTERIM + 1):
+        response = _read_one(reader, method)
+        if response is not None:
+            return response
+    raise TransportError(f"the server sent more than {MAX_INTERIM} interim (1xx) answers")
+
+
+def _read_one(reader: IO[bytes], method: str) -> HttpResponse | None:
+    """One answer; ``None`` for an interim (1xx) one, after which the real one follows."""
     status_line = _line(reader)
     if not status_line:
         raise _Stale("the server closed the connection without answering")
@@ -196,8 +213,8 @@ def _read_response(reader: IO[bytes], method: str) -> HttpResponse:
     if not version.startswith("HTTP/1."):
         raise TransportError(f"not an HTTP/1.x response: {status_line[:80]!r}")
     headers = _read_headers(reader)
-    if 100 <= status < 200:  # an interim answer (100 Continue): the real one follows
-        return _read_response(reader, method)
+    if 100 <= status < 200:
+        return None
     connection = headers.get("connection", "").lower()
     will_close = connection == "close" or (version == "HTTP/1.0" and connection != "keep-alive")
     if method == "HEAD" or status in _NO_BODY:
@@ -207,7 +224,7 @@ def _read_response(reader: IO[bytes], method: str) -> HttpResponse:
     elif "content-length" in headers:
         body = _read_exactly(reader, _length(headers["content-length"]))
     else:
-        body, will_close = reader.read(), True
+        body, will_close = _read_to_close(reader), True
     return HttpResponse(status, reason[0] if reason else "", body, will_close)
 
 
@@ -230,7 +247,20 @@ def _length(text: str) -> int:
     return int(text)
 
 
+def _too_big(size: int) -> TransportError:
+    return TransportError(f"the server's answer is larger than {MAX_BODY} bytes ({size})")
+
+
+def _read_to_close(reader: IO[bytes]) -> bytes:
+    data = reader.read(MAX_BODY + 1)
+    if len(data) > MAX_BODY:
+        raise _too_big(len(data))
+    return data
+
+
 def _read_exactly(reader: IO[bytes], size: int) -> bytes:
+    if size > MAX_BODY:
+        raise _too_big(size)
     data = reader.read(size)
     if len(data) < size:
         raise TransportError(f"the server closed the connection {size - len(data)} bytes early")
@@ -239,6 +269,7 @@ def _read_exactly(reader: IO[bytes], size: int) -> bytes:
 
 def _read_chunked(reader: IO[bytes]) -> bytes:
     parts: list[bytes] = []
+    total = 0
     while True:
         size_text = _line(reader).split(b";", 1)[0].strip()
         try:
@@ -248,5 +279,8 @@ def _read_chunked(reader: IO[bytes]) -> bytes:
         if size == 0:
             _read_headers(reader)  # trailers, if any, then the blank line
             return b"".join(parts)
+        total += size
+        if total > MAX_BODY:
+            raise _too_big(total)
         parts.append(_read_exactly(reader, size))
         _line(reader)  # the CRLF after the chunk
