@@ -29,7 +29,19 @@ CLONE_NEWUSER = 0x10000000
 MS_BIND = 4096
 MS_REC = 16384
 MS_PRIVATE = 1 << 18
-RESOLVE_SECONDS = float(os.environ.get("TRAINOPS_RESOLVE_SECONDS") or 30.0)
+
+
+def _resolve_seconds(raw: str | None) -> float:
+    """``TRAINOPS_RESOLVE_SECONDS`` (it comes from the job's environment): 30 s unless it is a
+    finite number of seconds from 0 to a day."""
+    try:
+        value = float(raw or 30.0)
+    except ValueError:
+        return 30.0
+    return value if 0 <= value <= 86400 else 30.0
+
+
+RESOLVE_SECONDS = _resolve_seconds(os.environ.get("TRAINOPS_RESOLVE_SECONDS"))
 NAME_UNRESOLVED = 86  # the exit code when a job host name never resolves
 
 
@@ -100,7 +112,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("no command to run")
-    os.execvp(command[0], command)  # noqa: S606 (an argv list, never a shell string)
+    try:
+        os.execvp(command[0], command)  # noqa: S606 (an argv list, never a shell string)
+    except OSError as exc:  # as a shell says it: the program is missing or not runnable
+        print(f"trainops: cannot run {command[0]}: {exc.strerror}", file=sys.stderr)
+        return 127
 
 
 if __name__ == "__main__":

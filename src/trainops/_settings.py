@@ -19,6 +19,7 @@ from trainops.archive import ArchiveLimits
 __all__ = ["LocalCapacity", "S3Settings", "Settings", "TransferSettings"]
 
 MIB = 1 << 20
+MIN_HEARTBEAT_TIMEOUT = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,8 +201,11 @@ def _shared_paths(env: Mapping[str, str], cfg: Mapping[str, Any], home: Path) ->
 
 def _heartbeat_timeout(env: Mapping[str, str], cfg: Mapping[str, Any]) -> int:
     value = _setting(env, "TRAINOPS_HEARTBEAT_TIMEOUT", cfg, "heartbeat_timeout", 60)
-    if value < 1:
-        raise ConfigError(f"heartbeat_timeout must be at least 1 second, got {value}")
+    if value < MIN_HEARTBEAT_TIMEOUT:
+        raise ConfigError(
+            f"heartbeat_timeout must be at least {MIN_HEARTBEAT_TIMEOUT} seconds (an agent "
+            f"retries a failed report within 2 s), got {value}"
+        )
     return value
 
 

@@ -32,6 +32,7 @@ from trainops.protocol import Command, SpawnState
 __all__ = ["HttpSpawnApi", "RemoteShell", "RemoteShellRelay", "SpawnApi", "SpawnRunner"]
 
 _POLL_MAX_S = 0.5
+REQUEST_TIMEOUT_S = 10.0
 
 
 class SpawnApi(Protocol):
@@ -133,9 +134,11 @@ class RemoteShellRelay:
     def _handle(self, conn: socket.socket) -> None:
         with conn:
             try:
+                conn.settimeout(REQUEST_TIMEOUT_S)  # for the request; the wait is ours
                 request = next(read_lines(conn), None)
+                conn.settimeout(None)
                 reply = self._relay(request)
-            except (OSError, ValueError, TrainopsError) as exc:  # the API's refusal included
+            except (OSError, ValueError, KeyError, TypeError, TrainopsError) as exc:
                 reply = {"state": "failed", "error": str(exc)}
             with contextlib.suppress(OSError):
                 send_line(conn, reply)
@@ -197,7 +200,14 @@ class SpawnRunner:
     def _run(self, command: Command) -> None:
         try:
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-                conn.connect(str(self.keeper))
+                try:
+                    conn.connect(str(self.keeper))
+                except (ConnectionRefusedError, FileNotFoundError):
+                    # The keeper is still starting (bound, not yet listening): not ours to
+                    # fail; the control plane sends the command again.
+                    with self._lock:
+                        self._taken.discard(command.spawn_id)
+                    return
                 send_line(conn, {"spawn_id": command.spawn_id, "words": command.words})
                 ended = False
                 for reply in read_lines(conn):

@@ -250,6 +250,8 @@ class JobController:
         """Where a spawn stands; one whose job (or target host) has ended meanwhile fails."""
         job, _ = self._authorize(job_name, host, attempt, token)
         spawn = self._spawn(job_name, attempt, spawn_id)
+        if host not in (spawn.source, spawn.target):
+            raise AgentAuthError(f"remote command {spawn_id} is not {host}'s")
         if job.status in ENDED or job.attempt != attempt or job.stop_reason:
             self.spawns.update(spawn, SpawnState.FAILED, None, "the job has ended")
         else:

@@ -22,8 +22,9 @@ from typing import Any
 
 from trainops.protocol import Command, SpawnState
 
-__all__ = ["MAX_SPAWN_BYTES", "MAX_SPAWN_WORDS", "Spawn", "SpawnRelay"]
+__all__ = ["MAX_OPEN_SPAWNS", "MAX_SPAWN_BYTES", "MAX_SPAWN_WORDS", "Spawn", "SpawnRelay"]
 
+MAX_OPEN_SPAWNS = 64  # unfinished spawns of one job at a time (mpirun opens one a host)
 MAX_SPAWN_WORDS = 4096
 MAX_SPAWN_BYTES = 256 * 1024
 _FORGET_AFTER_S = 600.0  # an ended spawn nobody asked about again is dropped after this
@@ -70,6 +71,11 @@ class SpawnRelay:
         spawn = Spawn(secrets.token_hex(8), job, attempt, source, target, list(words))
         with self._lock:
             self._forget_old()
+            unfinished = sum(
+                1 for s in self._spawns.values() if s.job == job and s.state not in _ENDED
+            )
+            if unfinished >= MAX_OPEN_SPAWNS:
+                raise ValueError(f"job {job!r} already has {unfinished} unfinished remote commands")
             self._spawns[spawn.spawn_id] = spawn
         return spawn
 
@@ -105,13 +111,6 @@ class SpawnRelay:
             spawn.error = error[:2000] if error and state in _ENDED else None
             if state in _ENDED:
                 spawn.ended_at = time.monotonic()
-
-    def end_job(self, job: str, reason: str) -> None:
-        """Fail the job's unfinished spawns (it has ended, or its attempt has)."""
-        with self._lock:
-            spawns = [s for s in self._spawns.values() if s.job == job]
-        for spawn in spawns:
-            self.update(spawn, SpawnState.FAILED, None, reason)
 
     def _forget_old(self) -> None:
         now = time.monotonic()

@@ -238,6 +238,7 @@ class _Keeper:
         self.wait_first = wait_first
         self.waiting: dict[int, tuple[socket.socket, subprocess.Popen[bytes]]] = {}
         self.served = 0
+        self.failed = 0  # commands that could not be started: the host did not do its part
         self.stopping = False
         self.started = time.monotonic()
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -264,7 +265,9 @@ class _Keeper:
             if readable and not self.stopping:
                 self._accept()
             if not self._reap() and (self.served or self.stopping):
-                return 143 if self.stopping and not self.served else 0
+                if self.stopping and not self.served:
+                    return 143
+                return 1 if self.failed else 0
             if not self.served and time.monotonic() - self.started > self.wait_first:
                 print(
                     f"trainops keeper: no remote command came within {self.wait_first:g} s "
@@ -297,6 +300,7 @@ class _Keeper:
                 command.argv, env=command.env, cwd=command.cwd, stdin=subprocess.DEVNULL
             )
         except (OSError, ShellSyntaxError) as exc:
+            self.failed += 1
             print(f"trainops keeper: cannot run {' '.join(words)[:200]}: {exc}", file=sys.stderr)
             send_line(conn, {"state": "exited", "exit_code": 127, "error": str(exc)})
             conn.close()
@@ -357,6 +361,15 @@ def _descendants(root: int) -> list[int]:
     return found
 
 
+def _wait_first() -> float:
+    """``$TRAINOPS_KEEPER_WAIT_SECONDS`` (from the job's environment), else an hour."""
+    try:
+        value = float(os.environ.get(WAIT_FIRST_ENV) or 3600.0)
+    except ValueError:
+        return 3600.0
+    return value if 0 < value < float("inf") else 3600.0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["rsh"]:
@@ -364,9 +377,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="remote_shell.py keeper")
     parser.add_argument("mode", choices=["keeper"])
     parser.add_argument("--socket", type=Path, required=True)
-    parser.add_argument(
-        "--wait-first", type=float, default=float(os.environ.get(WAIT_FIRST_ENV) or 3600.0)
-    )
+    parser.add_argument("--wait-first", type=float, default=_wait_first())
     parsed = parser.parse_args(args)
     return _Keeper(parsed.socket, parsed.wait_first).run()
 
