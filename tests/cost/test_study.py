@@ -123,3 +123,19 @@ def test_trainops_study_runs_every_configuration(tmp_path: Path) -> None:
     assert all(f["time_to_target_s"] is not None and f["status"] == "Completed" for f in figures)
     assert (tmp_path / "out" / "scaling.png").read_bytes()[:4] == b"\x89PNG"
     assert "samples/s" in result.stdout and "100%" in result.stdout
+
+
+def test_a_configuration_that_cannot_run_is_refused_before_any_job(tmp_path: Path) -> None:
+    write_job(tmp_path, RATE_PRINTER)
+    study = tmp_path / "study.yaml"
+    study.write_text(
+        "job: job.yaml\n"
+        "configurations:\n"
+        "  - {instance_count: 1}\n"
+        "  - {instance_type: ml.nope.large, instance_count: 1}\n"
+    )
+    home = tmp_path / "home"
+    result = trainops("study", str(study), home=home)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "configurations.1.instance_type" in result.stderr and "Traceback" not in result.stderr
+    assert not (home / "trainops.db").exists()  # no job ran, none was even submitted

@@ -35,8 +35,7 @@ def pack(
     matter)."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(dest.name + ".part")
-    skipped = {p.resolve() for p in exclude}
-    chosen = sorted(files) if files is not None else _walk(root, skipped)
+    chosen = sorted(files) if files is not None else _walk(root, _inside(root, exclude))
     with tarfile.open(tmp, "w:gz", compresslevel=6) as tar:
         for rel in chosen:
             tar.add(root / rel, arcname=Path(rel).as_posix(), recursive=False)
@@ -81,14 +80,19 @@ def safe_extract(archive: Path, target: Path, limits: ArchiveLimits | None = Non
     return [entry.member.name for entry in plan.entries]
 
 
+def _inside(root: Path, exclude: Iterable[Path]) -> AbstractSet[Path]:
+    """The folders of ``exclude`` that lie under ``root``, relative to it (resolved once)."""
+    base = root.resolve()
+    return {p.resolve().relative_to(base) for p in exclude if p.resolve().is_relative_to(base)}
+
+
 def _walk(root: Path, skipped: AbstractSet[Path] = frozenset()) -> list[Path]:
     out = []
     for dirpath, dirnames, filenames in os.walk(root):
         base = Path(dirpath)
+        rel = base.relative_to(root)
         dirnames[:] = sorted(
-            d
-            for d in dirnames
-            if d not in ("__pycache__", ".git") and (base / d).resolve() not in skipped
+            d for d in dirnames if d not in ("__pycache__", ".git") and rel / d not in skipped
         )
         for name in sorted(filenames):
             out.append((base / name).relative_to(root))

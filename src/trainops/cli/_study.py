@@ -8,12 +8,14 @@ Ctrl-C stops the job that is running (with an embedded server) and ends the stud
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from trainops._errors import SpecError, TrainopsError
 from trainops._settings import Settings
 from trainops.cli._run import INTERRUPTED
 from trainops.client import Client, JobFollower, connect, submit_job
@@ -30,11 +32,16 @@ def study(args: argparse.Namespace) -> int:
     job_path = folder / plan.job
     base = load_spec(job_path)
     settings = Settings.load()
+    # Every configuration is checked before the first job runs: a bad one found after an hour
+    # of jobs would throw their results away.
+    variants = [_checked_variant(base, config, i) for i, config in enumerate(plan.configurations)]
+    if plan.plot and importlib.util.find_spec("matplotlib") is None:
+        raise TrainopsError("the study's plot needs matplotlib: pip install 'trainops[plot]'")
     runs: list[StudyRun] = []
     with connect(settings) as client:
-        for config in plan.configurations:
+        for config, spec in zip(plan.configurations, variants, strict=True):
             try:
-                runs.append(_run(client, settings, base, config, plan, job_path.parent))
+                runs.append(_run(client, settings, spec, config, plan, job_path.parent))
             except KeyboardInterrupt:
                 print("\nStudy interrupted.", flush=True)
                 return INTERRUPTED
@@ -42,23 +49,31 @@ def study(args: argparse.Namespace) -> int:
     target = plan.target.metric if plan.target else None
     print("\n" + render_study(rows, target), flush=True)
     if plan.plot:
-        png = plot_study(rows, folder / plan.plot, f"{base.entry_point}: scaling study")
-        results = png.with_suffix(".json")
+        results = (folder / plan.plot).with_suffix(".json")  # the figures first: they are data
+        results.parent.mkdir(parents=True, exist_ok=True)
         results.write_text(json.dumps([_row_json(r) for r in rows], indent=2) + "\n")
+        png = plot_study(rows, folder / plan.plot, f"{base.entry_point}: scaling study")
         print(f"Plot: {png}\nFigures: {results}", flush=True)
     return 0 if all(r.status == "Completed" for r in runs) else 1
+
+
+def _checked_variant(base: JobSpec, config: StudyConfiguration, index: int) -> JobSpec:
+    try:
+        return _variant(base, config)
+    except SpecError as exc:
+        problems = [(f"configurations.{index}.{path}", why) for path, why in exc.problems]
+        raise SpecError(problems) from None
 
 
 def _run(
     client: Client,
     settings: Settings,
-    base: JobSpec,
+    spec: JobSpec,
     config: StudyConfiguration,
     plan: StudySpec,
     job_dir: Path,
 ) -> StudyRun:
-    spec = _variant(base, config)
-    label = config.label(base.instance_type)
+    label = config.label(spec.instance_type)
     name = submit_job(client, spec, settings, base_dir=job_dir, progress=False)
     print(f"{label}: {name} ...", flush=True)
     follower = JobFollower(client, name, lambda _line: None)

@@ -62,7 +62,8 @@ def split_model(
     units = list(model.children())
     if split_points is not None:
         cuts = [_position(point, names) for point in split_points]
-        if len(cuts) != stages - 1 or cuts != sorted(set(cuts)) or (cuts and cuts[0] == 0):
+        in_range = all(0 < cut < len(units) for cut in cuts)
+        if len(cuts) != stages - 1 or cuts != sorted(set(cuts)) or not in_range:
             raise DistributedError(
                 f"split_points {list(split_points)} must name {stages - 1} distinct modules "
                 "after the first, in order"

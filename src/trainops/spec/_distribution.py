@@ -92,6 +92,9 @@ class ModelParallelConfig(SpecModel):
             encoded = json.dumps(value, allow_nan=False)
         except (TypeError, ValueError):
             raise ValueError("must be plain JSON values (no inf or nan)") from None
+        if "\\u0000" in encoded or "\\ud8" in encoded or "\\udc" in encoded:
+            # They become a command-line argument: no NUL, no lone surrogate can be one.
+            raise ValueError("must not contain a NUL character or an unpaired surrogate")
         if len(encoded) > MAX_PARAMETERS_CHARS:
             # They reach the script as the hyperparameter mp_parameters (SageMaker's limit).
             raise ValueError(
