@@ -124,15 +124,21 @@ class Watcher:
     def stop(self) -> int:
         self._done.set()
         self._thread.join()
+        if self.completed_at is None and self._completed():  # a bound from above, as in _poll
+            self.completed_at = time.time()
         return self.peak_kib
 
     def _poll(self) -> None:
-        while not self._done.wait(0.05):
+        while not self._done.wait(0.02):
             if self.completed_at is None and self._completed():
                 self.completed_at = time.time()
             try:
                 children = psutil.Process(self.root).children(recursive=True)
             except psutil.Error:
+                # `trainops run` is gone, maybe less than a poll after the job completed: the
+                # time of this last look is a bound from above.
+                if self.completed_at is None and self._completed():
+                    self.completed_at = time.time()
                 return
             for child in children:
                 try:

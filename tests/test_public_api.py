@@ -53,7 +53,7 @@ def test_public_names_of_the_module_are_exported() -> None:
 
 def test_lazy_packages_resolve_every_exported_name() -> None:
     # trainops.spec and trainops.server import their names on first use (the CLI's run path
-    # must not pay for the spec models or FastAPI), and trainops.agent (the control plane only
+    # must not pay for the spec models or the server), and trainops.agent (the control plane only
     # needs its launchers); every name they export must still resolve.
     import trainops.agent
     import trainops.server

@@ -1,7 +1,7 @@
 """Packages whose public names are imported on first use (PEP 562 module ``__getattr__``).
 
 ``trainops.spec`` and ``trainops.server`` export names whose modules are heavy (pydantic,
-FastAPI); a command that needs none of them must not pay for importing them.
+Starlette); a command that needs none of them must not pay for importing them.
 """
 
 from __future__ import annotations

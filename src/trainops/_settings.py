@@ -16,7 +16,7 @@ from typing import Any
 from trainops._errors import ConfigError
 from trainops.archive import ArchiveLimits
 
-__all__ = ["LocalCapacity", "S3Settings", "Settings", "TransferSettings"]
+__all__ = ["LocalCapacity", "RaySettings", "S3Settings", "Settings", "TransferSettings"]
 
 MIB = 1 << 20
 MIN_HEARTBEAT_TIMEOUT = 5
@@ -96,6 +96,27 @@ class LocalCapacity:
     gpus: int | None = None
 
 
+RAY_PLACEMENTS = ("strict_spread", "spread")
+
+
+@dataclass(frozen=True, slots=True)
+class RaySettings:
+    """How the Ray backend reaches its cluster and lays a job's hosts out on it.
+
+    ``address`` is what ``ray.init`` takes (``auto``: the cluster this machine's ``ray start``
+    joined; ``HOST:PORT``: its head). ``placement``: ``strict_spread`` puts every host of a job
+    on a node of its own (a job that the cluster cannot spread waits, or fails if no set of its
+    nodes ever could), ``spread`` prefers distinct nodes and shares them when it must.
+    ``autoscaling``: the cluster grows on demand, so a job no node can hold now waits for the
+    autoscaler instead of failing.
+    """
+
+    address: str | None = None
+    namespace: str = "trainops"
+    placement: str = "strict_spread"
+    autoscaling: bool = False
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     """Resolved settings for one process."""
@@ -118,6 +139,8 @@ class Settings:
     # A host whose agent sent no report (agents report at least every 0.5 s) for this many
     # seconds is lost, even where the backend still sees its agent.
     heartbeat_timeout: int = 60
+    # The Ray backend's cluster (``backend: ray``).
+    ray: RaySettings = RaySettings()
 
     # Extra Host names the server answers to (beyond loopback and its bind address); "*": any.
     allowed_hosts: tuple[str, ...] = ()
@@ -182,7 +205,29 @@ class Settings:
             backend=env.get("TRAINOPS_BACKEND") or _opt_str(file_cfg, "backend") or "local",
             shared_paths=_shared_paths(env, file_cfg, home),
             allowed_hosts=_allowed_hosts(env, file_cfg, home),
+            ray=_ray_settings(env, _section(file_cfg, "ray", home), home),
         )
+
+
+def _ray_settings(env: Mapping[str, str], cfg: Mapping[str, Any], home: Path) -> RaySettings:
+    placement = env.get("TRAINOPS_RAY_PLACEMENT") or _opt_str(cfg, "placement") or "strict_spread"
+    if placement not in RAY_PLACEMENTS:
+        raise ConfigError(
+            f"{home / 'config.yaml'}: ray.placement must be one of {', '.join(RAY_PLACEMENTS)}, "
+            f"not {placement!r}"
+        )
+    autoscaling = env.get("TRAINOPS_RAY_AUTOSCALING")
+    scaling: object = cfg.get("autoscaling", False) if autoscaling is None else autoscaling
+    if isinstance(scaling, str):
+        scaling = scaling.strip().lower() in ("1", "true", "yes", "on")
+    if not isinstance(scaling, bool):
+        raise ConfigError(f"{home / 'config.yaml'}: ray.autoscaling must be true or false")
+    return RaySettings(
+        address=env.get("TRAINOPS_RAY_ADDRESS") or _opt_str(cfg, "address"),
+        namespace=env.get("TRAINOPS_RAY_NAMESPACE") or _opt_str(cfg, "namespace") or "trainops",
+        placement=placement,
+        autoscaling=scaling,
+    )
 
 
 def _shared_paths(env: Mapping[str, str], cfg: Mapping[str, Any], home: Path) -> tuple[str, ...]:

@@ -5,7 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from tests.client._scripted_api import ScriptedAPI
-from trainops.client import Client, JobFollower, follow, format_log_line, format_transition
+from trainops.client import (
+    Client,
+    JobFollower,
+    follow,
+    format_log_line,
+    format_transition,
+    page_lines,
+)
 
 API = "/api/v1/jobs/j"
 
@@ -95,3 +102,73 @@ def test_formats() -> None:
     transition = {"Status": "Training", "StartTime": "2024-06-01T10:00:05.123+00:00", "StatusMessage": "Training in progress"}  # fmt: skip
     assert format_transition(transition) == "2024-06-01 10:00:05 Training: Training in progress"
     assert format_transition({"Status": "Pending", "StartTime": None}) == "- Pending"
+
+
+def test_a_page_of_runs_reads_as_its_lines_and_is_asked_for() -> None:
+    reply = {
+        "runs": [
+            {
+                "cursor": 7,
+                "host": "algo-1",
+                "stream": "stdout",
+                "timestamp": "t1",
+                "lines": ["a", "b"],
+            },
+            {
+                "cursor": 20,
+                "host": "algo-2",
+                "stream": "stderr",
+                "timestamp": "t2",
+                "rank": 3,
+                "lines": ["c"],
+            },
+        ],
+        "next": 20,
+    }
+    assert page_lines(reply) == [
+        {"cursor": 7, "host": "algo-1", "stream": "stdout", "timestamp": "t1", "line": "a"},
+        {"cursor": 8, "host": "algo-1", "stream": "stdout", "timestamp": "t1", "line": "b"},
+        {
+            "cursor": 20,
+            "host": "algo-2",
+            "stream": "stderr",
+            "timestamp": "t2",
+            "line": "c",
+            "rank": 3,
+        },
+    ]
+    assert page_lines({"lines": [_line(1, "x")]}) == [_line(1, "x")]
+
+
+def test_a_follower_takes_pages_of_runs_and_hands_them_on_whole(api: ScriptedAPI) -> None:
+    run = {"cursor": 1, "host": "algo-1", "stream": "stdout", "timestamp": "t", "lines": ["a", "b"]}
+    api.routes[("GET", f"{API}/logs")] = [
+        (
+            200,
+            {
+                "runs": [run],
+                "next": 2,
+                "TrainingJobStatus": "Completed",
+                "SecondaryStatus": "Completed",
+            },
+        ),
+        (
+            200,
+            {
+                "runs": [],
+                "next": 2,
+                "TrainingJobStatus": "Completed",
+                "SecondaryStatus": "Completed",
+            },
+        ),
+    ]
+    api.routes[("GET", API)] = _description("Completed", "Starting", "Completed")
+    pages: list[list[str]] = []
+    with Client(api.url) as client:
+        follower = JobFollower(
+            client, "j", lambda _x: None, on_lines=lambda ls: pages.append([x["line"] for x in ls])
+        )
+        follower.follow()
+    assert pages == [["a", "b"]] and follower.cursor == 2
+    asked = [r.query for r in api.requests if r.path.endswith("/logs")]
+    assert asked and all(("format", "runs") in query for query in asked)

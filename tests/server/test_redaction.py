@@ -12,7 +12,7 @@ from tests.control._harness import ControlPlane
 from trainops.server import redact
 from trainops.server._redaction import Masker, is_secret_name, mask_text
 from trainops.server._views import log_page
-from trainops.store import LogLine
+from trainops.store import LogChunk
 
 GITHUB_PAT = "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz"
 DATABASE_URL = "postgresql://trainer:hunter2-db@db.internal:5432/runs"
@@ -127,8 +127,9 @@ def test_log_lines_are_masked_with_the_job_secret_values(plane: ControlPlane) ->
         "abc is too short to hunt for",
         "MONKEY=banana",
     ]
-    lines = [LogLine(i + 1, "algo-1", 1, 0.0, "stdout", text) for i, text in enumerate(said)]
-    page = log_page(lines, 0, record)
+    chunks = [LogChunk(1, "algo-1", 1, 0.0, "stdout", None, said[:2])]
+    chunks.append(LogChunk(3, "algo-1", 1, 0.0, "stdout", None, said[2:]))
+    page = log_page(chunks, 0, record)
     assert [ln["line"] for ln in page["lines"]] == [
         "login with *** ok",
         "clone with ***",

@@ -7,6 +7,9 @@ operation, no example database) so it stays well under a minute.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -22,6 +25,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from tests.control._harness import ControlPlane
+from trainops._settings import Settings
 
 pytestmark = pytest.mark.slow
 
@@ -84,3 +88,97 @@ def test_the_cases_the_document_got_wrong(plane: ControlPlane) -> None:
     )
     assert empty.status_code == 422
     assert empty.json()["detail"]["problems"] == [["entry_point", "Field required"]]
+
+
+def test_the_document_is_valid_openapi_3_1(plane: ControlPlane) -> None:
+    from schemathesis.specs.openapi.adapter.validators import validate_v3
+
+    document = plane.client.get("/openapi.json").json()
+    assert document["openapi"] == "3.1.0"
+    validate_v3(document)  # the OpenAPI 3.1 meta-schema; raises on a document that breaks it
+    schemes = document["components"]["securitySchemes"]
+    assert schemes["token"] == schemes["token"] | {"type": "http", "scheme": "bearer"}
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            responses = set(operation["responses"])
+            if path != "/api/v1/health":  # every other route reads or writes the store
+                assert {"503", "507"} <= responses, (method, path)
+            security = operation.get("security")
+            if path.startswith("/api/v1/") and path != "/api/v1/health":
+                assert security == [{"token": []}] and "401" in responses, (method, path)
+
+
+def test_the_document_lists_exactly_the_routes_served(plane: ControlPlane) -> None:
+    from starlette.routing import Route
+
+    http = plane.server._server
+    assert http is not None
+    served = {
+        (method.lower(), route.path)
+        for route in http.config.app.routes
+        if isinstance(route, Route) and route.path not in ("/openapi.json", "/docs", "/redoc")
+        for method in route.methods or ()
+    }
+    document = plane.client.get("/openapi.json").json()
+    documented = {(method, path) for path, ops in document["paths"].items() for method in ops}
+    assert served == documented
+
+
+def test_the_documented_bounds_are_the_enforced_ones(plane: ControlPlane) -> None:
+    """Every query parameter's documented minimum, maximum and requiredness is what a request
+    finds: one past a bound, or a required one left out, is a 400 naming it."""
+    document = plane.client.get("/openapi.json").json()
+    checked = 0
+    for path, operations in document["paths"].items():
+        url = path.replace("{", "").replace("}", "")  # /jobs/{name} -> /jobs/name
+        for method, operation in operations.items():
+            params = [p for p in operation.get("parameters", []) if p["in"] == "query"]
+            agent = {"Authorization": "Bearer guess"} if path.startswith("/agent/") else {}
+            body = {} if method == "post" else None
+            for param in params:
+                schema, name = param["schema"], param["name"]
+                others = {p["name"]: p["schema"]["minimum"] for p in params if p["required"]}
+                wrong = []
+                if "minimum" in schema:
+                    wrong.append(schema["minimum"] - 1)
+                if "maximum" in schema:
+                    wrong.append(schema["maximum"] + 1)
+                for value in wrong:
+                    answer = plane.client.request(
+                        method,
+                        url,
+                        params=others | {name: value},
+                        headers=agent,
+                        json=body,
+                    )
+                    assert answer.status_code == 400, (method, path, name, value)
+                    assert f"query.{name}: " in answer.json()["detail"]["message"]
+                    checked += 1
+                if param["required"]:
+                    others.pop(name)
+                    answer = plane.client.request(
+                        method, url, params=others, headers=agent, json=body
+                    )
+                    assert answer.status_code == 400, (method, path, name)
+                    assert f"query.{name}: Field required" in answer.json()["detail"]["message"]
+                    checked += 1
+    assert checked >= 8
+
+
+def test_the_document_is_written_on_its_first_request_not_at_start_up(
+    settings: Settings,
+) -> None:
+    code = """
+import sys, httpx
+from trainops._settings import Settings
+from trainops.server import EmbeddedServer
+with EmbeddedServer(Settings.load()) as server:
+    before = "trainops.server._openapi" in sys.modules
+    document = httpx.get(server.url + "/openapi.json").json()
+    print(before, "trainops.server._openapi" in sys.modules, document["info"]["title"])
+"""
+    env = {**os.environ, "TRAINOPS_HOME": str(settings.home)}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout.split() == ["False", "True", "trainops"], done.stderr

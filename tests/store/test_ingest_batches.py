@@ -12,7 +12,7 @@ import pytest
 from trainops.protocol import AgentEvent, EventKind
 from trainops.spec import JobSpec
 from trainops.store import MetadataStore, NewHost
-from trainops.store._ingest import MAX_LINE_CHARS
+from trainops.store._ingest import CHUNK_LINES, MAX_LINE_CHARS
 
 
 @pytest.fixture
@@ -150,3 +150,79 @@ def test_foreign_keys_are_enforced_again_after_an_ingest(store: MetadataStore) -
     with pytest.raises(sqlite3.IntegrityError):
         store.create_hosts("no-such-job", 1, [NewHost(host="algo-1", root="/r", state_dir="/s")])
     assert len(store.logs("job-a")) == 40 and len(store.metrics("job-a")) == 40
+
+
+def test_pages_start_and_end_inside_chunks_with_every_cursor_once(store: MetadataStore) -> None:
+    lines = [f"line {i}" for i in range(CHUNK_LINES * 2 + 10)]  # one event, three chunks
+    store.ingest("job-a", "algo-1", 1, [_lines(1, lines)])
+    seen: list[tuple[int, str]] = []
+    after = 0
+    while page := store.logs("job-a", after=after, limit=777):
+        seen += [(ln.cursor, ln.line) for ln in page]
+        after = page[-1].cursor
+    assert [line for _cursor, line in seen] == lines
+    cursors = [cursor for cursor, _line in seen]
+    assert cursors == list(range(cursors[0], cursors[0] + len(lines)))
+    middle = store.log_chunks("job-a", after=cursors[100], limit=5)
+    assert [(c.first, c.lines) for c in middle] == [(cursors[101], lines[101:106])]
+
+
+def test_a_line_holding_a_newline_stays_one_line(store: MetadataStore) -> None:
+    lines = ["a", "b\nc", "d", "e\r\n"]
+    store.ingest("job-a", "algo-1", 1, [_lines(1, lines)])
+    assert [ln.line for ln in store.logs("job-a")] == lines
+
+
+def test_lines_of_another_host_are_left_out_of_its_pages(store: MetadataStore) -> None:
+    store.create_hosts("job-a", 1, [NewHost(host="algo-2", root="/r2", state_dir="/s2")])
+    for i in range(3):
+        store.ingest(
+            "job-a", "algo-1", 1, [_lines(1 + i * 40, [f"one {i}.{n}" for n in range(40)])]
+        )
+        store.ingest(
+            "job-a", "algo-2", 1, [_lines(1 + i * 40, [f"two {i}.{n}" for n in range(40)])]
+        )
+    two = store.logs("job-a", host="algo-2", limit=1000)
+    assert [ln.line for ln in two] == [f"two {i}.{n}" for i in range(3) for n in range(40)]
+    assert len(store.logs("job-a", limit=1000)) == 240
+
+
+def test_cursors_never_go_back_past_a_deleted_job(store: MetadataStore) -> None:
+    store.ingest("job-a", "algo-1", 1, [_lines(1, ["a", "b", "c"])])
+    last = store.logs("job-a")[-1].cursor
+    _job(store, "job-b")
+    store.ingest("job-b", "algo-1", 1, [_lines(1, ["x"] * 50)])
+    with sqlite3.connect(store.path) as conn:
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("DELETE FROM jobs WHERE name = 'job-b'")
+    _job(store, "job-c")
+    store.ingest("job-c", "algo-1", 1, [_lines(1, ["y"])])
+    assert store.logs("job-c")[0].cursor == last + 51
+
+
+def test_many_values_are_kept_in_order_and_the_last_is_the_final_one(
+    store: MetadataStore,
+) -> None:
+    values = [i / 7 for i in range(5000)]
+    store.ingest("job-a", "algo-1", 1, [_values(1, values), _values(5001, [1e308, 1e308])])
+    assert [m.value for m in store.metrics("job-a")] == [
+        *values,
+        1e308,
+        1e308,
+    ]  # their sum overflows: each is still finite
+    assert [(m.name, m.value) for m in store.final_metrics("job-a")] == [("loss", 1e308)]
+
+
+def _job(store: MetadataStore, name: str) -> None:
+    store.create_job(
+        name=name,
+        spec=JobSpec(entry_point="train.py").view(),
+        code_uri="file:///code.tar.gz",
+        output_prefix=f"file:///out/{name}",
+        max_attempts=1,
+        status="InProgress",
+        secondary_status="Starting",
+        message="",
+        now=100.0,
+    )
+    store.create_hosts(name, 1, [NewHost(host="algo-1", root="/r", state_dir="/s")])

@@ -38,7 +38,8 @@ def test_migrations_apply_to_an_empty_database(tmp_path: Path) -> None:
     finally:
         store.close()
     assert (tmp_path / "new.db").stat().st_mode & 0o077 == 0
-    expected = {"jobs", "transitions", "hosts", "logs", "metrics", "artifacts", "schema_version"}
+    expected = {"jobs", "transitions", "hosts", "log_chunks", "metric_chunks", "artifacts"}
+    expected |= {"log_cursor", "schema_version"}
     assert expected <= _tables(tmp_path / "new.db")
     with sqlite3.connect(tmp_path / "new.db") as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"

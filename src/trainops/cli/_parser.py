@@ -127,6 +127,11 @@ def _add_server(commands: Commands) -> None:
         metavar="NAME",
         help="where host agents run (default: 'backend:' in config.yaml, else local)",
     )
+    sub.add_argument(
+        "--ray-address",
+        metavar="ADDR",
+        help="the Ray cluster of --backend ray (HOST:PORT of its head, or auto)",
+    )
 
 
 def _limit(text: str) -> int:

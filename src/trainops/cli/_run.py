@@ -19,7 +19,7 @@ from typing import Any
 
 from trainops._errors import ServerError
 from trainops._settings import Settings
-from trainops.cli._commands import flush_output, print_line, print_transition
+from trainops.cli._commands import flush_output, print_line, print_lines, print_transition
 from trainops.cli._render import format_job_summary
 from trainops.client import Client, JobFollower, connect, submit_spec
 from trainops.spec import load_raw_spec
@@ -37,7 +37,9 @@ def run(args: argparse.Namespace) -> int:
     with _signals_as_ctrl_c(), connect(settings, before_embedded=spec.validate) as client:
         name = submit_spec(client, spec, settings)
         print(f"Submitted {name}", flush=True)
-        follower = JobFollower(client, name, print_line, print_transition, on_page=flush_output)
+        follower = JobFollower(
+            client, name, print_line, print_transition, on_page=flush_output, on_lines=print_lines
+        )
         description = _follow(client, follower)
     if description is None:
         return INTERRUPTED

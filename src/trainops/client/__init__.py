@@ -9,7 +9,7 @@ job's log and status transitions until it ends.
 from trainops.client._connect import connect, running_server
 from trainops.client._follow import TERMINAL_STATUSES, JobFollower, follow
 from trainops.client._format import format_log_line, format_time, format_transition
-from trainops.client._http import Client, JobNameTakenError
+from trainops.client._http import Client, JobNameTakenError, page_lines
 from trainops.client._progress import TransferBar
 from trainops.client._submit import code_uri_for, pack_source, submit_job, submit_spec
 
@@ -26,6 +26,7 @@ __all__ = [
     "format_time",
     "format_transition",
     "pack_source",
+    "page_lines",
     "running_server",
     "submit_job",
     "submit_spec",

@@ -46,7 +46,7 @@ def connect(
 
 @contextmanager
 def _embedded(settings: Settings, before_embedded: Callable[[], object] | None) -> Iterator[Client]:
-    # Imported here: the server (FastAPI, uvicorn, the control plane) is only needed when embedded.
+    # Imported here: the server (Starlette, uvicorn, the control plane) is only needed when embedded.
     from trainops.backends import backend_for
 
     # The backend's spare agent starts first: it imports (in a process of its own, on another

@@ -18,7 +18,7 @@ from trainops._transport import HttpResponse, HttpTransport, TransportError, Tra
 if TYPE_CHECKING:
     from trainops.spec import JobSpec
 
-__all__ = ["Client", "JobNameTakenError"]
+__all__ = ["Client", "JobNameTakenError", "page_lines"]
 
 API = "/api/v1"
 # Long-polls hold the request open for up to `wait` seconds; the read timeout must outlast that.
@@ -115,12 +115,26 @@ class Client:
         return self._json("POST", _job_path(name, "stop"))
 
     def logs(
-        self, name: str, after: int = 0, host: str | None = None, limit: int = 1000, wait: float = 0
+        self,
+        name: str,
+        after: int = 0,
+        host: str | None = None,
+        limit: int = 1000,
+        wait: float = 0,
+        *,
+        runs: bool = False,
     ) -> dict[str, Any]:
-        """Log lines after cursor ``after``; ``wait`` > 0 long-polls until a line or a status change."""
+        """Log lines after cursor ``after``; ``wait`` > 0 long-polls until a line or a status change.
+
+        With ``runs``, the page comes as runs of lines that share host, stream, rank and time
+        (``{"runs": [{"cursor", "host", "stream", "timestamp", "lines": [...]}]}``): a fraction of
+        the bytes and of the decoding of ``{"lines": [...]}``; :func:`page_lines` reads either.
+        """
         params: list[tuple[str, Any]] = [("after", after), ("limit", limit), ("wait", wait)]
         if host is not None:
             params.append(("host", host))
+        if runs:
+            params.append(("format", "runs"))
         return self._json(
             "GET", _job_path(name, "logs"), params=params, timeout=wait + POLL_MARGIN_S
         )
@@ -198,7 +212,7 @@ def _error_for(response: HttpResponse, url: str) -> Exception:
 
 
 def _detail(response: HttpResponse) -> dict[str, Any]:
-    """The ``detail`` object of an error body; FastAPI's own errors put a string or a list there."""
+    """The ``detail`` object of an error body; a FastAPI-shaped server's own errors put a string or a list there."""
     try:
         detail = response.json().get("detail")
     except (ValueError, AttributeError):
@@ -222,3 +236,21 @@ def _fastapi_problems(items: list[Any]) -> list[list[str]]:
             loc = ".".join(str(p) for p in item.get("loc", []) if p != "body")
             out.append([loc, str(item.get("msg", ""))])
     return out
+
+
+def page_lines(reply: dict[str, Any]) -> list[dict[str, Any]]:
+    """The lines of a log page, one ``{"cursor", "host", "stream", "timestamp", "line"}`` each
+    (and ``rank`` where the host ran several), whether it came as lines or as runs."""
+    if "runs" not in reply:
+        lines: list[dict[str, Any]] = reply.get("lines") or []
+        return lines
+    found = []
+    for run in reply["runs"] or []:
+        first, host, stream, when = run["cursor"], run["host"], run["stream"], run["timestamp"]
+        rank = {} if run.get("rank") is None else {"rank": run["rank"]}
+        found += [
+            {"cursor": first + i, "host": host, "stream": stream, "timestamp": when, "line": line}
+            | rank
+            for i, line in enumerate(run["lines"])
+        ]
+    return found

@@ -1,4 +1,4 @@
-"""The control plane's HTTP server: the public REST API and the agent API (FastAPI + uvicorn).
+"""The control plane's HTTP server: the public REST API and the agent API (Starlette + uvicorn).
 
 :func:`create_app` builds the ASGI app around a :class:`~trainops.control.JobController`;
 :func:`serve` runs a long-lived server (``trainops server``); :class:`EmbeddedServer` runs one on
@@ -6,8 +6,9 @@ an ephemeral loopback port for as long as a ``with`` block lasts (``trainops run
 the home's lock while it runs (:class:`HomeInUseError` for a second one) and requires the home's
 API token on the public API.
 
-Names are imported on first use, and FastAPI and uvicorn only once a server starts serving, so
-that an embedded server's start-up can overlap with theirs.
+Names are imported on first use, and Starlette and uvicorn only once a server starts serving, so
+that an embedded server's start-up can overlap with theirs. The OpenAPI document is written from
+the route table on its first request, never at start-up.
 """
 
 from __future__ import annotations

@@ -12,30 +12,41 @@ checked by hand (no model per event), off the event loop, and stored in one tran
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Query, Request
-from pydantic import BaseModel, Field
-from starlette.concurrency import run_in_threadpool
+import anyio.to_thread
+from pydantic import BaseModel, ConfigDict, Field
 
 from trainops.control import JobController
 from trainops.protocol import AgentEvent, SpawnState
-from trainops.server._http import ApiError, bearer_token
+from trainops.server._http import ApiError
+from trainops.server._routing import SQLITE_INT_MAX, Operation, Param
 
-__all__ = ["EventBatch", "SpawnReport", "SpawnRequest", "agent_router"]
+__all__ = ["EventBatch", "SpawnReport", "SpawnRequest", "agent_operations", "parse_batch"]
+
+AGENT = "/agent/v1/jobs/{job}/hosts/{host}"
+_ATTEMPT = Param("attempt", "integer", required=True, ge=1, le=SQLITE_INT_MAX)
+_ANY_OBJECT = {"type": "object", "additionalProperties": True}
+# An agent posts about 1 MiB of events at a time (one event may be larger: lines of up to 1 MiB).
+MAX_EVENTS_BODY = 64 * 1024 * 1024
 
 
 class EventBatch(BaseModel):
     """Events of one host and attempt, numbered from 1 (``AgentEvent.to_json()`` each)."""
 
-    attempt: int
+    # Only documents the body (parse_batch reads it): built when the document is.
+    model_config = ConfigDict(defer_build=True)
+
+    attempt: int = Field(ge=1, le=SQLITE_INT_MAX)
     events: list[dict[str, Any]]
 
 
 class SpawnRequest(BaseModel):
     """Run ``words`` (a remote shell's command line) on ``target``, a host of the same job."""
 
-    attempt: int = Field(ge=1)
+    model_config = ConfigDict(defer_build=True)
+
+    attempt: int = Field(ge=1, le=SQLITE_INT_MAX)
     target: str = Field(min_length=1, max_length=256)
     words: list[str] = Field(min_length=1, max_length=4096)
 
@@ -43,14 +54,18 @@ class SpawnRequest(BaseModel):
 class SpawnReport(BaseModel):
     """The target host's word on a spawn: started, exited (with its exit code) or failed."""
 
-    attempt: int = Field(ge=1)
+    model_config = ConfigDict(defer_build=True)
+
+    attempt: int = Field(ge=1, le=SQLITE_INT_MAX)
     state: SpawnState
     exit_code: int | None = None
     error: str | None = Field(default=None, max_length=10_000)
 
 
 class SpawnStatus(BaseModel):
-    """Where a spawn stands."""
+    """Where a spawn stands (the answer of every spawn route; ``Spawn.to_json()``)."""
+
+    model_config = ConfigDict(defer_build=True)
 
     spawn_id: str
     target: str
@@ -59,68 +74,98 @@ class SpawnStatus(BaseModel):
     error: str | None
 
 
-def agent_router(controller: JobController) -> APIRouter:
-    router = APIRouter()
+def agent_operations(controller: JobController) -> list[Operation]:
+    """Every agent route; each needs the job's agent token (``token``, checked by the controller)."""
 
-    def token_of(request: Request) -> str:
-        token = bearer_token(request)
-        if token is None:
-            raise ApiError(401, "unauthorized", "agent requests need the job's agent token")
-        return token
-
-    @router.get("/jobs/{job}/hosts/{host}/assignment")
-    def assignment(
-        job: str, host: str, request: Request, attempt: Annotated[int, Query(ge=1)]
-    ) -> dict[str, Any]:
-        return controller.assignment(job, host, attempt, token_of(request)).to_json()
+    def assignment(job: str, host: str, token: str, attempt: int) -> dict[str, Any]:
+        return controller.assignment(job, host, attempt, token).to_json()
 
     def report(job: str, host: str, token: str, body: bytes) -> dict[str, Any]:
         attempt, parsed = parse_batch(body)
         return controller.report(job, host, attempt, token, parsed).to_json()
 
-    @router.post(
-        "/jobs/{job}/hosts/{host}/events",
-        openapi_extra={
-            "requestBody": {
-                "required": True,
-                "content": {"application/json": {"schema": EventBatch.model_json_schema()}},
-            }
-        },
-    )
-    async def events(job: str, host: str, request: Request) -> dict[str, Any]:
-        token = token_of(request)
-        body = await request.body()
-        result: dict[str, Any] = await run_in_threadpool(report, job, host, token, body)
+    async def events(job: str, host: str, token: str, body: bytes) -> dict[str, Any]:
+        # The body is read on the event loop, parsed and stored on a worker thread.
+        result: dict[str, Any] = await anyio.to_thread.run_sync(report, job, host, token, body)
         return result
 
-    @router.post("/jobs/{job}/hosts/{host}/spawns", response_model=SpawnStatus)
-    def open_spawn(job: str, host: str, body: SpawnRequest, request: Request) -> dict[str, Any]:
-        return controller.open_spawn(
-            job, host, body.attempt, token_of(request), body.target, body.words
-        )
+    def open_spawn(job: str, host: str, token: str, body: SpawnRequest) -> dict[str, Any]:
+        return controller.open_spawn(job, host, body.attempt, token, body.target, body.words)
 
-    @router.get("/jobs/{job}/hosts/{host}/spawns/{spawn_id}", response_model=SpawnStatus)
     def spawn_status(
-        job: str, host: str, spawn_id: str, request: Request, attempt: Annotated[int, Query(ge=1)]
+        job: str, host: str, spawn_id: str, token: str, attempt: int
     ) -> dict[str, Any]:
-        return controller.spawn_status(job, host, attempt, token_of(request), spawn_id)
+        return controller.spawn_status(job, host, attempt, token, spawn_id)
 
-    @router.post("/jobs/{job}/hosts/{host}/spawns/{spawn_id}", response_model=SpawnStatus)
     def report_spawn(
-        job: str, host: str, spawn_id: str, body: SpawnReport, request: Request
+        job: str, host: str, spawn_id: str, token: str, body: SpawnReport
     ) -> dict[str, Any]:
-        token = token_of(request)
         return controller.report_spawn(
             job, host, body.attempt, token, spawn_id, body.state, body.exit_code, body.error
         )
 
-    return router
+    errors = (400, 409)
+    spawn = f"{AGENT}/spawns/{{spawn_id}}"
+    return [
+        Operation(
+            "GET",
+            f"{AGENT}/assignment",
+            assignment,
+            params=(_ATTEMPT,),
+            errors=errors,
+            auth="agent",
+            returns=_ANY_OBJECT,
+            description="What the host runs: the job's spec, code and hosts, and its resources.",
+        ),
+        Operation(
+            "POST",
+            f"{AGENT}/events",
+            events,
+            body=EventBatch,
+            raw_body=True,
+            max_body=MAX_EVENTS_BODY,
+            errors=errors,
+            auth="agent",
+            returns=_ANY_OBJECT,
+            description="Store the host's events; the reply acknowledges them and carries its "
+            "commands.",
+        ),
+        Operation(
+            "POST",
+            f"{AGENT}/spawns",
+            open_spawn,
+            body=SpawnRequest,
+            errors=errors,
+            auth="agent",
+            returns=SpawnStatus,
+        ),
+        Operation(
+            "GET",
+            spawn,
+            spawn_status,
+            params=(_ATTEMPT,),
+            errors=(*errors, 404),
+            auth="agent",
+            returns=SpawnStatus,
+        ),
+        Operation(
+            "POST",
+            spawn,
+            report_spawn,
+            body=SpawnReport,
+            errors=(*errors, 404),
+            auth="agent",
+            returns=SpawnStatus,
+        ),
+    ]
 
 
 def parse_batch(body: bytes) -> tuple[int, list[AgentEvent]]:
     """The attempt and events of an :class:`EventBatch` body; :class:`ApiError` 400 if bad."""
     try:
         raw = json.loads(body)
+    except RecursionError:
+        raise ApiError(400, "bad_request", "the body is not JSON: it nests too deeply") from None
     except ValueError as exc:
         raise ApiError(400, "bad_request", f"the body is not JSON: {exc}") from None
     if not isinstance(raw, dict):
@@ -128,6 +173,8 @@ def parse_batch(body: bytes) -> tuple[int, list[AgentEvent]]:
     attempt, events = raw.get("attempt"), raw.get("events")
     if type(attempt) is not int or not isinstance(events, list):
         raise ApiError(400, "bad_request", "attempt must be an integer and events a list")
+    if not 1 <= attempt <= SQLITE_INT_MAX:
+        raise ApiError(400, "bad_request", f"attempt must be 1 to {SQLITE_INT_MAX}")
     try:
         return attempt, [AgentEvent.from_json(event) for event in events]
     except (KeyError, TypeError, ValueError) as exc:

@@ -1,35 +1,35 @@
-"""The FastAPI application: public API under ``/api/v1``, agent API under ``/agent/v1``.
+"""The ASGI application (Starlette): public API under ``/api/v1``, agent API under ``/agent/v1``.
 
-Errors are JSON ``{"detail": {"error": kind, "message": text, ...}}`` (docs/api.md): trainops'
-own exceptions are mapped here once, so the routes raise them freely.
+The routes come from one table (``_routing.Operation`` declarations in ``_public.py`` and
+``_agent_api.py``), which parses the requests and writes the OpenAPI document served at
+``/openapi.json`` (built on its first request, not at start-up). Errors are JSON
+``{"detail": {"error": kind, "message": text, ...}}`` (docs/api.md), the router's own 404 and
+405 included.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
-from typing import Any
 
 import anyio.to_thread
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.openapi.utils import get_openapi
-from fastapi.responses import JSONResponse
+from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Match, Route
 
-from trainops._errors import JobNotFoundError, SpecError, TrainopsError
 from trainops._settings import Settings
 from trainops._version import __version__
-from trainops.control import AgentAuthError, JobController, JobEndedError
-from trainops.server._agent_api import agent_router
+from trainops.control import JobController
+from trainops.server._agent_api import agent_operations
 from trainops.server._guard import HostGuard, allowed_host_names
-from trainops.server._http import ApiError
+from trainops.server._http import KIND_BY_STATUS, error
 from trainops.server._longpoll import LogWaiter
-from trainops.server._public import _WHY, errors, public_router
-from trainops.store import JobExistsError
+from trainops.server._public import public_operations
+from trainops.server._routing import Operation, starlette_routes
 
 __all__ = ["create_app"]
 
@@ -37,19 +37,14 @@ __all__ = ["create_app"]
 # thread from it while they wait (they are async, see _longpoll.py).
 _WORKER_THREADS = 64
 
-_KIND_BY_STATUS = {
-    400: "bad_request",
-    401: "unauthorized",
-    403: "forbidden",
-    404: "not_found",
-    405: "method_not_allowed",
-    409: "conflict",
-}
+TITLE = "trainops"
+DESCRIPTION = "Training jobs with the SageMaker training contract."
+OPENAPI_URL = "/openapi.json"
 
 
 def create_app(
     controller: JobController, settings: Settings, *, bind_host: str = "127.0.0.1"
-) -> FastAPI:
+) -> Starlette:
     """The ASGI app serving ``controller``; ``settings.token`` guards the public API.
 
     Requests whose Host is not a name of a server bound to ``bind_host`` (or one of
@@ -57,9 +52,13 @@ def create_app(
     """
 
     waiter = LogWaiter(controller)
+    operations = [
+        *public_operations(controller, settings, waiter),
+        *agent_operations(controller),
+    ]
 
     @asynccontextmanager
-    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         anyio.to_thread.current_default_thread_limiter().total_tokens = _WORKER_THREADS
         await waiter.start()
         try:
@@ -67,95 +66,68 @@ def create_app(
         finally:
             waiter.stop()
 
-    app = FastAPI(
-        title="trainops",
-        version=__version__,
-        description="Training jobs with the SageMaker training contract.",
+    routes = [
+        *starlette_routes(operations, token=settings.token, store_path=settings.db_path),
+        *_document_routes(operations),
+    ]
+    return Starlette(
+        routes=routes,
+        middleware=[
+            Middleware(HostGuard, allowed=allowed_host_names(bind_host, settings.allowed_hosts))
+        ],
+        exception_handlers={HTTPException: _http_error},
         lifespan=lifespan,
     )
-    app.include_router(public_router(controller, settings, waiter), prefix="/api/v1")
-    app.include_router(
-        agent_router(controller), prefix="/agent/v1", responses=errors(400, 401, 403, 409)
-    )
-    _install_error_handlers(app, settings.db_path)
-    _document_errors_truly(app)
-    app.add_middleware(HostGuard, allowed=allowed_host_names(bind_host, settings.allowed_hosts))
-    return app
 
 
-def _document_errors_truly(app: FastAPI) -> None:
-    """Drop the 422 FastAPI declares on every route: invalid requests are answered 400 here.
+def _document_routes(operations: list[Operation]) -> list[Route]:
+    """``/openapi.json`` (written on its first request, then kept), ``/docs`` and ``/redoc``."""
+    written: list[bytes] = []
 
-    Only ``POST /jobs`` answers 422 (an invalid spec), and it declares that itself.
-    """
+    def write() -> bytes:
+        from trainops.server._openapi import openapi_document
 
-    def openapi() -> dict[str, Any]:
-        if app.openapi_schema is None:
-            schema = get_openapi(
-                title=app.title,
-                version=app.version,
-                description=app.description,
-                routes=app.routes,
-            )
-            store_errors = _store_error_responses()
-            for path in schema.get("paths", {}).values():
-                for operation in path.values():
-                    answer = operation.get("responses", {}).get("422", {})
-                    if "HTTPValidationError" in json.dumps(answer):
-                        del operation["responses"]["422"]
-                    # Any route that reads or writes the store may answer these two.
-                    operation.setdefault("responses", {}).update(store_errors)
-            for unused in ("HTTPValidationError", "ValidationError"):
-                schema.get("components", {}).get("schemas", {}).pop(unused, None)
-            app.openapi_schema = schema
-        return app.openapi_schema
+        document = openapi_document(
+            operations, title=TITLE, version=__version__, description=DESCRIPTION
+        )
+        return json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode()
 
-    app.openapi = openapi  # type: ignore[method-assign]
+    async def openapi(_request: Request) -> Response:
+        if not written:
+            written.append(await anyio.to_thread.run_sync(write))
+        return Response(written[0], media_type="application/json")
 
+    async def docs(_request: Request) -> Response:
+        from trainops.server._openapi import swagger_page
 
-def _store_error_responses() -> dict[str, Any]:
-    body = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
-    return {str(status): {"description": _WHY[status], "content": body} for status in (503, 507)}
+        return HTMLResponse(swagger_page(TITLE, OPENAPI_URL))
+
+    async def redoc(_request: Request) -> Response:
+        from trainops.server._openapi import redoc_page
+
+        return HTMLResponse(redoc_page(TITLE, OPENAPI_URL))
+
+    return [Route(OPENAPI_URL, openapi), Route("/docs", docs), Route("/redoc", redoc)]
 
 
-def _error(status: int, error: str, message: str, **extra: Any) -> JSONResponse:
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-    detail = {"error": error, "message": message, **extra}
-    return JSONResponse({"detail": detail}, status_code=status, headers=headers)
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """The router's own answers (404 no such route, 405 another method) in the error shape."""
+    assert isinstance(exc, HTTPException)
+    headers = exc.headers
+    if exc.status_code == 405:  # Starlette names only the methods of the first route it found
+        headers = {"Allow": _allowed_methods(request)}
+    kind = KIND_BY_STATUS.get(exc.status_code, "error")
+    return error(exc.status_code, kind, str(exc.detail), headers=headers)
 
 
-def _install_error_handlers(app: FastAPI, store_path: Path) -> None:
-    @app.exception_handler(ApiError)
-    async def api_error(_request: Request, exc: ApiError) -> JSONResponse:
-        return _error(exc.status, exc.error, exc.message, **exc.extra)
-
-    @app.exception_handler(TrainopsError)
-    async def trainops_error(_request: Request, exc: TrainopsError) -> JSONResponse:
-        if isinstance(exc, SpecError):
-            problems = [[path, reason] for path, reason in exc.problems]
-            return _error(422, "invalid_spec", str(exc), problems=problems)
-        if isinstance(exc, JobNotFoundError):
-            return _error(404, "not_found", str(exc))
-        if isinstance(exc, JobExistsError | JobEndedError):
-            return _error(409, "conflict", str(exc))
-        if isinstance(exc, AgentAuthError):
-            return _error(401, "unauthorized", str(exc))
-        return _error(400, "bad_request", str(exc))
-
-    @app.exception_handler(sqlite3.OperationalError)
-    async def store_error(_request: Request, exc: sqlite3.OperationalError) -> JSONResponse:
-        # Typically "database or disk is full": say so in one line, never a traceback.
-        message = f"the metadata store {store_path} cannot be written: {exc}"
-        if "full" in str(exc):
-            return _error(507, "insufficient_storage", message + "; free some space there")
-        return _error(503, "store_unavailable", message)
-
-    @app.exception_handler(RequestValidationError)
-    async def invalid_request(_request: Request, exc: RequestValidationError) -> JSONResponse:
-        problems = [f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()]
-        return _error(400, "bad_request", "; ".join(problems) or "malformed request")
-
-    @app.exception_handler(HTTPException)
-    async def http_error(_request: Request, exc: HTTPException) -> JSONResponse:
-        kind = _KIND_BY_STATUS.get(exc.status_code, "error")
-        return _error(exc.status_code, kind, str(exc.detail))
+def _allowed_methods(request: Request) -> str:
+    routes = request.app.router.routes
+    methods: set[str] = set()
+    for route in routes:
+        if (
+            isinstance(route, Route)
+            and route.methods
+            and route.matches(request.scope)[0] != Match.NONE
+        ):
+            methods |= route.methods
+    return ", ".join(sorted(methods))

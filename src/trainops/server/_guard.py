@@ -90,5 +90,8 @@ class HostGuard:
 
 
 def _same_origin(origin: str, host: str) -> bool:
-    parts = urlsplit(origin.strip())
+    try:
+        parts = urlsplit(origin.strip())
+    except ValueError:  # e.g. "http://[::1": not an origin at all
+        return False
     return parts.scheme in ("http", "https") and parts.netloc.lower() == host.strip().lower()

@@ -16,7 +16,7 @@ import anyio.to_thread
 from anyio import CapacityLimiter
 
 from trainops.control import ENDED, JobController
-from trainops.store import JobRecord, LogLine
+from trainops.store import JobRecord, LogChunk
 
 __all__ = ["LogWaiter"]
 
@@ -73,8 +73,9 @@ class LogWaiter:
 
     async def lines(
         self, name: str, after: int, host: str | None, limit: int, wait: float
-    ) -> tuple[JobRecord, list[LogLine]]:
-        """Lines after ``after``; with none yet, wait up to ``wait`` s for one or a status change."""
+    ) -> tuple[JobRecord, list[LogChunk]]:
+        """Lines after ``after`` (as chunks); with none yet, wait up to ``wait`` s for one or a
+        status change."""
         assert self._changed is not None
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait
@@ -96,9 +97,10 @@ class LogWaiter:
 
     async def _read(
         self, name: str, after: int, host: str | None, limit: int
-    ) -> tuple[JobRecord, list[LogLine]]:
-        def read() -> tuple[JobRecord, list[LogLine]]:
+    ) -> tuple[JobRecord, list[LogChunk]]:
+        def read() -> tuple[JobRecord, list[LogChunk]]:
             job = self.controller.job(name)
-            return job, self.controller.store.logs(name, after=after, host=host, limit=limit)
+            store = self.controller.store
+            return job, store.log_chunks(name, after=after, host=host, limit=limit)
 
         return await anyio.to_thread.run_sync(read, limiter=self._limiter)

@@ -1,38 +1,31 @@
 """The public API (``/api/v1``): health, info, names, submit, list, describe, stop, logs, metrics.
 
-Every error answer a route can give is declared in its OpenAPI ``responses`` (``errors(...)``),
-so the served document stays true; a schemathesis run in the tests keeps it so.
+Each route is one :class:`~trainops.server._routing.Operation`: its parameters, body, success
+status and every error answer it can give are declared there, and the same declaration parses
+the request and writes the OpenAPI document, so the served document stays true (a schemathesis
+run in the tests keeps it so). With ``settings.token`` set, all but ``/health`` need that token.
 """
 
 from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends, Query, Request, Security
-from fastapi.responses import JSONResponse
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, Field
 
 from trainops._settings import Settings
 from trainops._version import __version__
 from trainops.backends import Capacity
 from trainops.control import JobController, PrimaryStatus
-from trainops.server._http import ApiError, bearer_token, token_matches
 from trainops.server._longpoll import LogWaiter
+from trainops.server._routing import SQLITE_INT_MAX, Operation, Param
 from trainops.server._views import describe, log_page, metric_points, summary
 from trainops.spec import JobNamer, JobSpec
-from trainops.store import JobRecord
 
-__all__ = ["ErrorBody", "SubmitRequest", "errors", "public_router"]
+__all__ = ["NameRequest", "SubmitRequest", "public_operations"]
 
-
-_BEARER = HTTPBearer(
-    auto_error=False,
-    scheme_name="token",
-    description="the server's API token: TRAINOPS_TOKEN, else the one in $TRAINOPS_HOME/token",
-)
+API = "/api/v1"
 
 
 class SubmitRequest(BaseModel):
@@ -52,69 +45,34 @@ class NameRequest(BaseModel):
     base_job_name: str
 
 
-class ErrorDetail(BaseModel):
-    error: str = Field(description="bad_request, unauthorized, forbidden, not_found, conflict, …")
-    message: str
-    problems: list[list[str]] | None = Field(
-        default=None, description="422 only: [field path, reason] pairs"
-    )
+def _object(*required: str, **properties: Any) -> dict[str, Any]:
+    return {"type": "object", "required": list(required), "properties": properties}
 
 
-class ErrorBody(BaseModel):
-    """Every error answer: ``{"detail": {"error", "message", ...}}``."""
-
-    detail: ErrorDetail
-
-
-def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI ``responses`` entries for error answers."""
-    return {status: {"model": ErrorBody, "description": _WHY[status]} for status in statuses}
-
-
-_WHY = {
-    400: "malformed request, or a parameter out of range or unknown",
-    401: "missing or wrong token",
-    403: "the Host or Origin header is not this server's",
-    404: "no such job",
-    409: "a job with that name exists, or the job has already ended",
-    422: "the spec (or job_name, code_uri) is invalid; problems name each field",
-    503: "the metadata store cannot be used (it is locked, damaged or gone)",
-    507: "the metadata store cannot be written: the disk under TRAINOPS_HOME is full",
-}
+_STRING = {"type": "string"}
+_JOB = _object(
+    "TrainingJobName",
+    "TrainingJobStatus",
+    "SecondaryStatus",
+    TrainingJobName=_STRING,
+    TrainingJobStatus=_STRING,
+    SecondaryStatus=_STRING,
+)
+_DESCRIBED = _JOB | {"description": "the job, with the keys of SageMaker's DescribeTrainingJob"}
+_INTEGER = {"type": "integer"}
+_AMOUNTS = _object("cpus", "memory_mb", "gpus", cpus=_INTEGER, memory_mb=_INTEGER, gpus=_INTEGER)
 
 
-def public_router(controller: JobController, settings: Settings, waiter: LogWaiter) -> APIRouter:
-    """Every public route; with ``settings.token`` set, all but ``/health`` need that token."""
+def public_operations(
+    controller: JobController, settings: Settings, waiter: LogWaiter
+) -> list[Operation]:
+    """Every public route, in the order the document lists them."""
+    store = controller.store
+    namer = JobNamer(lambda name: store.get_job(name) is not None)
 
-    def require_token(
-        request: Request,
-        _declared: Annotated[HTTPAuthorizationCredentials | None, Security(_BEARER)] = None,
-    ) -> None:
-        # `_declared` only puts the bearer scheme into the OpenAPI document; the check is ours.
-        if settings.token and not token_matches(bearer_token(request), settings.token):
-            raise ApiError(
-                401,
-                "unauthorized",
-                "missing or wrong token (Authorization: Bearer): the CLI and SDK read it from "
-                "$TRAINOPS_HOME/token, or set TRAINOPS_TOKEN",
-            )
-
-    router = APIRouter(responses=errors(403))
-
-    @router.get("/health")
     def health() -> dict[str, str]:
         return {"status": "ok", "version": __version__}
 
-    guarded = APIRouter(dependencies=[Depends(require_token)], responses=errors(401))
-    _service_routes(guarded, controller, settings)
-    _job_routes(guarded, controller, settings)
-    _stream_routes(guarded, controller, waiter)
-    router.include_router(guarded)
-    return router
-
-
-def _service_routes(router: APIRouter, controller: JobController, settings: Settings) -> None:
-    @router.get("/info")
     def info() -> dict[str, Any]:
         return {
             "version": __version__,
@@ -124,7 +82,6 @@ def _service_routes(router: APIRouter, controller: JobController, settings: Sett
             "capacity": _amounts(controller.backend.capacity()),
         }
 
-    @router.get("/cluster")
     def cluster() -> dict[str, Any]:
         """The machines the backend runs agents on, with what each has and what is free."""
         return {
@@ -139,95 +96,218 @@ def _service_routes(router: APIRouter, controller: JobController, settings: Sett
             ],
         }
 
-    namer = JobNamer(lambda name: controller.store.get_job(name) is not None)
-
-    @router.post("/job-names", responses=errors(400, 422))
     def new_job_name(body: NameRequest) -> dict[str, str]:
         """A job name no other job has or will be given: ``<base>-YYYY-MM-DD-HH-MM-SS-mmm``."""
         return {"job_name": namer.name(body.base_job_name)}
+
+    def submit(body: SubmitRequest) -> dict[str, Any]:
+        job = controller.submit(body.job_name, JobSpec(**body.spec), body.code_uri)
+        return describe(store, job, settings, time.time())
+
+    def list_jobs(
+        status: list[str] | None,
+        name_contains: str | None,
+        created_after: float | None,
+        created_before: float | None,
+        limit: int,
+    ) -> dict[str, Any]:
+        jobs = store.list_jobs(
+            statuses=status or [],
+            name_contains=name_contains,
+            created_after=created_after,
+            created_before=created_before,
+            limit=limit,
+        )
+        return {"jobs": [summary(j) for j in jobs]}
+
+    def describe_job(name: str) -> dict[str, Any]:
+        return describe(store, controller.job(name), settings, time.time())
+
+    def stop_job(name: str) -> dict[str, Any]:
+        return describe(store, controller.stop(name), settings, time.time())
+
+    async def logs(
+        name: str, after: int, host: str | None, limit: int, wait: float, shape: str
+    ) -> dict[str, Any]:
+        # Async: a long-poll waits on the event loop, holding no worker thread (LogWaiter).
+        job, chunks = await waiter.lines(name, after, host, limit, wait)
+        return log_page(chunks, after, job, runs=shape == "runs")
+
+    def metrics(name: str, metric: str | None) -> dict[str, Any]:
+        controller.job(name)
+        return metric_points(store, name, metric)
+
+    statuses = tuple(s.value for s in PrimaryStatus)
+    return [
+        Operation(
+            "GET",
+            f"{API}/health",
+            health,
+            store=False,
+            returns=_object("status", "version", status=_STRING, version=_STRING),
+        ),
+        Operation(
+            "GET",
+            f"{API}/info",
+            info,
+            auth="token",
+            returns=_object(
+                "version",
+                "backend",
+                "region",
+                "capacity",
+                version=_STRING,
+                backend=_STRING,
+                region=_STRING,
+                capacity=_AMOUNTS,
+            ),
+        ),
+        Operation(
+            "GET",
+            f"{API}/cluster",
+            cluster,
+            auth="token",
+            returns=_object(
+                "backend",
+                "nodes",
+                backend=_STRING,
+                nodes={
+                    "type": "array",
+                    "items": _object(
+                        "node", "capacity", "free", node=_STRING, capacity=_AMOUNTS, free=_AMOUNTS
+                    ),
+                },
+            ),
+        ),
+        Operation(
+            "POST",
+            f"{API}/job-names",
+            new_job_name,
+            body=NameRequest,
+            errors=(400, 422),
+            auth="token",
+            returns=_object("job_name", job_name=_STRING),
+        ),
+        Operation(
+            "POST",
+            f"{API}/jobs",
+            submit,
+            body=SubmitRequest,
+            max_body=16 * 1024 * 1024,
+            status=201,
+            errors=(400, 409, 422),
+            auth="token",
+            returns=_DESCRIBED,
+        ),
+        Operation(
+            "GET",
+            f"{API}/jobs",
+            list_jobs,
+            params=(
+                Param("status", "array", choices=statuses, description="only jobs in these"),
+                Param("name_contains", description="only jobs whose name has this (any case)"),
+                Param(
+                    "created_after",
+                    convert=_timestamp,
+                    description="an ISO 8601 time (UTC unless it says); empty: no bound",
+                ),
+                Param(
+                    "created_before",
+                    convert=_timestamp,
+                    description="an ISO 8601 time (UTC unless it says); empty: no bound",
+                ),
+                Param("limit", "integer", default=50, ge=1, le=1000),
+            ),
+            errors=(400,),
+            auth="token",
+            returns=_object("jobs", jobs={"type": "array", "items": _JOB}),
+            description="The jobs, newest first.",
+        ),
+        Operation(
+            "GET",
+            f"{API}/jobs/{{name}}",
+            describe_job,
+            errors=(404,),
+            auth="token",
+            returns=_DESCRIBED,
+        ),
+        Operation(
+            "POST",
+            f"{API}/jobs/{{name}}/stop",
+            stop_job,
+            status=202,
+            errors=(404, 409),
+            auth="token",
+            returns=_DESCRIBED,
+        ),
+        Operation(
+            "GET",
+            f"{API}/jobs/{{name}}/logs",
+            logs,
+            params=(
+                Param(
+                    "after",
+                    "integer",
+                    default=0,
+                    ge=0,
+                    le=SQLITE_INT_MAX,
+                    description="the cursor of the last line already read",
+                ),
+                Param("host", description="only this host's lines (algo-1, ...)"),
+                Param("limit", "integer", default=1000, ge=1, le=10000),
+                Param(
+                    "wait",
+                    "number",
+                    default=0,
+                    ge=0,
+                    le=30,
+                    description="seconds to wait for a line or a status change when none is there yet",
+                ),
+                Param(
+                    "format",
+                    default="lines",
+                    choices=("lines", "runs"),
+                    arg="shape",
+                    description="lines: an object per line; runs: lines that share host, "
+                    "stream, rank and time together, with the cursor of the first",
+                ),
+            ),
+            errors=(400, 404),
+            auth="token",
+            returns=_object(
+                "next",
+                "TrainingJobStatus",
+                "SecondaryStatus",
+                lines={"type": "array", "items": {"type": "object"}},
+                runs={"type": "array", "items": {"type": "object"}},
+                next={"type": "integer"},
+                TrainingJobStatus=_STRING,
+                SecondaryStatus=_STRING,
+            ),
+        ),
+        Operation(
+            "GET",
+            f"{API}/jobs/{{name}}/metrics",
+            metrics,
+            params=(Param("name", arg="metric", description="only this metric"),),
+            errors=(404,),
+            auth="token",
+            returns=_object("metrics", metrics={"type": "array", "items": {"type": "object"}}),
+        ),
+    ]
 
 
 def _amounts(capacity: Capacity) -> dict[str, int]:
     return {"cpus": capacity.cpus, "memory_mb": capacity.memory_mb, "gpus": capacity.gpus}
 
 
-def _job_routes(router: APIRouter, controller: JobController, settings: Settings) -> None:
-    store = controller.store
-
-    def described(job: JobRecord, status: int = 200) -> JSONResponse:
-        return JSONResponse(describe(store, job, settings, time.time()), status_code=status)
-
-    @router.post("/jobs", status_code=201, responses=errors(400, 409, 422))
-    def submit(body: SubmitRequest) -> JSONResponse:
-        job = controller.submit(body.job_name, JobSpec(**body.spec), body.code_uri)
-        return described(job, 201)
-
-    @router.get("/jobs", responses=errors(400))
-    def list_jobs(
-        status: Annotated[list[str] | None, Query()] = None,
-        name_contains: str | None = None,
-        created_after: str | None = None,
-        created_before: str | None = None,
-        limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-    ) -> JSONResponse:
-        jobs = store.list_jobs(
-            statuses=_statuses(status or []),
-            name_contains=name_contains,
-            created_after=_timestamp("created_after", created_after),
-            created_before=_timestamp("created_before", created_before),
-            limit=limit,
-        )
-        return JSONResponse({"jobs": [summary(j) for j in jobs]})
-
-    @router.get("/jobs/{name}", responses=errors(404))
-    def describe_job(name: str) -> JSONResponse:
-        return described(controller.job(name))
-
-    @router.post("/jobs/{name}/stop", status_code=202, responses=errors(404, 409))
-    def stop_job(name: str) -> JSONResponse:
-        return described(controller.stop(name), 202)
-
-
-def _stream_routes(router: APIRouter, controller: JobController, waiter: LogWaiter) -> None:
-    @router.get("/jobs/{name}/logs", responses=errors(400, 404))
-    async def logs(
-        name: str,
-        after: Annotated[int, Query(ge=0)] = 0,
-        host: str | None = None,
-        limit: Annotated[int, Query(ge=1, le=10000)] = 1000,
-        wait: Annotated[float, Query(ge=0, le=30)] = 0,
-    ) -> JSONResponse:
-        # Async: a long-poll waits on the event loop, holding no worker thread (LogWaiter).
-        job, lines = await waiter.lines(name, after, host, limit, wait)
-        return JSONResponse(log_page(lines, after, job))
-
-    @router.get("/jobs/{name}/metrics", responses=errors(404))
-    def metrics(
-        name: str, metric: Annotated[str | None, Query(alias="name")] = None
-    ) -> JSONResponse:
-        controller.job(name)
-        return JSONResponse(metric_points(controller.store, name, metric))
-
-
-def _statuses(values: list[str]) -> list[str]:
-    known = [s.value for s in PrimaryStatus]
-    unknown = [v for v in values if v not in known]
-    if unknown:
-        raise ApiError(
-            400, "bad_request", f"unknown status {unknown[0]!r}; use one of {', '.join(known)}"
-        )
-    return values
-
-
-def _timestamp(field: str, value: str | None) -> float | None:
-    if not value:  # absent or empty (`created_after=`): no bound
+def _timestamp(value: str) -> float | None:
+    if not value:  # empty (`created_after=`): no bound
         return None
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:
-        raise ApiError(
-            400, "bad_request", f"{field}: {value[:80]!r} is not an ISO 8601 time"
-        ) from None
+        raise ValueError(f"{value[:80]!r} is not an ISO 8601 time") from None
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
     return parsed.timestamp()

@@ -113,7 +113,7 @@ class EmbeddedServer:
             raise
 
     def _serve_http(self) -> None:
-        # FastAPI and uvicorn are imported only now, after the backend has started its spare
+        # Starlette and uvicorn are imported only now, after the backend has started its spare
         # agent: on a machine with more than one core, the agent's start-up overlaps theirs.
         import uvicorn
 

@@ -5,6 +5,8 @@ Kept apart from the routes so the data can be tested and reused (CLI, web UI) wi
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import json
 from datetime import UTC, datetime
 from typing import Any
@@ -13,7 +15,7 @@ from trainops._settings import Settings
 from trainops.catalog import load_catalog
 from trainops.protocol import ChannelSpec, SubmittedJob
 from trainops.server._redaction import Masker, mask_text, redact
-from trainops.store import ArtifactRecord, HostRecord, JobRecord, LogLine, MetadataStore
+from trainops.store import ArtifactRecord, HostRecord, JobRecord, LogChunk, MetadataStore
 
 __all__ = ["describe", "iso", "log_page", "metric_points", "redact", "summary"]
 
@@ -181,57 +183,60 @@ def _masked(text: str | None) -> str | None:
     return None if text is None else mask_text(text)
 
 
-def log_page(lines: list[LogLine], after: int, job: JobRecord) -> dict[str, Any]:
+def log_page(
+    chunks: list[LogChunk], after: int, job: JobRecord, *, runs: bool = False
+) -> dict[str, Any]:
     """A page of log lines, masked by the rule of _redaction.py (with the job's secret values).
 
     A page holds at most :data:`PAGE_CHARS` characters of lines (always at least one line), so
     10,000 lines of up to 1 MiB each never make a gigabyte answer; ``next`` says where the
-    following page starts.
+    following page starts. With ``runs``, lines that share host, stream, rank and time come as
+    one run (``{"cursor": first, ..., "lines": [...]}``) instead of an object each.
     """
     mask = Masker.for_environment(job.spec.environment)
-    lines = _within_page(lines)
-    texts = mask.lines([ln.line for ln in lines])
-    stamp = _Stamps()  # lines read at once share their time: each time is formatted once
-    return {
-        "lines": [
-            {
-                "cursor": ln.cursor,
-                "host": ln.host,
-                "stream": ln.stream,
-                "timestamp": stamp(ln.ts),
-                "line": text,
-            }
-            | ({} if ln.rank is None else {"rank": ln.rank})
-            for ln, text in zip(lines, texts, strict=True)
-        ],
-        "next": lines[-1].cursor if lines else after,
+    chunks = _within_page(chunks)
+    texts = iter(mask.lines([line for chunk in chunks for line in chunk.lines]))
+    found = []
+    for chunk in chunks:
+        run = {
+            "cursor": chunk.first,
+            "host": chunk.host,
+            "stream": chunk.stream,
+            "timestamp": iso(chunk.ts),
+            "lines": list(itertools.islice(texts, len(chunk.lines))),
+        }
+        found.append(run if chunk.rank is None else run | {"rank": chunk.rank})
+    last = chunks[-1] if chunks else None
+    page: dict[str, Any] = {"runs": found} if runs else {"lines": _one_each(found)}
+    return page | {
+        "next": last.first + len(last.lines) - 1 if last else after,
         "TrainingJobStatus": job.status,
         "SecondaryStatus": job.secondary_status,
     }
 
 
-class _Stamps:
-    """:func:`iso`, remembering the last time it formatted."""
-
-    __slots__ = ("text", "ts")
-
-    def __init__(self) -> None:
-        self.ts: float | None = None
-        self.text: str | None = None
-
-    def __call__(self, ts: float) -> str | None:
-        if ts != self.ts:
-            self.ts, self.text = ts, iso(ts)
-        return self.text
-
-
-def _within_page(lines: list[LogLine]) -> list[LogLine]:
-    total = 0
-    for index, line in enumerate(lines):
-        total += len(line.line)
-        if total > PAGE_CHARS and index > 0:
-            return lines[:index]
+def _one_each(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The lines of ``runs``, one object each (the default shape of a page)."""
+    lines = []
+    for run in runs:
+        first, rank = run["cursor"], {} if "rank" not in run else {"rank": run["rank"]}
+        shared = {"host": run["host"], "stream": run["stream"], "timestamp": run["timestamp"]}
+        lines += [
+            {"cursor": first + i} | shared | {"line": text} | rank
+            for i, text in enumerate(run["lines"])
+        ]
     return lines
+
+
+def _within_page(chunks: list[LogChunk]) -> list[LogChunk]:
+    total = 0
+    for index, chunk in enumerate(chunks):
+        for count, line in enumerate(chunk.lines):
+            total += len(line)
+            if total > PAGE_CHARS and (index > 0 or count > 0):
+                head = dataclasses.replace(chunk, lines=chunk.lines[:count])
+                return [*chunks[:index], head] if count else chunks[:index]
+    return chunks
 
 
 def metric_points(store: MetadataStore, job: str, name: str | None) -> dict[str, Any]:

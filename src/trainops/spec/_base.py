@@ -24,7 +24,7 @@ class SpecModel(BaseModel):
     # SageMaker SDK arguments a porting user may write here, with what to do instead.
     sdk_arguments: ClassVar[dict[str, str]] = {}
 
-    def __init__(self, **data: Any) -> None:
+    def __init__(self, /, **data: Any) -> None:
         try:
             super().__init__(**data)
         except ValidationError as exc:

@@ -4,15 +4,18 @@ Events of one host and attempt are numbered 1, 2, 3, ...; the host row keeps the
 stored (``acked_seq``). An event at or below it is a resend and is skipped; an event beyond the
 next number leaves a gap, so the batch stops there and the agent resends from ``acked_seq + 1``.
 The check and the rows it lets through are one transaction, so each event is stored once
-(``logs`` and ``metrics`` have no unique key of their own since schema version 2: it made every
-insert a third slower).
+(the tables of lines and values have had no unique key of their own since schema version 2:
+it made every insert a third slower).
 
 An event may carry many lines (``{"stream", "lines": [...]}``) or values of one metric
 (``{"name", "timestamp", "values": [...]}``); it then spans one sequence number per line or
-value, and each row keeps its own. A batch is stored in its caller's transaction, its log lines and metric points
-each with one ``executemany``. A stored line has at most :data:`MAX_LINE_CHARS` (1 MiB) characters; a longer
-one (the agent cuts them already) is cut and marked ``… [trainops: line cut at N of M
-characters]``.
+value. Lines are stored in chunks (``log_chunks``: up to :data:`CHUNK_LINES` lines of one event
+joined by newlines, each line with a cursor of its own) and values in one chunk per event
+(``metric_chunks``: packed float64, the last value also in a column of its own for the final
+metrics), each batch with one ``executemany`` per table: a chatty script's 200,000 lines and
+400,000 points are a few hundred rows, not 600,000. A stored line has at most
+:data:`MAX_LINE_CHARS` (1 MiB) characters; a longer one (the agent cuts them already) is cut and
+marked ``… [trainops: line cut at N of M characters]``.
 """
 
 from __future__ import annotations
@@ -22,12 +25,28 @@ import logging
 import math
 import re
 import sqlite3
-from collections.abc import Callable, Sequence
+import sys
+from array import array
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from trainops.store._records import EventLike, HostState, IngestResult, LogLine, MetricPoint
+from trainops.store._records import (
+    EventLike,
+    HostState,
+    IngestResult,
+    LogChunk,
+    LogLine,
+    MetricPoint,
+)
 
-__all__ = ["MAX_LINE_CHARS", "ingest_events", "read_final_metrics", "read_logs", "read_metrics"]
+__all__ = [
+    "MAX_LINE_CHARS",
+    "ingest_events",
+    "read_final_metrics",
+    "read_log_chunks",
+    "read_logs",
+    "read_metrics",
+]
 
 MAX_LINE_CHARS = 1024 * 1024
 _MARKER_ROOM = 100  # an agent's own cut marker may follow its first MAX_LINE_CHARS characters
@@ -73,77 +92,102 @@ def _span(kind: str, data: dict[str, Any]) -> int:
     return max(1, len(items)) if isinstance(items, list) else 1
 
 
-_LOG_ROW = (
-    "INSERT INTO logs (job, host, attempt, seq, ts, stream, rank, line)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-)
-_LOGS_FROM_JSON = (
-    "INSERT INTO logs (job, host, attempt, seq, ts, stream, rank, line)"
-    " SELECT ?, ?, ?, ? + key, ?, ?, ?, value FROM json_each(?)"
-)
-_METRIC_ROW = (
-    "INSERT INTO metrics (job, host, attempt, seq, name, ts, value) VALUES (?, ?, ?, ?, ?, ?, ?)"
-)
-_METRICS_FROM_JSON = (
-    "INSERT INTO metrics (job, host, attempt, seq, name, ts, value)"
-    " SELECT ?, ?, ?, ? + key, ?, ?, value FROM json_each(?)"
-)
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_BULK = 16  # an event with at least this many lines or values is inserted in one statement
+# A chunk holds at most this many lines (values), and its lines at most CHUNK_CHARS characters
+# (a longer line is a chunk of its own): reading a page from a cursor looks back at most
+# CHUNK_LINES cursors, and never loads more than about a mebibyte it does not need.
+CHUNK_LINES = 2048
+CHUNK_CHARS = 1024 * 1024
+
+_LOG_CHUNK = (
+    "INSERT INTO log_chunks (first, job, host, attempt, seq, ts, stream, rank, count, lines)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_METRIC_CHUNK = (
+    "INSERT INTO metric_chunks (job, host, attempt, seq, name, ts, count, value, vals)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
 
 
 class _Rows:
-    """Log lines and metric values of one batch, stored in order.
+    """The chunks of one batch's log lines and metric values, written with one ``executemany``
+    each when the batch is done.
 
-    An event of many plain lines (values) is inserted with one ``INSERT … SELECT … FROM
-    json_each(?)``: SQLite walks the JSON array, with no Python tuple and no statement run per
-    row (less than half the time of ``executemany``). Anything else (a single line, a NUL
-    character, which SQLite's JSON functions cut at, a value that is not a finite number) goes
-    row by row through ``executemany``.
+    Lines of one event go into chunks of up to :data:`CHUNK_LINES` lines joined by ``"\\n"``
+    (a line that itself holds a ``"\\n"``, which an agent never sends, is a chunk of its own,
+    stored as it is); values of one event go into one chunk as packed float64. Cursors come from
+    ``log_cursor``, read once per batch and written back with it.
     """
 
-    __slots__ = ("conn", "key", "logs", "metrics")
-    json_each = True  # False once SQLite turned out to lack its JSON functions
+    __slots__ = ("conn", "cursor", "key", "logs", "metrics")
 
     def __init__(self, conn: sqlite3.Connection, key: _Key) -> None:
         self.conn, self.key = conn, key
         self.logs: list[tuple[Any, ...]] = []
         self.metrics: list[tuple[Any, ...]] = []
+        self.cursor: int | None = None
 
     def log_event(self, event: EventLike) -> None:
         stream, lines = _log_parts(event)
         rank = _rank_of(event.data)
-        text = _json_lines(lines) if len(lines) >= _BULK else None
-        bulk = (event.seq, event.ts, stream, rank, text)
-        if text is None or not self._bulk(_LOGS_FROM_JSON, bulk):
-            self.logs += _log_rows(self.key, event.seq, event.ts, stream, rank, lines)
+        if self.cursor is None:
+            self.cursor = int(self.conn.execute("SELECT last FROM log_cursor").fetchone()[0])
+        job, host, attempt = self.key
+        for offset, count, text in _chunks(_clean(lines)):
+            first, seq = self.cursor + 1, event.seq + offset
+            self.logs.append((first, job, host, attempt, seq, event.ts, stream, rank, count, text))
+            self.cursor += count
 
     def metric_event(self, event: EventLike) -> None:
         name, ts, values = _metric_parts(event)
-        text = _json_values(values) if len(values) >= _BULK else None
-        if text is None or not self._bulk(_METRICS_FROM_JSON, (event.seq, name, ts, text)):
-            self.metrics += _metric_rows(self.key, event.seq, name, ts, values)
+        kept = _finite(values, event.seq, self.key)
+        if not kept:
+            return
+        packed = None if len(kept) == 1 else _pack(kept)
+        self.metrics.append((*self.key, event.seq, name, ts, len(kept), kept[-1], packed))
 
     def flush(self) -> None:
         if self.logs:
-            self.conn.executemany(_LOG_ROW, self.logs)
+            self.conn.executemany(_LOG_CHUNK, self.logs)
+            self.conn.execute("UPDATE log_cursor SET last = ?", (self.cursor,))
             self.logs = []
         if self.metrics:
-            self.conn.executemany(_METRIC_ROW, self.metrics)
+            self.conn.executemany(_METRIC_CHUNK, self.metrics)
             self.metrics = []
 
-    def _bulk(self, sql: str, args: tuple[Any, ...]) -> bool:
-        if not _Rows.json_each:
-            return False
-        self.flush()  # rows before this event go first
-        try:
-            self.conn.execute(sql, (*self.key, *args))
-        except sqlite3.OperationalError as exc:
-            if "json_each" not in str(exc):
-                raise
-            _Rows.json_each = False
-            return False
-        return True
+
+def _chunks(lines: list[str]) -> Iterator[tuple[int, int, str]]:
+    """(offset of its first line, line count, stored text) of each chunk of ``lines``."""
+    start, size = 0, 0
+    for index, line in enumerate(lines):
+        alone = "\n" in line or len(line) > CHUNK_CHARS
+        if start < index and (
+            alone or size + len(line) > CHUNK_CHARS or index - start == CHUNK_LINES
+        ):
+            yield start, index - start, "\n".join(lines[start:index])
+            start, size = index, 0
+        if alone:
+            yield index, 1, line
+            start, size = index + 1, 0
+            continue
+        size += len(line) + 1
+    if start < len(lines):
+        yield start, len(lines) - start, "\n".join(lines[start:])
+
+
+def _pack(values: list[float]) -> bytes:
+    packed = array("d", values)
+    if sys.byteorder != "little":
+        packed.byteswap()
+    return packed.tobytes()
+
+
+def _unpack(blob: bytes) -> list[float]:
+    values = array("d")
+    values.frombytes(blob)
+    if sys.byteorder != "little":
+        values.byteswap()
+    return values.tolist()
 
 
 def _store_one(conn: sqlite3.Connection, key: _Key, event: EventLike, rows: _Rows) -> None:
@@ -180,36 +224,22 @@ def _log_parts(event: EventLike) -> tuple[str, list[Any]]:
     return stream, lines
 
 
-def _json_lines(lines: list[Any]) -> str | None:
-    """``lines`` as a JSON array SQLite can take whole, else ``None``."""
-    if set(map(type, lines)) != {str}:
-        return None
-    if max(map(len, lines)) > MAX_LINE_CHARS + _MARKER_ROOM:
-        lines = [cut_line(line) for line in lines]
-    text = json.dumps(lines, ensure_ascii=False)
-    if "\\u0000" in text:
-        return None
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # lone surrogates: row by row, with replacement characters
-        return None
-    return text
-
-
-def _log_rows(
-    key: _Key, seq: int, ts: float, stream: str, rank: int | None, lines: list[Any]
-) -> list[tuple[Any, ...]]:
-    job, host, attempt = key
-    return [
-        (job, host, attempt, seq + i, ts, stream, rank, cut_line(_text(line)))
-        for i, line in enumerate(lines)
-    ]
-
-
 def _rank_of(data: dict[str, Any]) -> int | None:
     """The rank that wrote an event's lines (a host of several ranks), else None."""
     rank = data.get("rank")
     return rank if type(rank) is int and rank >= 0 else None
+
+
+def _clean(lines: list[Any]) -> list[str]:
+    """``lines`` as storable text: strings, cut past :data:`MAX_LINE_CHARS`, valid UTF-8."""
+    if set(map(type, lines)) == {str} and max(map(len, lines)) <= MAX_LINE_CHARS:
+        try:
+            "\n".join(lines).encode("utf-8")  # one check for the whole event, in C
+        except UnicodeEncodeError:
+            pass
+        else:
+            return lines
+    return [cut_line(_text(line)) for line in lines]
 
 
 def _text(line: object) -> str:
@@ -235,20 +265,12 @@ def _metric_parts(event: EventLike) -> tuple[str, float, list[Any]]:
     return name, ts, values
 
 
-def _json_values(values: list[Any]) -> str | None:
-    """``values`` as a JSON array SQLite can take whole (finite floats only), else ``None``."""
-    if set(map(type, values)) != {float}:
-        return None
-    if any(map(math.isinf, values)) or any(map(math.isnan, values)):
-        return None
-    return json.dumps(values)
-
-
-def _metric_rows(
-    key: _Key, seq: int, name: str, ts: float, values: list[Any]
-) -> list[tuple[Any, ...]]:
-    job, host, attempt = key
-    rows = []
+def _finite(values: list[Any], seq: int, key: _Key) -> list[float]:
+    """``values`` as floats, less any that is not a finite number (each dropped with a warning)."""
+    if set(map(type, values)) == {float} and math.isfinite(sum(values)):
+        return values  # the common case, checked in C (a sum of finite values that overflows
+        # is not finite either, and goes the slow way below)
+    kept = []
     for i, value in enumerate(values):
         if type(value) is not float:
             try:
@@ -257,10 +279,10 @@ def _metric_rows(
                 _log.warning("dropped metric value %d of %s: %r", seq + i, key, value)
                 continue
         if math.isfinite(value):
-            rows.append((job, host, attempt, seq + i, name, ts, value))
+            kept.append(value)
         else:
             _log.warning("dropped metric value %d of %s: %s is not finite", seq + i, key, value)
-    return rows
+    return kept
 
 
 def _artifact_event(conn: sqlite3.Connection, key: _Key, event: EventLike) -> None:
@@ -318,47 +340,82 @@ _HANDLERS: dict[str, Callable[[sqlite3.Connection, _Key, EventLike], None]] = {
 }
 
 
-def read_logs(
+def read_log_chunks(
     conn: sqlite3.Connection, job: str, after: int, host: str | None, limit: int
-) -> list[LogLine]:
+) -> list[LogChunk]:
+    """The first ``limit`` lines of ``job`` after cursor ``after`` (of ``host``), as chunks."""
     sql = (
-        "SELECT cursor, host, attempt, ts, stream, line, rank FROM logs"
-        " WHERE job = ? AND cursor > ?"
+        "SELECT first, host, attempt, ts, stream, rank, count, lines FROM log_chunks"
+        " WHERE job = ? AND first > ?"
     )
-    args: list[Any] = [job, after]
+    args: list[Any] = [job]
     if host is not None:
         sql += " AND host = ?"
         args.append(host)
-    rows = conn.execute(sql + " ORDER BY cursor LIMIT ?", (*args, limit)).fetchall()
-    return [LogLine(*row) for row in rows]
+    sql += " ORDER BY first LIMIT ?"
+    found: list[LogChunk] = []
+    start, wanted = after - CHUNK_LINES, limit  # a chunk holding cursor after + 1 starts here
+    while wanted > 0:
+        rows = conn.execute(sql, (args[0], start, *args[1:], _READ_CHUNKS)).fetchall()
+        for first, where, attempt, ts, stream, rank, count, text in rows:
+            skip = max(0, after + 1 - first)
+            if skip >= count:
+                continue
+            lines = [text] if count == 1 else text.split("\n")
+            lines = lines[skip : skip + wanted]
+            found.append(LogChunk(first + skip, where, attempt, ts, stream, rank, lines))
+            wanted -= len(lines)
+            if wanted <= 0:
+                break
+        if len(rows) < _READ_CHUNKS:
+            break
+        start = rows[-1][0]
+    return found
+
+
+_READ_CHUNKS = 64
+
+
+def read_logs(
+    conn: sqlite3.Connection, job: str, after: int, host: str | None, limit: int
+) -> list[LogLine]:
+    return [
+        LogLine(c.first + i, c.host, c.attempt, c.ts, c.stream, line, c.rank)
+        for c in read_log_chunks(conn, job, after, host, limit)
+        for i, line in enumerate(c.lines)
+    ]
 
 
 def read_metrics(conn: sqlite3.Connection, job: str, name: str | None) -> list[MetricPoint]:
-    sql = "SELECT name, value, ts, host FROM metrics WHERE job = ?"
+    sql = "SELECT name, ts, host, count, value, vals FROM metric_chunks WHERE job = ?"
     args: list[Any] = [job]
     if name is not None:
         sql += " AND name = ?"
         args.append(name)
-    rows = conn.execute(sql + " ORDER BY ts, id", args).fetchall()
-    return [MetricPoint(*row) for row in rows]
+    points = []
+    for metric, ts, where, count, value, packed in conn.execute(sql + " ORDER BY ts, id", args):
+        values = [value] if count == 1 or packed is None else _unpack(packed)
+        points += [MetricPoint(metric, v, ts, where) for v in values]
+    return points
 
 
 def read_final_metrics(conn: sqlite3.Connection, job: str) -> list[MetricPoint]:
     """The last point of each metric name (by time, then by arrival), sorted by name.
 
-    One index probe per name (``metrics_by_job`` is ordered by job, name, ts and then the row
-    id), so a job with millions of points answers as fast as one with ten.
+    One index probe per name (``metric_chunks_by_job`` is ordered by job, name, ts and then the
+    row id; a chunk keeps its last value in ``value``), so a job with millions of points answers
+    as fast as one with ten.
     """
     points: list[MetricPoint] = []
-    name = conn.execute("SELECT MIN(name) FROM metrics WHERE job = ?", (job,)).fetchone()[0]
+    name = conn.execute("SELECT MIN(name) FROM metric_chunks WHERE job = ?", (job,)).fetchone()[0]
     while name is not None:
         row = conn.execute(
-            "SELECT name, value, ts, host FROM metrics WHERE job = ? AND name = ?"
+            "SELECT name, value, ts, host FROM metric_chunks WHERE job = ? AND name = ?"
             " ORDER BY ts DESC, id DESC LIMIT 1",
             (job, name),
         ).fetchone()
         points.append(MetricPoint(*row))
         name = conn.execute(
-            "SELECT MIN(name) FROM metrics WHERE job = ? AND name > ?", (job, name)
+            "SELECT MIN(name) FROM metric_chunks WHERE job = ? AND name > ?", (job, name)
         ).fetchone()[0]
     return points

@@ -23,6 +23,7 @@ __all__ = [
     "IngestResult",
     "JobExistsError",
     "JobRecord",
+    "LogChunk",
     "LogLine",
     "MetricPoint",
     "NewHost",
@@ -150,6 +151,19 @@ class LogLine:
     stream: str
     line: str
     rank: int | None = None  # the rank that wrote it, where its host ran several
+
+
+@dataclass(frozen=True, slots=True)
+class LogChunk:
+    """Consecutive log lines of one event: cursors ``first``, ``first + 1``, …, one each."""
+
+    first: int
+    host: str
+    attempt: int
+    ts: float
+    stream: str
+    rank: int | None
+    lines: list[str]
 
 
 @dataclass(frozen=True, slots=True)

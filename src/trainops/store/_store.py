@@ -17,7 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from trainops.protocol import SubmittedJob
-from trainops.store._ingest import ingest_events, read_final_metrics, read_logs, read_metrics
+from trainops.store._ingest import (
+    ingest_events,
+    read_final_metrics,
+    read_log_chunks,
+    read_logs,
+    read_metrics,
+)
 from trainops.store._records import (
     ArtifactRecord,
     EventLike,
@@ -26,6 +32,7 @@ from trainops.store._records import (
     IngestResult,
     JobExistsError,
     JobRecord,
+    LogChunk,
     LogLine,
     MetricPoint,
     NewHost,
@@ -276,6 +283,13 @@ class MetadataStore:
     ) -> list[LogLine]:
         with self._lock:
             return read_logs(self._conn, job, after, host, limit)
+
+    def log_chunks(
+        self, job: str, *, after: int = 0, host: str | None = None, limit: int = 1000
+    ) -> list[LogChunk]:
+        """The lines :meth:`logs` returns, as runs that share host, stream, rank and time."""
+        with self._lock:
+            return read_log_chunks(self._conn, job, after, host, limit)
 
     def metrics(self, job: str, name: str | None = None) -> list[MetricPoint]:
         with self._lock:
