@@ -24,7 +24,7 @@ EXPECTED = {
     "stop": {"-h", "--help", "NAME", "--wait"},
     "cluster": {"-h", "--help"},  # the backend's machines: a deliberate command, no knobs
     "study": {"-h", "--help", "STUDY"},  # a deliberate command: its knobs are in the study file
-    "server": {"-h", "--help", "--host", "--port", "--backend"},
+    "server": {"-h", "--help", "--host", "--port", "--backend", "--ray-address"},
 }
 
 
