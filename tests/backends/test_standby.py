@@ -101,10 +101,11 @@ def test_backend_launches_forked_agents(tmp_path: Path) -> None:
         forks = backend._forks
         assert forks is not None
         for host in ("algo-1", "algo-2"):
-            handle = backend.launch(_launch(tmp_path, host), HostResources(cpus=[0]), {})
+            launch = _launch(tmp_path, host)
+            handle = backend.launch(launch, HostResources(cpus=[0]), {})
             pid, created = agent_process(handle)
             assert pid is not None and pid != forks.pid and created is not None
-            text = _wait_for_text(tmp_path / "state" / host / "agent.out")
+            text = _wait_for_text(launch.state_dir / "agent.out")
             assert text.startswith(f"launched {host} True")
             _wait_gone(pid)
         assert backend._forks is forks and forks.alive()

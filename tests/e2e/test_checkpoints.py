@@ -41,7 +41,7 @@ def test_second_job_resumes_from_the_first_ones_checkpoints(tmp_path: Path) -> N
     assert not [p for p in remote.iterdir() if p.name.startswith(".")]
 
 
-def test_digits_example_trains_and_resumes(tmp_path: Path) -> None:
+def test_digits_example_trains_and_resumes(tmp_path: Path, backend: dict[str, str]) -> None:
     import shutil
     import subprocess
     import sys
@@ -51,12 +51,12 @@ def test_digits_example_trains_and_resumes(tmp_path: Path) -> None:
     shutil.copytree(example, work, ignore=shutil.ignore_patterns("data", "checkpoints"))
     subprocess.run([sys.executable, str(work / "prepare_data.py")], check=True, cwd=work)
     home = tmp_path / "home"
-    result = trainops("run", str(work / "job.yaml"), home=home, timeout=400)
+    result = trainops("run", str(work / "job.yaml"), home=home, timeout=400, **backend)
     assert result.returncode == 0, result.stdout + result.stderr
     name = next(line.split()[-1] for line in result.stdout.splitlines() if "Submitted" in line)
-    job = describe(name, home)
+    job = describe(name, home, **backend)
     metrics = {m["MetricName"]: m["Value"] for m in job["FinalMetricDataList"]}
     assert metrics["test_accuracy"] > 0.9  # chance is 0.1
-    again = trainops("run", str(work / "job.yaml"), home=home, timeout=400)
+    again = trainops("run", str(work / "job.yaml"), home=home, timeout=400, **backend)
     assert again.returncode == 0
     assert "resumed from epoch" in again.stdout

@@ -36,22 +36,26 @@ time.sleep(600)
 TWO_BY_TWO = {"instance_count": 2, "distribution": {"processes_per_host": 2}}
 
 
-def test_four_ranks_on_two_hosts_allreduce(tmp_path: Path) -> None:
+def test_four_ranks_on_two_hosts_allreduce(tmp_path: Path, backend: dict[str, str]) -> None:
     spec = write_job(tmp_path, ALLREDUCE, job_name="ddp-2x2", **TWO_BY_TWO)
     home = tmp_path / "home"
-    result = trainops("run", str(spec), home=home)
+    result = trainops("run", str(spec), home=home, **backend)
     assert result.returncode == 0, result.stdout + result.stderr
     sums = {line for line in result.stdout.splitlines() if "sum=" in line}
     tags = {f"[algo-{1 + r // 2} rank {r}]" for r in range(4)}
     assert sums == {f"{tag} sum=10 of 4 master=algo-1" for tag in tags}, sums
+    nodes = {host["Node"] for host in describe("ddp-2x2", home, **backend)["Hosts"]}
+    assert len(nodes) == (2 if backend else 1)  # on Ray, each host on a node of its own
 
 
-def test_one_failing_rank_ends_every_rank_on_every_host(tmp_path: Path) -> None:
+def test_one_failing_rank_ends_every_rank_on_every_host(
+    tmp_path: Path, backend: dict[str, str]
+) -> None:
     spec = write_job(tmp_path, RANK_THREE_RAISES, job_name="ddp-fails", **TWO_BY_TWO)
     home = tmp_path / "home"
-    result = trainops("run", str(spec), home=home)
+    result = trainops("run", str(spec), home=home, **backend)
     assert result.returncode == 1, result.stdout + result.stderr
-    job = describe("ddp-fails", home)
+    job = describe("ddp-fails", home, **backend)
     assert job["TrainingJobStatus"] == "Failed"
     reason = job["FailureReason"]
     assert reason.startswith("rank 3 on algo-2: ") and "ran out of data" in reason, reason

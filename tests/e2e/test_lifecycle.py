@@ -80,7 +80,7 @@ def test_failure_file_wins(tmp_path: Path) -> None:
     assert describe("failfile", tmp_path / "home")["FailureReason"] == "bad data in shard 3"
 
 
-def test_max_runtime_stops_the_job(tmp_path: Path) -> None:
+def test_max_runtime_stops_the_job(tmp_path: Path, backend: dict[str, str]) -> None:
     script = "import time\nprint('sleeping', flush=True)\ntime.sleep(120)\n"
     spec = write_job(
         tmp_path,
@@ -88,16 +88,16 @@ def test_max_runtime_stops_the_job(tmp_path: Path) -> None:
         job_name="slow",
         stopping_condition={"max_runtime_in_seconds": 2, "grace_period_in_seconds": 2},
     )
-    result = trainops("run", str(spec), home=tmp_path / "home")
+    result = trainops("run", str(spec), home=tmp_path / "home", **backend)
     assert result.returncode == 1
-    job = describe("slow", tmp_path / "home")
+    job = describe("slow", tmp_path / "home", **backend)
     assert job["TrainingJobStatus"] == "Stopped"
     assert job["SecondaryStatus"] == "MaxRuntimeExceeded"
 
 
-def test_stop_sends_sigterm_then_sigkill(tmp_path: Path) -> None:
+def test_stop_sends_sigterm_then_sigkill(tmp_path: Path, backend: dict[str, str]) -> None:
     home = tmp_path / "home"
-    server = Server(home).start()
+    server = Server(home, **backend).start()
     try:
         script = (
             "import signal, time, os\n"

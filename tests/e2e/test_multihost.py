@@ -23,7 +23,7 @@ print(host, "saw", len(seen), "objects")
 """
 
 
-def test_two_hosts_share_a_sharded_channel(tmp_path: Path) -> None:
+def test_two_hosts_share_a_sharded_channel(tmp_path: Path, backend: dict[str, str]) -> None:
     data = tmp_path / "data"
     for i in range(7):
         (data / f"part-{i:02d}").mkdir(parents=True)
@@ -36,10 +36,10 @@ def test_two_hosts_share_a_sharded_channel(tmp_path: Path) -> None:
         inputs={"train": {"uri": "data/", "distribution": "ShardedByKey", "shuffle_seed": 3}},
     )
     home = tmp_path / "home"
-    result = trainops("run", str(spec), home=home)
+    result = trainops("run", str(spec), home=home, **backend)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "[algo-1]" in result.stdout and "[algo-2]" in result.stdout
-    members = tar_members(artifact(describe("sharded", home), "model"))
+    members = tar_members(artifact(describe("sharded", home, **backend), "model"))
     reports = [json.loads(members[f"seen-algo-{i}.json"]) for i in (1, 2)]
     first, second = (set(r["seen"]) for r in reports)
     assert first.isdisjoint(second)

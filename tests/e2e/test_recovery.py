@@ -20,7 +20,7 @@ for i in range(40):
 """
 
 
-def test_server_killed_mid_job_loses_no_record(tmp_path: Path) -> None:
+def test_server_killed_mid_job_loses_no_record(tmp_path: Path, backend: dict[str, str]) -> None:
     home = tmp_path / "home"
     spec = write_job(
         tmp_path,
@@ -28,7 +28,7 @@ def test_server_killed_mid_job_loses_no_record(tmp_path: Path) -> None:
         job_name="survivor",
         metric_definitions=[{"name": "value", "regex": "value=([0-9]+)"}],
     )
-    server = Server(home).start()
+    server = Server(home, **backend).start()
     try:
         submitted = trainops("submit", str(spec), home=home, **server.env())
         assert submitted.returncode == 0, submitted.stderr

@@ -14,6 +14,8 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
+import time
 from collections.abc import Mapping
 from types import FrameType
 
@@ -25,9 +27,11 @@ from trainops.agent._reporter import HttpReporter
 from trainops.agent._resources import pin_cpus
 from trainops.agent._standby import serve_launches
 from trainops.catalog import load_catalog
-from trainops.protocol import STANDBY_ENV, AgentLaunch, EventKind, HostOutcome
+from trainops.protocol import PARENT_ENV, STANDBY_ENV, AgentLaunch, EventKind, HostOutcome
 
 __all__ = ["main"]
+
+_PARENT_POLL_S = 0.25
 
 
 class _StopRelay:
@@ -80,9 +84,26 @@ def main(environ: Mapping[str, str] | None = None) -> int:
     except Exception as exc:  # a malformed assignment is trainops' fault, not the job's
         return _report_crash(launch, settings, f"{type(exc).__name__}: {exc}", reporter)
     relay.attach(agent)
+    _watch_parent(env, agent)
     result = agent.run()
     reporter.close()
     return 1 if result.outcome is HostOutcome.INTERNAL_ERROR else 0
+
+
+def _watch_parent(env: Mapping[str, str], agent: HostAgent) -> None:
+    """With ``TRAINOPS_AGENT_PARENT`` set (by a backend whose agents must not outlive the worker
+    that started them, as the Ray backend's actor), abandon the host once that parent is gone:
+    its node is lost to the engine, and a host the engine has written off must not go on."""
+    parent = env.get(PARENT_ENV, "")
+    if not parent.isdigit():
+        return
+
+    def watch() -> None:
+        while os.getppid() == int(parent):
+            time.sleep(_PARENT_POLL_S)
+        agent.abandon(f"the worker that held this host (pid {parent}) is gone: its node was lost")
+
+    threading.Thread(target=watch, name="trainops-parent-watch", daemon=True).start()
 
 
 def _client(launch: AgentLaunch, settings: Settings) -> AgentClient:

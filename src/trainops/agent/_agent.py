@@ -100,6 +100,7 @@ class HostAgent:
         self._syncs: list[DirectorySync] = []
         self._env: dict[str, str] = {}
         self._stop = StopControl(self.job.grace_seconds)
+        self._abandoned: str | None = None
         self._running: ScriptProcess | ProcessGroup | None = None
         self._spawn_api = spawn_api  # the remote shell's calls, on a job of several hosts
         self._remote: RemoteShell | None = None
@@ -116,12 +117,21 @@ class HostAgent:
         """Stop the host, by default with the spec's grace period (safe in a signal handler)."""
         self._stop.request(reason, grace_seconds)
 
+    def abandon(self, reason: str) -> None:
+        """End the host at once because what holds it is gone (its backend's worker died): the
+        script is killed without a grace period and the host ends ``InternalError`` with
+        ``reason``, so the job is retried or fails by its retry strategy (safe from any thread)."""
+        self._abandoned = reason
+        self._stop.request(reason, 0)
+
     def run(self) -> HostResult:
         """Run every phase and report the ``exit`` event; never raises for a job's failure."""
         try:
             result = self._run_phases()
         except Exception as exc:  # anything not the user's fault is trainops' (retryable) error
             result = self._internal_error(exc)
+        if self._abandoned is not None:
+            result = HostResult(HostOutcome.INTERNAL_ERROR, result.exit_code, self._abandoned)
         self.log.close()  # the last metric values go before the exit event
         self.reporter.emit(
             EventKind.EXIT,

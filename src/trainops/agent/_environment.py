@@ -65,11 +65,11 @@ class HostContext:
     @property
     def reserved_cpus(self) -> int:
         """The CPUs this host may actually run on (thread limits follow these)."""
-        return len(self.resources.cpus) or os.cpu_count() or 1
+        return self.resources.num_cpus or os.cpu_count() or 1
 
     @property
     def num_gpus(self) -> int:
-        return len(self.resources.gpus)
+        return self.resources.num_gpus
 
 
 def training_env(
@@ -212,10 +212,12 @@ def _platform_variables(tree: HostTree, host: HostContext) -> dict[str, str]:
 
 def _resource_variables(host: HostContext, machine_gpus: int) -> dict[str, str]:
     env: dict[str, str] = {}
-    if host.resources.cpus:
+    if host.resources.num_cpus:
         env.update(dict.fromkeys(THREAD_VARIABLES, str(host.reserved_cpus)))
     if host.resources.gpus:
         env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in host.resources.gpus)
+    elif host.resources.gpu_count:
+        pass  # the backend's engine gave the agent its GPUs (CUDA_VISIBLE_DEVICES, inherited)
     elif machine_gpus > 0:
         env["CUDA_VISIBLE_DEVICES"] = ""
     return env

@@ -72,7 +72,9 @@ def host_processes(
     shown = list(processes[0].argv)
     warnings = []
     if named:
-        addresses = host_addresses(assignment.job_name, assignment.attempt, assignment.hosts)
+        addresses = assignment.host_addresses or host_addresses(
+            assignment.job_name, assignment.attempt, assignment.hosts
+        )
         processes = _in_host_namespace(assignment, processes, addresses, state_dir / "hosts")
     else:
         addresses = dict.fromkeys(assignment.hosts, LOCAL_MASTER)

@@ -44,9 +44,9 @@ def capacity_warnings(
     machine_gpus: int,
 ) -> list[str]:
     """One line per resource where this host has less than the instance type."""
-    cpus = len(resources.cpus) or machine_cpus
+    cpus = resources.num_cpus or machine_cpus
     memory_mb = resources.memory_mb or machine_memory
-    gpus = len(resources.gpus)
+    gpus = resources.num_gpus
     lines = []
     if cpus < instance.vcpus:
         lines.append(

@@ -14,7 +14,14 @@ from trainops.backends._base import (
     ProcessRef,
     parse_journal,
 )
-from trainops.backends._capacity import Capacity, CapacityShortage, HostDemand, Slots, host_demand
+from trainops.backends._capacity import (
+    Capacity,
+    CapacityNeverFits,
+    CapacityShortage,
+    HostDemand,
+    Slots,
+    host_demand,
+)
 from trainops.backends._local import LocalBackend
 from trainops.backends._registry import BACKENDS, backend_for
 
@@ -24,6 +31,7 @@ __all__ = [
     "AgentHandle",
     "Backend",
     "Capacity",
+    "CapacityNeverFits",
     "CapacityShortage",
     "HostDemand",
     "HostPlacement",

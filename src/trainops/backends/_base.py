@@ -152,6 +152,12 @@ class Backend(ABC):
         shutil.rmtree(tree, ignore_errors=True)
         return not tree.exists()
 
+    def host_address(self, reservation: Mapping[str, Any]) -> str | None:
+        """The network address of the machine a host was placed on (from its reservation), for
+        the job's host names to resolve to; ``None``: hosts share this machine, and each gets a
+        loopback address of its own (see ``agent/_hostns.py``)."""
+        return None
+
     def node_of(self, handle: AgentHandle) -> str | None:
         """The machine an agent runs on (shown per host by ``describe``); ``None`` if unknown."""
         return None

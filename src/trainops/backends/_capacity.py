@@ -14,11 +14,24 @@ from typing import Any
 
 from trainops.catalog import InstanceType
 
-__all__ = ["Allocator", "Capacity", "CapacityShortage", "HostDemand", "Slots", "host_demand"]
+__all__ = [
+    "Allocator",
+    "Capacity",
+    "CapacityNeverFits",
+    "CapacityShortage",
+    "HostDemand",
+    "Slots",
+    "host_demand",
+]
 
 
 class CapacityShortage(Exception):
     """The job does not fit right now; the message says what it waits for."""
+
+
+class CapacityNeverFits(CapacityShortage):
+    """The job cannot fit however long it waits (no machine of the backend can hold a host of
+    it, nor ever will); the message says why. The control plane fails the job."""
 
 
 @dataclass(frozen=True, slots=True)

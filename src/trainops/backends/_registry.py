@@ -11,10 +11,11 @@ from trainops._errors import ConfigError
 from trainops._settings import Settings
 from trainops.backends._base import Backend
 from trainops.backends._local import LocalBackend
+from trainops.backends._ray import RayBackend
 
 __all__ = ["BACKENDS", "backend_for"]
 
-BACKENDS: dict[str, type[Backend]] = {"local": LocalBackend}
+BACKENDS: dict[str, type[Backend]] = {"local": LocalBackend, "ray": RayBackend}
 
 
 def backend_for(settings: Settings) -> Backend:

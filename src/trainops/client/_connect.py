@@ -11,8 +11,10 @@ action: the configured ``TRAINOPS_TOKEN``, else the home's token file for the ho
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from trainops._errors import ServerError
 from trainops._home import lock_is_held, read_server_file, token_for
@@ -22,6 +24,7 @@ from trainops.client._http import Client
 __all__ = ["connect", "running_server"]
 
 PROBE_TIMEOUT_S = 2.0
+ADVERTISE_WAIT_S = 60.0
 
 
 @contextmanager
@@ -97,4 +100,17 @@ def running_server(settings: Settings) -> str | None:
 
 
 def _client(url: str, settings: Settings) -> Client:
+    if not settings.token:
+        _await_advertisement(settings.home)
     return Client(url, token_for(url, settings.home, settings.token))
+
+
+def _await_advertisement(home: Path) -> None:
+    """While the home's server is starting (it holds the home's lock but has not written
+    ``server.json`` yet: its backend may take seconds to open, as a Ray cluster's does), wait
+    for it to advertise its URL, which decides whether the home's token may be sent."""
+    deadline = time.monotonic() + ADVERTISE_WAIT_S
+    while read_server_file(home) is None and lock_is_held(home):
+        if time.monotonic() > deadline:
+            return
+        time.sleep(0.05)

@@ -191,6 +191,7 @@ class JobController:
     def assignment(self, job_name: str, host: str, attempt: int, token: str) -> Assignment:
         job, record = self._authorize(job_name, host, attempt, token)
         hosts = self.store.hosts(job_name, attempt)
+        addresses = {h.host: self.core.backend.host_address(h.reservation) for h in hosts}
         return Assignment(
             job_name=job.name,
             attempt=attempt,
@@ -201,6 +202,7 @@ class JobController:
             output_prefix=job.output_prefix,
             resources=HostResources(**record.resources),
             region=self.settings.region,
+            host_addresses=_known(addresses),
         )
 
     def report(
@@ -361,3 +363,11 @@ def _check_launcher(spec: JobSpec) -> None:
         raise SpecError(
             [(f"distribution.{launcher}", f"{reason}; instance_count is {spec.instance_count}")]
         )
+
+
+def _known(addresses: dict[str, str | None]) -> dict[str, str]:
+    """Every host's address, or none: a job whose hosts are not all on known, distinct machines
+    has them share this one (a loopback address each)."""
+    found = {host: address for host, address in addresses.items() if address}
+    distinct = len(set(found.values())) == len(addresses)
+    return found if found and len(found) == len(addresses) and distinct else {}

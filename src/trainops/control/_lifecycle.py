@@ -100,6 +100,10 @@ class Lifecycle:
         self._signal_running_hosts(job)
         self.evaluate(job.name)
 
+    def fail_unplaced(self, job: JobRecord, reason: str) -> None:
+        """End a job that never got hosts (the backend can never hold it) Failed with ``reason``."""
+        self._conclude(job, [], self._failed_ending(reason))
+
     def _judge(self, job: JobRecord, hosts: list[HostRecord]) -> None:
         ended = sorted((h for h in hosts if h.exited), key=lambda h: h.exit_time or 0.0)
         culprit = next((h for h in ended if h.outcome != HostOutcome.COMPLETED), None)

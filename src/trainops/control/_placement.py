@@ -12,7 +12,7 @@ import hashlib
 import secrets
 from pathlib import Path
 
-from trainops.backends import CapacityShortage, HostPlacement
+from trainops.backends import CapacityNeverFits, CapacityShortage, HostPlacement
 from trainops.catalog import get_instance_type
 from trainops.control._core import ControlCore
 from trainops.control._lifecycle import Lifecycle
@@ -54,6 +54,9 @@ class Placement:
         count = job.spec.instance_count
         try:
             placements = self.core.backend.reserve(job.name, instance, count)
+        except CapacityNeverFits as never:
+            self.lifecycle.fail_unplaced(job, f"CapacityError: {never}")
+            return
         except CapacityShortage as shortage:
             if job.secondary_status != SecondaryStatus.PENDING:
                 message = f"Waiting for capacity: {shortage}"

@@ -20,7 +20,7 @@ from trainops.protocol._job import (
     StoppingSpec,
     SubmittedJob,
 )
-from trainops.protocol._launch import STANDBY_ENV, AgentLaunch, agent_command
+from trainops.protocol._launch import PARENT_ENV, STANDBY_ENV, AgentLaunch, agent_command
 from trainops.protocol._messages import (
     AGENT_API_PREFIX,
     RESERVED_HYPERPARAMETERS,
@@ -39,6 +39,7 @@ from trainops.protocol._messages import (
 __all__ = [
     "AGENT_API_PREFIX",
     "DEFAULT_CHECKPOINT_PATH",
+    "PARENT_ENV",
     "RESERVED_HYPERPARAMETERS",
     "STANDBY_ENV",
     "AgentEvent",

@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["STANDBY_ENV", "AgentLaunch", "agent_command"]
+__all__ = ["PARENT_ENV", "STANDBY_ENV", "AgentLaunch", "agent_command"]
 
 ENV_SERVER = "TRAINOPS_AGENT_SERVER"
 ENV_TOKEN = "TRAINOPS_AGENT_TOKEN"  # noqa: S105 (a variable name, not a secret)
@@ -22,6 +22,10 @@ ENV_STATE = "TRAINOPS_AGENT_STATE"
 # Set on the local backend's agent fork server: imported once, it forks one agent for each
 # {"env": launch variables, "output": path} JSON line on stdin; each child replies its pid.
 STANDBY_ENV = "TRAINOPS_AGENT_STANDBY"
+# Set by a backend whose agent must end when the process that started it does (the Ray
+# backend's actor): that process's pid. Without it an agent outlives its parent, as the local
+# backend's must (they outlive the server).
+PARENT_ENV = "TRAINOPS_AGENT_PARENT"
 
 
 @dataclass(frozen=True, slots=True)

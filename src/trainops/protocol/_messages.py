@@ -116,11 +116,26 @@ class AgentEvent:
 
 @dataclass(frozen=True, slots=True)
 class HostResources:
-    """What the backend reserved for this host: CPU ids for affinity, GPU ids, memory."""
+    """What the backend reserved for this host: CPU ids for affinity, GPU ids, memory.
+
+    A backend that hands out no ids (the node's engine does, as Ray does its GPUs) says how
+    many instead: ``cpu_count`` and ``gpu_count`` stand where ``cpus`` or ``gpus`` is empty.
+    """
 
     cpus: list[int] = field(default_factory=list)
     gpus: list[int] = field(default_factory=list)
     memory_mb: int = 0
+    cpu_count: int = 0
+    gpu_count: int = 0
+
+    @property
+    def num_cpus(self) -> int:
+        """CPUs of the host (0: unknown, the machine's)."""
+        return len(self.cpus) or self.cpu_count
+
+    @property
+    def num_gpus(self) -> int:
+        return len(self.gpus) or self.gpu_count
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +156,9 @@ class Assignment:
     output_prefix: str
     resources: HostResources
     region: str = "us-east-1"
+    # Each host's machine address where hosts run on machines of their own (a multi-node
+    # backend); empty: every host is on one machine and gets a loopback address of its own.
+    host_addresses: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         data = {f.name: getattr(self, f.name) for f in fields(self)}

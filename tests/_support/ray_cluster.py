@@ -1,0 +1,214 @@
+"""A real multi-node Ray cluster on this machine, for the Ray backend's tests.
+
+:func:`start_ray_cluster` runs ``ray start --head`` (no CPUs of its own: jobs go to the
+workers) and one ``ray start --address`` per worker, each a node with its own node id and its
+own custom resources (``worker1``, ``worker2``, … and ``ml.m5.large``). Every process carries a
+marker variable; :meth:`RayCluster.stop` kills every process that has it (Ray re-parents its
+workers, so a process-group kill would miss some), and :meth:`RayCluster.kill_node` kills one
+worker node's raylet and workers, as a machine dying would.
+
+Nodes bind 127.0.0.1. Ray treats a cluster on loopback as single-machine unless
+``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER`` is set, so it is; authentication is Ray's token mode, the
+token passed in the environment so nothing is written to ``~/.ray``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from trainops._settings import RaySettings, Settings
+
+__all__ = ["RayCluster", "RayStartError", "start_ray_cluster"]
+
+MARKER = "TRAINOPS_TEST_RAY_CLUSTER"
+WORKER_CPUS = 2
+WORKER_MEMORY = 16 * 1024**3  # a resource figure: ml.m5.large's 8 GiB must fit one host
+
+
+class RayStartError(RuntimeError):
+    """The cluster did not come up; the message says which node and why."""
+
+
+@dataclass
+class RayCluster:
+    """A running cluster: its address, the environment that reaches it, its worker nodes."""
+
+    address: str
+    env: dict[str, str] = field(repr=False)
+    workdir: Path
+    marker: str
+    temp_dir: Path
+    workers: list[str] = field(default_factory=list)  # the custom resource naming each worker
+
+    def settings(self, home: Path, **ray: Any) -> Settings:
+        """Settings of a control plane whose backend is this cluster."""
+        options = RaySettings(address=self.address)
+        return Settings(home=home, backend="ray", token="public-token", ray=replace(options, **ray))
+
+    def client_env(self) -> dict[str, str]:
+        """What a process needs in its environment to join the cluster as a driver."""
+        return {k: v for k, v in self.env.items() if k.startswith("RAY_")}
+
+    def add_worker(self, cpus: int = WORKER_CPUS) -> str:
+        """Start one more worker node; returns the custom resource that names it."""
+        name = f"worker{len(self.workers) + 1}"
+        resources = json.dumps({name: 1, "ml.m5.large": 1})
+        _ray_start(
+            self,
+            name,
+            [
+                "--address",
+                self.address,
+                "--num-cpus",
+                str(cpus),
+                "--memory",
+                str(WORKER_MEMORY),
+                "--resources",
+                resources,
+            ],
+        )
+        self.workers.append(name)
+        return name
+
+    def kill_node(self, worker: str) -> None:
+        """SIGKILL the raylet of ``worker`` and the Ray processes under it (a dead machine)."""
+        raylets = [p for p in self._processes() if _is_raylet_of(p, worker)]
+        if not raylets:
+            raise RayStartError(f"no raylet of {worker} is running")
+        victims: list[psutil.Process] = []
+        for raylet in raylets:
+            with contextlib.suppress(psutil.Error):
+                victims += [raylet, *raylet.children(recursive=True)]
+        for victim in victims:
+            with contextlib.suppress(psutil.Error):
+                victim.kill()
+        psutil.wait_procs(victims, timeout=10)
+
+    def stop(self) -> None:
+        """Kill every process of the cluster (and what they started) and remove its files."""
+        for _ in range(3):
+            found = self._processes()
+            if not found:
+                break
+            for proc in found:
+                with contextlib.suppress(psutil.Error):
+                    proc.kill()
+            psutil.wait_procs(found, timeout=10)
+        shutil.rmtree(self.workdir, ignore_errors=True)
+        shutil.rmtree(self.temp_dir, ignore_errors=True)
+
+    def _processes(self) -> list[psutil.Process]:
+        found = []
+        for proc in psutil.process_iter():
+            with contextlib.suppress(psutil.Error):
+                if proc.environ().get(MARKER) == self.marker:
+                    found.append(proc)
+        return found
+
+
+def start_ray_cluster(workdir: Path, workers: int = 2) -> RayCluster:
+    """A head and ``workers`` worker nodes on 127.0.0.1; raises :class:`RayStartError`."""
+    marker = secrets.token_hex(8)
+    port = _free_port()
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "TRAINOPS_"))},
+        MARKER: marker,
+        "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "1",
+        "RAY_AUTH_MODE": "token",
+        "RAY_AUTH_TOKEN": secrets.token_hex(32),
+        "RAY_USAGE_STATS_ENABLED": "0",
+    }
+    # Ray's unix sockets live under its temp dir, and a socket path has at most 107 bytes.
+    temp_dir = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
+    cluster = RayCluster(f"127.0.0.1:{port}", env, workdir, marker, temp_dir)
+    try:
+        _ray_start(
+            cluster,
+            "head",
+            [
+                "--head",
+                "--port",
+                str(port),
+                "--num-cpus",
+                "0",
+                "--include-dashboard",
+                "false",
+                "--temp-dir",
+                str(cluster.temp_dir),
+            ],
+        )
+        for _ in range(workers):
+            cluster.add_worker()
+        _wait_for_nodes(cluster, workers + 1)
+    except BaseException:
+        cluster.stop()
+        raise
+    return cluster
+
+
+def _ray_start(cluster: RayCluster, name: str, args: list[str]) -> None:
+    ray = Path(sys.executable).parent / "ray"
+    command = [str(ray), "start", "--node-ip-address", "127.0.0.1", "--disable-usage-stats", *args]
+    log = cluster.workdir / f"ray-start-{name}.log"
+    cluster.workdir.mkdir(parents=True, exist_ok=True)
+    with log.open("wb") as out:
+        done = subprocess.run(
+            command, env=cluster.env, stdout=out, stderr=subprocess.STDOUT, timeout=120, check=False
+        )
+    if done.returncode != 0:
+        tail = log.read_text(errors="replace")[-2000:]
+        raise RayStartError(f"ray start of the {name} node failed ({done.returncode}):\n{tail}")
+
+
+def _wait_for_nodes(cluster: RayCluster, count: int, timeout: float = 60) -> None:
+    """Until ``ray status`` sees ``count`` nodes (a worker joins a moment after its start)."""
+    code = (
+        "import ray, sys\n"
+        f"ray.init(address={cluster.address!r}, logging_level='ERROR', log_to_driver=False)\n"
+        "print(sum(1 for n in ray.nodes() if n['Alive']))\n"
+    )
+    deadline = time.monotonic() + timeout
+    seen = ""
+    while time.monotonic() < deadline:
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            env=cluster.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        seen = done.stdout.strip() or done.stderr[-500:]
+        if seen == str(count):
+            return
+        time.sleep(0.5)
+    raise RayStartError(f"the cluster has not got its {count} nodes: {seen}")
+
+
+def _is_raylet_of(proc: psutil.Process, worker: str) -> bool:
+    with contextlib.suppress(psutil.Error):
+        cmdline = " ".join(proc.cmdline())
+        return "raylet" in proc.name() and re.search(rf"\b{worker}\b", cmdline) is not None
+    return False
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
