@@ -85,6 +85,25 @@ class RayCluster:
         self.workers.append(name)
         return name
 
+    def node_ids(self) -> dict[str, str]:
+        """The node id of each live worker, by the custom resource that names it."""
+        code = (
+            "import json, ray\n"
+            f"ray.init(address={self.address!r}, logging_level='ERROR', log_to_driver=False)\n"
+            "print(json.dumps({n['NodeID']: sorted(n['Resources']) for n in ray.nodes()"
+            " if n['Alive']}))\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        nodes: dict[str, list[str]] = json.loads(done.stdout.strip().splitlines()[-1])
+        return {w: node for node, names in nodes.items() for w in names if w in self.workers}
+
     def kill_node(self, worker: str) -> None:
         """SIGKILL the raylet of ``worker`` and the Ray processes under it (a dead machine)."""
         raylets = [p for p in self._processes() if _is_raylet_of(p, worker)]

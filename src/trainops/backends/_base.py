@@ -152,6 +152,11 @@ class Backend(ABC):
         shutil.rmtree(tree, ignore_errors=True)
         return not tree.exists()
 
+    def gone_reason(self, handle: AgentHandle) -> str | None:
+        """Why an agent that :meth:`is_alive` found gone is gone, where the backend knows more
+        than that it ended (an engine's word on a lost node); ``None`` otherwise."""
+        return None
+
     def host_address(self, reservation: Mapping[str, Any]) -> str | None:
         """The network address of the machine a host was placed on (from its reservation), for
         the job's host names to resolve to; ``None``: hosts share this machine, and each gets a

@@ -76,6 +76,7 @@ class RayBackend(Backend):
         self._custom_command = agent_command is not None
         self._lock = threading.Lock()
         self._waits: dict[str, Any] = {}  # actor name -> the ObjectRef of its `wait` call
+        self._gone: dict[str, str] = {}  # actor name -> why it died, as Ray said
 
     # Connecting ------------------------------------------------------------------------
 
@@ -303,9 +304,19 @@ class RayBackend(Backend):
         ready, _ = ray.wait([waiting], timeout=0)
         if not ready:
             return True
+        try:
+            ray.get(waiting, timeout=_CALL_TIMEOUT_S)  # the agent's exit status: it ended
+        except Exception as exc:  # the actor died (its node was lost, or it was killed)
+            with self._lock:
+                self._gone[name] = _death(exc, handle)
         with self._lock:
             self._waits.pop(name, None)
         return False
+
+    def gone_reason(self, handle: AgentHandle) -> str | None:
+        name = handle.data.get("actor")
+        with self._lock:
+            return self._gone.get(name) if isinstance(name, str) else None
 
     def signal(self, handle: AgentHandle, signum: int) -> None:
         actor = self._actor_of(handle)
@@ -405,6 +416,16 @@ def _host_index(host: str) -> int:
     if prefix != "algo" or not number.isdigit() or int(number) < 1:
         raise OSError(f"{host!r} is not a host name of the form algo-N")
     return int(number) - 1
+
+
+def _death(exc: BaseException, handle: AgentHandle) -> str:
+    """Ray's word on an actor's death, in one line, with the node it ran on."""
+    text = " ".join(str(exc).split())
+    node = handle.data.get("node")
+    where = f" (node {str(node)[:12]})" if isinstance(node, str) else ""
+    if "node has died" in text or "node was terminated" in text or "its node" in text:
+        return f"the Ray node that ran it died{where}"
+    return f"the Ray actor that held it died{where}: {text[:300]}"
 
 
 def _cause(exc: BaseException) -> str:

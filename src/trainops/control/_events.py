@@ -96,6 +96,9 @@ class EventIntake:
         self.lifecycle.evaluate(host.job)
 
     def _lost_reason(self, host: HostRecord) -> str:
+        gone = self.core.backend.gone_reason(handle_of(host))
+        if gone:
+            return f"{host.host} was lost: {gone}"
         reason = f"the host agent of {host.host} ended without reporting how the host ended"
         output = self.core.backend.agent_output(Path(host.state_dir), max_chars=600)
         if output:
