@@ -77,10 +77,10 @@ def _left_behind(tmp_path: Path, job: str) -> list[dict[str, object]]:
     return [p.info for p in psutil.process_iter(["pid", "cmdline"]) if ours(p.info)]
 
 
-def test_mpirun_spans_two_hosts(tmp_path: Path) -> None:
+def test_mpirun_spans_two_hosts(tmp_path: Path, backend: dict[str, str]) -> None:
     spec = write_job(tmp_path, ALLREDUCE, job_name="mpi-2x2", **TWO_BY_TWO)
     home = tmp_path / "home"
-    result = trainops("run", str(spec), home=home)
+    result = trainops("run", str(spec), home=home, **backend)
     assert result.returncode == 0, result.stdout + result.stderr
     sums = {line for line in result.stdout.splitlines() if "sum=" in line}
     # Every rank's output reaches algo-1's log through mpirun, tagged with its rank; ranks 2
