@@ -22,6 +22,7 @@ control plane connects to the cluster when it opens the backend.
 from __future__ import annotations
 
 import math
+import socket
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -50,6 +51,7 @@ _CALL_TIMEOUT_S = 60.0
 _START_TIMEOUT_S = 300.0  # a node may have to start a worker process (or pull an image) first
 _STRATEGIES = {"strict_spread": "STRICT_SPREAD", "spread": "SPREAD"}
 _FIRST_WAIT_S = 2.0
+_PROBE_TIMEOUT_S = 5.0
 
 
 def bundle_for(instance: InstanceType, declared: set[str]) -> dict[str, float]:
@@ -108,6 +110,7 @@ class RayBackend(Backend):
                 "backend 'ray' needs the cluster's address: ray.address in config.yaml, "
                 "TRAINOPS_RAY_ADDRESS, or trainops server --ray-address (HOST:PORT or auto)"
             )
+        _probe(address)
         try:
             ray.init(
                 address=address,
@@ -393,6 +396,21 @@ class RayBackend(Backend):
             for node in self._alive_nodes()
         ]
         return [self._call(ref) for ref in refs]
+
+
+def _probe(address: str) -> None:
+    """Fail at once, with the reason, where ``HOST:PORT`` does not even accept a connection
+    (``ray.init`` would retry for minutes, logging as it goes)."""
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit():
+        return  # "auto", or a form Ray resolves itself
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=_PROBE_TIMEOUT_S).close()
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot reach the Ray cluster at {address!r}: {exc.strerror or exc}; is its head "
+            "running (ray start --head) and is that its address and port?"
+        ) from None
 
 
 def _group_name(job: str) -> str:

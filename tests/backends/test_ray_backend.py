@@ -1,0 +1,58 @@
+"""The Ray backend's own rules that need no cluster: its settings, how a host's bundle is made,
+and the clear errors of a cluster that is not configured or not there.
+
+What it does on a real cluster is in the conformance suite (test_backend_conformance.py, the
+"ray" recipe) and the end-to-end scenarios (tests/e2e, test_ray_faults.py).
+"""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from trainops._errors import ConfigError
+from trainops._settings import RaySettings, Settings
+from trainops.backends import backend_for
+from trainops.backends._ray import RayBackend, bundle_for
+from trainops.catalog import get_instance_type
+
+
+def test_ray_settings_come_from_config_and_environment(tmp_path: Path) -> None:
+    (tmp_path / "config.yaml").write_text(
+        "backend: ray\nray:\n  address: 10.0.0.5:6379\n  placement: spread\n  autoscaling: yes\n"
+    )
+    settings = Settings.load({"TRAINOPS_HOME": str(tmp_path)})
+    assert settings.backend == "ray"
+    assert settings.ray == RaySettings("10.0.0.5:6379", "trainops", "spread", True)
+    env = {"TRAINOPS_HOME": str(tmp_path), "TRAINOPS_RAY_ADDRESS": "auto"}
+    assert Settings.load({**env, "TRAINOPS_RAY_AUTOSCALING": "0"}).ray.autoscaling is False
+    assert Settings.load(env).ray.address == "auto"
+    with pytest.raises(ConfigError, match=r"ray\.placement must be one of strict_spread, spread"):
+        Settings.load({**env, "TRAINOPS_RAY_PLACEMENT": "pack"})
+
+
+def test_a_hosts_bundle_is_its_instance_type(tmp_path: Path) -> None:
+    large = get_instance_type("ml.m5.large")
+    assert bundle_for(large, set()) == {"CPU": 2.0, "memory": 8.0 * 2**30}
+    gpu = get_instance_type("ml.p3.2xlarge")
+    declared = bundle_for(gpu, {"ml.p3.2xlarge", "CPU"})
+    assert declared["GPU"] == 1.0 and declared["ml.p3.2xlarge"] == 1.0 and declared["CPU"] == 8.0
+
+
+def test_a_cluster_without_an_address_is_a_clear_error(tmp_path: Path) -> None:
+    backend = backend_for(Settings(home=tmp_path, backend="ray"))
+    assert isinstance(backend, RayBackend)
+    with pytest.raises(ConfigError, match="needs the cluster's address"):
+        backend.open()
+
+
+def test_a_cluster_that_is_not_there_is_a_clear_error_at_once(tmp_path: Path) -> None:
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    settings = Settings(home=tmp_path, backend="ray", ray=RaySettings(f"127.0.0.1:{port}"))
+    # Refused by a probe of the head's port, not after ray.init's minutes of retries.
+    with pytest.raises(ConfigError, match=r"Connection refused; is its head running"):
+        RayBackend(settings).open()
