@@ -44,8 +44,10 @@ def test_serve_refuses_other_machines_without_a_token(settings: Settings) -> Non
 def test_the_backend_is_chosen_by_name_and_a_wrong_name_touches_nothing(
     settings: Settings,
 ) -> None:
-    unknown = dataclasses.replace(settings, backend="ray")
-    with pytest.raises(ConfigError, match=r"backend 'ray' is not one .* \(available: local\)"):
+    unknown = dataclasses.replace(settings, backend="slurm")
+    with pytest.raises(
+        ConfigError, match=r"backend 'slurm' is not one .* \(available: local, ray\)"
+    ):
         EmbeddedServer(unknown, port=0).start()
     assert not settings.db_path.exists() and not settings.server_file.exists()
     with EmbeddedServer(settings, port=0) as server:

@@ -83,6 +83,9 @@ class RayBackend(Backend):
     # Connecting ------------------------------------------------------------------------
 
     def open(self) -> None:
+        # Checked even where this process has joined a cluster already (one Ray connection per
+        # process): a control plane must not start on settings that name no reachable cluster.
+        _probe(self._address())
         self._ray()
 
     def close(self) -> None:
@@ -103,13 +106,17 @@ class RayBackend(Backend):
                     self._connect(ray)
         return ray
 
-    def _connect(self, ray: Any) -> None:
+    def _address(self) -> str:
         address = self.settings.ray.address
         if not address:
             raise ConfigError(
                 "backend 'ray' needs the cluster's address: ray.address in config.yaml, "
                 "TRAINOPS_RAY_ADDRESS, or trainops server --ray-address (HOST:PORT or auto)"
             )
+        return address
+
+    def _connect(self, ray: Any) -> None:
+        address = self._address()
         _probe(address)
         try:
             ray.init(
