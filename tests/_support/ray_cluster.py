@@ -132,10 +132,13 @@ class RayCluster:
         shutil.rmtree(self.temp_dir, ignore_errors=True)
 
     def _processes(self) -> list[psutil.Process]:
+        """The cluster's processes: those with its marker, and Ray's agents, which start with an
+        environment of their own but name the cluster's temporary folder on their command line."""
         found = []
+        folder = str(self.temp_dir)
         for proc in psutil.process_iter():
             with contextlib.suppress(psutil.Error):
-                if proc.environ().get(MARKER) == self.marker:
+                if proc.environ().get(MARKER) == self.marker or folder in " ".join(proc.cmdline()):
                     found.append(proc)
         return found
 
