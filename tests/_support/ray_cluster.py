@@ -87,20 +87,10 @@ class RayCluster:
 
     def node_ids(self) -> dict[str, str]:
         """The node id of each live worker, by the custom resource that names it."""
-        code = (
-            "import json, ray\n"
-            f"ray.init(address={self.address!r}, logging_level='ERROR', log_to_driver=False)\n"
-            "print(json.dumps({n['NodeID']: sorted(n['Resources']) for n in ray.nodes()"
-            " if n['Alive']}))\n"
-        )
-        done = subprocess.run(
-            [sys.executable, "-c", code],
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=True,
-        )
+        code = "print(json.dumps({n['NodeID']: sorted(n['Resources']) for n in alive}))"
+        done = _driver(self, code)
+        if done.returncode != 0:
+            raise RayStartError(f"cannot list the cluster's nodes: {done.stderr[-500:]}")
         nodes: dict[str, list[str]] = json.loads(done.stdout.strip().splitlines()[-1])
         return {w: node for node, names in nodes.items() for w in names if w in self.workers}
 
@@ -199,27 +189,33 @@ def _ray_start(cluster: RayCluster, name: str, args: list[str]) -> None:
 
 def _wait_for_nodes(cluster: RayCluster, count: int, timeout: float = 60) -> None:
     """Until ``ray status`` sees ``count`` nodes (a worker joins a moment after its start)."""
-    code = (
-        "import ray, sys\n"
-        f"ray.init(address={cluster.address!r}, logging_level='ERROR', log_to_driver=False)\n"
-        "print(sum(1 for n in ray.nodes() if n['Alive']))\n"
-    )
     deadline = time.monotonic() + timeout
     seen = ""
     while time.monotonic() < deadline:
-        done = subprocess.run(
-            [sys.executable, "-c", code],
-            env=cluster.env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        done = _driver(cluster, "print(len(alive))")
         seen = done.stdout.strip() or done.stderr[-500:]
         if seen == str(count):
             return
         time.sleep(0.5)
     raise RayStartError(f"the cluster has not got its {count} nodes: {seen}")
+
+
+def _driver(cluster: RayCluster, code: str) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a fresh driver of the cluster, with ``alive`` its live nodes."""
+    program = (
+        "import json, ray\n"
+        f"ray.init(address={cluster.address!r}, logging_level='ERROR', log_to_driver=False)\n"
+        "alive = [n for n in ray.nodes() if n['Alive']]\n"
+        f"{code}\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", program],
+        env=cluster.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
 def _is_raylet_of(proc: psutil.Process, worker: str) -> bool:
