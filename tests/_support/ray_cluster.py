@@ -122,15 +122,29 @@ class RayCluster:
         shutil.rmtree(self.temp_dir, ignore_errors=True)
 
     def _processes(self) -> list[psutil.Process]:
-        """The cluster's processes: those with its marker, and Ray's agents, which start with an
-        environment of their own but name the cluster's temporary folder on their command line."""
+        """The cluster's processes: every one whose environment holds its marker.
+
+        Read from ``/proc/PID/environ`` as bytes: Ray's agents rewrite their process title over
+        that area, after which psutil's parser sees an empty environment (or none of it is left,
+        and the open files say whose the process is).
+        """
         found = []
-        folder = str(self.temp_dir)
+        needle = f"{MARKER}={self.marker}".encode()
         for proc in psutil.process_iter():
-            with contextlib.suppress(psutil.Error):
-                if proc.environ().get(MARKER) == self.marker or folder in " ".join(proc.cmdline()):
+            with contextlib.suppress(OSError, psutil.Error):
+                if needle in Path(f"/proc/{proc.pid}/environ").read_bytes() or self._holds(proc):
                     found.append(proc)
         return found
+
+    def _holds(self, proc: psutil.Process) -> bool:
+        """Whether ``proc`` has a file of the cluster's temporary folder open (Ray's agents
+        overwrite their whole environment with their title, marker and all)."""
+        folder = str(self.temp_dir) + "/"
+        for fd in Path(f"/proc/{proc.pid}/fd").iterdir():
+            with contextlib.suppress(OSError):
+                if os.readlink(fd).startswith(folder):
+                    return True
+        return False
 
 
 def start_ray_cluster(workdir: Path, workers: int = 2) -> RayCluster:
