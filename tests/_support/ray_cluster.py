@@ -130,7 +130,12 @@ class RayCluster:
         """
         found = []
         needle = f"{MARKER}={self.marker}".encode()
+        # This process (a driver of the cluster: its logs are in the cluster's folder) and its
+        # ancestors are never the cluster's to kill.
+        spared = {os.getpid(), *(p.pid for p in psutil.Process().parents())}
         for proc in psutil.process_iter():
+            if proc.pid in spared:
+                continue
             with contextlib.suppress(OSError, psutil.Error):
                 if needle in Path(f"/proc/{proc.pid}/environ").read_bytes() or self._holds(proc):
                     found.append(proc)
