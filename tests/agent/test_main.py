@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -104,3 +105,29 @@ def test_the_agent_imports_no_heavy_packages() -> None:
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_an_agent_whose_parent_is_gone_abandons_its_host() -> None:
+    from trainops.agent.__main__ import _watch_parent
+
+    class Recorder:
+        def __init__(self) -> None:
+            self.reasons: list[str] = []
+
+        def abandon(self, reason: str) -> None:
+            self.reasons.append(reason)
+
+    gone, kept, unwatched = Recorder(), Recorder(), Recorder()
+    # A parent pid that is not ours: as if the process that started the agent had died.
+    _watch_parent({"TRAINOPS_AGENT_PARENT": str(os.getppid() + 1)}, gone, "algo-2")  # type: ignore[arg-type]
+    _watch_parent({"TRAINOPS_AGENT_PARENT": str(os.getppid())}, kept, "algo-1")  # type: ignore[arg-type]
+    _watch_parent({}, unwatched, "algo-3")  # type: ignore[arg-type]
+    deadline = time.monotonic() + 10
+    while not gone.reasons and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert gone.reasons == [
+        f"algo-2 was lost: the process that held its agent (pid {os.getppid() + 1}) is gone, "
+        "with its node"
+    ]
+    time.sleep(0.6)  # two polls: a parent that is still there is never taken for gone
+    assert kept.reasons == [] and unwatched.reasons == []

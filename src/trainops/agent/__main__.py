@@ -84,13 +84,13 @@ def main(environ: Mapping[str, str] | None = None) -> int:
     except Exception as exc:  # a malformed assignment is trainops' fault, not the job's
         return _report_crash(launch, settings, f"{type(exc).__name__}: {exc}", reporter)
     relay.attach(agent)
-    _watch_parent(env, agent)
+    _watch_parent(env, agent, launch.host)
     result = agent.run()
     reporter.close()
     return 1 if result.outcome is HostOutcome.INTERNAL_ERROR else 0
 
 
-def _watch_parent(env: Mapping[str, str], agent: HostAgent) -> None:
+def _watch_parent(env: Mapping[str, str], agent: HostAgent, host: str) -> None:
     """With ``TRAINOPS_AGENT_PARENT`` set (by a backend whose agents must not outlive the worker
     that started them, as the Ray backend's actor), abandon the host once that parent is gone:
     its node is lost to the engine, and a host the engine has written off must not go on."""
@@ -101,7 +101,10 @@ def _watch_parent(env: Mapping[str, str], agent: HostAgent) -> None:
     def watch() -> None:
         while os.getppid() == int(parent):
             time.sleep(_PARENT_POLL_S)
-        agent.abandon(f"the worker that held this host (pid {parent}) is gone: its node was lost")
+        agent.abandon(
+            f"{host} was lost: the process that held its agent (pid {parent}) is gone, "
+            "with its node"
+        )
 
     threading.Thread(target=watch, name="trainops-parent-watch", daemon=True).start()
 
