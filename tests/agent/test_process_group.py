@@ -245,3 +245,32 @@ def test_a_rank_that_never_ends_its_line_is_not_held_without_bound() -> None:
         passed += parser.feed([f"[1,0]<stdout>:{piece}[1,1]<stdout>:y"], "stdout")
     held_back = [run for run in passed if run[0] == 0]
     assert held_back and len(held_back[0][2][0]) >= MAX_HELD_CHARS
+
+
+TERM_ONCE = """
+import os, signal, sys, time
+rank = int(os.environ["RANK"])
+if rank == 1:
+    sys.exit(3)
+seen = []
+def on_term(signum, frame):
+    seen.append(signum)
+    print(f"rank {rank} SIGTERM number {len(seen)}", flush=True)
+    if len(seen) == 1:
+        time.sleep(1.0)  # a second SIGTERM would arrive in here
+        sys.exit(143)
+signal.signal(signal.SIGTERM, on_term)
+while True:
+    time.sleep(0.05)
+"""
+
+
+def test_a_rank_is_sent_sigterm_once(tmp_path: Path) -> None:
+    # The agent signals the rank's process group and then the rest of the job's process tree:
+    # the group's members must not get the signal a second time.
+    job = make_job(tmp_path, {"train.py": TERM_ONCE}, distribution={"processes_per_host": 2})
+    result = job.run()
+    assert result.exit_code == 3
+    assert [ln for ln in job.reporter.lines("stdout") if "SIGTERM" in ln] == [
+        "rank 0 SIGTERM number 1"
+    ]

@@ -146,7 +146,8 @@ class ScriptProcess:
         deadline = time.monotonic() + max(0.0, grace_seconds)
         if self._kill_at is None:
             self.signal_group(signal.SIGTERM)
-            self._signal_tree(signal.SIGTERM)
+            # The rest of the tree (children that left the group); the group's members once.
+            self._signal_tree(signal.SIGTERM, except_group=self.pgid)
             self._kill_at = deadline
         else:
             self._kill_at = min(self._kill_at, deadline)
@@ -209,9 +210,9 @@ class ScriptProcess:
             tree.kill_all()  # the job's processes end with its script, as its container would
         return self._popen.wait()
 
-    def _signal_tree(self, sig: signal.Signals) -> None:
+    def _signal_tree(self, sig: signal.Signals, except_group: int | None = None) -> None:
         if self._tree is not None:
-            self._tree.signal(sig)
+            self._tree.signal(sig, except_group=except_group)
 
     def _read(self, name: str, fd: int, pause: float) -> None:
         """Move raw output into the queue; the only work done while the script may wait.

@@ -56,11 +56,18 @@ class ProcessTree:
         except OSError:
             self._remove_cgroup()  # not allowed after all: the marker sweep does the work
 
-    def signal(self, sig: signal.Signals) -> int:
-        """Send ``sig`` to every process of the tree; returns how many were signalled."""
+    def signal(self, sig: signal.Signals, *, except_group: int | None = None) -> int:
+        """Send ``sig`` to every process of the tree; returns how many were signalled.
+
+        ``except_group``: a process group the caller has just signalled itself, whose members
+        must not get ``sig`` a second time (a script's SIGTERM handler runs once, as under any
+        other launcher).
+        """
         sent = 0
         for pid in self.pids():
             with contextlib.suppress(ProcessLookupError, PermissionError):
+                if except_group is not None and os.getpgid(pid) == except_group:
+                    continue
                 os.kill(pid, sig)
                 sent += 1
         return sent
