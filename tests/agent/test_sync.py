@@ -7,6 +7,8 @@ safety scan pushed out of reach, so only events can explain an upload) and on it
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -311,3 +313,23 @@ def test_the_uploader_and_its_threads_run_at_the_chosen_low_priority(
     assert policies == {os.SCHED_IDLE if idle else os.SCHED_BATCH}
     assert nices == {min(19, os.nice(0) + 7)}
     assert (io_class == psutil.IOPRIO_CLASS_IDLE) is idle
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="SCHED_IDLE is Linux's")
+def test_the_agent_lowers_the_uploader_before_its_interpreter_has_started(tmp_path: Path) -> None:
+    # The uploader's start-up and imports run when the first checkpoint appears, mid-training:
+    # the agent lowers the new process itself, at once, with what the uploader sets again later.
+    from trainops.agent._sync import _lower_priority
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        base = os.getpriority(os.PRIO_PROCESS, 0)
+        _lower_priority(7, idle=True, pid=child.pid, base=base)
+        _lower_priority(7, idle=True, pid=child.pid, base=base)  # twice: the same, not 14
+        proc = psutil.Process(child.pid)
+        assert os.sched_getscheduler(child.pid) == os.SCHED_IDLE
+        assert proc.nice() == min(19, base + 7)
+        assert proc.ionice().ioclass == psutil.IOPRIO_CLASS_IDLE
+    finally:
+        child.kill()
+        child.wait()

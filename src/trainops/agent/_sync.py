@@ -267,6 +267,12 @@ class DirectorySync:
             stdout=subprocess.PIPE,
             env={**os.environ, **self._store.child_env()},
         )
+        # At once, not from the worker itself: its interpreter's start-up and imports (a few
+        # hundred milliseconds of CPU, when the first checkpoint appears mid-training) must not
+        # run at the script's priority.
+        base = os.getpriority(os.PRIO_PROCESS, 0)
+        _lower_priority(self._nice, idle=self._idle, pid=self._worker.pid, base=base)
+        config["base_nice"] = base
         assert self._worker.stdin is not None and self._worker.stdout is not None
         self._worker.stdin.write(json.dumps(config).encode() + b"\n")
         self._worker.stdin.flush()
@@ -369,7 +375,10 @@ def worker_main() -> int:
     from trainops.storage import store_for
 
     config = json.loads(sys.stdin.buffer.readline())
-    _lower_priority(int(config["nice"]), idle=bool(config["idle"]))
+    base = config.get("base_nice")
+    _lower_priority(
+        int(config["nice"]), idle=bool(config["idle"]), base=None if base is None else int(base)
+    )
     # A writer opening a file in the instant we hold its read lease makes the kernel send us
     # SIGIO (whose default is to terminate); we release the lease at once anyway.
     if hasattr(signal, "SIGIO"):
@@ -384,8 +393,9 @@ def worker_main() -> int:
     return 0
 
 
-def _lower_priority(nice: int, *, idle: bool = True) -> None:
-    """Take CPU and disk time only where the script leaves some; call before starting threads.
+def _lower_priority(nice: int, *, idle: bool = True, pid: int = 0, base: int | None = None) -> None:
+    """Take CPU and disk time only where the script leaves some; for ``pid`` (0: this process),
+    before it starts threads: threads started later inherit all of it.
 
     ``idle`` (where the kernel has it): ``SCHED_IDLE`` and the idle I/O class. A waking script
     thread preempts the uploader at once, and a core running only the uploader counts as idle
@@ -393,28 +403,29 @@ def _lower_priority(nice: int, *, idle: bool = True) -> None:
     (a ``file://`` store's fsync) behind everyone else's. The price: on a host whose cores are
     all busy the uploader runs only in their pauses. Otherwise (or where ``SCHED_IDLE`` is
     missing) ``nice`` and ``SCHED_BATCH``: a share of the CPU however busy the host, but a woken
-    script thread may wait for the uploader's time slice to end. Threads started later inherit
-    all of it.
+    script thread may wait for the uploader's time slice to end. The niceness set is ``base``
+    (default: this process's own) plus ``nice``, so applying it twice changes nothing.
     """
+    own = os.getpriority(os.PRIO_PROCESS, 0) if base is None else base
     with contextlib.suppress(OSError):
-        os.nice(nice)
+        os.setpriority(os.PRIO_PROCESS, pid, min(19, own + nice))
     for name in ("SCHED_IDLE", "SCHED_BATCH") if idle else ("SCHED_BATCH",):
         policy = getattr(os, name, None)
         if policy is None:
             continue
         try:
-            os.sched_setscheduler(0, policy, os.sched_param(0))
+            os.sched_setscheduler(pid, policy, os.sched_param(0))
             break
         except OSError:
             continue
     if not idle:
         return
-    import psutil  # here: only the uploader process needs it
+    import psutil  # here: only the uploader (and the agent that starts it) needs it
 
     idle_io = getattr(psutil, "IOPRIO_CLASS_IDLE", None)
     if idle_io is not None:
         with contextlib.suppress(OSError, psutil.Error):
-            psutil.Process().ionice(idle_io)
+            psutil.Process(pid or os.getpid()).ionice(idle_io)
 
 
 def _emit(out: IO[str], report: dict[str, Any]) -> None:
