@@ -150,6 +150,8 @@ class CheckpointConfig(SpecModel):
     @field_validator("local_path")
     @classmethod
     def _local_path(cls, value: str) -> str:
+        if "\x00" in value:
+            raise ValueError("must not contain a NUL character")
         parts = Path(value).parts
         if not value.startswith("/opt/ml/") or ".." in parts or len(parts) < 4:
             raise ValueError(
@@ -224,8 +226,17 @@ class JobSpec(SpecModel):
     @field_validator("entry_point")
     @classmethod
     def _entry_point(cls, value: str) -> str:
+        if "\x00" in value:
+            raise ValueError("must not contain a NUL character")
         if Path(value).is_absolute() or ".." in Path(value).parts:
             raise ValueError("must be a path relative to source_dir, without '..'")
+        return value
+
+    @field_validator("source_dir")
+    @classmethod
+    def _source_dir(cls, value: str | None) -> str | None:
+        if value is not None and "\x00" in value:
+            raise ValueError("must not contain a NUL character")
         return value
 
     @field_validator("job_name", "base_job_name")

@@ -6,6 +6,7 @@ that validates it, and still point each problem the server finds at its line in 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -13,13 +14,35 @@ import yaml
 from trainops._errors import SpecError
 from trainops.spec._yaml import RefusedYAML, load_yaml
 
-__all__ = ["line_index", "read_spec_yaml", "with_line", "with_lines"]
+__all__ = ["line_index", "read_spec_text", "read_spec_yaml", "with_line", "with_lines"]
 
 
-def read_spec_yaml(text: str, source: str | None = None) -> tuple[dict[str, Any], dict[str, int]]:
-    """``(data, lines)`` of YAML ``text``: the spec's fields and the line of each field path.
+def read_spec_text(path: Path) -> str:
+    """The text of the spec file at ``path``: a :class:`SpecError` if it cannot be read or is
+    not UTF-8 (saying at which byte and line)."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise SpecError([("", f"cannot read file: {exc.strerror}")], source=str(path)) from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        byte = raw[exc.start]
+        problem = f"line {line}: not UTF-8 text (byte 0x{byte:02x} at byte offset {exc.start})"
+        raise SpecError([("", problem)], source=str(path)) from None
 
-    Anything that is not a YAML mapping of fields is a :class:`SpecError` (with its line).
+
+_SPEC_MAPPING = "the spec must be a mapping of fields, e.g. 'entry_point: train.py'"
+
+
+def read_spec_yaml(
+    text: str, source: str | None = None, not_a_mapping: str = _SPEC_MAPPING
+) -> tuple[dict[str, Any], dict[str, int]]:
+    """``(data, lines)`` of YAML ``text``: the fields and the line of each field path.
+
+    Anything that is not a YAML mapping of fields named by text is a :class:`SpecError` (with
+    its line); ``not_a_mapping`` is what a document of another shape is told.
     """
     try:
         node, data = load_yaml(text)
@@ -34,10 +57,17 @@ def read_spec_yaml(text: str, source: str | None = None) -> tuple[dict[str, Any]
     except RecursionError:
         raise SpecError([("", "not valid YAML (nested too deeply)")], source) from None
     if not isinstance(data, dict):
-        raise SpecError(
-            [("", "the spec must be a mapping of fields, e.g. 'entry_point: train.py'")], source
-        )
-    return data, line_index(node)
+        raise SpecError([("", not_a_mapping)], source)
+    lines = line_index(node)
+    named = [key for key in data if not isinstance(key, str)]
+    if named:
+        problems = [
+            (f"{key} (line {lines[str(key)]})" if str(key) in lines else str(key),
+             f"a field name must be text, not {type(key).__name__} {key!r}")
+            for key in named
+        ]  # fmt: skip
+        raise SpecError(problems, source)
+    return data, lines
 
 
 def _where(exc: yaml.YAMLError) -> str:

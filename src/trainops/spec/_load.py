@@ -10,7 +10,7 @@ from typing import Any
 
 from trainops._errors import SpecError
 from trainops.spec._job import JobSpec
-from trainops.spec._lines import read_spec_yaml, with_lines
+from trainops.spec._lines import read_spec_text, read_spec_yaml, with_lines
 from trainops.spec._raw import as_uri, code_problems
 
 __all__ = ["load_spec", "parse_spec", "resolve_paths", "validate_spec"]
@@ -19,10 +19,7 @@ __all__ = ["load_spec", "parse_spec", "resolve_paths", "validate_spec"]
 def load_spec(path: str | Path) -> JobSpec:
     """Read and validate the YAML job spec at ``path``; local paths are resolved against its folder."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SpecError([("", f"cannot read file: {exc.strerror}")], source=str(path)) from None
+    text = read_spec_text(path)
     spec = parse_spec(text, source=str(path))
     return resolve_paths(spec, path.resolve().parent, source=str(path))
 

@@ -15,7 +15,7 @@ from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
 from trainops._errors import SpecError
-from trainops.spec._lines import read_spec_yaml, with_lines
+from trainops.spec._lines import read_spec_text, read_spec_yaml, with_lines
 from trainops.spec._names import base_name_for, is_job_name
 
 if TYPE_CHECKING:
@@ -92,10 +92,7 @@ def load_raw_spec(path: str | Path) -> RawSpec:
     """
     path = Path(path)
     source = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SpecError([("", f"cannot read file: {exc.strerror}")], source=source) from None
+    text = read_spec_text(path)
     data, lines = read_spec_yaml(text, source)
     base_dir = path.resolve().parent
     resolved, problems = _resolve(data, base_dir)
@@ -106,6 +103,8 @@ def uri_problem(value: str) -> str | None:
     """Why ``value`` is not an acceptable location (s3://, file:// or a local path), or None."""
     if not value.strip():
         return "must not be empty"
+    if "\x00" in value:
+        return "must not contain a NUL character"
     scheme, sep, _ = value.partition("://")
     if sep and scheme not in ("s3", "file"):
         return f"scheme {scheme!r} is not supported; use s3://, file:// or a local path"
@@ -115,8 +114,9 @@ def uri_problem(value: str) -> str | None:
 
 
 def as_uri(value: str, base_dir: Path) -> str:
-    """A local path as an absolute ``file://`` URI (relative to ``base_dir``); URIs unchanged."""
-    if "://" in value:
+    """A local path as an absolute ``file://`` URI (relative to ``base_dir``); URIs unchanged
+    (and a value with a NUL character, which the spec's validation refuses)."""
+    if "://" in value or "\x00" in value:
         return value
     uri = (base_dir / value).resolve().as_uri()
     return uri + "/" if value.endswith("/") else uri
@@ -126,6 +126,9 @@ def code_problems(
     source_dir: str | None, entry_point: str, base_dir: Path
 ) -> tuple[str | None, Problems]:
     """The absolute local ``source_dir`` (if any) and what is missing of the code."""
+    for field, value in (("source_dir", source_dir), ("entry_point", entry_point)):
+        if value is not None and "\x00" in value:
+            return source_dir, [(field, "must not contain a NUL character")]
     if source_dir is not None and "://" in source_dir:
         return source_dir, []
     if source_dir is None:

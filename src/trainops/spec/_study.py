@@ -21,8 +21,7 @@ from pydantic import Field, field_validator
 from trainops._errors import SpecError
 from trainops.spec._base import SpecModel
 from trainops.spec._distribution import MAX_PROCESSES_PER_HOST
-from trainops.spec._lines import line_index, with_line
-from trainops.spec._yaml import RefusedYAML, load_yaml
+from trainops.spec._lines import read_spec_text, read_spec_yaml, with_line
 
 __all__ = ["StudyConfiguration", "StudySpec", "StudyTarget", "load_study"]
 
@@ -77,17 +76,9 @@ def load_study(path: str | Path) -> StudySpec:
     """Read and validate a study file; problems name the field and its line."""
     path = Path(path)
     source = str(path)
-    try:
-        node, data = load_yaml(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise SpecError([("", f"cannot read file: {exc.strerror}")], source=source) from None
-    except RefusedYAML as exc:
-        raise SpecError([(exc.path or "", str(exc.problem))], source) from None
-    except Exception as exc:  # any other YAML error: one line, no traceback
-        raise SpecError([("", f"not valid YAML ({exc})")], source) from None
-    if not isinstance(data, dict):
-        raise SpecError([("", "the study must be a mapping, e.g. 'job: job.yaml'")], source)
-    lines = line_index(node)
+    data, lines = read_spec_yaml(
+        read_spec_text(path), source, "the study must be a mapping, e.g. 'job: job.yaml'"
+    )
     try:
         return StudySpec(**data)
     except SpecError as exc:
