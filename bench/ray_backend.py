@@ -48,6 +48,7 @@ from _processes import (
     wait_until,
 )
 from _report import machine, update_section, versions, write_json
+from launch_overhead import clean_env
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -106,13 +107,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, default=BENCH / "results" / "ray_backend.json")
     parser.add_argument("--readme", type=Path, default=BENCH / "README.md")
     return parser.parse_args(argv)
-
-
-def clean_env() -> dict[str, str]:
-    import os
-
-    drop = ("TRAINOPS_", "AWS_", "RAY_", "SM_")
-    return {k: v for k, v in os.environ.items() if not k.startswith(drop)}
 
 
 class Bench:

@@ -242,6 +242,16 @@ def test_cuda_visible_devices_follows_the_reservation(
     assert env["SM_NUM_GPUS"] == str(len(gpus))
 
 
+def test_counts_without_ids_leave_the_engines_gpus_and_set_the_counts(tmp_path: Path) -> None:
+    # A backend whose engine hands out the devices (Ray) says how many, not which.
+    tree = _tree(tmp_path, ["algo-2"])
+    resources = HostResources(gpu_count=2, cpu_count=8)
+    host = HostContext("job-1", "algo-2", ["algo-2"], resources, "train.py")
+    env = _env(tree, host, machine_gpus=4)
+    assert "CUDA_VISIBLE_DEVICES" not in env  # the one the agent inherited stands
+    assert env["SM_NUM_GPUS"] == "2" and env["OMP_NUM_THREADS"] == "8"
+
+
 def test_without_a_cpu_reservation_the_machine_counts(tmp_path: Path) -> None:
     tree = _tree(tmp_path, ["algo-2"])
     env = _env(tree, _host([], [], ["algo-2"]))

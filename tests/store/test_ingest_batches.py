@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.store.test_store_records import _host, _job
 from trainops.protocol import AgentEvent, EventKind
 from trainops.spec import JobSpec
 from trainops.store import MetadataStore, NewHost
@@ -191,11 +192,13 @@ def test_cursors_never_go_back_past_a_deleted_job(store: MetadataStore) -> None:
     store.ingest("job-a", "algo-1", 1, [_lines(1, ["a", "b", "c"])])
     last = store.logs("job-a")[-1].cursor
     _job(store, "job-b")
+    _host(store, "job-b")
     store.ingest("job-b", "algo-1", 1, [_lines(1, ["x"] * 50)])
     with sqlite3.connect(store.path) as conn:
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("DELETE FROM jobs WHERE name = 'job-b'")
     _job(store, "job-c")
+    _host(store, "job-c")
     store.ingest("job-c", "algo-1", 1, [_lines(1, ["y"])])
     assert store.logs("job-c")[0].cursor == last + 51
 
@@ -211,18 +214,3 @@ def test_many_values_are_kept_in_order_and_the_last_is_the_final_one(
         1e308,
     ]  # their sum overflows: each is still finite
     assert [(m.name, m.value) for m in store.final_metrics("job-a")] == [("loss", 1e308)]
-
-
-def _job(store: MetadataStore, name: str) -> None:
-    store.create_job(
-        name=name,
-        spec=JobSpec(entry_point="train.py").view(),
-        code_uri="file:///code.tar.gz",
-        output_prefix=f"file:///out/{name}",
-        max_attempts=1,
-        status="InProgress",
-        secondary_status="Starting",
-        message="",
-        now=100.0,
-    )
-    store.create_hosts(name, 1, [NewHost(host="algo-1", root="/r", state_dir="/s")])

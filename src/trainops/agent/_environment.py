@@ -216,9 +216,9 @@ def _resource_variables(host: HostContext, machine_gpus: int) -> dict[str, str]:
         env.update(dict.fromkeys(THREAD_VARIABLES, str(host.reserved_cpus)))
     if host.resources.gpus:
         env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in host.resources.gpus)
-    elif host.resources.gpu_count:
-        pass  # the backend's engine gave the agent its GPUs (CUDA_VISIBLE_DEVICES, inherited)
-    elif machine_gpus > 0:
+    # With a gpu_count and no ids, the backend's engine gave the agent its GPUs: the
+    # CUDA_VISIBLE_DEVICES it inherited stands. With neither, the script sees no GPU.
+    elif not host.resources.gpu_count and machine_gpus > 0:
         env["CUDA_VISIBLE_DEVICES"] = ""
     return env
 

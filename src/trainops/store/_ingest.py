@@ -232,14 +232,19 @@ def _rank_of(data: dict[str, Any]) -> int | None:
 
 def _clean(lines: list[Any]) -> list[str]:
     """``lines`` as storable text: strings, cut past :data:`MAX_LINE_CHARS`, valid UTF-8."""
-    if set(map(type, lines)) == {str} and max(map(len, lines)) <= MAX_LINE_CHARS:
-        try:
-            "\n".join(lines).encode("utf-8")  # one check for the whole event, in C
-        except UnicodeEncodeError:
-            pass
-        else:
-            return lines
+    plain = set(map(type, lines)) == {str} and max(map(len, lines)) <= MAX_LINE_CHARS
+    if plain and _utf8("\n".join(lines)):  # one check for the whole event, in C
+        return lines
     return [cut_line(_text(line)) for line in lines]
+
+
+def _utf8(text: str) -> bool:
+    """Whether ``text`` can be stored as it is (no lone surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _text(line: object) -> str:
