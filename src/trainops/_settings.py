@@ -97,6 +97,7 @@ class LocalCapacity:
 
 
 RAY_PLACEMENTS = ("strict_spread", "spread")
+_YES, _NO = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,9 +220,13 @@ def _ray_settings(env: Mapping[str, str], cfg: Mapping[str, Any], home: Path) ->
     autoscaling = env.get("TRAINOPS_RAY_AUTOSCALING")
     scaling: object = cfg.get("autoscaling", False) if autoscaling is None else autoscaling
     if isinstance(scaling, str):
-        scaling = scaling.strip().lower() in ("1", "true", "yes", "on")
+        word = scaling.strip().lower()
+        scaling = True if word in _YES else False if word in _NO else scaling
     if not isinstance(scaling, bool):
-        raise ConfigError(f"{home / 'config.yaml'}: ray.autoscaling must be true or false")
+        raise ConfigError(
+            f"ray.autoscaling ({home / 'config.yaml'} or TRAINOPS_RAY_AUTOSCALING) must be "
+            f"true or false, not {scaling!r}"
+        )
     return RaySettings(
         address=env.get("TRAINOPS_RAY_ADDRESS") or _opt_str(cfg, "address"),
         namespace=env.get("TRAINOPS_RAY_NAMESPACE") or _opt_str(cfg, "namespace") or "trainops",
