@@ -30,6 +30,7 @@ the server.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -58,7 +59,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--ckpt-mb", type=int, default=200)
     parser.add_argument("--step-ms", type=float, default=12.0)
     parser.add_argument("--schemes", default="file,s3")
-    parser.add_argument("--out", type=Path, default=BENCH / "results" / "checkpoint_sync.json")
+    parser.add_argument(
+        "--out", type=Path, help="default: results/<section>.json (see --server-priority)"
+    )
     parser.add_argument("--readme", type=Path, default=BENCH / "README.md")
     parser.add_argument(
         "--threads",
@@ -67,10 +70,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--no-peer", dest="peer", action="store_false", help="skip s5cmd on s3://")
     parser.add_argument(
-        "--server-nice",
-        type=int,
-        default=0,
-        help="renice SeaweedFS (a stand-in for a remote S3 whose CPU is not the host's)",
+        "--server-priority",
+        choices=("idle", "normal"),
+        default="idle",
+        help="idle (default): every SeaweedFS thread at SCHED_IDLE, a stand-in for a remote S3 "
+        "whose CPU is not the host's; normal: the server competes with the script",
+    )
+    parser.add_argument(
+        "--server-disk",
+        choices=("memory", "disk"),
+        default="memory",
+        help="memory (default): SeaweedFS keeps its volumes on tmpfs (/dev/shm), so receiving a "
+        "checkpoint writes nothing back to this machine's disk, as with a remote S3; disk: in "
+        "the bench's temporary directory",
     )
     parser.add_argument("--nice", type=int, default=10, help="the uploader's nice increment")
     parser.add_argument(
@@ -372,7 +384,7 @@ def build_result(bench: Bench, args: argparse.Namespace) -> dict[str, Any]:
             }
     skip = ("out", "readme", "script")
     return {
-        **header(SECTION, {k: v for k, v in vars(args).items() if k not in skip}),
+        **header(_section(args), {k: v for k, v in vars(args).items() if k not in skip}),
         "samples": bench.samples,
         "figures": figures,
         "target_p99_ratio": TARGET_P99_RATIO,
@@ -397,9 +409,15 @@ def render_table(result: dict[str, Any]) -> str:
             f"{f['uploader_cpu_s_per_ckpt']:.2f} | {server} |"
         )
     mach, args = result["machine"], result["args"]
+    section = result["benchmark"]
     sizes = ", ".join(
         f"{n}² with {'all cores' if int(t) == 0 else f'{t} thread'}"
         for t, n in sorted(args["matrix_sizes"].items())
+    )
+    server = (
+        "at SCHED_IDLE, every thread (a stand-in for a remote S3)"
+        if args.get("server_priority") == "idle"
+        else "at normal priority, on the script's cores"
     )
     rows.append("")
     rows.append(
@@ -407,8 +425,9 @@ def render_table(result: dict[str, Any]) -> str:
         f"{args['steps']} steps of ~{args['step_ms']:.0f} ms (float32 matmul, {sizes}), a "
         f"{args['ckpt_mb']} MB checkpoint every {args['every']} steps; median of "
         f"{args['rounds']} interleaved rounds per mode; uploaders at "
-        f"{'SCHED_IDLE' if args.get('uploader_priority', 'idle') == 'idle' else 'nice + SCHED_BATCH'}. "
-        "Raw samples: [results/checkpoint_sync.json](results/checkpoint_sync.json)."
+        f"{'SCHED_IDLE' if args.get('uploader_priority', 'idle') == 'idle' else 'nice + SCHED_BATCH'}; "
+        f"SeaweedFS {server}. "
+        f"Raw samples: [results/{section}.json](results/{section}.json)."
     )
     return "\n".join(rows)
 
@@ -426,6 +445,33 @@ def _calibrated(args: argparse.Namespace, threads: int, workdir: Path) -> int:
     return n
 
 
+def _section(args: argparse.Namespace) -> str:
+    """The README section (and default result file): the server on the host's cores at normal
+    priority is a table of its own."""
+    return (
+        SECTION
+        if args.server_priority == "idle" or "s3" not in args.schemes
+        else (f"{SECTION}_server_on_host")
+    )
+
+
+def _idle_tree(pid: int) -> None:
+    """Put every thread of ``pid`` and its descendants at ``SCHED_IDLE`` with the idle I/O class.
+
+    Thread by thread: a process-wide call moves only the main thread, and a Go server's other
+    threads (started already) would keep competing with the script. Threads started later
+    inherit the policy from the thread that starts them.
+    """
+    import psutil
+
+    root = psutil.Process(pid)
+    for proc in [root, *root.children(recursive=True)]:
+        for thread in proc.threads():
+            with contextlib.suppress(ProcessLookupError):
+                os.sched_setscheduler(thread.id, os.SCHED_IDLE, os.sched_param(0))
+                psutil.Process(thread.id).ionice(psutil.IOPRIO_CLASS_IDLE)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.script:
@@ -435,29 +481,33 @@ def main(argv: list[str] | None = None) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="tcs-", dir="/tmp"))
     args.matrix_sizes = {t: args.matrix_n or _calibrated(args, t, workdir) for t in args.threads}
     bench = Bench(args, workdir)
+    server_dir: Path | None = None
     try:
         if "file" in args.schemes:
             remote = workdir / "remote"
             remote.mkdir()
             bench.run_scheme("file", remote.as_uri(), Settings(home=workdir / "home"))
         if "s3" in args.schemes:
-            with seaweed(workdir / "seaweed") as server:
+            shm = Path("/dev/shm")
+            if args.server_disk == "memory" and shm.is_dir():
+                server_dir = Path(tempfile.mkdtemp(prefix="tcs-weed-", dir=shm))
+            with seaweed(server_dir or workdir / "seaweed") as server:
                 bucket = server.create_bucket("ckpt")
                 bench.server_pid = server.process.pid
                 if args.peer:
                     bench.s5cmd = [tool("s5cmd"), "--endpoint-url", server.endpoint_url]
                     bench.s5cmd_env = {**os.environ, **server.env(), "AWS_REGION": server.region}
-                if args.server_nice:
-                    import psutil
-
-                    root = psutil.Process(server.process.pid)
-                    for proc in [root, *root.children(recursive=True)]:
-                        proc.nice(args.server_nice)
+                if args.server_priority == "idle":
+                    _idle_tree(server.process.pid)
                 bench.run_scheme("s3", f"s3://{bucket}", server.settings(workdir / "home"))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+        if server_dir is not None:
+            shutil.rmtree(server_dir, ignore_errors=True)
     result = build_result(bench, args)
-    publish(result, args.out, args.readme, SECTION, render_table(result))
+    section = _section(args)
+    out = args.out or BENCH / "results" / f"{section}.json"
+    publish(result, out, args.readme, section, render_table(result))
     return 0
 
 
