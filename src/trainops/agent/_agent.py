@@ -203,6 +203,8 @@ class HostAgent:
         write_configs(self.tree, self.assignment, self.job)
         self._doing = "restoring the checkpoints"
         self._restore_checkpoints()
+        if self.job.mount_opt_ml:
+            raise JobFailure("mount_opt_ml: showing the job tree at /opt/ml is not available yet")
         context = self._channel_context()
         for channel in self.job.inputs:
             self._take_commands()
