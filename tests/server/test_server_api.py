@@ -146,6 +146,9 @@ def test_describe_has_the_documented_keys_and_hides_credentials(plane: ControlPl
             "Distribution": "ShardedByKey",
             "ShuffleSeed": None,
             "InputMode": "File",
+            "CompressionType": "None",
+            "RecordWrapperType": "None",
+            "S3DataType": "S3Prefix",
         }
     ]
     assert job["CheckpointConfig"] == {"S3Uri": "file:///ckpt/", "LocalPath": "/opt/ml/checkpoints"}

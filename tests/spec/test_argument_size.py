@@ -37,7 +37,17 @@ from trainops.spec._argsize import (
 HOSTS = [f"algo-{i}" for i in range(1, 65)]
 CHANNELS = [
     ChannelSpec(
-        f"channel-{i:02d}-" + "c" * 50, f"s3://b/{i}/", None, "FullyReplicated", None, "File"
+        f"channel-{i:02d}-" + "c" * 50,
+        f"s3://b/{i}/",
+        None,
+        "FullyReplicated",
+        None,
+        "File",
+        None,
+        "None",
+        "None",
+        "S3Prefix",
+        (),
     )
     for i in range(20)
 ]

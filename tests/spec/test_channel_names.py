@@ -10,7 +10,7 @@ from trainops import SpecError, StorageError
 from trainops._settings import Settings
 from trainops.agent import download_channel
 from trainops.protocol import ChannelSpec
-from trainops.spec import parse_spec
+from trainops.spec import Channel, parse_spec
 from trainops.storage import store_for
 
 
@@ -35,7 +35,7 @@ def test_the_agent_refuses_them_before_writing(tmp_path: Path, name: str) -> Non
         download_channel(
             store,
             # Built by hand: the spec would refuse the name before an agent ever saw it.
-            ChannelSpec(name, data.as_uri(), None, "FullyReplicated", None, "File"),
+            ChannelSpec.from_json(name, Channel(data.as_uri()).model_dump(mode="json")),
             channel_root / name,
             hosts=["algo-1"],
             current_host="algo-1",

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -84,9 +86,78 @@ def test_distribution_aliases_and_errors() -> None:
         Channel("s3://b/x", distribution="everywhere")
 
 
-def test_pipe_mode_is_refused_clearly() -> None:
-    with pytest.raises(SpecError, match="not available yet"):
-        Channel("s3://b/x", mode="Pipe")
+@pytest.mark.parametrize(
+    ("fields", "fragment"),
+    [
+        ({"mode": "Stream"}, "not a input mode; use File, Pipe, FastFile"),
+        ({"compression": "Gzip"}, "Gzip is for Pipe mode only"),
+        ({"compression": "bz2", "mode": "Pipe"}, "not a compression; use None, Gzip"),
+        ({"record_wrapping": "RecordIO", "mode": "FastFile"}, "RecordIO is for Pipe mode only"),
+        ({"s3_data_type": "AugmentedManifestFile", "mode": "Pipe"}, "needs attribute_names"),
+        (
+            {"s3_data_type": "AugmentedManifestFile", "attribute_names": ["a"]},
+            "AugmentedManifestFile is for Pipe mode only",
+        ),
+        ({"attribute_names": ["a"], "mode": "Pipe"}, "apply to s3_data_type Augmented"),
+        ({"file_system": {"directory_path": "/d"}}, "exactly one"),
+        ({"attribute_names": ["a", "a"]}, "must be unique"),
+    ],
+)
+def test_channel_options_that_do_not_fit_are_refused(fields: dict[str, Any], fragment: str) -> None:
+    with pytest.raises(SpecError, match=re.escape(fragment)):
+        JobSpec(entry_point="t.py", inputs={"train": {"uri": "s3://b/x", **fields}})
+
+
+def test_channel_modes_and_options_in_the_sdk_spellings() -> None:
+    spec = JobSpec(
+        entry_point="t.py",
+        inputs={
+            "a": {"uri": "s3://b/x", "mode": "pipe", "compression": "gzip"},
+            "b": {"uri": "s3://b/y", "mode": "fast_file", "s3_data_type": "manifest_file"},
+            "c": {
+                "uri": "s3://b/m.jsonl",
+                "mode": "Pipe",
+                "s3_data_type": "AugmentedManifestFile",
+                "attribute_names": ["source-ref", "label"],
+                "record_wrapping": "recordio",
+            },
+        },
+    )
+    a, b, c = spec.view().inputs
+    assert (a.mode, a.compression) == ("Pipe", "Gzip")
+    assert (b.mode, b.s3_data_type) == ("FastFile", "ManifestFile")
+    assert (c.record_wrapping, c.attribute_names) == ("RecordIO", ("source-ref", "label"))
+
+
+def test_a_file_system_channel() -> None:
+    channel = (
+        JobSpec(
+            entry_point="t.py",
+            inputs={
+                "fs": {"file_system": {"directory_path": "/mnt/fsx/data", "type": "fsxlustre"}}
+            },
+        )
+        .view()
+        .inputs[0]
+    )
+    assert channel.uri is None and channel.file_system is not None
+    assert (channel.file_system.directory_path, channel.file_system.type) == (
+        "/mnt/fsx/data",
+        "FSxLustre",
+    )
+    assert not channel.file_system.writable
+    for wrong, fragment in [
+        ({"mode": "Pipe"}, "File mode only"),
+        ({"distribution": "ShardedByKey"}, "FullyReplicated"),
+        ({"uri": "s3://b/x"}, "exactly one"),
+    ]:
+        with pytest.raises(SpecError, match=fragment):
+            JobSpec(
+                entry_point="t.py",
+                inputs={"fs": {"file_system": {"directory_path": "/d"}, **wrong}},
+            )
+    with pytest.raises(SpecError, match="access mode; use ro or rw"):
+        Channel(file_system={"directory_path": "/d", "access_mode": "write"})
 
 
 @pytest.mark.parametrize(

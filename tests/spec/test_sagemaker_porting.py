@@ -84,10 +84,10 @@ def test_hints_name_fields_that_exist() -> None:
 
 def test_channel_arguments_inside_a_channel() -> None:
     path, reason = _problem(
-        "entry_point: train.py\ninputs:\n  train:\n    uri: s3://b/x/\n    s3_data_type: S3Prefix\n"
+        "entry_point: train.py\ninputs:\n  train:\n    uri: s3://b/x/\n    compression_type: Gzip\n"
     )
-    assert path == "inputs.train.s3_data_type (line 5)"
-    assert "SageMaker SDK argument" in reason and "every object under uri" in reason
+    assert path == "inputs.train.compression_type (line 5)"
+    assert "SageMaker SDK argument" in reason and "use compression (None or Gzip)" in reason
 
 
 def test_unknown_non_sdk_fields_still_get_suggestions() -> None:

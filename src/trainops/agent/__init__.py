@@ -17,7 +17,6 @@ from trainops._lazy import lazy_names
 
 if typing.TYPE_CHECKING:
     from trainops.agent._agent import HostAgent, HostResult
-    from trainops.agent._channels import ProgressLine, assign_objects, download_channel
     from trainops.agent._client import AgentApiError, AgentClient, fetch_assignment
     from trainops.agent._entry_point import (
         EntryPointKind,
@@ -60,6 +59,7 @@ if typing.TYPE_CHECKING:
     from trainops.agent._resources import capacity_warnings, pin_cpus
     from trainops.agent._sync import DirectorySync, SyncResult
     from trainops.agent._tree import HostTree, input_data_config, resource_config
+    from trainops.agent.channels import ProgressLine, assign_objects, download_channel
 
 __all__ = [
     "SAGEMAKER_HYPERPARAMETERS",
@@ -131,18 +131,18 @@ _MODULE_OF = {
     "JobInstaller": "trainops.agent._installer",
     "MetricScraper": "trainops.agent._metrics",
     "OutputLayout": "trainops.agent._outputs",
-    "ProgressLine": "trainops.agent._channels",
+    "ProgressLine": "trainops.agent.channels",
     "Reporter": "trainops.agent._reporter",
     "SAGEMAKER_HYPERPARAMETERS": "trainops.agent._hyperparameters",
     "ScriptProcess": "trainops.agent._process",
     "SyncResult": "trainops.agent._sync",
-    "assign_objects": "trainops.agent._channels",
+    "assign_objects": "trainops.agent.channels",
     "build_environment": "trainops.agent._environment",
     "called_process_error": "trainops.agent._failure",
     "capacity_warnings": "trainops.agent._resources",
     "count_machine_gpus": "trainops.agent._environment",
     "decode_hyperparameters": "trainops.agent._hyperparameters",
-    "download_channel": "trainops.agent._channels",
+    "download_channel": "trainops.agent.channels",
     "encode_hyperparameters": "trainops.agent._hyperparameters",
     "entry_point_command": "trainops.agent._entry_point",
     "entry_point_kind": "trainops.agent._entry_point",

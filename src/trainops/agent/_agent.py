@@ -18,7 +18,6 @@ from pathlib import Path
 
 from trainops._errors import TrainopsError
 from trainops._settings import Settings
-from trainops.agent._channels import download_channel
 from trainops.agent._failure import exit_failure_reason, read_failure_file
 from trainops.agent._group import ProcessGroup
 from trainops.agent._hostlog import HostLog
@@ -42,6 +41,12 @@ from trainops.agent._space import disk_full, free_paths, is_out_of_space, no_spa
 from trainops.agent._stop import StopControl
 from trainops.agent._sync import DirectorySync
 from trainops.agent._tree import HostTree
+from trainops.agent.channels import (
+    ChannelContext,
+    ChannelSource,
+    close_channels,
+    open_channel,
+)
 from trainops.agent.launchers import LaunchError, remote_shell_paths
 from trainops.archive import safe_extract
 from trainops.protocol import Assignment, EventKind, HostOutcome, Phase
@@ -98,6 +103,7 @@ class HostAgent:
         self._sync_interval = sync_interval
         self._stores: dict[str, ObjectStore] = {}
         self._syncs: list[DirectorySync] = []
+        self._channels: list[ChannelSource] = []
         self._env: dict[str, str] = {}
         self._stop = StopControl(self.job.grace_seconds)
         self._abandoned: str | None = None
@@ -149,8 +155,12 @@ class HostAgent:
             self.log.agent(line)
         try:
             self._phase(Phase.DOWNLOADING, "Downloading the source, configuration and input data")
-            command = self._prepare()
-            result = self._train(command)
+            try:
+                command = self._prepare()
+                result = self._train(command)
+            finally:
+                close_channels(self._channels)  # writers stop and mounts go, whatever happened
+                self._channels = []
         except JobFailure as exc:
             result = HostResult(HostOutcome.FAILED, None, exc.reason)
         except (TrainopsError, OSError) as exc:
@@ -185,27 +195,40 @@ class HostAgent:
     # Downloading -------------------------------------------------------------------------
 
     def _prepare(self) -> ScriptCommand | None:
-        self.tree.create([channel.name for channel in self.job.inputs])
+        # A Pipe channel has FIFOs (input/data/<name>_<epoch>), not a directory.
+        self.tree.create([c.name for c in self.job.inputs if c.mode != "Pipe"])
         self._doing = "downloading the source"
         self._fetch_code()
         self._doing = "writing the configuration files"
         write_configs(self.tree, self.assignment, self.job)
         self._doing = "restoring the checkpoints"
         self._restore_checkpoints()
+        if self.job.mount_opt_ml:
+            raise JobFailure("mount_opt_ml: showing the job tree at /opt/ml is not available yet")
+        context = self._channel_context()
         for channel in self.job.inputs:
             self._take_commands()
-            self._doing = f"downloading channel {channel.name!r}"
+            self._doing = f"preparing channel {channel.name!r} ({channel.mode} mode)"
             if not self.stop_requested:
-                download_channel(
-                    self._store(channel.uri),
-                    channel,
-                    self.tree.channel_dir(channel.name),
-                    hosts=self.assignment.hosts,
-                    current_host=self.assignment.current_host,
-                    log=self.log.agent,
-                )
+                source = open_channel(channel, context)
+                self._channels.append(source)  # closed after training, also if prepare fails
+                source.prepare()
         self._doing = "installing the job's Python environment"
         return None if self.stop_requested else self._command()
+
+    def _channel_context(self) -> ChannelContext:
+        scratch = self.state_dir / "channels"
+        scratch.mkdir(parents=True, exist_ok=True)
+        return ChannelContext(
+            data_dir=self.tree.data_dir,
+            scratch_dir=scratch,
+            hosts=self.assignment.hosts,
+            current_host=self.assignment.current_host,
+            store_for=self._store,
+            settings=self.settings,
+            log=self.log.agent,
+            stopping=lambda: self.stop_requested,
+        )
 
     def _fetch_code(self) -> None:
         uri = self.assignment.code_uri

@@ -119,14 +119,22 @@ def resource_config(current_host: str, hosts: list[str], instance_type: str) -> 
 
 
 def input_data_config(channels: tuple[ChannelSpec, ...]) -> dict[str, Any]:
-    """``inputdataconfig.json``: one File-mode entry per channel."""
+    """``inputdataconfig.json``, as SageMaker writes it: one entry per channel.
+
+    A file-system channel is always ``FullyReplicated`` (SageMaker forces it); ``CompressionType``
+    and ``ShuffleConfig`` appear only when the channel sets them.
+    """
     config: dict[str, Any] = {}
     for channel in channels:
-        entry: dict[str, str] = {}
+        entry: dict[str, Any] = {}
         if channel.content_type:
             entry["ContentType"] = channel.content_type
-        entry["TrainingInputMode"] = "File"
+        entry["TrainingInputMode"] = channel.mode
         entry["S3DistributionType"] = "ShardedByS3Key" if channel.sharded else "FullyReplicated"
-        entry["RecordWrapperType"] = "None"
+        entry["RecordWrapperType"] = channel.record_wrapping
+        if channel.compression != "None":
+            entry["CompressionType"] = channel.compression
+        if channel.shuffle_seed is not None:
+            entry["ShuffleConfig"] = {"Seed": channel.shuffle_seed}
         config[channel.name] = entry
     return config

@@ -313,7 +313,11 @@ def _check_shared_storage(
 ) -> None:
     """Refuse ``file://`` URIs the machines of a multi-machine backend cannot all read."""
     uris = [("code_uri", code_uri), ("output_path", output)]
-    uris += [(f"inputs.{name}.uri", channel.uri) for name, channel in spec.inputs.items()]
+    uris += [
+        (f"inputs.{name}.uri", channel.uri)
+        for name, channel in spec.inputs.items()
+        if channel.uri is not None  # a file_system channel is shared by definition
+    ]
     if spec.checkpoint is not None:
         uris.append(("checkpoint.uri", spec.checkpoint.uri))
     problems = [

@@ -20,6 +20,7 @@ __all__ = [
     "DataParallelSpec",
     "DistributionSpec",
     "EnabledSpec",
+    "FileSystemSpec",
     "MetricSpec",
     "ModelParallelSpec",
     "MpiSpec",
@@ -60,15 +61,35 @@ def _fields(cls: type, raw: Any, where: str) -> dict[str, Any]:
 
 
 @dataclass(frozen=True, slots=True)
+class FileSystemSpec:
+    """A shared directory shown at ``input/data/<name>`` without copying."""
+
+    directory_path: str
+    access_mode: str  # "ro" or "rw"
+    type: str
+    id: str | None
+
+    @property
+    def writable(self) -> bool:
+        return self.access_mode == "rw"
+
+
+@dataclass(frozen=True, slots=True)
 class ChannelSpec:
-    """One input channel: objects under ``uri`` appear in ``input/data/<name>``."""
+    """One input channel: objects under ``uri`` (or ``file_system``) appear in
+    ``input/data/<name>``, or stream through ``input/data/<name>_<epoch>`` in Pipe mode."""
 
     name: str
-    uri: str
+    uri: str | None
     content_type: str | None
     distribution: str
     shuffle_seed: int | None
-    mode: str
+    mode: str  # File, Pipe or FastFile
+    file_system: FileSystemSpec | None  # a shared directory instead of uri
+    compression: str  # None or Gzip
+    record_wrapping: str  # None or RecordIO
+    s3_data_type: str  # S3Prefix, ManifestFile or AugmentedManifestFile
+    attribute_names: tuple[str, ...]
 
     @property
     def sharded(self) -> bool:
@@ -76,10 +97,20 @@ class ChannelSpec:
 
     @classmethod
     def from_json(cls, name: str, raw: Mapping[str, Any]) -> ChannelSpec:
-        return cls(**_fields(cls, {"name": name, **raw}, f"inputs.{name}"))
+        where = f"inputs.{name}"
+        data = _fields(cls, {"name": name, **_mapping(raw, where)}, where)
+        if data["file_system"] is not None:
+            data["file_system"] = FileSystemSpec(
+                **_fields(FileSystemSpec, data["file_system"], f"{where}.file_system")
+            )
+        data["attribute_names"] = tuple(data["attribute_names"])
+        return cls(**data)
 
     def to_json(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "name"}
+        found = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "name"}
+        found["file_system"] = None if self.file_system is None else asdict(self.file_system)
+        found["attribute_names"] = list(self.attribute_names)
+        return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,6 +266,7 @@ class SubmittedJob:
     metric_definitions: tuple[MetricSpec, ...]
     stopping_condition: StoppingSpec
     retry_strategy: RetrySpec
+    mount_opt_ml: bool
     distribution: DistributionSpec
 
     @classmethod

@@ -119,14 +119,28 @@ def _hp(value: Any) -> str:
 
 
 def _channel(channel: ChannelSpec) -> dict[str, Any]:
-    return {
+    found: dict[str, Any] = {
         "ChannelName": channel.name,
-        "Uri": mask_text(channel.uri),
+        "Uri": None if channel.uri is None else mask_text(channel.uri),
         "ContentType": channel.content_type,
         "Distribution": channel.distribution,
         "ShuffleSeed": channel.shuffle_seed,
         "InputMode": channel.mode,
+        "CompressionType": channel.compression,
+        "RecordWrapperType": channel.record_wrapping,
+        "S3DataType": channel.s3_data_type,
     }
+    if channel.attribute_names:
+        found["AttributeNames"] = list(channel.attribute_names)
+    fs = channel.file_system
+    if fs is not None:
+        found["FileSystem"] = {
+            "DirectoryPath": fs.directory_path,
+            "FileSystemAccessMode": fs.access_mode,
+            "FileSystemType": fs.type,
+            "FileSystemId": fs.id,
+        }
+    return found
 
 
 def _model_artifacts(artifacts: list[ArtifactRecord]) -> dict[str, str] | None:

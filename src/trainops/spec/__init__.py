@@ -22,12 +22,18 @@ if typing.TYPE_CHECKING:
     )
     from trainops.spec._job import (
         RESERVED_HYPERPARAMETERS,
+        AccessMode,
         Channel,
         CheckpointConfig,
+        Compression,
+        DataType,
         Distribution,
+        FileSystemSource,
+        FileSystemType,
         InputMode,
         JobSpec,
         MetricDefinition,
+        RecordWrapping,
         RetryStrategy,
         StoppingCondition,
         is_channel_name,
@@ -41,19 +47,30 @@ if typing.TYPE_CHECKING:
         make_job_name,
     )
     from trainops.spec._raw import RawSpec, load_raw_spec
-    from trainops.spec._sagemaker import CHANNEL_ARGUMENTS, ESTIMATOR_ARGUMENTS, sagemaker_hint
+    from trainops.spec._sagemaker import (
+        CHANNEL_ARGUMENTS,
+        ESTIMATOR_ARGUMENTS,
+        FILE_SYSTEM_ARGUMENTS,
+        sagemaker_hint,
+    )
     from trainops.spec._study import StudyConfiguration, StudySpec, StudyTarget, load_study
 
 __all__ = [
     "CHANNEL_ARGUMENTS",
     "ESTIMATOR_ARGUMENTS",
+    "FILE_SYSTEM_ARGUMENTS",
     "RESERVED_HYPERPARAMETERS",
+    "AccessMode",
     "Channel",
     "CheckpointConfig",
+    "Compression",
     "DataParallelConfig",
+    "DataType",
     "Distribution",
     "DistributionConfig",
     "Enabled",
+    "FileSystemSource",
+    "FileSystemType",
     "InputMode",
     "JobNamer",
     "JobSpec",
@@ -61,6 +78,7 @@ __all__ = [
     "ModelParallelConfig",
     "MpiConfig",
     "RawSpec",
+    "RecordWrapping",
     "RetryStrategy",
     "SmDistributedConfig",
     "StoppingCondition",
@@ -96,12 +114,18 @@ _MODULE_OF = {
     **dict.fromkeys(
         [
             "RESERVED_HYPERPARAMETERS",
+            "AccessMode",
             "Channel",
             "CheckpointConfig",
+            "Compression",
+            "DataType",
             "Distribution",
+            "FileSystemSource",
+            "FileSystemType",
             "InputMode",
             "JobSpec",
             "MetricDefinition",
+            "RecordWrapping",
             "RetryStrategy",
             "StoppingCondition",
             "is_channel_name",
@@ -117,7 +141,8 @@ _MODULE_OF = {
     ),
     **dict.fromkeys(["RawSpec", "load_raw_spec"], "trainops.spec._raw"),
     **dict.fromkeys(
-        ["CHANNEL_ARGUMENTS", "ESTIMATOR_ARGUMENTS", "sagemaker_hint"], "trainops.spec._sagemaker"
+        ["CHANNEL_ARGUMENTS", "ESTIMATOR_ARGUMENTS", "FILE_SYSTEM_ARGUMENTS", "sagemaker_hint"],
+        "trainops.spec._sagemaker",
     ),
     **dict.fromkeys(
         ["StudyConfiguration", "StudySpec", "StudyTarget", "load_study"], "trainops.spec._study"

@@ -15,7 +15,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, Field, ValidationInfo, field_validator
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
 from trainops.catalog import InstanceType, load_catalog
 from trainops.protocol import DEFAULT_CHECKPOINT_PATH, RESERVED_HYPERPARAMETERS, SubmittedJob
@@ -24,16 +24,26 @@ from trainops.spec._base import SpecModel
 from trainops.spec._distribution import DistributionConfig, check_distribution
 from trainops.spec._names import JOB_NAME
 from trainops.spec._raw import uri_problem
-from trainops.spec._sagemaker import CHANNEL_ARGUMENTS, ESTIMATOR_ARGUMENTS
+from trainops.spec._sagemaker import (
+    CHANNEL_ARGUMENTS,
+    ESTIMATOR_ARGUMENTS,
+    FILE_SYSTEM_ARGUMENTS,
+)
 
 __all__ = [
     "RESERVED_HYPERPARAMETERS",
+    "AccessMode",
     "Channel",
     "CheckpointConfig",
+    "Compression",
+    "DataType",
     "Distribution",
+    "FileSystemSource",
+    "FileSystemType",
     "InputMode",
     "JobSpec",
     "MetricDefinition",
+    "RecordWrapping",
     "RetryStrategy",
     "StoppingCondition",
     "is_channel_name",
@@ -66,21 +76,131 @@ class Distribution(StrEnum):
 
 
 class InputMode(StrEnum):
-    """How a channel reaches the script. Only File mode exists so far."""
+    """How a channel reaches the script (SageMaker's ``TrainingInputMode``).
+
+    File copies the host's objects before the script starts; Pipe streams them through a named
+    FIFO per epoch (``input/data/<channel>_<epoch>``); FastFile shows them as a lazy read-only
+    file tree whose bytes are fetched when read.
+    """
 
     FILE = "File"
+    PIPE = "Pipe"
+    FAST_FILE = "FastFile"
+
+
+class Compression(StrEnum):
+    """How the channel's objects are compressed (SageMaker's ``CompressionType``; Pipe only)."""
+
+    NONE = "None"
+    GZIP = "Gzip"
+
+
+class RecordWrapping(StrEnum):
+    """SageMaker's ``RecordWrapperType``: ``RecordIO`` frames each object (or each attribute of an
+    augmented manifest line) as one RecordIO record in the pipe (Pipe only)."""
+
+    NONE = "None"
+    RECORDIO = "RecordIO"
+
+
+class DataType(StrEnum):
+    """What ``uri`` names (SageMaker's ``S3DataType``), for s3:// and file:// alike.
+
+    ``S3Prefix``: every object under the prefix. ``ManifestFile``: a JSON array whose first
+    element is ``{"prefix": "<uri>"}`` and whose other elements are keys relative to it.
+    ``AugmentedManifestFile``: JSON Lines whose ``attribute_names`` are streamed, in that order
+    (an attribute ending in ``-ref`` names an object whose bytes are streamed; Pipe only).
+    """
+
+    S3_PREFIX = "S3Prefix"
+    MANIFEST_FILE = "ManifestFile"
+    AUGMENTED_MANIFEST_FILE = "AugmentedManifestFile"
+
+
+class AccessMode(StrEnum):
+    """Whether the script may write into a file-system channel."""
+
+    RO = "ro"
+    RW = "rw"
+
+
+class FileSystemType(StrEnum):
+    """The kind of shared file system a file-system channel reads (informational here)."""
+
+    EFS = "EFS"
+    FSX_LUSTRE = "FSxLustre"
+    NFS = "NFS"
+    LOCAL = "Local"
+
+
+class FileSystemSource(SpecModel):
+    """A directory every host already sees (SageMaker's ``FileSystemDataSource``: EFS, FSx for
+    Lustre; here also NFS or a local path on one machine), shown at ``input/data/<channel>``
+    without copying."""
+
+    sdk_arguments = FILE_SYSTEM_ARGUMENTS
+
+    directory_path: str = Field(
+        min_length=1, description="Absolute path of the directory on every host"
+    )
+    access_mode: AccessMode = Field(
+        default=AccessMode.RO, description="ro (read-only, the default) or rw"
+    )
+    type: FileSystemType = Field(default=FileSystemType.LOCAL)
+    id: str | None = Field(default=None, max_length=64, description="e.g. fs-0123 (recorded only)")
+
+    @field_validator("directory_path")
+    @classmethod
+    def _directory_path(cls, value: str) -> str:
+        if "\x00" in value:
+            raise ValueError("must not contain a NUL character")
+        return value
+
+    @field_validator("access_mode", mode="before")
+    @classmethod
+    def _access_mode(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.lower() not in ("ro", "rw"):
+            raise ValueError(f"{value!r} is not an access mode; use ro or rw")
+        return value.lower() if isinstance(value, str) else value
+
+    @field_validator("type", mode="before")
+    @classmethod
+    def _type(cls, value: Any) -> Any:
+        return _enum_value(FileSystemType, value, "file system type")
 
 
 class Channel(SpecModel):
-    """One input channel: objects under ``uri`` appear in ``input/data/<channel>``."""
+    """One input channel: objects under ``uri`` (or a shared directory, ``file_system``) appear
+    in ``input/data/<channel>``, or stream through its FIFOs in Pipe mode."""
 
     sdk_arguments = CHANNEL_ARGUMENTS
 
-    uri: str = Field(description="s3://, file:// or a local path (made absolute on submit)")
+    uri: str | None = Field(
+        default=None, description="s3://, file:// or a local path (made absolute on submit)"
+    )
+    file_system: FileSystemSource | None = Field(
+        default=None, description="A shared directory instead of a uri (File mode only)"
+    )
     content_type: str | None = Field(default=None, description="MIME type recorded for the script")
     distribution: Distribution = Field(default=Distribution.FULLY_REPLICATED)
-    shuffle_seed: int | None = Field(default=None, description="Seed that permutes object order")
-    mode: InputMode = Field(default=InputMode.FILE, description="File (download before training)")
+    shuffle_seed: int | None = Field(
+        default=None,
+        description="Seed that permutes object order (ShuffleConfig); Pipe reshuffles per epoch",
+    )
+    mode: InputMode = Field(default=InputMode.FILE, description="File, Pipe or FastFile")
+    compression: Compression = Field(default=Compression.NONE, description="None or Gzip (Pipe)")
+    record_wrapping: RecordWrapping = Field(
+        default=RecordWrapping.NONE, description="None or RecordIO (Pipe)"
+    )
+    s3_data_type: DataType = Field(
+        default=DataType.S3_PREFIX,
+        description="S3Prefix, ManifestFile or AugmentedManifestFile (what uri names)",
+    )
+    attribute_names: list[str] = Field(
+        default_factory=list,
+        max_length=16,
+        description="AugmentedManifestFile: the attributes streamed, in order",
+    )
 
     def __init__(self, uri: str | None = None, /, **data: Any) -> None:
         if uri is not None:
@@ -91,8 +211,8 @@ class Channel(SpecModel):
 
     @field_validator("uri")
     @classmethod
-    def _uri(cls, value: str) -> str:
-        return _check_uri(value)
+    def _uri(cls, value: str | None) -> str | None:
+        return None if value is None else _check_uri(value)
 
     @field_validator("distribution", mode="before")
     @classmethod
@@ -109,13 +229,77 @@ class Channel(SpecModel):
     @field_validator("mode", mode="before")
     @classmethod
     def _mode(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            if value.lower() in ("pipe", "fastfile"):
-                raise ValueError(f"input mode {value!r} is not available yet; use File")
-            if value.lower() == "file":
-                return InputMode.FILE
-            raise ValueError(f"{value!r} is not an input mode; use File")
+        return _enum_value(InputMode, value, "input mode")
+
+    @field_validator("compression", mode="before")
+    @classmethod
+    def _compression(cls, value: Any) -> Any:
+        return _enum_value(Compression, "None" if value is None else value, "compression")
+
+    @field_validator("record_wrapping", mode="before")
+    @classmethod
+    def _record_wrapping(cls, value: Any) -> Any:
+        return _enum_value(RecordWrapping, "None" if value is None else value, "record wrapping")
+
+    @field_validator("s3_data_type", mode="before")
+    @classmethod
+    def _s3_data_type(cls, value: Any) -> Any:
+        return _enum_value(DataType, value, "data type")
+
+    @field_validator("attribute_names")
+    @classmethod
+    def _attribute_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not name or len(name) > 256 or "\x00" in name:
+                raise ValueError(f"attribute name {name!r} must be 1-256 characters, no NUL")
+        if len(set(value)) != len(value):
+            raise ValueError("attribute names must be unique")
         return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Channel:
+        for problem in _channel_problems(self):
+            raise ValueError(problem)
+        return self
+
+
+def _channel_problems(channel: Channel) -> list[str]:
+    """What does not fit together in one channel (SageMaker's rules where it has them)."""
+    problems = []
+    if (channel.uri is None) == (channel.file_system is None):
+        problems.append("give either uri or file_system (exactly one)")
+    pipe = channel.mode is InputMode.PIPE
+    if channel.file_system is not None:
+        if channel.mode is not InputMode.FILE:
+            problems.append("a file_system channel is File mode only (it is never copied)")
+        if channel.distribution is not Distribution.FULLY_REPLICATED:
+            problems.append("a file_system channel is FullyReplicated: every host sees it whole")
+        if channel.s3_data_type is not DataType.S3_PREFIX or channel.shuffle_seed is not None:
+            problems.append("s3_data_type and shuffle_seed apply to uri channels only")
+    if channel.compression is Compression.GZIP and not pipe:
+        problems.append("compression Gzip is for Pipe mode only (leave it None in File mode)")
+    if channel.record_wrapping is RecordWrapping.RECORDIO and not pipe:
+        problems.append("record_wrapping RecordIO is for Pipe mode only")
+    augmented = channel.s3_data_type is DataType.AUGMENTED_MANIFEST_FILE
+    if augmented and not pipe:
+        problems.append("s3_data_type AugmentedManifestFile is for Pipe mode only")
+    if augmented and not channel.attribute_names:
+        problems.append("s3_data_type AugmentedManifestFile needs attribute_names")
+    if channel.attribute_names and not augmented:
+        problems.append("attribute_names apply to s3_data_type AugmentedManifestFile only")
+    return problems[:1]
+
+
+def _enum_value(enum: type[StrEnum], value: Any, what: str) -> Any:
+    """``value`` as a member of ``enum``, matched without regard to case, ``_`` or ``-``."""
+    if not isinstance(value, str):
+        return value
+    wanted = value.replace("_", "").replace("-", "").lower()
+    for member in enum:
+        if member.value.replace("_", "").lower() == wanted:
+            return member
+    choices = ", ".join(member.value for member in enum)
+    raise ValueError(f"{value!r} is not a {what}; use {choices}")
 
 
 class MetricDefinition(SpecModel):
@@ -220,6 +404,11 @@ class JobSpec(SpecModel):
     metric_definitions: list[MetricDefinition] = Field(default_factory=list)
     stopping_condition: StoppingCondition = Field(default_factory=StoppingCondition)
     retry_strategy: RetryStrategy = Field(default_factory=RetryStrategy)
+    mount_opt_ml: bool = Field(
+        default=False,
+        description="Show each host's job tree at the real /opt/ml to its processes (a private "
+        "mount namespace), for scripts that hard-code /opt/ml; nothing is written to /opt",
+    )
     # Last: its checks read entry_point, instance_type and instance_count, validated before it.
     distribution: DistributionConfig = Field(default_factory=DistributionConfig)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from trainops._errors import SpecError
-from trainops.spec._job import JobSpec
+from trainops.spec._job import Channel, JobSpec
 from trainops.spec._lines import read_spec_text, read_spec_yaml, with_lines
 from trainops.spec._raw import as_uri, code_problems
 
@@ -48,10 +48,7 @@ def resolve_paths(spec: JobSpec, base_dir: Path, source: str | None = None) -> J
         raise SpecError(problems, source)
     if source_dir is not None:
         update["source_dir"] = source_dir
-    update["inputs"] = {
-        name: ch.model_copy(update={"uri": as_uri(ch.uri, base_dir)})
-        for name, ch in spec.inputs.items()
-    }
+    update["inputs"] = {name: _resolve_channel(ch, base_dir) for name, ch in spec.inputs.items()}
     if spec.output_path is not None:
         update["output_path"] = as_uri(spec.output_path, base_dir)
     if spec.checkpoint is not None:
@@ -59,3 +56,16 @@ def resolve_paths(spec: JobSpec, base_dir: Path, source: str | None = None) -> J
             update={"uri": as_uri(spec.checkpoint.uri, base_dir)}
         )
     return spec.model_copy(update=update)
+
+
+def _resolve_channel(channel: Channel, base_dir: Path) -> Channel:
+    """A channel's uri as an absolute URI, and a file-system directory as an absolute path."""
+    if channel.uri is not None:
+        return channel.model_copy(update={"uri": as_uri(channel.uri, base_dir)})
+    fs = channel.file_system
+    if fs is None or Path(fs.directory_path).is_absolute():
+        return channel
+    path = str((base_dir / fs.directory_path).resolve())
+    return channel.model_copy(
+        update={"file_system": fs.model_copy(update={"directory_path": path})}
+    )

@@ -7,7 +7,7 @@ naming the trainops field to use instead, or saying plainly that it has no meani
 
 from __future__ import annotations
 
-__all__ = ["CHANNEL_ARGUMENTS", "ESTIMATOR_ARGUMENTS", "sagemaker_hint"]
+__all__ = ["CHANNEL_ARGUMENTS", "ESTIMATOR_ARGUMENTS", "FILE_SYSTEM_ARGUMENTS", "sagemaker_hint"]
 
 _NO_CONTAINER = (
     "trainops runs no containers: the script runs with this machine's Python; list extra "
@@ -24,7 +24,7 @@ ESTIMATOR_ARGUMENTS: dict[str, str] = {
     "checkpoint_s3_uri": "use checkpoint.uri (s3://, file:// or a local path)",
     "checkpoint_local_path": "use checkpoint.local_path (a directory under /opt/ml/)",
     "checkpoint_uri": "use checkpoint.uri",
-    "input_mode": "use inputs.<channel>.mode (File is the only mode so far)",
+    "input_mode": "use inputs.<channel>.mode (File, Pipe or FastFile)",
     "output_dir": "use output_path",
     "output_uri": "use output_path",
     "output_s3_uri": "use output_path",
@@ -110,16 +110,27 @@ ESTIMATOR_ARGUMENTS: dict[str, str] = {
 
 CHANNEL_ARGUMENTS: dict[str, str] = {
     "s3_data": "use uri",
-    "input_mode": "use mode (File is the only mode so far)",
-    "s3_data_type": "has no meaning in trainops: every object under uri is downloaded",
+    "input_mode": "use mode (File, Pipe or FastFile)",
+    "s3_data_distribution_type": "use distribution (FullyReplicated or ShardedByKey)",
     "shuffle_config": "use shuffle_seed (a whole number)",
-    "compression": _NOT_YET,
-    "record_wrapping": _NOT_YET,
-    "attribute_names": _NOT_YET,
+    "compression_type": "use compression (None or Gzip)",
+    "record_wrapper_type": "use record_wrapping (None or RecordIO)",
     "target_attribute_name": _NOT_YET,
     "instance_groups": _NOT_YET,
     "hub_access_config": _NO_AWS,
     "model_access_config": _NO_AWS,
+    "file_system_id": "use file_system: {id: ..., directory_path: ...}",
+    "file_system_type": "use file_system: {type: ..., directory_path: ...}",
+    "directory_path": "use file_system: {directory_path: ...}",
+    "file_system_access_mode": "use file_system: {access_mode: ro|rw, directory_path: ...}",
+}
+
+# FileSystemInput's arguments inside a channel's file_system block.
+FILE_SYSTEM_ARGUMENTS: dict[str, str] = {
+    "file_system_id": "use id",
+    "file_system_type": "use type (EFS, FSxLustre, NFS or Local)",
+    "file_system_access_mode": "use access_mode (ro or rw)",
+    "content_type": "put content_type on the channel, beside file_system",
 }
 
 

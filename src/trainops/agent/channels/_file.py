@@ -14,10 +14,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from trainops._errors import StorageError
+from trainops.agent.channels._base import Bind, ChannelContext, check_channel_name
 from trainops.protocol import ChannelSpec
 from trainops.storage import ObjectInfo, ObjectStore, Progress, download_objects
 
-__all__ = ["ProgressLine", "assign_objects", "download_channel"]
+__all__ = ["FileChannel", "ProgressLine", "assign_objects", "download_channel"]
 
 SHARDED_NAMES = frozenset({"ShardedByKey", "ShardedByS3Key"})
 MB = 1_000_000
@@ -80,13 +81,10 @@ def download_channel(
     current_host: str,
     log: Callable[[str], None],
 ) -> Progress:
-    """Download this host's share of ``channel`` into ``dest``.
-
-    The channel's name is checked again here (the spec refuses it too): it names ``dest``, and
-    ``.`` or ``..`` would put the files outside the channel's own directory.
-    """
-    if not _is_one_path_component(channel.name):
-        raise StorageError(f"channel {channel.name!r}: not a valid channel directory name")
+    """Download this host's share of ``channel`` into ``dest``."""
+    check_channel_name(channel.name)
+    if channel.uri is None:
+        raise StorageError(f"channel {channel.name!r}: a File-mode download needs a uri")
     found = store.list_objects(channel.uri)
     if not found:
         raise StorageError(f"channel {channel.name!r}: no objects found under {channel.uri}")
@@ -98,6 +96,30 @@ def download_channel(
     return download_objects(store, share, dest, on_progress=progress)
 
 
-def _is_one_path_component(name: str) -> bool:
-    # The spec checks SageMaker's stricter rule; trainops.spec is not imported here (pydantic).
-    return name not in ("", ".", "..") and not any(c in name for c in "/\\\0")
+class FileChannel:
+    """File mode: the host's share is downloaded into ``input/data/<channel>`` before the script
+    starts; nothing runs beside the script."""
+
+    def __init__(self, channel: ChannelSpec, context: ChannelContext) -> None:
+        self.channel = channel
+        self._context = context
+
+    def prepare(self) -> None:
+        if self.channel.uri is None:
+            raise StorageError(f"channel {self.channel.name!r}: a File-mode download needs a uri")
+        dest = self._context.data_dir / self.channel.name
+        dest.mkdir(parents=True, exist_ok=True)
+        download_channel(
+            self._context.store_for(self.channel.uri),
+            self.channel,
+            dest,
+            hosts=self._context.hosts,
+            current_host=self._context.current_host,
+            log=self._context.log,
+        )
+
+    def binds(self) -> Sequence[Bind]:
+        return ()
+
+    def close(self) -> None:
+        return None
