@@ -71,6 +71,18 @@ def test_list_of_the_root_sees_every_object(case: StoreCase) -> None:
     assert [o.key for o in case.store.list_objects(case.root)] == sorted(TREE)
 
 
+def test_a_file_prefix_lists_no_links(tmp_path: Path) -> None:
+    # A link is not an object: listing it would let a channel read through it out of the prefix.
+    (tmp_path / "secret").write_text("outside")
+    prefix = tmp_path / "objects"
+    prefix.mkdir()
+    (prefix / "real").write_text("inside")
+    (prefix / "link").symlink_to(tmp_path / "secret")
+    (prefix / "dirlink").symlink_to(tmp_path, target_is_directory=True)
+    found = store_for(prefix.as_uri(), Settings(home=tmp_path)).list_objects(prefix.as_uri())
+    assert [o.key for o in found] == ["real"]
+
+
 # bytes, exists, delete
 
 

@@ -1,5 +1,8 @@
 """``file://`` object storage: a directory tree, with uploads made atomic by rename.
 
+Symbolic links under a prefix are not objects: a listing skips them (as ``upload_tree`` does),
+so nothing reads through a link out of the directory it was given.
+
 Copies stay in the kernel: ``os.copy_file_range`` (a reflink on filesystems that share extents),
 falling back to ``shutil.copyfile`` (``sendfile``) where the kernel or filesystem refuses.
 """
@@ -36,6 +39,8 @@ class FileStore(ObjectStore):
                 if name.endswith(".part") and name.startswith("."):
                     continue  # an upload in flight: not an object yet
                 full = Path(dirpath) / name
+                if full.is_symlink():
+                    continue  # a link is not an object (it may point out of the prefix)
                 key = full.relative_to(root).as_posix()
                 found.append(ObjectInfo(uri=full.as_uri(), key=key, size=full.stat().st_size))
         return found
