@@ -44,6 +44,7 @@ from trainops.agent._tree import HostTree
 from trainops.agent.channels import (
     ChannelContext,
     ChannelSource,
+    channel_failure,
     close_channels,
     open_channel,
 )
@@ -157,7 +158,7 @@ class HostAgent:
             self._phase(Phase.DOWNLOADING, "Downloading the source, configuration and input data")
             try:
                 command = self._prepare()
-                result = self._train(command)
+                result = self._channel_outcome(self._train(command))
             finally:
                 close_channels(self._channels)  # writers stop and mounts go, whatever happened
                 self._channels = []
@@ -172,6 +173,14 @@ class HostAgent:
             result = HostResult(HostOutcome.STOPPED, result.exit_code, None)
         self._mark_outcome(result)
         return self._upload(result)
+
+    def _channel_outcome(self, result: HostResult) -> HostResult:
+        """A channel that had to stop streaming while the script ran fails the host with its
+        reason, whatever the script made of the data it got (a stop stays a stop)."""
+        failure = channel_failure(self._channels)
+        if failure is None or result.outcome is HostOutcome.STOPPED or self.stop_requested:
+            return result
+        return HostResult(HostOutcome.FAILED, result.exit_code, failure)
 
     def _failure_of(self, exc: Exception) -> str:
         if is_out_of_space(exc):

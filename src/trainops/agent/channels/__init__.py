@@ -1,8 +1,10 @@
 """Input channels on a host: one :class:`ChannelSource` per channel, by kind.
 
-Kinds: ``File`` (downloaded before the script starts). Each kind registers its factory in
-:data:`KINDS`; :func:`open_channels` opens a job's channels in order and closes the ones
-already opened if one fails. See ``trainops.agent.channels._base`` for the contract.
+Kinds: ``File`` (downloaded before the script starts), ``Pipe`` (streamed through one FIFO per
+epoch while the script runs). Each kind registers its factory in :data:`KINDS`;
+:func:`open_channel` makes a channel's source, :func:`close_channels` closes them all, and
+:func:`channel_failure` says whether one that streams while the script runs had to give up.
+See ``trainops.agent.channels._base`` for the contract.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from trainops.agent.channels._file import (
     assign_objects,
     download_channel,
 )
+from trainops.agent.channels._pipe import PipeChannel
 from trainops.protocol import ChannelSpec
 
 __all__ = [
@@ -34,8 +37,10 @@ __all__ = [
     "ChannelFactory",
     "ChannelSource",
     "FileChannel",
+    "PipeChannel",
     "ProgressLine",
     "assign_objects",
+    "channel_failure",
     "channel_kind",
     "close_channels",
     "download_channel",
@@ -44,6 +49,7 @@ __all__ = [
 
 KINDS: dict[str, ChannelFactory] = {
     "File": FileChannel,
+    "Pipe": PipeChannel,
 }
 
 
@@ -62,3 +68,16 @@ def close_channels(sources: Sequence[ChannelSource]) -> None:
     for source in reversed(sources):
         with contextlib.suppress(Exception):
             source.close()
+
+
+def channel_failure(sources: Sequence[ChannelSource]) -> str | None:
+    """Why a source stopped serving its channel while the script ran, if one did (the first).
+
+    A kind that streams during training (Pipe) cannot raise into the agent; it keeps the reason
+    in a ``failure`` attribute instead, and the job fails with it once the script has ended.
+    """
+    for source in sources:
+        failure = getattr(source, "failure", None)
+        if isinstance(failure, str) and failure:
+            return failure
+    return None
