@@ -1,0 +1,97 @@
+"""In-job data library: record formats, trainops' shard format and the shard packer.
+
+Importable in a training script without a server: ``from trainops.data import
+RecordIOReader``. Each exported name is imported on first use, so a script that reads
+RecordIO does not pay for the packer (and torch is only imported by what needs it).
+"""
+
+from __future__ import annotations
+
+import typing
+
+from trainops._lazy import lazy_names
+
+if typing.TYPE_CHECKING:
+    from trainops.data._errors import CorruptBudget, CorruptRecordError
+    from trainops.data._index import (
+        INDEX_NAME,
+        SHARD_FORMAT,
+        DatasetIndexError,
+        ShardIndex,
+        ShardInfo,
+    )
+    from trainops.data._recordio import (
+        RECORDIO_MAGIC,
+        IRHeader,
+        RecordIOReader,
+        RecordIOWriter,
+        pack_irheader,
+        read_idx,
+        recordio_frame,
+        recordio_header,
+        recordio_padding,
+        unpack_irheader,
+        write_idx,
+    )
+    from trainops.data._shards import (
+        SHARD_MAGIC,
+        RecordBlock,
+        ShardReader,
+        encode_shard,
+        write_shard,
+    )
+
+__all__ = [
+    "INDEX_NAME",
+    "RECORDIO_MAGIC",
+    "SHARD_FORMAT",
+    "SHARD_MAGIC",
+    "CorruptBudget",
+    "CorruptRecordError",
+    "DatasetIndexError",
+    "IRHeader",
+    "RecordBlock",
+    "RecordIOReader",
+    "RecordIOWriter",
+    "ShardIndex",
+    "ShardInfo",
+    "ShardReader",
+    "encode_shard",
+    "pack_irheader",
+    "read_idx",
+    "recordio_frame",
+    "recordio_header",
+    "recordio_padding",
+    "unpack_irheader",
+    "write_idx",
+    "write_shard",
+]
+
+_MODULE_OF = {
+    "CorruptBudget": "trainops.data._errors",
+    "CorruptRecordError": "trainops.data._errors",
+    "DatasetIndexError": "trainops.data._index",
+    "INDEX_NAME": "trainops.data._index",
+    "IRHeader": "trainops.data._recordio",
+    "RECORDIO_MAGIC": "trainops.data._recordio",
+    "RecordBlock": "trainops.data._shards",
+    "RecordIOReader": "trainops.data._recordio",
+    "RecordIOWriter": "trainops.data._recordio",
+    "SHARD_FORMAT": "trainops.data._index",
+    "SHARD_MAGIC": "trainops.data._shards",
+    "ShardIndex": "trainops.data._index",
+    "ShardInfo": "trainops.data._index",
+    "ShardReader": "trainops.data._shards",
+    "encode_shard": "trainops.data._shards",
+    "pack_irheader": "trainops.data._recordio",
+    "read_idx": "trainops.data._recordio",
+    "recordio_frame": "trainops.data._recordio",
+    "recordio_header": "trainops.data._recordio",
+    "recordio_padding": "trainops.data._recordio",
+    "unpack_irheader": "trainops.data._recordio",
+    "write_idx": "trainops.data._recordio",
+    "write_shard": "trainops.data._shards",
+}
+
+
+__getattr__, __dir__ = lazy_names(__name__, globals(), _MODULE_OF)
