@@ -178,3 +178,9 @@ def test_idx_round_trips_and_names_a_bad_line_by_offset() -> None:
         read_idx(io.BytesIO(b"0\t-4\n"))
     with pytest.raises(CorruptRecordError, match="line 1 is too long"):
         read_idx(io.BytesIO(b"1\t" + b"9" * 10_000_000))
+
+
+def test_a_continuation_flag_above_3_is_corrupt() -> None:
+    data = part(b"ok") + struct.pack("<II", RECORDIO_MAGIC, 5 << 29 | 4) + b"abcd"
+    with pytest.raises(CorruptRecordError, match="at byte 12: bad continuation flag 5"):
+        read_all(data)

@@ -13,6 +13,7 @@ from trainops._lazy import lazy_names
 
 if typing.TYPE_CHECKING:
     from trainops.data._errors import CorruptBudget, CorruptRecordError
+    from trainops.data._example import Feature, decode_example, encode_example
     from trainops.data._index import (
         INDEX_NAME,
         SHARD_FORMAT,
@@ -40,6 +41,13 @@ if typing.TYPE_CHECKING:
         encode_shard,
         write_shard,
     )
+    from trainops.data._tfrecord import (
+        TFRecordReader,
+        TFRecordWriter,
+        Verify,
+        masked_crc32c,
+        tfrecord_frame,
+    )
 
 __all__ = [
     "INDEX_NAME",
@@ -49,6 +57,7 @@ __all__ = [
     "CorruptBudget",
     "CorruptRecordError",
     "DatasetIndexError",
+    "Feature",
     "IRHeader",
     "RecordBlock",
     "RecordIOReader",
@@ -56,12 +65,19 @@ __all__ = [
     "ShardIndex",
     "ShardInfo",
     "ShardReader",
+    "TFRecordReader",
+    "TFRecordWriter",
+    "Verify",
+    "decode_example",
+    "encode_example",
     "encode_shard",
+    "masked_crc32c",
     "pack_irheader",
     "read_idx",
     "recordio_frame",
     "recordio_header",
     "recordio_padding",
+    "tfrecord_frame",
     "unpack_irheader",
     "write_idx",
     "write_shard",
@@ -71,6 +87,14 @@ _MODULE_OF = {
     "CorruptBudget": "trainops.data._errors",
     "CorruptRecordError": "trainops.data._errors",
     "DatasetIndexError": "trainops.data._index",
+    "Feature": "trainops.data._example",
+    "TFRecordReader": "trainops.data._tfrecord",
+    "TFRecordWriter": "trainops.data._tfrecord",
+    "Verify": "trainops.data._tfrecord",
+    "decode_example": "trainops.data._example",
+    "encode_example": "trainops.data._example",
+    "masked_crc32c": "trainops.data._tfrecord",
+    "tfrecord_frame": "trainops.data._tfrecord",
     "INDEX_NAME": "trainops.data._index",
     "IRHeader": "trainops.data._recordio",
     "RECORDIO_MAGIC": "trainops.data._recordio",

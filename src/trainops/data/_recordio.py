@@ -23,6 +23,7 @@ import struct
 from collections.abc import Iterable, Iterator
 from typing import BinaryIO, NamedTuple, TextIO
 
+from trainops.data._blocks import BlockStream
 from trainops.data._errors import CorruptBudget, CorruptRecordError
 
 __all__ = [
@@ -125,14 +126,9 @@ class RecordIOReader:
         block_size: int = 1 << 20,
         max_record_bytes: int = 1 << 30,
     ) -> None:
-        self._stream = stream
+        self._in = BlockStream(stream, block_size)
         self._budget = CorruptBudget(source, max_corrupt)
-        self._block = block_size
         self._max = max_record_bytes
-        self._data = b""
-        self._pos = 0
-        self._base = 0
-        self._eof = False
 
     @property
     def skipped(self) -> int:
@@ -146,8 +142,8 @@ class RecordIOReader:
     def records(self) -> Iterator[tuple[int, bytes]]:
         """``(offset, payload)`` for every record, ``offset`` that of its first header."""
         try:
-            while self._fill(1):
-                start = self._base + self._pos
+            while self._in.fill(1):
+                start = self._in.offset
                 try:
                     yield start, self._record(start)
                 except _Bad as bad:
@@ -156,27 +152,11 @@ class RecordIOReader:
         finally:
             self._budget.report()
 
-    def _fill(self, need: int) -> bool:
-        """Make ``need`` unread bytes available; False when the stream ends first."""
-        have = len(self._data) - self._pos
-        if have >= need:
-            return True
-        parts = [self._data[self._pos :]]
-        while have < need and not self._eof:
-            chunk = self._stream.read(self._block)
-            if not chunk:
-                self._eof = True
-            parts.append(chunk)
-            have += len(chunk)
-        self._base += self._pos
-        self._data, self._pos = b"".join(parts), 0
-        return have >= need
-
     def _header(self, at: int, parts: int) -> tuple[int, int]:
-        if not self._fill(8):
-            left = len(self._data) - self._pos
+        if not self._in.fill(8):
+            left = self._in.available
             raise _Bad(at, f"truncated: {left} byte(s) where an 8-byte header belongs", at + 4)
-        magic, lrec = _HEADER.unpack_from(self._data, self._pos)
+        magic, lrec = _HEADER.unpack_from(self._in.data, self._in.pos)
         if magic != RECORDIO_MAGIC:
             raise _Bad(at, f"bad magic 0x{magic:08x} (expected 0x{RECORDIO_MAGIC:08x})", at + 4)
         cflag, length = lrec >> 29, lrec & _LENGTH_MASK
@@ -190,7 +170,7 @@ class RecordIOReader:
         parts: list[bytes] = []
         total = 0
         while True:
-            at = self._base + self._pos
+            at = self._in.offset
             cflag, length = self._header(at, len(parts))
             if parts and cflag <= 1:
                 raise _Bad(start, "multi-part record cut short by a new record", at)
@@ -198,27 +178,28 @@ class RecordIOReader:
             if total > self._max:
                 raise _Bad(at, f"record of {total} bytes exceeds max_record_bytes", at + 4)
             padded = length + (-length % 4)
-            if not self._fill(8 + padded):
-                left = len(self._data) - self._pos - 8
+            if not self._in.fill(8 + padded):
+                left = self._in.available - 8
                 raise _Bad(at, f"truncated: part of {length} bytes, {left} remain", at + 4)
-            body = self._pos + 8
-            parts.append(self._data[body : body + length])
-            self._pos = body + padded
+            body = self._in.pos + 8
+            parts.append(self._in.data[body : body + length])
+            self._in.pos = body + padded
             if cflag in (0, 3):
                 return parts[0] if len(parts) == 1 else _MAGIC.join(parts)
 
     def _resync(self, resume: int) -> None:
         """Move to the first 4-byte aligned magic at or after ``resume`` (or to the end)."""
-        self._pos = max(self._pos, resume - self._base)
-        while self._fill(4):
-            at = self._data.find(_MAGIC, self._pos)
-            while at != -1 and (self._base + at) % 4:
-                at = self._data.find(_MAGIC, at + 1)
+        blocks = self._in
+        blocks.seek_forward(resume)
+        while blocks.fill(4):
+            at = blocks.data.find(_MAGIC, blocks.pos)
+            while at != -1 and (blocks.base + at) % 4:
+                at = blocks.data.find(_MAGIC, at + 1)
             if at != -1:
-                self._pos = at
+                blocks.pos = at
                 return
-            self._pos = len(self._data) - 3
-        self._pos = len(self._data)
+            blocks.pos = len(blocks.data) - 3
+        blocks.pos = len(blocks.data)
 
 
 class IRHeader(NamedTuple):
