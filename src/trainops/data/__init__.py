@@ -21,6 +21,7 @@ if typing.TYPE_CHECKING:
         ShardIndex,
         ShardInfo,
     )
+    from trainops.data._lines import LineReader
     from trainops.data._recordio import (
         RECORDIO_MAGIC,
         IRHeader,
@@ -59,6 +60,7 @@ __all__ = [
     "DatasetIndexError",
     "Feature",
     "IRHeader",
+    "LineReader",
     "RecordBlock",
     "RecordIOReader",
     "RecordIOWriter",
@@ -97,6 +99,7 @@ _MODULE_OF = {
     "tfrecord_frame": "trainops.data._tfrecord",
     "INDEX_NAME": "trainops.data._index",
     "IRHeader": "trainops.data._recordio",
+    "LineReader": "trainops.data._lines",
     "RECORDIO_MAGIC": "trainops.data._recordio",
     "RecordBlock": "trainops.data._shards",
     "RecordIOReader": "trainops.data._recordio",
