@@ -43,8 +43,7 @@ def bucket(s3_server: SeaweedS3) -> str:
 
 @pytest.fixture
 def host(tmp_path: Path, s3_server: SeaweedS3) -> Host:
-    # Small parts and a small budget: a 21 MiB object is read as five ranged GETs, two at most
-    # held ahead of the reader.
+    # Small parts and a small budget: a 21 MiB object is read as five ranged GETs of 5 MiB.
     settings = Settings(
         home=tmp_path,
         s3=s3_server.s3_settings,
@@ -81,7 +80,9 @@ def test_large_and_small_objects_stream_whole_and_in_order(
             assert hashlib.sha256(got).hexdigest() == hashlib.sha256(want).hexdigest()
     finally:
         source.close()
-    assert 0 < source.peak_read_ahead <= 5 * MIB + 1100  # memory / 2, plus the span in hand
+    # The budget (2.5 MiB) is less than one 5 MiB span: the big object is read one span at a time.
+    assert source.read_ahead_budget == 10 * MIB // 4
+    assert 0 < source.peak_read_ahead <= 5 * MIB
 
 
 def test_gzip_and_recordio_from_s3(host: Host, s3_server: SeaweedS3, bucket: str) -> None:

@@ -110,6 +110,12 @@ class PipeChannel:
         """The most bytes read ahead of the reader at once so far."""
         return 0 if self._epochs is None else self._epochs.peak_ahead
 
+    @property
+    def read_ahead_budget(self) -> int:
+        """The bytes the read-ahead may hold (a quarter of ``transfer.memory``); one span
+        larger than that is still read, alone."""
+        return _options(self.channel, self._context).budget
+
     def _load_entries(self) -> list[tuple[Piece, ...]]:
         channel, store_for = self.channel, self._context.store_for
         if channel.uri is None:
@@ -195,7 +201,7 @@ def _options(channel: ChannelSpec, context: ChannelContext) -> StreamOptions:
         gzip=channel.compression == "Gzip",
         recordio=channel.record_wrapping == "RecordIO",
         chunk=min(transfer.part_size, 8 << 20),
-        budget=max(transfer.memory // 2, 1),
+        budget=max(transfer.memory // 4, 1),
         lanes=transfer.concurrency,
     )
 
