@@ -22,6 +22,7 @@ from tests.agent.channels._support import (
 )
 from trainops._settings import MIB, Settings, TransferSettings
 from trainops.agent.channels import PipeChannel, assign_objects, open_channel
+from trainops.data import RECORDIO_MAGIC, RecordIOReader
 from trainops.storage import store_for
 
 SIZE = 64  # every object of the sharding dataset: its number, padded
@@ -188,6 +189,24 @@ def test_recordio_frames_each_object(host: Host, tmp_path: Path) -> None:
         assert len(stream) % 4 == 0
     finally:
         source.close()
+
+
+def test_trainops_data_reads_the_wrapped_stream(host: Host, tmp_path: Path) -> None:
+    # Whole records, never split: a payload holding the magic at an aligned offset reads back
+    # as it was, because a reader takes a record by its length.
+    data = tmp_path / "objs"
+    data.mkdir()
+    payloads = [b"abcd" + RECORDIO_MAGIC.to_bytes(4, "little") + b"tail", os.urandom(70_001)]
+    for i, payload in enumerate(payloads):
+        (data / f"{i}").write_bytes(payload)
+    source = _pipe(host, data.as_uri(), record_wrapping="RecordIO")
+    try:
+        fd = os.open(host.data_dir / "train_0", os.O_RDONLY)
+        with os.fdopen(fd, "rb") as fifo:
+            got = list(RecordIOReader(fifo, source="channel train, epoch 0"))
+    finally:
+        source.close()
+    assert got == payloads
 
 
 def test_an_object_too_large_for_one_record_fails_the_channel(host: Host, tmp_path: Path) -> None:

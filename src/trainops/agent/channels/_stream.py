@@ -7,9 +7,12 @@ Pieces are written in order, each whole before the next. How the bytes move:
 - anything else comes through :class:`ReadAhead` (parallel ranged reads, bounded);
 - ``compression: Gzip`` objects are decompressed on the way (zlib, in bounded steps; several
   gzip members one after another are one stream, as ``gzip -d`` reads them);
-- with ``record_wrapping: RecordIO`` each piece is one RecordIO record. A decompressed object's
-  length is only known at its end, so it is first spooled (in memory up to a few MiB, then in the
-  agent's scratch directory) and then framed.
+- with ``record_wrapping: RecordIO`` each piece is one whole RecordIO record (flag 0, framed by
+  ``trainops.data``'s encoder), never split into parts, as SageMaker's own writer frames them: a
+  spliced object never passes through Python to be scanned for aligned magics, and readers take
+  a whole record by its length. A decompressed object's length is only known at its end, so it
+  is first spooled (in memory up to a few MiB, then in the agent's scratch directory) and then
+  framed.
 
 An object whose bytes do not match its listing (it changed meanwhile), a corrupt gzip object
 or a link where an object was listed is a :class:`StorageError` that names the object.
@@ -30,7 +33,7 @@ from trainops._errors import StorageError
 from trainops.agent.channels._fifo import FifoWriter
 from trainops.agent.channels._manifest import Piece
 from trainops.agent.channels._objects import ReadAhead, Span, spans_of
-from trainops.agent.channels._recordio import MAX_RECORD, frame_header, frame_padding
+from trainops.data._recordio import recordio_header, recordio_padding
 from trainops.storage import ObjectInfo, ObjectStore, split_uri
 
 __all__ = ["EpochWriter", "StreamOptions"]
@@ -115,12 +118,10 @@ class EpochWriter:
         if not self._options.recordio:
             body()
             return size
-        if size > MAX_RECORD:
-            raise StorageError(
-                f"{what}: {size} bytes; one RecordIO record holds at most {MAX_RECORD} "
-                "(record_wrapping RecordIO wraps each object whole)"
-            )
-        header, padding = frame_header(size), frame_padding(size)
+        try:
+            header, padding = recordio_header(size), recordio_padding(size)
+        except ValueError as exc:
+            raise StorageError(f"{what}: {exc} (record_wrapping RecordIO wraps it whole)") from None
         fifo.write(header)
         body()
         fifo.write(padding)
