@@ -25,6 +25,8 @@ EXPECTED = {
     "cluster": {"-h", "--help"},  # the backend's machines: a deliberate command, no knobs
     "study": {"-h", "--help", "STUDY"},  # a deliberate command: its knobs are in the study file
     "server": {"-h", "--help", "--host", "--port", "--backend", "--ray-address"},
+    # a deliberate command: packing files is no job, so its knobs cannot live in a spec
+    "pack": {"-h", "--help", "SRC", "DEST", "--format", "--shard-size", "--workers", "--labels"},
 }
 
 
@@ -52,9 +54,8 @@ def test_no_new_cli_options() -> None:
 
 def test_every_command_has_a_handler() -> None:
     for command in set(EXPECTED) - {""}:
-        args = build_parser().parse_args(
-            [command, "x"] if command not in ("jobs", "server", "cluster") else [command]
-        )
+        operands = {"jobs": [], "server": [], "cluster": [], "pack": ["x", "y"]}
+        args = build_parser().parse_args([command, *operands.get(command, ["x"])])
         assert args.handler in HANDLERS
 
 

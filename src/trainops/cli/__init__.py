@@ -32,6 +32,7 @@ HANDLERS = {
     "cluster": ("trainops.cli._commands", "cluster"),
     "study": ("trainops.cli._study", "study"),
     "server": ("trainops.cli._commands", "server"),
+    "pack": ("trainops.cli._pack", "pack"),
 }
 
 

@@ -34,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_cluster(commands)
     _add_study(commands)
     _add_server(commands)
+    _add_pack(commands)
     return parser
 
 
@@ -132,6 +133,59 @@ def _add_server(commands: Commands) -> None:
         metavar="ADDR",
         help="the Ray cluster of --backend ray (HOST:PORT of its head, or auto)",
     )
+
+
+def _add_pack(commands: Commands) -> None:
+    sub = _command(
+        commands,
+        "pack",
+        "pack",
+        "Pack a directory or prefix of many small files into shards (RecordIO, TFRecord or "
+        "trainops shards) with an index; re-running continues an interrupted pack.",
+    )
+    sub.add_argument("src", metavar="SRC", help="a directory, file:// or s3:// prefix")
+    sub.add_argument("dest", metavar="DEST", help="a new directory, file:// or s3:// prefix")
+    sub.add_argument(
+        "--format", choices=("recordio", "tfrecord", "shards"), default="shards",
+        help="recordio (.rec/.idx/.lst as im2rec), tfrecord (tf.train.Example) or shards "
+        "(trainops' format for its streaming dataset; the default)",
+    )  # fmt: skip
+    sub.add_argument(
+        "--shard-size", type=_byte_size, default=64 << 20, metavar="SIZE",
+        help="target bytes per shard: 64MiB (the default), 100MB, 512k, ...",
+    )  # fmt: skip
+    sub.add_argument(
+        "--workers", type=_workers, default=None, metavar="N",
+        help="worker processes (default: one per CPU)",
+    )  # fmt: skip
+    sub.add_argument(
+        "--labels", metavar="LST",
+        help="an im2rec .lst (index<TAB>label...<TAB>path): the files, their order and labels "
+        "(default: one label per top-level folder of SRC, in sorted order)",
+    )  # fmt: skip
+
+
+_UNITS = {"": 1, "b": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+_BINARY = {"ki": 1 << 10, "mi": 1 << 20, "gi": 1 << 30, "ti": 1 << 40}
+
+
+def _byte_size(text: str) -> int:
+    """``64MiB`` -> 67108864, ``100MB`` / ``100M`` -> 100000000, ``4096`` -> 4096."""
+    number = text.strip().rstrip("Bb")
+    digits = number.rstrip("KkMmGgTtIi")
+    unit = number[len(digits) :].lower()
+    scale = _BINARY.get(unit) or _UNITS.get(unit)
+    try:
+        value = float(digits)
+    except ValueError:
+        value = -1.0
+    if scale is None or not 1 <= value * scale < 1 << 50:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size such as 64MiB, 100MB or 4096")
+    return int(value * scale)
+
+
+def _workers(text: str) -> int:
+    return _bounded(text, 1, 1024)
 
 
 def _limit(text: str) -> int:

@@ -1,5 +1,11 @@
 """In-job data library: record formats, trainops' shard format and the shard packer.
 
+Record readers and writers for RecordIO (MXNet/SageMaker), TFRecord (with ``tf.train.Example``)
+and text lines share one error for corrupt records (:class:`CorruptRecordError`, naming the
+source and byte offset) and one way to skip them (``max_corrupt``). :class:`ShardReader` reads
+trainops' own shards, described by an ``index.json`` (:class:`ShardIndex`); :func:`pack` (the
+``trainops pack`` command) makes them from many small files.
+
 Importable in a training script without a server: ``from trainops.data import
 RecordIOReader``. Each exported name is imported on first use, so a script that reads
 RecordIO does not pay for the packer (and torch is only imported by what needs it).
@@ -22,6 +28,8 @@ if typing.TYPE_CHECKING:
         ShardInfo,
     )
     from trainops.data._lines import LineReader
+    from trainops.data._pack import PackOptions, PackResult, pack
+    from trainops.data._pack_source import PackError
     from trainops.data._recordio import (
         RECORDIO_MAGIC,
         IRHeader,
@@ -61,6 +69,9 @@ __all__ = [
     "Feature",
     "IRHeader",
     "LineReader",
+    "PackError",
+    "PackOptions",
+    "PackResult",
     "RecordBlock",
     "RecordIOReader",
     "RecordIOWriter",
@@ -74,6 +85,7 @@ __all__ = [
     "encode_example",
     "encode_shard",
     "masked_crc32c",
+    "pack",
     "pack_irheader",
     "read_idx",
     "recordio_frame",
@@ -100,6 +112,10 @@ _MODULE_OF = {
     "INDEX_NAME": "trainops.data._index",
     "IRHeader": "trainops.data._recordio",
     "LineReader": "trainops.data._lines",
+    "PackError": "trainops.data._pack_source",
+    "PackOptions": "trainops.data._pack",
+    "PackResult": "trainops.data._pack",
+    "pack": "trainops.data._pack",
     "RECORDIO_MAGIC": "trainops.data._recordio",
     "RecordBlock": "trainops.data._shards",
     "RecordIOReader": "trainops.data._recordio",

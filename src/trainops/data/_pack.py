@@ -1,0 +1,153 @@
+"""``trainops pack``: many small files into shards of a target size, in parallel, resumable.
+
+The plan is fixed before any byte is read: files in SRC order (sorted paths, or the ``.lst``'s
+order) are cut into shards at the target size, from the listed sizes alone. Each shard is then
+one task for a worker process, so the output is byte-identical whatever the worker count.
+DEST holds the configuration of an unfinished pack (``_pack_dest``): re-running the same
+command keeps the finished shards and packs the rest; a different configuration is refused.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trainops.data._index import INDEX_NAME, SHARD_FORMAT, ShardIndex, ShardInfo
+from trainops.data._pack_dest import PackDest, open_dest
+from trainops.data._pack_formats import FORMATS
+from trainops.data._pack_pool import run_pool
+from trainops.data._pack_progress import ProgressBar
+from trainops.data._pack_resume import existing_index, resume
+from trainops.data._pack_source import PackError, Source, SourceFile, list_source, local_path
+from trainops.data._pack_worker import ShardTask, pack_shard
+
+__all__ = ["PackOptions", "PackResult", "pack", "plan_shards"]
+
+PACKER_VERSION = 1
+_RECORD_OVERHEAD = 64  # framing, IRHeader and the like, counted toward the shard size
+
+
+@dataclass(frozen=True, slots=True)
+class PackOptions:
+    """How to pack: output ``format``, target ``shard_size`` in bytes, worker processes,
+    an im2rec ``.lst`` for labels (else class folders), and whether to draw a progress bar."""
+
+    format: str = "shards"
+    shard_size: int = 64 << 20
+    workers: int = 1
+    labels: Path | None = None
+    progress: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PackResult:
+    """The dataset's index, and how many shards this run wrote and kept from an earlier one."""
+
+    index: ShardIndex
+    location: str
+    written: int = 0
+    kept: int = 0
+    config: dict[str, Any] = field(default_factory=dict)
+
+
+def plan_shards(files: Sequence[SourceFile], shard_size: int) -> list[tuple[int, int]]:
+    """``[start, end)`` ranges of ``files``: a new shard starts where the next file would
+    take the current one past ``shard_size`` (a file bigger than that gets a shard alone)."""
+    ranges, start, used = [], 0, 0
+    for i, file in enumerate(files):
+        size = file.size + _RECORD_OVERHEAD
+        if i > start and used + size > shard_size:
+            ranges.append((start, i))
+            start, used = i, 0
+        used += size
+    ranges.append((start, len(files)))
+    return ranges
+
+
+def pack(src: str, dest: str, options: PackOptions) -> PackResult:
+    """Pack SRC into DEST; returns at once if DEST already holds this very pack."""
+    _check_options(options)
+    source = list_source(src, options.labels)
+    _check_apart(source, dest)
+    plan = plan_shards(source.files, options.shard_size)
+    config = _config(source, options, len(plan))
+    target = open_dest(dest)
+    existing = existing_index(target, config)
+    if existing is not None:
+        target.finish()
+        return PackResult(existing, target.location, 0, len(plan), config)
+    done = resume(target, config, plan)
+    todo = [_task(dest, source, config, plan, n) for n in range(len(plan)) if n not in done]
+    done.update(_run(target, todo, options, source.total_bytes))
+    shards = tuple(done[n] for n in range(len(plan)))
+    index = ShardIndex(shards, _index_format(options), config=config)
+    target.write(INDEX_NAME, index.to_json().encode())
+    target.finish()
+    return PackResult(index, target.location, len(todo), len(plan) - len(todo), config)
+
+
+def _check_options(options: PackOptions) -> None:
+    if options.format not in FORMATS:
+        raise PackError(f"--format must be one of {', '.join(FORMATS)}, not {options.format!r}")
+    if options.shard_size < 1:
+        raise PackError(f"--shard-size must be at least 1 byte, not {options.shard_size}")
+    if options.workers < 1:
+        raise PackError(f"--workers must be 1 or more, not {options.workers}")
+
+
+def _check_apart(source: Source, dest: str) -> None:
+    root = local_path(dest)
+    if root is None or "://" in source.location:
+        return
+    here, there = Path(source.location), root.resolve()
+    if here == there or here in there.parents or there in here.parents:
+        raise PackError(f"DEST {dest} and SRC {source.location} overlap: pick a DEST outside SRC")
+
+
+def _float_labels(source: Source) -> bool:
+    return any(label != int(label) for f in source.files for label in f.labels)
+
+
+def _config(source: Source, options: PackOptions, shards: int) -> dict[str, Any]:
+    return {
+        "packer": PACKER_VERSION,
+        "format": options.format,
+        "shard_size": options.shard_size,
+        "labels": "lst" if options.labels is not None else "folders",
+        "float_labels": _float_labels(source),
+        "classes": list(source.classes),
+        "source": source.fingerprint(),
+        "files": len(source.files),
+        "bytes": source.total_bytes,
+        "shards": shards,
+    }
+
+
+def _index_format(options: PackOptions) -> str:
+    return SHARD_FORMAT if options.format == "shards" else options.format
+
+
+def _task(
+    dest: str, source: Source, config: dict[str, Any], plan: list[tuple[int, int]], number: int
+) -> ShardTask:
+    start, end = plan[number]
+    files = source.files[start:end]
+    return ShardTask(dest, source.location, config["format"], number, files, config["float_labels"])
+
+
+def _run(
+    target: PackDest, todo: list[ShardTask], options: PackOptions, total: int
+) -> dict[int, ShardInfo]:
+    kept = total - sum(f.size for task in todo for f in task.files)
+    with ProgressBar(options.progress, total, kept) as advance:
+        if options.workers == 1 or len(todo) <= 1:
+            return {task.number: pack_shard(task, target, advance) for task in todo}
+        return run_pool(todo, options.workers, advance)
+
+
+def default_workers() -> int:
+    """One worker per CPU this process may use."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1

@@ -1,0 +1,198 @@
+"""What ``trainops pack`` packs: the files under SRC, in order, with their labels.
+
+SRC is a local directory, a ``file://`` prefix or an ``s3://`` prefix. Labels come from class
+folders (the sorted names of SRC's top-level folders give labels 0, 1, 2, ... as im2rec and
+torchvision's ImageFolder do; with no folders every label is 0) or from an im2rec ``.lst``
+(``index<TAB>label...<TAB>path``), which also picks the files and their order. Symbolic links,
+hidden names (``.x``) and anything that is not a regular file are never packed, so nothing is
+read from outside SRC; a ``.lst`` path that leaves SRC is an error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from trainops._errors import TrainopsError
+from trainops.data._source_lst import read_lst
+
+if TYPE_CHECKING:
+    from trainops.storage import ObjectStore
+
+__all__ = [
+    "PackError",
+    "Source",
+    "SourceFile",
+    "list_source",
+    "local_path",
+    "object_store",
+    "read_file",
+]
+
+
+class PackError(TrainopsError):
+    """``trainops pack`` cannot go on; the message names the file, line or setting."""
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    """One file to pack: its im2rec id, labels, path under SRC (``/``-separated) and size."""
+
+    index: int
+    labels: tuple[float, ...]
+    key: str
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """The files of SRC in packing order; ``location`` is a local path or an ``s3://`` URI."""
+
+    location: str
+    files: tuple[SourceFile, ...]
+    classes: tuple[str, ...]
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(f.size for f in self.files)
+
+    def fingerprint(self) -> str:
+        """A digest of every file's id, labels, path and size (a changed SRC changes it)."""
+        digest = hashlib.sha256("\0".join(self.classes).encode() + b"\n")
+        for f in self.files:
+            digest.update(f"{f.index}\0{f.labels}\0{f.key}\0{f.size}\n".encode())
+        return digest.hexdigest()
+
+
+def local_path(location: str) -> Path | None:
+    """The local directory of a plain path or ``file://`` URI; None for other schemes."""
+    if location.startswith("file://"):
+        return Path(location.removeprefix("file://"))
+    return None if "://" in location else Path(location)
+
+
+def list_source(src: str, lst: Path | None) -> Source:
+    """List SRC (and read its labels); an empty SRC is an error."""
+    root = local_path(src)
+    if root is not None:
+        root = root.resolve()
+        if not root.is_dir():
+            raise PackError(f"SRC {src}: not a directory")
+        sizes = _walk(root)
+        location = str(root)
+    else:
+        sizes = _list_store(src)
+        location = src.rstrip("/")
+    source = _with_labels(location, sizes, lst)
+    if not source.files:
+        raise PackError(f"SRC {src} holds no files to pack")
+    return source
+
+
+def _with_labels(location: str, sizes: dict[str, int], lst: Path | None) -> Source:
+    if lst is not None:
+        entries = read_lst(lst)
+        files = tuple(_listed(lst, n, entry, sizes) for n, entry in enumerate(entries, 1))
+        return Source(location, files, ())
+    keys = sorted(sizes)
+    classes = sorted({key.split("/", 1)[0] for key in keys if "/" in key})
+    if classes and any("/" not in key for key in keys):
+        loose = next(key for key in keys if "/" not in key)
+        raise PackError(
+            f"SRC {location} mixes files ({loose}) with class folders ({classes[0]}/...): "
+            "move them into folders or give the labels in a .lst"
+        )
+    label = {name: float(number) for number, name in enumerate(classes)}
+    files = tuple(
+        SourceFile(n, (label.get(key.split("/", 1)[0], 0.0),), key, sizes[key])
+        for n, key in enumerate(keys)
+    )
+    return Source(location, files, tuple(classes))
+
+
+def _listed(
+    lst: Path, number: int, entry: tuple[int, tuple[float, ...], str], sizes: dict[str, int]
+) -> SourceFile:
+    index, labels, key = entry
+    if key not in sizes:
+        raise PackError(f"{lst}: line {number}: {key} is not a file under SRC")
+    return SourceFile(index, labels, key, sizes[key])
+
+
+def _hidden(name: str) -> bool:
+    return name.startswith(".")
+
+
+def _walk(root: Path) -> dict[str, int]:
+    """Regular files under ``root`` by relative key; links and hidden names are left out."""
+
+    def fail(error: OSError) -> None:
+        raise PackError(f"cannot list {error.filename}: {error.strerror}")
+
+    sizes = {}
+    for dirpath, dirs, files in os.walk(root, onerror=fail):
+        dirs[:] = [d for d in dirs if not _hidden(d) and not os.path.islink(Path(dirpath, d))]
+        for name in files:
+            path = Path(dirpath, name)
+            info = path.lstat()
+            if _hidden(name) or not stat.S_ISREG(info.st_mode):
+                continue  # links, FIFOs, sockets: not files to pack
+            sizes[path.relative_to(root).as_posix()] = info.st_size
+    return sizes
+
+
+_STORES: dict[str, ObjectStore] = {}
+
+
+def object_store(uri: str) -> ObjectStore:
+    """One store per scheme and process (a pack worker reads thousands of objects)."""
+    from trainops._settings import Settings
+    from trainops.storage import split_uri, store_for
+
+    scheme = split_uri(uri)[0]
+    if scheme not in _STORES:
+        _STORES[scheme] = store_for(uri, Settings.load())
+    return _STORES[scheme]
+
+
+def _list_store(src: str) -> dict[str, int]:
+    store = object_store(src)
+    prefix = src.rstrip("/") + "/"
+    listed = store.list_objects(prefix)
+    return {
+        info.key: info.size
+        for info in listed
+        if not any(_hidden(part) for part in info.key.split("/")) and not info.key.endswith("/")
+    }
+
+
+def read_file(location: str, key: str, size: int) -> bytes:
+    """The bytes of one listed file; a link, a change of size or an I/O error is a PackError."""
+    if "://" in location:
+        uri = f"{location}/{key}"
+        data = object_store(uri).get_bytes(uri)
+    else:
+        data = _read_local(Path(location, key))
+    if len(data) != size:
+        raise PackError(f"{location}/{key}: changed while packing ({size} bytes listed)")
+    return data
+
+
+def _read_local(path: Path) -> bytes:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as error:
+        raise PackError(f"cannot read {path}: {error.strerror}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise PackError(f"cannot read {path}: no longer a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read()
+    except OSError as error:
+        raise PackError(f"cannot read {path}: {error.strerror}") from None
+    finally:
+        os.close(fd)
