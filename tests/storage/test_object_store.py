@@ -83,6 +83,23 @@ def test_a_file_prefix_lists_no_links(tmp_path: Path) -> None:
     assert [o.key for o in found] == ["real"]
 
 
+def test_file_objects_with_spaces_percent_and_unicode_in_their_names_are_read_back(
+    tmp_path: Path,
+) -> None:
+    # A listed URI is read back as a path: it must not be percent-encoded.
+    prefix = tmp_path / "objects"
+    prefix.mkdir()
+    names = ["a b.txt", "50%.txt", "ü.txt"]
+    for name in names:
+        (prefix / name).write_text(name)
+    store = store_for(prefix.as_uri(), Settings(home=tmp_path))
+    found = store.list_objects(prefix.as_uri())
+    assert sorted(o.key for o in found) == sorted(names)
+    for info in found:
+        assert store.get_bytes(info.uri) == info.key.encode()
+        assert store.get_range(info.uri, 0, 2) == info.key.encode()[:2]
+
+
 # bytes, exists, delete
 
 

@@ -42,7 +42,9 @@ class FileStore(ObjectStore):
                 if full.is_symlink():
                     continue  # a link is not an object (it may point out of the prefix)
                 key = full.relative_to(root).as_posix()
-                found.append(ObjectInfo(uri=full.as_uri(), key=key, size=full.stat().st_size))
+                # Not as_uri(): it percent-encodes, and a URI here is read back as a plain path.
+                uri = f"file://{full.as_posix()}"
+                found.append(ObjectInfo(uri=uri, key=key, size=full.stat().st_size))
         return found
 
     def _download(self, uri: str, dest: Path, size: int | None = None) -> None:

@@ -28,6 +28,7 @@ from tests.agent.channels._support import (
     wait_for_path,
     wait_until,
 )
+from trainops import StorageError
 from trainops._settings import Settings
 from trainops.agent.channels import PipeChannel, open_channel
 from trainops.agent.channels._fifo import pipe_size
@@ -262,3 +263,20 @@ def test_close_from_another_thread_while_a_reader_reads(host: Host, tmp_path: Pa
     os.close(fd)
     assert not reading.is_alive()
     assert got[0] <= 32 << 20
+
+
+def test_a_fifo_name_taken_by_a_directory_is_a_clear_error(host: Host, dataset: Path) -> None:
+    (host.data_dir / "train_0").mkdir(parents=True)  # a File channel named train_0, say
+    source = _pipe_unprepared(host, dataset.as_uri())
+    try:
+        with pytest.raises(StorageError, match="train_0 is a directory"):
+            source.prepare()
+    finally:
+        source.close()
+    assert [p.name for p in host.data_dir.iterdir()] == ["train_0"]
+
+
+def _pipe_unprepared(host: Host, uri: str) -> PipeChannel:
+    source = open_channel(channel(uri, mode="Pipe"), host.context())
+    assert isinstance(source, PipeChannel)
+    return source

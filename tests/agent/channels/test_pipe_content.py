@@ -225,6 +225,27 @@ def test_an_object_too_large_for_one_record_fails_the_channel(host: Host, tmp_pa
     assert "RecordIO" in source.failure
 
 
+def test_a_gzip_bomb_with_recordio_stops_at_one_record(host: Host, tmp_path: Path) -> None:
+    # 600 MiB of zeros in under a MiB: framing it whole would spool it all first.
+    data = tmp_path / "bomb"
+    data.mkdir()
+    packer = zlib.compressobj(1, zlib.DEFLATED, 31)
+    with (data / "bomb.gz").open("wb") as out:
+        zeros = bytes(16 << 20)
+        for _ in range(600 // 16):
+            out.write(packer.compress(zeros))
+        out.write(packer.flush())
+    source = _pipe(host, data.as_uri(), compression="Gzip", record_wrapping="RecordIO")
+    try:
+        assert read_epoch(host.data_dir, "train", 0, timeout=60) == b""
+        wait_until(lambda: source.failure is not None, timeout=60)
+    finally:
+        source.close()
+    assert source.failure is not None
+    assert "bomb.gz: a RecordIO part holds at most 536870911 bytes" in source.failure
+    assert list((host.root / "algo-1" / "scratch").iterdir()) == []  # the spool is gone
+
+
 @pytest.mark.parametrize(
     ("broken", "problem"),
     [

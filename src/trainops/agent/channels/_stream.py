@@ -109,7 +109,7 @@ class EpochWriter:
         if not self._options.recordio:
             return _write_all(fifo, plain)
         with tempfile.SpooledTemporaryFile(_SPOOL_IN_MEMORY, dir=str(self._scratch)) as spool:
-            size = _spool(plain, spool)
+            size = _spool(uri, plain, spool)
             spool.seek(0)
             return self._framed(fifo, uri, size, lambda: _write_all(fifo, _read_back(spool)))
 
@@ -118,10 +118,7 @@ class EpochWriter:
         if not self._options.recordio:
             body()
             return size
-        try:
-            header, padding = recordio_header(size), recordio_padding(size)
-        except ValueError as exc:
-            raise StorageError(f"{what}: {exc} (record_wrapping RecordIO wraps it whole)") from None
+        header, padding = _record_header(what, size), recordio_padding(size)
         fifo.write(header)
         body()
         fifo.write(padding)
@@ -191,11 +188,21 @@ def _gunzip(uri: str, chunks: Iterator[bytes]) -> Iterator[bytes]:
         raise StorageError(f"{uri}: truncated gzip stream (ends at byte {seen} mid-member)")
 
 
-def _spool(chunks: Iterator[bytes], spool: IO[bytes]) -> int:
+def _record_header(what: str, size: int) -> bytes:
+    try:
+        return recordio_header(size)
+    except ValueError as exc:
+        raise StorageError(f"{what}: {exc} (record_wrapping RecordIO wraps it whole)") from None
+
+
+def _spool(uri: str, chunks: Iterator[bytes], spool: IO[bytes]) -> int:
+    """Decompressed bytes into ``spool``; stops as soon as they outgrow one record (a small
+    gzip object may expand without bound: it must not fill the scratch disk first)."""
     size = 0
     for chunk in chunks:
-        spool.write(chunk)
         size += len(chunk)
+        _record_header(uri, size)
+        spool.write(chunk)
     return size
 
 
