@@ -25,7 +25,7 @@ from trainops.data import (
     unpack_irheader,
 )
 from trainops.data._pack import plan_shards
-from trainops.data._pack_source import SourceFile, read_file
+from trainops.data._pack_source import SourceFile, SourceReader
 from trainops.data._source_lst import LstError
 
 
@@ -184,9 +184,9 @@ def test_a_file_swapped_for_a_link_or_resized_is_refused(tmp_path: Path) -> None
     with pytest.raises(
         PackError, match=r"cannot read .*link.bin: Too many levels of symbolic links"
     ):
-        read_file(str(tmp_path), "link.bin", 5)
+        SourceReader(str(tmp_path)).read("link.bin", 5)
     with pytest.raises(PackError, match=r"real.bin: changed while packing \(4 bytes listed\)"):
-        read_file(str(tmp_path), "real.bin", 4)
+        SourceReader(str(tmp_path)).read("real.bin", 4)
 
 
 def test_an_empty_or_missing_source_is_one_clear_error(tmp_path: Path) -> None:

@@ -27,10 +27,10 @@ __all__ = [
     "PackError",
     "Source",
     "SourceFile",
+    "SourceReader",
     "list_source",
     "local_path",
     "object_store",
-    "read_file",
 ]
 
 
@@ -145,18 +145,12 @@ def _walk(root: Path) -> dict[str, int]:
     return sizes
 
 
-_STORES: dict[str, ObjectStore] = {}
-
-
 def object_store(uri: str) -> ObjectStore:
-    """One store per scheme and process (a pack worker reads thousands of objects)."""
+    """The store of ``uri``'s scheme, with settings from this process's environment."""
     from trainops._settings import Settings
-    from trainops.storage import split_uri, store_for
+    from trainops.storage import store_for
 
-    scheme = split_uri(uri)[0]
-    if scheme not in _STORES:
-        _STORES[scheme] = store_for(uri, Settings.load())
-    return _STORES[scheme]
+    return store_for(uri, Settings.load())
 
 
 def _list_store(src: str) -> dict[str, int]:
@@ -170,16 +164,23 @@ def _list_store(src: str) -> dict[str, int]:
     }
 
 
-def read_file(location: str, key: str, size: int) -> bytes:
-    """The bytes of one listed file; a link, a change of size or an I/O error is a PackError."""
-    if "://" in location:
-        uri = f"{location}/{key}"
-        data = object_store(uri).get_bytes(uri)
-    else:
-        data = _read_local(Path(location, key))
-    if len(data) != size:
-        raise PackError(f"{location}/{key}: changed while packing ({size} bytes listed)")
-    return data
+class SourceReader:
+    """Reads listed files of one SRC (one object-store client for all of them)."""
+
+    def __init__(self, location: str) -> None:
+        self.location = location
+        self._store = object_store(location) if "://" in location else None
+
+    def read(self, key: str, size: int) -> bytes:
+        """The bytes of one listed file; a link, a new size or an I/O error is a PackError."""
+        if self._store is not None:
+            uri = f"{self.location}/{key}"
+            data = self._store.get_bytes(uri)
+        else:
+            data = _read_local(Path(self.location, key))
+        if len(data) != size:
+            raise PackError(f"{self.location}/{key}: changed while packing ({size} bytes listed)")
+        return data
 
 
 def _read_local(path: Path) -> bytes:

@@ -16,7 +16,7 @@ from typing import Any
 from trainops.data._index import ShardInfo
 from trainops.data._pack_dest import WORK_DIR, PackDest, open_dest
 from trainops.data._pack_formats import shard_files, write_shard_files
-from trainops.data._pack_source import SourceFile, read_file
+from trainops.data._pack_source import SourceFile, SourceReader
 
 __all__ = ["ShardTask", "init_worker", "marker_name", "pack_shard", "run_task"]
 
@@ -71,9 +71,10 @@ def pack_shard(task: ShardTask, dest: PackDest, progress: Progress) -> ShardInfo
 
 
 def _records(task: ShardTask, progress: Progress) -> Iterator[tuple[SourceFile, bytes]]:
+    reader = SourceReader(task.location)
     files = size = 0
     for file in task.files:
-        yield file, read_file(task.location, file.key, file.size)
+        yield file, reader.read(file.key, file.size)
         files, size = files + 1, size + file.size
         if files == _REPORT_EVERY:
             progress(files, size)

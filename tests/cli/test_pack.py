@@ -1,0 +1,121 @@
+"""``trainops pack`` end to end: a real directory, round trips, a killed pack resumed,
+byte-identical output whatever the worker count, and SeaweedFS as SRC and DEST."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests._support.seaweed import SeaweedS3
+from tests.data._tree import make_tree, tree_bytes
+from trainops._settings import Settings
+from trainops.cli import main
+from trainops.data import ShardIndex, ShardReader
+from trainops.storage import store_for, upload_tree
+
+
+def test_pack_prints_one_summary_line_and_no_progress_off_a_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    make_tree(tmp_path / "src", {"cat": 20, "dog": 20})
+    argv = ["pack", str(tmp_path / "src"), str(tmp_path / "out"), "--shard-size", "16k"]
+    assert main([*argv, "--workers", "2"]) == 0
+    out, err = capsys.readouterr()
+    index = ShardIndex.parse((tmp_path / "out" / "index.json").read_bytes())
+    assert out.startswith(f"packed 40 files into {len(index.shards)} shard(s) (shards, ")
+    assert out.rstrip().endswith(f"{len(index.shards)} written, 0 kept from an earlier run")
+    assert err == ""
+    for shard in index.shards:
+        with ShardReader.open(tmp_path / "out" / shard.name, sha256=shard.sha256) as reader:
+            assert len(reader) == shard.records
+
+
+def test_the_same_bytes_with_one_worker_or_three(tmp_path: Path) -> None:
+    make_tree(tmp_path / "src", {"a": 60, "b": 60}, seed=3)
+    for workers in ("1", "3"):
+        argv = ["pack", str(tmp_path / "src"), str(tmp_path / workers), "--format", "recordio"]
+        assert main([*argv, "--shard-size", "20KB", "--workers", workers]) == 0
+    assert tree_bytes(tmp_path / "1") == tree_bytes(tmp_path / "3")
+    assert len(list((tmp_path / "1").glob("*.rec"))) > 3
+
+
+def test_errors_are_one_line_without_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "empty").mkdir()
+    assert main(["pack", str(tmp_path / "empty"), str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err == f"trainops: error: SRC {tmp_path / 'empty'} holds no files to pack\n"
+    with pytest.raises(SystemExit):
+        main(["pack", str(tmp_path / "empty"), str(tmp_path / "out"), "--shard-size", "lots"])
+    assert "'lots' is not a size such as 64MiB" in capsys.readouterr().err
+
+
+def _pack_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "trainops.cli", "pack", *args]
+
+
+def _run_pack(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(_pack_command(*args), capture_output=True, text=True, timeout=240)
+
+
+@pytest.mark.slow
+def test_a_killed_pack_resumes_and_ends_byte_identical(tmp_path: Path) -> None:
+    make_tree(tmp_path / "src", {"a": 800, "b": 800}, seed=7, max_size=8000)
+    flags = ["--shard-size", "24k", "--workers", "2"]
+    reference = _run_pack(str(tmp_path / "src"), str(tmp_path / "ref"), *flags)
+    assert reference.returncode == 0, reference.stderr
+    out = tmp_path / "out"
+    killed = subprocess.Popen(
+        _pack_command(str(tmp_path / "src"), str(out), *flags),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 120
+    while len(list((out / ".pack").glob("part-*.json"))) < 5 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    os.killpg(killed.pid, signal.SIGKILL)  # the CLI and its workers, mid-pack
+    killed.wait(timeout=30)
+    assert not (out / "index.json").exists(), "the pack finished before it could be killed"
+    # Whatever carries a final name is whole: every shard there reads back.
+    for shard in out.glob("part-*.tops"):
+        ShardReader.open(shard).close()
+    resumed = _run_pack(str(tmp_path / "src"), str(out), *flags)
+    assert resumed.returncode == 0, resumed.stderr
+    kept = int(resumed.stdout.rsplit(" written, ", 1)[1].split(" kept")[0])
+    assert kept >= 5
+    assert tree_bytes(out) == tree_bytes(tmp_path / "ref")
+
+
+@pytest.mark.slow
+@pytest.mark.s3
+def test_s3_as_source_and_as_destination(
+    tmp_path: Path,
+    s3_server: SeaweedS3,
+    s3_settings: Settings,
+    s3_bucket: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for name, value in s3_server.env().items():
+        monkeypatch.setenv(name, value)
+    make_tree(tmp_path / "src", {"cat": 30, "dog": 30}, seed=5)
+    store = store_for(f"s3://{s3_bucket}", s3_settings)
+    upload_tree(store, tmp_path / "src", f"s3://{s3_bucket}/images")
+    flags = ["--format", "tfrecord", "--shard-size", "32k", "--workers", "2"]
+    assert main(["pack", str(tmp_path / "src"), str(tmp_path / "local"), *flags]) == 0
+    assert main(["pack", f"s3://{s3_bucket}/images", f"s3://{s3_bucket}/packed", *flags]) == 0
+    capsys.readouterr()
+    objects = store.list_objects(f"s3://{s3_bucket}/packed/")
+    remote = {info.key: store.get_bytes(info.uri) for info in objects}
+    assert remote == tree_bytes(tmp_path / "local")
+    # Packing again finds the finished pack and writes nothing.
+    assert main(["pack", f"s3://{s3_bucket}/images", f"s3://{s3_bucket}/packed", *flags]) == 0
+    assert ": 0 written, " in capsys.readouterr().out
