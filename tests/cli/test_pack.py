@@ -3,10 +3,14 @@ byte-identical output whatever the worker count, and SeaweedFS as SRC and DEST."
 
 from __future__ import annotations
 
+import fcntl
 import os
+import pty
 import signal
+import struct
 import subprocess
 import sys
+import termios
 import time
 from pathlib import Path
 
@@ -119,3 +123,37 @@ def test_s3_as_source_and_as_destination(
     # Packing again finds the finished pack and writes nothing.
     assert main(["pack", f"s3://{s3_bucket}/images", f"s3://{s3_bucket}/packed", *flags]) == 0
     assert ": 0 written, " in capsys.readouterr().out
+
+
+def test_a_terminal_gets_a_progress_bar_on_stderr(tmp_path: Path) -> None:
+    make_tree(tmp_path / "src", {"a": 10})
+    controller, terminal = pty.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    try:
+        done = subprocess.run(
+            _pack_command(str(tmp_path / "src"), str(tmp_path / "out"), "--workers", "1"),
+            stdout=subprocess.PIPE,
+            stderr=terminal,
+            text=True,
+            timeout=120,
+        )
+        os.close(terminal)
+        shown = _read_all(controller)
+    finally:
+        os.close(controller)
+    assert done.returncode == 0
+    assert "packing: 100%" in shown
+    assert "packing" not in done.stdout
+
+
+def _read_all(fd: int) -> str:
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:  # EIO: the terminal's other end is closed
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks).decode(errors="replace")
