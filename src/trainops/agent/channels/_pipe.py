@@ -55,7 +55,7 @@ class PipeChannel:
         self.epochs_done = 0  # epochs whose every byte reached the reader
         self._context = context
         self._entries: list[tuple[Piece, ...]] = []
-        self._waker = Waker()
+        self._waker: Waker | None = None  # made by prepare(): the constructor does no I/O
         self._thread: threading.Thread | None = None
         self._writer: FifoWriter | None = None
         self._pool: ThreadPoolExecutor | None = None
@@ -69,6 +69,7 @@ class PipeChannel:
             return
         self._log_plan()
         options = _options(self.channel, self._context)
+        self._waker = Waker()
         self._context.data_dir.mkdir(parents=True, exist_ok=True)
         self._pool = ThreadPoolExecutor(options.lanes, f"pipe-{self.channel.name}")
         self._epochs = EpochWriter(
@@ -87,7 +88,8 @@ class PipeChannel:
         if self._closed:
             return
         self._closed = True
-        self._waker.set()
+        if self._waker is not None:
+            self._waker.set()
         while self._thread is not None and self._thread.is_alive():
             writer = self._writer
             if writer is not None:
@@ -97,7 +99,8 @@ class PipeChannel:
             # A ranged read already running ends by itself (storage has timeouts); waiting for
             # one that hangs would hold the job's end hostage to it.
             self._pool.shutdown(wait=False, cancel_futures=True)
-        self._waker.close()
+        if self._waker is not None:
+            self._waker.close()
         for path in self._context.data_dir.glob(f"{self.channel.name}_*"):
             if path.name.removeprefix(f"{self.channel.name}_").isdigit() and _is_fifo(path):
                 path.unlink(missing_ok=True)
@@ -148,7 +151,7 @@ class PipeChannel:
         )
 
     def _stopped(self) -> bool:
-        return self._waker.is_set()
+        return self._waker is None or self._waker.is_set()
 
     def _serve(self) -> None:
         epoch = 0
@@ -156,19 +159,23 @@ class PipeChannel:
             while True:
                 self._serve_epoch(epoch)
                 epoch += 1
-        except (Stopped, StorageError, OSError):
-            return  # stopped, or failed: the failure is kept and logged already
+        except Exception:  # stopped, or failed (the failure is kept and logged already)
+            return
 
     def _serve_epoch(self, epoch: int) -> None:
         path = self.fifo_path(epoch)
+        assert self._waker is not None
         writer = self._writer = FifoWriter(path, self._waker)
         try:
             writer.open()
             self._stream(epoch, writer)
             make_fifo(self.fifo_path(epoch + 1))
-        except (StorageError, OSError) as exc:
+        except Stopped:
+            raise
+        except Exception as exc:
             # Kept before the FIFO closes: the reader's EOF may end the script at once.
-            self.failure = f"Pipe channel {self.channel.name!r}, epoch {epoch}: {exc}"
+            what = str(exc) if isinstance(exc, StorageError) else f"{type(exc).__name__}: {exc}"
+            self.failure = f"Pipe channel {self.channel.name!r}, epoch {epoch}: {what}"
             self._context.log(f"ERROR: {self.failure}; no further epoch is served")
             raise
         finally:
