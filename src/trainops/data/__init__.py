@@ -18,7 +18,7 @@ import typing
 from trainops._lazy import lazy_names
 
 if typing.TYPE_CHECKING:
-    from trainops.data._errors import CorruptBudget, CorruptRecordError
+    from trainops.data._errors import CorruptBudget, CorruptRecordError, PackError
     from trainops.data._example import Feature, decode_example, encode_example
     from trainops.data._index import (
         INDEX_NAME,
@@ -29,7 +29,6 @@ if typing.TYPE_CHECKING:
     )
     from trainops.data._lines import LineReader
     from trainops.data._pack import PackOptions, PackResult, pack
-    from trainops.data._pack_source import PackError
     from trainops.data._recordio import (
         RECORDIO_MAGIC,
         IRHeader,
@@ -112,7 +111,7 @@ _MODULE_OF = {
     "INDEX_NAME": "trainops.data._index",
     "IRHeader": "trainops.data._recordio",
     "LineReader": "trainops.data._lines",
-    "PackError": "trainops.data._pack_source",
+    "PackError": "trainops.data._errors",
     "PackOptions": "trainops.data._pack",
     "PackResult": "trainops.data._pack",
     "pack": "trainops.data._pack",

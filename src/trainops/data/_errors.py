@@ -1,4 +1,4 @@
-"""The one error every record reader raises for bad bytes, and the budget that skips some.
+"""The errors of trainops.data: corrupt records (with the budget that skips some), and packing.
 
 A :class:`CorruptRecordError` names where the bad record is (a file path, or a label such as
 ``channel train, epoch 2``) and its byte offset. A reader given ``max_corrupt=N`` skips up to
@@ -12,7 +12,7 @@ import logging
 
 from trainops._errors import TrainopsError
 
-__all__ = ["CorruptBudget", "CorruptRecordError"]
+__all__ = ["CorruptBudget", "CorruptRecordError", "PackError"]
 
 _log = logging.getLogger("trainops.data")
 
@@ -25,6 +25,10 @@ class CorruptRecordError(TrainopsError):
         self.offset = offset
         self.reason = reason
         super().__init__(f"{source}: corrupt record at byte {offset}: {reason}")
+
+
+class PackError(TrainopsError):
+    """``trainops pack`` cannot go on; the message names the file, line or setting."""
 
 
 class CorruptBudget:

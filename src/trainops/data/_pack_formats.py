@@ -18,9 +18,9 @@ the same input gives byte-identical files.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 from trainops.data._example import encode_example
 from trainops.data._index import ShardInfo
@@ -35,6 +35,7 @@ __all__ = ["EXTENSIONS", "FORMATS", "shard_files", "write_shard_files"]
 FORMATS = ("recordio", "tfrecord", "shards")
 EXTENSIONS = {"recordio": "rec", "tfrecord": "tfrecord", "shards": "tops"}
 Record = tuple[SourceFile, bytes]
+_CHUNK = 4 << 20
 
 
 def shard_files(fmt: str, number: int) -> tuple[str, ...]:
@@ -77,20 +78,50 @@ def write_shard_files(
     names = shard_files(fmt, number)
     if fmt == "shards":
         return _write_tops(staging, names, list(records))
-    digest, count, offset = hashlib.sha256(), 0, 0
-    with (
-        _open(staging, names[0]) as data,
-        _open(staging, names[1]) as idx,
-        _open(staging, names[2]) as lst,
-    ):
-        for file, payload in records:
-            frame = _frame(fmt, (file, payload), float_labels)
-            data.write(frame)
-            digest.update(frame)
-            idx.write(_idx_line(fmt, file, offset, len(frame)).encode())
-            lst.write(format_lst_line(file.index, file.labels, file.key).encode())
-            offset, count = offset + len(frame), count + 1
+    digest, offset = hashlib.sha256(), 0
+    idx, lst = [], []
+    with open(staging / names[0], "wb") as data:
+        for chunk in _chunks(_frames(fmt, records, float_labels)):
+            for file, size in chunk.files:
+                idx.append(_idx_line(fmt, file, offset, size))
+                lst.append(format_lst_line(file.index, file.labels, file.key))
+                offset += size
+            data.write(chunk.data)
+            digest.update(chunk.data)
+    (staging / names[1]).write_text("".join(idx), encoding="utf-8")
+    (staging / names[2]).write_text("".join(lst), encoding="utf-8")
+    count = len(idx)
     return ShardInfo(names[0], count, offset, digest.hexdigest())
+
+
+class _Chunk(NamedTuple):
+    """Some records' frames joined (one write, one hash update), and each one's size."""
+
+    data: bytes
+    files: list[tuple[SourceFile, int]]
+
+
+def _frames(
+    fmt: str, records: Iterable[Record], float_labels: bool
+) -> Iterator[tuple[SourceFile, bytes]]:
+    for file, payload in records:
+        yield file, _frame(fmt, (file, payload), float_labels)
+
+
+def _chunks(frames: Iterator[tuple[SourceFile, bytes]]) -> Iterator[_Chunk]:
+    """Frames in groups of about ``_CHUNK`` bytes: few large writes rather than many small."""
+    batch: list[bytes] = []
+    files: list[tuple[SourceFile, int]] = []
+    size = 0
+    for file, frame in frames:
+        batch.append(frame)
+        files.append((file, len(frame)))
+        size += len(frame)
+        if size >= _CHUNK:
+            yield _Chunk(b"".join(batch), files)
+            batch, files, size = [], [], 0
+    if batch:
+        yield _Chunk(b"".join(batch), files)
 
 
 def _write_tops(staging: Path, names: tuple[str, ...], records: list[Record]) -> ShardInfo:
@@ -103,4 +134,4 @@ def _write_tops(staging: Path, names: tuple[str, ...], records: list[Record]) ->
 
 
 def _open(staging: Path, name: str) -> BinaryIO:
-    return open(staging / name, "wb", buffering=1 << 20)
+    return open(staging / name, "wb")

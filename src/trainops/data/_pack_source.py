@@ -11,13 +11,12 @@ read from outside SRC; a ``.lst`` path that leaves SRC is an error.
 from __future__ import annotations
 
 import hashlib
-import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from trainops._errors import TrainopsError
+from trainops.data._errors import PackError
+from trainops.data._local_files import read_local, walk_local
 from trainops.data._source_lst import read_lst
 
 if TYPE_CHECKING:
@@ -32,10 +31,6 @@ __all__ = [
     "local_path",
     "object_store",
 ]
-
-
-class PackError(TrainopsError):
-    """``trainops pack`` cannot go on; the message names the file, line or setting."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +77,7 @@ def list_source(src: str, lst: Path | None) -> Source:
         root = root.resolve()
         if not root.is_dir():
             raise PackError(f"SRC {src}: not a directory")
-        sizes = _walk(root)
+        sizes = walk_local(str(root))
         location = str(root)
     else:
         sizes = _list_store(src)
@@ -127,24 +122,6 @@ def _hidden(name: str) -> bool:
     return name.startswith(".")
 
 
-def _walk(root: Path) -> dict[str, int]:
-    """Regular files under ``root`` by relative key; links and hidden names are left out."""
-
-    def fail(error: OSError) -> None:
-        raise PackError(f"cannot list {error.filename}: {error.strerror}")
-
-    sizes = {}
-    for dirpath, dirs, files in os.walk(root, onerror=fail):
-        dirs[:] = [d for d in dirs if not _hidden(d) and not os.path.islink(Path(dirpath, d))]
-        for name in files:
-            path = Path(dirpath, name)
-            info = path.lstat()
-            if _hidden(name) or not stat.S_ISREG(info.st_mode):
-                continue  # links, FIFOs, sockets: not files to pack
-            sizes[path.relative_to(root).as_posix()] = info.st_size
-    return sizes
-
-
 def object_store(uri: str) -> ObjectStore:
     """The store of ``uri``'s scheme, with settings from this process's environment."""
     from trainops._settings import Settings
@@ -173,27 +150,10 @@ class SourceReader:
 
     def read(self, key: str, size: int) -> bytes:
         """The bytes of one listed file; a link, a new size or an I/O error is a PackError."""
-        if self._store is not None:
-            uri = f"{self.location}/{key}"
-            data = self._store.get_bytes(uri)
-        else:
-            data = _read_local(Path(self.location, key))
+        if self._store is None:
+            return read_local(self.location, key, size)
+        uri = f"{self.location}/{key}"
+        data = self._store.get_bytes(uri)
         if len(data) != size:
             raise PackError(f"{self.location}/{key}: changed while packing ({size} bytes listed)")
         return data
-
-
-def _read_local(path: Path) -> bytes:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError as error:
-        raise PackError(f"cannot read {path}: {error.strerror}") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise PackError(f"cannot read {path}: no longer a regular file")
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            return handle.read()
-    except OSError as error:
-        raise PackError(f"cannot read {path}: {error.strerror}") from None
-    finally:
-        os.close(fd)

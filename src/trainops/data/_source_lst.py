@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from trainops._errors import TrainopsError
+from trainops.data._errors import PackError
 
 __all__ = ["LstEntry", "format_lst_line", "read_lst"]
 
@@ -20,7 +20,7 @@ _MAX_LINE = 64 << 10
 _MAX_ID = (1 << 64) - 1
 
 
-class LstError(TrainopsError):
+class LstError(PackError):
     """A ``.lst`` line is malformed."""
 
 
