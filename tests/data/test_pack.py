@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.data._tree import make_tree, tree_bytes
+from trainops.cli._parser import build_parser
 from trainops.data import (
     PackError,
     PackOptions,
@@ -25,6 +26,7 @@ from trainops.data import (
     unpack_irheader,
 )
 from trainops.data._pack import plan_shards
+from trainops.data._pack_formats import FORMATS
 from trainops.data._pack_source import SourceFile, SourceReader
 
 
@@ -68,7 +70,16 @@ def _records(dest: Path, fmt: str) -> list[tuple[int, tuple[float, ...] | float,
     return out
 
 
-@pytest.mark.parametrize("fmt", ["shards", "recordio", "tfrecord"])
+ROUND_TRIPPED = ["shards", "recordio", "tfrecord"]
+
+
+def test_every_format_is_round_tripped_here_and_offered_by_the_cli() -> None:
+    assert sorted(FORMATS) == sorted(ROUND_TRIPPED)
+    for name in FORMATS:
+        assert build_parser().parse_args(["pack", "a", "b", "--format", name]).format == name
+
+
+@pytest.mark.parametrize("fmt", ROUND_TRIPPED)
 def test_every_format_round_trips_with_folder_labels(tmp_path: Path, fmt: str) -> None:
     files = make_tree(tmp_path / "src", {"cat": 30, "dog": 25, "emu": 5})
     result = pack(str(tmp_path / "src"), str(tmp_path / "out"), options(format=fmt))

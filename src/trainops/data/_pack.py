@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainops.data._index import INDEX_NAME, SHARD_FORMAT, ShardIndex, ShardInfo
+from trainops.data._index import INDEX_NAME, ShardIndex, ShardInfo
 from trainops.data._pack_dest import PackDest, open_dest
 from trainops.data._pack_formats import FORMATS
 from trainops.data._pack_pool import run_pool
@@ -83,7 +83,7 @@ def pack(src: str, dest: str, options: PackOptions) -> PackResult:
     todo = [_task(dest, source, config, plan, n) for n in range(len(plan)) if n not in done]
     done.update(_run(target, todo, options, source.total_bytes))
     shards = tuple(done[n] for n in range(len(plan)))
-    index = ShardIndex(shards, _index_format(options), config=config)
+    index = ShardIndex(shards, FORMATS[options.format].index_format, config=config)
     target.write(INDEX_NAME, index.to_json().encode())
     target.finish()
     return PackResult(index, target.location, len(todo), len(plan) - len(todo), config)
@@ -124,10 +124,6 @@ def _config(source: Source, options: PackOptions, shards: int) -> dict[str, Any]
         "bytes": source.total_bytes,
         "shards": shards,
     }
-
-
-def _index_format(options: PackOptions) -> str:
-    return SHARD_FORMAT if options.format == "shards" else options.format
 
 
 def _task(

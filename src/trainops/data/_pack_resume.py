@@ -14,7 +14,7 @@ from typing import Any
 
 from trainops.data._index import INDEX_NAME, ShardIndex, ShardInfo
 from trainops.data._pack_dest import WORK_DIR, PackDest
-from trainops.data._pack_formats import shard_files
+from trainops.data._pack_formats import FORMATS
 from trainops.data._pack_source import PackError
 from trainops.data._pack_worker import marker_name
 
@@ -87,7 +87,7 @@ def _finished(
     for number, (start, end) in enumerate(plan):
         if marker_name(number) in sizes:
             info = _marker(target.read(marker_name(number)))
-            if info is not None and _whole(info, shard_files(fmt, number), end - start, sizes):
+            if info is not None and _whole(info, FORMATS[fmt].files(number), end - start, sizes):
                 done[number] = info
     return done
 

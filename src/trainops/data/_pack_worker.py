@@ -15,7 +15,7 @@ from typing import Any
 
 from trainops.data._index import ShardInfo
 from trainops.data._pack_dest import WORK_DIR, PackDest, open_dest
-from trainops.data._pack_formats import shard_files, write_shard_files
+from trainops.data._pack_formats import FORMATS
 from trainops.data._pack_source import SourceFile, SourceReader
 
 __all__ = ["ShardTask", "init_worker", "marker_name", "pack_shard", "run_task"]
@@ -60,8 +60,9 @@ def pack_shard(task: ShardTask, dest: PackDest, progress: Progress) -> ShardInfo
     staging = dest.staging()
     try:
         records = _records(task, progress)
-        info = write_shard_files(task.fmt, staging, task.number, records, task.float_labels)
-        data_name, *companions = shard_files(task.fmt, task.number)
+        names = FORMATS[task.fmt].files(task.number)
+        info = FORMATS[task.fmt].write(staging, names, records, task.float_labels)
+        data_name, *companions = names
         for name in [*companions, data_name]:
             dest.publish(staging / name, name)
         dest.write(marker_name(task.number), json.dumps(asdict(info)).encode())
