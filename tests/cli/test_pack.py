@@ -120,6 +120,8 @@ def test_s3_as_source_and_as_destination(
     objects = store.list_objects(f"s3://{s3_bucket}/packed/")
     remote = {info.key: store.get_bytes(info.uri) for info in objects}
     assert remote == tree_bytes(tmp_path / "local")
+    assert main(["pack", f"s3://{s3_bucket}/images", f"s3://{s3_bucket}/images/packed"]) == 2
+    assert "overlap: pick a DEST outside SRC" in capsys.readouterr().err
     # Packing again finds the finished pack and writes nothing.
     assert main(["pack", f"s3://{s3_bucket}/images", f"s3://{s3_bucket}/packed", *flags]) == 0
     assert ": 0 written, " in capsys.readouterr().out

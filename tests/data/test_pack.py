@@ -232,6 +232,8 @@ def test_destinations_that_are_refused(tmp_path: Path) -> None:
         pack(str(tmp_path / "src"), str(tmp_path / "busy"), options())
     with pytest.raises(PackError, match="overlap: pick a DEST outside SRC"):
         pack(str(tmp_path / "src"), str(tmp_path / "src" / "out"), options())
+    with pytest.raises(PackError, match="overlap"):
+        pack(str(tmp_path / "src"), str(tmp_path), options())
     (tmp_path / "file").write_text("x")
     with pytest.raises(PackError, match="exists and is not a directory"):
         pack(str(tmp_path / "src"), str(tmp_path / "file"), options())

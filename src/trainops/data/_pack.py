@@ -99,11 +99,15 @@ def _check_options(options: PackOptions) -> None:
 
 
 def _check_apart(source: Source, dest: str) -> None:
+    """DEST may not be SRC, nor lie inside it, nor hold it (a re-run would list the shards)."""
     root = local_path(dest)
-    if root is None or "://" in source.location:
-        return
-    here, there = Path(source.location), root.resolve()
-    if here == there or here in there.parents or there in here.parents:
+    if root is not None and "://" not in source.location:
+        here, there = Path(source.location), root.resolve()
+        overlap = here == there or here in there.parents or there in here.parents
+    else:
+        here_uri, there_uri = source.location.rstrip("/") + "/", dest.rstrip("/") + "/"
+        overlap = here_uri.startswith(there_uri) or there_uri.startswith(here_uri)
+    if overlap:
         raise PackError(f"DEST {dest} and SRC {source.location} overlap: pick a DEST outside SRC")
 
 
