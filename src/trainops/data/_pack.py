@@ -22,7 +22,7 @@ from trainops.data._pack_pool import run_pool
 from trainops.data._pack_progress import ProgressBar
 from trainops.data._pack_resume import existing_index, resume
 from trainops.data._pack_source import PackError, Source, SourceFile, list_source, local_path
-from trainops.data._pack_worker import ShardTask, pack_shard
+from trainops.data._pack_worker import ShardTask, pack_shards
 
 __all__ = ["PackOptions", "PackResult", "pack", "plan_shards"]
 
@@ -144,7 +144,8 @@ def _run(
     kept = total - sum(f.size for task in todo for f in task.files)
     with ProgressBar(options.progress, total, kept) as advance:
         if options.workers == 1 or len(todo) <= 1:
-            return {task.number: pack_shard(task, target, advance) for task in todo}
+            infos = pack_shards(todo, target, advance)
+            return {task.number: info for task, info in zip(todo, infos, strict=True)}
         return run_pool(todo, options.workers, advance)
 
 

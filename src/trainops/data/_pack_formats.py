@@ -59,7 +59,7 @@ class PackFormat:
 
 def _irheader_record(file: SourceFile, data: bytes) -> bytes:
     label = file.labels[0] if len(file.labels) == 1 else file.labels
-    return pack_irheader(IRHeader(0, label, file.index, 0), data)
+    return pack_irheader(IRHeader(0, label, file.record_id, 0), data)
 
 
 def _recordio(file: SourceFile, data: bytes, float_labels: bool) -> bytes:
@@ -71,7 +71,7 @@ def _recordio(file: SourceFile, data: bytes, float_labels: bool) -> bytes:
 
 def _tfrecord(file: SourceFile, data: bytes, float_labels: bool) -> bytes:
     labels = list(file.labels) if float_labels else [int(label) for label in file.labels]
-    example = {"data": [data], "label": labels, "id": [file.index], "key": [file.key.encode()]}
+    example = {"data": [data], "label": labels, "id": [file.record_id], "key": [file.key.encode()]}
     return tfrecord_frame(encode_example(example))
 
 
@@ -86,8 +86,8 @@ def _framed(frame: Callable[[SourceFile, bytes, bool], bytes], idx_line: str) ->
         with open(staging / names[0], "wb") as data:
             for chunk, sizes in _chunks(frame, records, float_labels):
                 for file, size in sizes:
-                    idx.append(idx_line.format(id=file.index, offset=offset, size=size))
-                    lst.append(format_lst_line(file.index, file.labels, file.key))
+                    idx.append(idx_line.format(id=file.record_id, offset=offset, size=size))
+                    lst.append(format_lst_line(file.record_id, file.labels, file.key))
                     offset += size
                 data.write(chunk)
                 digest.update(chunk)
@@ -130,7 +130,7 @@ def _write_tops(
         payloads.append(_irheader_record(file, data))
     body = encode_shard(payloads)
     (staging / names[0]).write_bytes(body)
-    lines = (format_lst_line(f.index, f.labels, f.key) for f in files)
+    lines = (format_lst_line(f.record_id, f.labels, f.key) for f in files)
     (staging / names[1]).write_text("".join(lines), encoding="utf-8")
     return ShardInfo(names[0], len(files), len(body), hashlib.sha256(body).hexdigest())
 

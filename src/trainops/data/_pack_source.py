@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from trainops.data._errors import PackError
 from trainops.data._local_files import read_local, walk_local
@@ -33,11 +33,12 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class SourceFile:
-    """One file to pack: its im2rec id, labels, path under SRC (``/``-separated) and size."""
+class SourceFile(NamedTuple):
+    """One file to pack: its im2rec id, labels, path under SRC (``/``-separated) and size.
 
-    index: int
+    A tuple rather than a dataclass: a pack lists hundreds of thousands of them."""
+
+    record_id: int
     labels: tuple[float, ...]
     key: str
     size: int
@@ -59,7 +60,7 @@ class Source:
         """A digest of every file's id, labels, path and size (a changed SRC changes it)."""
         digest = hashlib.sha256("\0".join(self.classes).encode() + b"\n")
         for f in self.files:
-            digest.update(f"{f.index}\0{f.labels}\0{f.key}\0{f.size}\n".encode())
+            digest.update(f"{f.record_id}\0{f.labels}\0{f.key}\0{f.size}\n".encode())
         return digest.hexdigest()
 
 
@@ -94,17 +95,19 @@ def _with_labels(location: str, sizes: dict[str, int], lst: Path | None) -> Sour
         files = tuple(_listed(lst, n, entry, sizes) for n, entry in enumerate(entries, 1))
         return Source(location, files, ())
     keys = sorted(sizes)
-    classes = sorted({key.split("/", 1)[0] for key in keys if "/" in key})
-    if classes and any("/" not in key for key in keys):
-        loose = next(key for key in keys if "/" not in key)
+    folders = [key.partition("/")[0] if "/" in key else None for key in keys]
+    classes = sorted({folder for folder in folders if folder is not None})
+    if classes and None in folders:
+        loose = keys[folders.index(None)]
         raise PackError(
             f"SRC {location} mixes files ({loose}) with class folders ({classes[0]}/...): "
             "move them into folders or give the labels in a .lst"
         )
-    label = {name: float(number) for number, name in enumerate(classes)}
+    labels = {name: (float(number),) for number, name in enumerate(classes)}
+    zero = (0.0,)
     files = tuple(
-        SourceFile(n, (label.get(key.split("/", 1)[0], 0.0),), key, sizes[key])
-        for n, key in enumerate(keys)
+        SourceFile(n, labels[folder] if folder is not None else zero, key, sizes[key])
+        for n, (key, folder) in enumerate(zip(keys, folders, strict=True))
     )
     return Source(location, files, tuple(classes))
 

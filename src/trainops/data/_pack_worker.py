@@ -1,8 +1,8 @@
-"""One shard of ``trainops pack``: read its files, write its files, publish, mark it done.
+"""Shards of ``trainops pack``: read their files, write their files, publish, mark them done.
 
-This is what each worker process runs (and what the packer runs in-process with one worker).
-A shard's companions are published before its data file, and its ``.pack`` marker after
-both, so a marker always means a whole shard.
+This is what each worker process runs on its share of the shards (and what the packer runs
+in-process with one worker). A shard's companions are published before its data file, and its
+``.pack`` marker after both, so a marker always means a whole shard.
 """
 
 from __future__ import annotations
@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from trainops.data._index import ShardInfo
@@ -18,11 +20,13 @@ from trainops.data._pack_dest import WORK_DIR, PackDest, open_dest
 from trainops.data._pack_formats import FORMATS
 from trainops.data._pack_source import SourceFile, SourceReader
 
-__all__ = ["ShardTask", "init_worker", "marker_name", "pack_shard", "run_task"]
+__all__ = ["ShardTask", "init_worker", "marker_name", "pack_shards", "run_batch"]
 
 Progress = Callable[[int, int], None]
 _REPORT_EVERY = 64
+_STAGED = 2  # shards built and not yet published, at most
 _queue: Any = None
+_stop: Any = None
 _dests: dict[str, PackDest] = {}
 
 
@@ -42,27 +46,63 @@ def marker_name(number: int) -> str:
     return f"{WORK_DIR}/part-{number:05d}.json"
 
 
-def init_worker(queue: Any) -> None:
-    """Pool initializer: progress goes to the parent through ``queue``."""
-    global _queue
-    _queue = queue
+def init_worker(queue: Any, stop: Any) -> None:
+    """Pool initializer: progress goes to the parent through ``queue``; ``stop`` is set when
+    another worker failed."""
+    global _queue, _stop
+    _queue, _stop = queue, stop
 
 
-def run_task(task: ShardTask) -> ShardInfo:
-    """The pool's entry point: :func:`pack_shard` reporting to the parent's queue."""
-    dest = _dests.get(task.dest)
+def run_batch(tasks: list[ShardTask]) -> list[ShardInfo]:
+    """The pool's entry point: :func:`pack_shards` reporting to the parent's queue."""
+    dest = _dests.get(tasks[0].dest)
     if dest is None:
-        dest = _dests[task.dest] = open_dest(task.dest)
-    return pack_shard(task, dest, lambda files, size: _queue.put((files, size)))
+        dest = _dests[tasks[0].dest] = open_dest(tasks[0].dest)
+    return pack_shards(tasks, dest, lambda files, size: _queue.put((files, size)), _stop.is_set)
 
 
-def pack_shard(task: ShardTask, dest: PackDest, progress: Progress) -> ShardInfo:
+def pack_shards(
+    tasks: list[ShardTask],
+    dest: PackDest,
+    progress: Progress,
+    stopped: Callable[[], bool] = lambda: False,
+) -> list[ShardInfo]:
+    """Pack shards one after another, each one published (fsync and rename, or upload) on a
+    thread while the next is built, so the disk or network works while the CPU does; at most
+    ``_STAGED`` shards wait to be published. Returns (in task order) once every shard is
+    published; the first failure is raised, after the shards before it are published.
+    ``stopped()`` true ends the batch early (another worker failed; its error is the one
+    raised)."""
+    infos: list[ShardInfo] = []
+    with ThreadPoolExecutor(1, thread_name_prefix="trainops-pack-publish") as publisher:
+        pending: list[Future[ShardInfo]] = []
+        for task in tasks:
+            if stopped():
+                break
+            if len(pending) >= _STAGED:
+                infos.append(pending.pop(0).result())
+            staging, info = _build(task, dest, progress)
+            pending.append(publisher.submit(_publish, task, dest, staging, info))
+        infos += [future.result() for future in pending]
+    return infos
+
+
+def _build(task: ShardTask, dest: PackDest, progress: Progress) -> tuple[Path, ShardInfo]:
+    """Write one shard's files into a new staging directory."""
     staging = dest.staging()
     try:
-        records = _records(task, progress)
         names = FORMATS[task.fmt].files(task.number)
-        info = FORMATS[task.fmt].write(staging, names, records, task.float_labels)
-        data_name, *companions = names
+        info = FORMATS[task.fmt].write(staging, names, _records(task, progress), task.float_labels)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return staging, info
+
+
+def _publish(task: ShardTask, dest: PackDest, staging: Path, info: ShardInfo) -> ShardInfo:
+    """Companions, then the data file, then the marker: a marker always means a whole shard."""
+    try:
+        data_name, *companions = FORMATS[task.fmt].files(task.number)
         for name in [*companions, data_name]:
             dest.publish(staging / name, name)
         dest.write(marker_name(task.number), json.dumps(asdict(info)).encode())
