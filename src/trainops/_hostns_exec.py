@@ -1,11 +1,17 @@
 """Enter a job host's namespaces, then exec its process (see ``trainops.agent._hostns``).
 
-``python -m trainops._hostns_exec [--probe] --hostname H --hosts-file F [--resolve NAME …] --
-argv``: a private mount and UTS namespace (a user namespace too when not root), ``/etc/hosts``
-bind-mounted from ``F``, the host name set to ``H``, every ``NAME`` resolved (retrying for at
-most :data:`RESOLVE_SECONDS`, 30 s unless ``TRAINOPS_RESOLVE_SECONDS`` says otherwise, as
-SageMaker's toolkit checks its hosts before the script), then
-``argv`` exec'd. It imports only the standard library: it runs before every rank's process.
+``python -m trainops._hostns_exec [--probe] [--hostname H --hosts-file F] [--resolve NAME …]
+[--bind SRC DST ro|rw …] [--graft NS INODE SRC DST ro|rw …] [--opt-ml ROOT]
+[--die-with-parent PPID] [--expect-entries DIR] -- argv``: a private mount and UTS namespace (a
+user namespace too when not root), ``/etc/hosts`` bind-mounted from ``F``, the host name set to
+``H``, the channels' binds and grafts applied and the host's tree shown at ``/opt/ml``
+(``trainops._hostns_mounts``), every ``NAME`` resolved (retrying for at most
+:data:`RESOLVE_SECONDS`, 30 s unless ``TRAINOPS_RESOLVE_SECONDS`` says otherwise, as SageMaker's
+toolkit checks its hosts before the script), then ``argv`` exec'd in the same directory (seen
+under ``/opt/ml`` when it is in the tree). ``--die-with-parent`` makes the process end when the
+agent that started it ends (a FUSE daemon, whose mount then goes with its namespace);
+``--expect-entries`` ends with status 3 when ``DIR`` has no entry (a check, run instead of a
+command). It imports only the standard library: it runs before every rank's process.
 """
 
 from __future__ import annotations
@@ -14,11 +20,14 @@ import argparse
 import ctypes
 import ctypes.util
 import os
+import signal
 import socket
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+
+from trainops import _hostns_mounts as mounts
 
 __all__ = ["NAME_UNRESOLVED", "main"]
 
@@ -29,6 +38,7 @@ CLONE_NEWUSER = 0x10000000
 MS_BIND = 4096
 MS_REC = 16384
 MS_PRIVATE = 1 << 18
+PR_SET_PDEATHSIG = 1
 
 
 def _resolve_seconds(raw: str | None) -> float:
@@ -87,21 +97,85 @@ def _wait_for_names(names: Sequence[str]) -> str | None:
     return None
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m trainops._hostns_exec")
     parser.add_argument("--probe", action="store_true")
     parser.add_argument("--hostname")
     parser.add_argument("--hosts-file", type=Path)
     parser.add_argument("--resolve", action="append", default=[])
+    parser.add_argument("--bind", nargs=3, action="append", default=[], metavar="SRC DST MODE")
+    parser.add_argument(
+        "--graft", nargs=5, action="append", default=[], metavar="NS INODE SRC DST MODE"
+    )
+    parser.add_argument("--opt-ml", type=Path)
+    parser.add_argument("--die-with-parent", type=int, metavar="PPID")
+    parser.add_argument("--expect-entries", type=Path)
     parser.add_argument("command", nargs=argparse.REMAINDER)
+    return parser
+
+
+def _die_with_parent(ppid: int) -> None:
+    """End (SIGKILL) when the process that started this one ends, even if it already has."""
+    _check(_libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl PDEATHSIG")
+    if os.getppid() != ppid:  # it ended before the prctl took effect
+        os._exit(1)
+
+
+def _mode(value: str) -> bool:
+    if value not in ("ro", "rw"):
+        raise OSError(f"mount mode {value!r}: use ro or rw")
+    return value == "ro"
+
+
+def _mount_all(args: argparse.Namespace) -> None:
+    """The channels' binds and grafts (under the host's tree), then the tree at /opt/ml."""
+    for source, target, mode in args.bind:
+        mounts.bind(source, target, _mode(mode))
+    for namespace, inode, source, target, mode in args.graft:
+        mounts.graft(namespace, int(inode), source, target, _mode(mode))
+    if args.opt_ml is not None:
+        mounts.show_opt_ml(str(args.opt_ml))
+        _enter_under_opt_ml(args.opt_ml)
+
+
+def _enter_under_opt_ml(root: Path) -> None:
+    """A working directory inside the tree is seen, and named, under /opt/ml from now on."""
+    try:
+        relative = Path(os.getcwd()).relative_to(root)
+    except ValueError:
+        return
+    seen = mounts.OPT_ML / relative
+    os.chdir(seen)
+    os.environ["PWD"] = str(seen)  # what a shell's pwd prints
+
+
+def _has_entries(path: Path) -> int:
+    try:
+        with os.scandir(path) as entries:
+            found = next(entries, None) is not None
+    except OSError as exc:
+        print(f"trainops: cannot list {path}: {exc.strerror}", file=sys.stderr)
+        return 3
+    if not found:
+        print(f"trainops: {path} is empty", file=sys.stderr)
+    return 0 if found else 3
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
     args = parser.parse_args(argv)
     try:
+        if args.die_with_parent is not None:
+            _die_with_parent(args.die_with_parent)
         _enter(args.hostname, args.hosts_file)
-    except OSError as exc:
+        _mount_all(args)
+    except (OSError, ValueError) as exc:
         print(f"trainops: cannot give this host its own namespace: {exc}", file=sys.stderr)
         return 1
     if args.probe:
         return 0
+    if args.expect_entries is not None:
+        return _has_entries(args.expect_entries)
     unresolved = _wait_for_names(args.resolve)
     if unresolved is not None:
         print(
@@ -109,7 +183,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return NAME_UNRESOLVED
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    return _exec(parser, args.command)
+
+
+def _exec(parser: argparse.ArgumentParser, words: list[str]) -> int:
+    command = words[1:] if words[:1] == ["--"] else words
     if not command:
         parser.error("no command to run")
     try:

@@ -143,6 +143,9 @@ class Settings:
     # The Ray backend's cluster (``backend: ray``).
     ray: RaySettings = RaySettings()
 
+    # A FastFile channel on a machine without FUSE (or rclone) is downloaded as in File mode,
+    # with a warning in the job's log, instead of failing the job.
+    fastfile_fallback: bool = False
     # Extra Host names the server answers to (beyond loopback and its bind address); "*": any.
     allowed_hosts: tuple[str, ...] = ()
 
@@ -202,6 +205,10 @@ class Settings:
             region=env.get("TRAINOPS_REGION") or _opt_str(file_cfg, "region") or "us-east-1",
             archive=_archive_limits(env, _section(file_cfg, "archive", home)),
             keep_job_trees=_setting(env, "TRAINOPS_KEEP_JOB_TREES", file_cfg, "keep_job_trees", 20),
+            fastfile_fallback=_setting(
+                env, "TRAINOPS_FASTFILE_FALLBACK", file_cfg, "fastfile_fallback", 0
+            )
+            != 0,
             heartbeat_timeout=_heartbeat_timeout(env, file_cfg),
             backend=env.get("TRAINOPS_BACKEND") or _opt_str(file_cfg, "backend") or "local",
             shared_paths=_shared_paths(env, file_cfg, home),

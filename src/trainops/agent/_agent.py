@@ -21,6 +21,7 @@ from trainops._settings import Settings
 from trainops.agent._failure import exit_failure_reason, read_failure_file
 from trainops.agent._group import ProcessGroup
 from trainops.agent._hostlog import HostLog
+from trainops.agent._hostns import namespaces_available
 from trainops.agent._installer import JobFailure, JobInstaller
 from trainops.agent._metrics import MetricScraper
 from trainops.agent._outputs import Artifact, OutputLayout, upload_archives, upload_log
@@ -212,8 +213,12 @@ class HostAgent:
         write_configs(self.tree, self.assignment, self.job)
         self._doing = "restoring the checkpoints"
         self._restore_checkpoints()
-        if self.job.mount_opt_ml:
-            raise JobFailure("mount_opt_ml: showing the job tree at /opt/ml is not available yet")
+        if self.job.mount_opt_ml and not namespaces_available():
+            raise JobFailure(
+                "mount_opt_ml: this machine does not let the agent make a private mount "
+                "namespace (needs root or user namespaces), so /opt/ml cannot be shown; run "
+                "without mount_opt_ml and read the paths from the SM_* variables"
+            )
         context = self._channel_context()
         for channel in self.job.inputs:
             self._take_commands()
@@ -306,7 +311,17 @@ class HostAgent:
             self._remote.start()
         paths = None if self._remote is None else remote_shell_paths(self._remote.directory)
         try:
-            launch = host_processes(self.assignment, command, self._env, self.state_dir, paths)
+            binds = [bind for source in self._channels for bind in source.binds()]
+            opt_ml = self.tree.root if self.job.mount_opt_ml else None
+            launch = host_processes(
+                self.assignment,
+                command,
+                self._env,
+                self.state_dir,
+                paths,
+                binds=binds,
+                opt_ml=opt_ml,
+            )
         except LaunchError as exc:
             return HostResult(HostOutcome.FAILED, None, str(exc))
         for warning in launch.warnings:

@@ -73,9 +73,15 @@ class HostContext:
 
 
 def training_env(
-    tree: HostTree, host: HostContext, hyperparameters: Mapping[str, Any]
+    tree: HostTree,
+    host: HostContext,
+    hyperparameters: Mapping[str, Any],
+    seen: HostTree | None = None,
 ) -> dict[str, Any]:
-    """The toolkit's ``Environment`` as a dict, read from the tree's config files."""
+    """The toolkit's ``Environment`` as a dict, read from the tree's config files; its paths
+    are those of ``seen``, the tree as the script sees it (``/opt/ml`` with ``mount_opt_ml``),
+    by default ``tree`` itself."""
+    paths = seen or tree
     resources = tree.read_config("resourceconfig.json")
     data_config = tree.read_config("inputdataconfig.json")
     user, framework, sagemaker = split_hyperparameters(hyperparameters)
@@ -89,7 +95,7 @@ def training_env(
     program = str(sagemaker.get("sagemaker_program", host.entry_point))
     return {
         "additional_framework_parameters": framework,
-        "channel_input_dirs": {name: str(tree.channel_dir(name)) for name in data_config},
+        "channel_input_dirs": {name: str(paths.channel_dir(name)) for name in data_config},
         "current_host": resources["current_host"],
         "current_instance_group": group,
         "current_instance_group_hosts": next(
@@ -101,9 +107,9 @@ def training_env(
         "framework_module": None,
         "hosts": resources["hosts"],
         "hyperparameters": user,
-        "input_config_dir": str(tree.config_dir),
+        "input_config_dir": str(paths.config_dir),
         "input_data_config": data_config,
-        "input_dir": str(tree.input_dir),
+        "input_dir": str(paths.input_dir),
         "instance_groups": [g["instance_group_name"] for g in groups],
         "instance_groups_dict": {g["instance_group_name"]: g for g in groups},
         "is_hetero": len(groups) > 1,
@@ -114,16 +120,16 @@ def training_env(
         "job_name": host.job_name,
         "log_level": sagemaker.get("sagemaker_container_log_level", 20),
         "master_hostname": master,
-        "model_dir": str(tree.model_dir),
-        "module_dir": str(sagemaker.get("sagemaker_submit_directory", tree.code_dir)),
+        "model_dir": str(paths.model_dir),
+        "module_dir": str(sagemaker.get("sagemaker_submit_directory", paths.code_dir)),
         "module_name": program[:-3] if program.endswith(".py") else program,
         "network_interface_name": resources.get("network_interface_name", "eth0"),
         "num_cpus": host.num_cpus,
         "num_gpus": host.num_gpus,
         "num_neurons": 0,
-        "output_data_dir": str(tree.output_data_dir),
-        "output_dir": str(tree.output_dir),
-        "output_intermediate_dir": str(tree.intermediate_dir),
+        "output_data_dir": str(paths.output_data_dir),
+        "output_dir": str(paths.output_dir),
+        "output_intermediate_dir": str(paths.intermediate_dir),
         "resource_config": resources,
         "topology": resources.get("topology"),
         "user_entry_point": program,
@@ -138,13 +144,15 @@ def build_environment(
     spec_environment: Mapping[str, str],
     base_env: Mapping[str, str],
     machine_gpus: int,
+    seen: HostTree | None = None,
 ) -> dict[str, str]:
-    """The complete environment of the script's process."""
+    """The complete environment of the script's process (paths as ``seen`` by it)."""
+    paths = seen or tree
     env = {k: v for k, v in base_env.items() if not k.startswith(AGENT_PREFIX)}
-    env.update(sm_variables(training_env(tree, host, hyperparameters)))
-    env.update(_platform_variables(tree, host))
+    env.update(sm_variables(training_env(tree, host, hyperparameters, seen)))
+    env.update(_platform_variables(paths, host))
     env.update(_resource_variables(host, machine_gpus))
-    env["PYTHONPATH"] = _prepend_path(str(tree.code_dir), env.get("PYTHONPATH"))
+    env["PYTHONPATH"] = _prepend_path(str(paths.code_dir), env.get("PYTHONPATH"))
     env.update(spec_environment)
     return env
 

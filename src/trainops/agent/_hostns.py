@@ -13,6 +13,10 @@ namespaces, bind-mounts the file, checks that every job host name resolves (as S
 toolkit does before the script starts; bounded), and execs ``argv``. Where the
 machine allows no namespaces (no root and no user namespaces) :func:`namespaces_available`
 says so, and the agent falls back to 127.0.0.1 with a warning.
+
+The same namespace carries the host's mounts (:func:`mount_arguments`): the channels' binds (a
+file-system channel, a FastFile view) and, with ``mount_opt_ml``, the host's tree at
+``/opt/ml``. A job with mounts runs in the namespace even on a single host.
 """
 
 from __future__ import annotations
@@ -23,10 +27,15 @@ import sys
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the channels import this module (no cycle at run time)
+    from trainops.agent.channels._base import Bind
 
 __all__ = [
     "HOSTS_FILE",
     "host_addresses",
+    "mount_arguments",
     "namespaces_available",
     "unwrap",
     "wrap",
@@ -58,21 +67,35 @@ def write_hosts_file(path: Path, addresses: dict[str, str]) -> Path:
     return path
 
 
-def wrap(argv: Sequence[str], hostname: str, hosts_file: Path, hosts: Sequence[str]) -> list[str]:
-    """``argv`` run inside the host's namespaces by this module."""
+def wrap(
+    argv: Sequence[str],
+    hostname: str | None,
+    hosts_file: Path | None,
+    hosts: Sequence[str],
+    mounts: Sequence[str] = (),
+) -> list[str]:
+    """``argv`` run inside the host's namespaces by this module (``mounts``: from
+    :func:`mount_arguments`)."""
+    names = [] if hostname is None else ["--hostname", hostname]
+    names += [] if hosts_file is None else ["--hosts-file", str(hosts_file)]
     resolve = [arg for host in hosts for arg in ("--resolve", host)]
-    return [
-        sys.executable,
-        "-m",
-        "trainops._hostns_exec",
-        "--hostname",
-        hostname,
-        "--hosts-file",
-        str(hosts_file),
-        *resolve,
-        "--",
-        *argv,
-    ]
+    return [sys.executable, "-m", "trainops._hostns_exec", *names, *resolve, *mounts, "--", *argv]
+
+
+def mount_arguments(binds: Sequence[Bind], opt_ml: Path | None = None) -> list[str]:
+    """The arguments that give a process the channels' ``binds`` and, if ``opt_ml`` is the
+    host's tree, that tree at ``/opt/ml``. Raises ``OSError`` if a grafted mount's namespace
+    is gone (the process that held it ended)."""
+    args: list[str] = []
+    for bind in binds:
+        mode = "ro" if bind.read_only else "rw"
+        where = [str(bind.source), str(bind.target), mode]
+        if bind.namespace is None:
+            args += ["--bind", *where]
+        else:
+            inode = os.stat(bind.namespace).st_ino
+            args += ["--graft", str(bind.namespace), str(inode), *where]
+    return args + ([] if opt_ml is None else ["--opt-ml", str(opt_ml)])
 
 
 def unwrap(argv: Sequence[str]) -> list[str]:

@@ -20,7 +20,7 @@ from trainops.agent._hyperparameters import (
     to_cmd_args,
 )
 from trainops.agent._installer import JobInstaller
-from trainops.agent._tree import HostTree, input_data_config, resource_config
+from trainops.agent._tree import OPT_ML, HostTree, input_data_config, resource_config
 from trainops.catalog import get_instance_type
 from trainops.protocol import Assignment, SubmittedJob
 
@@ -64,6 +64,8 @@ def script_environment(
         spec_environment=job.environment,
         base_env=environ,
         machine_gpus=count_machine_gpus(),
+        # With mount_opt_ml the script sees its tree at /opt/ml, and every SM_* path says so.
+        seen=HostTree(Path(OPT_ML), tree.checkpoint_path) if job.mount_opt_ml else None,
     )
 
 

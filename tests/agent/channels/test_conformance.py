@@ -1,8 +1,9 @@
 """The channel-source contract, for every kind registered in ``KINDS``.
 
 A new kind adds a :class:`KindCase` to :data:`CASES` (how to make a working spec of it from a
-``file://`` prefix, and how to tell that it prepared something for the script); the first test
-fails until it does. Every test also checks that nothing the source started is left running.
+``file://`` prefix, and how to tell that it prepared something for the script: from the host's
+``input/data`` and the source, whose binds a script would see); the first test fails until it
+does. Every test also checks that nothing the source started is left running.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import psutil
 import pytest
 
 from tests.agent.channels._support import Host, channel, threads_now
+from tests.agent.channels._views import filesystem_channel, sees_files
 from trainops import StorageError
 from trainops._settings import Settings
 from trainops.agent.channels import KINDS, ChannelSource, open_channel
@@ -26,7 +28,7 @@ from trainops.protocol import ChannelSpec
 @dataclass(frozen=True)
 class KindCase:
     spec: Callable[[str], ChannelSpec]  # a working channel "train" reading the prefix at uri
-    prepared: Callable[[Path], bool]  # did prepare() leave the script something in input/data?
+    prepared: Callable[[Path, ChannelSource], bool]  # does the script see something to read?
 
 
 def _has_files(data_dir: Path) -> bool:
@@ -38,9 +40,17 @@ def _has_first_fifo(data_dir: Path) -> bool:
     return path.exists() and stat.S_ISFIFO(path.lstat().st_mode)
 
 
+def _shows_files(data_dir: Path, source: ChannelSource) -> bool:
+    return sees_files(data_dir / "train", source.binds())
+
+
 CASES: dict[str, KindCase] = {
-    "File": KindCase(lambda uri: channel(uri), _has_files),
-    "Pipe": KindCase(lambda uri: channel(uri, mode="Pipe"), _has_first_fifo),
+    "File": KindCase(lambda uri: channel(uri), lambda d, _s: _has_files(d)),
+    "Pipe": KindCase(lambda uri: channel(uri, mode="Pipe"), lambda d, _s: _has_first_fifo(d)),
+    "FastFile": KindCase(lambda uri: channel(uri, mode="FastFile"), _shows_files),
+    "FileSystem": KindCase(
+        lambda uri: filesystem_channel(uri.removeprefix("file://")), _shows_files
+    ),
 }
 
 
@@ -91,7 +101,7 @@ def test_every_registered_kind_has_a_case() -> None:
 def test_prepare_then_close(case: KindCase, host: Host, dataset: str) -> None:
     source = _source(case, host, dataset)
     source.prepare()
-    assert case.prepared(host.data_dir)
+    assert case.prepared(host.data_dir, source)
     assert list(source.binds()) == [] or all(b.read_only for b in source.binds())
     source.close()
     assert _fifos(host.data_dir) == []
@@ -102,7 +112,7 @@ def test_close_after_a_failed_prepare(case: KindCase, host: Host, tmp_path: Path
     with pytest.raises(StorageError, match="'train'"):
         source.prepare()
     source.close()
-    assert not case.prepared(host.data_dir)
+    assert not case.prepared(host.data_dir, source)
     assert _fifos(host.data_dir) == []
 
 
@@ -126,5 +136,5 @@ def test_a_stop_while_preparing_ends_it(case: KindCase, host: Host, dataset: str
         assert "'train'" in str(exc)
     finally:
         source.close()
-    assert not case.prepared(host.data_dir)
+    assert not case.prepared(host.data_dir, source)
     assert _fifos(host.data_dir) == []

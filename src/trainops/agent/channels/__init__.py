@@ -1,7 +1,8 @@
 """Input channels on a host: one :class:`ChannelSource` per channel, by kind.
 
 Kinds: ``File`` (downloaded before the script starts), ``Pipe`` (streamed through one FIFO per
-epoch while the script runs). Each kind registers its factory in :data:`KINDS`;
+epoch while the script runs), ``FastFile`` (a lazy read-only view of the prefix) and
+``FileSystem`` (a shared directory shown without copying). Each kind registers its factory in :data:`KINDS`;
 :func:`open_channel` makes a channel's source, :func:`close_channels` closes them all, and
 :func:`channel_failure` says whether one that streams while the script runs had to give up.
 See ``trainops.agent.channels._base`` for the contract.
@@ -21,12 +22,14 @@ from trainops.agent.channels._base import (
     channel_kind,
     check_channel_name,
 )
+from trainops.agent.channels._fastfile import FastFileChannel
 from trainops.agent.channels._file import (
     FileChannel,
     ProgressLine,
     assign_objects,
     download_channel,
 )
+from trainops.agent.channels._filesystem import FileSystemChannel
 from trainops.agent.channels._pipe import PipeChannel
 from trainops.protocol import ChannelSpec
 
@@ -36,7 +39,9 @@ __all__ = [
     "ChannelContext",
     "ChannelFactory",
     "ChannelSource",
+    "FastFileChannel",
     "FileChannel",
+    "FileSystemChannel",
     "PipeChannel",
     "ProgressLine",
     "assign_objects",
@@ -50,6 +55,8 @@ __all__ = [
 KINDS: dict[str, ChannelFactory] = {
     "File": FileChannel,
     "Pipe": PipeChannel,
+    "FastFile": FastFileChannel,
+    "FileSystem": FileSystemChannel,
 }
 
 

@@ -43,11 +43,17 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class Bind:
-    """``source`` shown at ``target`` (a path in the host's tree) to the job's processes."""
+    """``source`` shown at ``target`` (a path in the host's tree) to the job's processes.
+
+    ``namespace``: where ``source`` is a mount made in another mount namespace (a FastFile
+    channel's FUSE mount), that namespace's file (``/proc/<pid>/ns/mnt``); the mount is grafted
+    from there. None: ``source`` is a path as the agent sees it.
+    """
 
     source: Path
     target: Path
     read_only: bool = True
+    namespace: Path | None = None
 
 
 @dataclass(frozen=True, slots=True)

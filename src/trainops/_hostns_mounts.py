@@ -1,0 +1,152 @@
+"""The mounts a job host's process gets inside its private mount namespace (``_hostns_exec``).
+
+- :func:`bind`: a directory shown at another path (a file-system channel, a FastFile view on
+  ``file://``), made read-only for this namespace alone when asked;
+- :func:`graft`: a mount that lives in *another* mount namespace (a FastFile channel's FUSE
+  mount, made by rclone in a namespace of its own so that it dies with rclone) cloned into this
+  one: enter that namespace, ``open_tree(OPEN_TREE_CLONE)`` the mount, come back and
+  ``move_mount`` the detached copy into place (Linux 5.2 or later);
+- :func:`show_opt_ml`: the host's job tree at the real ``/opt/ml``. ``/opt/ml`` is bound over
+  where it exists; otherwise a tmpfs covers ``/opt`` in this namespace, every entry of the
+  machine's ``/opt`` is bound back into it, ``ml`` is added, and the tmpfs is made read-only.
+  Nothing is ever written to the machine's own ``/opt``.
+
+Standard library only (ctypes), like ``_hostns_exec``: it runs before every rank's process.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import stat
+from pathlib import Path
+
+__all__ = ["OPT", "OPT_ML", "bind", "graft", "show_opt_ml"]
+
+OPT = Path("/opt")
+OPT_ML = OPT / "ml"
+CLONE_NEWNS = 0x00020000
+MS_RDONLY = 1
+MS_NOSUID = 2
+MS_NODEV = 4
+MS_NOEXEC = 8
+MS_REMOUNT = 32
+MS_NOATIME = 1024
+MS_NODIRATIME = 2048
+MS_BIND = 4096
+MS_REC = 16384
+MS_RELATIME = 1 << 21
+# statvfs's ST_* bits that a read-only remount must keep (a user namespace may not clear them)
+_KEPT_FLAGS = {2: MS_NOSUID, 4: MS_NODEV, 8: MS_NOEXEC, 1024: MS_NOATIME, 2048: MS_NODIRATIME}
+_ST_RELATIME = 4096
+SYS_OPEN_TREE = 428  # the same number on every architecture (new syscalls share one table)
+SYS_MOVE_MOUNT = 429
+OPEN_TREE_CLONE = 1
+AT_RECURSIVE = 0x8000
+AT_FDCWD = -100
+MOVE_MOUNT_F_EMPTY_PATH = 4
+
+
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL("libc.so.6", use_errno=True)
+
+
+def _check(result: int, what: str) -> int:
+    if result < 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"{what}: {os.strerror(errno)}")
+    return result
+
+
+def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str = "") -> None:
+    raw = [None if text is None else text.encode() for text in (source, fstype, data or None)]
+    _check(_libc().mount(raw[0], target.encode(), raw[1], flags, raw[2]), f"mount {target}")
+
+
+def _make_read_only(target: str) -> None:
+    """Remount a bind read-only, keeping the flags it already has."""
+    current = os.statvfs(target).f_flag
+    kept = sum(flag for bit, flag in _KEPT_FLAGS.items() if current & bit)
+    kept |= MS_RELATIME if current & _ST_RELATIME else 0
+    _mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | kept)
+
+
+def bind(source: str, target: str, read_only: bool) -> None:
+    """``source`` (with whatever is mounted below it) shown at ``target``."""
+    _mount(source, target, None, MS_BIND | MS_REC)
+    if read_only:
+        _make_read_only(target)
+
+
+def graft(namespace: str, inode: int, source: str, target: str, read_only: bool) -> None:
+    """The mount at ``source`` in ``namespace`` (a ``/proc/<pid>/ns/mnt``) shown at ``target``.
+
+    ``inode`` is the namespace's, as the agent saw it: a pid reused by another process since
+    then names another namespace, and that is refused rather than grafting the wrong tree.
+    """
+    libc = _libc()
+    other = os.open(namespace, os.O_RDONLY | os.O_CLOEXEC)
+    own = os.open("/proc/self/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
+    here = os.open(".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        if os.fstat(other).st_ino != inode:
+            raise OSError(f"{namespace}: not the mount namespace it was (its process ended)")
+        _check(libc.setns(other, CLONE_NEWNS), f"setns {namespace}")
+        try:
+            flags = OPEN_TREE_CLONE | os.O_CLOEXEC | AT_RECURSIVE
+            tree = _check(
+                libc.syscall(SYS_OPEN_TREE, AT_FDCWD, source.encode(), flags), "open_tree"
+            )
+        finally:
+            _check(libc.setns(own, CLONE_NEWNS), "setns back")
+            os.fchdir(here)
+        try:
+            move = (SYS_MOVE_MOUNT, tree, b"", AT_FDCWD, target.encode(), MOVE_MOUNT_F_EMPTY_PATH)
+            _check(libc.syscall(*move), f"move_mount {target}")
+        finally:
+            os.close(tree)
+    finally:
+        for fd in (other, own, here):
+            os.close(fd)
+    if read_only:
+        _make_read_only(target)
+
+
+def show_opt_ml(root: str) -> None:
+    """``root`` at ``/opt/ml`` in this namespace; refused where there is no ``/opt`` to use."""
+    if OPT_ML.is_dir() and not OPT_ML.is_symlink():
+        bind(root, str(OPT_ML), read_only=False)
+        return
+    if not OPT.is_dir() or OPT.is_symlink() or OPT_ML.exists() or OPT_ML.is_symlink():
+        raise OSError(
+            "/opt/ml cannot be shown here: /opt must be a directory (and /opt/ml absent or a "
+            "directory) on this machine; nothing is created there"
+        )
+    _cover_opt()
+    OPT_ML.mkdir()
+    bind(root, str(OPT_ML), read_only=False)
+    _mount(None, str(OPT), None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
+def _cover_opt() -> None:
+    """A tmpfs over ``/opt`` holding the machine's entries of ``/opt`` (bound back) only."""
+    keep = os.open(OPT, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        names = os.listdir(f"/proc/self/fd/{keep}")
+        _mount("tmpfs", str(OPT), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
+        for name in names:
+            _keep_entry(f"/proc/self/fd/{keep}/{name}", OPT / name)
+    finally:
+        os.close(keep)
+
+
+def _keep_entry(original: str, place: Path) -> None:
+    mode = os.lstat(original).st_mode
+    if stat.S_ISLNK(mode):
+        place.symlink_to(os.readlink(original))
+        return
+    if stat.S_ISDIR(mode):
+        place.mkdir()
+    else:
+        place.touch()
+    bind(original, str(place), read_only=False)
