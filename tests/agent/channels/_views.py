@@ -40,8 +40,8 @@ print(json.dumps({"files": files, "write": write}))
 
 def filesystem_channel(path: str, name: str = "train", **fields: Any) -> ChannelSpec:
     """A file-system channel ``name`` of ``path``, as a validated spec hands it to the agent."""
-    source = {"directory_path": path, **fields}
-    spec = JobSpec(entry_point="train.py", inputs={name: {"file_system": source}})
+    inputs: Any = {name: {"file_system": {"directory_path": path, **fields}}}
+    spec = JobSpec(entry_point="train.py", inputs=inputs)
     return spec.view().inputs[0]
 
 
