@@ -6,7 +6,7 @@ PIP := $(PY) -m pip --disable-pip-version-check -q
 CONSTRAINTS := -c constraints.txt
 DEMO_HOME ?= $(CURDIR)/.trainops-demo
 
-.PHONY: demo test check lint typecheck pytest bench install-demo install-test install-mpi clean
+.PHONY: demo test check lint typecheck pytest bench install-demo install-test install-mpi install-rclone clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +19,7 @@ $(VENV)/.demo-installed: $(PY) pyproject.toml constraints.txt
 $(VENV)/.test-installed: $(VENV)/.demo-installed
 	$(PIP) install $(CONSTRAINTS) -e '.[dev,torch,s3,tensorflow,mpi,ray]'
 	@$(MAKE) --no-print-directory install-mpi
+	@$(MAKE) --no-print-directory install-rclone
 	touch $@
 
 # The MPI launcher's tests need Open MPI's mpirun (Debian's openmpi-bin). Installed here where
@@ -30,6 +31,18 @@ install-mpi:
 	      { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q openmpi-bin >/dev/null 2>&1; } || \
 	      echo "note: could not install openmpi-bin: the MPI launcher tests will be skipped"; \
 	  else echo "note: mpirun not found and not root: the MPI launcher tests will be skipped"; fi; }
+
+# FastFile channels on s3:// mount the prefix with rclone over FUSE (Debian's rclone and fuse3,
+# for fusermount3). Installed here where apt-get can (root, Debian); elsewhere the FastFile
+# s3:// tests fail with the reason, and such channels fail a job clearly (or fall back to File
+# mode with TRAINOPS_FASTFILE_FALLBACK=1).
+install-rclone:
+	@{ command -v rclone >/dev/null 2>&1 && command -v fusermount3 >/dev/null 2>&1; } || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get install -y -q rclone fuse3 >/dev/null 2>&1 || \
+	      { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q rclone fuse3 >/dev/null 2>&1; } || \
+	      echo "note: could not install rclone and fuse3: FastFile s3:// channels cannot mount here"; \
+	  else echo "note: rclone or fusermount3 not found and not root: FastFile s3:// channels cannot mount here"; fi; }
 
 install-demo: $(VENV)/.demo-installed
 install-test: $(VENV)/.test-installed
