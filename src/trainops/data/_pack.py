@@ -111,8 +111,10 @@ def _check_apart(source: Source, dest: str) -> None:
         raise PackError(f"DEST {dest} and SRC {source.location} overlap: pick a DEST outside SRC")
 
 
-def _float_labels(source: Source) -> bool:
-    return any(label != int(label) for f in source.files for label in f.labels)
+def _float_labels(source: Source, options: PackOptions) -> bool:
+    if options.labels is None:
+        return False  # folder labels are whole numbers
+    return any(not label.is_integer() for f in source.files for label in f.labels)
 
 
 def _config(source: Source, options: PackOptions, shards: int) -> dict[str, Any]:
@@ -121,7 +123,7 @@ def _config(source: Source, options: PackOptions, shards: int) -> dict[str, Any]
         "format": options.format,
         "shard_size": options.shard_size,
         "labels": "lst" if options.labels is not None else "folders",
-        "float_labels": _float_labels(source),
+        "float_labels": _float_labels(source, options),
         "classes": list(source.classes),
         "source": source.fingerprint(),
         "files": len(source.files),

@@ -11,6 +11,7 @@ read from outside SRC; a ``.lst`` path that leaves SRC is an error.
 from __future__ import annotations
 
 import hashlib
+from array import array
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -59,8 +60,11 @@ class Source:
     def fingerprint(self) -> str:
         """A digest of every file's id, labels, path and size (a changed SRC changes it)."""
         digest = hashlib.sha256("\0".join(self.classes).encode() + b"\n")
-        for f in self.files:
-            digest.update(f"{f.record_id}\0{f.labels}\0{f.key}\0{f.size}\n".encode())
+        digest.update("\0".join(f.key for f in self.files).encode() + b"\n")
+        digest.update(array("Q", [f.record_id for f in self.files]).tobytes())
+        digest.update(array("Q", [f.size for f in self.files]).tobytes())
+        digest.update(array("Q", [len(f.labels) for f in self.files]).tobytes())
+        digest.update(array("d", [label for f in self.files for label in f.labels]).tobytes())
         return digest.hexdigest()
 
 
