@@ -293,3 +293,12 @@ def test_bad_options_are_named(tmp_path: Path) -> None:
         pack(str(tmp_path / "src"), str(tmp_path / "out"), options(format="tar"))
     with pytest.raises(PackError, match="--workers must be 1 or more"):
         pack(str(tmp_path / "src"), str(tmp_path / "out"), options(workers=0))
+
+
+def test_a_file_swapped_for_a_fifo_or_a_folder_is_refused_without_blocking(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "fifo.bin")
+    (tmp_path / "folder.bin").mkdir()
+    with pytest.raises(PackError, match=r"fifo.bin: changed while packing \(5 bytes listed\)"):
+        SourceReader(str(tmp_path)).read("fifo.bin", 5)
+    with pytest.raises(PackError, match=r"cannot read .*folder.bin: Is a directory"):
+        SourceReader(str(tmp_path)).read("folder.bin", 5)

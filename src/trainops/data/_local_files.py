@@ -9,7 +9,6 @@ size, so a file swapped for a link after the listing is refused rather than foll
 from __future__ import annotations
 
 import os
-import stat
 
 from trainops.data._errors import PackError
 
@@ -42,15 +41,16 @@ def walk_local(root: str) -> dict[str, int]:
 
 
 def read_local(root: str, key: str, size: int) -> bytes:
-    """The bytes of the listed file ``key``: all ``size`` of them, and no more."""
-    path = os.path.join(root, key)
+    """The bytes of the listed file ``key``: all ``size`` of them, and no more.
+
+    ``O_NOFOLLOW`` refuses a link; ``O_NONBLOCK`` keeps a FIFO put in the file's place from
+    blocking (it reads as empty, so its size no longer matches); a folder fails to read."""
+    path = f"{root}/{key}"
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as error:
         raise LocalFileError(f"cannot read {path}: {error.strerror}") from None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise LocalFileError(f"cannot read {path}: no longer a regular file")
         return _read_exactly(fd, path, size)
     except OSError as error:
         raise LocalFileError(f"cannot read {path}: {error.strerror}") from None
