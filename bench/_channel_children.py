@@ -5,7 +5,9 @@ for every process on the machine), so a host's start and its reader's first byte
 - ``reader``: a training script's side. Pipe: waits for ``<name>_<epoch>`` and reads it to EOF,
   epoch after epoch, in 1 MiB reads (optionally slowed to a rate, optionally stopping early).
   File/FastFile: waits for the host's ``.ready`` marker, then reads every file of the channel
-  directory in key order. Records first byte, EOF and bytes per epoch.
+  directory in key order. Records first byte, EOF and bytes per epoch. FastFile: first takes a
+  namespace of its own with the channel's mounts (``.mounts``, the arguments the agent gives
+  ``trainops._hostns_exec``), as a process of the job does before the script runs.
 - ``host``: the agent's side. Opens the channel with the agent's own code (``open_channel``),
   starts a reader, marks the start, prepares (File: writes ``.ready`` once the download is done)
   and closes the channel once the reader has ended.
@@ -75,14 +77,27 @@ def reader(args: dict[str, Any]) -> dict[str, Any]:
             os.close(fd)
         else:
             wait_for(data / ".ready")
+            if args["kind"] == "fastfile" and index == 0:
+                enter_job_namespace(json.loads((data / ".mounts").read_text()))
             epoch["opened"] = time.monotonic()
             for path in sorted(p for p in (data / name).rglob("*") if p.is_file()):
                 fd = os.open(path, os.O_RDONLY)
                 read_stream(fd, args, epoch)
                 os.close(fd)
+                if args.get("stop_after_bytes") and epoch["bytes"] >= args["stop_after_bytes"]:
+                    break
             epoch["eof"] = time.monotonic()
         epochs.append(epoch)
     return {"epochs": epochs, "cpu_s": cpu_s()}
+
+
+def enter_job_namespace(mounts: list[str]) -> None:
+    """What ``python -m trainops._hostns_exec <mounts>`` does before it execs a job's process."""
+    from trainops import _hostns_exec
+
+    parsed = _hostns_exec._parser().parse_args(mounts)
+    _hostns_exec._enter(None, None)
+    _hostns_exec._mount_all(parsed)
 
 
 def start_reader(args: dict[str, Any]) -> subprocess.Popen[str]:
@@ -122,11 +137,18 @@ def host(args: dict[str, Any]) -> dict[str, Any]:
     spec = ChannelSpec.from_json(
         "train", {**CHANNEL_DEFAULTS, "uri": args["uri"], "mode": args["mode"]}
     )
+    for name, value in args.get("patch", {}).items():  # a setting under test (bench/fastfile.py)
+        module, attribute = name.rsplit(".", 1)
+        setattr(sys.modules[module], attribute, tuple(value))
     source = open_channel(spec, context)
     reading = start_reader({**args["reader"], "dir": str(data), "name": "train"})
     cpu0, start = cpu_s(), time.monotonic()
     source.prepare()
     prepared = time.monotonic()
+    if args["mode"] == "FastFile":
+        from trainops.agent._hostns import mount_arguments
+
+        (data / ".mounts").write_text(json.dumps(mount_arguments(source.binds())))
     if args["mode"] != "Pipe":
         (data / ".ready").touch()
     result = finish(reading)

@@ -18,7 +18,7 @@ side is a separate reader process (1 MiB ``read`` calls, as a training script wo
 3. Memory with a slow reader: ``pipe_s3`` read at ``--slow-mbps`` until 512 MiB, against a fast
    reader: the host's peak RSS and the read-ahead held at most, against its budget.
 4. Time to first byte and epoch time, the same channel from SeaweedFS in each mode of
-   :data:`MODES` (File, Pipe; FastFile adds a row), for the large objects and for
+   :data:`MODES` (File, Pipe, FastFile: an rclone mount of the prefix), for the large objects and for
    ``--small-count`` x ``--small-kib`` objects.
 
 SeaweedFS runs on the same cores as everything else; the machine may be shared (see the JSON's
@@ -49,7 +49,7 @@ MIB = 1 << 20
 MB = 1_000_000
 TARGET_FILE_RATIO = 0.8
 # The modes of section 4, each with the reader that fits it: a FIFO, or a directory of files.
-MODES = {"File": "file", "Pipe": "pipe"}
+MODES = {"File": "file", "Pipe": "pipe", "FastFile": "fastfile"}
 THROUGHPUT = ("fifo_ceiling", "pipe_file", "s3_ceiling", "pipe_s3")
 
 
