@@ -1,0 +1,67 @@
+"""One epoch of a :class:`StreamingDataset` read from a Pipe channel's FIFO.
+
+The host's sequence is the records of the shards in the order the agent streams them (its
+``shuffle_seed`` permutes the objects and ``ShardedByKey`` gives each host its own share; see
+docs/data-pipe.md). Each window of ``shuffle_window`` records is held in memory and emitted
+permuted, exactly as :mod:`_indexed_epoch` permutes a window of an indexed dataset. Resuming
+at position ``p`` passes over the whole shards before ``p``'s window without parsing them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from itertools import islice
+
+from trainops.data._pipe_channel import PipeChannel
+from trainops.data._pipe_shards import StreamedShard, stream_shards
+from trainops.data._shuffle import Windows
+
+__all__ = ["pipe_units", "read_pipe_units"]
+
+Unit = tuple[int, list[memoryview]]
+
+
+def pipe_units(
+    channel: PipeChannel, windows: Windows, *, start: int, unit: int, max_shard_bytes: int
+) -> Iterator[Unit]:
+    """The next epoch of ``channel`` (its next FIFO), from position ``start`` on."""
+    fifo = channel.claim()
+    with channel.open(fifo) as stream:
+        label = channel.label(fifo)
+        shards = stream_shards(
+            stream, label=label, wrapped=channel.wrapped, max_shard_bytes=max_shard_bytes
+        )
+        yield from read_pipe_units(shards, windows, start=start, unit=unit)
+
+
+def read_pipe_units(
+    shards: Iterator[StreamedShard], windows: Windows, *, start: int, unit: int
+) -> Iterator[Unit]:
+    """Units of ``unit`` records from position ``start`` on, each ``(stop position, records)``."""
+    size = windows.size
+    k = start // size
+    feed = _records(shards, skip=k * size)
+    position, pending = start, []
+    while window := list(islice(feed, size)):
+        order = windows.order(k, len(window))
+        for o in order[position - k * size :]:
+            pending.append(window[o])
+            position += 1
+            if len(pending) == unit:
+                yield position, pending
+                pending = []
+        if len(window) < size:
+            break
+        k += 1
+    if pending:
+        yield position, pending
+
+
+def _records(shards: Iterator[StreamedShard], *, skip: int) -> Iterator[memoryview]:
+    for shard in shards:
+        if skip >= shard.records:
+            skip -= shard.records
+            continue
+        reader = shard.reader()
+        yield from reader.block(skip, len(reader))
+        skip = 0
