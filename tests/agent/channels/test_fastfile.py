@@ -349,3 +349,17 @@ def test_without_rclone_the_job_fails_naming_the_channel_or_falls_back(
     assert {str(p.relative_to(downloaded)) for p in downloaded.rglob("*.bin")} == set(objects)
     assert any("downloading it (File mode)" in line for line in host.lines)
     source.close()
+
+
+def test_a_key_that_cannot_be_a_file_name_in_a_share_is_refused(host: Host, tmp_path: Path) -> None:
+    data = tmp_path / "hostile"
+    data.mkdir()
+    (data / "fine.bin").write_bytes(b"a")
+    (data / "line\nbreak.bin").write_bytes(b"b")  # a legal file name, but not a line of a list
+    spec = channel(data.as_uri(), mode="FastFile", distribution="ShardedByKey")
+    source = open_channel(spec, host.context())
+    with pytest.raises(StorageError) as caught:
+        source.prepare()
+    assert str(caught.value).startswith("channel 'train': object key 'line\\nbreak.bin' cannot")
+    source.close()
+    assert not (host.root / "algo-1" / "scratch" / "fastfile" / "train").exists()

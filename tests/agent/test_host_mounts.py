@@ -1,0 +1,124 @@
+"""The host namespace's mounts (``_hostns_exec`` with ``trainops._hostns_mounts``), run for real:
+binds read-only or not, grafts from another process's mount namespace (refused once that
+process is gone), the host's tree at /opt/ml with the machine's /opt kept and untouched, and
+how a launch wraps a single-host job's processes when it has mounts."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from trainops.agent import _ranks
+from trainops.agent._hostns import mount_arguments, unwrap
+from trainops.agent._setup import ScriptCommand
+from trainops.agent.channels import Bind
+from trainops.agent.launchers import LaunchError
+from trainops.protocol import Assignment, HostResources
+from trainops.spec import JobSpec
+
+HOSTNS = [sys.executable, "-m", "trainops._hostns_exec"]
+
+
+def _run(args: list[str], shell: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    argv = [*HOSTNS, *args, "--", "/bin/sh", "-c", shell]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=cwd, check=False)
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    root = tmp_path / "host-tree"
+    (root / "code").mkdir(parents=True)
+    (root / "input" / "data" / "train").mkdir(parents=True)
+    (root / "code" / "train.py").write_text("print('hi')\n")
+    return root
+
+
+def _opt() -> list[tuple[str, int]]:
+    entries = sorted((p.name, p.lstat().st_mtime_ns) for p in Path("/opt").iterdir())
+    return [("/opt", os.stat("/opt").st_mtime_ns), *entries]
+
+
+def test_opt_ml_shows_the_tree_keeps_opt_and_writes_nothing_there(tree: Path) -> None:
+    before = _opt()
+    shell = 'pwd; ls /opt; cat /opt/ml/code/train.py; touch /opt/new 2>&1 || echo "opt: ro"'
+    done = _run(["--opt-ml", str(tree)], shell, cwd=tree / "code")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "/opt/ml/code"  # the working directory is named under /opt/ml
+    machine_opt = sorted(p.name for p in Path("/opt").iterdir())
+    assert sorted(lines[1 : 1 + len(machine_opt) + 1]) == sorted([*machine_opt, "ml"])
+    assert "print('hi')" in done.stdout and "opt: ro" in done.stdout
+    assert _opt() == before and not Path("/opt/ml").exists()
+
+
+def test_a_read_only_bind_refuses_writes_and_rw_takes_them(tmp_path: Path, tree: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    target = tree / "input" / "data" / "train"
+    ro = _run(["--bind", str(shared), str(target), "ro"], f"touch {target}/x")
+    assert ro.returncode != 0 and "Read-only file system" in ro.stderr
+    rw = _run(["--bind", str(shared), str(target), "rw"], f"touch {target}/x")
+    assert rw.returncode == 0 and (shared / "x").exists()
+    assert not (target / "x").exists()  # the machine's own view never changed
+
+
+def test_a_bad_mount_mode_is_one_clear_error(tmp_path: Path, tree: Path) -> None:
+    done = _run(["--bind", str(tmp_path), str(tree / "code"), "readonly"], "true")
+    assert done.returncode == 1
+    assert "mount mode 'readonly': use ro or rw" in done.stderr
+
+
+def test_a_graft_from_a_namespace_that_is_gone_is_refused(tmp_path: Path, tree: Path) -> None:
+    holder = subprocess.Popen([*HOSTNS, "--", "sleep", "60"])
+    try:
+        namespace = Path(f"/proc/{holder.pid}/ns/mnt")
+        args = mount_arguments([Bind(tmp_path, tree / "code", True, namespace=namespace)])
+        assert args[:3] == ["--graft", str(namespace), str(os.stat(namespace).st_ino)]
+        stale = [*args[:2], str(int(args[2]) + 1), *args[3:]]  # as if the pid now were another's
+        done = _run(stale, "true")
+        assert done.returncode == 1 and "not the mount namespace it was" in done.stderr
+    finally:
+        holder.kill()
+        holder.wait()
+    with pytest.raises(FileNotFoundError):
+        mount_arguments([Bind(tmp_path, tree / "code", True, namespace=namespace)])
+
+
+def _assignment(**spec: object) -> Assignment:
+    job = JobSpec(entry_point="train.py", **spec).view()  # type: ignore[arg-type]
+    return Assignment(
+        job_name="mounts-job",
+        attempt=1,
+        spec=job,
+        hosts=["algo-1"],
+        current_host="algo-1",
+        code_uri="",
+        output_prefix="file:///tmp/out",
+        region="us-east-1",
+        resources=HostResources(),
+    )
+
+
+def test_a_single_host_job_with_mounts_runs_in_the_namespace(tmp_path: Path, tree: Path) -> None:
+    command = ScriptCommand([sys.executable, "train.py"], sys.executable, [])
+    plain = _ranks.host_processes(_assignment(), command, {}, tmp_path)
+    assert plain.processes[0].argv == (sys.executable, "train.py")
+    bind = Bind(tmp_path, tree / "input" / "data" / "train", True)
+    mounted = _ranks.host_processes(_assignment(), command, {}, tmp_path, binds=[bind], opt_ml=tree)
+    argv = list(mounted.processes[0].argv)
+    assert argv[:3] == HOSTNS and "--hostname" not in argv
+    assert ["--opt-ml", str(tree)] == argv[argv.index("--opt-ml") : argv.index("--opt-ml") + 2]
+    assert unwrap(argv) == [sys.executable, "train.py"]
+
+
+def test_mounts_where_no_namespace_can_be_made_cannot_start(
+    tmp_path: Path, tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_ranks, "namespaces_available", lambda: False)  # such a machine
+    command = ScriptCommand([sys.executable, "train.py"], sys.executable, [])
+    with pytest.raises(LaunchError, match="private mount namespace"):
+        _ranks.host_processes(_assignment(), command, {}, tmp_path, opt_ml=tree)
