@@ -363,3 +363,11 @@ def test_a_key_that_cannot_be_a_file_name_in_a_share_is_refused(host: Host, tmp_
     assert str(caught.value).startswith("channel 'train': object key 'line\\nbreak.bin' cannot")
     source.close()
     assert not (host.root / "algo-1" / "scratch" / "fastfile" / "train").exists()
+
+
+def test_the_fallback_is_off_unless_the_machine_allows_it(tmp_path: Path) -> None:
+    home = {"TRAINOPS_HOME": str(tmp_path)}
+    assert Settings.load(home).fastfile_fallback is False
+    assert Settings.load({**home, "TRAINOPS_FASTFILE_FALLBACK": "1"}).fastfile_fallback is True
+    (tmp_path / "config.yaml").write_text("fastfile_fallback: 1\n")
+    assert Settings.load(home).fastfile_fallback is True
