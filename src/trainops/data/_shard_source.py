@@ -9,6 +9,7 @@ an open directory, a storage client) is made again where it is first used.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import mmap
 import os
@@ -72,7 +73,8 @@ def map_shard(fd: int, source: str, info: ShardInfo, *, verify: bool) -> ShardRe
     try:
         reader = ShardReader(mapped, source=source, sha256=info.sha256 if verify else None)
     except BaseException:
-        mapped.close()
+        with contextlib.suppress(BufferError):  # the reader's view may outlive it a moment
+            mapped.close()
         raise
     if len(reader) != info.records:
         reason = f"{len(reader)} records, {INDEX_NAME} says {info.records}"

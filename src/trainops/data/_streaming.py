@@ -104,12 +104,16 @@ class StreamingDataset(_Base):
     def __iter__(self) -> Iterator[Item]:
         place = Placement.detect()
         state = self.state
+        # The position moves before each yield: the caller holds what it was given when it
+        # asks for the state, whether or not it asks for more.
         for stop, records in self._units(place, state):
-            if self.batch_size is None:
-                yield from (bytes(record) for record in records)
-            else:
+            if self.batch_size is not None:
+                self.state = state.moved(consumed=stop)
                 yield RecordBatch.of(records, epoch=state.epoch, stop=stop)
-            self.state = state.moved(consumed=stop)
+                continue
+            for at, record in enumerate(records, start=stop - len(records) + 1):
+                self.state = state.moved(consumed=at)
+                yield bytes(record)
         if place.workers == 1:
             self.state = state.moved(epoch=state.epoch + 1, consumed=0)
 
