@@ -25,7 +25,7 @@ from typing import Any, BinaryIO
 
 from trainops._errors import TrainopsError
 
-__all__ = ["PipeChannel", "PipeChannelError", "input_config", "pipe_root"]
+__all__ = ["PipeChannel", "PipeChannelError", "channel_entry", "input_config", "pipe_root"]
 
 _NAME = re.compile(r"[A-Za-z0-9.\-_]{1,64}")
 _MAX_CONFIG_BYTES = 1 << 20
@@ -123,7 +123,7 @@ class PipeChannel:
         """Epoch ``epoch``'s FIFO, once it exists and its writer has sent something (or ended)."""
         deadline = time.monotonic() + self.timeout
         path = self.fifo(epoch)
-        _wait_for(path, deadline, self.label(epoch))
+        _wait_for(path, deadline, f"{self.label(epoch)}: {path}", self.timeout)
         try:
             fd = os.open(path, _OPEN)
         except OSError as error:
@@ -131,7 +131,7 @@ class PipeChannel:
         try:
             kind = os.fstat(fd).st_mode
             if stat.S_ISFIFO(kind):
-                _wait_readable(fd, deadline, self.label(epoch))
+                _wait_readable(fd, deadline, self.label(epoch), self.timeout)
             elif not stat.S_ISREG(kind):
                 raise PipeChannelError(f"{self.label(epoch)}: {path} is not a FIFO or a file")
             os.set_blocking(fd, True)
@@ -172,21 +172,23 @@ def _read_state(path: Path) -> int:
     return int(text)
 
 
-def _wait_for(path: Path, deadline: float, label: str) -> None:
+def _wait_for(path: Path, deadline: float, label: str, timeout: float) -> None:
     delay = 0.001
     while not os.path.lexists(path):
         left = deadline - time.monotonic()
         if left <= 0:
-            raise PipeChannelError(f"{label}: {path} did not appear (waited the timeout)")
+            raise PipeChannelError(f"{label} did not appear within {timeout:g} s (timeout)")
         time.sleep(min(delay, left))
         delay = min(delay * 2, 0.05)
 
 
-def _wait_readable(fd: int, deadline: float, label: str) -> None:
+def _wait_readable(fd: int, deadline: float, label: str, timeout: float) -> None:
     # Opened without blocking, a FIFO reads as empty until a writer comes; poll says when it
     # has data, or has hung up (an empty epoch), so neither is mistaken for the other.
     poller = select.poll()
     poller.register(fd, select.POLLIN)
     left = max(0.0, deadline - time.monotonic())
     if not poller.poll(left * 1000):
-        raise PipeChannelError(f"{label}: no writer sent anything to the FIFO within the timeout")
+        raise PipeChannelError(
+            f"{label}: no writer sent anything to the FIFO within {timeout:g} s (timeout)"
+        )
