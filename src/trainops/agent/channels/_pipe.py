@@ -6,8 +6,8 @@ writer thread; the script may start at once. The thread serves epochs until ``cl
 1. It waits for a reader to open ``<name>_<e>`` (a blocking open: no delay once one comes).
 2. It writes the host's share of epoch ``e`` (``_share``: ShuffleConfig's order, reseeded every
    epoch, and ShardedByKey's split) object after object (``_stream``).
-3. It waits until the reader has taken the last byte, then creates ``<name>_<e+1>``, then closes
-   ``<name>_<e>`` and removes its name. So the next FIFO appears exactly when the reader has
+3. It waits until the reader has taken the last byte, then creates ``<name>_<e+1>``, removes
+   the name ``<name>_<e>`` and closes it. So the next FIFO appears exactly when the reader has
    consumed the epoch, and before its ``read`` returns EOF: a reader that opens the next FIFO on
    EOF finds it there. (SageMaker "creates the next FIFO in advance", without a guarantee; an
    earlier one would be a FIFO no one may ever read, a later one a race every reader must retry.)
@@ -179,8 +179,10 @@ class PipeChannel:
             self._context.log(f"ERROR: {self.failure}; no further epoch is served")
             raise
         finally:
-            writer.close()
+            # The name goes before the write end closes: a reader that sees EOF finds the next
+            # epoch's FIFO there and this one gone (an open FIFO outlives its name).
             path.unlink(missing_ok=True)
+            writer.close()
 
     def _stream(self, epoch: int, writer: FifoWriter) -> None:
         assert self._epochs is not None
