@@ -3,9 +3,10 @@
 :class:`EpochPlan` says which record sits at each position of the rank's sequence: the shards
 in the epoch's order (permuted by ``(seed, epoch)`` when shuffling), the rank's contiguous run
 of that order (:mod:`_partition`), and each window of ``shuffle_window`` positions permuted by
-itself (:mod:`_shuffle`). Finding the record at a position costs a window lookup and a binary
-search over shard starts, so an epoch can begin at any position without replaying the ones
-before it. :func:`read_units` reads this worker's units of positions, keeping open only the
+itself (:mod:`_shuffle`). Finding the record at a position costs a slice of the window's
+permutation and a binary search over shard starts, so an epoch can begin at any position without
+replaying the ones before it; the loop that does it runs once per record and is kept to a few
+operations. :func:`read_units` reads this worker's units of positions, keeping open only the
 shards of the window being read and the next, and asking the source to fetch the ones after.
 """
 
@@ -48,11 +49,30 @@ class EpochPlan:
         self.offset = place.rank * self.length
         self.windows = Windows(window, (seed, epoch, place.rank, "records"), shuffle=shuffle)
 
-    def locate(self, q: int) -> tuple[int, int]:
-        """``(shard, record)`` shown at position ``q``."""
-        g = (self.offset + self.windows.source(q, self.length)) % self.total
-        slot = bisect_right(self.starts, g) - 1
-        return self.order[slot], g - self.starts[slot]
+    def epoch_positions(self, positions: range) -> list[int]:
+        """Where in the epoch's order the records shown at ``positions`` are (one window
+        lookup per window, not per record: this runs for every record read)."""
+        out: list[int] = []
+        size, lo, hi = self.windows.size, positions.start, positions.stop
+        while lo < hi:
+            base = lo - lo % size
+            end = min(hi, base + size)
+            order = self.windows.order(base // size, min(size, self.length - base))
+            start, total = self.offset + base, self.total
+            out += [(start + o) % total for o in order[lo - base : end - base]]
+            lo = end
+        return out
+
+    def records(self, positions: range, shards: _OpenShards) -> list[memoryview]:
+        """The records shown at ``positions``, as slices of their shards."""
+        starts, order, opened = self.starts, self.order, shards.opened
+        out = []
+        for g in self.epoch_positions(positions):
+            slot = bisect_right(starts, g) - 1
+            data, bounds = opened[order[slot]]
+            i = g - starts[slot]
+            out.append(data[bounds[i] : bounds[i + 1]])
+        return out
 
     def window_shards(self, k: int) -> list[int]:
         """The shards under window ``k``, in sequence order (none past the end)."""
@@ -76,37 +96,35 @@ class EpochPlan:
 
 
 class _OpenShards:
-    """The shards being read, each as (records' bytes, offsets, offset of the first record)."""
+    """The shards being read: ``opened[k]`` is shard ``k``'s records as one byte view and their
+    offsets into it, the shard opened on first use."""
 
     def __init__(self, source: ShardSource) -> None:
-        self._source = source
-        self._open: dict[int, tuple[memoryview, list[int]]] = {}
         self._readers: dict[int, ShardReader] = {}
-
-    def record(self, shard: int, i: int) -> memoryview:
-        entry = self._open.get(shard)
-        if entry is None:
-            entry = self._load(shard)
-        data, bounds = entry
-        return data[bounds[i] : bounds[i + 1]]
+        self.opened = _Opened(source, self._readers)
 
     def keep_only(self, shards: set[int]) -> None:
-        for shard in [s for s in self._open if s not in shards]:
-            del self._open[shard]
+        for shard in [s for s in self.opened if s not in shards]:
+            del self.opened[shard]
             self._readers.pop(shard).close()
 
     def __contains__(self, shard: int) -> bool:
-        return shard in self._open
+        return shard in self.opened
 
-    def _load(self, shard: int) -> tuple[memoryview, list[int]]:
+
+class _Opened(dict[int, tuple[memoryview, list[int]]]):
+    def __init__(self, source: ShardSource, readers: dict[int, ShardReader]) -> None:
+        super().__init__()
+        self._source, self._readers = source, readers
+
+    def __missing__(self, shard: int) -> tuple[memoryview, list[int]]:
         reader = self._source.open(shard)
+        self._readers[shard] = reader
         block = reader.block(0, len(reader))
         base = block.bounds[0]
         # Offsets relative to the records' bytes, so a record is one slice of ``data``.
-        bounds = [b - base for b in block.bounds]
-        self._readers[shard] = reader
-        self._open[shard] = (block.data, bounds)
-        return self._open[shard]
+        self[shard] = (block.data, [b - base for b in block.bounds])
+        return self[shard]
 
 
 def read_units(
@@ -121,8 +139,7 @@ def read_units(
             if positions.start // size != window:
                 window = positions.start // size
                 _enter_window(source, plan, shards, window)
-            records = [shards.record(*plan.locate(q)) for q in positions]
-            yield positions.stop, records
+            yield positions.stop, plan.records(positions, shards)
     finally:
         shards.keep_only(set())
 
