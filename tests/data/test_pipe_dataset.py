@@ -12,11 +12,13 @@ import pytest
 import torch.utils.data
 
 from tests.data._streams import FifoWriter, pipe_env, write_input_config
-from trainops.data._errors import CorruptRecordError
-from trainops.data._pipe_channel import PipeChannelError
-from trainops.data._pipe_dataset import PipeModeDataset
-from trainops.data._recordio import recordio_frame
-from trainops.data._tfrecord import tfrecord_frame
+from trainops.data import (
+    CorruptRecordError,
+    PipeChannelError,
+    PipeModeDataset,
+    recordio_frame,
+    tfrecord_frame,
+)
 
 EPOCHS = [[b"a0", b"bb0", b"c" * 70_000], [b"x1", b"", b"yy1"]]
 

@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 
 from tests.data._streams import ids, make_dataset
-from trainops.data._batch import RecordBatch
+from trainops.data import RecordBatch, StreamingDataset
 from trainops.data._shuffle import Windows, permutation
-from trainops.data._streaming import StreamingDataset
 
 COUNTS = [40, 0, 25, 60, 7, 33, 50]  # an empty shard and uneven sizes on purpose
 TOTAL = sum(COUNTS)

@@ -10,9 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.data._streams import make_dataset
-from trainops.data._errors import CorruptRecordError
-from trainops.data._index import DatasetIndexError
-from trainops.data._streaming import StreamingDataset
+from trainops.data import CorruptRecordError, DatasetIndexError, StreamingDataset
 
 COUNTS = [10, 20, 15]
 

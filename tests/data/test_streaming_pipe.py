@@ -10,10 +10,8 @@ import pytest
 import torch.utils.data
 
 from tests.data._streams import FifoWriter, ids, make_dataset, pipe_env
-from trainops.data._errors import CorruptRecordError
-from trainops.data._recordio import recordio_frame
+from trainops.data import CorruptRecordError, StreamingDataset, recordio_frame
 from trainops.data._shuffle import Windows
-from trainops.data._streaming import StreamingDataset
 
 COUNTS = [20, 35, 0, 12, 28]
 ORDER = [3, 0, 4, 1, 2]  # the order the agent streams the shards in (its shuffle)

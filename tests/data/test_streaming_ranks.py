@@ -15,8 +15,7 @@ import pytest
 import torch.utils.data
 
 from tests.data._streams import ids, make_dataset
-from trainops.data._partition import PlacementError
-from trainops.data._streaming import StreamingDataset
+from trainops.data import PlacementError, StreamingDataset
 
 COUNTS = [31, 17, 0, 44, 9, 26, 38]
 TOTAL = sum(COUNTS)  # 165: not a multiple of 2, 4 or 7
@@ -118,8 +117,8 @@ def test_a_bad_rank_environment_is_named(
 
 GLOO_RANK = """
 import sys, torch.distributed as dist
-from trainops.data._streaming import StreamingDataset
 from tests.data._streams import ids
+from trainops.data import StreamingDataset
 rank, init = int(sys.argv[1]), sys.argv[2]
 dist.init_process_group("gloo", init_method=init, rank=rank, world_size=2)
 # RANK/WORLD_SIZE say otherwise: the initialised group is what counts.

@@ -12,8 +12,7 @@ from tests._support.seaweed import SeaweedS3
 from tests.data._streams import ids, make_dataset
 from trainops._errors import StorageError
 from trainops._settings import Settings
-from trainops.data._errors import CorruptRecordError
-from trainops.data._streaming import StreamingDataset
+from trainops.data import CorruptRecordError, StreamingDataset
 from trainops.storage import store_for
 
 pytestmark = [pytest.mark.s3, pytest.mark.slow]

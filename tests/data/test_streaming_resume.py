@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.data._streams import ids, make_dataset
-from trainops.data._streaming import StreamingDataset
+from trainops.data import StreamingDataset
 
 COUNTS = [30, 12, 45, 0, 27, 36]
 TOTAL = sum(COUNTS)

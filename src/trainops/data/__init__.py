@@ -4,7 +4,9 @@ Record readers and writers for RecordIO (MXNet/SageMaker), TFRecord (with ``tf.t
 and text lines share one error for corrupt records (:class:`CorruptRecordError`, naming the
 source and byte offset) and one way to skip them (``max_corrupt``). :class:`ShardReader` reads
 trainops' own shards, described by an ``index.json`` (:class:`ShardIndex`); :func:`pack` (the
-``trainops pack`` command) makes them from many small files.
+``trainops pack`` command) makes them from many small files. :class:`StreamingDataset` streams
+shards into PyTorch (shuffled, split by rank and worker, resumable) from a folder, an object
+store or a Pipe channel; :class:`PipeModeDataset` reads a Pipe channel's records epoch by epoch.
 
 Importable in a training script without a server: ``from trainops.data import
 RecordIOReader``. Each exported name is imported on first use, so a script that reads
@@ -18,6 +20,7 @@ import typing
 from trainops._lazy import lazy_names
 
 if typing.TYPE_CHECKING:
+    from trainops.data._batch import RecordBatch
     from trainops.data._errors import CorruptBudget, CorruptRecordError, PackError
     from trainops.data._example import Feature, decode_example, encode_example
     from trainops.data._index import (
@@ -28,7 +31,11 @@ if typing.TYPE_CHECKING:
         ShardInfo,
     )
     from trainops.data._lines import LineReader
+    from trainops.data._loader import StreamingLoader
     from trainops.data._pack import PackOptions, PackResult, pack
+    from trainops.data._partition import PlacementError
+    from trainops.data._pipe_channel import PipeChannelError
+    from trainops.data._pipe_dataset import PipeModeDataset
     from trainops.data._recordio import (
         RECORDIO_MAGIC,
         IRHeader,
@@ -49,6 +56,7 @@ if typing.TYPE_CHECKING:
         encode_shard,
         write_shard,
     )
+    from trainops.data._streaming import StreamingDataset
     from trainops.data._tfrecord import (
         TFRecordReader,
         TFRecordWriter,
@@ -71,12 +79,18 @@ __all__ = [
     "PackError",
     "PackOptions",
     "PackResult",
+    "PipeChannelError",
+    "PipeModeDataset",
+    "PlacementError",
+    "RecordBatch",
     "RecordBlock",
     "RecordIOReader",
     "RecordIOWriter",
     "ShardIndex",
     "ShardInfo",
     "ShardReader",
+    "StreamingDataset",
+    "StreamingLoader",
     "TFRecordReader",
     "TFRecordWriter",
     "Verify",
@@ -133,6 +147,12 @@ _MODULE_OF = {
     "unpack_irheader": "trainops.data._recordio",
     "write_idx": "trainops.data._recordio",
     "write_shard": "trainops.data._shards",
+    "PipeChannelError": "trainops.data._pipe_channel",
+    "PipeModeDataset": "trainops.data._pipe_dataset",
+    "PlacementError": "trainops.data._partition",
+    "RecordBatch": "trainops.data._batch",
+    "StreamingDataset": "trainops.data._streaming",
+    "StreamingLoader": "trainops.data._loader",
 }
 
 
