@@ -91,7 +91,11 @@ class RayCluster:
         done = _driver(self, code)
         if done.returncode != 0:
             raise RayStartError(f"cannot list the cluster's nodes: {done.stderr[-500:]}")
-        nodes: dict[str, list[str]] = json.loads(done.stdout.strip().splitlines()[-1])
+        # Ray may print its own warnings to stdout under load ("raylet has lagging heartbeats").
+        ours = [line for line in done.stdout.splitlines() if line.startswith("{")]
+        if not ours:
+            raise RayStartError(f"cannot list the cluster's nodes: {done.stdout[-500:]}")
+        nodes: dict[str, list[str]] = json.loads(ours[-1])
         return {w: node for node, names in nodes.items() for w in names if w in self.workers}
 
     def kill_node(self, worker: str) -> None:

@@ -99,8 +99,11 @@ class LogWaiter:
         self, name: str, after: int, host: str | None, limit: int
     ) -> tuple[JobRecord, list[LogChunk]]:
         def read() -> tuple[JobRecord, list[LogChunk]]:
-            job = self.controller.job(name)
-            store = self.controller.store
-            return job, store.log_chunks(name, after=after, host=host, limit=limit)
+            # Lines first: an agent's events are stored in order, so the status read after them
+            # is at least the one they were written under (a page never shows a script's first
+            # line beside the status from before its Training transition).
+            self.controller.job(name)  # an unknown job is a 404 before anything is read
+            chunks = self.controller.store.log_chunks(name, after=after, host=host, limit=limit)
+            return self.controller.job(name), chunks
 
         return await anyio.to_thread.run_sync(read, limiter=self._limiter)
