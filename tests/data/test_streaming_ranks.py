@@ -131,17 +131,20 @@ dist.destroy_process_group()
 def test_an_initialised_process_group_gives_the_rank(folder: Path, tmp_path: Path) -> None:
     init = f"file://{tmp_path / 'rendezvous'}"
     env = {"RANK": "0", "WORLD_SIZE": "1", "PYTHONPATH": ":".join(sys.path)}
+    env["GLOO_SOCKET_IFNAME"] = "lo"  # loopback: no dependence on the host name resolving
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", GLOO_RANK, str(rank), init, str(folder)],
             stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
             env=env,
         )
         for rank in range(2)
     ]
-    outs = [proc.communicate(timeout=120)[0] for proc in procs]
-    assert [proc.returncode for proc in procs] == [0, 0]
+    done = [proc.communicate(timeout=120) for proc in procs]
+    assert [proc.returncode for proc in procs] == [0, 0], [err[-2000:] for _, err in done]
+    outs = [out for out, _ in done]
     per_rank = [[int(g) for g in out.split()] for out in outs]
     assert [len(r) for r in per_rank] == [-(-TOTAL // 2)] * 2
     assert set(per_rank[0]) | set(per_rank[1]) == set(range(TOTAL))

@@ -5,8 +5,9 @@ channel), at an object-store URI (fetched ahead into a bounded cache), or on a P
 FIFO (:meth:`StreamingDataset.from_channel`). Every epoch the dataset shows each rank its own
 run of records (equal counts, as ``DistributedSampler``), shuffled by shard order and by windows
 of records, deterministically in ``(seed, epoch)``; DataLoader workers take turns by batch so
-the loop sees the rank's sequence in order. Batches cross the worker boundary as one
-:class:`RecordBatch` each, not one object per record. ``state_dict`` is a handful of numbers and
+the loop sees the rank's sequence in order. With ``batch_size`` the dataset makes the batches,
+so each crosses the worker boundary as one message (a :class:`RecordBatch`), not one per
+record. ``state_dict`` is a handful of numbers and
 ``load_state_dict`` continues mid-epoch without replaying what was read.
 """
 
@@ -109,7 +110,7 @@ class StreamingDataset(_Base):
         for stop, records in self._units(place, state):
             if self.batch_size is not None:
                 self.state = state.moved(consumed=stop)
-                yield RecordBatch.of(records, epoch=state.epoch, stop=stop)
+                yield RecordBatch(map(bytes, records), epoch=state.epoch, stop=stop)
                 continue
             for at, record in enumerate(records, start=stop - len(records) + 1):
                 self.state = state.moved(consumed=at)
