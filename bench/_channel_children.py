@@ -152,16 +152,33 @@ def host(args: dict[str, Any]) -> dict[str, Any]:
     if args["mode"] != "Pipe":
         (data / ".ready").touch()
     result = finish(reading)
-    source.close()
+    helper = helper_usage(source)
     pipe = isinstance(source, PipeChannel)
     return {
         "start": start,
         "prepared": prepared,
         "reader": result,
-        "host_cpu_s": cpu_s() - cpu0,
+        "host_cpu_s": cpu_s() - cpu0 + helper["cpu_s"],
+        "helper_peak_rss_mib": helper["peak_rss_mib"],
         "peak_read_ahead": source.peak_read_ahead if pipe else 0,
         "read_ahead_budget": source.read_ahead_budget if pipe else 0,
     }
+
+
+def helper_usage(source: Any) -> dict[str, float]:
+    """Close ``source``; the CPU and peak RSS of the process it ran beside the agent (FastFile's
+    rclone: its own process, reaped by ``close()``), so that the host's figures include it."""
+    pid = getattr(source, "rclone_pid", None)
+    peak = 0.0
+    if pid is not None:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                peak = int(line.split()[1]) / 1024
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    source.close()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    spent = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return {"cpu_s": spent if pid is not None else 0.0, "peak_rss_mib": peak}
 
 
 CHANNEL_DEFAULTS = {

@@ -19,7 +19,8 @@ side is a separate reader process (1 MiB ``read`` calls, as a training script wo
    reader: the host's peak RSS and the read-ahead held at most, against its budget.
 4. Time to first byte and epoch time, the same channel from SeaweedFS in each mode of
    :data:`MODES` (File, Pipe, FastFile: an rclone mount of the prefix), for the large objects and for
-   ``--small-count`` x ``--small-kib`` objects.
+   ``--small-count`` x ``--small-kib`` objects. FastFile's host CPU and peak RSS add rclone's
+   (a process of its own beside the agent).
 
 SeaweedFS runs on the same cores as everything else; the machine may be shared (see the JSON's
 ``machine``).
@@ -216,7 +217,7 @@ class Bench:
                 "ttfb_s": epoch["first_byte"] - out["start"],
                 "epoch_s": epoch["eof"] - out["start"],
                 "host_cpu_s": out["host_cpu_s"],
-                "peak_rss_mib": rss,
+                "peak_rss_mib": rss + out["helper_peak_rss_mib"],  # FastFile: with rclone's
             },
         )
 
