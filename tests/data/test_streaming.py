@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import pickle
 from collections import Counter
 from pathlib import Path
@@ -10,7 +11,7 @@ import pytest
 
 from tests.data._streams import ids, make_dataset
 from trainops.data import RecordBatch, StreamingDataset
-from trainops.data._shuffle import Windows, permutation
+from trainops.data._shuffle import Windows, default_window, permutation
 
 COUNTS = [40, 0, 25, 60, 7, 33, 50]  # an empty shard and uneven sizes on purpose
 TOTAL = sum(COUNTS)
@@ -121,3 +122,21 @@ def test_bad_options_are_refused_with_their_name(folder: Path) -> None:
 
 def test_a_file_uri_reads_the_folder_in_place(folder: Path) -> None:
     assert ids(StreamingDataset(f"file://{folder}", shuffle=False)) == list(range(TOTAL))
+
+
+def test_the_default_window_holds_a_gibibyte_of_records_at_most_262144() -> None:
+    assert default_window(4096, 1 << 30) == 1 << 18
+    assert default_window(100 << 10, 1 << 30) == 10485
+    assert default_window(2 << 30, 1 << 30) == 1
+
+
+def test_by_default_a_small_dataset_is_shuffled_as_one_window(folder: Path) -> None:
+    # The documented order, spelled out: shards permuted by (seed, epoch), their records
+    # concatenated, then one window of 262,144 positions (more than the dataset) permuted.
+    order = permutation(len(COUNTS), 3, 0, "shards")
+    starts = list(itertools.accumulate(COUNTS, initial=0))
+    sequence = [g for k in order for g in range(starts[k], starts[k + 1])]
+    windows = Windows(1 << 18, (3, 0, 0, "records"), shuffle=True)
+    expected = [sequence[windows.source(q, TOTAL)] for q in range(TOTAL)]
+    assert ids(StreamingDataset(folder, seed=3)) == expected
+    assert StreamingDataset(folder).state_dict()["shuffle_window"] is None

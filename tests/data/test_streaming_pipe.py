@@ -166,3 +166,16 @@ def test_a_file_mode_channel_reads_its_folder(
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("SM_CHANNEL_TRAIN", str(tmp_path / "ds"))
     assert ids(StreamingDataset.from_channel("train", shuffle=False)) == list(range(sum(COUNTS)))
+
+
+def test_by_default_a_pipe_window_holds_256_mib_of_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shards: list[bytes]
+) -> None:
+    folder = _job(tmp_path, monkeypatch)
+    writer = _serve(folder, [b"".join(shards[k] for k in ORDER)])
+    seen = ids(StreamingDataset.from_channel("train", seed=4))
+    # Records of ~20 bytes: 256 MiB would be millions, so the cap of 262,144 applies.
+    windows = Windows(1 << 18, (4, 0, 0, "records"), shuffle=True)
+    sequence = _sequence()
+    assert seen == [sequence[windows.source(q, len(sequence))] for q in range(len(sequence))]
+    _done(writer)

@@ -3,26 +3,50 @@
 The host's sequence is the records of the shards in the order the agent streams them (its
 ``shuffle_seed`` permutes the objects and ``ShardedByKey`` gives each host its own share; see
 docs/data-pipe.md). Each window of ``shuffle_window`` records is held in memory and emitted
-permuted, exactly as :mod:`_indexed_epoch` permutes a window of an indexed dataset. Resuming
+permuted, exactly as :mod:`_indexed_epoch` permutes a window of an indexed dataset; by default a
+window is 256 MiB of records. Resuming
 at position ``p`` passes over the whole shards before ``p``'s window without parsing them.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
+from dataclasses import dataclass
 from itertools import islice
 
 from trainops.data._pipe_channel import PipeChannel
 from trainops.data._pipe_shards import StreamedShard, stream_shards
-from trainops.data._shuffle import Windows
+from trainops.data._shuffle import Windows, default_window
 
-__all__ = ["pipe_units", "read_pipe_units"]
+__all__ = ["PIPE_WINDOW_BYTES", "Shuffle", "pipe_units", "read_pipe_units"]
 
 Unit = tuple[int, list[memoryview]]
 
 
+# A Pipe channel's window is held in memory: by default, records of this many bytes (the first
+# shard's average record size says how many).
+PIPE_WINDOW_BYTES = 256 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class Shuffle:
+    """The windows' key, whether to permute them, and their size (None: by the data)."""
+
+    key: tuple[object, ...]
+    shuffle: bool
+    window: int | None
+
+    def windows(self, first: StreamedShard | None) -> Windows:
+        size = self.window
+        if size is None:
+            average = len(first.data) / max(first.records, 1) if first else 1.0
+            size = default_window(average, PIPE_WINDOW_BYTES)
+        return Windows(size, self.key, shuffle=self.shuffle)
+
+
 def pipe_units(
-    channel: PipeChannel, windows: Windows, *, start: int, unit: int, max_shard_bytes: int
+    channel: PipeChannel, shuffle: Shuffle, *, start: int, unit: int, max_shard_bytes: int
 ) -> Iterator[Unit]:
     """The next epoch of ``channel`` (its next FIFO), from position ``start`` on."""
     fifo = channel.claim()
@@ -31,7 +55,10 @@ def pipe_units(
         shards = stream_shards(
             stream, label=label, wrapped=channel.wrapped, max_shard_bytes=max_shard_bytes
         )
-        yield from read_pipe_units(shards, windows, start=start, unit=unit)
+        first = next(shards, None)
+        windows = shuffle.windows(first)
+        rest = shards if first is None else itertools.chain([first], shards)
+        yield from read_pipe_units(rest, windows, start=start, unit=unit)
 
 
 def read_pipe_units(

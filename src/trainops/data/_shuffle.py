@@ -16,7 +16,15 @@ from __future__ import annotations
 
 import random
 
-__all__ = ["Windows", "permutation"]
+__all__ = ["MAX_WINDOW", "Windows", "default_window", "permutation"]
+
+MAX_WINDOW = 1 << 18
+
+
+def default_window(record_bytes: float, budget: int) -> int:
+    """Records in a window by default: as many as ``budget`` bytes hold, at most
+    :data:`MAX_WINDOW` (MosaicML's smallest default block), at least one."""
+    return max(1, min(MAX_WINDOW, int(budget // max(record_bytes, 1.0))))
 
 
 def permutation(n: int, *key: object) -> list[int]:

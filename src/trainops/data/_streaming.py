@@ -21,13 +21,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trainops.data._batch import RecordBatch
+from trainops.data._index import ShardIndex
 from trainops.data._indexed_epoch import EpochPlan, read_units
 from trainops.data._local_shards import LocalShards
 from trainops.data._partition import Placement
 from trainops.data._pipe_channel import PipeChannel, channel_entry, pipe_root
-from trainops.data._pipe_epoch import pipe_units
+from trainops.data._pipe_epoch import Shuffle, pipe_units
 from trainops.data._shard_source import ShardSource
-from trainops.data._shuffle import Windows
+from trainops.data._shuffle import default_window
 from trainops.data._stream_state import StreamState
 from trainops.data._torch import iterable_base
 
@@ -41,6 +42,9 @@ else:
 __all__ = ["StreamingDataset"]
 
 Item = RecordBatch | bytes
+# By default a window holds this much data (262,144 records at most): for a folder or the cache
+# of an object store it is what the shards under a window take (mapped, not read into memory).
+INDEXED_WINDOW_BYTES = 1 << 30
 
 
 class StreamingDataset(_Base):
@@ -53,7 +57,7 @@ class StreamingDataset(_Base):
         batch_size: int | None = None,
         shuffle: bool = True,
         seed: int = 0,
-        shuffle_window: int = 1 << 16,
+        shuffle_window: int | None = None,
         drop_last: bool = False,
         cache_dir: str | os.PathLike[str] | None = None,
         cache_limit: int = 8 << 30,
@@ -65,8 +69,8 @@ class StreamingDataset(_Base):
             raise ValueError(f"batch_size must be 1 or more (or None), not {batch_size}")
         self.batch_size = batch_size
         self.shuffle = shuffle
-        if shuffle_window < 1:
-            raise ValueError(f"shuffle_window must be 1 or more, not {shuffle_window}")
+        if shuffle_window is not None and shuffle_window < 1:
+            raise ValueError(f"shuffle_window must be 1 or more (or None), not {shuffle_window}")
         self.shuffle_window = shuffle_window
         self.drop_last = drop_last
         self.max_shard_bytes = max_shard_bytes
@@ -143,10 +147,10 @@ class StreamingDataset(_Base):
         if isinstance(self.source, PipeChannel):
             _check_single_reader(self.source, place)
             key = (state.seed, state.epoch, place.rank, "records")
-            windows = Windows(self.shuffle_window, key, shuffle=self.shuffle)
+            shuffle = Shuffle(key, self.shuffle, self.shuffle_window)
             limit = self.max_shard_bytes
             yield from pipe_units(
-                self.source, windows, start=state.consumed, unit=unit, max_shard_bytes=limit
+                self.source, shuffle, start=state.consumed, unit=unit, max_shard_bytes=limit
             )
             return
         plan = self._plan(place, state)
@@ -164,7 +168,7 @@ class StreamingDataset(_Base):
             seed=state.seed,
             epoch=state.epoch,
             shuffle=self.shuffle,
-            window=self.shuffle_window,
+            window=self.shuffle_window or _indexed_window(self.source.index),
             drop_last=self.drop_last,
         )
 
@@ -182,6 +186,11 @@ class StreamingDataset(_Base):
             "shuffle_window": self.shuffle_window,
             "drop_last": self.drop_last,
         }
+
+
+def _indexed_window(index: ShardIndex) -> int:
+    size = sum(shard.bytes for shard in index.shards)
+    return default_window(size / max(index.total_records, 1), INDEXED_WINDOW_BYTES)
 
 
 def _check_single_reader(channel: PipeChannel, place: Placement) -> None:
