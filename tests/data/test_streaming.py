@@ -87,7 +87,7 @@ def test_batches_hold_the_records_and_say_where_they_end(folder: Path) -> None:
     assert {b.epoch for b in batches} == {0}
     clone = pickle.loads(pickle.dumps(batches[1]))
     assert clone == batches[1] and (clone.epoch, clone.stop) == (0, 100)
-    assert type(clone) is RecordBatch and all(type(r) is bytes for r in clone)
+    assert type(clone) is RecordBatch and all(type(r) is memoryview for r in clone)
 
 
 def test_without_a_batch_size_records_come_one_by_one_as_bytes(folder: Path) -> None:

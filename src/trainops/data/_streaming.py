@@ -114,7 +114,7 @@ class StreamingDataset(_Base):
         for stop, records in self._units(place, state):
             if self.batch_size is not None:
                 self.state = state.moved(consumed=stop)
-                yield RecordBatch(map(bytes, records), epoch=state.epoch, stop=stop)
+                yield RecordBatch(records, epoch=state.epoch, stop=stop)
                 continue
             for at, record in enumerate(records, start=stop - len(records) + 1):
                 self.state = state.moved(consumed=at)
