@@ -107,3 +107,14 @@ def test_a_fifo_in_place_of_a_shard_is_refused_without_blocking(folder: Path) ->
     os.mkfifo(folder / "part-00000.tops")
     with pytest.raises(CorruptRecordError, match="not a regular file"):
         _read_all(folder)
+
+
+def test_a_cache_folder_others_may_write_in_is_refused(tmp_path: Path) -> None:
+    from trainops.data._shard_cache import ShardCache
+
+    (tmp_path / "open").mkdir()
+    (tmp_path / "open").chmod(0o777)
+    with pytest.raises(CorruptRecordError, match="others may write in it"):
+        ShardCache(tmp_path / "open", 1 << 20).prepare()
+    ShardCache(tmp_path / "mine", 1 << 20).prepare()  # made here: 0700, accepted
+    assert (tmp_path / "mine").stat().st_mode & 0o777 == 0o700

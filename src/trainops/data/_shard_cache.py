@@ -37,12 +37,17 @@ class ShardCache:
         self.limit = limit
 
     def prepare(self) -> None:
-        """Create the folder (mode 0700) and check it is ours and not a link."""
+        """Create the folder (mode 0700) and check it is ours, not a link, and closed to
+        others (nobody else can put a shard of the right size in it)."""
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
         status = os.lstat(self.root)
-        if not stat.S_ISDIR(status.st_mode) or status.st_uid != os.getuid():
+        mine = stat.S_ISDIR(status.st_mode) and status.st_uid == os.getuid()
+        if not mine or status.st_mode & 0o022:
             raise CorruptRecordError(
-                str(self.root), 0, "cache folder is a link or belongs to another user, refused"
+                str(self.root),
+                0,
+                "cache folder is a link, belongs to another user or others may write in it; "
+                "refused",
             )
 
     def get(

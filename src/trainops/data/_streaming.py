@@ -231,4 +231,6 @@ def _open_source(
 
 def _default_cache(uri: str) -> Path:
     digest = hashlib.sha256(uri.rstrip("/").encode()).hexdigest()[:16]
-    return Path(tempfile.gettempdir()) / f"trainops-shards-{os.getuid()}" / digest
+    # One level under the temporary folder, checked to be ours before use (ShardCache.prepare):
+    # a parent folder in a shared /tmp could be swapped by another user.
+    return Path(tempfile.gettempdir()) / f"trainops-shards-{os.getuid()}-{digest}"
