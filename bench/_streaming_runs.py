@@ -2,8 +2,10 @@
 
 Each system names its interpreter (this one, or ``.venv-bench``'s for the peers) and the dataset
 folder it reads. A run is one child process (``_streaming_loops.py read``); this process samples
-the memory of the child's whole process tree every 50 ms while it runs (RSS, which counts pages
-shared between workers once per process, and PSS, which shares them out).
+the memory of the child's whole process tree every 50 ms while it runs: RSS (pages shared
+between processes counted once per process), PSS (shared pages shared out), and RSS without
+file-backed pages (``RssAnon + RssShmem``: what the processes hold apart from the page cache
+of files they map, such as memory-mapped shards).
 """
 
 from __future__ import annotations
@@ -142,18 +144,31 @@ class Runner:
 
 
 def _watch(proc: subprocess.Popen[bytes]) -> dict[str, float]:
-    rss = pss = 0
+    rss = pss = anon = 0
     parent = psutil.Process(proc.pid)
     while proc.poll() is None:
         try:
             tree = [parent, *parent.children(recursive=True)]
             infos = [p.memory_full_info() for p in tree]
+            unfiled = sum(_unfiled_kib(p.pid) for p in tree) << 10
         except psutil.Error:  # a worker came or went between the listing and the reading
-            infos = []
+            infos, unfiled = [], 0
         rss = max(rss, sum(i.rss for i in infos))
         pss = max(pss, sum(i.pss for i in infos))
+        anon = max(anon, unfiled)
         time.sleep(0.05)
-    return {"peak_rss_mib": round(rss / 2**20, 1), "peak_pss_mib": round(pss / 2**20, 1)}
+    peaks = {"peak_rss_mib": rss, "peak_pss_mib": pss, "peak_unfiled_rss_mib": anon}
+    return {name: round(value / 2**20, 1) for name, value in peaks.items()}
+
+
+def _unfiled_kib(pid: int) -> int:
+    """RssAnon + RssShmem: resident memory that is not a mapped file's page cache."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError as error:
+        raise psutil.NoSuchProcess(pid) from error
+    fields = dict(line.split(":", 1) for line in lines if ":" in line)
+    return sum(int(fields.get(name, "0 kB").split()[0]) for name in ("RssAnon", "RssShmem"))
 
 
 def _warm(folder: Path) -> None:

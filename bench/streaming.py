@@ -6,13 +6,16 @@ for a plain DataLoader. Each system then reads one epoch with shuffling on, ``--
 DataLoader workers and batches of ``--batch``, identity collate (a list of the samples, no
 decode), its loop touching every sample, in a child process of its own interpreter (the peers
 run in ``.venv-bench``: MosaicML streaming pins numpy<2.2; the recipe is in streaming.md §13;
-torch is the same release in both). ``trainops_records`` is trainops handing one record per
-item to the DataLoader, which batches them: what crossing the worker boundary per sample costs.
+torch is the same release in both). ``trainops_records`` is trainops handing the DataLoader one
+record per item, batched by the DataLoader in the worker (a fetch and a collate per record, the
+batch pickled as bytes): what making the batches in the dataset and sending them through shared
+memory saves.
 
 Per run: steady-state samples/s (the first 5 % of batches left out), time to first batch from
-the dataset's constructor (imports done), peak RSS and PSS summed over the process tree
-(sampled every 50 ms by this process). Page cache warm: each system's files are read once
-before each of its runs. Systems are interleaved, their order turned over every round; the
+the dataset's constructor (imports done), peak RSS and PSS summed over the process tree, and
+the same without file-backed pages (``RssAnon + RssShmem``: memory-mapped shards are page cache,
+not memory the loader holds), sampled every 50 ms by this process. Page cache warm: each
+system's files are read once before each of its runs. Systems are interleaved, their order turned over every round; the
 figures are medians over ``--rounds``. One more epoch per system logs the sample ids for the
 shuffle quality (``_streaming_quality``), not timed. Targets: trainops ≥ 2x the best peer's
 samples/s, time to first batch ≤ 0.5 s. The machine may be shared with other work: see
@@ -77,6 +80,9 @@ def summarise(samples: list[dict[str, Any]]) -> dict[str, Any]:
         "ttfb_s": round(statistics.median(s["ttfb_s"] for s in samples), 3),
         "peak_rss_mib": round(statistics.median(s["peak_rss_mib"] for s in samples)),
         "peak_pss_mib": round(statistics.median(s["peak_pss_mib"] for s in samples)),
+        "peak_unfiled_rss_mib": round(
+            statistics.median(s["peak_unfiled_rss_mib"] for s in samples)
+        ),
     }
 
 
@@ -112,8 +118,8 @@ def build_result(
 def render_table(result: dict[str, Any]) -> str:
     summary, quality_of = result["summary"], result["shuffle_quality"]
     rows = [
-        "| system | samples/s (min-max) | MB/s | first batch (s) | peak RSS / PSS (MiB) "
-        "| entropy ids / shards | mean shard run | KS mean |",
+        "| system | samples/s (min-max) | MB/s | first batch (s) | peak RSS / PSS / without "
+        "file pages (MiB) | entropy ids / shards | mean shard run | KS mean |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, s in summary.items():
@@ -121,7 +127,7 @@ def render_table(result: dict[str, Any]) -> str:
         rows.append(
             f"| {result['systems'][name]} | {s['samples_per_s']:,} ({s['samples_per_s_min']:,}"
             f"-{s['samples_per_s_max']:,}) | {s['mb_per_s']} | {s['ttfb_s']} "
-            f"| {s['peak_rss_mib']} / {s['peak_pss_mib']} "
+            f"| {s['peak_rss_mib']} / {s['peak_pss_mib']} / {s['peak_unfiled_rss_mib']} "
             f"| {q.get('entropy_ids', '')} / {q.get('entropy_shards', '')} "
             f"| {q.get('mean_shard_run', '')} | {q.get('ks_mean', '')} |"
         )

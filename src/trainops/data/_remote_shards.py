@@ -41,26 +41,23 @@ class RemoteShards(ShardSource):
         self._store: ObjectStore | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._pending: dict[int, Future[Path]] = {}
+        self._prepared = False
         index_uri = join_uri(self.location, INDEX_NAME)
         text = self._process_store().get_range(index_uri, 0, MAX_INDEX_BYTES + 1)
         self.index = parse_shard_index(text, index_uri)
 
     def open(self, k: int) -> ShardReader:
         info = self.index.shards[k]
-        for attempt in range(2):
-            future = self._pending.pop(k, None)
-            path = future.result() if future is not None else self._fetch(k)
-            try:
-                fd = os.open(path, _OPEN)
-            except FileNotFoundError:
-                if attempt:  # trimmed by another worker twice in a row: give up loudly
-                    raise
-                continue
-            try:
-                return map_shard(fd, self._uri(info), info, verify=False)
-            finally:
-                os.close(fd)
-        raise AssertionError("unreachable")
+        future = self._pending.pop(k, None)
+        path = future.result() if future is not None else self._fetch(k)
+        try:
+            fd = os.open(path, _OPEN)
+        except FileNotFoundError:  # trimmed by another worker since: fetch it again
+            fd = os.open(self._fetch(k), _OPEN)
+        try:
+            return map_shard(fd, self._uri(info), info, verify=False)
+        finally:
+            os.close(fd)
 
     def prefetch(self, ks: Sequence[int]) -> None:
         for k in ks:
@@ -75,14 +72,18 @@ class RemoteShards(ShardSource):
         self._pool, self._pending = None, {}
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_pid": 0, "_store": None, "_pool": None, "_pending": {}}
+        blank: dict[str, Any] = {"_pid": 0, "_store": None, "_pool": None, "_pending": {}}
+        blank["_prepared"] = False
+        return {**self.__dict__, **blank}
 
     def _uri(self, info: ShardInfo) -> str:
         return join_uri(self.location, info.name)
 
     def _fetch(self, k: int) -> Path:
+        self._ready()
         info = self.index.shards[k]
-        keep = {self.index.shards[j].name for j in self._pending}
+        # tuple() copies the keys at once: the loop's thread may add to _pending meanwhile.
+        keep = {self.index.shards[j].name for j in tuple(self._pending)}
         return self._cache.get(info.name, info.bytes, lambda dest: self._download(info, dest), keep)
 
     def _download(self, info: ShardInfo, dest: Path) -> None:
@@ -108,12 +109,18 @@ class RemoteShards(ShardSource):
     def _process_pool(self) -> ThreadPoolExecutor:
         self._own()
         if self._pool is None:
-            self._cache.prepare()
             self._pool = ThreadPoolExecutor(self._prefetch, thread_name_prefix="shard-fetch")
         return self._pool
+
+    def _ready(self) -> None:
+        self._own()
+        if not self._prepared:
+            self._cache.prepare()
+            self._prepared = True
 
     def _own(self) -> None:
         """Forget what a parent process made (a forked worker inherits it, unusable)."""
         if self._pid != os.getpid():
             self._pid = os.getpid()
             self._store, self._pool, self._pending = None, None, {}
+            self._prepared = False
