@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -38,7 +39,12 @@ def remote(
 
 
 def _cached(folder: Path) -> dict[str, int]:
-    return {p.name: p.stat().st_size for p in folder.iterdir() if not p.name.startswith(".")}
+    sizes = {}
+    for path in folder.iterdir():
+        with contextlib.suppress(FileNotFoundError):  # trimmed by the fetch thread meanwhile
+            if not path.name.startswith("."):
+                sizes[path.name] = path.stat().st_size
+    return sizes
 
 
 def test_records_from_the_bucket_are_those_of_the_folder(
@@ -66,8 +72,9 @@ def test_the_cache_stays_within_its_limit(remote: tuple[str, Path], tmp_path: Pa
     peak = 0
     for _ in dataset:
         peak = max(peak, sum(_cached(cache).values()))
-    # The shards being read (at most this window's and the next) may stay past the limit.
-    assert 0 < peak <= 2 * largest + 2 * largest
+    # Past the limit only for a moment: a shard just fetched (by the loop or the one fetch
+    # thread) until it trims, and the shards it spares (the one fetched, the one pending).
+    assert 0 < peak <= 2 * largest + 3 * largest
     assert sum(_cached(cache).values()) <= 2 * largest + largest
     assert not [p for p in cache.iterdir() if p.name.endswith(".fetch")]
 
