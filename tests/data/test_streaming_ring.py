@@ -98,3 +98,10 @@ def test_a_full_ring_says_so_and_is_free_again_once_batches_are_gone() -> None:
     held.pop(0)
     gc.collect()
     assert ring.write(chunk, 4 << 20) is not None  # the first span is free again
+
+
+@pytest.mark.slow
+def test_the_ring_can_be_turned_off(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRAINOPS_DATA_SHM", "0")
+    kinds = {type(batch[0].obj).__name__ for batch in _loader(folder, workers=1)}  # type: ignore[attr-defined]
+    assert kinds == {"bytes"}

@@ -13,6 +13,8 @@ taken from it are gone (a finalizer on the one object their views share); the tr
 then writes how far the ring is free into the ring's header, where the worker reads it before
 writing more. When the ring has no room (the loop keeps many batches, or one batch is larger
 than a quarter of the ring) the batch travels the ordinary way, pickled as bytes: nothing waits.
+``TRAINOPS_DATA_SHM=0`` in the environment turns the ring off (every batch pickled), for a system
+where one process may not open another's descriptors through ``/proc``.
 """
 
 from __future__ import annotations
@@ -93,7 +95,7 @@ def worker_ring(size: int) -> Ring | None:
         _ring, _ring_failed = None, False  # a forked child's copy: the ring is its parent's
     if _ring is not None or _ring_failed:
         return _ring
-    if not _in_worker():
+    if not _in_worker() or os.environ.get("TRAINOPS_DATA_SHM") == "0":
         return None
     capacity = min(_MAX_RING, max(_MIN_RING, -(-8 * size // (1 << 20)) << 20))
     try:
