@@ -105,3 +105,12 @@ def test_the_ring_can_be_turned_off(folder: Path, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("TRAINOPS_DATA_SHM", "0")
     kinds = {type(batch[0].obj).__name__ for batch in _loader(folder, workers=1)}  # type: ignore[attr-defined]
     assert kinds == {"bytes"}
+
+
+def test_a_ring_that_cannot_be_opened_says_what_to_do() -> None:
+    ring = Ring(16 << 20)
+    span = ring.write([memoryview(b"abcd")], 4)
+    assert span is not None
+    bounds = array("Q", [0, 4]).tobytes()
+    with pytest.raises(RuntimeError, match="TRAINOPS_DATA_SHM=0"):
+        receive((os.getpid(), 10_000, ring.token, ring.capacity), span, bounds)  # no such fd

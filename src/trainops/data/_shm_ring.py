@@ -118,7 +118,13 @@ class _View:
 
     def __init__(self, pid: int, fd: int, token: bytes, capacity: int) -> None:
         path = f"/proc/{pid}/fd/{fd}"
-        handle = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+        try:
+            handle = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+        except OSError as error:
+            raise RuntimeError(
+                f"cannot read DataLoader worker {pid}'s batches from shared memory ({path}: "
+                f"{error.strerror}); set TRAINOPS_DATA_SHM=0 to send them pickled"
+            ) from None
         try:
             self.map = mmap.mmap(handle, _HEADER + capacity)
         finally:
