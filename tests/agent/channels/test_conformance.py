@@ -20,7 +20,6 @@ import pytest
 from tests.agent.channels._support import Host, channel, threads_now
 from tests.agent.channels._views import filesystem_channel, sees_files
 from trainops import StorageError
-from trainops._settings import Settings
 from trainops.agent.channels import KINDS, ChannelSource, open_channel
 from trainops.protocol import ChannelSpec
 
@@ -57,11 +56,6 @@ CASES: dict[str, KindCase] = {
 @pytest.fixture(params=sorted(CASES))
 def case(request: pytest.FixtureRequest) -> KindCase:
     return CASES[request.param]
-
-
-@pytest.fixture
-def host(tmp_path: Path) -> Host:
-    return Host(tmp_path / "hosts", Settings(home=tmp_path))
 
 
 @pytest.fixture

@@ -47,11 +47,6 @@ def _write_tree(root: Path, objects: dict[str, bytes]) -> None:
 
 
 @pytest.fixture
-def host(tmp_path: Path) -> Host:
-    return Host(tmp_path / "hosts", Settings(home=tmp_path))
-
-
-@pytest.fixture
 def local(tmp_path: Path) -> tuple[str, dict[str, bytes]]:
     objects = _objects()
     _write_tree(tmp_path / "dataset", objects)

@@ -16,14 +16,8 @@ import pytest
 from tests.agent.channels._support import Host
 from tests.agent.channels._views import filesystem_channel, seen_by_script
 from trainops import StorageError
-from trainops._settings import Settings
 from trainops.agent.channels import FileSystemChannel, open_channel
 from trainops.agent.channels._filesystem import NOT_ENFORCED, show_directory
-
-
-@pytest.fixture
-def host(tmp_path: Path) -> Host:
-    return Host(tmp_path / "hosts", Settings(home=tmp_path))
 
 
 @pytest.fixture

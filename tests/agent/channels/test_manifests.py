@@ -4,7 +4,6 @@ bad manifest failing with one line that names the manifest and the entry or line
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,25 +14,11 @@ from tests.agent.channels._support import (
     channel,
     read_epoch,
     recordio_records,
-    threads_now,
-    wait_until,
 )
 from trainops import StorageError
 from trainops._settings import Settings
 from trainops.agent.channels import _manifest as manifest_module
 from trainops.agent.channels import open_channel
-
-
-@pytest.fixture(autouse=True)
-def nothing_left_running() -> Iterator[None]:
-    before = threads_now()
-    yield
-    wait_until(lambda: not threads_now() - before)
-
-
-@pytest.fixture
-def host(tmp_path: Path) -> Host:
-    return Host(tmp_path / "hosts", Settings(home=tmp_path))
 
 
 @pytest.fixture

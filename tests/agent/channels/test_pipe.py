@@ -12,7 +12,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,19 +23,12 @@ from tests.agent.channels._support import (
     open_fifo,
     read_epoch,
     read_some,
-    threads_now,
     wait_for_path,
     wait_until,
 )
 from trainops import StorageError
-from trainops._settings import Settings
 from trainops.agent.channels import PipeChannel, open_channel
 from trainops.agent.channels._fifo import pipe_size
-
-
-@pytest.fixture
-def host(tmp_path: Path) -> Host:
-    return Host(tmp_path / "hosts", Settings(home=tmp_path))
 
 
 @pytest.fixture
@@ -48,13 +40,6 @@ def dataset(tmp_path: Path) -> Path:
         folder = data if i % 2 else data / "b"
         (folder / f"obj-{i}").write_bytes(bytes([i + 1]) * size)
     return data
-
-
-@pytest.fixture(autouse=True)
-def nothing_left_running() -> Iterator[None]:
-    before = threads_now()
-    yield
-    wait_until(lambda: not threads_now() - before)
 
 
 def _expected(data: Path) -> bytes:

@@ -7,13 +7,9 @@ import gzip
 import hashlib
 import json
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 from tests.agent._support import make_job
-from tests.agent.channels._support import threads_now, wait_until
 from trainops.agent import HostResult
 from trainops.protocol import Command, HostOutcome
 
@@ -46,13 +42,6 @@ print("holding the fifo", flush=True)
 while True:  # reads no more: the writer waits for room in a full pipe
     time.sleep(0.05)
 """
-
-
-@pytest.fixture(autouse=True)
-def nothing_left_running() -> Iterator[None]:
-    before = threads_now()
-    yield
-    wait_until(lambda: not threads_now() - before)
 
 
 def _data(tmp_path: Path, objects: dict[str, bytes]) -> str:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import gzip
 import os
 import zlib
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,6 @@ from tests.agent.channels._support import (
     channel,
     read_epoch,
     recordio_records,
-    threads_now,
     wait_for_path,
     wait_until,
 )
@@ -26,13 +24,6 @@ from trainops.data import RECORDIO_MAGIC, RecordIOReader
 from trainops.storage import store_for
 
 SIZE = 64  # every object of the sharding dataset: its number, padded
-
-
-@pytest.fixture(autouse=True)
-def nothing_left_running() -> Iterator[None]:
-    before = threads_now()
-    yield
-    wait_until(lambda: not threads_now() - before)
 
 
 @pytest.fixture
@@ -128,11 +119,6 @@ def _pipe(host: Host, uri: str, **fields: object) -> PipeChannel:
     assert isinstance(source, PipeChannel)
     source.prepare()
     return source
-
-
-@pytest.fixture
-def host(tmp_path: Path) -> Host:
-    return Host(tmp_path / "hosts", Settings(home=tmp_path))
 
 
 def _gzip_members(data: bytes, parts: int) -> bytes:

@@ -7,7 +7,6 @@ import gzip
 import hashlib
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,6 @@ from tests.agent.channels._support import (
     channel,
     read_epoch,
     recordio_records,
-    threads_now,
     wait_until,
 )
 from trainops import StorageError
@@ -27,13 +25,6 @@ from trainops._settings import MIB, Settings, TransferSettings
 from trainops.agent.channels import PipeChannel, open_channel
 
 pytestmark = [pytest.mark.slow, pytest.mark.s3]
-
-
-@pytest.fixture(autouse=True)
-def nothing_left_running() -> Iterator[None]:
-    before = threads_now()
-    yield
-    wait_until(lambda: not threads_now() - before)
 
 
 @pytest.fixture
