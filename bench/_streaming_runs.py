@@ -71,7 +71,8 @@ def bench_python() -> str | None:
 
 
 def _stub_dir() -> Path:
-    folder = Path(tempfile.gettempdir()) / f"trainops-bench-stub-{os.getuid()}"
+    # Inside the peers' own (gitignored) venv: a fixed name in a shared /tmp could be planted.
+    folder = ROOT / ".venv-bench" / "torchvision-stub"
     for name, text in _STUB.items():
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(text)

@@ -133,13 +133,16 @@ def test_file_view_of_one_object(host: Host, tmp_path: Path) -> None:
     source.close()
 
 
-def test_a_link_out_of_the_prefix_is_not_in_a_share(host: Host, tmp_path: Path) -> None:
+@pytest.mark.parametrize("distribution", ["ShardedByKey", "FullyReplicated"])
+def test_a_link_out_of_the_prefix_is_never_shown(
+    host: Host, tmp_path: Path, distribution: str
+) -> None:
     (tmp_path / "secret").write_text("not data")
     data = tmp_path / "data"
-    data.mkdir()
+    (data / "sub").mkdir(parents=True)
     (data / "a.bin").write_bytes(b"a")
-    (data / "escape").symlink_to(tmp_path / "secret")
-    spec = channel(data.as_uri(), mode="FastFile", distribution="ShardedByKey")
+    (data / "sub" / "escape").symlink_to(tmp_path / "secret")
+    spec = channel(data.as_uri(), mode="FastFile", distribution=distribution)
     source = open_channel(spec, host.context())
     source.prepare()
     assert seen_by_script(host.data_dir / "train", source.binds())["files"] == {"a.bin": _sha(b"a")}

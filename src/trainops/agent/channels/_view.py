@@ -2,6 +2,8 @@
 
 - FullyReplicated over a prefix (``shuffle_seed`` changes nothing a directory shows): the prefix
   itself, with nothing listed up front; the lazy view lists a directory when the script does.
+  A ``file://`` directory with a symbolic link under it is shown as its listed regular files
+  instead (below), so no link is ever followed out of it.
 - ShardedByKey, or a ManifestFile: the objects File mode would download on this host (the one
   share rule of ``_share``, epoch 0), under the same relative names (their keys). On
   ``file://`` that is a tree of hard links in the agent's scratch directory (:func:`link_tree`;
@@ -53,7 +55,7 @@ def plan_view(
         raise StorageError(f"channel {channel.name!r}: FastFile mode needs a uri")
     manifest = channel.s3_data_type == "ManifestFile"
     whole = not manifest and channel.distribution not in SHARDED_NAMES
-    if whole and not _names_a_file(uri):
+    if whole and not _names_a_file(uri) and not _holds_links(uri):
         return View(uri.rstrip("/") + "/", None)
     if manifest:
         listed = manifest_objects(uri, store_for)
@@ -69,6 +71,18 @@ def plan_view(
         )
     root = _common_root(channel.name, listed)
     return View(root, tuple(_checked_key(channel.name, info.key) for info in share), len(listed))
+
+
+def _holds_links(uri: str) -> bool:
+    """Whether a ``file://`` directory has a symbolic link anywhere under it. Such a directory is
+    shown as the tree of its listed regular files (as File mode downloads them), never bound
+    whole: a link could point anywhere on the machine."""
+    if not uri.startswith("file://"):
+        return False
+    for _folder, dirs, files in os.walk(uri.removeprefix("file://")):
+        if any(os.path.islink(os.path.join(_folder, n)) for n in (*dirs, *files)):
+            return True
+    return False
 
 
 def _names_a_file(uri: str) -> bool:
