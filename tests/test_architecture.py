@@ -29,11 +29,16 @@ LAYER = {
     "control": CONTROL,
     "tuning": CONTROL,
     "notifications": CONTROL,
+    "rules": CONTROL,  # evaluated live beside the controller, on the profiler's data
+    "actions": CONTROL,  # what a rule's finding does (stop, webhook, command)
+    "report": CONTROL,  # the profiler report, computed from the data and the rules' results
     "backends": PLACEMENT,
     "agent": HOST,
     "data": IN_JOB,
     "distributed": IN_JOB,
     "profiler": IN_JOB,
+    "monitor": IN_JOB,  # the system monitor the agent's sidecar runs; writes profiler data
+    "tensorboard": IN_JOB,  # event files, written by the agent's sidecar or a script
     "debugger": IN_JOB,
     "cost": ANALYSIS,
     "spec": FOUNDATION,
@@ -52,6 +57,11 @@ SAME_LAYER_ALLOWED = {
     "control": set(),
     "tuning": {"control"},
     "notifications": {"control"},
+    "rules": {"control", "actions"},  # a service of the control plane that runs actions
+    "actions": set(),
+    "report": {"rules"},
+    "monitor": {"profiler"},
+    "tensorboard": {"data", "profiler"},
     "spec": {"catalog", "protocol"},
     "store": {"protocol"},  # job records carry the typed view of their spec
 }

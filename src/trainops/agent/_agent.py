@@ -40,7 +40,6 @@ from trainops.agent._setup import (
 )
 from trainops.agent._space import disk_full, free_paths, is_out_of_space, no_space_reason
 from trainops.agent._stop import StopControl
-from trainops.agent._sync import DirectorySync
 from trainops.agent._tree import HostTree
 from trainops.agent.channels import (
     ChannelContext,
@@ -50,6 +49,7 @@ from trainops.agent.channels import (
     open_channel,
 )
 from trainops.agent.launchers import LaunchError, remote_shell_paths
+from trainops.agent.sidecars import SidecarContext, Sidecars
 from trainops.archive import safe_extract
 from trainops.protocol import Assignment, EventKind, HostOutcome, Phase
 from trainops.storage import ObjectStore, store_for
@@ -104,7 +104,7 @@ class HostAgent:
         )
         self._sync_interval = sync_interval
         self._stores: dict[str, ObjectStore] = {}
-        self._syncs: list[DirectorySync] = []
+        self._sidecars: Sidecars | None = None  # made once the tree exists (see _prepare)
         self._channels: list[ChannelSource] = []
         self._env: dict[str, str] = {}
         self._stop = StopControl(self.job.grace_seconds)
@@ -212,7 +212,8 @@ class HostAgent:
         self._doing = "writing the configuration files"
         write_configs(self.tree, self.assignment, self.job)
         self._doing = "restoring the checkpoints"
-        self._restore_checkpoints()
+        self._sidecars = Sidecars(self._sidecar_context())
+        self._sidecars.prepare()
         if self.job.mount_opt_ml and not namespaces_available():
             raise JobFailure(
                 "mount_opt_ml: this machine does not let the agent make a private mount "
@@ -253,17 +254,25 @@ class HostAgent:
         safe_extract(archive, self.tree.code_dir, self.settings.archive)
         archive.unlink()
 
-    def _restore_checkpoints(self) -> None:
-        uri = self.job.checkpoint_uri
-        if uri is None:
-            return
-        sync = self._new_sync(self.tree.checkpoint_dir, uri, propagate_deletes=True)
-        restored = sync.restore()
-        if restored:
-            self.log.agent(f"Restored {restored} checkpoint file(s) from {uri}")
+    def _sidecar_context(self) -> SidecarContext:
+        scratch = self.state_dir / "sidecars"
+        scratch.mkdir(parents=True, exist_ok=True)
+        return SidecarContext(
+            assignment=self.assignment,
+            tree=self.tree,
+            layout=self.layout,
+            state_dir=scratch,
+            settings=self.settings,
+            store_for=self._store,
+            log=self.log.agent,
+            add_metric_listener=self.log.add_metric_listener,
+            sync_interval=self._sync_interval,
+        )
 
     def _command(self) -> ScriptCommand:
         self._env = script_environment(self.tree, self.assignment, self.job, self.environ)
+        if self._sidecars is not None:
+            self._env = self._sidecars.environment(self._env)
         installer = JobInstaller(self.tree.code_dir, self.state_dir / "env", self._run_tool)
         return script_command(self.tree, self.job, self._env, installer)
 
@@ -291,11 +300,8 @@ class HostAgent:
         self._take_commands()
         if self.stop_requested or command is None:
             return HostResult(HostOutcome.STOPPED)
-        self._new_sync(
-            self.tree.intermediate_dir, self.layout.intermediate_prefix, propagate_deletes=False
-        )
-        for sync in self._syncs:
-            sync.start()
+        if self._sidecars is not None:
+            self._sidecars.start()
         self._phase(Phase.TRAINING, "Training in progress")
         self._doing = "the script ran"
         try:
@@ -456,11 +462,7 @@ class HostAgent:
         self.log.agent(f"Deleted {freed / 1e6:.1f} MB of outputs that could not be uploaded")
 
     def _upload_outputs(self) -> list[Artifact]:
-        artifacts = []
-        for sync in self._syncs:
-            sync.final_sync()
-        if self.job.checkpoint_uri is not None:
-            artifacts.append(Artifact("checkpoint", self.job.checkpoint_uri))
+        artifacts = [] if self._sidecars is None else self._sidecars.finish()
         store = self._store(self.layout.output_prefix)
         artifacts += upload_archives(store, self.tree, self.layout, self.state_dir)
         return artifacts
@@ -497,24 +499,12 @@ class HostAgent:
             self._stores[scheme] = store_for(uri, self.settings)
         return self._stores[scheme]
 
-    def _new_sync(self, local: Path, remote: str, *, propagate_deletes: bool) -> DirectorySync:
-        sync = DirectorySync(
-            local,
-            remote,
-            self._store(remote),
-            propagate_deletes=propagate_deletes,
-            interval=self._sync_interval,
-            on_error=self.log.agent,
-        )
-        self._syncs.append(sync)
-        return sync
-
     def _internal_error(self, exc: BaseException) -> HostResult:
         if self._running is not None:
             self._running.terminate(min(self._stop.grace_seconds, INTERNAL_ERROR_GRACE_SECONDS))
             self._running.finish()
-        for sync in self._syncs:
-            sync.stop()
+        if self._sidecars is not None:
+            self._sidecars.abort()
         summary = f"{type(exc).__name__}: {exc}"
         with (
             contextlib.suppress(OSError),  # a full disk must not keep the exit from being sent

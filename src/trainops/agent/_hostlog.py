@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -40,6 +41,9 @@ class LineSink(Protocol):
     def __call__(self, stream: str, lines: list[str], ts: float) -> None: ...
 
 
+MetricListener = Callable[[str, float, list[float]], None]
+
+
 class HostLog:
     """Thread-safe writer of ``host.log`` that also reports lines and metric points."""
 
@@ -59,6 +63,12 @@ class HostLog:
         self._scanner = MetricScanner(
             scraper, self._values, self._warn, budget_seconds=regex_budget_seconds
         )
+        self._metric_listeners: list[MetricListener] = []
+
+    def add_metric_listener(self, listener: MetricListener) -> None:
+        """Also hand every scraped metric value to ``listener(name, ts, values)`` (on the
+        scanner's thread; a listener must be quick and must not raise)."""
+        self._metric_listeners.append(listener)
 
     def lines(self, stream: str, lines: list[str], ts: float) -> None:
         """Lines the script wrote on ``stream`` (``stdout`` or ``stderr``), read at ``ts``."""
@@ -100,6 +110,11 @@ class HostLog:
             self._file.close()
 
     def _values(self, name: str, ts: float, values: list[float]) -> None:
+        for listener in self._metric_listeners:
+            try:
+                listener(name, ts, values)
+            except Exception as exc:  # a listener's bug must not cost the job its metrics
+                self._warn(f"a metric listener failed: {type(exc).__name__}: {exc}")
         for start in range(0, len(values), EVENT_ITEMS):
             chunk = values[start : start + EVENT_ITEMS]
             self._reporter.emit(EventKind.METRIC, {"name": name, "timestamp": ts, "values": chunk})

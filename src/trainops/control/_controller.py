@@ -35,6 +35,13 @@ from trainops.control._status import (
     SecondaryStatus,
     StopReason,
 )
+from trainops.control.services import (
+    SERVICES,
+    ControlService,
+    RetentionService,
+    ServiceContext,
+    ServiceHub,
+)
 from trainops.protocol import (
     AgentEvent,
     Assignment,
@@ -49,7 +56,6 @@ from trainops.store import HostRecord, JobRecord, MetadataStore
 __all__ = ["JobController"]
 
 _SCHEDULER_PERIOD_S = 1.0
-_RETENTION_PERIOD_S = 60.0
 
 
 class JobController:
@@ -75,9 +81,8 @@ class JobController:
         )
         self.core.wake_scheduler = self._scheduler.wake
         self.retention = TreeRetention(self.core)
-        self._retention = PeriodicWorker(
-            "trainops-retention", _RETENTION_PERIOD_S, self._sweep_trees
-        )
+        self.services = ServiceHub(self._make_services(), self.store.get_job)
+        self.core.job_listener = self.services.job_changed
 
     @property
     def settings(self) -> Settings:
@@ -103,14 +108,14 @@ class JobController:
         self.monitor.tick()
         self._scheduler.start()
         self._monitor.start()
-        self._retention.start()
+        self.services.start()
 
     def close(self) -> None:
         """Stop the threads and release waiters; agents keep running (a later start adopts them)."""
         self.core.close_waiters()
         self._scheduler.stop()
         self._monitor.stop()
-        self._retention.stop()
+        self.services.close()
         self.backend.close()
 
     def _schedule(self) -> None:
@@ -120,8 +125,24 @@ class JobController:
     def _tick(self) -> None:
         self.monitor.tick()
 
-    def _sweep_trees(self) -> None:
-        self.retention.sweep()
+    def _make_services(self) -> list[ControlService]:
+        context = ServiceContext(
+            store=self.store,
+            settings=self.settings,
+            stop_job=self._stop_for_service,
+            now=self.core.now,
+        )
+        made = [factory(context) for factory in SERVICES.values()]
+        return [RetentionService(self.retention), *(s for s in made if s is not None)]
+
+    def _stop_for_service(self, job_name: str, message: str) -> bool:
+        """A service's stop (a rule's action): like the user's, with the service's reason."""
+        with self.core.lock:
+            job = self.store.get_job(job_name)
+            if job is None or job.status in ENDED or job.stop_reason:
+                return False
+            self.lifecycle.begin_stop(job, StopReason.STOPPED, message)
+            return True
 
     # --- public API ---------------------------------------------------------------------------
 
@@ -145,6 +166,7 @@ class JobController:
             now=self.core.now(),
         )
         self.core.notify()
+        self.core.job_listener(job.name)
         self._scheduler.wake()
         return job
 

@@ -51,6 +51,8 @@ class ControlCore:
         self.lock = threading.RLock()
         self.server_url = ""
         self.wake_scheduler: Callable[[], None] = lambda: None
+        # Hears the name of each job whose record changed (the services' hub); never blocks.
+        self.job_listener: Callable[[str], None] = lambda name: None
         self.heartbeats = Heartbeats()
         self._changed = threading.Condition()
         self._version = 0
@@ -88,11 +90,13 @@ class ControlCore:
             job.name, secondary, message, when, final=final, **fields
         )
         self.notify()
+        self.job_listener(job.name)
         return updated
 
     def update_job(self, job: JobRecord, **fields: Any) -> JobRecord:
         updated = self.store.update_job(job.name, self.now(), **fields)
         self.notify()
+        self.job_listener(job.name)
         return updated
 
     # --- waiting for news -------------------------------------------------------------------

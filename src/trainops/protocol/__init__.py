@@ -35,6 +35,14 @@ from trainops.protocol._messages import (
     SpawnState,
     event_span,
 )
+from trainops.protocol._observe import (
+    ActionSpec,
+    FrameworkProfileSpec,
+    ProfilerSpec,
+    ProfilingWindow,
+    RuleSpec,
+    TensorBoardSpec,
+)
 
 __all__ = [
     "AGENT_API_PREFIX",
@@ -42,6 +50,7 @@ __all__ = [
     "PARENT_ENV",
     "RESERVED_HYPERPARAMETERS",
     "STANDBY_ENV",
+    "ActionSpec",
     "AgentEvent",
     "AgentLaunch",
     "Assignment",
@@ -53,18 +62,23 @@ __all__ = [
     "EnabledSpec",
     "EventKind",
     "EventReply",
+    "FrameworkProfileSpec",
     "HostOutcome",
     "HostResources",
     "MetricSpec",
     "ModelParallelSpec",
     "MpiSpec",
     "Phase",
+    "ProfilerSpec",
+    "ProfilingWindow",
     "RetrySpec",
+    "RuleSpec",
     "SmDistributedSpec",
     "SpawnState",
     "SpecViewError",
     "StoppingSpec",
     "SubmittedJob",
+    "TensorBoardSpec",
     "agent_command",
     "event_span",
 ]

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any, TypeVar
 
+from trainops.protocol._observe import ProfilerSpec, RuleSpec, TensorBoardSpec
+
 __all__ = [
     "DEFAULT_CHECKPOINT_PATH",
     "ChannelSpec",
@@ -267,6 +269,9 @@ class SubmittedJob:
     stopping_condition: StoppingSpec
     retry_strategy: RetrySpec
     mount_opt_ml: bool
+    profiler_config: ProfilerSpec | None
+    rules: tuple[RuleSpec, ...]
+    tensorboard_output_config: TensorBoardSpec | None
     distribution: DistributionSpec
 
     @classmethod
@@ -291,6 +296,17 @@ class SubmittedJob:
             **_fields(RetrySpec, data["retry_strategy"], "retry_strategy")
         )
         data["distribution"] = DistributionSpec.from_json(data["distribution"])
+        if data["profiler_config"] is not None:
+            data["profiler_config"] = ProfilerSpec.from_json(data["profiler_config"])
+        if not isinstance(data["rules"], list | tuple):
+            raise SpecViewError("rules: expected a list")
+        data["rules"] = tuple(
+            RuleSpec.from_json(r, f"rules[{i}]") for i, r in enumerate(data["rules"])
+        )
+        if data["tensorboard_output_config"] is not None:
+            data["tensorboard_output_config"] = TensorBoardSpec.from_json(
+                data["tensorboard_output_config"]
+            )
         data["hyperparameters"] = dict(_mapping(data["hyperparameters"], "hyperparameters"))
         environment = _mapping(data["environment"], "environment")
         data["environment"] = {str(k): str(v) for k, v in environment.items()}
@@ -307,7 +323,18 @@ class SubmittedJob:
         data["stopping_condition"] = _plain(self.stopping_condition)
         data["retry_strategy"] = _plain(self.retry_strategy)
         data["distribution"] = self.distribution.to_json()
+        profiler, board = self.profiler_config, self.tensorboard_output_config
+        data["profiler_config"] = None if profiler is None else profiler.to_json()
+        data["rules"] = [rule.to_json() for rule in self.rules]
+        data["tensorboard_output_config"] = None if board is None else board.to_json()
         return data
+
+    @property
+    def profiling(self) -> ProfilerSpec | None:
+        """The profiler settings when profiling is on (``profiler_config`` given and not
+        disabled), else None."""
+        config = self.profiler_config
+        return None if config is None or config.disable_profiler else config
 
     @property
     def grace_seconds(self) -> float:

@@ -23,6 +23,12 @@ from trainops.spec._argsize import argument_text, check_argument_size
 from trainops.spec._base import SpecModel
 from trainops.spec._distribution import DistributionConfig, check_distribution
 from trainops.spec._names import JOB_NAME
+from trainops.spec._profiler import (
+    ProfilerConfig,
+    RuleConfig,
+    TensorBoardOutputConfig,
+    check_rules,
+)
 from trainops.spec._raw import uri_problem
 from trainops.spec._sagemaker import (
     CHANNEL_ARGUMENTS,
@@ -409,6 +415,9 @@ class JobSpec(SpecModel):
         description="Show each host's job tree at the real /opt/ml to its processes (a private "
         "mount namespace), for scripts that hard-code /opt/ml; nothing is written to /opt",
     )
+    profiler_config: ProfilerConfig | None = None
+    rules: list[RuleConfig] = Field(default_factory=list)
+    tensorboard_output_config: TensorBoardOutputConfig | None = None
     # Last: its checks read entry_point, instance_type and instance_count, validated before it.
     distribution: DistributionConfig = Field(default_factory=DistributionConfig)
 
@@ -505,6 +514,31 @@ class JobSpec(SpecModel):
         if dupes:
             raise ValueError(f"metric names must be unique; repeated: {', '.join(dupes)}")
         return value
+
+    @field_validator("rules", mode="before")
+    @classmethod
+    def _rule_list(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str | dict) else value
+
+    @field_validator("rules")
+    @classmethod
+    def _rules(cls, value: list[RuleConfig]) -> list[RuleConfig]:
+        return check_rules(value)
+
+    @model_validator(mode="after")
+    def _profiling(self) -> JobSpec:
+        """Profiler rules read the profiler's data: they turn it on at its defaults, and
+        cannot run when it is disabled."""
+        if not self.rules:
+            return self
+        if self.profiler_config is None:
+            object.__setattr__(self, "profiler_config", ProfilerConfig())
+        elif self.profiler_config.disable_profiler:
+            raise ValueError(
+                "rules: profiler rules need the profiler, but profiler_config.disable_profiler "
+                "is true"
+            )
+        return self
 
     @field_validator("distribution")
     @classmethod

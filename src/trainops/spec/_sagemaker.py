@@ -83,11 +83,8 @@ ESTIMATOR_ARGUMENTS: dict[str, str] = {
     "keep_alive_period_in_seconds": (
         "has no meaning in trainops: the local backend keeps a warm spare agent by itself"
     ),
-    "rules": _NOT_YET,
     "debugger_hook_config": _NOT_YET,
-    "tensorboard_output_config": _NOT_YET,
-    "profiler_config": _NOT_YET,
-    "disable_profiler": _NOT_YET,
+    "disable_profiler": "use profiler_config.disable_profiler",
     "enable_sagemaker_metrics": (
         "has no meaning in trainops: metrics from metric_definitions are always recorded"
     ),

@@ -41,6 +41,7 @@ _STREAM_CHUNK = 1 << 20
 # (ext4, Linux 6.18): 1 MiB writes cost about twice the kernel CPU of 64 KiB ones, most of it in
 # the copy into freshly allocated large page-cache folios; 32-256 KiB all cost the same.
 _WRITE_SIZE = 64 << 10
+_READ_PIECE = 1 << 20  # obstore gathers the pieces into parts; no 16 MiB reads and buffers
 
 
 class ObjectChangedError(StorageError):
@@ -190,7 +191,7 @@ class S3Store(ObjectStore):
         # verify after the last byte was read: the multipart upload completes only after that.
         body: Path | Iterator[bytes] = src
         if on_bytes is not None or verify is not None:
-            body = _chunks(src, part, on_bytes, verify)
+            body = _chunks(src, min(part, _READ_PIECE), on_bytes, verify)
         # obstore buffers up to `lanes` parts in flight plus the one being filled.
         with self._budget.hold((lanes + 1) * part):
             self._call(

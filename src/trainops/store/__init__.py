@@ -17,6 +17,7 @@ from trainops.store._records import (
     LogLine,
     MetricPoint,
     NewHost,
+    RuleEvaluation,
     Transition,
 )
 from trainops.store._schema import Migration, SchemaVersionError, apply_migrations, load_migrations
@@ -36,6 +37,7 @@ __all__ = [
     "MetricPoint",
     "Migration",
     "NewHost",
+    "RuleEvaluation",
     "SchemaVersionError",
     "Transition",
     "apply_migrations",

@@ -27,6 +27,7 @@ __all__ = [
     "LogLine",
     "MetricPoint",
     "NewHost",
+    "RuleEvaluation",
     "Transition",
 ]
 
@@ -187,3 +188,31 @@ class IngestResult:
 
     acked_seq: int
     accepted: list[EventLike]
+
+
+@dataclass(frozen=True, slots=True)
+class RuleEvaluation:
+    """Where one rule of a job stands (SageMaker's ``RuleEvaluationStatus``) and its result
+    (evidence, recommendation, what each action did) as JSON."""
+
+    job: str
+    name: str
+    rule: str
+    kind: str
+    status: str
+    status_details: str
+    last_modified_time: float
+    result: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> RuleEvaluation:
+        return cls(
+            row["job"],
+            row["name"],
+            row["rule"],
+            row["kind"],
+            row["status"],
+            row["status_details"],
+            row["last_modified_time"],
+            json.loads(row["result"]),
+        )

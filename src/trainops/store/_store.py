@@ -36,6 +36,7 @@ from trainops.store._records import (
     LogLine,
     MetricPoint,
     NewHost,
+    RuleEvaluation,
     Transition,
 )
 from trainops.store._schema import Migration, apply_migrations, load_migrations
@@ -317,6 +318,34 @@ class MetadataStore:
             "SELECT name, host, uri FROM artifacts WHERE job = ? ORDER BY rowid", (job,)
         )
         return [ArtifactRecord(*row) for row in rows]
+
+    # --- rule evaluations ------------------------------------------------------------------
+
+    def set_rule_evaluation(self, evaluation: RuleEvaluation) -> None:
+        """Insert or replace the row of (job, rule name)."""
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO rule_evaluations (job, name, rule, kind, status, status_details,"
+                " last_modified_time, result) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (job, name) DO UPDATE SET rule = excluded.rule,"
+                " kind = excluded.kind, status = excluded.status,"
+                " status_details = excluded.status_details,"
+                " last_modified_time = excluded.last_modified_time, result = excluded.result",
+                (
+                    evaluation.job,
+                    evaluation.name,
+                    evaluation.rule,
+                    evaluation.kind,
+                    evaluation.status,
+                    evaluation.status_details,
+                    evaluation.last_modified_time,
+                    json.dumps(evaluation.result, default=str, allow_nan=False),
+                ),
+            )
+
+    def rule_evaluations(self, job: str) -> list[RuleEvaluation]:
+        rows = self._read("SELECT * FROM rule_evaluations WHERE job = ? ORDER BY rowid", (job,))
+        return [RuleEvaluation.from_row(row) for row in rows]
 
 
 def _json(host: NewHost) -> tuple[str, str]:

@@ -1,0 +1,65 @@
+"""Sidecars: what runs beside the training script on every host (see ``_base`` for the contract).
+
+Each kind registers a factory in :data:`SIDECARS` (in the order they start; they finish in the
+reverse order); :class:`Sidecars` runs a job's set through the agent's phases. Implementations:
+checkpoint sync and intermediate-output sync (``_sync``). docs/internals/sidecars.md says how
+to add one.
+"""
+
+from __future__ import annotations
+
+from trainops.agent.sidecars._base import Sidecar, SidecarContext, SidecarFactory
+from trainops.agent.sidecars._set import SIDECARS, Sidecars, register_sidecar
+from trainops.agent.sidecars._sync import (
+    CheckpointSync,
+    IntermediateSync,
+    checkpoint_sync,
+    intermediate_sync,
+)
+
+__all__ = [
+    "SIDECARS",
+    "CheckpointSync",
+    "IntermediateSync",
+    "Sidecar",
+    "SidecarContext",
+    "SidecarFactory",
+    "Sidecars",
+    "checkpoint_sync",
+    "intermediate_sync",
+    "register_sidecar",
+]
+
+
+def _profiler(context: SidecarContext) -> Sidecar | None:
+    """System monitor + profiler-data mirror, when the job profiles (imported only then)."""
+    if context.job.profiling is None:
+        return None
+    from trainops.agent.sidecars._profiler import profiler_sidecar  # type: ignore[import-not-found]
+
+    return profiler_sidecar(context)  # type: ignore[no-any-return]
+
+
+def _framework(context: SidecarContext) -> Sidecar | None:
+    """Step timing and framework profiling inside the script, when the job profiles."""
+    if context.job.profiling is None:
+        return None
+    from trainops.agent.sidecars._framework import framework_sidecar  # type: ignore[import-not-found]
+
+    return framework_sidecar(context)  # type: ignore[no-any-return]
+
+
+def _tensorboard(context: SidecarContext) -> Sidecar | None:
+    """TensorBoard event files and their sync, when the job asks for them."""
+    if context.job.tensorboard_output_config is None:
+        return None
+    from trainops.agent.sidecars._tensorboard import tensorboard_sidecar  # type: ignore[import-not-found]
+
+    return tensorboard_sidecar(context)  # type: ignore[no-any-return]
+
+
+register_sidecar("checkpoints", checkpoint_sync)
+register_sidecar("intermediate", intermediate_sync)
+register_sidecar("profiler", _profiler)
+register_sidecar("framework", _framework)
+register_sidecar("tensorboard", _tensorboard)

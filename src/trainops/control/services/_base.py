@@ -1,0 +1,64 @@
+"""The service contract: work that runs beside the control plane's scheduler and monitor.
+
+A service hears two things, each on its own thread (so a slow service never holds up the
+controller, an agent's report or another service):
+
+- :meth:`ControlService.tick`, every :attr:`ControlService.period` seconds;
+- :meth:`ControlService.job_changed`, with the job's current record, soon after a job's state
+  changed (submitted, a status or secondary status moved, it ended). Changes that arrive while
+  the service is busy are coalesced: it hears the latest record of each job once.
+
+Through :class:`ServiceContext` a service reads the store, asks for a job to stop (the same
+path as a user's stop, under the controller's lock) and takes its own settings. Tree retention
+and live rule evaluation are services; the tuner, cost and notifications will be.
+"""
+
+from __future__ import annotations
+
+from abc import ABC
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from trainops._settings import Settings
+from trainops.store import JobRecord, MetadataStore
+
+__all__ = ["ControlService", "ServiceContext", "ServiceFactory"]
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceContext:
+    """What a service may use.
+
+    ``stop_job(name, message)`` begins stopping a running job with ``message`` as the reason
+    recorded; it returns False (and does nothing) when the job has ended or is stopping
+    already. ``now()`` is the control plane's clock."""
+
+    store: MetadataStore
+    settings: Settings
+    stop_job: Callable[[str, str], bool]
+    now: Callable[[], float]
+
+
+class ControlService(ABC):  # noqa: B024 - every hook is optional; a service overrides some
+    """One service; override the hooks it needs."""
+
+    #: A short name, for thread names and logs.
+    name: str = "service"
+    #: Seconds between ticks; None: the service is never ticked.
+    period: float | None = None
+
+    def tick(self) -> None:
+        """Periodic work."""
+        return None
+
+    def job_changed(self, job: JobRecord) -> None:
+        """A job's state changed; ``job`` is its record now."""
+        del job
+
+    def close(self) -> None:
+        """The control plane is closing: release what the service holds."""
+        return None
+
+
+#: Makes a service for a control plane, or None where its settings turn it off.
+ServiceFactory = Callable[[ServiceContext], "ControlService | None"]

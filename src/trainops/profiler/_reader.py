@@ -1,0 +1,113 @@
+"""Reading a job's profiler data from its prefix, incrementally, while the job runs or after.
+
+:class:`ProfilerReader` lists the prefix on each :meth:`~ProfilerReader.refresh`, reads only the
+chunks it has not read yet, and merges them into one :class:`~trainops.profiler._series.Series`
+per series: system metrics per host, step timings and dataloader fetches per (host, rank). A
+chunk that cannot be read is skipped and named in :attr:`ProfilerReader.errors`; the other
+chunks still count. Other files (traces, Python stats) are listed by kind.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainops._errors import StorageError
+from trainops.profiler._series import CHUNK_SUFFIX, ChunkError, Series, decode_chunk, merge_chunks
+from trainops.storage import ObjectStore
+
+__all__ = ["ProfilerReader", "SeriesKey"]
+
+_MAX_META = 1 << 20
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class SeriesKey:
+    """Which series a chunk belongs to: ``kind`` (system, steps, dataloader), host, rank
+    (None for a host-wide series)."""
+
+    kind: str
+    host: str
+    rank: int | None = None
+
+
+@dataclass(slots=True)
+class ProfilerReader:
+    """The profiler data under ``prefix`` (a URI) in ``store``."""
+
+    store: ObjectStore
+    prefix: str
+    series: dict[SeriesKey, Series] = field(default_factory=dict)
+    meta: dict[str, dict[str, Any]] = field(default_factory=dict)
+    files: dict[str, list[str]] = field(default_factory=dict)  # kind -> keys under prefix
+    errors: list[str] = field(default_factory=list)
+    _seen: set[str] = field(default_factory=set)
+
+    def refresh(self) -> bool:
+        """Read what is new under the prefix; True when anything was."""
+        try:
+            listed = self.store.list_objects(self.prefix.rstrip("/") + "/")
+        except StorageError as exc:
+            self.errors.append(f"listing {self.prefix}: {exc}")
+            return False
+        fresh = [info for info in listed if info.key not in self._seen]
+        fresh.sort(key=lambda info: info.key)
+        new_chunks: dict[SeriesKey, list[Any]] = {}
+        for info in fresh:
+            self._seen.add(info.key)
+            self._take(info.key, info.uri, new_chunks)
+        for key, chunks in new_chunks.items():
+            self.series[key] = merge_chunks(chunks, self.series.get(key))
+        return bool(fresh)
+
+    def _take(self, key: str, uri: str, new_chunks: dict[SeriesKey, list[Any]]) -> None:
+        parts = key.split("/")
+        if parts[-1].startswith("."):
+            self._seen.discard(key)  # a temporary name: it will be renamed
+            return
+        if parts[0] == "meta" and len(parts) == 2 and key.endswith(".json"):
+            self._meta(parts[1].removesuffix(".json"), uri)
+            return
+        series_key = _series_key(parts)
+        if series_key is None:
+            kind = parts[1] if parts[0] == "framework" and len(parts) > 1 else parts[0]
+            self.files.setdefault(kind, []).append(key)
+            return
+        try:
+            new_chunks.setdefault(series_key, []).append(
+                decode_chunk(self.store.get_bytes(uri), uri)
+            )
+        except (ChunkError, StorageError) as exc:
+            self.errors.append(str(exc))
+
+    def _meta(self, host: str, uri: str) -> None:
+        try:
+            data = self.store.get_bytes(uri)
+            if len(data) > _MAX_META:
+                raise ValueError("larger than 1 MiB")
+            value = json.loads(data)
+            if not isinstance(value, dict):
+                raise ValueError("not a JSON object")
+        except (StorageError, ValueError) as exc:
+            self.errors.append(f"{uri}: {exc}")
+            return
+        self.meta[host] = value
+
+    def of_kind(self, kind: str) -> dict[SeriesKey, Series]:
+        """Every series of ``kind``, by key, in key order."""
+        return {k: self.series[k] for k in sorted(self.series) if k.kind == kind}
+
+
+def _series_key(parts: list[str]) -> SeriesKey | None:
+    if not parts[-1].endswith(CHUNK_SUFFIX):
+        return None
+    if parts[0] == "system" and len(parts) == 3:
+        return SeriesKey("system", parts[1])
+    if parts[0] == "framework" and len(parts) == 5 and parts[3].startswith("rank-"):
+        try:
+            rank = int(parts[3].removeprefix("rank-"))
+        except ValueError:
+            return None
+        return SeriesKey(parts[1], parts[2], rank)
+    return None
