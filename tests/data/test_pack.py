@@ -25,6 +25,7 @@ from trainops.data import (
     read_idx,
     unpack_irheader,
 )
+from trainops.data._local_files import walk_local
 from trainops.data._pack import plan_shards
 from trainops.data._pack_formats import FORMATS
 from trainops.data._pack_source import SourceFile, SourceReader
@@ -38,6 +39,21 @@ def test_the_plan_cuts_at_the_shard_size_and_keeps_big_files_alone() -> None:
     files = [SourceFile(i, (0.0,), f"f{i}", size) for i, size in enumerate([36, 36, 36, 500, 10])]
     assert plan_shards(files, 200) == [(0, 2), (2, 3), (3, 4), (4, 5)]
     assert plan_shards(files, 10_000) == [(0, 5)]
+    # Sizes not listed count as the estimate: the same cuts as above with 36 known.
+    unknown = [f._replace(size=-1) if f.size == 36 else f for f in files]
+    assert plan_shards(unknown, 200, estimate=36) == [(0, 2), (2, 3), (3, 4), (4, 5)]
+
+
+def test_a_local_listing_samples_sizes_and_reads_the_rest_whole(tmp_path: Path) -> None:
+    for i in range(600):
+        (tmp_path / f"{i:04d}.bin").write_bytes(b"x" * (i % 7))
+    sizes = walk_local(str(tmp_path))
+    known = {key: size for key, size in sizes.items() if size >= 0}
+    assert 256 <= len(known) < 600  # a sample, at least MIN_SAMPLE of them
+    assert all(size == int(key[:4]) % 7 for key, size in known.items())
+    unknown = next(key for key, size in sizes.items() if size < 0)
+    assert SourceReader(str(tmp_path)).read(unknown, -1) == b"x" * (int(unknown[:4]) % 7)
+    assert walk_local(str(tmp_path)) == sizes  # the same sample every time
 
 
 def _records(dest: Path, fmt: str) -> list[tuple[int, tuple[float, ...] | float, bytes, str]]:
@@ -298,7 +314,9 @@ def test_bad_options_are_named(tmp_path: Path) -> None:
 def test_a_file_swapped_for_a_fifo_or_a_folder_is_refused_without_blocking(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "fifo.bin")
     (tmp_path / "folder.bin").mkdir()
-    with pytest.raises(PackError, match=r"fifo.bin: changed while packing \(5 bytes listed\)"):
-        SourceReader(str(tmp_path)).read("fifo.bin", 5)
-    with pytest.raises(PackError, match=r"cannot read .*folder.bin: Is a directory"):
-        SourceReader(str(tmp_path)).read("folder.bin", 5)
+    for name in ("fifo.bin", "folder.bin"):
+        for size in (5, -1):  # listed or not, the open file is checked
+            with pytest.raises(
+                PackError, match=rf"{name}: changed while packing \(no longer a regular file\)"
+            ):
+                SourceReader(str(tmp_path)).read(name, size)

@@ -1,7 +1,9 @@
 """``trainops pack``: many small files into shards of a target size, in parallel, resumable.
 
 The plan is fixed before any byte is read: files in SRC order (sorted paths, or the ``.lst``'s
-order) are cut into shards at the target size, from the listed sizes alone. Each shard is then
+order) are cut into shards at the target size, from the listed sizes alone (a local SRC lists a
+sample of them, and the others count as the sample's mean: statting every file would cost more
+than a worker takes to read it). Each shard is then
 one task for a worker process, so the output is byte-identical whatever the worker count.
 DEST holds the configuration of an unfinished pack (``_pack_dest``): re-running the same
 command keeps the finished shards and packs the rest; a different configuration is refused.
@@ -26,7 +28,7 @@ from trainops.data._pack_worker import ShardTask, pack_shards
 
 __all__ = ["PackOptions", "PackResult", "pack", "plan_shards"]
 
-PACKER_VERSION = 1
+PACKER_VERSION = 2  # 2: a local SRC's plan counts unlisted sizes as the sample's mean
 _RECORD_OVERHEAD = 64  # framing, IRHeader and the like, counted toward the shard size
 
 
@@ -53,12 +55,15 @@ class PackResult:
     config: dict[str, Any] = field(default_factory=dict)
 
 
-def plan_shards(files: Sequence[SourceFile], shard_size: int) -> list[tuple[int, int]]:
+def plan_shards(
+    files: Sequence[SourceFile], shard_size: int, estimate: int = 0
+) -> list[tuple[int, int]]:
     """``[start, end)`` ranges of ``files``: a new shard starts where the next file would
-    take the current one past ``shard_size`` (a file bigger than that gets a shard alone)."""
+    take the current one past ``shard_size`` (a file bigger than that gets a shard alone); a
+    file of unknown size (-1) counts as ``estimate`` bytes."""
     ranges, start, used = [], 0, 0
     for i, file in enumerate(files):
-        size = file.size + _RECORD_OVERHEAD
+        size = (file.size if file.size >= 0 else estimate) + _RECORD_OVERHEAD
         if i > start and used + size > shard_size:
             ranges.append((start, i))
             start, used = i, 0
@@ -72,7 +77,7 @@ def pack(src: str, dest: str, options: PackOptions) -> PackResult:
     _check_options(options)
     source = list_source(src, options.labels)
     _check_apart(source, dest)
-    plan = plan_shards(source.files, options.shard_size)
+    plan = plan_shards(source.files, options.shard_size, source.size_estimate)
     config = _config(source, options, len(plan))
     target = open_dest(dest)
     existing = existing_index(target, config)
@@ -81,7 +86,7 @@ def pack(src: str, dest: str, options: PackOptions) -> PackResult:
         return PackResult(existing, target.location, 0, len(plan), config)
     done = resume(target, config, plan)
     todo = [_task(dest, source, config, plan, n) for n in range(len(plan)) if n not in done]
-    done.update(_run(target, todo, options, source.total_bytes))
+    done.update(_run(target, todo, options, source))
     shards = tuple(done[n] for n in range(len(plan)))
     index = ShardIndex(shards, FORMATS[options.format].index_format, config=config)
     target.write(INDEX_NAME, index.to_json().encode())
@@ -141,9 +146,10 @@ def _task(
 
 
 def _run(
-    target: PackDest, todo: list[ShardTask], options: PackOptions, total: int
+    target: PackDest, todo: list[ShardTask], options: PackOptions, source: Source
 ) -> dict[int, ShardInfo]:
-    kept = total - sum(f.size for task in todo for f in task.files)
+    total, estimate = source.total_bytes, source.size_estimate
+    kept = total - sum(f.size if f.size >= 0 else estimate for task in todo for f in task.files)
     with ProgressBar(options.progress, total, kept) as advance:
         if options.workers == 1 or len(todo) <= 1:
             infos = pack_shards(todo, target, advance)

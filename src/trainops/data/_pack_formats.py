@@ -18,15 +18,22 @@ the same input gives byte-identical files. docs/internals/pack-formats.md says h
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Iterator
+import struct
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, BinaryIO
 
 from trainops.data._errors import PackError
 from trainops.data._example import encode_example
 from trainops.data._index import SHARD_FORMAT, ShardInfo
 from trainops.data._pack_source import SourceFile
-from trainops.data._recordio import IRHeader, pack_irheader, recordio_frame
+from trainops.data._recordio import (
+    RECORDIO_MAGIC,
+    IRHeader,
+    pack_irheader,
+    recordio_frame,
+)
 from trainops.data._shards import encode_shard
 from trainops.data._source_lst import format_lst_line
 from trainops.data._tfrecord import tfrecord_frame
@@ -36,6 +43,10 @@ __all__ = ["FORMATS", "PackFormat", "Record"]
 Record = tuple[SourceFile, bytes]
 Writer = Callable[[Path, tuple[str, ...], Iterable[Record], bool], ShardInfo]
 _CHUNK = 4 << 20
+_MAGIC = struct.pack("<I", RECORDIO_MAGIC)
+_FRAME_HEADER = struct.Struct("<II")
+_IRHEADER = struct.Struct("<IfQQ")
+_PADDING = (b"", b"\0", b"\0\0", b"\0\0\0")
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,22 +86,59 @@ def _tfrecord(file: SourceFile, data: bytes, float_labels: bool) -> bytes:
     return tfrecord_frame(encode_example(example))
 
 
-def _framed(frame: Callable[[SourceFile, bytes, bool], bytes], idx_line: str) -> Writer:
+Framer = Callable[[bytearray, SourceFile, bytes, bool], int]
+
+
+def _recordio_into(out: bytearray, file: SourceFile, data: bytes, float_labels: bool) -> int:
+    """Append ``file``'s RecordIO record to ``out``; returns its size. A record with no aligned
+    magic (nearly all) is written in place, without building the payload first; the header is
+    24 bytes, so an aligned magic lies wholly in the header or wholly in the data."""
+    label = file.labels[0] if len(file.labels) == 1 else None
+    if label is None or _MAGIC in data:
+        record = _recordio(file, data, float_labels)
+        out += record
+        return len(record)
+    head = _IRHEADER.pack(0, label, file.record_id, 0)
+    if _MAGIC in head:
+        record = _recordio(file, data, float_labels)
+        out += record
+        return len(record)
+    length = len(head) + len(data)
+    if length >= 1 << 29:
+        raise PackError(f"{file.key}: a RecordIO record holds at most 2**29 - 1 bytes")
+    pad = -length % 4
+    out += _FRAME_HEADER.pack(RECORDIO_MAGIC, length)
+    out += head
+    out += data
+    out += _PADDING[pad]
+    return 8 + length + pad
+
+
+def _tfrecord_into(out: bytearray, file: SourceFile, data: bytes, float_labels: bool) -> int:
+    record = _tfrecord(file, data, float_labels)
+    out += record
+    return len(record)
+
+
+def _framed(frame: Framer, idx_line: str) -> Writer:
     """A writer of records framed one after another, with a ``.idx`` line per record
-    (``idx_line`` formatted with ``id``, ``offset`` and ``size``)."""
+    (``idx_line`` formatted with ``id``, ``offset`` and ``size``). Records are framed straight
+    into a buffer written out every ``_CHUNK`` bytes (few large writes, one copy per record)."""
 
     def write(
         staging: Path, names: tuple[str, ...], records: Iterable[Record], float_labels: bool
     ) -> ShardInfo:
         digest, offset, idx, lst = hashlib.sha256(), 0, [], []
-        with open(staging / names[0], "wb") as data:
-            for chunk, sizes in _chunks(frame, records, float_labels):
-                for file, size in sizes:
-                    idx.append(idx_line.format(id=file.record_id, offset=offset, size=size))
-                    lst.append(format_lst_line(file.record_id, file.labels, file.key))
-                    offset += size
-                data.write(chunk)
-                digest.update(chunk)
+        buffer = bytearray()
+        with open(staging / names[0], "wb") as data_file:
+            for file, data in records:
+                size = frame(buffer, file, data, float_labels)
+                idx.append(idx_line.format(id=file.record_id, offset=offset, size=size))
+                lst.append(format_lst_line(file.record_id, file.labels, file.key))
+                offset += size
+                if len(buffer) >= _CHUNK:
+                    _flush(buffer, data_file, digest)
+            _flush(buffer, data_file, digest)
         (staging / names[1]).write_text("".join(idx), encoding="utf-8")
         (staging / names[2]).write_text("".join(lst), encoding="utf-8")
         return ShardInfo(names[0], len(idx), offset, digest.hexdigest())
@@ -98,26 +146,12 @@ def _framed(frame: Callable[[SourceFile, bytes, bool], bytes], idx_line: str) ->
     return write
 
 
-def _chunks(
-    frame: Callable[[SourceFile, bytes, bool], bytes],
-    records: Iterable[Record],
-    float_labels: bool,
-) -> Iterator[tuple[bytes, list[tuple[SourceFile, int]]]]:
-    """Frames joined in about ``_CHUNK`` bytes (few large writes, not many small ones), with
-    each record's file and frame size."""
-    batch: list[bytes] = []
-    sizes: list[tuple[SourceFile, int]] = []
-    total = 0
-    for file, data in records:
-        framed = frame(file, data, float_labels)
-        batch.append(framed)
-        sizes.append((file, len(framed)))
-        total += len(framed)
-        if total >= _CHUNK:
-            yield b"".join(batch), sizes
-            batch, sizes, total = [], [], 0
-    if batch:
-        yield b"".join(batch), sizes
+def _flush(buffer: bytearray, out: BinaryIO, digest: Any) -> None:
+    view = memoryview(buffer)
+    out.write(view)
+    digest.update(view)
+    view.release()
+    del buffer[:]
 
 
 def _write_tops(
@@ -137,10 +171,10 @@ def _write_tops(
 
 FORMATS: dict[str, PackFormat] = {
     "recordio": PackFormat(
-        "rec", ("idx", "lst"), "recordio", _framed(_recordio, "{id}\t{offset}\n")
+        "rec", ("idx", "lst"), "recordio", _framed(_recordio_into, "{id}\t{offset}\n")
     ),
     "tfrecord": PackFormat(
-        "tfrecord", ("idx", "lst"), "tfrecord", _framed(_tfrecord, "{offset} {size}\n")
+        "tfrecord", ("idx", "lst"), "tfrecord", _framed(_tfrecord_into, "{offset} {size}\n")
     ),
     "shards": PackFormat("tops", ("lst",), SHARD_FORMAT, _write_tops),
 }

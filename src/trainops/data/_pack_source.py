@@ -35,7 +35,8 @@ __all__ = [
 
 
 class SourceFile(NamedTuple):
-    """One file to pack: its im2rec id, labels, path under SRC (``/``-separated) and size.
+    """One file to pack: its im2rec id, labels, path under SRC (``/``-separated) and size (-1
+    where it was not listed: a local SRC lists a sample of sizes only).
 
     A tuple rather than a dataclass: a pack lists hundreds of thousands of them."""
 
@@ -54,15 +55,24 @@ class Source:
     classes: tuple[str, ...]
 
     @property
+    def size_estimate(self) -> int:
+        """The size assumed for a file whose size was not listed: the mean of those listed."""
+        known = [f.size for f in self.files if f.size >= 0]
+        return -(-sum(known) // len(known)) if known else 0
+
+    @property
     def total_bytes(self) -> int:
-        return sum(f.size for f in self.files)
+        """The listed sizes, with the estimate for the others."""
+        estimate = self.size_estimate
+        return sum(f.size if f.size >= 0 else estimate for f in self.files)
 
     def fingerprint(self) -> str:
-        """A digest of every file's id, labels, path and size (a changed SRC changes it)."""
+        """A digest of every file's id, labels and path, and of the sizes listed (a changed
+        SRC changes it)."""
         digest = hashlib.sha256("\0".join(self.classes).encode() + b"\n")
         digest.update("\0".join(f.key for f in self.files).encode() + b"\n")
         digest.update(array("Q", [f.record_id for f in self.files]).tobytes())
-        digest.update(array("Q", [f.size for f in self.files]).tobytes())
+        digest.update(array("q", [f.size for f in self.files]).tobytes())
         digest.update(array("Q", [len(f.labels) for f in self.files]).tobytes())
         digest.update(array("d", [label for f in self.files for label in f.labels]).tobytes())
         return digest.hexdigest()
@@ -156,7 +166,8 @@ class SourceReader:
         self._store = object_store(location) if "://" in location else None
 
     def read(self, key: str, size: int) -> bytes:
-        """The bytes of one listed file; a link, a new size or an I/O error is a PackError."""
+        """The bytes of one listed file (``size`` -1: not listed); a link, a new size or an
+        I/O error is a PackError."""
         if self._store is None:
             return read_local(self.location, key, size)
         uri = f"{self.location}/{key}"

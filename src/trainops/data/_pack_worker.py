@@ -115,8 +115,9 @@ def _records(task: ShardTask, progress: Progress) -> Iterator[tuple[SourceFile, 
     reader = SourceReader(task.location)
     files = size = 0
     for file in task.files:
-        yield file, reader.read(file.key, file.size)
-        files, size = files + 1, size + file.size
+        data = reader.read(file.key, file.size)
+        yield file, data
+        files, size = files + 1, size + len(data)
         if files == _REPORT_EVERY:
             progress(files, size)
             files = size = 0
