@@ -342,6 +342,10 @@ def _check_shared_storage(
     ]
     if spec.checkpoint is not None:
         uris.append(("checkpoint.uri", spec.checkpoint.uri))
+    for name in ("profiler_config", "tensorboard_output_config"):
+        config = getattr(spec, name)
+        if config is not None and config.s3_output_path is not None:
+            uris.append((f"{name}.s3_output_path", config.s3_output_path))
     problems = [
         (
             field,

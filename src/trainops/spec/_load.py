@@ -55,6 +55,11 @@ def resolve_paths(spec: JobSpec, base_dir: Path, source: str | None = None) -> J
         update["checkpoint"] = spec.checkpoint.model_copy(
             update={"uri": as_uri(spec.checkpoint.uri, base_dir)}
         )
+    for name in ("profiler_config", "tensorboard_output_config"):
+        config = getattr(spec, name)
+        if config is not None and config.s3_output_path is not None:
+            uri = as_uri(config.s3_output_path, base_dir)
+            update[name] = config.model_copy(update={"s3_output_path": uri})
     return spec.model_copy(update=update)
 
 
