@@ -3,6 +3,7 @@ byte-identical output whatever the worker count, and SeaweedFS as SRC and DEST."
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import pty
@@ -69,6 +70,46 @@ def _run_pack(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(_pack_command(*args), capture_output=True, text=True, timeout=240)
 
 
+def _semaphore_inodes(pid: int) -> set[int]:
+    """The POSIX semaphores process ``pid`` has mapped (a spawn pool's locks), by inode: the
+    maps name the temporary file glibc made each one as, not its /dev/shm/sem.mp-* name."""
+    maps = Path(f"/proc/{pid}/maps").read_text().splitlines()
+    return {int(line.split()[4]) for line in maps if "/dev/shm/sem." in line}
+
+
+def _left_in_shm(inodes: set[int]) -> list[str]:
+    return [entry.name for entry in os.scandir("/dev/shm") if entry.inode() in inodes]
+
+
+def _kill_all_but_the_resource_tracker(cli: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the CLI, then its workers; multiprocessing's resource tracker is left to unlink
+    the semaphores once every process that used them is gone (killed with the rest, as
+    ``killpg`` would, it leaves them in /dev/shm for good)."""
+    cli.kill()
+    cli.wait(timeout=30)
+    tracker = None
+    for pid in _group_members(cli.pid):
+        if b"resource_tracker" in Path(f"/proc/{pid}/cmdline").read_bytes():
+            tracker = pid
+        else:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while tracker is not None and tracker in _group_members(cli.pid):
+        assert time.monotonic() < deadline, "the resource tracker did not end"
+        time.sleep(0.01)
+
+
+def _group_members(pgid: int) -> list[int]:
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                members.append(int(stat.parent.name))
+    return members
+
+
 @pytest.mark.slow
 def test_a_killed_pack_resumes_and_ends_byte_identical(tmp_path: Path) -> None:
     make_tree(tmp_path / "src", {"a": 800, "b": 800}, seed=7, max_size=8000)
@@ -85,8 +126,10 @@ def test_a_killed_pack_resumes_and_ends_byte_identical(tmp_path: Path) -> None:
     deadline = time.monotonic() + 120
     while len(list((out / ".pack").glob("part-*.json"))) < 5 and time.monotonic() < deadline:
         time.sleep(0.01)
-    os.killpg(killed.pid, signal.SIGKILL)  # the CLI and its workers, mid-pack
-    killed.wait(timeout=30)
+    semaphores = _semaphore_inodes(killed.pid)
+    assert _left_in_shm(semaphores), "the pack's spawn pool should hold named semaphores"
+    _kill_all_but_the_resource_tracker(killed)  # the CLI and its workers, mid-pack
+    assert not _left_in_shm(semaphores), "the killed pack left its semaphores in /dev/shm"
     assert not (out / "index.json").exists(), "the pack finished before it could be killed"
     # Whatever carries a final name is whole: every shard there reads back.
     for shard in out.glob("part-*.tops"):
