@@ -25,13 +25,14 @@ def ident(payload: bytes | memoryview) -> int:
     return int(bytes(payload[4:11]))
 
 
-def make_dataset(root: Path, counts: Sequence[int]) -> list[bytes]:
-    """Shards of ``counts`` records each plus ``index.json`` in ``root``; all records, in order."""
+def make_dataset(root: Path, counts: Sequence[int], first: int = 0) -> list[bytes]:
+    """Shards of ``counts`` records each plus ``index.json`` in ``root``; all records, in order
+    (global ids from ``first``: a multiple of 13 gives every record the same length)."""
     root.mkdir(parents=True, exist_ok=True)
     infos: list[ShardInfo] = []
     every: list[bytes] = []
     for number, count in enumerate(counts):
-        records = [record(len(every) + i) for i in range(count)]
+        records = [record(first + len(every) + i) for i in range(count)]
         infos.append(write_shard(root / f"part-{number:05d}.tops", records))
         every += records
     (root / "index.json").write_text(ShardIndex(tuple(infos)).to_json())

@@ -39,11 +39,12 @@ def remote(
 
 
 def _cached(folder: Path) -> dict[str, int]:
+    """The shards in a cache folder by their names in the index, and their sizes."""
     sizes = {}
     for path in folder.iterdir():
         with contextlib.suppress(FileNotFoundError):  # trimmed by the fetch thread meanwhile
             if not path.name.startswith("."):
-                sizes[path.name] = path.stat().st_size
+                sizes[path.name.rsplit(".", 1)[0]] = path.stat().st_size
     return sizes
 
 
@@ -121,3 +122,21 @@ def test_a_cache_folder_that_is_a_link_is_refused(remote: tuple[str, Path], tmp_
     os.symlink(tmp_path / "real", tmp_path / "cache")
     with pytest.raises(CorruptRecordError, match="cache folder is a link"):
         list(StreamingDataset(uri, cache_dir=tmp_path / "cache"))
+
+
+def test_a_dataset_packed_again_under_the_same_names_is_read_anew(
+    remote: tuple[str, Path], tmp_path: Path
+) -> None:
+    """The cache knows a shard by its content: shards re-packed at the same URI (or another
+    dataset's in a shared cache_dir) with the same names and sizes are never taken for it."""
+    uri, local = remote
+    cache = tmp_path / "cache"
+    before = ids(StreamingDataset(uri, cache_dir=cache, shuffle=False))
+    again = tmp_path / "again"
+    make_dataset(again, COUNTS, first=13 * 100_000)
+    store = store_for(uri, Settings.load())
+    for path in sorted(again.iterdir()):
+        assert path.stat().st_size == (local / path.name).stat().st_size
+        store.upload(path, f"{uri}/{path.name}")
+    after = ids(StreamingDataset(uri, cache_dir=cache, shuffle=False))
+    assert after == [g + 13 * 100_000 for g in before]

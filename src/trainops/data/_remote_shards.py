@@ -3,12 +3,14 @@
 The index is read once, with its size bounded before any of it is kept. Shards are fetched in
 the order the dataset will read them, at most ``prefetch`` ahead of the one being read, by a
 small thread pool (object-store transfers release the GIL); each is checked against its sha256
-from the index before it becomes visible in the cache (:class:`ShardCache`). The store and the
+from the index before it becomes visible in the cache (:class:`ShardCache`), under a name that
+carries that sha256 (a cached copy is only checked by size later). The store and the
 pool belong to the process that made them: a DataLoader worker makes its own on first use.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from collections.abc import Sequence
@@ -83,8 +85,9 @@ class RemoteShards(ShardSource):
         self._ready()
         info = self.index.shards[k]
         # tuple() copies the keys at once: the loop's thread may add to _pending meanwhile.
-        keep = {self.index.shards[j].name for j in tuple(self._pending)}
-        return self._cache.get(info.name, info.bytes, lambda dest: self._download(info, dest), keep)
+        keep = {_cache_name(self.index.shards[j]) for j in tuple(self._pending)}
+        fetch = functools.partial(self._download, info)
+        return self._cache.get(_cache_name(info), info.bytes, fetch, keep)
 
     def _download(self, info: ShardInfo, dest: Path) -> None:
         uri = self._uri(info)
@@ -124,3 +127,10 @@ class RemoteShards(ShardSource):
             self._pid = os.getpid()
             self._store, self._pool, self._pending = None, None, {}
             self._prepared = False
+
+
+def _cache_name(info: ShardInfo) -> str:
+    """A shard's file in the cache: its name and the start of its sha256. A cached file is only
+    checked by size when it is used again, so a shard packed again under the same name (or
+    another dataset's in a shared ``cache_dir``) must not answer to it."""
+    return f"{info.name}.{info.sha256[:16]}"

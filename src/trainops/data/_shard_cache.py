@@ -1,6 +1,6 @@
 """The local cache of shards fetched from object storage: bounded, shared by worker processes.
 
-Each shard is one file named as in ``index.json``. A shard is fetched under an exclusive
+Each shard is one file, under the name its source gives it. A shard is fetched under an exclusive
 ``flock`` on ``.<name>.lock``, so DataLoader workers that need the same shard wait for one
 download instead of making two; it appears under its name only once whole and checked (the
 fetcher writes a hidden staging file and renames it). After each fetch the least recently used
