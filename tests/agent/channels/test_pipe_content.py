@@ -130,12 +130,15 @@ def _gzip_members(data: bytes, parts: int) -> bytes:
 def plain_and_gzip(tmp_path: Path) -> tuple[list[bytes], Path]:
     """Payloads (one empty, one of 12 MiB of random bytes) and the same gzipped, in key order."""
     payloads = [b"", b"x" * 5, os.urandom(12 << 20), b"line\n" * 20_000]
+    payloads.append(b"\0" * (3 << 20) + b"tail" * 25)
     data = tmp_path / "gz"
     data.mkdir()
     (data / "0.gz").write_bytes(gzip.compress(payloads[0]))
     (data / "1.gz").write_bytes(gzip.compress(payloads[1]) + b"\0" * 7)  # NUL padding after
     (data / "2.gz").write_bytes(gzip.compress(payloads[2], compresslevel=1))
     (data / "3.gz").write_bytes(_gzip_members(payloads[3], 3))  # three members in a row
+    # A member that inflates to more than one step of output, then another in the same bytes.
+    (data / "4.gz").write_bytes(_gzip_members(payloads[4], 2))
     return payloads, data
 
 

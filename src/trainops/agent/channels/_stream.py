@@ -180,9 +180,10 @@ def _gunzip(uri: str, chunks: Iterator[bytes]) -> Iterator[bytes]:
                 ) from None
             if out:
                 yield out
-            data = decoder.unconsumed_tail
-            if decoder.eof:
-                data, decoder = decoder.unused_data + data, None
+            if decoder.eof:  # the rest is the next member (unconsumed_tail may repeat it)
+                data, decoder = decoder.unused_data, None
+            else:
+                data = decoder.unconsumed_tail
         seen += len(chunk)
     if decoder is not None and seen and not decoder.eof:
         raise StorageError(f"{uri}: truncated gzip stream (ends at byte {seen} mid-member)")
