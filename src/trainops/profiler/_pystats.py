@@ -65,18 +65,14 @@ def top_functions(stats: pstats.Stats, limit: int = TOP) -> list[dict[str, Any]]
     return rows[:limit]
 
 
-def write_python_stats(
-    directory: Path, stats: pstats.Stats, window: dict[str, Any]
-) -> list[Path]:
+def write_python_stats(directory: Path, stats: pstats.Stats, window: dict[str, Any]) -> list[Path]:
     """Write the three files of one window into ``directory``; returns their paths."""
     table: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
     functions = top_functions(stats)
     document = {**window, "functions": functions}
     return [
         write_atomic(directory / "python_stats.prof", marshal.dumps(table)),
-        write_atomic(
-            directory / "python_stats.json", json.dumps(document, indent=1).encode()
-        ),
+        write_atomic(directory / "python_stats.json", json.dumps(document, indent=1).encode()),
         write_atomic(directory / "python_stats.html", render_html(document).encode()),
     ]
 

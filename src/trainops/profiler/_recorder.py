@@ -139,7 +139,9 @@ class Recorder:
         if not self.explicit:
             self.pending_end = now
 
-    def fetched(self, began: float, ended: float, samples: float, loader: tuple[float, ...]) -> None:
+    def fetched(
+        self, began: float, ended: float, samples: float, loader: tuple[float, ...]
+    ) -> None:
         """A batch came out of a DataLoader iterator (``loader``: workers, batch index)."""
         self.touch(began)
         self.add(DATA, ended - began)

@@ -46,7 +46,7 @@ from typing import Any
 
 from trainops.profiler._layout import CONFIG_ENV, DIR_ENV
 
-__all__ = ["WINDOW_KINDS", "RecorderSettings", "Window", "read_settings", "rank_from_env"]
+__all__ = ["WINDOW_KINDS", "RecorderSettings", "Window", "rank_from_env", "read_settings"]
 
 WINDOW_KINDS = ("detailed", "dataloader", "python")
 _TIMERS = ("total_time", "cpu_time", "off_cpu_time", "default")
@@ -156,7 +156,7 @@ def _from_document(
 
 
 def _typed(raw: Mapping[str, Any], key: str, kind: type, default: Any, problems: list[str]) -> Any:
-    value = raw.get(key)
+    value: Any = raw.get(key)
     if value is None:
         return default
     if kind is float and isinstance(value, int | float) and not isinstance(value, bool):

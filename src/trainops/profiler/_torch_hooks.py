@@ -180,11 +180,11 @@ def _install_dataloader(torch: Any) -> None:
         recorder.iterator_started(began, _perf(), int(self.num_workers))
         return iterator
 
-    iterator_class.__next__ = __next__
-    loader_class.__iter__ = __iter__
+    setattr(iterator_class, "__next__", __next__)  # noqa: B010 (mypy: no method assignment)
+    setattr(loader_class, "__iter__", __iter__)  # noqa: B010
 
     def restore() -> None:
-        iterator_class.__next__ = original_next
-        loader_class.__iter__ = original_iter
+        setattr(iterator_class, "__next__", original_next)  # noqa: B010
+        setattr(loader_class, "__iter__", original_iter)  # noqa: B010
 
     _undo.append(restore)

@@ -94,8 +94,7 @@ def _install(torch: ModuleType) -> None:
         install(torch)
     except Exception as exc:
         sys.stderr.write(
-            f"trainops.profiler: step timing is off in this process ({type(exc).__name__}: "
-            f"{exc})\n"
+            f"trainops.profiler: step timing is off in this process ({type(exc).__name__}: {exc})\n"
         )
 
 
