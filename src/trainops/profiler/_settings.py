@@ -163,7 +163,8 @@ def _typed(raw: Mapping[str, Any], key: str, kind: type, default: Any, problems:
         value = float(value)
     if kind is int and isinstance(value, bool):
         value = None
-    if not isinstance(value, kind) or (kind is float and not math.isfinite(value)):
+    finite = not isinstance(value, float) or math.isfinite(value)
+    if not isinstance(value, kind) or not finite:
         problems.append(f"profiler settings: {key!r} is not a {kind.__name__}; ignored")
         return default
     return value
