@@ -74,18 +74,23 @@ class WindowRunner(ABC):
 
 class DetailedWindow(WindowRunner):
     """torch.profiler over the window; a gzipped Chrome trace per window, steps annotated
-    ``ProfilerStep#<n>`` (what HolisticTraceAnalysis splits iterations by)."""
+    ``ProfilerStep#<n>`` (what HolisticTraceAnalysis splits iterations by), the rank in
+    ``distributedInfo``."""
 
     profile: Any = None
 
     def _open(self, step: int) -> None:
         import torch
-        from torch.profiler import ProfilerActivity, profile
+        from torch.profiler import ProfilerAction, ProfilerActivity, profile
 
         activities = [ProfilerActivity.CPU]
         if torch.cuda.is_available():
             activities.append(ProfilerActivity.CUDA)
-        self.profile = profile(activities=activities, record_shapes=True)
+
+        def record(step: int) -> ProfilerAction:  # a schedule: torch then marks each step
+            return ProfilerAction.RECORD
+
+        self.profile = profile(activities=activities, record_shapes=True, schedule=record)
         self.profile.step_num = step
         self.profile.start()
 
@@ -102,10 +107,23 @@ class DetailedWindow(WindowRunner):
         raw = hidden_temporary(target.with_name(target.name + ".json"))
         try:
             profile.export_chrome_trace(str(raw))
-            write_atomic(final, gzip.compress(raw.read_bytes(), 6))
+            trace = _with_rank(raw.read_bytes(), self.rank)
+            write_atomic(final, gzip.compress(trace, 6))
         finally:
             raw.unlink(missing_ok=True)
         self.written.append(final)
+
+
+def _with_rank(trace: bytes, rank: int) -> bytes:
+    """The trace with ``distributedInfo.rank`` (HolisticTraceAnalysis maps files to ranks by
+    it; torch writes it only when a process group is up)."""
+    if b'"distributedInfo"' in trace:
+        return trace
+    opening = trace.find(b"{")
+    if opening < 0:
+        return trace
+    info = b'"distributedInfo": {"rank": %d},' % rank
+    return trace[: opening + 1] + info + trace[opening + 1 :]
 
 
 class DataloaderWindow(WindowRunner):
@@ -151,8 +169,8 @@ class PythonWindow(WindowRunner):
                     "window uses cProfile",
                     once="pyinstrument",
                 )
-        timer = TIMERS[self.window.cprofile_timer]
-        self.profiler = cProfile.Profile() if timer is None else cProfile.Profile(timer)
+        clock = TIMERS[self.window.cprofile_timer]
+        self.profiler = cProfile.Profile() if clock is None else cProfile.Profile(clock())
         self.profiler.enable()
 
     def _close(self, last_step: int) -> None:
