@@ -22,7 +22,7 @@ SRC = Path(trainops.__file__).resolve().parent.parent
 HOST = "algo-1"
 
 #: A plain PyTorch loop: nothing in it knows about trainops. argv[1] is a JSON object of knobs.
-TRAIN = r'''
+TRAIN = r"""
 import json, sys, time
 import torch
 from torch import nn
@@ -55,7 +55,7 @@ def main():
 
 if __name__ == "__main__":
     main()
-'''
+"""
 
 
 def environment(
@@ -115,7 +115,9 @@ def settings(framework: dict[str, Any] | None = None, **top: Any) -> dict[str, A
     return {"host": HOST, "attempt": 1, "job_start": 0.0, "profiler_config": profiler, **top}
 
 
-def window(start_step: int | None = None, num_steps: int | None = None, **more: Any) -> dict[str, Any]:
+def window(
+    start_step: int | None = None, num_steps: int | None = None, **more: Any
+) -> dict[str, Any]:
     return {
         "start_step": start_step,
         "num_steps": num_steps,

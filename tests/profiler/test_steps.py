@@ -26,7 +26,9 @@ PHASES = ("data", "forward", "backward", "optimizer")
 
 
 def _split(found: list[dict[str, float]]) -> tuple[list[dict[str, float]], list[dict[str, float]]]:
-    return [r for r in found if r["mode"] == MODE_TRAIN], [r for r in found if r["mode"] == MODE_EVAL]
+    return [r for r in found if r["mode"] == MODE_TRAIN], [
+        r for r in found if r["mode"] == MODE_EVAL
+    ]
 
 
 @pytest.mark.parametrize("workers", [0, 2])
@@ -190,9 +192,9 @@ def test_a_broken_trainops_turns_step_timing_off_in_one_line(tmp_path: Path) -> 
 
 
 def test_the_step_columns_are_readable_by_the_reader(tmp_path: Path) -> None:
+    from trainops._settings import Settings
     from trainops.profiler import ProfilerReader
     from trainops.storage import store_for
-    from trainops._settings import Settings
 
     root, _ = train(tmp_path, {"items": 16, "batch": 8})
     reader = ProfilerReader(store_for(root.as_uri(), Settings(home=tmp_path)), root.as_uri())
