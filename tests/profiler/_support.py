@@ -33,7 +33,9 @@ def main():
     torch.manual_seed(0)
     n, batch = knobs.get("items", 96), knobs.get("batch", 8)
     data = TensorDataset(torch.randn(n, 1, 8, 8), torch.randint(0, 10, (n,)))
-    loader = DataLoader(data, batch_size=batch, num_workers=knobs.get("workers", 0))
+    context = knobs.get("start_method")  # DataLoader workers: fork (default) or spawn
+    loader = DataLoader(data, batch_size=batch, num_workers=knobs.get("workers", 0),
+                        multiprocessing_context=context)
     model = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.Flatten(),
                           nn.Linear(4 * 8 * 8, 10))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)

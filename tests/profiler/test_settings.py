@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tests.profiler._support import settings, window
 from trainops.profiler import Window, read_settings
-from trainops.spec import JobSpec
+from trainops.spec import FrameworkProfile, JobSpec, ProfilerConfig
 
 
 def _env(tmp_path: Path, document: object | None = None, text: str | None = None) -> dict[str, str]:
@@ -33,7 +33,8 @@ def test_a_missing_file_means_step_timing_only(tmp_path: Path) -> None:
 
 
 def test_the_spec_dump_gives_the_sdk_default_windows(tmp_path: Path) -> None:
-    job = JobSpec(entry_point="t.py", profiler_config={"framework_profile_params": {}}).view()
+    config = ProfilerConfig(framework_profile_params=FrameworkProfile())
+    job = JobSpec(entry_point="t.py", profiler_config=config).view()
     assert job.profiling is not None
     document = {"host": "algo-2", "attempt": 3, "job_start": 12.5}
     document["profiler_config"] = job.profiling.to_json()
@@ -50,7 +51,8 @@ def test_the_spec_dump_gives_the_sdk_default_windows(tmp_path: Path) -> None:
 
 
 def test_empty_windows_take_the_sdk_defaults_and_null_ones_are_off(tmp_path: Path) -> None:
-    framework = {"detailed_profiling_config": {}, "python_profiling_config": None}
+    framework: dict[str, object] = {"detailed_profiling_config": {}}
+    framework["python_profiling_config"] = None
     found = read_settings(_env(tmp_path, settings(framework)))
     assert found.windows == (Window("detailed", 5, 1),)
 
@@ -73,7 +75,9 @@ def test_a_file_that_is_not_json_is_one_problem_naming_it(tmp_path: Path) -> Non
 
 
 def test_ill_typed_keys_are_named_and_take_their_defaults(tmp_path: Path) -> None:
-    document = settings({"dataloader_profiling_config": window(start_step="seven")})
+    loader = window()
+    loader["start_step"] = "seven"
+    document = settings({"dataloader_profiling_config": loader})
     document["attempt"] = "two"
     found = read_settings(_env(tmp_path, document))
     assert found.attempt == 1

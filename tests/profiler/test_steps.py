@@ -31,9 +31,12 @@ def _split(found: list[dict[str, float]]) -> tuple[list[dict[str, float]], list[
     ]
 
 
-@pytest.mark.parametrize("workers", [0, 2])
-def test_the_common_loop_gives_one_row_per_optimizer_step(tmp_path: Path, workers: int) -> None:
+@pytest.mark.parametrize(("workers", "start_method"), [(0, None), (2, "fork"), (2, "spawn")])
+def test_the_common_loop_gives_one_row_per_optimizer_step(
+    tmp_path: Path, workers: int, start_method: str | None
+) -> None:
     knobs = {"items": 96, "batch": 8, "workers": workers, "eval_batch": 32, "sleep": 0.002}
+    knobs["start_method"] = start_method
     root, result = train(tmp_path, knobs)
     found = series(root, "steps")
     assert found.columns == list(STEP_COLUMNS)
