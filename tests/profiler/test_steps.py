@@ -35,8 +35,8 @@ def _split(found: list[dict[str, float]]) -> tuple[list[dict[str, float]], list[
 def test_the_common_loop_gives_one_row_per_optimizer_step(
     tmp_path: Path, workers: int, start_method: str | None
 ) -> None:
-    knobs = {"items": 96, "batch": 8, "workers": workers, "eval_batch": 32, "sleep": 0.002}
-    knobs["start_method"] = start_method
+    knobs: dict[str, object] = {"items": 96, "batch": 8, "workers": workers, "eval_batch": 32}
+    knobs.update(sleep=0.002, start_method=start_method)
     root, result = train(tmp_path, knobs)
     found = series(root, "steps")
     assert found.columns == list(STEP_COLUMNS)
