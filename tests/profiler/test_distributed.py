@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -29,20 +28,12 @@ print("rank", os.environ["RANK"], "done", flush=True)
 """
 
 
-def _port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def test_each_rank_writes_its_own_series(tmp_path: Path) -> None:
     root = tmp_path / "profiler"
     script = tmp_path / "ddp.py"
     script.write_text(DDP)
-    command = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1"]
-    command += ["--nproc-per-node", "2", "--master-addr", "127.0.0.1"]
-    command += ["--master-port", str(_port()), str(script)]
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
+    command += ["--nproc-per-node", "2", str(script)]  # standalone: a free port of its own
     env = environment(root, settings(), OMP_NUM_THREADS="1")
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
     assert result.returncode == 0, result.stderr

@@ -100,3 +100,11 @@ def test_windows_cover_steps_and_times() -> None:
     assert from_start.ended(3, 110.0, 100.0) and not from_start.ended(3, 109.0, 100.0)
     fixed = Window("dataloader", start_unix_time=50.0, duration=1.0)
     assert fixed.covers(0, 50.5, 0.0) and not fixed.covers(0, 49.0, 0.0)
+
+
+def test_the_profiler_keys_may_sit_at_the_top_of_the_document(tmp_path: Path) -> None:
+    nested = settings({"python_profiling_config": window(2, 4)})
+    flat = {k: v for k, v in nested.items() if k != "profiler_config"}
+    flat.update(nested["profiler_config"], version=1, local_path="/x", prefix="file:///p")
+    found = read_settings(_env(tmp_path, flat))
+    assert found.windows == (Window("python", 2, 4),) and found.problems == ()

@@ -206,3 +206,46 @@ def test_the_step_columns_are_readable_by_the_reader(tmp_path: Path) -> None:
     assert (key.host, key.rank) == ("algo-1", 0)
     assert json.dumps(reader.errors) == "[]"
     assert sys.executable
+
+
+NEW_MODELS = """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+def net():
+    return torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 1))
+
+loader = DataLoader(TensorDataset(torch.randn(60, 3)), batch_size=4)   # 15 batches
+first, second, judge = net(), net(), net().eval()
+for model, steps in ((first, 15), (second, 5)):   # the hooks narrow after 10 steps of `first`
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    for _, (x,) in zip(range(steps), loader):
+        optimizer.zero_grad()
+        model(x).sum().backward()
+        optimizer.step()
+with torch.no_grad():
+    for _, (x,) in zip(range(4), loader):
+        judge(x)
+print("ok")
+"""
+
+
+def test_a_model_first_seen_after_the_hooks_narrowed_is_still_timed(tmp_path: Path) -> None:
+    root = tmp_path / "profiler"
+    run_script(tmp_path, NEW_MODELS, environment(root, settings()))
+    train_rows, eval_rows = _split(rows(series(root, "steps")))
+    assert [r["step"] for r in train_rows] == list(range(20))
+    untimed = [r["step"] for r in train_rows if math.isnan(r["forward"])]
+    assert untimed == [15]  # the step that showed `second`: the hooks spread again after it
+    assert [(r["step"], r["samples"]) for r in eval_rows] == [(s, 4.0) for s in range(4)]
+    assert all(r["forward"] > 0 for r in eval_rows)
+
+
+def test_an_eval_model_first_seen_while_narrowed_widens_the_hooks(tmp_path: Path) -> None:
+    code = NEW_MODELS.replace("((first, 15), (second, 5))", "((first, 15),)")
+    root = tmp_path / "profiler"
+    run_script(tmp_path, code, environment(root, settings()))
+    train_rows, eval_rows = _split(rows(series(root, "steps")))
+    assert len(train_rows) == 15 and all(r["forward"] > 0 for r in train_rows)
+    # The first eval step holds two batches (the second showed the unseen module), then one each.
+    assert [(r["step"], r["samples"]) for r in eval_rows] == [(0, 8.0), (1, 4.0), (2, 4.0)]

@@ -28,8 +28,10 @@ Two variables, both set by the agent's profiler sidecar (unset: the recorder doe
   ====================================================  ======================================
 
   The ``profiler_config`` value is ``ProfilerSpec.to_json()`` (``protocol/_observe.py``), whose
-  windows the spec has already filled with the SDK's defaults. A missing file means defaults; a
-  file that cannot be read or parsed gives one line naming it, and defaults.
+  windows the spec has already filled with the SDK's defaults. Without a ``profiler_config``
+  key, its keys are read at the top level of the document (where the profiler sidecar writes
+  them). A missing file means defaults; a file that cannot be read or parsed gives one line
+  naming it, and defaults.
 """
 
 from __future__ import annotations
@@ -143,7 +145,7 @@ def _from_document(
     host = _typed(raw, "host", str, host, problems) or host
     attempt = max(1, _typed(raw, "attempt", int, 1, problems))
     job_start = float(_typed(raw, "job_start", float, time.time(), problems))
-    config = _typed(raw, "profiler_config", dict, {}, problems)
+    config = _typed(raw, "profiler_config", dict, raw, problems)  # nested, or at the top
     if _typed(config, "disable_profiler", bool, False, problems):
         return RecorderSettings(None, host, attempt, job_start, (), tuple(problems))
     params = _typed(config, "framework_profile_params", dict, {}, problems)

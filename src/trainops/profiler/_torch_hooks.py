@@ -4,7 +4,8 @@
   step's end;
 - global module forward pre/post hooks counting depth, so only the outermost module's forward
   is timed (its ``training`` flag tells train from eval; a forward that autograd re-runs during
-  backward, as activation checkpointing does, is not a forward of the step);
+  backward, as activation checkpointing does, is not a forward of the step). Once the
+  outermost modules are known, the hooks move onto them alone (:class:`_Scope`);
 - ``_BaseDataLoaderIter.__next__`` and ``DataLoader.__iter__`` wrapped: the data phase, the
   batch's size (first dimension of its first tensor), the dataloader window's rows.
 
@@ -19,12 +20,17 @@ from __future__ import annotations
 import math
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
-from trainops.profiler._recorder import Recorder, current
+from trainops.profiler._recorder import DATA, FORWARD, OPTIMIZER, Recorder, current
 
 __all__ = ["batch_size", "install", "installed", "uninstall"]
+
+#: Train steps with global forward hooks before they move onto the outermost modules.
+DISCOVER_STEPS = 10
+MAX_WIDENINGS = 3
 
 _perf = time.perf_counter
 _ident = threading.get_ident
@@ -86,6 +92,8 @@ def _install_optimizer(torch: Any) -> None:
     def pre(optimizer: Any, args: Any, kwargs: Any) -> None:
         recorder = _recorder()
         if recorder is not None:
+            if _scope:
+                _scope[0].check(recorder, True)
             recorder.optimizer_began(_perf())
 
     def post(optimizer: Any, args: Any, kwargs: Any) -> None:
@@ -97,12 +105,73 @@ def _install_optimizer(torch: Any) -> None:
     _undo.append(register_optimizer_step_post_hook(post).remove)
 
 
-def _install_modules(torch: Any) -> None:
-    from torch.nn.modules.module import (
-        register_module_forward_hook,
-        register_module_forward_pre_hook,
-    )
+class _Scope:
+    """Where the forward hooks sit. Global hooks make every module call take torch's slow path
+    (a few microseconds each), so they run only until the outermost modules are known: for
+    :data:`DISCOVER_STEPS` train steps; then the hooks move onto those modules alone and their
+    children run hook-free. A step that shows an unseen outermost module (an optimizer step, or
+    a second batch, with no forward timed since the step began) puts the global hooks back for
+    another discovery, at most :data:`MAX_WIDENINGS` times; after that they stay global."""
 
+    def __init__(self, torch: Any, pre: Callable[..., None], post: Callable[..., None]) -> None:
+        from torch.nn.modules.module import (
+            register_module_forward_hook,
+            register_module_forward_pre_hook,
+        )
+
+        self.pre, self.post = pre, post
+        self._global = (register_module_forward_pre_hook, register_module_forward_hook)
+        self.roots: weakref.WeakSet[Any] = weakref.WeakSet()
+        self.handles: list[Any] = []
+        self.narrowed = False
+        self.narrow_at = DISCOVER_STEPS
+        self.widenings = 0
+
+    def spread(self) -> None:
+        register_pre, register_post = self._global
+        self.handles = [register_pre(self.pre), register_post(self.post, always_call=True)]
+
+    def remove(self) -> None:
+        while self.handles:
+            self.handles.pop().remove()
+
+    def narrow(self) -> None:
+        roots = list(self.roots)
+        if not roots:
+            return
+        self.remove()
+        for root in roots:
+            self.handles.append(root.register_forward_pre_hook(self.pre))
+            self.handles.append(root.register_forward_hook(self.post, always_call=True))
+        self.narrowed = True
+
+    def widen(self, steps: int) -> None:
+        self.remove()
+        self.spread()
+        self.narrowed = False
+        self.widenings += 1
+        self.narrow_at = steps + DISCOVER_STEPS if self.widenings < MAX_WIDENINGS else -1
+
+    def check(self, recorder: Recorder, optimizer: bool) -> None:
+        """At an optimizer step or a batch: narrow when it is time, widen when a root is unseen."""
+        if not self.narrowed:
+            if 0 <= self.narrow_at <= recorder.counts[0] and _depth.depth == 0:
+                self.narrow()
+            return
+        if recorder.pending_end is not None:
+            return  # a second optimizer of the same step
+        phases = recorder.phases
+        if phases[FORWARD] == phases[FORWARD]:
+            return  # a forward was timed in this step
+        fetched_twice = recorder.open and phases[DATA] == phases[DATA]
+        if optimizer or (fetched_twice and phases[OPTIMIZER] != phases[OPTIMIZER]):
+            self.widen(recorder.counts[0])
+
+
+_scope: list[_Scope] = []
+
+
+def _install_modules(torch: Any) -> None:
     compiling = torch.compiler.is_compiling
     in_backward = torch._C._current_graph_task_id
     tensor = torch.Tensor
@@ -117,6 +186,7 @@ def _install_modules(torch: Any) -> None:
             if recorder is not None and not state.skip:
                 recorder.forward_began(_perf())
                 state.training = bool(module.training)
+                scope.roots.add(module)
                 if recorder.samples != recorder.samples and args and isinstance(args[0], tensor):
                     shape = args[0].shape
                     if shape:
@@ -132,8 +202,15 @@ def _install_modules(torch: Any) -> None:
             if recorder is not None:
                 recorder.forward_ended(_perf(), state.training)
 
-    _undo.append(register_module_forward_pre_hook(pre).remove)
-    _undo.append(register_module_forward_hook(post, always_call=True).remove)
+    scope = _Scope(torch, pre, post)
+    scope.spread()
+    _scope.append(scope)
+
+    def remove() -> None:
+        scope.remove()
+        _scope.clear()
+
+    _undo.append(remove)
 
 
 def batch_size(batch: Any, tensor: type) -> float:
@@ -164,6 +241,8 @@ def _install_dataloader(torch: Any) -> None:
         recorder = _recorder()
         if recorder is None or (state.thread is not None and _ident() != state.thread):
             return original_next(self)
+        if _scope:
+            _scope[0].check(recorder, False)
         began = _perf()
         batch = original_next(self)
         ended = _perf()
