@@ -154,10 +154,15 @@ class SystemMonitor:
             f"{gpu_line}",
         )
         self.ready.set()
+        header = {
+            "kind": "system",
+            "host": self.host,
+            "attempt": self.attempt,
+            "interval_ms": self.interval_ms,
+        }
         writer = SeriesWriter(
             self.root / system_dir(self.host),
-            {"kind": "system", "host": self.host, "attempt": self.attempt,
-             "interval_ms": self.interval_ms},  # fmt: skip
+            header,
             sampler.columns,
             prefix=chunk_prefix(self.attempt),
             rotate_seconds=self._rotation(0.0),
