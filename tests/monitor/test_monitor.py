@@ -61,8 +61,6 @@ def test_rows_follow_the_interval_and_chunks_are_readable_while_it_runs(tmp_path
     assert len(series) == monitor.rows
     times = series.times
     assert times == sorted(times) and times[-1] - times[0] < elapsed
-    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
-    assert min(gaps) > 0.05  # never a burst of catch-up samples
     assert series.header["interval_ms"] == 100 and series.header["kind"] == "system"
     meta = reader.meta["algo-1"]
     assert set(meta) == set(META_KEYS)
