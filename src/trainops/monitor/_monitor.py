@@ -1,9 +1,9 @@
 """The system monitor: a thread that samples the host on a fixed schedule into profiler chunks.
 
 Samples are taken every ``interval_ms`` on a monotonic schedule (tick *k* is due at start +
-*k* x interval, so the rate does not drift; a tick missed under load is skipped, not
-caught up in a burst) and appended to a :class:`~trainops.profiler.SeriesWriter` under
-``system/<host>/<attempt>-<seq>.tsc``. Chunks are written every couple of seconds at first, so a
+*k* x interval, so the rate does not drift; a tick missed under load is skipped, not caught up
+in a burst), plus one at stop for the stretch since the last tick, and appended to a
+:class:`~trainops.profiler.SeriesWriter` under ``system/<host>/<attempt>-<seq>.tsc``. Chunks are written every couple of seconds at first, so a
 reader sees a running job's data at once, and further apart as the job runs on (at most
 ``max_rotate_seconds``), so a long job does not leave tens of thousands of objects. The
 host's ``meta/<host>.json`` is written once the sampler is open.
@@ -32,6 +32,9 @@ __all__ = ["SystemMonitor", "write_meta"]
 
 MIN_ROTATE_SECONDS = 1.5
 STOP_TIMEOUT = 10.0
+#: At stop, the time since the last sample is sampled too when it is at least this long
+#: (shorter, the CPU counters, in 10 ms jiffies, would say little), or when there was none.
+FINAL_SAMPLE_SECONDS = 0.05
 
 
 def write_meta(root: Path, host: str, meta: dict[str, Any]) -> Path:
@@ -176,19 +179,26 @@ class SystemMonitor:
         interval = self.interval_ms / 1000.0
         began = time.monotonic()
         tick = 1
+        last = began
         while not self._stop.wait(max(0.0, began + tick * interval - time.monotonic())):
-            try:
-                row = sampler.row()
-            except Exception as exc:  # one bad read: log the first, keep the schedule
-                self._once("sample", f"System monitor: a sample failed ({exc}); skipping it")
-            else:
-                done = writer.append(row)
-                self.rows += 1
-                if done is not None:
-                    self.chunks.append(done)
-            age = time.monotonic() - began
+            self._take(sampler, writer)
+            last = time.monotonic()
+            age = last - began
             writer.rotate_seconds = self._rotation(age)
             tick = max(tick + 1, math.floor(age / interval) + 1)
+        if self.rows == 0 or time.monotonic() - last >= FINAL_SAMPLE_SECONDS:
+            self._take(sampler, writer)  # the stretch since the last tick (a short job's only)
+
+    def _take(self, sampler: SystemSampler, writer: SeriesWriter) -> None:
+        try:
+            row = sampler.row()
+        except Exception as exc:  # one bad read: log the first, keep the schedule
+            self._once("sample", f"System monitor: a sample failed ({exc}); skipping it")
+            return
+        done = writer.append(row)
+        self.rows += 1
+        if done is not None:
+            self.chunks.append(done)
 
     def _flush(self, writer: SeriesWriter) -> None:
         try:
