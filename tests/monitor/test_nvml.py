@@ -9,11 +9,12 @@ path is unverified here. The fail-soft path without nvidia-ml-py is real (test_s
 
 from __future__ import annotations
 
+import importlib
 import math
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -71,20 +72,18 @@ def nvmlDeviceGetMemoryInfo(handle):
 
 
 @pytest.fixture
-def fake_nvml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
+def fake_nvml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     (tmp_path / "pynvml.py").write_text(FAKE)
     monkeypatch.syspath_prepend(str(tmp_path))
     sys.modules.pop("pynvml", None)
-    import pynvml
-
-    yield pynvml
+    yield importlib.import_module("pynvml")
     sys.modules.pop("pynvml", None)
 
 
 GIB = 1 << 30
 
 
-def test_gpus_map_to_numbered_columns_and_meta(fake_nvml: ModuleType) -> None:
+def test_gpus_map_to_numbered_columns_and_meta(fake_nvml: Any) -> None:
     fake_nvml.GPUS = [
         ("NVIDIA H100 80GB HBM3", 37, 20 * GIB, 80 * GIB),
         (b"Tesla T4", 90, GIB, 16 * GIB),
@@ -106,7 +105,7 @@ def test_gpus_map_to_numbered_columns_and_meta(fake_nvml: ModuleType) -> None:
     assert fake_nvml.calls[0] == "init" and fake_nvml.calls[-1] == "shutdown"
 
 
-def test_only_the_hosts_gpus_are_watched(fake_nvml: ModuleType) -> None:
+def test_only_the_hosts_gpus_are_watched(fake_nvml: Any) -> None:
     fake_nvml.GPUS = [("A", 1, 1, 2), ("B", 2, 1, 2), ("C", 3, 1, 2)]
     with SystemSampler(gpus=[2, 7]) as sampler:
         assert [g["index"] for g in sampler.gpu_info] == [2]
@@ -114,7 +113,7 @@ def test_only_the_hosts_gpus_are_watched(fake_nvml: ModuleType) -> None:
     assert open_gpus([7]) == "off: none of this host's GPUs"
 
 
-def test_a_failing_reading_is_nan_for_that_gpu_only(fake_nvml: ModuleType) -> None:
+def test_a_failing_reading_is_nan_for_that_gpu_only(fake_nvml: Any) -> None:
     fake_nvml.GPUS = [("A", 50, 1, 4), ("B", 60, 2, 4)]
     fake_nvml.BROKEN = {0}
     with SystemSampler() as sampler:
@@ -123,7 +122,7 @@ def test_a_failing_reading_is_nan_for_that_gpu_only(fake_nvml: ModuleType) -> No
     assert values["gpu1"] == 60.0 and values["gpu1_memory"] == 50.0
 
 
-def test_nvml_that_cannot_start_or_has_no_gpu_says_why(fake_nvml: ModuleType) -> None:
+def test_nvml_that_cannot_start_or_has_no_gpu_says_why(fake_nvml: Any) -> None:
     fake_nvml.FAIL_INIT = "NVML Shared Library Not Found"
     with SystemSampler() as sampler:
         assert sampler.gpu_status == (
