@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
 import threading
@@ -101,8 +102,12 @@ def test_written_bytes_are_counted(tmp_path: Path) -> None:
     assert written >= 15 * (1 << 20), written
 
 
+NO_GPU = pytest.mark.skipif(Path("/dev/nvidia0").exists(), reason="this machine has a GPU")
+
+
+@NO_GPU
 def test_the_gpu_path_fails_soft_here() -> None:
-    """This machine has no NVML (neither nvidia-ml-py nor a driver): no GPU column, a reason."""
+    """No GPU here (and no driver, and maybe no nvidia-ml-py): no GPU column, and a reason."""
     with SystemSampler() as sampler:
         assert sampler.gpus is None
         assert sampler.gpu_status.startswith("off: ")
@@ -111,3 +116,15 @@ def test_the_gpu_path_fails_soft_here() -> None:
         assert sampler.gpu_info == []
     with SystemSampler(gpus=False) as sampler:
         assert sampler.gpu_status == "off: not asked for"
+
+
+@NO_GPU
+@pytest.mark.skipif(importlib.util.find_spec("pynvml") is None, reason="no nvidia-ml-py here")
+def test_nvidia_ml_py_without_a_driver_fails_soft() -> None:
+    """The real package, with no libnvidia-ml to load: NVML's own error, in one line."""
+    with SystemSampler() as sampler:
+        assert sampler.gpu_status == (
+            "off: NVML could not be initialized (NVMLError_LibraryNotFound: NVML Shared Library "
+            "Not Found; no NVIDIA driver here?)"
+        )
+        assert not [c for c in sampler.columns if c.startswith("gpu")]
