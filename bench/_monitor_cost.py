@@ -42,10 +42,10 @@ KINDS = ("monitor", "sampler", "psutil", "idle")
 TARGET_PCT_AT_100MS = 1.0
 #: Sampling intervals of the peers' system monitors (their documented defaults / finest).
 PEERS_GRANULARITY_MS = {
-    "SageMaker Debugger (default; finest 100)": 500,
-    "Determined": 1000,
-    "MLflow system metrics": 10_000,
-    "Ray (dashboard / metrics export)": 10_000,
+    "SageMaker Debugger (system_monitor_interval_millis default; finest 100)": 500,
+    "Determined profiler (sampling_interval default)": 1000,
+    "MLflow system metrics (default sampling interval)": 10_000,
+    "Ray (metrics_report_interval_ms export)": 10_000,
 }
 
 
