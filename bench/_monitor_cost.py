@@ -7,6 +7,12 @@ start-up and imports are outside the window. Kinds:
 
 - ``monitor``: :class:`trainops.monitor.SystemMonitor` as the agent's sidecar runs it (sampling,
   chunk encoding and writing into a temporary profiler tree, meta);
+- ``sidecar``: the monitor plus the profiler sidecar's mirror of its tree to a ``file://``
+  prefix (a :class:`~trainops.agent._sync.DirectorySync`: its uploader process's CPU time,
+  start-up included, is added: the child waits for it and reads ``RUSAGE_CHILDREN``);
+- ``uploader`` (once per round, not per interval): that uploader process alone, started on a
+  directory with one file and stopped once the file is uploaded: the mirror's fixed cost, which
+  ``sidecar_steady_pct`` takes off the sidecar's figure (what a long job pays per second);
 - ``sampler``: :class:`trainops.monitor.SystemSampler` alone on the same schedule (the sampling
   part of the above, to compare with psutil like for like);
 - ``psutil``: the psutil loop a monitor is usually built on: ``cpu_percent(percpu=True)``,
@@ -28,6 +34,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import resource
 import statistics
 import subprocess
 import sys
@@ -38,7 +45,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-KINDS = ("monitor", "sampler", "psutil", "idle")
+KINDS = ("monitor", "sidecar", "sampler", "psutil", "idle")
 TARGET_PCT_AT_100MS = 1.0
 #: Sampling intervals of the peers' system monitors (their documented defaults / finest).
 PEERS_GRANULARITY_MS = {
@@ -55,15 +62,25 @@ def measure(
     """Run every kind at every interval, interleaved, and return the result."""
     samples: dict[str, list[float]] = {}
     rows: dict[str, list[int]] = {}
+    mirrored: dict[str, list[tuple[float, float]]] = {}  # sidecar runs: (CPU s, wall s)
+    uploader_start: list[float] = []
     for _ in range(rounds):
+        uploader_start.append(_child("uploader", 0, 0.0)["cpu_s"])
         for interval in intervals:
             for kind in KINDS:
                 run = _child(kind, interval, seconds)
                 key = f"{kind}@{interval}ms"
                 samples.setdefault(key, []).append(100.0 * run["cpu_s"] / run["wall_s"])
                 rows.setdefault(key, []).append(run["rows"])
+                if kind == "sidecar":
+                    mirrored.setdefault(key, []).append((run["cpu_s"], run["wall_s"]))
     medians = {key: statistics.median(values) for key, values in samples.items()}
     monitor_100 = medians.get("monitor@100ms")
+    start_cpu = statistics.median(uploader_start)
+    steady = {
+        key: statistics.median(100.0 * max(0.0, cpu - start_cpu) / wall for cpu, wall in runs)
+        for key, runs in mirrored.items()
+    }
     return {
         "benchmark": "monitor_cost",
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -80,6 +97,10 @@ def measure(
             for key, value in medians.items()
             if not key.startswith("idle@")
         },
+        # the mirror's uploader process costs this much CPU once (interpreter start, imports,
+        # one upload): the sidecar's figure less it is what a long job pays per second
+        "uploader_start_cpu_s": start_cpu,
+        "sidecar_steady_pct": steady,
         "psutil_over_sampler": {
             f"{i}ms": _ratio(medians[f"psutil@{i}ms"], medians[f"sampler@{i}ms"]) for i in intervals
         },
@@ -114,8 +135,8 @@ def _child(kind: str, interval_ms: int, seconds: float) -> dict[str, Any]:
 
 def child(kind: str, interval_ms: int, seconds: float) -> dict[str, Any]:
     """One measurement in this process (see the module docstring)."""
-    if kind == "monitor":
-        return _run_monitor(interval_ms, seconds)
+    if kind in ("monitor", "sidecar"):
+        return _run_monitor(interval_ms, seconds, mirror=kind == "sidecar")
     if kind == "sampler":
         from trainops.monitor import SystemSampler
 
@@ -125,20 +146,63 @@ def child(kind: str, interval_ms: int, seconds: float) -> dict[str, Any]:
         return _run_loop(_psutil_sample(), interval_ms, seconds, lambda: None)
     if kind == "idle":
         return _run_loop(None, interval_ms, seconds, lambda: None)
+    if kind == "uploader":
+        return _run_uploader()
     raise SystemExit(f"unknown kind {kind!r}; one of {', '.join(KINDS)}")
 
 
-def _run_monitor(interval_ms: int, seconds: float) -> dict[str, Any]:
+def _run_monitor(interval_ms: int, seconds: float, *, mirror: bool) -> dict[str, Any]:
+    from trainops._settings import Settings
+    from trainops.agent._sync import DirectorySync
     from trainops.monitor import SystemMonitor
+    from trainops.storage import store_for
 
     with tempfile.TemporaryDirectory() as folder:
-        monitor = SystemMonitor(Path(folder), "bench", interval_ms=interval_ms)
-        cpu, wall = time.process_time(), time.monotonic()
+        local, remote = Path(folder, "local"), Path(folder, "remote").as_uri()
+        monitor = SystemMonitor(local, "bench", interval_ms=interval_ms)
+        sync = None
+        if mirror:
+            store = store_for(remote, Settings(home=Path(folder)))
+            sync = DirectorySync(local, remote, store, propagate_deletes=False)
+        cpu, wall, children = time.process_time(), time.monotonic(), _children_cpu()
         monitor.start()
+        if sync is not None:
+            sync.start()
         time.sleep(seconds)
         monitor.stop()
-        cpu, wall = time.process_time() - cpu, time.monotonic() - wall
+        if sync is not None:
+            sync.final_sync()  # stops the uploader and waits for it: its CPU time is counted
+        cpu = time.process_time() - cpu + _children_cpu() - children
+        wall = time.monotonic() - wall
         return {"cpu_s": cpu, "wall_s": wall, "rows": monitor.rows}
+
+
+def _run_uploader() -> dict[str, Any]:
+    """The fixed cost of the mirror: its uploader process started, one file uploaded, stopped."""
+    from trainops._settings import Settings
+    from trainops.agent._sync import DirectorySync
+    from trainops.storage import store_for
+
+    with tempfile.TemporaryDirectory() as folder:
+        local, remote = Path(folder, "local"), Path(folder, "remote").as_uri()
+        local.mkdir()
+        Path(local, "meta.json").write_text("{}")
+        sync = DirectorySync(
+            local, remote, store_for(remote, Settings(home=Path(folder))), propagate_deletes=False
+        )
+        wall, children = time.monotonic(), _children_cpu()
+        sync.start()
+        deadline = time.monotonic() + 60
+        while not sync.known and time.monotonic() < deadline:
+            time.sleep(0.01)
+        sync.stop()
+        children = _children_cpu() - children
+        return {"cpu_s": children, "wall_s": time.monotonic() - wall, "rows": len(sync.known)}
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _psutil_sample() -> Callable[[], object]:
