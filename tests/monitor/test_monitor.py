@@ -129,6 +129,19 @@ def test_a_failing_sample_is_skipped_and_logged_once(tmp_path: Path) -> None:
     assert len(reader.series[SeriesKey("system", "algo-1")]) == monitor.rows
 
 
+def test_a_monitor_started_again_adds_chunks_after_its_first(tmp_path: Path) -> None:
+    monitor = SystemMonitor(tmp_path, "algo-1", interval_ms=100, gpus=False)
+    for at_least in (1, 4):
+        monitor.start()
+        _wait(lambda at_least=at_least: monitor.rows >= at_least)
+        monitor.stop()
+    names = sorted(p.name for p in (tmp_path / "system" / "algo-1").iterdir())
+    assert names == [f"1-{i:06d}.tsc" for i in range(len(monitor.chunks))] and len(names) >= 2
+    reader = _reader(tmp_path)
+    reader.refresh()
+    assert len(reader.series[SeriesKey("system", "algo-1")]) == monitor.rows
+
+
 def test_a_bad_interval_is_refused_and_stop_without_start_is_harmless(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="interval_ms must be positive"):
         SystemMonitor(tmp_path, "algo-1", interval_ms=0)

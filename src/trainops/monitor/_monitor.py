@@ -170,6 +170,7 @@ class SystemMonitor:
             prefix=chunk_prefix(self.attempt),
             rotate_seconds=self._rotation(0.0),
         )
+        writer.sequence = len(self.chunks)  # started again: carry on numbering, never overwrite
         try:
             self._loop(sampler, writer)
         finally:
@@ -179,14 +180,14 @@ class SystemMonitor:
         interval = self.interval_ms / 1000.0
         began = time.monotonic()
         tick = 1
-        last = began
+        last, rows = began, self.rows
         while not self._stop.wait(max(0.0, began + tick * interval - time.monotonic())):
             self._take(sampler, writer)
             last = time.monotonic()
             age = last - began
             writer.rotate_seconds = self._rotation(age)
             tick = max(tick + 1, math.floor(age / interval) + 1)
-        if self.rows == 0 or time.monotonic() - last >= FINAL_SAMPLE_SECONDS:
+        if self.rows == rows or time.monotonic() - last >= FINAL_SAMPLE_SECONDS:
             self._take(sampler, writer)  # the stretch since the last tick (a short job's only)
 
     def _take(self, sampler: SystemSampler, writer: SeriesWriter) -> None:
