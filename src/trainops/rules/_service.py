@@ -1,0 +1,73 @@
+"""Live rule evaluation as a control-plane service (``trainops.control.services``).
+
+For each job with rules that is running, the service keeps a :class:`~trainops.rules._tracking.JobRules`
+(a profiler reader on the job's profiler prefix, read incrementally) and, every tick, evaluates
+the rules whose ``scan_interval_us`` has passed. When the job ends it evaluates every rule once
+more (the final verdict, so a short job gets one too) and drops the job's state. After a
+control-plane restart, the first tick adopts the running jobs; a rule that had found issues
+keeps them and does not run its actions again.
+"""
+
+from __future__ import annotations
+
+from trainops.control import ENDED
+from trainops.control.services import ControlService, ServiceContext
+from trainops.rules._tracking import JobRules
+from trainops.store import JobRecord
+
+__all__ = ["TICK_SECONDS", "RulesService", "rules_service"]
+
+#: How often the service looks for due rules (a rule's own interval is ``scan_interval_us``).
+TICK_SECONDS = 1.0
+_RUNNING = ("InProgress", "Stopping")
+
+
+class RulesService(ControlService):
+    name = "rules"
+    period = TICK_SECONDS
+
+    def __init__(self, context: ServiceContext) -> None:
+        self.context = context
+        self.jobs: dict[str, JobRules] = {}
+        self._adopted = False
+
+    def job_changed(self, job: JobRecord) -> None:
+        if not job.spec.rules:
+            return
+        if job.status in ENDED:
+            self._finish(job)
+        elif job.name not in self.jobs:
+            self.jobs[job.name] = JobRules(job, self.context)
+
+    def tick(self) -> None:
+        if not self._adopted:
+            self._adopted = True
+            for job in self.context.store.list_jobs(statuses=_RUNNING, limit=10_000):
+                if job.spec.rules and job.name not in self.jobs:
+                    self.jobs[job.name] = JobRules(job, self.context)
+        for name, rules in list(self.jobs.items()):
+            current = self.context.store.get_job(name)
+            if current is None:
+                self.jobs.pop(name, None)
+            elif current.status in ENDED:
+                self._finish(current)
+            else:
+                rules.scan(current)
+
+    def _finish(self, job: JobRecord) -> None:
+        rules = self.jobs.pop(job.name, None)
+        if rules is None:
+            rows = self.context.store.rule_evaluations(job.name)
+            settled = {row.name for row in rows if row.status not in ("InProgress",)}
+            if all(spec.name in settled for spec in job.spec.rules):
+                return  # evaluated to the end already (or by an earlier control plane)
+            rules = JobRules(job, self.context)
+        rules.scan(job, final=True)
+
+    def close(self) -> None:
+        self.jobs.clear()
+
+
+def rules_service(context: ServiceContext) -> RulesService:
+    """The service's factory (registered as ``rules``)."""
+    return RulesService(context)
