@@ -112,7 +112,7 @@ class ProfilerData:
     job_end: float | None = None
     now: float | None = None
     # Derived tables (system snapshots grouped within 20 ms), computed once per view.
-    cache: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+    cache: dict[Any, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     @property
     def ended(self) -> bool:

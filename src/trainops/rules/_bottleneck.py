@@ -18,6 +18,7 @@ class _Bottleneck(SystemRule):
     #: The parameter of the busy side's threshold, and what it measures.
     limit_key: str
     what: str
+    label: str
     advice: str
 
     def busy(self, table: SystemTable) -> list[float]:
@@ -43,7 +44,7 @@ class _Bottleneck(SystemRule):
         }
         line = (
             f"{fmt(share)} % of {total} snapshots had a GPU below {gpu_limit:g} % while "
-            f"{self.what} was above {limit:g} % ({hits} snapshots)"
+            f"{self.label} was above {limit:g} % ({hits} snapshots)"
         )
         if share <= self.number("threshold"):
             return RuleResult(NO_ISSUES_FOUND, line, "", evidence)
@@ -55,6 +56,7 @@ class CPUBottleneck(_Bottleneck):
     name = "CPUBottleneck"
     limit_key = "cpu_threshold"
     what = "cpu"
+    label = "CPU"
     advice = (
         "The GPUs wait on the CPU: move preprocessing to the GPU or do it once ahead of training, "
         "raise DataLoader num_workers towards the core count, or choose an instance type with "
@@ -69,6 +71,7 @@ class IOBottleneck(_Bottleneck):
     name = "IOBottleneck"
     limit_key = "io_threshold"
     what = "iowait"
+    label = "I/O wait"
     advice = (
         "The GPUs wait on storage: copy the data to local disk first or stream it (FastFile or "
         "Pipe input), pack small files into larger shards, and prefetch batches (DataLoader "

@@ -114,11 +114,11 @@ class SystemTable:
 
 def system_table(data: ProfilerData, host: str) -> SystemTable:
     """``host``'s system series as snapshots (rows within 20 ms merged), cached per view."""
-    key = ("system", host, len(data.system[host]) if host in data.system else 0)
+    found = data.system.get(host)
+    key = ("system", host, id(found), len(found) if found is not None else 0)
     cached = data.cache.get(key)
     if cached is None:
-        series = data.system.get(host)
-        cached = _group(series) if series is not None else SystemTable({"time": []})
+        cached = _group(found) if found is not None else SystemTable({"time": []})
         data.cache[key] = cached
     assert isinstance(cached, SystemTable)
     return cached
