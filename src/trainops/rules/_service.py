@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from trainops.control import ENDED
 from trainops.control.services import ControlService, ServiceContext
+from trainops.rules._base import ISSUES_FOUND, NO_ISSUES_FOUND
 from trainops.rules._tracking import JobRules
 from trainops.store import JobRecord
 
@@ -20,6 +21,7 @@ __all__ = ["TICK_SECONDS", "RulesService", "rules_service"]
 #: How often the service looks for due rules (a rule's own interval is ``scan_interval_us``).
 TICK_SECONDS = 1.0
 _RUNNING = ("InProgress", "Stopping")
+_VERDICTS = frozenset({ISSUES_FOUND, NO_ISSUES_FOUND})
 
 
 class RulesService(ControlService):
@@ -58,7 +60,7 @@ class RulesService(ControlService):
         rules = self.jobs.pop(job.name, None)
         if rules is None:
             rows = self.context.store.rule_evaluations(job.name)
-            settled = {row.name for row in rows if row.status not in ("InProgress",)}
+            settled = {row.name for row in rows if row.status in _VERDICTS}
             if all(spec.name in settled for spec in job.spec.rules):
                 return  # evaluated to the end already (or by an earlier control plane)
             rules = JobRules(job, self.context)
