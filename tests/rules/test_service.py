@@ -229,3 +229,17 @@ def test_a_restarted_control_plane_adopts_running_jobs_without_acting_twice(
     assert row.status == "IssuesFound" and len(row.result["actions"]) == 2
     assert len(plane.stops) == 1
     assert len((tmp_path / "command-ran").read_text().splitlines()) == 1
+
+
+def test_a_job_that_ended_as_the_control_plane_closed_is_settled_by_the_next(
+    plane: Plane, tmp_path: Path
+) -> None:
+    service = RulesService(plane.context)
+    service.job_changed(plane.submit([_outlier_rule(tmp_path)]))
+    plane.write_steps(_data.steady_steps(100), 0)
+    service.tick()
+    assert plane.row().status == "InProgress"
+    plane.end()  # the service closed before it heard of it
+    service.close()
+    RulesService(plane.context).tick()
+    assert plane.row().status == "NoIssuesFound"

@@ -21,7 +21,10 @@ __all__ = ["TICK_SECONDS", "RulesService", "rules_service"]
 #: How often the service looks for due rules (a rule's own interval is ``scan_interval_us``).
 TICK_SECONDS = 1.0
 _RUNNING = ("InProgress", "Stopping")
+_ENDED = tuple(sorted(ENDED))
 _VERDICTS = frozenset({ISSUES_FOUND, NO_ISSUES_FOUND})
+_ADOPT_LIMIT = 10_000
+_SETTLE_WITHIN_S = 7 * 24 * 3600.0
 
 
 class RulesService(ControlService):
@@ -44,9 +47,7 @@ class RulesService(ControlService):
     def tick(self) -> None:
         if not self._adopted:
             self._adopted = True
-            for job in self.context.store.list_jobs(statuses=_RUNNING, limit=10_000):
-                if job.spec.rules and job.name not in self.jobs:
-                    self.jobs[job.name] = JobRules(job, self.context)
+            self._adopt()
         for name, rules in list(self.jobs.items()):
             current = self.context.store.get_job(name)
             if current is None:
@@ -55,6 +56,18 @@ class RulesService(ControlService):
                 self._finish(current)
             else:
                 rules.scan(current)
+
+    def _adopt(self) -> None:
+        """Take over from an earlier control plane: track its running jobs, and settle the
+        rules of jobs that ended while it closed (a job's end heard as it shut down)."""
+        store = self.context.store
+        for job in store.list_jobs(statuses=_RUNNING, limit=_ADOPT_LIMIT):
+            if job.spec.rules and job.name not in self.jobs:
+                self.jobs[job.name] = JobRules(job, self.context)
+        since = self.context.now() - _SETTLE_WITHIN_S
+        for job in store.list_jobs(statuses=_ENDED, created_after=since, limit=_ADOPT_LIMIT):
+            if job.spec.rules:
+                self._finish(job)
 
     def _finish(self, job: JobRecord) -> None:
         rules = self.jobs.pop(job.name, None)
