@@ -10,7 +10,7 @@ import pytest
 
 from tests.rules import _data
 from trainops._settings import Settings
-from trainops.profiler import MODE_EVAL, ProfilerReader, SeriesWriter
+from trainops.profiler import MODE_EVAL, ProfilerReader, Series, SeriesWriter
 from trainops.rules import (
     IN_PROGRESS,
     ISSUES_FOUND,
@@ -264,3 +264,13 @@ def test_rules_read_what_recorders_write_through_the_reader(tmp_path: Path) -> N
     assert results["Dataloader"].status == ISSUES_FOUND  # 16 workers on 4 cores
     assert results["LowGPUUtilization"].details == "no system metrics were recorded yet"
     assert {r.status for r in results.values()} <= {ISSUES_FOUND, NO_ISSUES_FOUND}
+
+
+def test_overall_framework_metrics_names_only_the_phases_recorded() -> None:
+    rows: list[tuple[float, ...]] = [(_data.T0 + i, float(i), 0.0, 0.2) for i in range(10)]
+    steps = Series(["time", "step", "mode", "duration"], rows)
+    result = make_rule("OverallFrameworkMetrics").evaluate(
+        replace(_data.healthy(), steps={("algo-1", 0): steps})
+    )
+    assert result.evidence["modes"]["TRAIN"]["phase_percent"] == {"other": 100.0}
+    assert result.details.startswith("10 TRAIN steps, mean 0.200 s (other 100 %)")

@@ -46,7 +46,9 @@ def framework_summary(steps: list[Series]) -> dict[str, Any]:
             slot["seconds"] += duration
             for phase in PHASES:
                 value = row[index[phase]] if phase in index else float("nan")
-                slot[phase] += value if value == value else 0.0
+                if value == value:
+                    slot[phase] += value
+                    slot[f"{phase}_seen"] = 1.0
             first, last = min(first, row[0]), max(last, row[0] + duration)
     return {"modes": modes, "loop_start": first, "loop_end": last}
 
@@ -62,7 +64,8 @@ class OverallFrameworkMetrics(ProfilerRule):
         evidence: dict[str, Any] = {"modes": {}, "ranks": len(data.steps)}
         for mode, slot in modes.items():
             seconds = slot["seconds"] or 1.0
-            shares = {p: 100.0 * slot[p] / seconds for p in PHASES}
+            # Only the phases some step recorded; the rest of the step time is "other".
+            shares = {p: 100.0 * slot[p] / seconds for p in PHASES if f"{p}_seen" in slot}
             shares["other"] = max(0.0, 100.0 - sum(shares.values()))
             evidence["modes"][mode] = {
                 "steps": int(slot["steps"]),
@@ -90,7 +93,7 @@ def _line(evidence: dict[str, Any]) -> str:
     parts = []
     for mode, slot in evidence["modes"].items():
         shares = slot["phase_percent"]
-        split = ", ".join(f"{p} {fmt(shares[p], 0)} %" for p in (*PHASES, "other"))
+        split = ", ".join(f"{p} {fmt(share, 0)} %" for p, share in shares.items())
         parts.append(
             f"{slot['steps']} {mode} steps, mean {slot['mean_step_seconds']:.3f} s ({split})"
         )
