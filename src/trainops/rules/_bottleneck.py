@@ -7,8 +7,10 @@ above ``io_threshold`` (IOBottleneck) must not exceed ``threshold``.
 
 from __future__ import annotations
 
+import math
+
 from trainops.rules._base import ISSUES_FOUND, NO_ISSUES_FOUND, RuleResult
-from trainops.rules._stats import SystemTable, finite, fmt, percentile
+from trainops.rules._stats import SystemTable, fmt, percentile
 from trainops.rules._system import SystemRule
 
 __all__ = ["CPUBottleneck", "IOBottleneck"]
@@ -29,12 +31,12 @@ class _Bottleneck(SystemRule):
         columns = [table.get(c) for c in table.gpus.values()]
         busy = self.busy(table)
         total = hits = 0
-        for i, load in enumerate(busy):
-            gpus = finite(column[i] for column in columns)
-            if not gpus or load != load:
-                continue
+        for load, *gpus in zip(busy, *columns, strict=False):
+            lowest = min((g for g in gpus if g == g), default=math.nan)
+            if lowest != lowest or load != load:
+                continue  # a snapshot without a GPU value or the busy side's value
             total += 1
-            hits += min(gpus) < gpu_limit and load > limit
+            hits += lowest < gpu_limit and load > limit
         share = 100.0 * hits / total if total else 0.0
         evidence = {
             "snapshots": total,

@@ -6,7 +6,7 @@ from typing import Any
 
 from trainops.profiler import UNITS, numbered
 from trainops.rules._base import NO_ISSUES_FOUND, ProfilerData, ProfilerRule, RuleResult
-from trainops.rules._stats import SystemTable, finite, fmt, no_system_data, percentile, system_table
+from trainops.rules._stats import SystemTable, finite, fmt, no_system_data, quantiles, system_table
 
 __all__ = ["OverallSystemUsage", "usage"]
 
@@ -27,7 +27,8 @@ def usage(table: SystemTable) -> dict[str, dict[str, Any]]:
         family = "gpu<N>_memory" if name.endswith("_memory") else name
         family = "gpu<N>" if name.startswith("gpu") and "_" not in name else family
         stats: dict[str, Any] = {"unit": UNITS.get(family, "")}
-        stats |= {label: percentile(values, q) for label, q in QUANTILES}
+        found_values = quantiles(values, [q for _, q in QUANTILES])
+        stats |= dict(zip([label for label, _ in QUANTILES], found_values, strict=True))
         found[name] = stats
     return found
 

@@ -29,6 +29,7 @@ __all__ = [
     "no_system_data",
     "percentile",
     "pstdev",
+    "quantiles",
     "system_table",
 ]
 
@@ -37,18 +38,27 @@ SNAPSHOT_SECONDS = 0.020
 
 
 def finite(values: Iterable[float]) -> list[float]:
-    return [v for v in values if not math.isnan(v) and not math.isinf(v)]
+    isfinite = math.isfinite
+    return [v for v in values if isfinite(v)]
 
 
 def percentile(values: Sequence[float], q: float) -> float:
     """The ``q``-th percentile of the finite ``values`` (linear, as numpy's default); NaN if none."""
+    return quantiles(values, (q,))[0]
+
+
+def quantiles(values: Sequence[float], qs: Sequence[float]) -> list[float]:
+    """Several percentiles of the finite ``values``, sorting them once."""
     data = sorted(finite(values))
     if not data:
-        return math.nan
-    position = (len(data) - 1) * q / 100.0
-    low = math.floor(position)
-    high = min(low + 1, len(data) - 1)
-    return data[low] + (data[high] - data[low]) * (position - low)
+        return [math.nan for _ in qs]
+    found = []
+    for q in qs:
+        position = (len(data) - 1) * q / 100.0
+        low = math.floor(position)
+        high = min(low + 1, len(data) - 1)
+        found.append(data[low] + (data[high] - data[low]) * (position - low))
+    return found
 
 
 def mean(values: Sequence[float]) -> float:
@@ -88,7 +98,7 @@ class SystemTable:
     def gpus(self) -> dict[int, str]:
         """GPU number -> utilization column, for GPUs with at least one value."""
         found = numbered(list(self.columns), "gpu")
-        return {i: c for i, c in found.items() if finite(self.columns[c])}
+        return {i: c for i, c in found.items() if any(map(math.isfinite, self.columns[c]))}
 
     def gpu_memory(self, index: int) -> list[float]:
         return self.get(f"gpu{index}_memory")
@@ -97,7 +107,7 @@ class SystemTable:
     def cpu(self) -> list[float]:
         """Whole-host CPU utilization per snapshot: ``cpu``, else the mean of the cores."""
         total = self.columns.get("cpu")
-        if total and finite(total):
+        if total and any(map(math.isfinite, total)):
             return total
         cores = [self.columns[c] for c in numbered(list(self.columns), "cpu").values()]
         if not cores:
