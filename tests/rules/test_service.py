@@ -243,3 +243,23 @@ def test_a_job_that_ended_as_the_control_plane_closed_is_settled_by_the_next(
     service.close()
     RulesService(plane.context).tick()
     assert plane.row().status == "NoIssuesFound"
+
+
+def test_a_job_whose_data_cannot_be_read_shows_errors(
+    plane: Plane, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trainops._errors import ConfigError
+    from trainops.rules import _tracking
+
+    def no_store(uri: str, settings: Settings) -> object:
+        raise ConfigError(f"no credentials for {uri}\nsecond line")
+
+    monkeypatch.setattr(_tracking, "store_for", no_store)
+    service = RulesService(plane.context)
+    service.job_changed(plane.submit(["StepOutlier"]))
+    row = plane.row()
+    assert row.status == "Error"
+    assert row.status_details == (
+        f"cannot read the job's profiler data: ConfigError: no credentials for {plane.output}"
+    )
+    assert service.jobs == {}

@@ -10,13 +10,17 @@ keeps them and does not run its actions again.
 
 from __future__ import annotations
 
+import logging
+
 from trainops.control import ENDED
 from trainops.control.services import ControlService, ServiceContext
 from trainops.rules._base import ISSUES_FOUND, NO_ISSUES_FOUND
-from trainops.rules._tracking import JobRules
+from trainops.rules._tracking import JobRules, write_errors
 from trainops.store import JobRecord
 
 __all__ = ["TICK_SECONDS", "RulesService", "rules_service"]
+
+_log = logging.getLogger("trainops.rules")
 
 #: How often the service looks for due rules (a rule's own interval is ``scan_interval_us``).
 TICK_SECONDS = 1.0
@@ -42,7 +46,7 @@ class RulesService(ControlService):
         if job.status in ENDED:
             self._finish(job)
         elif job.name not in self.jobs:
-            self.jobs[job.name] = JobRules(job, self.context)
+            self._track(job)
 
     def tick(self) -> None:
         if not self._adopted:
@@ -63,7 +67,7 @@ class RulesService(ControlService):
         store = self.context.store
         for job in store.list_jobs(statuses=_RUNNING, limit=_ADOPT_LIMIT):
             if job.spec.rules and job.name not in self.jobs:
-                self.jobs[job.name] = JobRules(job, self.context)
+                self._track(job)
         since = self.context.now() - _SETTLE_WITHIN_S
         for job in store.list_jobs(statuses=_ENDED, created_after=since, limit=_ADOPT_LIMIT):
             if job.spec.rules:
@@ -76,8 +80,26 @@ class RulesService(ControlService):
             settled = {row.name for row in rows if row.status in _VERDICTS}
             if all(spec.name in settled for spec in job.spec.rules):
                 return  # evaluated to the end already (or by an earlier control plane)
-            rules = JobRules(job, self.context)
+            rules = self._rules_of(job)
+            if rules is None:
+                return
         rules.scan(job, final=True)
+
+    def _track(self, job: JobRecord) -> None:
+        rules = self._rules_of(job)
+        if rules is not None:
+            self.jobs[job.name] = rules
+
+    def _rules_of(self, job: JobRecord) -> JobRules | None:
+        """The job's rules, or None (each rule's row says Error) when its data cannot be read
+        (no store for its prefix: a scheme without settings, credentials missing)."""
+        try:
+            return JobRules(job, self.context)
+        except Exception as exc:
+            _log.exception("rules of job %s: cannot read its profiler data", job.name)
+            line = f"cannot read the job's profiler data: {type(exc).__name__}: {exc}"
+            write_errors(job, self.context, line.splitlines()[0])
+            return None
 
     def close(self) -> None:
         self.jobs.clear()

@@ -29,7 +29,7 @@ from trainops.rules._registry import make_rule
 from trainops.storage import ObjectStore, join_uri, store_for
 from trainops.store import JobRecord, RuleEvaluation
 
-__all__ = ["ERROR", "KIND", "RULE_OUTPUT", "JobRules", "RuleState"]
+__all__ = ["ERROR", "KIND", "RULE_OUTPUT", "JobRules", "RuleState", "write_errors"]
 
 _log = logging.getLogger("trainops.rules")
 
@@ -203,3 +203,13 @@ def _status(
 def _exception_line(exc: BaseException) -> str:
     lines = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {lines[0] if lines else ''}".rstrip(": ")
+
+
+def write_errors(job: JobRecord, context: ServiceContext, line: str) -> None:
+    """Every rule of ``job`` is Error with ``line`` (its data cannot be read at all)."""
+    for spec in job.spec.rules:
+        body = {"rule": spec.rule, "parameters": dict(spec.rule_parameters), "result": None}
+        row = RuleEvaluation(
+            job.name, spec.name, spec.rule, KIND, ERROR, line[:1024], context.now(), body
+        )
+        context.store.set_rule_evaluation(row)
