@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from trainops._settings import Settings
 from trainops.server import describe
@@ -13,7 +14,10 @@ from trainops.store import MetadataStore, RuleEvaluation
 def test_rule_statuses_before_and_after_evaluation(tmp_path: Path) -> None:
     store = MetadataStore(tmp_path / "trainops.db")
     try:
-        rules = [{"rule": "StepOutlier", "rule_parameters": {"mode": "eval"}}, "ProfilerReport"]
+        rules: list[Any] = [
+            {"rule": "StepOutlier", "rule_parameters": {"mode": "eval"}},
+            "ProfilerReport",
+        ]
         job = store.create_job(
             name="job-a",
             spec=JobSpec(entry_point="train.py", rules=rules).view(),
