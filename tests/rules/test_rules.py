@@ -274,3 +274,18 @@ def test_overall_framework_metrics_names_only_the_phases_recorded() -> None:
     )
     assert result.evidence["modes"]["TRAIN"]["phase_percent"] == {"other": 100.0}
     assert result.details.startswith("10 TRAIN steps, mean 0.200 s (other 100 %)")
+
+
+def test_a_finding_on_one_host_of_two_names_it() -> None:
+    healthy, low = _data.healthy(), _data.trigger("LowGPUUtilization")
+    both = replace(
+        healthy,
+        system={"algo-1": healthy.system["algo-1"], "algo-2": low.system["algo-1"]},
+        meta={"algo-1": healthy.meta["algo-1"], "algo-2": healthy.meta["algo-1"]},
+    )
+    result = make_rule("LowGPUUtilization").evaluate(both)
+    assert result.status == ISSUES_FOUND
+    assert result.details.startswith("algo-2: gpu0 p95 utilization 3")
+    assert set(result.evidence) == {"algo-1", "algo-2"}
+    usage = make_rule("OverallSystemUsage").evaluate(both)
+    assert usage.details.startswith("algo-1: cpu p95 ") and "; algo-2: cpu p95 " in usage.details
