@@ -53,9 +53,9 @@ def _tensorboard(context: SidecarContext) -> Sidecar | None:
     """TensorBoard event files and their sync, when the job asks for them."""
     if context.job.tensorboard_output_config is None:
         return None
-    from trainops.agent.sidecars._tensorboard import tensorboard_sidecar  # type: ignore[import-not-found]
+    from trainops.agent.sidecars._tensorboard import tensorboard_sidecar
 
-    return tensorboard_sidecar(context)  # type: ignore[no-any-return]
+    return tensorboard_sidecar(context)
 
 
 register_sidecar("checkpoints", checkpoint_sync)
