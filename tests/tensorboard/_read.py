@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("tensorboard", reason="the tensorboard extra reads the files back")
 
-from tensorboard.backend.event_processing import event_accumulator  # noqa: E402
+from tensorboard.backend.event_processing import event_accumulator
 
 Points = dict[str, list[tuple[int, float, float]]]
 

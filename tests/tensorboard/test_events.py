@@ -12,6 +12,12 @@ from pathlib import Path
 
 import pytest
 
+pytest.importorskip("tensorboard", reason="the tensorboard extra checks the bytes")
+
+from tensorboard.backend.event_processing import event_file_loader
+from tensorboard.compat.proto import event_pb2, summary_pb2
+from tensorboard.summary.writer.record_writer import RecordWriter
+
 from tests.tensorboard._read import scalars, values
 from trainops.tensorboard import (
     EventFileWriter,
@@ -20,10 +26,6 @@ from trainops.tensorboard import (
     file_version_event,
     scalar_event,
 )
-
-from tensorboard.backend.event_processing import event_file_loader  # noqa: I001
-from tensorboard.compat.proto import event_pb2, summary_pb2
-from tensorboard.summary.writer.record_writer import RecordWriter
 
 
 def _event(tag: str, value: float, step: int, wall_time: float) -> bytes:
@@ -36,7 +38,7 @@ def _event(tag: str, value: float, step: int, wall_time: float) -> bytes:
     [
         ("loss", 0.25, 3, 1_700_000_000.5),
         ("train/accuracy", 0.0, 0, 1.0),  # zero step and value: proto3 rules for defaults
-        ("élan/σ", -1e-3, 2**40, 0.0),
+        ("\u00e9lan/\u03c3", -1e-3, 2**40, 0.0),  # UTF-8 tags
         ("x", 1e30, -5, 12.0),  # a negative step is a 10-byte varint
         ("", 3.5, 127, 99.0),
         ("t" * 300, 2.0, 128, 1.25),  # a tag longer than 127 bytes: two-byte length
@@ -88,7 +90,9 @@ def test_tensorboard_reads_the_scalars_tags_steps_and_wall_times(tmp_path: Path)
     assert [s for s, _v, _w in points["loss"]] == list(range(50))
     assert values(points, "loss") == pytest.approx([1.0 / (s + 1) for s in range(50)], rel=1e-6)
     assert [w for _s, _v, w in points["loss"]] == [1000.0 + s for s in range(50)]
-    assert points["eval/accuracy"] == [(s, pytest.approx(s / 100), 2000.0 + s) for s in range(0, 50, 10)]
+    assert points["eval/accuracy"] == [
+        (s, pytest.approx(s / 100), 2000.0 + s) for s in range(0, 50, 10)
+    ]
 
 
 def test_the_first_event_is_the_file_version(tmp_path: Path) -> None:

@@ -44,7 +44,7 @@ class ProfilerScalars:
     def poll(self) -> int:
         """Read the chunks that appeared since the last poll; returns how many."""
         count = 0
-        for path, chunk in self._new_chunks(self.root / "system" / self.host):
+        for _path, chunk in self._new_chunks(self.root / "system" / self.host):
             self._system(chunk)
             count += 1
         steps = self.root / "framework" / "steps" / self.host
