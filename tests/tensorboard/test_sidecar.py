@@ -105,3 +105,4 @@ def test_a_sync_that_fails_is_logged_and_the_job_goes_on(tmp_path: Path) -> None
     assert problems and all("(the job goes on)" in line for line in problems)
     local = job.root / "output" / "tensorboard" / "trainops"
     assert values(scalars(local), "loss") == [1.0]  # written locally all the same
+    assert "tensorboard" not in job.reporter.artifacts()  # nothing reached the prefix

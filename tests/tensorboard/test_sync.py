@@ -88,6 +88,7 @@ def test_a_growing_file_is_uploaded_again_with_its_new_records_only_when_it_grew
     assert sync.sync_once() == [path.name]
     assert values(scalars(remote), "loss") == [1.0, 2.0]
     assert sync.uploaded_bytes(path.name) == path.stat().st_size
+    assert sync.uploaded == [path.name]
     writer.close()
 
 

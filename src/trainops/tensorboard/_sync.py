@@ -84,6 +84,11 @@ class EventSync:
             raise failure
         return uploaded
 
+    @property
+    def uploaded(self) -> list[str]:
+        """The relative paths that have an object."""
+        return sorted(r for r, s in self._files.items() if s.uploaded or s.sent is not None)
+
     def uploaded_bytes(self, rel: str) -> int:
         """How many bytes of the event file ``rel`` its object holds (0: no object yet)."""
         state = self._files.get(rel)

@@ -102,10 +102,9 @@ class TensorBoardSidecar(Sidecar):
             writer, self.writer = self.writer, None
         if writer is not None:
             self._guard(writer.close)
-        if not self.local_dir.is_dir():
-            return []  # the job ended before the tree was made
-        self._guard(lambda: self.sync.sync_once(final=True))
-        return [Artifact("tensorboard", self.remote)]
+        if self.local_dir.is_dir():
+            self._guard(lambda: self.sync.sync_once(final=True))
+        return [Artifact("tensorboard", self.remote)] if self.sync.uploaded else []
 
     def abort(self) -> None:
         self._halt()
