@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import pytest
+
 from tests.tensorboard._read import scalars, values
 from trainops.profiler import MODE_EVAL, MODE_TRAIN, STEP_COLUMNS, SeriesWriter
 from trainops.tensorboard import ProfilerScalars, SummaryWriter
@@ -29,7 +31,7 @@ def test_step_and_system_series_become_scalars(tmp_path: Path) -> None:
     root, logdir = tmp_path / "profiler", tmp_path / "tb"
     _steps(root, 0, [_step_row(s, MODE_TRAIN, 0.5 + s) for s in range(3)])
     _steps(root, 1, [_step_row(s, MODE_TRAIN, 0.7) for s in range(2)])
-    _steps(root, 0, [_step_row(0, MODE_EVAL, 0.3)], prefix="2-")
+    _steps(root, 0, [_step_row(0, MODE_EVAL, 0.3), _step_row(0, MODE_EVAL, 0.4)], prefix="2-")
     columns = ["time", "cpu", "cpu0", "memory", "gpu0", "gpu0_memory", "gpu0_memory_bytes"]
     system = SeriesWriter(root / "system" / "algo-1", {"kind": "system"}, columns)
     system.append((2000.0, 40.0, 80.0, 12.5, 90.0, 30.0, 1e9))
@@ -43,7 +45,11 @@ def test_step_and_system_series_become_scalars(tmp_path: Path) -> None:
     points = scalars(logdir)
     assert points["steps/rank-0/duration"] == [(0, 0.5, 1000.0), (1, 1.5, 1001.0), (2, 2.5, 1002.0)]
     assert values(points, "steps/rank-1/duration") == [0.699999988079071] * 2  # float32
-    assert points["eval_steps/rank-0/duration"] == [(0, 0.30000001192092896, 1000.0)]
+    # two evaluation passes, each numbering its steps from 0: TensorBoard gets 0, 1
+    assert points["eval_steps/rank-0/duration"] == [
+        (0, pytest.approx(0.3), 1000.0),
+        (1, pytest.approx(0.4), 1000.0),
+    ]
     assert "steps/rank-0/backward" not in points  # NaN: the phase was not seen
     assert {"steps/rank-0/data", "steps/rank-0/forward", "steps/rank-0/optimizer"} <= set(points)
     assert points["system/cpu"] == [(0, 40.0, 2000.0), (1, 50.0, 2000.5)]

@@ -106,3 +106,16 @@ def test_a_sync_that_fails_is_logged_and_the_job_goes_on(tmp_path: Path) -> None
     local = job.root / "output" / "tensorboard" / "trainops"
     assert values(scalars(local), "loss") == [1.0]  # written locally all the same
     assert "tensorboard" not in job.reporter.artifacts()  # nothing reached the prefix
+
+
+def test_a_retry_writes_a_run_of_its_own(tmp_path: Path) -> None:
+    job = make_job(
+        tmp_path,
+        {"train.py": "print('loss=4.0')\n"},
+        attempt=2,
+        metric_definitions=METRICS,
+        tensorboard_output_config={"s3_output_path": (tmp_path / "tb").as_uri()},
+    )
+    assert job.run().outcome is HostOutcome.COMPLETED
+    assert values(scalars(tmp_path / "tb" / "trainops-attempt-2"), "loss") == [4.0]
+    assert not (tmp_path / "tb" / "trainops").exists()

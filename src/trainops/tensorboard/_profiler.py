@@ -5,8 +5,9 @@ directory (``trainops.profiler``'s layout: ``framework/steps/<host>/rank-<r>/*.t
 ``system/<host>/*.tsc``), each chunk once, in name order, and hands every value to
 ``add_scalar(tag, value, step, wall_time)``:
 
-- ``steps/rank-<r>/<phase>`` (``eval_steps/...`` for evaluation steps), in seconds, at the
-  step's number, for ``duration``, ``data``, ``forward``, ``backward`` and ``optimizer``;
+- ``steps/rank-<r>/<phase>`` in seconds, at the step's number, for ``duration``, ``data``,
+  ``forward``, ``backward`` and ``optimizer``; ``eval_steps/...`` the same for evaluation
+  steps, at their count (their own numbers start anew with each evaluation pass);
 - ``system/<column>`` in percent, for ``cpu``, ``iowait``, ``memory``, ``gpu<N>`` and
   ``gpu<N>_memory``, at the sample's index.
 """
@@ -40,6 +41,7 @@ class ProfilerScalars:
         self.warn = warn
         self._read: set[Path] = set()
         self._system_index = 0
+        self._counts: dict[tuple[str, bool], int] = {}
 
     def poll(self) -> int:
         """Read the chunks that appeared since the last poll; returns how many."""
@@ -75,14 +77,25 @@ class ProfilerScalars:
         phases = [(name, at[name]) for name in STEP_SCALARS if name in at]
         step_at, mode_at = at.get("step"), at.get("mode")
         for row in chunk.rows:
-            mode = row[mode_at] if mode_at is not None else 0.0
-            group = "eval_steps" if mode == MODE_EVAL else "steps"
-            step = row[step_at] if step_at is not None else math.nan
-            number = int(step) if math.isfinite(step) else 0
+            evaluating = mode_at is not None and row[mode_at] == MODE_EVAL
+            group = "eval_steps" if evaluating else "steps"
+            number = self._step_number(
+                rank, evaluating, row[step_at] if step_at is not None else math.nan
+            )
             for name, index in phases:
                 value = row[index]
                 if not math.isnan(value):
                     self.add_scalar(f"{group}/rank-{rank}/{name}", value, number, row[0])
+
+    def _step_number(self, rank: str, evaluating: bool, step: float) -> int:
+        """A training step's own number; for evaluation steps (numbered anew by each evaluation
+        pass) a count of them, so that TensorBoard's steps only grow."""
+        key = (rank, evaluating)
+        count = self._counts.get(key, 0)
+        self._counts[key] = count + 1
+        if evaluating or not math.isfinite(step):
+            return count
+        return int(step)
 
     def _system(self, chunk: SeriesChunk) -> None:
         columns = chunk.columns

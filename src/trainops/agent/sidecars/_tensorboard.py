@@ -9,7 +9,7 @@ do), because the hosts of a local job share one machine name, and so that Tensor
 each host as a run rather than interleaving files that grow at once in one directory.
 
 The sidecar writes, under ``<local path>/trainops/`` (a run of its own beside the script's
-files): every metric the job's metric definitions scrape from the script's output (tag: the
+files; ``trainops-attempt-<n>/`` on a retry): every metric the job's metric definitions scrape from the script's output (tag: the
 metric's name, step: a counter per metric), and, when the job profiles, the profiler's step
 timings and system metrics (see :mod:`trainops.tensorboard._profiler` for the tags). The
 script may write its own event files anywhere under the local path: its directory is in
@@ -35,7 +35,14 @@ from trainops.protocol import TensorBoardSpec
 from trainops.storage import join_uri
 from trainops.tensorboard import DIR_ENV, EventSync, ProfilerScalars, SummaryWriter
 
-__all__ = ["CONFIG_ENV", "CONFIG_FILE", "TensorBoardSidecar", "tensorboard_sidecar"]
+__all__ = [
+    "CONFIG_ENV",
+    "CONFIG_FILE",
+    "TensorBoardSidecar",
+    "run_name",
+    "tensorboard_prefix",
+    "tensorboard_sidecar",
+]
 
 CONFIG_FILE = "tensorboardoutputconfig.json"
 CONFIG_ENV = "TENSORBOARD_CONFIG_FILE_PATH"  # smdebug's override of the config file's path
@@ -83,7 +90,9 @@ class TensorBoardSidecar(Sidecar):
 
     def start(self) -> None:
         self.writer = SummaryWriter(
-            self.local_dir / RUN_NAME, host=self.context.host, flush_secs=self.interval
+            self.local_dir / run_name(self.context.assignment.attempt),
+            host=self.context.host,
+            flush_secs=self.interval,
         )
         profiler_dir = _profiler_dir(self.context)
         if profiler_dir is not None:
@@ -166,6 +175,13 @@ class TensorBoardSidecar(Sidecar):
         if not self.context.job.mount_opt_ml:
             return path
         return Path("/opt/ml", path.relative_to(self.context.tree.root))
+
+
+def run_name(attempt: int) -> str:
+    """The sidecar's run: ``trainops``, ``trainops-attempt-<n>`` on a retry (the steps of a
+    retry start at 0 again; in the same run TensorBoard would drop the first attempt's points
+    as orphaned)."""
+    return RUN_NAME if attempt <= 1 else f"{RUN_NAME}-attempt-{attempt}"
 
 
 def tensorboard_prefix(config: TensorBoardSpec, output_prefix: str) -> str:
