@@ -60,6 +60,8 @@ def _tensorboard(context: SidecarContext) -> Sidecar | None:
 
 register_sidecar("checkpoints", checkpoint_sync)
 register_sidecar("intermediate", intermediate_sync)
+# TensorBoard before the profiler's sidecars, so that it finishes after them: it turns their
+# last chunks (written when they finish) into scalars too.
+register_sidecar("tensorboard", _tensorboard)
 register_sidecar("profiler", _profiler)
 register_sidecar("framework", _framework)
-register_sidecar("tensorboard", _tensorboard)
