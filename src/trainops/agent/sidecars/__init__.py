@@ -53,13 +53,15 @@ def _tensorboard(context: SidecarContext) -> Sidecar | None:
     """TensorBoard event files and their sync, when the job asks for them."""
     if context.job.tensorboard_output_config is None:
         return None
-    from trainops.agent.sidecars._tensorboard import tensorboard_sidecar  # type: ignore[import-not-found]
+    from trainops.agent.sidecars._tensorboard import tensorboard_sidecar
 
-    return tensorboard_sidecar(context)  # type: ignore[no-any-return]
+    return tensorboard_sidecar(context)
 
 
 register_sidecar("checkpoints", checkpoint_sync)
 register_sidecar("intermediate", intermediate_sync)
+# TensorBoard before the profiler's sidecars, so that it finishes after them: it turns their
+# last chunks (written when they finish) into scalars too.
+register_sidecar("tensorboard", _tensorboard)
 register_sidecar("profiler", _profiler)
 register_sidecar("framework", _framework)
-register_sidecar("tensorboard", _tensorboard)
