@@ -10,8 +10,8 @@ user namespace too when not root), ``/etc/hosts`` bind-mounted from ``F``, the h
 toolkit checks its hosts before the script), then ``argv`` exec'd in the same directory (seen
 under ``/opt/ml`` when it is in the tree). ``--die-with-parent`` makes the process end when the
 agent that started it ends (a FUSE daemon, whose mount then goes with its namespace);
-``--expect-entries`` ends with status 3 when ``DIR`` has no entry (a check, run instead of a
-command). It imports only the standard library: it runs before every rank's process.
+``--expect-entries`` ends with status 3 when ``DIR`` has no entry and 1 when it cannot be
+listed (a check, run instead of a command). It imports only the standard library: it runs before every rank's process.
 """
 
 from __future__ import annotations
@@ -150,12 +150,14 @@ def _enter_under_opt_ml(root: Path) -> None:
 
 
 def _has_entries(path: Path) -> int:
+    """0 when ``path`` lists entries, 3 when it lists none, 1 when it cannot be listed (a view
+    whose storage refuses, say: not to be reported as an empty one)."""
     try:
         with os.scandir(path) as entries:
             found = next(entries, None) is not None
     except OSError as exc:
         print(f"trainops: cannot list {path}: {exc.strerror}", file=sys.stderr)
-        return 3
+        return 1
     if not found:
         print(f"trainops: {path} is empty", file=sys.stderr)
     return 0 if found else 3

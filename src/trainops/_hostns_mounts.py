@@ -21,7 +21,7 @@ import os
 import stat
 from pathlib import Path
 
-__all__ = ["OPT", "OPT_ML", "bind", "graft", "show_opt_ml"]
+__all__ = ["OPT", "OPT_ML", "bind", "graft", "mounts_under", "show_opt_ml"]
 
 OPT = Path("/opt")
 OPT_ML = OPT / "ml"
@@ -72,10 +72,43 @@ def _make_read_only(target: str) -> None:
 
 
 def bind(source: str, target: str, read_only: bool) -> None:
-    """``source`` (with whatever is mounted below it) shown at ``target``."""
+    """``source`` (with whatever is mounted below it) shown at ``target``; read-only means the
+    mounts below it too (a remount reaches one mount only, so each is remounted)."""
     _mount(source, target, None, MS_BIND | MS_REC)
     if read_only:
-        _make_read_only(target)
+        for point in mounts_under(target):
+            _make_read_only(point)
+
+
+def mounts_under(target: str, mountinfo: str | None = None) -> list[str]:
+    """``target`` and every mount point below it in this namespace, outermost first
+    (``mountinfo``: the text of ``/proc/self/mountinfo``, read when not given)."""
+    if mountinfo is None:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as handle:
+            mountinfo = handle.read()
+    base = os.path.realpath(target)
+    inside = base + "/" if base != "/" else "/"
+    found = {base}
+    for line in mountinfo.splitlines():
+        fields = line.split(" ")
+        if len(fields) > 4:
+            point = _unescape(fields[4])
+            if point.startswith(inside):
+                found.add(point)
+    return sorted(found, key=lambda p: (p.count("/"), p))
+
+
+def _unescape(field: str) -> str:
+    """A mountinfo path: spaces, tabs, newlines and backslashes come as ``\\ooo`` escapes."""
+    out, i = [], 0
+    while i < len(field):
+        if field[i] == "\\" and field[i + 1 : i + 4].isdigit():
+            out.append(chr(int(field[i + 1 : i + 4], 8)))
+            i += 4
+        else:
+            out.append(field[i])
+            i += 1
+    return "".join(out)
 
 
 def graft(namespace: str, inode: int, source: str, target: str, read_only: bool) -> None:

@@ -6,12 +6,14 @@ how a launch wraps a single-host job's processes when it has mounts."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from trainops._hostns_mounts import mounts_under
 from trainops.agent import _ranks
 from trainops.agent._hostns import mount_arguments, unwrap
 from trainops.agent._setup import ScriptCommand
@@ -122,3 +124,44 @@ def test_mounts_where_no_namespace_can_be_made_cannot_start(
     command = ScriptCommand([sys.executable, "train.py"], sys.executable, [])
     with pytest.raises(LaunchError, match="private mount namespace"):
         _ranks.host_processes(_assignment(), command, {}, tmp_path, opt_ml=tree)
+
+
+def test_mounts_below_a_bind_are_found_with_escaped_names() -> None:
+    info = "\n".join(
+        [
+            "20 1 8:1 / / rw - ext4 /dev/vda rw",
+            r"31 20 0:5 / /data/share rw - tmpfs none rw",
+            r"32 31 0:6 / /data/share/a\040b rw - tmpfs none rw",
+            r"33 31 0:7 / /data/share/a/deep rw - tmpfs none rw",
+            r"34 20 0:8 / /data/shared-not-below rw - tmpfs none rw",
+        ]
+    )
+    assert mounts_under("/data/share", info) == [
+        "/data/share",
+        "/data/share/a b",
+        "/data/share/a/deep",
+    ]
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("unshare"), reason="needs root and unshare(1)"
+)
+def test_a_read_only_bind_is_read_only_below_too(tmp_path: Path, tree: Path) -> None:
+    shared = tmp_path / "shared"
+    (shared / "sub").mkdir(parents=True)
+    target = tree / "input" / "data" / "train"
+    inner = " ".join([*HOSTNS, "--bind", str(shared), str(target), "ro", "--", "/bin/sh", "-c"])
+    # A file system mounted inside the shared directory (an NFS export with a submount, say)
+    # must be read-only in the job's view too, not only the directory's own mount.
+    script = (
+        f"mount -t tmpfs none {shared}/sub && {inner} 'touch {target}/sub/x 2>&1 || echo sub: ro'"
+    )
+    done = subprocess.run(
+        ["unshare", "-m", "--propagation", "private", "/bin/sh", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "sub: ro" in done.stdout, done.stdout

@@ -159,3 +159,39 @@ def test_metrics_csv() -> None:
         "2024-06-01T10:00:02Z,loss,0.25,algo-2\n"
     )
     assert format_metrics_csv([]) == "timestamp,metric_name,value,host\n"
+
+
+def test_rule_statuses() -> None:
+    from trainops.cli._render import format_rule_statuses
+
+    assert format_rule_statuses(DESCRIPTION) is None
+    described = DESCRIPTION | {
+        "ProfilerRuleEvaluationStatuses": [
+            {
+                "RuleConfigurationName": "StepOutlier",
+                "RuleEvaluationStatus": "IssuesFound",
+                "StatusDetails": "12 of 80 steps took longer than 0.4 s",
+                "Evaluation": {
+                    "Recommendation": "move the slow work out of the loop",
+                    "Actions": [
+                        {"Type": "stop_training", "Ok": True, "Detail": "the job is stopping"},
+                        {"Type": "webhook", "Ok": False, "Detail": "POST http://h/***: HTTP 500"},
+                    ],
+                },
+            },
+            {
+                "RuleConfigurationName": "LowGPUUtilization",
+                "RuleEvaluationStatus": "NoIssuesFound",
+                "StatusDetails": "no GPU metrics were recorded",
+                "Evaluation": {"Recommendation": "", "Actions": []},
+            },
+        ]
+    }
+    expected = """Profiler rules:
+  StepOutlier: IssuesFound: 12 of 80 steps took longer than 0.4 s
+    Recommendation: move the slow work out of the loop
+    Action stop_training done: the job is stopping
+    Action webhook failed: POST http://h/***: HTTP 500
+  LowGPUUtilization: NoIssuesFound: no GPU metrics were recorded"""
+    assert format_rule_statuses(described) == expected
+    assert expected in format_job_summary(described)

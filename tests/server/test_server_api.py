@@ -44,6 +44,9 @@ DESCRIBE_KEYS = {
     "Cost",
     "Attempt",
     "Hosts",
+    "ProfilingStatus",
+    "ProfilerRuleConfigurations",
+    "ProfilerRuleEvaluationStatuses",
 }
 
 

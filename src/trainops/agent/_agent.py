@@ -462,6 +462,7 @@ class HostAgent:
         self.log.agent(f"Deleted {freed / 1e6:.1f} MB of outputs that could not be uploaded")
 
     def _upload_outputs(self) -> list[Artifact]:
+        self.log.flush()  # sidecars finish having heard every metric value the script printed
         artifacts = [] if self._sidecars is None else self._sidecars.finish()
         store = self._store(self.layout.output_prefix)
         artifacts += upload_archives(store, self.tree, self.layout, self.state_dir)

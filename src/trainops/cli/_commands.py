@@ -15,6 +15,7 @@ from trainops.cli._render import (
     format_jobs_table,
     format_metrics_csv,
     format_metrics_table,
+    format_rule_statuses,
 )
 from trainops.client import (
     JobFollower,
@@ -87,6 +88,9 @@ def describe(args: argparse.Namespace) -> int:
     with connect() as client:
         description = client.describe(args.name)
     print(json.dumps(description, indent=2))
+    rules = format_rule_statuses(description)
+    if rules is not None:  # for people; standard output stays one JSON document
+        print(rules, file=sys.stderr)
     return 0
 
 

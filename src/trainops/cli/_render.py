@@ -24,6 +24,7 @@ __all__ = [
     "format_jobs_table",
     "format_metrics_csv",
     "format_metrics_table",
+    "format_rule_statuses",
     "format_table",
 ]
 
@@ -118,6 +119,9 @@ def format_job_summary(description: dict[str, Any]) -> str:
     lines += _failure_reason(description.get("FailureReason"))
     lines += _section("Final metrics:", _metric_rows(description))
     lines += _section("Artifacts:", _artifact_rows(description))
+    rules = format_rule_statuses(description)
+    if rules is not None:
+        lines.append(rules)
     lines.append(
         f"Time: training {_seconds(description.get('TrainingTimeInSeconds'))}, "
         f"billable {_seconds(description.get('BillableTimeInSeconds'))}"
@@ -178,3 +182,25 @@ def _money(usd: float) -> str:
 
 def _seconds(value: Any) -> str:
     return "-" if value is None else f"{value} s"
+
+
+def format_rule_statuses(description: dict[str, Any]) -> str | None:
+    """The profiler rules of a description (``ProfilerRuleEvaluationStatuses``): a line each
+    (name, status, details), then for a rule that found issues its recommendation and what its
+    actions did; None when the job has no rules."""
+    statuses = description.get("ProfilerRuleEvaluationStatuses") or []
+    if not statuses:
+        return None
+    lines = ["Profiler rules:"]
+    for status in statuses:
+        lines.append(
+            f"  {status.get('RuleConfigurationName', '?')}: "
+            f"{status.get('RuleEvaluationStatus', '?')}: {status.get('StatusDetails', '')}"
+        )
+        evaluation = status.get("Evaluation") or {}
+        if status.get("RuleEvaluationStatus") == "IssuesFound" and evaluation.get("Recommendation"):
+            lines.append(f"    Recommendation: {evaluation['Recommendation']}")
+        for action in evaluation.get("Actions") or []:
+            outcome = "done" if action.get("Ok") else "failed"
+            lines.append(f"    Action {action.get('Type')} {outcome}: {action.get('Detail')}")
+    return "\n".join(lines)

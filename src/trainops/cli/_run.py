@@ -13,6 +13,7 @@ import contextlib
 import os
 import signal
 import sys
+import time
 from collections.abc import Iterator
 from types import FrameType
 from typing import Any
@@ -28,6 +29,8 @@ __all__ = ["INTERRUPTED", "run"]
 
 INTERRUPTED = 130
 _LIKE_CTRL_C = (signal.SIGTERM, signal.SIGHUP)
+_RULES_WAIT_S = 30.0
+_RULES_POLL_S = 0.2
 
 
 def run(args: argparse.Namespace) -> int:
@@ -41,10 +44,30 @@ def run(args: argparse.Namespace) -> int:
             client, name, print_line, print_transition, on_page=flush_output, on_lines=print_lines
         )
         description = _follow(client, follower)
+        if description is not None:
+            description = _rules_settled(client, description)
     if description is None:
         return INTERRUPTED
     print(format_job_summary(description))
     return 0 if description["TrainingJobStatus"] == "Completed" else 1
+
+
+def _rules_settled(client: Client, description: dict[str, Any]) -> dict[str, Any]:
+    """The description once every profiler rule has its final verdict (the rules service
+    evaluates them once more when the job ends), or as it is after ``_RULES_WAIT_S``."""
+    deadline = time.monotonic() + _RULES_WAIT_S
+    try:
+        while _rules_pending(description) and time.monotonic() < deadline:
+            time.sleep(_RULES_POLL_S)
+            description = client.describe(str(description["TrainingJobName"]))
+    except KeyboardInterrupt:
+        pass  # the user would rather not wait: the summary says InProgress
+    return description
+
+
+def _rules_pending(description: dict[str, Any]) -> bool:
+    statuses = description.get("ProfilerRuleEvaluationStatuses") or []
+    return any(status.get("RuleEvaluationStatus") == "InProgress" for status in statuses)
 
 
 def _follow(client: Client, follower: JobFollower) -> dict[str, Any] | None:

@@ -58,7 +58,28 @@ _JOB = _object(
     TrainingJobStatus=_STRING,
     SecondaryStatus=_STRING,
 )
-_DESCRIBED = _JOB | {"description": "the job, with the keys of SageMaker's DescribeTrainingJob"}
+_RULE_STATUS = _object(
+    "RuleConfigurationName",
+    "RuleEvaluationStatus",
+    "StatusDetails",
+    "LastModifiedTime",
+    RuleConfigurationName=_STRING,
+    RuleEvaluationStatus={
+        "type": "string",
+        "enum": ["InProgress", "NoIssuesFound", "IssuesFound", "Error"],
+    },
+    StatusDetails=_STRING,
+    LastModifiedTime=_STRING,
+    Evaluation={
+        "type": "object",
+        "description": "the rule, its recommendation, evidence and what its actions did",
+    },
+)
+_DESCRIBED = _object(
+    *_JOB["required"],
+    **_JOB["properties"],
+    ProfilerRuleEvaluationStatuses={"type": "array", "items": _RULE_STATUS},
+) | {"description": "the job, with the keys of SageMaker's DescribeTrainingJob"}
 _INTEGER = {"type": "integer"}
 _AMOUNTS = _object("cpus", "memory_mb", "gpus", cpus=_INTEGER, memory_mb=_INTEGER, gpus=_INTEGER)
 

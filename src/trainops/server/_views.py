@@ -15,6 +15,7 @@ from trainops._settings import Settings
 from trainops.catalog import load_catalog
 from trainops.protocol import ChannelSpec, SubmittedJob
 from trainops.server._redaction import Masker, mask_text, redact
+from trainops.server._rule_views import profiler_sections
 from trainops.store import ArtifactRecord, HostRecord, JobRecord, LogChunk, MetadataStore
 
 __all__ = ["describe", "iso", "log_page", "metric_points", "redact", "summary"]
@@ -77,6 +78,7 @@ def describe(
         "Cost": _cost(job, now),
         "Attempt": job.attempt,
         "Hosts": [_host(h) for h in store.hosts(job.name, job.attempt)],
+        **profiler_sections(store, job, iso),
     }
 
 

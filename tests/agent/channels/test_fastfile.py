@@ -5,6 +5,7 @@ and no mount or rclone process outlives the channel, not even a SIGKILLed agent.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import hashlib
 import json
@@ -254,6 +255,22 @@ def test_s3_empty_prefix_is_a_clear_error_and_rclone_ends(
     with pytest.raises(StorageError, match=r"^channel 'train': no objects found under s3://"):
         source.prepare()
     source.close()
+
+
+@pytest.mark.slow
+@pytest.mark.s3
+def test_a_view_that_cannot_be_listed_is_not_called_empty(
+    tmp_path: Path, s3_server: SeaweedS3, bucket: tuple[str, dict[str, bytes]]
+) -> None:
+    uri, _ = bucket
+    wrong = dataclasses.replace(s3_server.s3_settings, secret_access_key="not-the-secret")
+    host = Host(tmp_path / "hosts", Settings(home=tmp_path, s3=wrong))
+    source = open_channel(channel(uri, mode="FastFile"), host.context())
+    try:
+        with pytest.raises(StorageError, match=r"the FastFile view failed: .*cannot list"):
+            source.prepare()
+    finally:
+        source.close()
 
 
 @pytest.mark.slow

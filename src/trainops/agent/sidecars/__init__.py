@@ -2,8 +2,8 @@
 
 Each kind registers a factory in :data:`SIDECARS` (in the order they start; they finish in the
 reverse order); :class:`Sidecars` runs a job's set through the agent's phases. Implementations:
-checkpoint sync and intermediate-output sync (``_sync``). docs/internals/sidecars.md says how
-to add one.
+checkpoint sync and intermediate-output sync (``_sync``), the system monitor and the profiler
+data's mirror (``_profiler``). docs/internals/sidecars.md says how to add one.
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ def _profiler(context: SidecarContext) -> Sidecar | None:
     """System monitor + profiler-data mirror, when the job profiles (imported only then)."""
     if context.job.profiling is None:
         return None
-    from trainops.agent.sidecars._profiler import profiler_sidecar  # type: ignore[import-not-found]
+    from trainops.agent.sidecars._profiler import profiler_sidecar
 
-    return profiler_sidecar(context)  # type: ignore[no-any-return]
+    return profiler_sidecar(context)
 
 
 def _framework(context: SidecarContext) -> Sidecar | None:
@@ -53,13 +53,15 @@ def _tensorboard(context: SidecarContext) -> Sidecar | None:
     """TensorBoard event files and their sync, when the job asks for them."""
     if context.job.tensorboard_output_config is None:
         return None
-    from trainops.agent.sidecars._tensorboard import tensorboard_sidecar  # type: ignore[import-not-found]
+    from trainops.agent.sidecars._tensorboard import tensorboard_sidecar
 
-    return tensorboard_sidecar(context)  # type: ignore[no-any-return]
+    return tensorboard_sidecar(context)
 
 
 register_sidecar("checkpoints", checkpoint_sync)
 register_sidecar("intermediate", intermediate_sync)
+# TensorBoard before the profiler's sidecars, so that it finishes after them: it turns their
+# last chunks (written when they finish) into scalars too.
+register_sidecar("tensorboard", _tensorboard)
 register_sidecar("profiler", _profiler)
 register_sidecar("framework", _framework)
-register_sidecar("tensorboard", _tensorboard)

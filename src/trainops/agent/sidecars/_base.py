@@ -83,6 +83,9 @@ class Sidecar(ABC):
     def finish(self) -> list[Artifact]:
         """The script has ended: finish the work, upload what is left, return the artifacts.
 
+        Every metric value scraped from the script's output has reached the metric listeners
+        by then.
+
         Also called on a sidecar that was never started (the job ended before its script
         began): upload what there is, or nothing."""
 

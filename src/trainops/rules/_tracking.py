@@ -1,0 +1,215 @@
+"""One running job's rules: its profiler reader, when each rule is due, what each has found.
+
+:class:`JobRules` evaluates a job's due rules on the data read so far and records each verdict
+as a :class:`~trainops.store.RuleEvaluation` row (and as JSON under the job's
+``rule-output/<rule name>/``). A rule's status is InProgress while the job runs and it has found
+nothing, IssuesFound from its first finding on (its actions run then, once), and at the job's
+end its final verdict; a rule that raises is Error, with the exception's line, and is tried
+again at its next scan. The row's ``result`` JSON::
+
+    {"rule": ..., "parameters": {...}, "result": <RuleResult JSON of the latest evaluation>,
+     "found": <RuleResult JSON of the first finding> | null, "found_time": <Unix s> | null,
+     "actions": [<ActionResult JSON>...], "evaluations": <n>, "output": <URI of the JSON>}
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainops._errors import StorageError
+from trainops.actions import ActionContext, Finding, run_actions
+from trainops.control.services import ServiceContext
+from trainops.profiler import ProfilerReader, profiler_prefix
+from trainops.protocol import RuleSpec
+from trainops.rules._base import ISSUES_FOUND, ProfilerData, ProfilerRule, RuleResult
+from trainops.rules._registry import make_rule
+from trainops.storage import ObjectStore, join_uri, store_for
+from trainops.store import JobRecord, RuleEvaluation
+
+__all__ = ["ERROR", "KIND", "RULE_OUTPUT", "JobRules", "RuleState", "write_errors"]
+
+_log = logging.getLogger("trainops.rules")
+
+ERROR = "Error"
+KIND = "profiler"
+RULE_OUTPUT = "rule-output"
+_MICROSECONDS = 1_000_000
+
+
+@dataclass(slots=True)
+class RuleState:
+    """One rule of one job: the rule, its next due time and what it has found so far."""
+
+    spec: RuleSpec
+    rule: ProfilerRule | None
+    error: str | None = None
+    due: float = 0.0
+    evaluations: int = 0
+    found: dict[str, Any] | None = None
+    found_time: float | None = None
+    actions: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def interval(self) -> float:
+        return float(self.spec.rule_parameters.get("scan_interval_us", 60_000_000)) / _MICROSECONDS
+
+    @classmethod
+    def make(cls, spec: RuleSpec, row: RuleEvaluation | None) -> RuleState:
+        try:
+            state = cls(spec, make_rule(spec.rule, spec.rule_parameters))
+        except (KeyError, ValueError) as exc:
+            state = cls(spec, None, f"{type(exc).__name__}: {exc}")
+        if row is not None and row.status == ISSUES_FOUND:  # a restarted control plane
+            state.found = row.result.get("found") or {"details": row.status_details}
+            state.found_time = row.result.get("found_time")
+            state.actions = list(row.result.get("actions") or [])
+        return state
+
+
+class JobRules:
+    """The rules of one job, evaluated on its profiler data."""
+
+    def __init__(self, job: JobRecord, context: ServiceContext) -> None:
+        self.job = job
+        self.context = context
+        self.store: ObjectStore = store_for(job.output_prefix, context.settings)
+        config = job.spec.profiler_config
+        prefix = profiler_prefix(config.s3_output_path if config else None, job.output_prefix)
+        self.reader = ProfilerReader(store_for(prefix, context.settings), prefix)
+        rows = {row.name: row for row in context.store.rule_evaluations(job.name)}
+        self.rules = [RuleState.make(spec, rows.get(spec.name)) for spec in job.spec.rules]
+        now = context.now()
+        for state in self.rules:
+            if state.spec.name not in rows:
+                self._write(state, None, now)
+
+    def scan(self, job: JobRecord, *, final: bool = False) -> None:
+        """Evaluate the rules that are due (every one when ``final``: the job has ended)."""
+        self.job = job
+        now = self.context.now()
+        due = [s for s in self.rules if final or now >= s.due]
+        if not due:
+            return
+        self.reader.refresh()
+        data = ProfilerData.from_reader(
+            self.reader,
+            job_start=job.training_start_time or job.creation_time,
+            job_end=(job.training_end_time or job.last_modified_time) if final else None,
+            now=now,
+        )
+        for state in due:
+            state.due = now + state.interval
+            self._evaluate(state, data, final)
+
+    def _evaluate(self, state: RuleState, data: ProfilerData, final: bool) -> None:
+        if state.rule is None:
+            self._error(state, state.error or "the rule could not be made")
+            return
+        try:
+            result = state.rule.evaluate(data)
+        except Exception as exc:
+            _log.exception("rule %s of job %s failed", state.spec.name, self.job.name)
+            self._error(state, _exception_line(exc))
+            return
+        state.evaluations += 1
+        first = result.found and state.found is None
+        if first:
+            state.found, state.found_time = result.to_json(), self.context.now()
+        self._write(state, result, self.context.now(), final=final)
+        if first:
+            state.actions = [a.to_json() for a in self._act(state, result)]
+            self._write(state, result, self.context.now(), final=final)
+
+    def _act(self, state: RuleState, result: RuleResult) -> list[Any]:
+        if not state.spec.actions:
+            return []
+        finding = Finding(
+            job=self.job.name,
+            rule_name=state.spec.name,
+            rule=state.spec.rule,
+            status=result.status,
+            details=result.details,
+            recommendation=result.recommendation,
+            evidence=result.to_json()["evidence"],
+            time=self.context.now(),
+        )
+        return run_actions(finding, state.spec.actions, ActionContext(self.context.stop_job))
+
+    def _error(self, state: RuleState, line: str) -> None:
+        self._write(state, None, self.context.now(), error=line)
+
+    def _write(
+        self,
+        state: RuleState,
+        result: RuleResult | None,
+        now: float,
+        *,
+        final: bool = False,
+        error: str | None = None,
+    ) -> None:
+        status, details = _status(state, result, final, error)
+        output = join_uri(self.job.output_prefix, RULE_OUTPUT, state.spec.name, "result.json")
+        body = {
+            "rule": state.spec.rule,
+            "parameters": dict(state.spec.rule_parameters),
+            "result": None if result is None else result.to_json(),
+            "found": state.found,
+            "found_time": state.found_time,
+            "actions": state.actions,
+            "evaluations": state.evaluations,
+            "output": output,
+        }
+        row = RuleEvaluation(
+            self.job.name, state.spec.name, state.spec.rule, KIND, status, details, now, body
+        )
+        self.context.store.set_rule_evaluation(row)
+        self._publish(output, row)
+
+    def _publish(self, uri: str, row: RuleEvaluation) -> None:
+        document = {
+            "job": row.job,
+            "name": row.name,
+            "status": row.status,
+            "status_details": row.status_details,
+            "last_modified_time": row.last_modified_time,
+            **row.result,
+        }
+        try:
+            self.store.put_bytes(uri, json.dumps(document, indent=1, allow_nan=False).encode())
+        except (StorageError, OSError, ValueError) as exc:
+            _log.warning("rule %s of job %s: writing %s failed: %s", row.name, row.job, uri, exc)
+
+
+def _status(
+    state: RuleState, result: RuleResult | None, final: bool, error: str | None
+) -> tuple[str, str]:
+    if error is not None:
+        return ERROR, error[:1024]
+    if result is None:
+        if state.found is not None:
+            return ISSUES_FOUND, str(state.found.get("details", ""))
+        return "InProgress", "waiting for the first evaluation"
+    if state.found is not None:
+        details = result.details if result.found else str(state.found.get("details", ""))
+        return ISSUES_FOUND, details[:1024]
+    if final:
+        return result.status, result.details[:1024]
+    return "InProgress", result.details[:1024]
+
+
+def _exception_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}".rstrip(": ")
+
+
+def write_errors(job: JobRecord, context: ServiceContext, line: str) -> None:
+    """Every rule of ``job`` is Error with ``line`` (its data cannot be read at all)."""
+    for spec in job.spec.rules:
+        body = {"rule": spec.rule, "parameters": dict(spec.rule_parameters), "result": None}
+        row = RuleEvaluation(
+            job.name, spec.name, spec.rule, KIND, ERROR, line[:1024], context.now(), body
+        )
+        context.store.set_rule_evaluation(row)

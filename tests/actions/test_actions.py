@@ -1,0 +1,203 @@
+"""The action mechanism: every kind does what it says against real parts (a local HTTP server,
+real processes), and a failing action is a result, never an exception."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from trainops.actions import ActionContext, Finding, display_url, run_actions
+from trainops.protocol import ActionSpec
+
+FINDING = Finding(
+    job="job-1",
+    rule_name="slow-steps",
+    rule="StepOutlier",
+    status="IssuesFound",
+    details="12 steps slower than mean + 3 sigma",
+    recommendation="look at step 25",
+    evidence={"outliers": 12},
+    time=1700000000.0,
+)
+
+
+def _action(kind: str, **fields: Any) -> ActionSpec:
+    return ActionSpec(
+        type=kind,
+        url=fields.get("url"),
+        argv=fields.get("argv"),
+        timeout_seconds=fields.get("timeout", 5.0),
+    )
+
+
+class _Hook:
+    """A webhook receiver on 127.0.0.1 that answers ``status`` and keeps what it received."""
+
+    def __init__(self, status: int = 204, delay: float = 0.0) -> None:
+        self.received: list[tuple[str, dict[str, str], bytes]] = []
+        hook = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", "0"))
+                body = self.rfile.read(length)
+                hook.received.append((self.path, dict(self.headers), body))
+                if delay:
+                    threading.Event().wait(delay)
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                del format, args
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join()
+
+
+@pytest.fixture
+def hook() -> Iterator[_Hook]:
+    server = _Hook()
+    yield server
+    server.close()
+
+
+def _no_stop(job: str, message: str) -> bool:
+    raise AssertionError(f"nothing should stop {job}: {message}")
+
+
+def test_webhook_posts_the_finding_as_json(hook: _Hook) -> None:
+    [result] = run_actions(
+        FINDING,
+        [_action("webhook", url=f"{hook.url}/hooks/T0/secret?x=1")],
+        ActionContext(_no_stop),
+    )
+    assert result.ok, result
+    assert "secret" not in result.detail and "HTTP 204" in result.detail
+    [(path, headers, body)] = hook.received
+    assert path == "/hooks/T0/secret?x=1"
+    assert headers["Content-Type"] == "application/json"
+    payload = json.loads(body)
+    assert payload["source"] == "trainops"
+    assert payload["job"] == "job-1" and payload["rule"] == "StepOutlier"
+    assert payload["evidence"] == {"outliers": 12}
+
+
+def test_a_webhook_answering_an_error_is_a_failed_result() -> None:
+    server = _Hook(status=500)
+    try:
+        [result] = run_actions(
+            FINDING, [_action("webhook", url=server.url)], ActionContext(_no_stop)
+        )
+    finally:
+        server.close()
+    assert not result.ok and "HTTP 500" in result.detail
+
+
+def test_an_unreachable_webhook_fails_and_later_actions_still_run() -> None:
+    stopped: list[tuple[str, str]] = []
+
+    def stop(job: str, message: str) -> bool:
+        stopped.append((job, message))
+        return True
+
+    # A port nothing listens on: bind one, close it, use its number.
+    probe = _Hook()
+    dead = probe.url
+    probe.close()
+    results = run_actions(
+        FINDING,
+        [_action("webhook", url=dead, timeout=2.0), _action("stop_training")],
+        ActionContext(stop),
+    )
+    assert [r.type for r in results] == ["webhook", "stop_training"]
+    assert not results[0].ok and "failed" in results[0].detail
+    assert results[1].ok and results[1].detail == "the job is stopping"
+    assert stopped == [("job-1", "Stopped by rule slow-steps: " + FINDING.details)]
+
+
+def test_a_slow_webhook_is_cut_at_its_timeout() -> None:
+    server = _Hook(delay=3.0)
+    try:
+        [result] = run_actions(
+            FINDING, [_action("webhook", url=server.url, timeout=0.5)], ActionContext(_no_stop)
+        )
+    finally:
+        server.close()
+    assert not result.ok and "timed out" in result.detail
+
+
+def test_stop_on_an_ended_job_says_so() -> None:
+    [result] = run_actions(FINDING, [_action("stop_training")], ActionContext(lambda j, m: False))
+    assert result.ok and "ended or was stopping" in result.detail
+
+
+def test_command_gets_the_finding_on_stdin_and_its_environment(tmp_path: Any) -> None:
+    out = tmp_path / "seen.json"
+    code = (
+        "import json, os, sys; "
+        "data = json.load(sys.stdin); "
+        "env = {k: os.environ[k] for k in ('TRAINOPS_JOB', 'TRAINOPS_RULE', 'TRAINOPS_RULE_STATUS')}; "
+        f"open({str(out)!r}, 'w').write(json.dumps([data, env])); print('noted')"
+    )
+    [result] = run_actions(
+        FINDING, [_action("command", argv=(sys.executable, "-c", code))], ActionContext(_no_stop)
+    )
+    assert result.ok and result.detail.endswith("exited with 0: noted")
+    data, env = json.loads(out.read_text())
+    assert data["rule_name"] == "slow-steps"
+    assert env == {
+        "TRAINOPS_JOB": "job-1",
+        "TRAINOPS_RULE": "slow-steps",
+        "TRAINOPS_RULE_STATUS": "IssuesFound",
+    }
+
+
+def test_command_arguments_are_never_a_shell(tmp_path: Any) -> None:
+    marker = tmp_path / "pwned"
+    argv = (sys.executable, "-c", "import sys; print(sys.argv[1:])", f"; touch {marker}")
+    [result] = run_actions(FINDING, [_action("command", argv=argv)], ActionContext(_no_stop))
+    assert result.ok and not marker.exists()
+
+
+def test_command_failures_are_results() -> None:
+    results = run_actions(
+        FINDING,
+        [
+            _action("command", argv=("/nonexistent/notify",)),
+            _action("command", argv=(sys.executable, "-c", "import sys; sys.exit(3)")),
+            _action(
+                "command", argv=(sys.executable, "-c", "import time; time.sleep(30)"), timeout=0.5
+            ),
+        ],
+        ActionContext(_no_stop),
+    )
+    assert [r.ok for r in results] == [False, False, False]
+    assert "no such program" in results[0].detail
+    assert "exited with 3" in results[1].detail
+    assert "killed" in results[2].detail
+
+
+def test_display_url_keeps_no_path_or_query() -> None:
+    assert (
+        display_url("https://hooks.slack.com/services/T0/B0/XYZ") == "https://hooks.slack.com/***"
+    )
+    assert display_url("http://127.0.0.1:8080/?token=abc") == "http://127.0.0.1:8080/***"
+    assert display_url("http://example.org") == "http://example.org"

@@ -1,0 +1,166 @@
+"""The service seam: services registered in SERVICES run beside a real control plane, hear every
+job change with the job's current record, are ticked, survive their own exceptions, and may
+stop a job with a reason of their own."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from tests.control._harness import control_plane, wait_for
+from trainops._settings import Settings
+from trainops.control.services import (
+    SERVICES,
+    ControlService,
+    ServiceContext,
+    ServiceHub,
+    register_service,
+)
+from trainops.store import JobRecord
+
+HANG = {"FAKE_HANG_ATTEMPTS": "1", "FAKE_LINES": "1"}
+
+
+class Recorder(ControlService):
+    """Keeps what it hears; raises on the first change of each job when ``explode``."""
+
+    name = "recorder"
+    period = 0.1
+
+    def __init__(self, context: ServiceContext, explode: bool = False) -> None:
+        self.context = context
+        self.explode = explode
+        self.changes: list[tuple[str, str, str]] = []
+        self.ticks = 0
+        self.closed = False
+        self._exploded: set[str] = set()
+
+    def tick(self) -> None:
+        self.ticks += 1
+
+    def job_changed(self, job: JobRecord) -> None:
+        if self.explode and job.name not in self._exploded:
+            self._exploded.add(job.name)
+            raise RuntimeError("a service's bug")
+        self.changes.append((job.name, job.status, job.secondary_status))
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@pytest.fixture
+def recorders() -> Iterator[list[Recorder]]:
+    made: list[Recorder] = []
+
+    def factory(context: ServiceContext) -> Recorder:
+        made.append(Recorder(context, explode=len(made) % 2 == 1))
+        return made[-1]
+
+    register_service("test-recorder", factory)
+    register_service("test-declines", lambda context: None)
+    try:
+        yield made
+    finally:
+        SERVICES.pop("test-recorder")
+        SERVICES.pop("test-declines")
+
+
+def test_register_twice_is_refused(recorders: list[Recorder]) -> None:
+    with pytest.raises(ValueError, match="registered already"):
+        register_service("test-recorder", lambda context: None)
+
+
+@pytest.mark.slow
+def test_a_service_hears_each_job_change_and_is_ticked(
+    settings: Settings, recorders: list[Recorder]
+) -> None:
+    with control_plane(settings) as plane:
+        [service] = recorders
+        plane.submit("quick", {"FAKE_LINES": "1"})
+        plane.wait_ended("quick")
+        wait_for(lambda: any(s == "Completed" for _, s, _ in service.changes), what="Completed")
+        statuses = [status for name, status, _ in service.changes if name == "quick"]
+        assert statuses[0] == "InProgress" and statuses[-1] == "Completed"
+        secondaries = [sec for name, _, sec in service.changes if name == "quick"]
+        assert "Training" in secondaries or "Completed" in secondaries
+        ticks = service.ticks
+        wait_for(lambda: service.ticks > ticks + 2, what="more ticks")
+        assert plane.server.controller.services.get("test-declines") is None
+    assert service.closed
+
+
+@pytest.mark.slow
+def test_a_service_may_stop_a_running_job_with_its_reason(
+    settings: Settings, recorders: list[Recorder]
+) -> None:
+    with control_plane(settings) as plane:
+        [service] = recorders
+        plane.submit("long", HANG)
+        plane.wait_secondary("long", "Training")
+        assert service.context.stop_job("long", "Stopped by rule Slow: 3 slow steps")
+        ended = plane.wait_ended("long")
+        assert ended["TrainingJobStatus"] == "Stopped"
+        assert "Stopped by rule Slow" in str(ended)
+        assert not service.context.stop_job("long", "again")
+        assert not service.context.stop_job("no-such-job", "nothing")
+
+
+def test_a_raising_service_keeps_hearing() -> None:
+    records = {name: _record(name) for name in ("a", "b")}
+    service = Recorder(_no_context(), explode=True)
+    hub = ServiceHub([service], records.get)
+    hub.start()
+    try:
+        for name in ("a", "b", "a", "b"):
+            hub.job_changed(name)
+            time.sleep(0.05)
+        wait_for(lambda: len(service.changes) >= 2, timeout=10, what="changes after the raise")
+    finally:
+        hub.close()
+    assert {name for name, _, _ in service.changes} == {"a", "b"}
+
+
+def test_changes_arriving_while_busy_are_coalesced() -> None:
+    release = threading.Event()
+    heard: list[str] = []
+
+    class Slow(ControlService):
+        name = "slow"
+
+        def job_changed(self, job: JobRecord) -> None:
+            heard.append(job.name)
+            release.wait(10)
+
+    hub = ServiceHub([Slow()], lambda name: _record(name))
+    hub.start()
+    try:
+        hub.job_changed("first")
+        wait_for(lambda: heard == ["first"], timeout=10, what="the first change")
+        for _ in range(50):
+            hub.job_changed("x")
+            hub.job_changed("y")
+        release.set()
+        wait_for(lambda: len(heard) >= 3, timeout=10, what="the coalesced changes")
+        time.sleep(0.2)
+    finally:
+        hub.close()
+    assert heard == ["first", "x", "y"]
+
+
+def _record(name: str) -> Any:
+    """What these services read of a record (the hub passes records through untouched)."""
+    return SimpleNamespace(name=name, status="InProgress", secondary_status="Training")
+
+
+def _no_context() -> ServiceContext:
+    return ServiceContext(
+        store=None,
+        settings=None,
+        stop_job=lambda name, message: False,
+        now=time.time,
+    )

@@ -1,0 +1,156 @@
+"""EventSync: objects of growing event files always end on a record boundary."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.tensorboard._read import scalars, values
+from trainops._errors import StorageError
+from trainops._settings import Settings
+from trainops.storage import ObjectStore, store_for
+from trainops.tensorboard import EventSync, SummaryWriter, complete_length
+
+# Writes N scalar records, each in two parts with a pause between (so the file often ends inside
+# a record), then half of one more record, and exits.
+TEARING_WRITER = textwrap.dedent(
+    """
+    import os, random, sys, time
+    from trainops.data import tfrecord_frame
+    from trainops.tensorboard import file_version_event, scalar_event
+    path, count = sys.argv[1], int(sys.argv[2])
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    os.write(fd, tfrecord_frame(file_version_event(time.time())))
+    print("started", flush=True)
+    for step in range(count):
+        frame = tfrecord_frame(scalar_event("loss", float(step), step, 1000.0 + step))
+        cut = random.randrange(1, len(frame))
+        os.write(fd, frame[:cut])
+        time.sleep(0.002)
+        os.write(fd, frame[cut:])
+    last = tfrecord_frame(scalar_event("loss", -1.0, count, 1.0))
+    os.write(fd, last[: len(last) // 2])
+    """
+)
+
+
+def _store(tmp_path: Path) -> tuple[ObjectStore, str, Path]:
+    remote = tmp_path / "remote"
+    return store_for(remote.as_uri(), Settings(home=tmp_path / "home")), remote.as_uri(), remote
+
+
+def test_the_object_never_holds_a_torn_record_while_the_writer_writes(tmp_path: Path) -> None:
+    local = tmp_path / "tb"
+    local.mkdir()
+    store, uri, remote = _store(tmp_path)
+    sync = EventSync(local, uri, store)
+    name = "events.out.tfevents.1700000000.h.1.0"
+    count = 400
+    argv = [sys.executable, "-c", TEARING_WRITER, str(local / name), str(count)]
+    seen = []
+    with subprocess.Popen(argv, stdout=subprocess.PIPE) as writer:
+        assert writer.stdout is not None and writer.stdout.readline() == b"started\n"
+        while writer.poll() is None:
+            sync.sync_once()
+            obj = remote / name
+            if obj.exists():
+                data = obj.read_bytes()  # a reader of the object, while the file grows
+                assert complete_length(data) == len(data)
+                seen.append(len(data))
+    assert writer.returncode == 0
+    assert seen == sorted(seen)  # an object only ever grows
+    sync.sync_once(final=True)
+    data = (local / name).read_bytes()
+    uploaded = (remote / name).read_bytes()
+    assert len(uploaded) < len(data)  # the half record at the end stays local
+    assert uploaded == data[: complete_length(data)]
+    assert values(scalars(remote), "loss") == [float(s) for s in range(count)]
+
+
+def test_a_growing_file_is_uploaded_again_with_its_new_records_only_when_it_grew(
+    tmp_path: Path,
+) -> None:
+    local = tmp_path / "tb"
+    store, uri, remote = _store(tmp_path)
+    sync = EventSync(local, uri, store)
+    writer = SummaryWriter(local, flush_secs=3600)
+    writer.add_scalar("loss", 1.0, 0)
+    writer.flush()
+    (path,) = writer.file_writer.files
+    assert sync.sync_once() == [path.name]
+    assert sync.sync_once() == []  # unchanged: nothing sent
+    writer.add_scalar("loss", 2.0, 1)
+    writer.flush()
+    assert sync.sync_once() == [path.name]
+    assert values(scalars(remote), "loss") == [1.0, 2.0]
+    assert sync.uploaded_bytes(path.name) == path.stat().st_size
+    assert sync.uploaded == [path.name]
+    writer.close()
+
+
+def test_other_files_go_up_once_settled_or_at_the_final_pass(tmp_path: Path) -> None:
+    local = tmp_path / "tb"
+    (local / "run").mkdir(parents=True)
+    store, uri, remote = _store(tmp_path)
+    sync = EventSync(local, uri, store)
+    config = local / "run" / "projector_config.pbtxt"
+    config.write_text("a")
+    assert sync.sync_once() == []  # new: it may still be changing
+    assert sync.sync_once() == ["run/projector_config.pbtxt"]
+    assert (remote / "run" / "projector_config.pbtxt").read_text() == "a"
+    config.write_text("bb")
+    assert sync.sync_once() == []
+    assert sync.sync_once(final=True) == ["run/projector_config.pbtxt"]
+    assert (remote / "run" / "projector_config.pbtxt").read_text() == "bb"
+    (local / ".hidden.tmp").write_text("x")
+    (local / "link").symlink_to(config)
+    sync.sync_once(final=True)
+    assert not (remote / ".hidden.tmp").exists() and not (remote / "link").exists()
+
+
+def test_a_file_written_anew_is_uploaded_anew(tmp_path: Path) -> None:
+    local = tmp_path / "tb"
+    store, uri, remote = _store(tmp_path)
+    sync = EventSync(local, uri, store)
+    with SummaryWriter(local, host="h") as writer:
+        for step in range(5):
+            writer.add_scalar("loss", float(step), step)
+    (path,) = writer.file_writer.files
+    sync.sync_once()
+    data = path.read_bytes()
+    path.unlink()
+    path.write_bytes(data[: complete_length(data[:60])])  # a shorter file under the same name
+    sync.sync_once()
+    assert (remote / path.name).read_bytes() == path.read_bytes()
+
+
+class _FailingStore:
+    """Refuses one object name, passes the rest to a real store."""
+
+    def __init__(self, store: ObjectStore, refused: str) -> None:
+        self.store = store
+        self.refused = refused
+
+    def put_bytes(self, uri: str, data: bytes) -> None:
+        if uri.endswith(self.refused):
+            raise StorageError(f"{uri}: refused")
+        self.store.put_bytes(uri, data)
+
+
+def test_a_failed_upload_is_raised_after_the_other_files_went_up(tmp_path: Path) -> None:
+    local = tmp_path / "tb"
+    store, uri, remote = _store(tmp_path)
+    for run in ("a", "b"):
+        with SummaryWriter(local / run, host="h") as writer:
+            writer.add_scalar("x", 1.0, 0)
+    refused = next((local / "a").iterdir()).name
+    sync = EventSync(local, uri, _FailingStore(store, f"a/{refused}"))  # type: ignore[arg-type]
+    with pytest.raises(StorageError, match="refused"):
+        sync.sync_once()
+    assert values(scalars(remote / "b"), "x") == [1.0]
+    sync.store = store
+    assert sync.sync_once() == [f"a/{refused}"]
