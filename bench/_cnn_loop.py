@@ -11,7 +11,12 @@ With ``--toggle N`` (in a process where trainops' step-timing hooks are installe
 are taken off and put back every N steps, so hooked and bare steps interleave in one process;
 the output then says which steps were hooked.
 
+``--micro`` (hooks installed) times the hooks alone instead: the recorder's events for one
+step called in a tight loop, and a tiny model (8 linear layers of 4, batch 4: a step of a few
+hundred microseconds) hooked against bare in alternating blocks, the fastest block of each.
+
     python bench/_cnn_loop.py --steps 400 --batch 64 [--toggle 10]
+    python bench/_cnn_loop.py --micro
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -36,8 +42,14 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=400)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--toggle", type=int, default=0)
+    parser.add_argument("--micro", action="store_true")
     args = parser.parse_args()
     hooks = sys.modules.get("trainops.profiler._torch_hooks")
+    if args.micro:
+        if hooks is None:
+            raise SystemExit("--micro needs the step-timing hooks (the bootstrap on PYTHONPATH)")
+        print(json.dumps(micro(hooks)))
+        return
     if args.toggle and hooks is None:
         raise SystemExit("--toggle needs the step-timing hooks (the bootstrap on PYTHONPATH)")
     torch.manual_seed(0)
@@ -63,6 +75,49 @@ def main() -> None:
                 break
     times = [b - a for a, b in itertools.pairwise(marks)]
     print(json.dumps({"times": times, "hooked": hooked}))
+
+
+def micro(hooks: Any, blocks: int = 30, steps: int = 300) -> dict[str, float]:
+    """Microseconds per step: the recorder's events alone, and a tiny model hooked vs bare."""
+    from trainops.profiler._recorder import current
+
+    recorder = current()
+    assert recorder is not None
+    clock, count = time.perf_counter, 100_000
+    began = clock()
+    for index in range(count):
+        start = clock()
+        recorder.fetched(start, clock(), 4.0, (0.0, float(index)))
+        recorder.forward_began(clock())
+        recorder.forward_ended(clock(), True)
+        recorder.optimizer_began(clock())
+        recorder.optimizer_ended(clock())
+    events = (clock() - began) / count
+    torch.set_num_threads(1)
+    model = nn.Sequential(*[nn.Linear(4, 4) for _ in range(8)])
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
+
+    def block() -> float:
+        loader = DataLoader(TensorDataset(torch.randn(4 * steps, 4)), batch_size=4)
+        start = clock()
+        for (x,) in loader:
+            optimizer.zero_grad()
+            model(x).sum().backward()  # type: ignore[no-untyped-call]
+            optimizer.step()
+        return (clock() - start) / steps
+
+    bare, hooked = [], []
+    for _ in range(blocks):
+        hooks.uninstall()
+        bare.append(block())
+        hooks.install(torch)
+        block()  # the hooks find the model and move onto it
+        hooked.append(block())
+    return {
+        "events_us": 1e6 * events,
+        "tiny_bare_us": 1e6 * min(bare),
+        "tiny_hooked_us": 1e6 * min(hooked),
+    }
 
 
 if __name__ == "__main__":

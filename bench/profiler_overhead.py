@@ -18,7 +18,8 @@ Figures (the first ``--warmup`` steps dropped; the median of the rounds' medians
 of step timing, hooked against bare steps of one process, in percent and microseconds per step
 (target ≤ 2 % with the monitor's share, see below), and the same across processes (steps mode
 against baseline, noisier); the detailed window's cost while open, and after it closed (must be
-back at the baseline: the steps before the window).
+back at the baseline: the steps before the window). A last child times the hooks alone (``_cnn_loop.py --micro``):
+the recorder's work for one step, and a tiny model's step hooked against bare, in µs.
 
 The system monitor's CPU cost (the other half of the issue's figures) is measured by
 bench/_monitor_cost.py and added to this report as ``result["monitor"]`` where that exists.
@@ -81,11 +82,13 @@ def _environment(mode: str, workdir: Path, args: argparse.Namespace) -> dict[str
     return env
 
 
-def run_mode(mode: str, workdir: Path, args: argparse.Namespace) -> dict[str, list[Any]]:
+def run_mode(mode: str, workdir: Path, args: argparse.Namespace) -> dict[str, Any]:
     command = [sys.executable, str(BENCH / "_cnn_loop.py"), "--steps", str(args.steps)]
     command += ["--batch", str(args.batch)]
     if mode == "steps":
         command += ["--toggle", str(args.toggle)]
+    if mode == "micro":
+        command = [sys.executable, str(BENCH / "_cnn_loop.py"), "--micro"]
     done = subprocess.run(
         command,
         env=_environment(mode, workdir, args),
@@ -96,7 +99,7 @@ def run_mode(mode: str, workdir: Path, args: argparse.Namespace) -> dict[str, li
     )
     if done.returncode != 0:
         raise SystemExit(f"{mode}: the loop failed:\n{done.stderr}")
-    found: dict[str, list[Any]] = json.loads(done.stdout.splitlines()[-1])
+    found: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
     return found
 
 
@@ -166,6 +169,13 @@ def render_table(result: dict[str, Any]) -> str:
         f"| after the window closed vs before it | {ms('detailed_before')} "
         f"| {ms('detailed_after')} | {figures['after_window_overhead_percent']:+.2f} % |",
     ]
+    micro = figures["micro_us"]
+    lines.append(
+        f"| the hooks alone: a tiny model's step (8 linear layers, batch 4), fastest of 30 "
+        f"blocks; the recorder's events for one step: {micro['events_us']:.1f} µs "
+        f"| {micro['tiny_bare_us']:.1f} µs | {micro['tiny_hooked_us']:.1f} µs "
+        f"| {micro['tiny_hooked_us'] - micro['tiny_bare_us']:+.1f} µs/step |"
+    )
     if figures.get("monitor") is None:
         lines.append("| system monitor's CPU (bench/_monitor_cost.py) | | | not measured here |")
     machine = result["machine"]
@@ -190,8 +200,10 @@ def main(argv: list[str] | None = None) -> None:
             for mode in order:
                 samples[mode].append(run_mode(mode, workdir, args))
             print(f"round {round_number + 1}/{args.rounds} done", flush=True)
+        micro = run_mode("micro", workdir, args)
     result = header(SECTION, {k: v for k, v in vars(args).items() if k not in ("out", "readme")})
     result["figures"] = summarize(samples, args)
+    result["figures"]["micro_us"] = micro
     result["samples"] = samples
     publish(result, args.out, args.readme, SECTION, render_table(result))
 
