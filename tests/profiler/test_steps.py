@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import math
+import signal
+import subprocess
 import sys
 from pathlib import Path
 
@@ -249,3 +251,26 @@ def test_an_eval_model_first_seen_while_narrowed_widens_the_hooks(tmp_path: Path
     assert len(train_rows) == 15 and all(r["forward"] > 0 for r in train_rows)
     # The first eval step holds two batches (the second showed the unseen module), then one each.
     assert [(r["step"], r["samples"]) for r in eval_rows] == [(0, 8.0), (1, 4.0), (2, 4.0)]
+
+
+def test_a_sigterm_still_writes_the_rows_held_in_memory(tmp_path: Path) -> None:
+    code = (
+        "import os, signal, torch\n"
+        "m = torch.nn.Linear(2, 2); o = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+        "for _ in range(6):\n    m(torch.ones(3, 2)).sum().backward(); o.step()\n"
+        "m(torch.ones(3, 2))\n"  # the sixth step's row is written at this event
+        "os.kill(os.getpid(), signal.SIGTERM)\n"
+        "print('not reached')\n"
+    )
+    root = tmp_path / "profiler"
+    script = tmp_path / "term.py"
+    script.write_text(code)
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        env=environment(root, settings()),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == -signal.SIGTERM and "not reached" not in done.stdout
+    assert [r["step"] for r in rows(series(root, "steps"))] == [0, 1, 2, 3, 4, 5]

@@ -3,6 +3,7 @@ Python stats; by step range and by time range."""
 
 from __future__ import annotations
 
+import ast
 import gzip
 import importlib.util
 import json
@@ -11,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.profiler._support import rows, series, settings, train, window
+from tests.profiler._support import environment, rows, run_script, series, settings, train, window
 from trainops.profiler import DATALOADER_COLUMNS
 
 
@@ -107,3 +108,37 @@ def test_pyinstrument_when_asked(tmp_path: Path) -> None:
         ]
     else:
         assert stats["profiler"] == "pyinstrument" and stats["functions"]
+
+
+AFTER = """
+import sys, torch
+m = torch.nn.Linear(2, 2); o = torch.optim.SGD(m.parameters(), lr=0.1)
+seen = []
+for step in range(6):
+    m(torch.ones(3, 2)).sum().backward(); o.step()
+    seen.append((torch.autograd.profiler._is_profiler_enabled, sys.getprofile() is not None))
+print(seen)
+"""
+
+
+def test_the_profilers_are_off_once_their_windows_close(tmp_path: Path) -> None:
+    framework = {
+        "detailed_profiling_config": window(1, 2),
+        "python_profiling_config": window(
+            1, 2, python_profiler="cprofile", cprofile_timer="default"
+        ),
+    }
+    root = tmp_path / "profiler"
+    result = run_script(tmp_path, AFTER, environment(root, settings(framework)))
+    # Seen right after each optimizer step: the windows open at step 1's first event and close
+    # once step 2 has ended (at step 3's first event, where its row is written).
+    seen = [tuple(item) for item in ast.literal_eval(result.stdout.strip())]
+    assert seen == [
+        (False, False),
+        (True, True),
+        (True, True),
+        (False, False),
+        (False, False),
+        (False, False),
+    ]
+    assert _files(root, "detailed") == ["1-step1-2.pt.trace.json.gz"]
