@@ -274,3 +274,21 @@ def test_a_sigterm_still_writes_the_rows_held_in_memory(tmp_path: Path) -> None:
     )
     assert done.returncode == -signal.SIGTERM and "not reached" not in done.stdout
     assert [r["step"] for r in rows(series(root, "steps"))] == [0, 1, 2, 3, 4, 5]
+
+
+def test_a_profiler_directory_that_cannot_be_written_is_one_line(tmp_path: Path) -> None:
+    blocked = tmp_path / "not-a-directory"
+    blocked.write_text("")
+    code = (
+        "import torch\nfrom trainops.profiler import step\n"
+        "m = torch.nn.Linear(2, 2); o = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+        "for _ in range(3):\n    m(torch.ones(3, 2)).sum().backward(); o.step()\n"
+        "with step():\n    pass\n"
+        "print('finished')\n"
+    )
+    result = run_script(tmp_path, code, environment(blocked, settings()))
+    assert result.stdout.strip() == "finished"
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        "trainops.profiler: cannot write the last step rows"
+    )

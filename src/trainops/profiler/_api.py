@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import TracebackType
 
+from trainops.profiler._files import say
 from trainops.profiler._names import MODE_EVAL, MODE_TRAIN
-from trainops.profiler._recorder import PHASES, current
+from trainops.profiler._recorder import PHASES, Recorder, current
 
 __all__ = ["phase", "step"]
 
@@ -40,6 +41,15 @@ def _mode(mode: str | None) -> float | None:
     return _MODES[mode]
 
 
+def _safely(recorder: Recorder, call: Callable[[], None]) -> None:
+    """Run a recorder call; a failure stops recording in this process, never the script."""
+    try:
+        call()
+    except Exception as exc:
+        recorder.enabled = False
+        say(f"step timing stopped in this process ({type(exc).__name__}: {exc})")
+
+
 class _StepContext:
     """The context manager ``step()`` returns: ``begin`` on entry, ``end`` on exit."""
 
@@ -51,7 +61,7 @@ class _StepContext:
     def __enter__(self) -> None:
         recorder = current()
         if recorder is not None and recorder.enabled:
-            recorder.begin(self.mode)
+            _safely(recorder, lambda: recorder.begin(self.mode))
 
     def __exit__(
         self,
@@ -61,7 +71,7 @@ class _StepContext:
     ) -> None:
         recorder = current()
         if recorder is not None and recorder.enabled:
-            recorder.end(self.samples)
+            _safely(recorder, lambda: recorder.end(self.samples))
 
 
 class Step:
@@ -72,15 +82,15 @@ class Step:
 
     def begin(self, mode: str | None = None) -> None:
         """A step begins now (ends the one still open, if any)."""
-        recorder = current()
+        recorder, chosen = current(), _mode(mode)
         if recorder is not None and recorder.enabled:
-            recorder.begin(_mode(mode))
+            _safely(recorder, lambda: recorder.begin(chosen))
 
     def end(self, samples: int | None = None) -> None:
         """The open step ends now; ``samples``: its batch size, if the hooks could not tell."""
-        recorder = current()
+        recorder, count = current(), None if samples is None else float(samples)
         if recorder is not None and recorder.enabled:
-            recorder.end(None if samples is None else float(samples))
+            _safely(recorder, lambda: recorder.end(count))
 
 
 step = Step()
@@ -98,7 +108,7 @@ def phase(name: str) -> Iterator[None]:
         yield
         return
     began = time.perf_counter()
-    recorder.touch(began)
+    _safely(recorder, lambda: recorder.touch(began))
     try:
         yield
     finally:

@@ -10,7 +10,7 @@
   batch's size (first dimension of its first tensor), the dataloader window's rows.
 
 Every hook first asks for this process's recorder (None in DataLoader workers and forked
-children, where nothing is recorded), and times only on the thread of the recorder's first
+children, where nothing is recorded; off once a hook has failed: never the script's error), and times only on the thread of the recorder's first
 event (DataParallel's replica threads run forwards too). Under ``torch.compile`` tracing the
 hooks do nothing. :func:`install` is idempotent; :func:`uninstall` takes everything back.
 """
@@ -24,6 +24,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from trainops.profiler._files import say
 from trainops.profiler._recorder import DATA, FORWARD, OPTIMIZER, Recorder, current
 
 __all__ = ["batch_size", "install", "installed", "uninstall"]
@@ -83,6 +84,13 @@ def _recorder() -> Recorder | None:
     return recorder
 
 
+def _broken(recorder: Recorder, error: Exception) -> None:
+    """A hook failed: step timing stops in this process (the hooks turn into no-ops), one line
+    says why, and the script goes on as if nothing had happened."""
+    recorder.enabled = False
+    say(f"step timing stopped in this process ({type(error).__name__}: {error})")
+
+
 def _install_optimizer(torch: Any) -> None:
     from torch.optim.optimizer import (
         register_optimizer_step_post_hook,
@@ -92,14 +100,20 @@ def _install_optimizer(torch: Any) -> None:
     def pre(optimizer: Any, args: Any, kwargs: Any) -> None:
         recorder = _recorder()
         if recorder is not None:
-            if _scope:
-                _scope[0].check(recorder, True)
-            recorder.optimizer_began(_perf())
+            try:
+                if _scope:
+                    _scope[0].check(recorder, True)
+                recorder.optimizer_began(_perf())
+            except Exception as exc:
+                _broken(recorder, exc)
 
     def post(optimizer: Any, args: Any, kwargs: Any) -> None:
         recorder = _recorder()
         if recorder is not None:
-            recorder.optimizer_ended(_perf())
+            try:
+                recorder.optimizer_ended(_perf())
+            except Exception as exc:
+                _broken(recorder, exc)
 
     _undo.append(register_optimizer_step_pre_hook(pre).remove)
     _undo.append(register_optimizer_step_post_hook(post).remove)
@@ -184,13 +198,17 @@ def _install_modules(torch: Any) -> None:
             recorder = _recorder()
             state.skip = recorder is None or in_backward() != -1
             if recorder is not None and not state.skip:
-                recorder.forward_began(_perf())
-                state.training = bool(module.training)
-                scope.roots.add(module)
-                if recorder.samples != recorder.samples and args and isinstance(args[0], tensor):
-                    shape = args[0].shape
-                    if shape:
-                        recorder.add_samples(float(shape[0]))
+                try:
+                    recorder.forward_began(_perf())
+                    state.training = bool(module.training)
+                    scope.roots.add(module)
+                    first = args[0] if args else None
+                    if recorder.samples != recorder.samples and isinstance(first, tensor):
+                        shape = first.shape
+                        if shape:
+                            recorder.add_samples(float(shape[0]))
+                except Exception as exc:
+                    _broken(recorder, exc)
         state.depth += 1
 
     def post(module: Any, args: Any, output: Any) -> None:
@@ -200,7 +218,10 @@ def _install_modules(torch: Any) -> None:
         if state.depth == 0 and not state.skip:
             recorder = _recorder()
             if recorder is not None:
-                recorder.forward_ended(_perf(), state.training)
+                try:
+                    recorder.forward_ended(_perf(), state.training)
+                except Exception as exc:
+                    _broken(recorder, exc)
 
     scope = _Scope(torch, pre, post)
     scope.spread()
@@ -241,13 +262,19 @@ def _install_dataloader(torch: Any) -> None:
         recorder = _recorder()
         if recorder is None or (state.thread is not None and _ident() != state.thread):
             return original_next(self)
-        if _scope:
-            _scope[0].check(recorder, False)
+        try:
+            if _scope:
+                _scope[0].check(recorder, False)
+        except Exception as exc:
+            _broken(recorder, exc)
         began = _perf()
         batch = original_next(self)
         ended = _perf()
-        where = (float(self._num_workers), float(self._num_yielded - 1))
-        recorder.fetched(began, ended, batch_size(batch, tensor), where)
+        try:
+            where = (float(self._num_workers), float(self._num_yielded - 1))
+            recorder.fetched(began, ended, batch_size(batch, tensor), where)
+        except Exception as exc:
+            _broken(recorder, exc)
         return batch
 
     def __iter__(self: Any) -> Any:
@@ -256,7 +283,10 @@ def _install_dataloader(torch: Any) -> None:
             return original_iter(self)
         began = _perf()
         iterator = original_iter(self)
-        recorder.iterator_started(began, _perf(), int(self.num_workers))
+        try:
+            recorder.iterator_started(began, _perf(), int(self.num_workers))
+        except Exception as exc:
+            _broken(recorder, exc)
         return iterator
 
     setattr(iterator_class, "__next__", __next__)  # noqa: B010 (mypy: no method assignment)
