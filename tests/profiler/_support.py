@@ -63,9 +63,11 @@ if __name__ == "__main__":
 def environment(
     root: Path | None, config: dict[str, Any] | Path | None = None, **extra: str
 ) -> dict[str, str]:
-    """The script's environment: bootstrap and src on PYTHONPATH, the two variables set."""
+    """The script's environment: bootstrap and src first on PYTHONPATH (then this process's
+    own), the two variables set."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINOPS_")}
-    path = [str(BOOTSTRAP_DIR), str(SRC), *extra.pop("PYTHONPATH", "").split(os.pathsep)]
+    outer = os.environ.get("PYTHONPATH", "").split(os.pathsep)  # what this process imports from
+    path = [str(BOOTSTRAP_DIR), str(SRC), *extra.pop("PYTHONPATH", "").split(os.pathsep), *outer]
     env["PYTHONPATH"] = os.pathsep.join(p for p in path if p)
     env.pop("RANK", None)
     if root is not None:

@@ -103,8 +103,8 @@ def test_pyinstrument_when_asked(tmp_path: Path) -> None:
         assert stats["profiler"] == "cprofile"
         notes = [line for line in result.stderr.splitlines() if "pyinstrument" in line]
         assert notes == [
-            "trainops.profiler: pyinstrument is not installed (pip install pyinstrument); "
-            "the Python window uses cProfile"
+            "trainops.profiler: pyinstrument is not installed (pip install "
+            "'trainops[pyinstrument]'); the Python window uses cProfile"
         ]
     else:
         assert stats["profiler"] == "pyinstrument" and stats["functions"]

@@ -165,8 +165,8 @@ class PythonWindow(WindowRunner):
                 return
             except ImportError:
                 say(
-                    "pyinstrument is not installed (pip install pyinstrument); the Python "
-                    "window uses cProfile",
+                    "pyinstrument is not installed (pip install 'trainops[pyinstrument]'); the "
+                    "Python window uses cProfile",
                     once="pyinstrument",
                 )
         clock = TIMERS[self.window.cprofile_timer]
@@ -202,6 +202,10 @@ def _pyinstrument_files(profiler: Any, directory: Path, window: dict[str, Any]) 
     functions: dict[tuple[str, str, int], dict[str, Any]] = {}
 
     def walk(frame: Any) -> None:
+        for child in frame.children:
+            walk(child)
+        if str(frame.function).startswith("["):
+            return  # pyinstrument's own frames ([self], [await]...): time already in the parent
         key = (frame.function or "?", frame.file_path or "?", frame.line_no or 0)
         row = functions.setdefault(
             key,
@@ -211,8 +215,6 @@ def _pyinstrument_files(profiler: Any, directory: Path, window: dict[str, Any]) 
         row["calls"] += 1
         row["total_time"] += frame.total_self_time
         row["cumulative_time"] += frame.time
-        for child in frame.children:
-            walk(child)
 
     root = session.root_frame()
     if root is not None:
