@@ -292,3 +292,26 @@ def test_a_profiler_directory_that_cannot_be_written_is_one_line(tmp_path: Path)
     assert len(lines) == 1 and lines[0].startswith(
         "trainops.profiler: cannot write the last step rows"
     )
+
+
+COMPILED = """
+import torch
+import torch._dynamo.utils as dynamo
+model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+compiled = torch.compile(model, backend="aot_eager")
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+for _ in range(14):
+    optimizer.zero_grad()
+    compiled(torch.randn(5, 4)).sum().backward()
+    optimizer.step()
+print(sum(dynamo.counters["graph_break"].values()))
+"""
+
+
+def test_a_compiled_model_is_timed_without_graph_breaks_or_warnings(tmp_path: Path) -> None:
+    root = tmp_path / "profiler"
+    result = run_script(tmp_path, COMPILED, environment(root, settings()))
+    assert result.stdout.strip() == "0" and result.stderr == ""
+    found = rows(series(root, "steps"))
+    assert [r["step"] for r in found] == list(range(14))
+    assert all(r["forward"] > 0 and r["samples"] == 5 for r in found)

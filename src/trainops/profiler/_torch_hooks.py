@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+import warnings
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -32,6 +33,8 @@ __all__ = ["batch_size", "install", "installed", "uninstall"]
 #: Train steps with global forward hooks before they move onto the outermost modules.
 DISCOVER_STEPS = 10
 MAX_WIDENINGS = 3
+
+_COMPILE_WARNING = r"Using `torch.compile\(module\)` when there are global hooks"
 
 _perf = time.perf_counter
 _ident = threading.get_ident
@@ -61,6 +64,9 @@ def install(torch: Any) -> None:
     """Register the hooks on ``torch`` (the imported module); a failure takes back what was done."""
     if _undo:
         return
+    # torch warns that global hooks fire once more for torch.compile's wrapper module; the
+    # depth count takes that wrapper as the outermost module, so the warning is not the user's.
+    warnings.filterwarnings("ignore", message=_COMPILE_WARNING, category=UserWarning)
     try:
         _install_optimizer(torch)
         _install_modules(torch)
