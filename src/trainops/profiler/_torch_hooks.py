@@ -10,9 +10,11 @@
   batch's size (first dimension of its first tensor), the dataloader window's rows.
 
 Every hook first asks for this process's recorder (None in DataLoader workers and forked
-children, where nothing is recorded; off once a hook has failed: never the script's error), and times only on the thread of the recorder's first
-event (DataParallel's replica threads run forwards too). Under ``torch.compile`` tracing the
-hooks do nothing. :func:`install` is idempotent; :func:`uninstall` takes everything back.
+children, where nothing is recorded; off once a hook has failed: never the script's error).
+Hooks time only on the thread of the first forward or optimizer step (DataParallel's replica
+threads run forwards too; a prefetching thread fetches batches). Under ``torch.compile``
+tracing the hooks do nothing. :func:`install` is idempotent; :func:`uninstall` takes
+everything back.
 """
 
 from __future__ import annotations
@@ -81,11 +83,13 @@ def uninstall() -> None:
         _undo.pop()()
 
 
-def _recorder() -> Recorder | None:
+def _recorder(trains: bool = False) -> Recorder | None:
+    """This process's recorder while it records; ``trains``: the caller is a forward or an
+    optimizer step, whose thread (the first one's) is the one the hooks time from then on."""
     recorder = current()
     if recorder is None or not recorder.enabled:
         return None
-    if _depth.thread is None:
+    if trains and _depth.thread is None:
         _depth.thread = _ident()
     return recorder
 
@@ -104,7 +108,7 @@ def _install_optimizer(torch: Any) -> None:
     )
 
     def pre(optimizer: Any, args: Any, kwargs: Any) -> None:
-        recorder = _recorder()
+        recorder = _recorder(trains=True)
         if recorder is not None:
             try:
                 if _scope:
@@ -201,7 +205,7 @@ def _install_modules(torch: Any) -> None:
         if compiling() or (state.thread is not None and _ident() != state.thread):
             return
         if state.depth == 0:
-            recorder = _recorder()
+            recorder = _recorder(trains=True)
             state.skip = recorder is None or in_backward() != -1
             if recorder is not None and not state.skip:
                 try:
