@@ -171,6 +171,7 @@ class Recorder:
         keep = self.open and math.isnan(self.phases[FORWARD]) and math.isnan(self.phases[OPTIMIZER])
         if self.open and not keep:
             self._clear()  # an auto step cut short by the first explicit one: dropped
+            self.last_train_forward_end = None
         self.touch(now)
         self.in_explicit, self.explicit_mode = True, mode
 
