@@ -86,8 +86,13 @@ def write_meta(syn: Synthetic, host: str = "algo-1", **meta: Any) -> None:
 
 
 def write_series(
-    syn: Synthetic, directory: Path, columns: Sequence[str], rows: Sequence[Sequence[float]],
-    *, rotate_rows: int = 500, key: str | None = None,
+    syn: Synthetic,
+    directory: Path,
+    columns: Sequence[str],
+    rows: Sequence[Sequence[float]],
+    *,
+    rotate_rows: int = 500,
+    key: str | None = None,
 ) -> None:
     writer = SeriesWriter(syn.root / directory, {"kind": directory.parts[0]}, columns,
                           prefix="1-", rotate_rows=rotate_rows, rotate_seconds=1e9)  # fmt: skip
@@ -98,17 +103,39 @@ def write_series(
 
 
 def system_rows(
-    count: int, cores: int, cpu: Callable[[int, int], float], *, gpus: int = 0,
-    gpu: Callable[[int, int], float] | None = None, gpu_memory: Callable[[int, int], float] | None = None,
-    interval: float = 0.1, start: float = T0, memory: float = 30.0, iowait: float = 1.0,
+    count: int,
+    cores: int,
+    cpu: Callable[[int, int], float],
+    *,
+    gpus: int = 0,
+    gpu: Callable[[int, int], float] | None = None,
+    gpu_memory: Callable[[int, int], float] | None = None,
+    interval: float = 0.1,
+    start: float = T0,
+    memory: float = 30.0,
+    iowait: float = 1.0,
 ) -> tuple[list[str], list[list[float]]]:
     """System rows: ``cpu(i, core)`` per core (the host column is their mean)."""
-    columns = ["time", "cpu", *(f"cpu{c}" for c in range(cores)), "iowait", "memory", "memory_bytes"]
+    columns = [
+        "time",
+        "cpu",
+        *(f"cpu{c}" for c in range(cores)),
+        "iowait",
+        "memory",
+        "memory_bytes",
+    ]
     columns += [f"gpu{g}" for g in range(gpus)] + [f"gpu{g}_memory" for g in range(gpus)]
     rows = []
     for i in range(count):
         per_core = [cpu(i, c) for c in range(cores)]
-        row = [start + i * interval, sum(per_core) / cores, *per_core, iowait, memory, memory / 100 * (8 << 30)]
+        row = [
+            start + i * interval,
+            sum(per_core) / cores,
+            *per_core,
+            iowait,
+            memory,
+            memory / 100 * (8 << 30),
+        ]
         row += [gpu(i, g) if gpu else 0.0 for g in range(gpus)]
         row += [gpu_memory(i, g) if gpu_memory else 10.0 for g in range(gpus)]
         rows.append(row)
@@ -116,10 +143,24 @@ def system_rows(
 
 
 def step_rows(
-    count: int, *, start: float = T0 + 30, duration: Callable[[int], float] = lambda i: 0.1,
-    samples: float = 32.0, evals: int = 0,
+    count: int,
+    *,
+    start: float = T0 + 30,
+    duration: Callable[[int], float] = lambda i: 0.1,
+    samples: float = 32.0,
+    evals: int = 0,
 ) -> tuple[list[str], list[list[float]]]:
-    columns = ["time", "step", "mode", "duration", "data", "forward", "backward", "optimizer", "samples"]
+    columns = [
+        "time",
+        "step",
+        "mode",
+        "duration",
+        "data",
+        "forward",
+        "backward",
+        "optimizer",
+        "samples",
+    ]
     rows, t = [], start
     for i in range(count):
         d = duration(i)
@@ -136,16 +177,22 @@ def standard_job(tmp: Path, **kwargs: Any) -> Synthetic:
     syn = make_job(tmp, **kwargs)
     write_meta(syn)
     noise = random.Random(7)
-    columns, rows = system_rows(6000, 2, lambda i, c: 50 + 30 * math.sin(i / 50 + c) + noise.random())
+    columns, rows = system_rows(
+        6000, 2, lambda i, c: 50 + 30 * math.sin(i / 50 + c) + noise.random()
+    )
     write_series(syn, system_dir("algo-1"), columns, rows, key="system")
-    columns, rows = step_rows(2000, duration=lambda i: 0.25 if i % 100 == 99 else 0.1 + noise.random() * 0.01, evals=20)
+    columns, rows = step_rows(
+        2000, duration=lambda i: 0.25 if i % 100 == 99 else 0.1 + noise.random() * 0.01, evals=20
+    )
     write_series(syn, steps_dir("algo-1", 0), columns, rows, key="steps")
     return syn
 
 
 def record_rule(syn: Synthetic, name: str, status: str, **result: Any) -> None:
     syn.store.set_rule_evaluation(
-        RuleEvaluation(syn.job.name, name, name, "profiler", status, f"{name} details", T0 + 600, result)
+        RuleEvaluation(
+            syn.job.name, name, name, "profiler", status, f"{name} details", T0 + 600, result
+        )
     )
 
 

@@ -29,14 +29,22 @@ from trainops.report._stats import rounded
 
 __all__ = ["advise"]
 
-_BATCH_KEYS = ("batch-size", "batch_size", "train_batch_size", "per_device_train_batch_size", "batch")
+_BATCH_KEYS = (
+    "batch-size",
+    "batch_size",
+    "train_batch_size",
+    "per_device_train_batch_size",
+    "batch",
+)
 _LR_KEYS = ("lr", "learning-rate", "learning_rate")
 _WORKER_KEYS = ("workers", "num_workers", "num-workers", "dataloader_workers")
 LOW_PERCENT = 30.0
 TARGET_BUSY = 0.7  # a smaller type is sized so the measured p95 load fills it to 70 %
 
 
-def advise(data: dict[str, Any], instance_type: str, count: int, catalog: Catalog) -> dict[str, Any]:
+def advise(
+    data: dict[str, Any], instance_type: str, count: int, catalog: Catalog
+) -> dict[str, Any]:
     """The advice section of report ``data`` (whose other sections are computed)."""
     unit = data.get("throughput") or {}
     try:
@@ -73,8 +81,16 @@ class _Facts:
         stats = [{m["metric"]: m for m in node["metrics"]} for node in nodes]
         self.host_stats = max(stats, key=lambda s: s.get("cpu", {}).get("p95", 0.0))
         self.host = nodes[stats.index(self.host_stats)]["host"]
-        self.gpus = [m for name, m in self.host_stats.items() if name.startswith("gpu") and name[3:].isdigit()]
-        self.gpu_memory = [m for name, m in self.host_stats.items() if name.endswith("_memory") and name.startswith("gpu")]
+        self.gpus = [
+            m
+            for name, m in self.host_stats.items()
+            if name.startswith("gpu") and name[3:].isdigit()
+        ]
+        self.gpu_memory = [
+            m
+            for name, m in self.host_stats.items()
+            if name.endswith("_memory") and name.startswith("gpu")
+        ]
         self.hyper = data["job"]["hyperparameters"]
 
     def metric(self, name: str, stat: str) -> float | None:
@@ -104,7 +120,15 @@ class _Facts:
         return int(value) if isinstance(value, int | float) and value > 0 else self.current.vcpus
 
 
-def _item(kind: str, title: str, text: str, model: str, facts: _Facts, proposed: dict[str, Any] | None, **measured: Any) -> dict[str, Any]:
+def _item(
+    kind: str,
+    title: str,
+    text: str,
+    model: str,
+    facts: _Facts,
+    proposed: dict[str, Any] | None,
+    **measured: Any,
+) -> dict[str, Any]:
     return {"kind": kind, "title": title, "text": text, "model": model,
             "measured": {k: v for k, v in measured.items() if v is not None},
             "current": facts.figures(facts.current, facts.per_unit), "proposed": proposed}  # fmt: skip
@@ -170,8 +194,15 @@ def _batch_size(facts: _Facts) -> list[dict[str, Any]]:
     batch = facts.hyperparameter(_BATCH_KEYS)
     lr = facts.hyperparameter(_LR_KEYS)
     samples = _samples(facts.data)
-    size = f"{batch[0]}={batch[1]:g} -> {batch[1] * factor:g}" if batch else (
-        f"the batch ({samples:g} samples per step) -> {samples * factor:g}" if samples else f"the batch x{factor}")
+    size = (
+        f"{batch[0]}={batch[1]:g} -> {batch[1] * factor:g}"
+        if batch
+        else (
+            f"the batch ({samples:g} samples per step) -> {samples * factor:g}"
+            if samples
+            else f"the batch x{factor}"
+        )
+    )
     rate = f"{lr[0]}={lr[1]:g} -> {lr[1] * factor:g}" if lr else f"the learning rate x{factor}"
     proposed = facts.figures(facts.current, seconds)
     text = (f"The {device} of {facts.host} was busy {p95:.0f} % at p95 (mean {mean:.0f} %), memory "
@@ -189,7 +220,14 @@ def _batch_size(facts: _Facts) -> list[dict[str, Any]]:
 
 def _workers(facts: _Facts) -> list[dict[str, Any]]:
     loader = facts.data["sections"]["cpu_bottlenecks"].get("dataloader", {})
-    ranks_here = max(1, sum(1 for r in facts.data["sections"]["step_durations"].get("ranks", []) if r["host"] == facts.host))
+    ranks_here = max(
+        1,
+        sum(
+            1
+            for r in facts.data["sections"]["step_durations"].get("ranks", [])
+            if r["host"] == facts.host
+        ),
+    )
     cores = facts.cores()
     workers = next((r["workers"] for r in loader.get("ranks", []) if r.get("workers")), None)
     source = "the dataloader profile"
@@ -198,12 +236,16 @@ def _workers(facts: _Facts) -> list[dict[str, Any]]:
     if workers is None or workers * ranks_here <= cores:
         return []
     suggested = max(1, cores // ranks_here - 1)
-    text = (f"{workers:g} DataLoader workers per rank x {ranks_here} rank(s) on {cores} cores of "
-            f"{facts.host} ({source}): the workers and the training process compete for the cores. "
-            f"Use num_workers={suggested} (cores per rank minus one for the training process).")
-    model = ("No speed-up is projected: the figures are the measured ones, an upper bound. Fewer "
-             "processes use less memory and switch less; add workers back only while the data wait "
-             "(the step's data phase) shrinks.")
+    text = (
+        f"{workers:g} DataLoader workers per rank x {ranks_here} rank(s) on {cores} cores of "
+        f"{facts.host} ({source}): the workers and the training process compete for the cores. "
+        f"Use num_workers={suggested} (cores per rank minus one for the training process)."
+    )
+    model = (
+        "No speed-up is projected: the figures are the measured ones, an upper bound. Fewer "
+        "processes use less memory and switch less; add workers back only while the data wait "
+        "(the step's data phase) shrinks."
+    )
     proposed = facts.figures(facts.current, facts.per_unit) | {"num_workers": suggested}
     return [_item("dataloader_workers", f"Fewer DataLoader workers: {suggested} instead of {workers:g}",
                   text, model, facts, proposed, workers=workers, cores=cores, ranks=ranks_here)]  # fmt: skip
@@ -216,7 +258,9 @@ def _smaller(facts: _Facts, catalog: Catalog) -> list[dict[str, Any]]:
         return []
     need_cpus = math.ceil(facts.current.vcpus * cpu / 100.0 / TARGET_BUSY)
     used = facts.metric("memory_bytes", "p95")
-    need_gib = (used / 1024**3 if used else facts.current.memory_gib * (memory or 0.0) / 100.0) * 1.3
+    need_gib = (
+        used / 1024**3 if used else facts.current.memory_gib * (memory or 0.0) / 100.0
+    ) * 1.3
     need_gpus = 1 if facts.gpus and gpu > 5.0 else 0
     fits = [
         t for t in catalog.instance_types.values()
@@ -236,13 +280,26 @@ def _smaller(facts: _Facts, catalog: Catalog) -> list[dict[str, Any]]:
              f"(needs {need_cpus}) and memory keeps 30 % headroom over its p95 ({need_gib:.1f} GiB); "
              "time per unit assumed unchanged, cost scaled by the price. A phase the samples missed "
              "(a short peak) could run slower.")  # fmt: skip
-    return [_item("smaller_instance", f"Underused: {smaller.name} is cheaper", text, model, facts,
-                  proposed, cpu_p95=cpu, memory_p95=memory, gpu_p95=gpu if facts.gpus else None)]
+    return [
+        _item(
+            "smaller_instance",
+            f"Underused: {smaller.name} is cheaper",
+            text,
+            model,
+            facts,
+            proposed,
+            cpu_p95=cpu,
+            memory_p95=memory,
+            gpu_p95=gpu if facts.gpus else None,
+        )
+    ]
 
 
 def _per(figures: dict[str, Any], unit: str) -> str:
-    return (f"{_duration(figures['seconds_per_unit'])} and {figures['usd_per_unit']:.4g} USD per "
-            f"{unit} on {figures['instance_type']}")
+    return (
+        f"{_duration(figures['seconds_per_unit'])} and {figures['usd_per_unit']:.4g} USD per "
+        f"{unit} on {figures['instance_type']}"
+    )
 
 
 def _duration(seconds: float) -> str:
@@ -274,7 +331,9 @@ def _family(name: str) -> str:
 
 def _next_larger(current: InstanceType, catalog: Catalog) -> InstanceType | None:
     """The smallest type of the same family with more vCPUs (any CPU type if none)."""
-    cpu_types = [t for t in catalog.instance_types.values() if t.gpus == 0 and t.vcpus > current.vcpus]
+    cpu_types = [
+        t for t in catalog.instance_types.values() if t.gpus == 0 and t.vcpus > current.vcpus
+    ]
     same = [t for t in cpu_types if _family(t.name) == _family(current.name)]
     pool = same or cpu_types
     return min(pool, key=lambda t: (t.vcpus, t.on_demand_usd_per_hour)) if pool else None

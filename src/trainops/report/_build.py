@@ -61,9 +61,7 @@ def job_report(
     if not reader.series and not reader.meta:
         why = "" if job.spec.profiling else " (profiler_config is off for this job)"
         problem = f"; {reader.errors[0]}" if reader.errors else ""
-        raise NoProfilerDataError(
-            f"job {name!r} has no profiler data under {prefix}{why}{problem}"
-        )
+        raise NoProfilerDataError(f"job {name!r} has no profiler data under {prefix}{why}{problem}")
     return report_data(job, store.transitions(name), reader, store.rule_evaluations(name), now=now)
 
 

@@ -128,10 +128,14 @@ def _summary(
         "ended": job.status in ENDED,
         "job_duration_in_seconds": rounded(max(0.0, end - start), 6),
         "transitions": [
-            {"status": t.status, "start_time": t.start_time, "end_time": t.end_time,
-             "message": t.message[:500]}
+            {
+                "status": t.status,
+                "start_time": t.start_time,
+                "end_time": t.end_time,
+                "message": t.message[:500],
+            }
             for t in transitions
-        ],  # fmt: skip
+        ],
     }
     starts = [row[0] for s in steps.values() for row in s.rows]
     ends = [t + d for s in steps.values() for t, d in zip(s.times, s.column("duration"), strict=True) if d == d]  # fmt: skip
@@ -213,6 +217,13 @@ def _heatmaps(context: ReportContext) -> dict[str, Any]:
                     index = min(int((t - low) / width), bins - 1)
                     sums[index] += v
                     counts[index] += 1
-            rows.append([rounded(s / n, 3) if n else None for s, n in zip(sums, counts, strict=True)])
-        found[host] = {"cores": cores, "start": round(low, 3), "bin_seconds": rounded(width), "values": rows}
+            rows.append(
+                [rounded(s / n, 3) if n else None for s, n in zip(sums, counts, strict=True)]
+            )
+        found[host] = {
+            "cores": cores,
+            "start": round(low, 3),
+            "bin_seconds": rounded(width),
+            "values": rows,
+        }
     return found

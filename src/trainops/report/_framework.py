@@ -94,14 +94,18 @@ def step_section(context: ReportContext) -> dict[str, Any]:
     return {"available": True, "stddev": stddev, "ranks": ranks}
 
 
-def _durations(context: ReportContext, rows: list[dict[str, float]], stddev: float) -> dict[str, Any]:
+def _durations(
+    context: ReportContext, rows: list[dict[str, float]], stddev: float
+) -> dict[str, Any]:
     times = [row["time"] - context.t0 for row in rows]
     durations = [_seconds(row, "duration", math.nan) for row in rows]
     stats = describe_values(durations) or {}
     finite = [d for d in durations if not math.isnan(d)]
     deviation = statistics.pstdev(finite) if len(finite) > 1 else 0.0
     limit = stats.get("mean", 0.0) + stddev * deviation
-    outliers = [[round(t, 3), rounded(d)] for t, d in zip(times, durations, strict=True) if d > limit]
+    outliers = [
+        [round(t, 3), rounded(d)] for t, d in zip(times, durations, strict=True) if d > limit
+    ]
     return {
         "stats": stats | {"std": rounded(deviation)},
         "histogram": histogram(durations),
@@ -135,7 +139,9 @@ def throughput(context: ReportContext) -> dict[str, Any]:
         every = train + evals
         if not train:
             continue
-        loop = max(r["time"] + _seconds(r, "duration") for r in every) - min(r["time"] for r in every)
+        loop = max(r["time"] + _seconds(r, "duration") for r in every) - min(
+            r["time"] for r in every
+        )
         busy = loop - math.fsum(_seconds(r, "duration") for r in evals)
         per_rank.append((max(busy, 0.0) / len(train), len(train)))
     if not per_rank:
@@ -164,5 +170,8 @@ def _steps_per_epoch(context: ReportContext, steps: int) -> tuple[int, str] | No
         except (KeyError, ValueError):
             continue
         if epochs > 0 and steps >= epochs:
-            return steps // epochs, f"{steps} train steps over {epochs} epochs (hyperparameter {key})"
+            return (
+                steps // epochs,
+                f"{steps} train steps over {epochs} epochs (hyperparameter {key})",
+            )
     return None

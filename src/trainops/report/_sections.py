@@ -86,7 +86,10 @@ def batch_size_section(context: ReportContext) -> dict[str, Any]:
         cpu = _p(series.column("cpu"), 95)
         gpus = []
         for index in gpu_indices(series.columns):
-            util, memory = _p(series.column(f"gpu{index}"), 95), _p(series.column(f"gpu{index}_memory"), 95)
+            util, memory = (
+                _p(series.column(f"gpu{index}"), 95),
+                _p(series.column(f"gpu{index}_memory"), 95),
+            )
             small = (
                 cpu is not None and cpu < limits["cpu_threshold_p95"]
                 and util is not None and util < limits["gpu_threshold_p95"]
@@ -95,7 +98,9 @@ def batch_size_section(context: ReportContext) -> dict[str, Any]:
             gpus.append({"gpu": index, "p95": util, "memory_p95": memory, "could_grow": small})
         node: dict[str, Any] = {"host": host, "cpu_p95": cpu, "gpus": gpus}
         if not gpus:
-            node["note"] = _no_gpu(context, host) + ": BatchSize looks at GPUs; CPU shown for the advice"
+            node["note"] = (
+                _no_gpu(context, host) + ": BatchSize looks at GPUs; CPU shown for the advice"
+            )
         nodes.append(node)
     samples = [
         {"host": host, "rank": rank, "samples_per_step": _median([r.get("samples", math.nan) for r in rank_rows(s, 0.0)])}
@@ -124,7 +129,12 @@ def cpu_bottleneck_section(context: ReportContext) -> dict[str, Any]:
             node["note"] = _no_gpu(context, host) + ": the CPU's busy share is shown alone"
         nodes.append(node)
     limits = {"cpu_threshold": cpu_limit, "gpu_threshold": gpu_limit, "threshold": share_limit}
-    return {"available": True, "thresholds": limits, "nodes": nodes, "dataloader": _dataloader(context)}
+    return {
+        "available": True,
+        "thresholds": limits,
+        "nodes": nodes,
+        "dataloader": _dataloader(context),
+    }
 
 
 def io_bottleneck_section(context: ReportContext) -> dict[str, Any]:
@@ -163,17 +173,34 @@ def load_balancing_section(context: ReportContext) -> dict[str, Any]:
     for host, series in sorted(context.systems.items()):
         for a, b in itertools.combinations(gpu_indices(series.columns), 2):
             distance = js_distance(series.column(f"gpu{a}"), series.column(f"gpu{b}"))
-            pairs.append({"host": host, "gpus": [a, b], "distance": rounded(distance), "found": distance > limit})
-    ranks = []
+            pairs.append(
+                {
+                    "host": host,
+                    "gpus": [a, b],
+                    "distance": rounded(distance),
+                    "found": distance > limit,
+                }
+            )
+    ranks: list[dict[str, Any]] = []
+    medians: list[float] = []
     for (host, rank), series in sorted(context.steps.items()):
         median = _median([r.get("duration", math.nan) for r in rank_rows(series, 0.0)])
         if median is not None:
-            ranks.append({"host": host, "rank": rank, "median_step": rounded(median)})
+            ranks.append({"host": host, "rank": rank, "median_step": median})
+            medians.append(median)
     if not pairs and len(ranks) < 2:
-        return {"available": False, "reason": "one GPU or none per node and one rank: nothing to balance"}
-    medians = [r["median_step"] for r in ranks]
+        return {
+            "available": False,
+            "reason": "one GPU or none per node and one rank: nothing to balance",
+        }
     spread = rounded(max(medians) / min(medians)) if len(medians) > 1 and min(medians) > 0 else None
-    return {"available": True, "threshold": limit, "gpu_pairs": pairs, "ranks": ranks, "slowest_over_fastest": spread}
+    return {
+        "available": True,
+        "threshold": limit,
+        "gpu_pairs": pairs,
+        "ranks": ranks,
+        "slowest_over_fastest": spread,
+    }
 
 
 def gpu_memory_section(context: ReportContext) -> dict[str, Any]:
@@ -193,7 +220,15 @@ def gpu_memory_section(context: ReportContext) -> dict[str, Any]:
             if stats is None:
                 continue
             rise = _largest_rise(values, window)
-            gpus.append({"host": host, "gpu": index, **stats, "rise": rounded(rise), "found": rise > increase})
+            gpus.append(
+                {
+                    "host": host,
+                    "gpu": index,
+                    **stats,
+                    "rise": rounded(rise),
+                    "found": rise > increase,
+                }
+            )
     found: dict[str, Any] = {"window": window, "increase": increase, "gpus": gpus}
     if not gpus:
         return found | {"available": False, "reason": "; ".join(missing) or _NO_SYSTEM}
@@ -205,7 +240,10 @@ def rules_section(job: JobRecord, evaluations: list[RuleEvaluation]) -> dict[str
     service recorded them; a configured rule without a record yet is listed as not evaluated."""
     configured = [(rule.name, rule.rule) for rule in job.spec.rules]
     if not configured and not evaluations:
-        return {"available": False, "reason": "the job configured no rules (add `rules: [ProfilerReport]` to its spec)"}
+        return {
+            "available": False,
+            "reason": "the job configured no rules (add `rules: [ProfilerReport]` to its spec)",
+        }
     rows = [_rule_row(e) for e in evaluations]
     seen = {row["name"] for row in rows}
     for name, rule in configured:
@@ -222,7 +260,9 @@ def rules_section(job: JobRecord, evaluations: list[RuleEvaluation]) -> dict[str
 def _rule_row(evaluation: RuleEvaluation) -> dict[str, Any]:
     result = evaluation.result if isinstance(evaluation.result, dict) else {}
     evidence = result.get("evidence", "")
-    text = evidence if isinstance(evidence, str) else json.dumps(evidence, sort_keys=True, default=str)
+    text = (
+        evidence if isinstance(evidence, str) else json.dumps(evidence, sort_keys=True, default=str)
+    )
     triggered = result.get("triggered", result.get("times_triggered", result.get("count")))
     return {
         "name": evaluation.name,
@@ -231,7 +271,9 @@ def _rule_row(evaluation: RuleEvaluation) -> dict[str, Any]:
         "details": evaluation.status_details[:2000],
         "recommendation": str(result.get("recommendation") or _summary_of(evaluation.rule))[:2000],
         "evidence": text[:_MAX_EVIDENCE],
-        "triggered": int(triggered) if isinstance(triggered, int | float) else int(evaluation.status == "IssuesFound"),
+        "triggered": int(triggered)
+        if isinstance(triggered, int | float)
+        else int(evaluation.status == "IssuesFound"),
         "last_modified_time": evaluation.last_modified_time,
     }
 
@@ -243,7 +285,10 @@ def _summary_of(rule: str) -> str:
 
 def _dataloader(context: ReportContext) -> dict[str, Any]:
     if not context.loaders:
-        return {"available": False, "reason": "no dataloader profiling window ran (dataloader_profiling_config)"}
+        return {
+            "available": False,
+            "reason": "no dataloader profiling window ran (dataloader_profiling_config)",
+        }
     ranks = []
     for (host, rank), series in sorted(context.loaders.items()):
         cores = context.meta.get(host, {}).get("cores")

@@ -39,14 +39,24 @@ def _frame(x0: float, x1: float, y0: float, y1: float, x_label: str, y_label: st
     for i in range(5):
         y = _TOP + height * i / 4
         value = y1 - (y1 - y0) * i / 4
-        parts.append(f'<line x1="{_LEFT}" y1="{y:.1f}" x2="{_LEFT + width}" y2="{y:.1f}" class="grid"/>')
-        parts.append(f'<text x="{_LEFT - 4}" y="{y + 4:.1f}" text-anchor="end">{_e(_tick(value))}</text>')
+        parts.append(
+            f'<line x1="{_LEFT}" y1="{y:.1f}" x2="{_LEFT + width}" y2="{y:.1f}" class="grid"/>'
+        )
+        parts.append(
+            f'<text x="{_LEFT - 4}" y="{y + 4:.1f}" text-anchor="end">{_e(_tick(value))}</text>'
+        )
     for i in range(6):
         x = _LEFT + width * i / 5
         value = x0 + (x1 - x0) * i / 5
-        parts.append(f'<text x="{x:.1f}" y="{_H - 10}" text-anchor="middle">{_e(_tick(value))}</text>')
-    parts.append(f'<text x="{_LEFT + width / 2:.1f}" y="{_H}" text-anchor="middle" class="axis">{_e(x_label)}</text>')
-    parts.append(f'<text x="12" y="{_TOP + height / 2:.1f}" class="axis" transform="rotate(-90 12 {_TOP + height / 2:.1f})" text-anchor="middle">{_e(y_label)}</text>')
+        parts.append(
+            f'<text x="{x:.1f}" y="{_H - 10}" text-anchor="middle">{_e(_tick(value))}</text>'
+        )
+    parts.append(
+        f'<text x="{_LEFT + width / 2:.1f}" y="{_H}" text-anchor="middle" class="axis">{_e(x_label)}</text>'
+    )
+    parts.append(
+        f'<text x="12" y="{_TOP + height / 2:.1f}" class="axis" transform="rotate(-90 12 {_TOP + height / 2:.1f})" text-anchor="middle">{_e(y_label)}</text>'
+    )
     parts.append(f'<rect x="{_LEFT}" y="{_TOP}" width="{width}" height="{height}" class="frame"/>')
     return parts
 
@@ -79,12 +89,19 @@ def line_chart(
     for index, (name, line) in enumerate(lines.items()):
         color = PALETTE[index % len(PALETTE)]
         if dots:
-            parts += [f'<circle cx="{xy(p).split(",")[0]}" cy="{xy(p).split(",")[1]}" r="1.6" fill="{color}"/>' for p in line]
+            parts += [
+                f'<circle cx="{xy(p).split(",")[0]}" cy="{xy(p).split(",")[1]}" r="1.6" fill="{color}"/>'
+                for p in line
+            ]
         else:
-            parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="1.2" points="{" ".join(xy(p) for p in line)}"><title>{_e(name)}</title></polyline>')
+            parts.append(
+                f'<polyline fill="none" stroke="{color}" stroke-width="1.2" points="{" ".join(xy(p) for p in line)}"><title>{_e(name)}</title></polyline>'
+            )
         if index < 12:
             y = _TOP + 12 + index * 14
-            parts.append(f'<rect x="{_W - _RIGHT + 10}" y="{y - 8}" width="10" height="8" fill="{color}"/>')
+            parts.append(
+                f'<rect x="{_W - _RIGHT + 10}" y="{y - 8}" width="10" height="8" fill="{color}"/>'
+            )
             parts.append(f'<text x="{_W - _RIGHT + 24}" y="{y}">{_e(name[:18])}</text>')
     parts.append("</svg>")
     return "".join(parts)
@@ -93,11 +110,21 @@ def line_chart(
 def _heat_color(value: float) -> str:
     """0 % pale blue to 100 % dark red."""
     share = min(max(value / 100.0, 0.0), 1.0)
-    red, green, blue = int(235 * share + 230 * (1 - share)), int(60 * share + 238 * (1 - share)), int(50 * share + 250 * (1 - share))
+    red, green, blue = (
+        int(235 * share + 230 * (1 - share)),
+        int(60 * share + 238 * (1 - share)),
+        int(50 * share + 250 * (1 - share)),
+    )
     return f"#{red:02x}{green:02x}{blue:02x}"
 
 
-def heatmap(rows: Sequence[str], values: Sequence[Sequence[float | None]], start: float, bin_seconds: float, title: str = "") -> str:
+def heatmap(
+    rows: Sequence[str],
+    values: Sequence[Sequence[float | None]],
+    start: float,
+    bin_seconds: float,
+    title: str = "",
+) -> str:
     """Rows (cores) x time bins, each cell coloured by its utilization (0-100 %)."""
     if not rows or not values or not values[0]:
         return ""
@@ -111,22 +138,32 @@ def heatmap(rows: Sequence[str], values: Sequence[Sequence[float | None]], start
     for r, (name, line) in enumerate(zip(rows, values, strict=True)):
         y = _TOP + r * row_height
         if len(rows) <= 32 or r % math.ceil(len(rows) / 32) == 0:
-            parts.append(f'<text x="{_LEFT - 4}" y="{y + row_height * 0.8:.1f}" text-anchor="end">{_e(name)}</text>')
+            parts.append(
+                f'<text x="{_LEFT - 4}" y="{y + row_height * 0.8:.1f}" text-anchor="end">{_e(name)}</text>'
+            )
         for b, value in enumerate(line):
             if value is not None:
-                parts.append(f'<rect x="{_LEFT + b * cell:.2f}" y="{y:.2f}" width="{cell + 0.3:.2f}" height="{row_height:.2f}" fill="{_heat_color(value)}"/>')
+                parts.append(
+                    f'<rect x="{_LEFT + b * cell:.2f}" y="{y:.2f}" width="{cell + 0.3:.2f}" height="{row_height:.2f}" fill="{_heat_color(value)}"/>'
+                )
     for i in range(6):
         x = _LEFT + width * i / 5
-        parts.append(f'<text x="{x:.1f}" y="{_TOP + height + 16:.1f}" text-anchor="middle">{_e(_tick(start + bins * bin_seconds * i / 5))}</text>')
+        parts.append(
+            f'<text x="{x:.1f}" y="{_TOP + height + 16:.1f}" text-anchor="middle">{_e(_tick(start + bins * bin_seconds * i / 5))}</text>'
+        )
     for i, share in enumerate((0, 25, 50, 75, 100)):
         y = _TOP + 10 + i * 14
-        parts.append(f'<rect x="{_W - _RIGHT + 10}" y="{y - 8}" width="10" height="8" fill="{_heat_color(share)}"/>')
+        parts.append(
+            f'<rect x="{_W - _RIGHT + 10}" y="{y - 8}" width="10" height="8" fill="{_heat_color(share)}"/>'
+        )
         parts.append(f'<text x="{_W - _RIGHT + 24}" y="{y}">{share} %</text>')
     parts.append("</svg>")
     return "".join(parts)
 
 
-def histogram_chart(edges: Sequence[float], counts: Sequence[float], *, x_label: str, title: str = "") -> str:
+def histogram_chart(
+    edges: Sequence[float], counts: Sequence[float], *, x_label: str, title: str = ""
+) -> str:
     """Bars of ``counts`` between consecutive ``edges``."""
     if not counts:
         return ""
@@ -138,7 +175,9 @@ def histogram_chart(edges: Sequence[float], counts: Sequence[float], *, x_label:
     parts += _frame(x0, x1, 0.0, top, x_label, "steps")
     for i, count in enumerate(counts):
         h = count / top * height
-        parts.append(f'<rect x="{_LEFT + i * bar + 0.5:.1f}" y="{_TOP + height - h:.1f}" width="{max(bar - 1, 0.5):.1f}" height="{h:.1f}" fill="{PALETTE[0]}"><title>{count:g}</title></rect>')
+        parts.append(
+            f'<rect x="{_LEFT + i * bar + 0.5:.1f}" y="{_TOP + height - h:.1f}" width="{max(bar - 1, 0.5):.1f}" height="{h:.1f}" fill="{PALETTE[0]}"><title>{count:g}</title></rect>'
+        )
     parts.append("</svg>")
     return "".join(parts)
 
@@ -152,8 +191,12 @@ def stacked_bar(parts_in: Mapping[str, float], title: str = "") -> str:
     for index, (name, value) in enumerate(parts_in.items()):
         w = max(value, 0.0) / total * width
         color = PALETTE[index % len(PALETTE)]
-        parts.append(f'<rect x="{x:.1f}" y="8" width="{w:.1f}" height="22" fill="{color}"><title>{_e(name)}: {value:.1f} %</title></rect>')
-        parts.append(f'<rect x="{_LEFT + index * 150}" y="42" width="10" height="8" fill="{color}"/>')
+        parts.append(
+            f'<rect x="{x:.1f}" y="8" width="{w:.1f}" height="22" fill="{color}"><title>{_e(name)}: {value:.1f} %</title></rect>'
+        )
+        parts.append(
+            f'<rect x="{_LEFT + index * 150}" y="42" width="10" height="8" fill="{color}"/>'
+        )
         parts.append(f'<text x="{_LEFT + index * 150 + 14}" y="50">{_e(name)} {value:.1f} %</text>')
         x += w
     parts.append("</svg>")

@@ -18,6 +18,7 @@ import time
 from types import FrameType, TracebackType
 from typing import TYPE_CHECKING
 
+import trainops.report  # noqa: F401 - registers the profiler-report service with the controller
 from trainops._errors import ServerError, TrainopsError
 from trainops._home import home_token
 from trainops._settings import Settings
