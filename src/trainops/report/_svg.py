@@ -15,7 +15,7 @@ __all__ = ["PALETTE", "heatmap", "histogram_chart", "line_chart", "stacked_bar"]
 
 PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
            "#ff9da7", "#9c755f", "#bab0ac")  # fmt: skip
-_W, _H, _LEFT, _BOTTOM, _TOP, _RIGHT = 900, 220, 56, 28, 10, 130
+_W, _H, _LEFT, _BOTTOM, _TOP, _RIGHT = 900, 230, 56, 38, 10, 130
 
 
 def _e(text: object) -> str:
@@ -49,10 +49,10 @@ def _frame(x0: float, x1: float, y0: float, y1: float, x_label: str, y_label: st
         x = _LEFT + width * i / 5
         value = x0 + (x1 - x0) * i / 5
         parts.append(
-            f'<text x="{x:.1f}" y="{_H - 10}" text-anchor="middle">{_e(_tick(value))}</text>'
+            f'<text x="{x:.1f}" y="{_H - 22}" text-anchor="middle">{_e(_tick(value))}</text>'
         )
     parts.append(
-        f'<text x="{_LEFT + width / 2:.1f}" y="{_H}" text-anchor="middle" class="axis">{_e(x_label)}</text>'
+        f'<text x="{_LEFT + width / 2:.1f}" y="{_H - 4}" text-anchor="middle" class="axis">{_e(x_label)}</text>'
     )
     parts.append(
         f'<text x="12" y="{_TOP + height / 2:.1f}" class="axis" transform="rotate(-90 12 {_TOP + height / 2:.1f})" text-anchor="middle">{_e(y_label)}</text>'
