@@ -21,14 +21,21 @@ T0 = 1_750_000_000.0
 
 
 @dataclass
-class Synthetic:
+class Profile:
+    """Where profiler data is written (a profiler prefix's directory), and what was."""
+
+    root: Path
+    instance_type: str = "ml.m5.large"
+    written: dict[str, list[tuple[float, ...]]] = field(default_factory=dict)
+
+
+@dataclass(kw_only=True)
+class Synthetic(Profile):
     """A job, its store and where its profiler data lies."""
 
     store: MetadataStore
     settings: Settings
     job: JobRecord
-    root: Path  # the profiler prefix's directory
-    written: dict[str, list[tuple[float, ...]]] = field(default_factory=dict)
 
     @property
     def prefix(self) -> str:
@@ -73,13 +80,13 @@ def make_job(
     job = store.get_job(name)
     assert job is not None
     root = tmp / "out" / name / "profiler-output"
-    return Synthetic(store, settings, job, root)
+    return Synthetic(root, instance_type, store=store, settings=settings, job=job)
 
 
-def write_meta(syn: Synthetic, host: str = "algo-1", **meta: Any) -> None:
+def write_meta(syn: Profile, host: str = "algo-1", **meta: Any) -> None:
     path = syn.root / meta_path(host)
     path.parent.mkdir(parents=True, exist_ok=True)
-    base = {"host": host, "instance_type": syn.job.spec.instance_type, "cores": 2,
+    base = {"host": host, "instance_type": syn.instance_type, "cores": 2,
             "memory_bytes": 8 << 30, "gpus": [], "gpu_status": "no NVIDIA GPU (NVML not found)",
             "interval_ms": 100, "attempt": 1, "started": T0}  # fmt: skip
     path.write_text(json.dumps(base | meta))
@@ -196,5 +203,5 @@ def record_rule(syn: Synthetic, name: str, status: str, **result: Any) -> None:
     )
 
 
-__all__ = ["T0", "Synthetic", "dataloader_dir", "make_job", "record_rule", "standard_job",
+__all__ = ["T0", "Profile", "Synthetic", "dataloader_dir", "make_job", "record_rule", "standard_job",
            "step_rows", "steps_dir", "system_dir", "system_rows", "write_meta", "write_series"]  # fmt: skip

@@ -58,9 +58,13 @@ def test_a_gpu_at_37_percent_gets_a_larger_batch_and_learning_rate(tmp_path: Pat
     assert "Goyal" in item["model"]
     now, proposed = item["current"], item["proposed"]
     u = 0.37
-    assert math.isclose(proposed["seconds_per_unit"], now["seconds_per_unit"] * ((1 - u) / 2 + u), rel_tol=1e-3)
+    assert math.isclose(
+        proposed["seconds_per_unit"], now["seconds_per_unit"] * ((1 - u) / 2 + u), rel_tol=1e-3
+    )
     price = get_instance_type("ml.g4dn.xlarge").on_demand_usd_per_hour
-    assert math.isclose(proposed["usd_per_unit"], proposed["seconds_per_unit"] / 3600 * price, rel_tol=1e-3)
+    assert math.isclose(
+        proposed["usd_per_unit"], proposed["seconds_per_unit"] / 3600 * price, rel_tol=1e-3
+    )
     assert advice["unit"] == "1,000 steps"  # no epoch in the data: the unit says so
     assert math.isclose(advice["seconds_per_unit"], 1000 * 0.201, rel_tol=1e-3)
 
@@ -116,7 +120,9 @@ def test_an_idle_job_gets_a_smaller_cheaper_type(tmp_path: Path) -> None:
     assert smaller.vcpus >= 2
     assert item["proposed"]["seconds_per_unit"] == item["current"]["seconds_per_unit"]
     ratio = smaller.on_demand_usd_per_hour / current.on_demand_usd_per_hour
-    assert math.isclose(item["proposed"]["usd_per_unit"], item["current"]["usd_per_unit"] * ratio, rel_tol=1e-2)
+    assert math.isclose(
+        item["proposed"]["usd_per_unit"], item["current"]["usd_per_unit"] * ratio, rel_tol=1e-2
+    )
 
 
 def test_a_healthy_job_gets_no_advice(tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ from tests.report._synthetic import (
 )
 from trainops.report import render_html, report_data
 
-HOSTILE = '<img src=x onerror=alert(1)>"\'&'
+HOSTILE = "<img src=x onerror=alert(1)>\"'&"
 SCRIPT = "</td></tr></table><script>alert('rule')</script>"
 URL_ATTRIBUTES = {"src", "href", "xlink:href", "action", "formaction", "data", "poster", "srcset",
                   "background", "ping", "manifest", "cite", "longdesc", "usemap", "codebase"}  # fmt: skip
@@ -64,7 +64,9 @@ class _Refs(HTMLParser):
 def _data(syn: Synthetic) -> dict[str, Any]:
     job = syn.store.get_job(syn.job.name)
     assert job is not None
-    return report_data(job, syn.store.transitions(job.name), syn.reader(), syn.store.rule_evaluations(job.name))
+    return report_data(
+        job, syn.store.transitions(job.name), syn.reader(), syn.store.rule_evaluations(job.name)
+    )
 
 
 def _gpu_job(tmp: Path) -> Synthetic:
@@ -74,7 +76,9 @@ def _gpu_job(tmp: Path) -> Synthetic:
                                 gpu=lambda i, g: 25 + 5 * g + (i % 9), gpu_memory=lambda i, g: 25.0)  # fmt: skip
     write_series(syn, system_dir("algo-1"), columns, rows)
     for rank in (0, 1):
-        write_series(syn, steps_dir("algo-1", rank), *step_rows(500, duration=lambda i: 0.1 + (i % 50 == 0)))
+        write_series(
+            syn, steps_dir("algo-1", rank), *step_rows(500, duration=lambda i: 0.1 + (i % 50 == 0))
+        )
     record_rule(syn, "ProfilerReport", "IssuesFound", recommendation="raise the batch size",
                 evidence={"LowGPUUtilization": "p95 39 %"})  # fmt: skip
     return syn
@@ -84,7 +88,9 @@ def _hostile(tmp: Path) -> tuple[Synthetic, dict[str, Any]]:
     syn = standard_job(tmp)
     # a host directory whose name is markup: hosts come from the prefix's paths
     write_series(syn, system_dir(HOSTILE), *system_rows(10, 1, lambda i, c: 10.0))
-    record_rule(syn, "ProfilerReport", "IssuesFound", recommendation=SCRIPT, evidence={SCRIPT: HOSTILE})
+    record_rule(
+        syn, "ProfilerReport", "IssuesFound", recommendation=SCRIPT, evidence={SCRIPT: HOSTILE}
+    )
     data = _data(syn)
     data["job"]["name"] = f"job{SCRIPT}"
     data["job"]["instance_type"] = HOSTILE
@@ -127,14 +133,18 @@ def test_nothing_on_the_page_leaves_the_file(pages: dict[str, Path]) -> None:
         assert {"svg", "table", "style"} <= set(parser.tags), name
         outside = [(k, v) for k, v in parser.refs if not v.startswith("#")]
         assert outside == [], name  # only in-page anchors
-        assert {"script", "link", "iframe", "object", "embed", "img", "base"}.isdisjoint(parser.tags)
+        assert {"script", "link", "iframe", "object", "embed", "img", "base"}.isdisjoint(
+            parser.tags
+        )
         for css in parser.styles:
             assert not re.search(r"url\s*\(|@import", css, re.I), (name, css[:200])
         assert not re.search(r"https?:|ftp:|//[a-z0-9-]+\.[a-z]", text, re.I), name  # no URL at all
         assert "Content-Security-Policy" in text and "default-src 'none'" in text
 
 
-def test_the_page_opens_in_headless_chromium_without_console_messages(pages: dict[str, Path]) -> None:
+def test_the_page_opens_in_headless_chromium_without_console_messages(
+    pages: dict[str, Path],
+) -> None:
     for name, path in pages.items():
         loaded = _chromium.load(path)
         assert loaded.console == [], name
