@@ -13,7 +13,6 @@ import pytest
 from tests.report._synthetic import (
     T0,
     make_job,
-    record_rule,
     standard_job,
     step_rows,
     steps_dir,
@@ -169,20 +168,45 @@ def test_gpu_sections_follow_the_rules_parameters(tmp_path: Path) -> None:
 
 
 def test_rules_come_from_the_store_and_configured_ones_are_listed(tmp_path: Path) -> None:
-    syn = standard_job(tmp_path, rules=["ProfilerReport", {"rule": "StepOutlier", "name": "slow"}])
-    record_rule(syn, "ProfilerReport", "InProgress")
-    syn.store.set_rule_evaluation(
-        RuleEvaluation(
-            syn.job.name, "slow", "StepOutlier", "profiler", "IssuesFound", "20 outliers", T0,
-            {"recommendation": "look at step 99", "evidence": {"outliers": 20}, "triggered": 3},
+    syn = standard_job(tmp_path, rules=["ProfilerReport", {"rule": "StepOutlier", "name": "slow"},
+                                        {"rule": "CPUBottleneck", "name": "cpu"}])  # fmt: skip
+    # the shape trainops.rules records: the verdict under "result", members in its evidence
+    members = {
+        "StepOutlier": {"status": "IssuesFound", "details": "20 outliers",
+                        "recommendation": "look at step 99", "evidence": {"outliers": 20}},
+        "BatchSize": {"status": "NoIssuesFound", "details": "no GPU", "recommendation": "",
+                      "evidence": {}},
+    }  # fmt: skip
+    verdict = {"status": "IssuesFound", "details": "1 of 2 rules found issues: StepOutlier",
+               "recommendation": "StepOutlier: look at step 99", "evidence": {"rules": members}}  # fmt: skip
+    for name, rule, status, body in (
+        ("ProfilerReport", "ProfilerReport", "IssuesFound", {"result": verdict, "evaluations": 4}),
+        ("slow", "StepOutlier", "InProgress", {"result": None, "evaluations": 0}),
+    ):
+        syn.store.set_rule_evaluation(
+            RuleEvaluation(
+                syn.job.name, name, rule, "profiler", status, f"{name} details", T0, body
+            )
         )
-    )  # fmt: skip
     rules = _data(syn)["sections"]["rules"]
-    by_name = {r["name"]: r for r in rules["rules"]}
-    assert by_name["slow"]["status"] == "IssuesFound" and by_name["slow"]["triggered"] == 3
-    assert by_name["slow"]["recommendation"] == "look at step 99"
-    assert json.loads(by_name["slow"]["evidence"]) == {"outliers": 20}
-    assert rules["final"] is False and rules["status_counts"] == {"InProgress": 1, "IssuesFound": 1}
+    rows = [(r["name"], r["status"], r.get("member_of")) for r in rules["rules"]]
+    assert rows == [
+        ("ProfilerReport", "IssuesFound", None),
+        ("StepOutlier", "IssuesFound", "ProfilerReport"),
+        ("BatchSize", "NoIssuesFound", "ProfilerReport"),
+        ("slow", "InProgress", None),
+        ("cpu", "NotEvaluated", None),
+    ]
+    report, outlier, batch, slow, _ = rules["rules"]
+    assert report["evaluations"] == 4 and report["evidence"] == "" and report["triggered"] == 1
+    assert outlier["recommendation"] == "look at step 99" and json.loads(outlier["evidence"]) == {
+        "outliers": 20
+    }
+    assert batch["triggered"] == 0 and batch["evidence"] == ""
+    assert (
+        slow["recommendation"] == "steps far slower than the mean"
+    )  # the rule's summary meanwhile
+    assert rules["final"] is False and rules["status_counts"]["IssuesFound"] == 2
 
 
 def test_a_running_job_reports_up_to_now(tmp_path: Path) -> None:

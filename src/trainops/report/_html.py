@@ -241,7 +241,8 @@ def _framework(s: dict[str, Any]) -> str:
 def _rules(s: dict[str, Any]) -> str:
     if not s.get("available"):
         return _none(s)
-    rows = [[_e(r["name"]) + ("" if r["name"] == r["rule"] else f" ({_e(r['rule'])})"),
+    rows = [[("&nbsp;&nbsp;&#x2514; " if r.get("member_of") else "") + _e(r["name"])
+             + ("" if r["name"] == r["rule"] else f" ({_e(r['rule'])})"),
              f'<span class="{_e(r["status"])}">{_e(r["status"])}</span>', _n(r["triggered"]),
              _e(r["details"]), _e(r["recommendation"]), f"<code>{_e(r['evidence'][:600])}</code>" if r["evidence"] else ""]
             for r in s["rules"]]  # fmt: skip

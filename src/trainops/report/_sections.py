@@ -236,20 +236,20 @@ def gpu_memory_section(context: ReportContext) -> dict[str, Any]:
 
 
 def rules_section(job: JobRecord, evaluations: list[RuleEvaluation]) -> dict[str, Any]:
-    """Each configured rule with its status, details, recommendation and evidence, as the rules
-    service recorded them; a configured rule without a record yet is listed as not evaluated."""
+    """Each rule with its status, details, recommendation and evidence, as the rules service
+    recorded them; ProfilerReport's members (its evidence's ``rules``) each get their own row
+    under it, and a configured rule without a record yet is listed as not evaluated."""
     configured = [(rule.name, rule.rule) for rule in job.spec.rules]
     if not configured and not evaluations:
         return {
             "available": False,
             "reason": "the job configured no rules (add `rules: [ProfilerReport]` to its spec)",
         }
-    rows = [_rule_row(e) for e in evaluations]
+    rows = [row for e in evaluations for row in _rule_rows(e)]
     seen = {row["name"] for row in rows}
     for name, rule in configured:
         if name not in seen:
-            rows.append({"name": name, "rule": rule, "status": "NotEvaluated", "details": "no evaluation recorded yet",
-                         "recommendation": _summary_of(rule), "evidence": "", "triggered": 0})  # fmt: skip
+            rows.append(_row(name, rule, "NotEvaluated", "no evaluation recorded yet", {}))
     counts: dict[str, int] = {}
     for row in rows:
         counts[row["status"]] = counts.get(row["status"], 0) + 1
@@ -257,24 +257,53 @@ def rules_section(job: JobRecord, evaluations: list[RuleEvaluation]) -> dict[str
     return {"available": True, "rules": rows, "status_counts": counts, "final": final}
 
 
-def _rule_row(evaluation: RuleEvaluation) -> dict[str, Any]:
-    result = evaluation.result if isinstance(evaluation.result, dict) else {}
-    evidence = result.get("evidence", "")
+def _rule_rows(evaluation: RuleEvaluation) -> list[dict[str, Any]]:
+    """The row of one evaluation, then its members' rows (ProfilerReport). The stored result is
+    ``{"result": {status, details, recommendation, evidence}, "found", "found_time",
+    "evaluations", ...}`` (trainops.rules); a flat ``{recommendation, evidence}`` is read too."""
+    body = evaluation.result if isinstance(evaluation.result, dict) else {}
+    verdict = body.get("result") if isinstance(body.get("result"), dict) else body
+    evidence = verdict.get("evidence")
+    members = evidence.get("rules") if isinstance(evidence, dict) else None
+    shown = {k: v for k, v in evidence.items() if k != "rules"} if members else evidence
+    row = _row(
+        evaluation.name,
+        evaluation.rule,
+        evaluation.status,
+        evaluation.status_details,
+        verdict,
+        shown,
+    )
+    row |= {"last_modified_time": evaluation.last_modified_time, "evaluations": body.get("evaluations"),
+            "found_time": body.get("found_time")}  # fmt: skip
+    if isinstance(body.get("triggered"), int | float):
+        row["triggered"] = int(body["triggered"])
+    rows = [row]
+    for member, result in (members or {}).items():
+        if isinstance(result, dict):
+            status = str(result.get("status", ""))
+            rows.append(
+                _row(str(member), str(member), status, str(result.get("details", "")), result)
+                | {"member_of": evaluation.name}
+            )
+    return rows
+
+
+def _row(
+    name: str, rule: str, status: str, details: str, verdict: dict[str, Any], evidence: Any = None
+) -> dict[str, Any]:
+    evidence = verdict.get("evidence", "") if evidence is None else evidence
     text = (
         evidence if isinstance(evidence, str) else json.dumps(evidence, sort_keys=True, default=str)
     )
-    triggered = result.get("triggered", result.get("times_triggered", result.get("count")))
     return {
-        "name": evaluation.name,
-        "rule": evaluation.rule,
-        "status": evaluation.status,
-        "details": evaluation.status_details[:2000],
-        "recommendation": str(result.get("recommendation") or _summary_of(evaluation.rule))[:2000],
-        "evidence": text[:_MAX_EVIDENCE],
-        "triggered": int(triggered)
-        if isinstance(triggered, int | float)
-        else int(evaluation.status == "IssuesFound"),
-        "last_modified_time": evaluation.last_modified_time,
+        "name": name,
+        "rule": rule,
+        "status": status,
+        "details": details[:2000],
+        "recommendation": str(verdict.get("recommendation") or _summary_of(rule))[:2000],
+        "evidence": "" if text in ("{}", "null") else text[:_MAX_EVIDENCE],
+        "triggered": int(status == "IssuesFound"),
     }
 
 
