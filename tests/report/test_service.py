@@ -176,3 +176,8 @@ def test_a_job_with_the_profiler_report_rule_gets_its_report_at_the_end(
     assert uri.endswith("/ruled/rule-output/ProfilerReport/profiler-output/profiler-report.html")
     assert "Profiler report: ruled" in page.read_text()
     assert json.loads(page.with_suffix(".json").read_text())["job"]["status"] == "Completed"
+
+
+def test_the_report_goes_beside_the_rules_result_of_its_rule(tmp_path: Path) -> None:
+    syn = standard_job(tmp_path, rules=[{"rule": "ProfilerReport", "name": "report-1"}])
+    assert report_prefix(syn.job) == f"{syn.job.output_prefix}/rule-output/report-1/profiler-output"

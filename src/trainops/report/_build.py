@@ -16,6 +16,7 @@ from trainops._settings import Settings
 from trainops.profiler import ProfilerReader, profiler_prefix
 from trainops.report._data import report_data
 from trainops.report._html import render_html, report_json
+from trainops.spec import PROFILER_REPORT
 from trainops.storage import join_uri, store_for
 from trainops.store import JobRecord, MetadataStore
 
@@ -43,8 +44,11 @@ def job_profiler_prefix(job: JobRecord) -> str:
 
 
 def report_prefix(job: JobRecord) -> str:
-    """Where the ProfilerReport rule leaves the report (SageMaker's layout)."""
-    return join_uri(job.output_prefix, "rule-output", "ProfilerReport", "profiler-output")
+    """Where the ProfilerReport rule leaves the report, SageMaker's layout:
+    ``<output prefix>/rule-output/<the rule's name, ProfilerReport by default>/profiler-output``
+    (beside the rules service's ``result.json`` of the same rule)."""
+    name = next((r.name for r in job.spec.rules if r.rule == PROFILER_REPORT), PROFILER_REPORT)
+    return join_uri(job.output_prefix, "rule-output", name, "profiler-output")
 
 
 def job_report(

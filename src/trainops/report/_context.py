@@ -6,7 +6,7 @@ from typing import Any
 
 from trainops.profiler import Series
 from trainops.report._stats import downsample
-from trainops.rules import PROFILER_RULES
+from trainops.spec import PROFILER_RULES
 from trainops.store import JobRecord
 
 __all__ = ["ReportContext"]

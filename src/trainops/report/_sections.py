@@ -19,7 +19,7 @@ from trainops.report._columns import gpu_indices
 from trainops.report._context import ReportContext
 from trainops.report._framework import rank_rows
 from trainops.report._stats import describe_values, finite, js_distance, percentile, rounded
-from trainops.rules import PROFILER_RULES
+from trainops.spec import PROFILER_RULES
 from trainops.store import JobRecord, RuleEvaluation
 
 __all__ = [

@@ -16,7 +16,7 @@ from trainops._errors import TrainopsError
 from trainops.control import ENDED
 from trainops.control.services import ControlService, ServiceContext
 from trainops.report._build import job_report, report_prefix, write_report
-from trainops.rules import PROFILER_REPORT
+from trainops.spec import PROFILER_REPORT
 from trainops.store import JobRecord
 
 __all__ = ["ARTIFACT", "SERVICE_NAME", "ProfilerReportService", "profiler_report_service"]

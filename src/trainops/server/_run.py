@@ -18,13 +18,13 @@ import time
 from types import FrameType, TracebackType
 from typing import TYPE_CHECKING
 
-import trainops.report  # noqa: F401 - registers the profiler-report service with the controller
 from trainops._errors import ServerError, TrainopsError
 from trainops._home import home_token
 from trainops._settings import Settings
 from trainops._version import __version__
 from trainops.backends import Backend, backend_for
 from trainops.control import ControllerConfig, JobController
+from trainops.report import ProfilerReportService as ProfilerReportService  # registers it
 from trainops.server._server_file import HomeLock, advertise, withdraw
 from trainops.store import MetadataStore
 
