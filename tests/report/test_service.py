@@ -181,3 +181,14 @@ def test_a_job_with_the_profiler_report_rule_gets_its_report_at_the_end(
 def test_the_report_goes_beside_the_rules_result_of_its_rule(tmp_path: Path) -> None:
     syn = standard_job(tmp_path, rules=[{"rule": "ProfilerReport", "name": "report-1"}])
     assert report_prefix(syn.job) == f"{syn.job.output_prefix}/rule-output/report-1/profiler-output"
+
+
+def test_a_closing_control_plane_writes_the_pending_report(tmp_path: Path) -> None:
+    syn, clock = standard_job(tmp_path), _Clock()
+    service = _service(syn, clock)
+    record_rule(syn, "ProfilerReport", "InProgress")
+    _changed(service, syn)
+    assert not _page(syn).exists()
+    service.close()
+    assert _page(syn).exists()
+    assert [a.name for a in syn.store.artifacts(syn.job.name)] == ["profiler_report"]

@@ -5,7 +5,9 @@ for the job's rule evaluations to be final (none ``InProgress``), then writes
 ``profiler-report.html`` and ``profiler-report.json`` under
 ``<output prefix>/rule-output/ProfilerReport/profiler-output/`` (SageMaker's place for them)
 and lists the page among the job's artifacts as ``profiler_report``. A job without profiler data
-gets no report (logged). Waiting is done on ticks, never by blocking the service's thread.
+gets no report (logged). Waiting is done on ticks, never by blocking the service's thread; a
+control plane that closes meanwhile (``trainops run``'s embedded one ends with its job) writes
+the pending reports as it closes.
 """
 
 from __future__ import annotations
@@ -56,6 +58,14 @@ class ProfilerReportService(ControlService):
     def tick(self) -> None:
         for name in list(self._pending):
             self._attempt(name)
+
+    def close(self) -> None:
+        """The control plane is closing (``trainops run``'s embedded server, right after its job
+        ended): write what is pending now, with the rules as they stand."""
+        for name in list(self._pending):
+            del self._pending[name]
+            self._done.add(name)
+            self.write(name)
 
     def _attempt(self, name: str) -> None:
         waited = self.context.now() - self._pending[name]
