@@ -172,6 +172,6 @@ def _steps_per_epoch(context: ReportContext, steps: int) -> tuple[int, str] | No
         if epochs > 0 and steps >= epochs:
             return (
                 steps // epochs,
-                f"{steps} train steps over {epochs} epochs (hyperparameter {key})",
+                f"{steps} train steps over {epochs} epochs, hyperparameter {key}",
             )
     return None

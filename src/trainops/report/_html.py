@@ -241,11 +241,21 @@ def _framework(s: dict[str, Any]) -> str:
 def _rules(s: dict[str, Any]) -> str:
     if not s.get("available"):
         return _none(s)
-    rows = [[("&nbsp;&nbsp;&#x2514; " if r.get("member_of") else "") + _e(r["name"])
-             + ("" if r["name"] == r["rule"] else f" ({_e(r['rule'])})"),
-             f'<span class="{_e(r["status"])}">{_e(r["status"])}</span>', _n(r["triggered"]),
-             _e(r["details"]), _e(r["recommendation"]), f"<code>{_e(r['evidence'][:600])}</code>" if r["evidence"] else ""]
-            for r in s["rules"]]  # fmt: skip
+    rows = []
+    for r in s["rules"]:
+        name = ("&nbsp;&nbsp;&#x2514; " if r.get("member_of") else "") + _e(r["name"])
+        name += "" if r["name"] == r["rule"] else f" ({_e(r['rule'])})"
+        name += f'<br><span class="model">{_e(r.get("description", ""))}</span>'
+        evidence = r["evidence"]
+        shown = (
+            f"<details><summary>{len(evidence)} characters</summary><code>{_e(evidence)}</code></details>"
+            if len(evidence) > 160
+            else f"<code>{_e(evidence)}</code>" if evidence else ""
+        )  # fmt: skip
+        status = f'<span class="{_e(r["status"])}">{_e(r["status"])}</span>'
+        rows.append(
+            [name, status, _n(r["triggered"]), _e(r["details"]), _e(r["recommendation"]), shown]
+        )
     note = "" if s["final"] else '<p class="none">Some rules are still being evaluated.</p>'
     return note + _table(
         ["rule", "status", "triggered", "details", "recommendation", "evidence"], rows

@@ -301,7 +301,8 @@ def _row(
         "rule": rule,
         "status": status,
         "details": details[:2000],
-        "recommendation": str(verdict.get("recommendation") or _summary_of(rule))[:2000],
+        "description": _summary_of(rule),
+        "recommendation": str(verdict.get("recommendation") or "")[:2000],
         "evidence": "" if text in ("{}", "null") else text[:_MAX_EVIDENCE],
         "triggered": int(status == "IssuesFound"),
     }
