@@ -261,11 +261,15 @@ def _rule_rows(evaluation: RuleEvaluation) -> list[dict[str, Any]]:
     """The row of one evaluation, then its members' rows (ProfilerReport). The stored result is
     ``{"result": {status, details, recommendation, evidence}, "found", "found_time",
     "evaluations", ...}`` (trainops.rules); a flat ``{recommendation, evidence}`` is read too."""
-    body = evaluation.result if isinstance(evaluation.result, dict) else {}
-    verdict = body.get("result") if isinstance(body.get("result"), dict) else body
+    body: dict[str, Any] = evaluation.result if isinstance(evaluation.result, dict) else {}
+    inner = body.get("result")
+    verdict: dict[str, Any] = inner if isinstance(inner, dict) else body
     evidence = verdict.get("evidence")
-    members = evidence.get("rules") if isinstance(evidence, dict) else None
-    shown = {k: v for k, v in evidence.items() if k != "rules"} if members else evidence
+    members: dict[str, Any] = {}
+    shown = evidence
+    if isinstance(evidence, dict) and isinstance(evidence.get("rules"), dict):
+        members = evidence["rules"]
+        shown = {k: v for k, v in evidence.items() if k != "rules"}
     row = _row(
         evaluation.name,
         evaluation.rule,
@@ -279,7 +283,7 @@ def _rule_rows(evaluation: RuleEvaluation) -> list[dict[str, Any]]:
     if isinstance(body.get("triggered"), int | float):
         row["triggered"] = int(body["triggered"])
     rows = [row]
-    for member, result in (members or {}).items():
+    for member, result in members.items():
         if isinstance(result, dict):
             status = str(result.get("status", ""))
             rows.append(
