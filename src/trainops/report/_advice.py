@@ -153,7 +153,8 @@ def _cpu_bound(facts: _Facts, catalog: Catalog) -> list[dict[str, Any]]:
             f"Amdahl's law: the measured mean CPU utilization ({mean:.0f} %) is the share of time that "
             f"scales with vCPUs ({facts.current.vcpus} -> {larger.vcpus}); the rest stays. It assumes the "
             "work spreads over the added cores (enough DataLoader workers or intra-op threads); "
-            "a single-threaded loop gains nothing.",
+            "a single-threaded loop gains nothing. The utilization is the whole host's: on a machine "
+            "shared with other work, theirs counts too.",
             facts, proposed, cpu_p95=p95, cpu_mean=mean, vcpus=facts.current.vcpus))  # fmt: skip
     gpu = _cheapest_gpu(catalog)
     if gpu is not None:
