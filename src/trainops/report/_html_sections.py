@@ -219,9 +219,15 @@ def _steps(s: dict[str, Any]) -> str:
                 hist["edges"], hist["counts"], x_label="step duration (s)", title="step durations"
             )
         )
+    guide = None
+    if first is not None and len(timelines) == 1:
+        guide = (
+            f"outlier limit {first['train']['outlier_limit']:.3g} s",
+            first["train"]["outlier_limit"],
+        )
     out.append(
         "<h3>Step durations over time</h3>"
-        + line_chart(timelines, y_label="s", title="step durations", dots=True)
+        + line_chart(timelines, y_label="s", title="step durations", dots=True, guide=guide)
     )
     return "".join(out)
 

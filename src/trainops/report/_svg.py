@@ -69,13 +69,17 @@ def line_chart(
     y_max: float | None = None,
     title: str = "",
     dots: bool = False,
+    guide: tuple[str, float] | None = None,
 ) -> str:
-    """One polyline (or dots) per named series of ``[x, y]`` points, with a legend."""
+    """One polyline (or dots) per named series of ``[x, y]`` points, with a legend; ``guide``
+    (label, y) draws a dashed horizontal line (a threshold)."""
     points = [p for line in lines.values() for p in line]
     if not points:
         return ""
     x0, x1 = min(p[0] for p in points), max(p[0] for p in points)
     top = y_max if y_max is not None else max(p[1] for p in points) * 1.05 or 1.0
+    if guide is not None and y_max is None:
+        top = max(top, guide[1] * 1.05)
     x1 = x1 if x1 > x0 else x0 + 1
     width, height = _W - _LEFT - _RIGHT, _H - _TOP - _BOTTOM
 
@@ -103,6 +107,13 @@ def line_chart(
                 f'<rect x="{_W - _RIGHT + 10}" y="{y - 8}" width="10" height="8" fill="{color}"/>'
             )
             parts.append(f'<text x="{_W - _RIGHT + 24}" y="{y}">{_e(name[:18])}</text>')
+    if guide is not None:
+        guide_y = xy((x0, guide[1])).split(",")[1]
+        parts.append(
+            f'<line x1="{_LEFT}" y1="{guide_y}" x2="{_LEFT + width}" y2="{guide_y}" stroke="#b42318" '
+            f'stroke-dasharray="5,4"><title>{_e(guide[0])}</title></line>'
+        )
+        parts.append(f'<text x="{_W - _RIGHT + 10}" y="{guide_y}">{_e(guide[0][:22])}</text>')
     parts.append("</svg>")
     return "".join(parts)
 
