@@ -6,7 +6,7 @@ PIP := $(PY) -m pip --disable-pip-version-check -q
 CONSTRAINTS := -c constraints.txt
 DEMO_HOME ?= $(CURDIR)/.trainops-demo
 
-.PHONY: demo test check lint typecheck pytest bench install-demo install-test install-mpi install-rclone clean
+.PHONY: demo test check lint typecheck pytest bench install-demo install-test install-mpi install-rclone install-chromium clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,7 @@ $(VENV)/.test-installed: $(VENV)/.demo-installed
 	$(PIP) install $(CONSTRAINTS) -e '.[dev,torch,s3,tensorflow,mpi,ray]'
 	@$(MAKE) --no-print-directory install-mpi
 	@$(MAKE) --no-print-directory install-rclone
+	@$(MAKE) --no-print-directory install-chromium
 	touch $@
 
 # The MPI launcher's tests need Open MPI's mpirun (Debian's openmpi-bin). Installed here where
@@ -43,6 +44,18 @@ install-rclone:
 	      { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q rclone fuse3 >/dev/null 2>&1; } || \
 	      echo "note: could not install rclone and fuse3: FastFile s3:// channels cannot mount here"; \
 	  else echo "note: rclone or fusermount3 not found and not root: FastFile s3:// channels cannot mount here"; fi; }
+
+# The profiler report's tests open the page in headless Chromium (Debian's chromium) to check it
+# loads without a console message. Installed here where apt-get can (root, Debian); elsewhere
+# those tests say they were skipped and why.
+install-chromium:
+	@{ command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	   command -v google-chrome >/dev/null 2>&1; } || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get install -y -q chromium >/dev/null 2>&1 || \
+	      { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium >/dev/null 2>&1; } || \
+	      echo "note: could not install chromium: the report's browser tests will be skipped"; \
+	  else echo "note: chromium not found and not root: the report's browser tests will be skipped"; fi; }
 
 install-demo: $(VENV)/.demo-installed
 install-test: $(VENV)/.test-installed

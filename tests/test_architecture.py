@@ -59,7 +59,7 @@ SAME_LAYER_ALLOWED = {
     "notifications": {"control"},
     "rules": {"control", "actions"},  # a service of the control plane that runs actions
     "actions": set(),
-    "report": {"rules"},
+    "report": {"rules", "control"},  # the report at job end is a control-plane service
     "monitor": {"profiler"},
     "tensorboard": {"data", "profiler"},
     "spec": {"catalog", "protocol"},

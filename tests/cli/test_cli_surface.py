@@ -22,6 +22,8 @@ EXPECTED = {
     "logs": {"-h", "--help", "NAME", "-f", "--follow", "--host"},
     "metrics": {"-h", "--help", "NAME", "--name", "--csv"},
     "stop": {"-h", "--help", "NAME", "--wait"},
+    # the profiler report: where to write it, JSON instead, and not opening a browser (CI)
+    "report": {"-h", "--help", "NAME", "-o", "--output", "--json", "--no-open"},
     "cluster": {"-h", "--help"},  # the backend's machines: a deliberate command, no knobs
     "study": {"-h", "--help", "STUDY"},  # a deliberate command: its knobs are in the study file
     "server": {"-h", "--help", "--host", "--port", "--backend", "--ray-address"},
@@ -75,6 +77,8 @@ def test_parsing_other_commands() -> None:
     metrics = parse(["metrics", "j", "--name", "loss", "--csv"])
     assert (metrics.name, metrics.metric, metrics.csv) == ("j", "loss", True)
     assert parse(["stop", "j", "--wait"]).wait is True
+    report = parse(["report", "j", "-o", "r.html", "--no-open"])
+    assert (report.name, report.output, report.json, report.no_open) == ("j", "r.html", False, True)
     server = parse(["server"])
     assert (server.host, server.port) == ("127.0.0.1", 8470)
 

@@ -29,6 +29,7 @@ HANDLERS = {
     "logs": ("trainops.cli._commands", "logs"),
     "metrics": ("trainops.cli._commands", "metrics"),
     "stop": ("trainops.cli._commands", "stop"),
+    "report": ("trainops.cli._report", "report"),
     "cluster": ("trainops.cli._commands", "cluster"),
     "study": ("trainops.cli._study", "study"),
     "server": ("trainops.cli._commands", "server"),

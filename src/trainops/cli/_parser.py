@@ -31,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_logs(commands)
     _add_metrics(commands)
     _add_stop(commands)
+    _add_report(commands)
     _add_cluster(commands)
     _add_study(commands)
     _add_server(commands)
@@ -117,6 +118,23 @@ def _add_stop(commands: Commands) -> None:
     )
     sub.add_argument("name", metavar="NAME")
     sub.add_argument("--wait", action="store_true", help="wait until it has stopped")
+
+
+def _add_report(commands: Commands) -> None:
+    sub = _command(
+        commands,
+        "report",
+        "report",
+        "Write a job's profiler report (HTML, and its data as JSON beside it) and open it; "
+        "works while the job runs.",
+    )
+    sub.add_argument("name", metavar="NAME")
+    sub.add_argument(
+        "-o", "--output", metavar="PATH",
+        help="the HTML file to write (default: ./<job>-profiler-report.html)",
+    )  # fmt: skip
+    sub.add_argument("--json", action="store_true", help="print the report's data as JSON instead")
+    sub.add_argument("--no-open", action="store_true", help="do not open it in a browser")
 
 
 def _add_server(commands: Commands) -> None:

@@ -23,6 +23,8 @@ __all__ = ["Client", "JobNameTakenError", "page_lines"]
 API = "/api/v1"
 # Long-polls hold the request open for up to `wait` seconds; the read timeout must outlast that.
 POLL_MARGIN_S = 30.0
+# A long job's report reads every profiler chunk it recorded: give the server time.
+REPORT_TIMEOUT_S = 300.0
 
 
 class JobNameTakenError(ServerError):
@@ -146,6 +148,11 @@ class Client:
             "metrics"
         ]
         return points
+
+    def profiler_report(self, name: str) -> dict[str, Any]:
+        """The profiler report's data of job ``name`` (running or ended), computed by the server;
+        :class:`JobNotFoundError` for an unknown job or one without profiler data."""
+        return self._json("GET", _job_path(name, "profiler-report"), timeout=REPORT_TIMEOUT_S)
 
     def _json(
         self,

@@ -42,7 +42,7 @@ WHY = {
     400: "malformed request, or a parameter out of range or unknown",
     401: "missing or wrong token",
     403: "the Host or Origin header is not this server's",
-    404: "no such job",
+    404: "no such job (or, for a profiler report, no profiler data)",
     409: "a job with that name exists, or the job has already ended",
     413: "the body is larger than this operation takes",
     422: "the spec (or job_name, code_uri) is invalid; problems name each field",

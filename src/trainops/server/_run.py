@@ -24,6 +24,7 @@ from trainops._settings import Settings
 from trainops._version import __version__
 from trainops.backends import Backend, backend_for
 from trainops.control import ControllerConfig, JobController
+from trainops.report import ProfilerReportService as ProfilerReportService  # registers it
 from trainops.rules import RulesService as RulesService  # registers the live rules service
 from trainops.server._server_file import HomeLock, advertise, withdraw
 from trainops.store import MetadataStore
