@@ -1,13 +1,19 @@
 """Profiling a training job: system metrics, step timing, framework profiling windows.
 
 Built in parts (issue 10): ``_series`` (the time-series chunk container every recorder
-writes and every reader reads), ``_names`` (every series' columns and units), ``_layout`` (where profiler data lives on a host and in object
-storage). The in-script API (``step()``, the automatic PyTorch hooks), the system monitor
-sidecar, the readers, rules and report build on those two.
+writes and every reader reads), ``_names`` (every series' columns and units), ``_layout`` (where
+profiler data lives on a host and in object storage), ``_reader`` (reading a job's prefix).
+
+In the script: ``_settings`` (what the recorder reads from its environment), ``_recorder`` (one
+row per step), ``_torch_hooks`` (the automatic PyTorch hooks, installed by
+``_bootstrap/sitecustomize.py`` when torch is imported), ``_api`` (:data:`step` and
+:func:`phase`, the one line for other loops), ``_windows`` and ``_pystats`` (the detailed,
+dataloader and Python profiling windows). Nothing here imports torch until a script does.
 """
 
 from __future__ import annotations
 
+from trainops.profiler._api import Step, phase, step
 from trainops.profiler._layout import CONFIG_ENV, CONFIG_FILE, DIR_ENV, profiler_prefix
 from trainops.profiler._names import (
     DATALOADER_COLUMNS,
@@ -28,6 +34,7 @@ from trainops.profiler._series import (
     encode_chunk,
     merge_chunks,
 )
+from trainops.profiler._settings import RecorderSettings, Window, read_settings
 
 __all__ = [
     "CONFIG_ENV",
@@ -41,13 +48,19 @@ __all__ = [
     "UNITS",
     "ChunkError",
     "ProfilerReader",
+    "RecorderSettings",
     "Series",
     "SeriesChunk",
     "SeriesKey",
     "SeriesWriter",
+    "Step",
+    "Window",
     "decode_chunk",
     "encode_chunk",
     "merge_chunks",
     "numbered",
+    "phase",
     "profiler_prefix",
+    "read_settings",
+    "step",
 ]

@@ -44,9 +44,9 @@ def _framework(context: SidecarContext) -> Sidecar | None:
     """Step timing and framework profiling inside the script, when the job profiles."""
     if context.job.profiling is None:
         return None
-    from trainops.agent.sidecars._framework import framework_sidecar  # type: ignore[import-not-found]
+    from trainops.agent.sidecars._framework import framework_sidecar
 
-    return framework_sidecar(context)  # type: ignore[no-any-return]
+    return framework_sidecar(context)
 
 
 def _tensorboard(context: SidecarContext) -> Sidecar | None:

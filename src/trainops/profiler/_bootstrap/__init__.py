@@ -1,0 +1,15 @@
+"""The directory the framework sidecar puts first on the script's ``PYTHONPATH``.
+
+It holds ``sitecustomize.py`` (run by Python's ``site`` at every interpreter start), which
+watches for ``import torch`` and then installs the step-timing hooks. This ``__init__`` only
+makes the directory package data that installs with trainops; nothing imports it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["BOOTSTRAP_DIR"]
+
+#: The directory to put on ``PYTHONPATH``.
+BOOTSTRAP_DIR = Path(__file__).resolve().parent

@@ -1,0 +1,107 @@
+"""Run by Python at start-up when trainops' bootstrap directory is on ``PYTHONPATH``.
+
+It does two things, each unable to break the script:
+
+1. Where ``TRAINOPS_PROFILER_DIR`` is set, it adds an import hook that waits for ``torch``:
+   once ``import torch`` has finished, it installs trainops' step-timing hooks
+   (``trainops.profiler._torch_hooks``). A script that never imports torch never loads
+   trainops. Any failure turns step timing off with one line on stderr.
+2. It runs the ``sitecustomize`` this one shadows, if any (the next one on ``sys.path``: a
+   user's or the distribution's), as Python would have, under the name ``sitecustomize``.
+
+Only the standard library is imported here: this runs in every Python process the job starts.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import os
+import sys
+from types import ModuleType
+from typing import Any
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _chain() -> None:
+    """Run the next ``sitecustomize`` on the path, reporting its errors as ``site`` does."""
+    rest = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+    if spec is None or spec.loader is None or spec.origin is None:
+        return
+    if os.path.dirname(os.path.abspath(spec.origin)) == _HERE:
+        return
+    module = importlib.util.module_from_spec(spec)
+    mine = sys.modules.get("sitecustomize")
+    sys.modules["sitecustomize"] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        if mine is not None:
+            sys.modules["sitecustomize"] = mine
+        if sys.flags.verbose:
+            sys.excepthook(*sys.exc_info())
+        else:
+            sys.stderr.write(
+                "Error in sitecustomize; set PYTHONVERBOSE for traceback:\n"
+                f"{type(exc).__name__}: {exc}\n"
+            )
+
+
+class _AfterTorch:
+    """Torch's own loader, plus the hooks' installation once the module has run."""
+
+    def __init__(self, loader: Any) -> None:
+        self._loader = loader
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._loader, name)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        made: ModuleType | None = self._loader.create_module(spec)
+        return made
+
+    def exec_module(self, module: ModuleType) -> None:
+        self._loader.exec_module(module)
+        module.__loader__ = self._loader
+        if module.__spec__ is not None:
+            module.__spec__.loader = self._loader
+        _install(module)
+
+
+class _TorchWatcher:
+    """A meta-path finder that answers only for ``torch``, once, wrapping its real loader."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name != "torch":
+            return None
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        try:
+            spec = importlib.util.find_spec(name)
+        except Exception:
+            return None  # the regular machinery reports it again, as it would have
+        if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
+            spec.loader = _AfterTorch(spec.loader)  # type: ignore[assignment]
+        return spec
+
+
+def _install(torch: ModuleType) -> None:
+    try:
+        from trainops.profiler._torch_hooks import install
+
+        install(torch)
+    except Exception as exc:
+        sys.stderr.write(
+            f"trainops.profiler: step timing is off in this process ({type(exc).__name__}: {exc})\n"
+        )
+
+
+def _start() -> None:
+    if os.environ.get("TRAINOPS_PROFILER_DIR") and "torch" not in sys.modules:
+        sys.meta_path.insert(0, _TorchWatcher())  # first: the chained one may import torch
+    _chain()
+
+
+_start()
