@@ -173,6 +173,16 @@ def test_dataloader_too_few_too_many_and_unknown_cores() -> None:
     assert make_rule("Dataloader").evaluate(unknown).details.endswith("(no meta/algo-1.json)")
 
 
+def test_dataloader_counts_a_ranks_busiest_loader() -> None:
+    # A training loader with 8 workers and an evaluation loader with none, on 8 cores: the
+    # training loader's 8 processes run in parallel (100 %), not a median of 4 (50 % < 70 %).
+    train, evaluation = _data.dataloader_series(8, n=20), _data.dataloader_series(0, n=20)
+    both = Series(train.columns, sorted(train.rows + evaluation.rows), train.header)
+    result = make_rule("Dataloader").evaluate(_data.job(loader=both, cores=8))
+    assert result.status == NO_ISSUES_FOUND, result.details
+    assert result.evidence["algo-1"]["workers"] == 8
+
+
 def test_overall_system_usage_reports_quantiles_per_node() -> None:
     result = make_rule("OverallSystemUsage").evaluate(_data.healthy())
     cpu = result.evidence["algo-1"]["cpu"]

@@ -35,8 +35,8 @@ from types import FrameType
 from typing import Any
 
 from trainops.profiler._files import say
-from trainops.profiler._layout import chunk_prefix, steps_dir
-from trainops.profiler._names import MODE_EVAL, MODE_TRAIN, STEP_COLUMNS
+from trainops.profiler._layout import chunk_prefix, dataloader_dir, steps_dir
+from trainops.profiler._names import DATALOADER_COLUMNS, MODE_EVAL, MODE_TRAIN, STEP_COLUMNS
 from trainops.profiler._series import SeriesWriter
 from trainops.profiler._settings import RecorderSettings, rank_from_env, read_settings
 from trainops.profiler._windows import DataloaderWindow, WindowRunner, make_runner
@@ -65,6 +65,8 @@ class Recorder:
         self.windows: list[WindowRunner] = [
             make_runner(w, root, settings.host, rank, settings.attempt) for w in settings.windows
         ]
+        self.root = root
+        self.iterators: SeriesWriter | None = None  # iterator starts outside a dataloader window
         self.dataloader: DataloaderWindow | None = None
         for runner in self.windows:
             if isinstance(runner, DataloaderWindow):
@@ -152,10 +154,25 @@ class Recorder:
             self.dataloader.row((wall, ended - began, *loader, float(self.counts[0])))
 
     def iterator_started(self, began: float, ended: float, workers: int) -> None:
-        """A DataLoader iterator was made (its workers started): a dataloader row, batch NaN."""
+        """A DataLoader iterator was made (its workers started): a dataloader row, batch NaN.
+
+        Recorded whether or not a dataloader window is open (one row per epoch and loader costs
+        nothing), so the Dataloader rule always knows how many workers feed each rank."""
+        wall = time.time() - (time.perf_counter() - began)
+        row = (wall, ended - began, float(workers), _NAN, float(self.counts[0]))
         if self.dataloader is not None and self.dataloader.active:
-            wall = time.time() - (time.perf_counter() - began)
-            self.dataloader.row((wall, ended - began, float(workers), _NAN, float(self.counts[0])))
+            self.dataloader.row(row)
+            return
+        if self.iterators is None:
+            header = {"kind": "dataloader", "host": self.settings.host, "rank": self.rank}
+            header["attempt"] = self.settings.attempt
+            self.iterators = SeriesWriter(
+                self.root / dataloader_dir(self.settings.host, self.rank),
+                header,
+                DATALOADER_COLUMNS,
+                prefix=f"{chunk_prefix(self.settings.attempt)}iterators-",
+            )
+        self.iterators.append(row)
 
     # -- explicit steps -----------------------------------------------------------------------
 
@@ -233,6 +250,8 @@ class Recorder:
             runner.close(max(self.counts[0] - 1, runner.first_step))
         try:
             self.writer.close()
+            if self.iterators is not None:
+                self.iterators.close()
         except OSError as exc:
             say(f"cannot write the last step rows: {exc}")
 

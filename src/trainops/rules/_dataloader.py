@@ -1,7 +1,9 @@
 """Dataloader: DataLoader worker processes far fewer or far more than the host's CPU cores.
 
-A rank's worker count is the median of its dataloader series' ``workers`` column (every row: a
-count needs no warm-up); a host's is the sum over its ranks (the processes that run in parallel
+A rank's worker count is the largest ``workers`` of its DataLoaders (each iterator start is a
+row; a count needs no warm-up): the training loader is the one that keeps workers busy, while an
+evaluation loader with ``num_workers=0`` beside it runs in the training process and must not
+halve the count. A host's count is the sum over its ranks (the processes that run in parallel
 there). The rule fires when that is below ``min_threshold`` % or above ``max_threshold`` % of the
 host's cores (``meta/<host>.json``). Fetch times after the first ``patience`` rows of each rank
 are reported as evidence.
@@ -26,12 +28,12 @@ __all__ = ["Dataloader", "host_workers"]
 
 
 def host_workers(data: ProfilerData) -> dict[str, dict[int, float]]:
-    """host -> rank -> the rank's median ``workers``, for ranks that recorded any."""
+    """host -> rank -> the rank's largest ``workers``, for ranks that recorded any."""
     found: dict[str, dict[int, float]] = defaultdict(dict)
     for (host, rank), series in sorted(data.dataloader.items()):
         counts = finite(series.column("workers"))
         if counts:
-            found[host][rank] = percentile(counts, 50)
+            found[host][rank] = max(counts)
     return dict(found)
 
 
@@ -61,7 +63,7 @@ class Dataloader(ProfilerRule):
             advice = (
                 f"Raise DataLoader num_workers: {total:g} workers use {share:.0f} % of the "
                 f"{cores:g} cores (< {low:g} %); about {_per_rank(cores * low / 100, ranks)} per "
-                "rank would keep the GPUs fed."
+                "rank would keep the training loop fed."
             )
             return RuleResult(ISSUES_FOUND, f"{line} < {low:g} %", advice, evidence)
         if share > high:

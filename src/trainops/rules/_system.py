@@ -25,16 +25,17 @@ class SystemRule(ProfilerRule):
         return combine_hosts(results)
 
     def _judge(self, data: ProfilerData, host: str, table: SystemTable) -> RuleResult:
+        if self.needs_gpu and not table.gpus and len(table):
+            return no_gpu(data, host)
         patience = self.whole("patience") if "patience" in self.parameters else 0
         if len(table) <= patience:
             return RuleResult(
                 IN_PROGRESS,
-                f"{len(table)} system snapshots so far; evaluated past patience {patience}",
+                f"{len(table)} system snapshots, not more than patience={patience}: nothing "
+                "judged yet (a short job needs a lower patience)",
                 "",
                 {"snapshots": len(table), "patience": patience},
             )
-        if self.needs_gpu and not table.gpus:
-            return no_gpu(data, host)
         return self._host(host, table.tail(patience))
 
     @abstractmethod
