@@ -321,14 +321,19 @@ def _dataloader(context: ReportContext) -> dict[str, Any]:
     if not context.loaders:
         return {
             "available": False,
-            "reason": "no dataloader profiling window ran (dataloader_profiling_config)",
+            "reason": "no dataloader was seen (the script iterated no DataLoader, or ran unprofiled)",
         }
     ranks = []
     for (host, rank), series in sorted(context.loaders.items()):
         cores = context.meta.get(host, {}).get("cores")
-        workers = _median(series.column("workers"))
+        # As the Dataloader rule counts: the rank's busiest loader (an evaluation loader with
+        # no workers beside it must not lower the count); fetch times of batches only (a row
+        # with no batch index is an iterator's start, its workers starting).
+        workers = max(finite(series.column("workers")), default=None)
+        batches = series.column("batch")
+        fetch = [f for f, b in zip(series.column("fetch"), batches, strict=True) if b == b]
         ranks.append({"host": host, "rank": rank, "workers": workers, "cores": cores,
-                      "fetch": describe_values(series.column("fetch"))})  # fmt: skip
+                      "fetch": describe_values(fetch)})  # fmt: skip
     return {"available": True, "ranks": ranks}
 
 
