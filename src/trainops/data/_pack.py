@@ -4,7 +4,8 @@ The plan is fixed before any byte is read: files in SRC order (sorted paths, or 
 order) are cut into shards at the target size, from the listed sizes alone (a local SRC lists a
 sample of them, and the others count as the sample's mean: statting every file would cost more
 than a worker takes to read it). Each shard is then
-one task for a worker process, so the output is byte-identical whatever the worker count.
+one task, claimed by whichever process is free (``_pack_pool``), so the output is
+byte-identical whatever the worker count.
 DEST holds the configuration of an unfinished pack (``_pack_dest``): re-running the same
 command keeps the finished shards and packs the rest; a different configuration is refused.
 """
@@ -20,11 +21,11 @@ from typing import Any
 from trainops.data._index import INDEX_NAME, ShardIndex, ShardInfo
 from trainops.data._pack_dest import PackDest, open_dest
 from trainops.data._pack_formats import FORMATS
-from trainops.data._pack_pool import run_pool
+from trainops.data._pack_pool import PackPool
 from trainops.data._pack_progress import ProgressBar
 from trainops.data._pack_resume import existing_index, resume
 from trainops.data._pack_source import PackError, Source, SourceFile, list_source, local_path
-from trainops.data._pack_worker import ShardTask, pack_shards
+from trainops.data._pack_worker import ShardTask
 
 __all__ = ["PackOptions", "PackResult", "pack", "plan_shards"]
 
@@ -75,6 +76,11 @@ def plan_shards(
 def pack(src: str, dest: str, options: PackOptions) -> PackResult:
     """Pack SRC into DEST; returns at once if DEST already holds this very pack."""
     _check_options(options)
+    with PackPool(options.workers - 1, options.progress) as pool:  # they start while we list
+        return _pack(src, dest, options, pool)
+
+
+def _pack(src: str, dest: str, options: PackOptions, pool: PackPool) -> PackResult:
     source = list_source(src, options.labels)
     _check_apart(source, dest)
     plan = plan_shards(source.files, options.shard_size, source.size_estimate)
@@ -86,7 +92,7 @@ def pack(src: str, dest: str, options: PackOptions) -> PackResult:
         return PackResult(existing, target.location, 0, len(plan), config)
     done = resume(target, config, plan)
     todo = [_task(dest, source, config, plan, n) for n in range(len(plan)) if n not in done]
-    done.update(_run(target, todo, options, source))
+    done.update(_run(target, todo, options, source, pool))
     shards = tuple(done[n] for n in range(len(plan)))
     index = ShardIndex(shards, FORMATS[options.format].index_format, config=config)
     target.write(INDEX_NAME, index.to_json().encode())
@@ -146,15 +152,14 @@ def _task(
 
 
 def _run(
-    target: PackDest, todo: list[ShardTask], options: PackOptions, source: Source
+    target: PackDest, todo: list[ShardTask], options: PackOptions, source: Source, pool: PackPool
 ) -> dict[int, ShardInfo]:
     total, estimate = source.total_bytes, source.size_estimate
-    kept = total - sum(f.size if f.size >= 0 else estimate for task in todo for f in task.files)
+    kept = 0
+    if options.progress:
+        kept = total - sum(f.size if f.size >= 0 else estimate for t in todo for f in t.files)
     with ProgressBar(options.progress, total, kept) as advance:
-        if options.workers == 1 or len(todo) <= 1:
-            infos = pack_shards(todo, target, advance)
-            return {task.number: info for task, info in zip(todo, infos, strict=True)}
-        return run_pool(todo, options.workers, advance)
+        return pool.run(todo, target, advance)
 
 
 def default_workers() -> int:

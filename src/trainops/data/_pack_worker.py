@@ -1,17 +1,24 @@
 """Shards of ``trainops pack``: read their files, write their files, publish, mark them done.
 
-This is what each worker process runs on its share of the shards (and what the packer runs
-in-process with one worker). A shard's companions are published before its data file, and its
+This is what the packer runs in-process, and what each helper process runs on the shards it
+claims (``_pack_pool``). A shard's companions are published before its data file, and its
 ``.pack`` marker after both, so a marker always means a whole shard.
+
+A :class:`ShardTask` pickles compactly (its files' paths as one string, their ids, sizes and
+labels as arrays): pickling 200,000 ``SourceFile`` tuples one by one took the parent longer
+than a helper takes to pack a shard.
 """
 
 from __future__ import annotations
 
 import json
+import pickle
 import shutil
-from collections.abc import Callable, Iterator
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
+from itertools import accumulate, chain
 from pathlib import Path
 from typing import Any
 
@@ -20,13 +27,23 @@ from trainops.data._pack_dest import WORK_DIR, PackDest, open_dest
 from trainops.data._pack_formats import FORMATS
 from trainops.data._pack_source import SourceFile, SourceReader
 
-__all__ = ["ShardTask", "init_worker", "marker_name", "pack_shards", "run_batch"]
+__all__ = [
+    "ShardTask",
+    "claimed",
+    "init_worker",
+    "marker_name",
+    "pack_shards",
+    "run_claimed",
+    "warm",
+]
 
 Progress = Callable[[int, int], None]
 _REPORT_EVERY = 64
 _STAGED = 2  # shards built and not yet published, at most
+_SEPARATOR = "\0"  # never in a local path; a store key holding one is pickled as a tuple
 _queue: Any = None
 _stop: Any = None
+_next: Any = None
 _dests: dict[str, PackDest] = {}
 
 
@@ -41,49 +58,127 @@ class ShardTask:
     files: tuple[SourceFile, ...]
     float_labels: bool
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        head = (self.dest, self.location, self.fmt, self.number, self.float_labels)
+        return (_task_from, (*head, *_encode_files(self.files)))
+
+
+def _encode_files(files: Sequence[SourceFile]) -> tuple[Any, ...]:
+    """Ids, labels, paths and sizes as arrays and one string (see :func:`_decode_files`)."""
+    ids, labels, keys, sizes = zip(*files, strict=True) if files else ((), (), (), ())
+    joined: str | tuple[str, ...] = _SEPARATOR.join(keys)
+    if joined.count(_SEPARATOR) != max(len(keys) - 1, 0):
+        joined = keys
+    counts = None if all(len(label) == 1 for label in labels) else array("I", map(len, labels))
+    flat = array("d", [value for label in labels for value in label])
+    return array("Q", ids), counts, flat, joined, array("q", sizes)
+
+
+def _decode_files(
+    ids: array[int],
+    counts: array[int] | None,
+    flat: array[float],
+    joined: str | tuple[str, ...],
+    sizes: array[int],
+) -> tuple[SourceFile, ...]:
+    if not ids:
+        return ()
+    keys = joined.split(_SEPARATOR) if isinstance(joined, str) else joined
+    labels: list[tuple[float, ...]]
+    if counts is None:
+        single: dict[float, tuple[float]] = {}
+        labels = [single.setdefault(value, (value,)) for value in flat]
+    else:
+        ends = list(accumulate(counts))
+        labels = [tuple(flat[end - count : end]) for count, end in zip(counts, ends, strict=True)]
+    return tuple(map(SourceFile._make, zip(ids, labels, keys, sizes, strict=True)))
+
+
+def _task_from(
+    dest: str, location: str, fmt: str, number: int, float_labels: bool, *files: Any
+) -> ShardTask:
+    return ShardTask(dest, location, fmt, number, _decode_files(*files), float_labels)
+
 
 def marker_name(number: int) -> str:
     return f"{WORK_DIR}/part-{number:05d}.json"
 
 
-def init_worker(queue: Any, stop: Any) -> None:
-    """Pool initializer: progress goes to the parent through ``queue``; ``stop`` is set when
-    another worker failed."""
-    global _queue, _stop
-    _queue, _stop = queue, stop
+def init_worker(queue: Any, stop: Any, next_task: Any) -> None:
+    """Pool initializer: progress goes to the parent through ``queue`` (None: no progress bar,
+    nothing to send); ``stop`` is set when another process failed; ``next_task`` is the shared
+    counter tasks are claimed from."""
+    global _queue, _stop, _next
+    _queue, _stop, _next = queue, stop, next_task
 
 
-def run_batch(tasks: list[ShardTask]) -> list[ShardInfo]:
-    """The pool's entry point: :func:`pack_shards` reporting to the parent's queue."""
-    dest = _dests.get(tasks[0].dest)
+def warm() -> None:
+    """Submitted once per helper as the pack starts: spawns it (and imports this module)
+    while the parent lists SRC."""
+
+
+def claim(counter: Any) -> int:
+    """The next unclaimed task's position, from a shared ``multiprocessing.Value``."""
+    with counter.get_lock():
+        position: int = counter.value
+        counter.value = position + 1
+    return position
+
+
+def claimed(count: int, counter: Any) -> Iterator[int]:
+    """The positions (among ``count`` tasks) this process claims from ``counter``, one at a
+    time, until none is left."""
+    while (position := claim(counter)) < count:
+        yield position
+
+
+def run_claimed(pickled: list[bytes]) -> dict[int, ShardInfo]:
+    """A helper's entry point: :func:`pack_shards` on the tasks it claims (each pickled on
+    its own, so that only those are decoded), reporting to the parent's queue."""
+    positions = claimed(len(pickled), _next)
+    tasks = (pickle.loads(pickled[position]) for position in positions)  # noqa: S301 (from our parent)
+    first = next(tasks, None)
+    if first is None:
+        return {}
+    dest = _dests.get(first.dest)
     if dest is None:
-        dest = _dests[tasks[0].dest] = open_dest(tasks[0].dest)
-    return pack_shards(tasks, dest, lambda files, size: _queue.put((files, size)), _stop.is_set)
+        dest = _dests[first.dest] = open_dest(first.dest)
+    progress: Progress = _no_progress if _queue is None else _to_queue
+    return pack_shards(chain([first], tasks), dest, progress, _stop.is_set)
+
+
+def _no_progress(files: int, size: int) -> None:
+    pass
+
+
+def _to_queue(files: int, size: int) -> None:
+    _queue.put((files, size))
 
 
 def pack_shards(
-    tasks: list[ShardTask],
+    tasks: Iterable[ShardTask],
     dest: PackDest,
     progress: Progress,
     stopped: Callable[[], bool] = lambda: False,
-) -> list[ShardInfo]:
+) -> dict[int, ShardInfo]:
     """Pack shards one after another, each one published (fsync and rename, or upload) on a
     thread while the next is built, so the disk or network works while the CPU does; at most
-    ``_STAGED`` shards wait to be published. Returns (in task order) once every shard is
-    published; the first failure is raised, after the shards before it are published.
-    ``stopped()`` true ends the batch early (another worker failed; its error is the one
+    ``_STAGED`` shards wait to be published. Returns (shard number -> info) once every shard
+    is published; the first failure is raised, after the shards before it are published.
+    ``stopped()`` true ends the batch early (another process failed; its error is the one
     raised)."""
-    infos: list[ShardInfo] = []
+    infos: dict[int, ShardInfo] = {}
     with ThreadPoolExecutor(1, thread_name_prefix="trainops-pack-publish") as publisher:
-        pending: list[Future[ShardInfo]] = []
+        pending: list[tuple[int, Future[ShardInfo]]] = []
         for task in tasks:
             if stopped():
                 break
             if len(pending) >= _STAGED:
-                infos.append(pending.pop(0).result())
+                number, future = pending.pop(0)
+                infos[number] = future.result()
             staging, info = _build(task, dest, progress)
-            pending.append(publisher.submit(_publish, task, dest, staging, info))
-        infos += [future.result() for future in pending]
+            pending.append((task.number, publisher.submit(_publish, task, dest, staging, info)))
+        infos.update((number, future.result()) for number, future in pending)
     return infos
 
 
