@@ -37,26 +37,37 @@ def walk_local(root: str) -> dict[str, int]:
     folders = [""]
     while folders:
         folder = folders.pop()
-        try:
-            entries = list(os.scandir(os.path.join(root, folder)))
-        except OSError as error:
-            raise LocalFileError(f"cannot list {error.filename}: {error.strerror}") from None
-        for entry in entries:
-            if entry.name.startswith(".") or entry.is_symlink():
+        prefix = f"{folder}/" if folder else ""
+        files = []
+        for entry in _entries(os.path.join(root, folder)):
+            if entry.name[0] == ".":
                 continue
-            key = f"{folder}/{entry.name}" if folder else entry.name
-            if entry.is_dir(follow_symlinks=False):
-                folders.append(key)
-            elif entry.is_file(follow_symlinks=False):
-                sampled = zlib.crc32(key.encode("utf-8", "surrogateescape")) % SAMPLE_EVERY == 0
-                sizes[key] = entry.stat(follow_symlinks=False).st_size if sampled else UNKNOWN_SIZE
+            if entry.is_file(follow_symlinks=False):  # False for a link, as is is_dir
+                files.append(entry)
+            elif entry.is_dir(follow_symlinks=False):
+                folders.append(prefix + entry.name)
+        for entry in files:
+            key = prefix + entry.name
+            sampled = zlib.crc32(key.encode("utf-8", "surrogateescape")) % SAMPLE_EVERY == 0
+            sizes[key] = entry.stat(follow_symlinks=False).st_size if sampled else UNKNOWN_SIZE
     _sample_more(root, sizes)
     return sizes
 
 
+def _entries(path: str) -> list[os.DirEntry[str]]:
+    """The entries of one folder (their types come with them: no stat per entry)."""
+    try:
+        with os.scandir(path) as entries:
+            return list(entries)
+    except OSError as error:
+        raise LocalFileError(f"cannot list {error.filename}: {error.strerror}") from None
+
+
 def _sample_more(root: str, sizes: dict[str, int]) -> None:
     """Ask for sizes in path order until ``MIN_SAMPLE`` are known (or all of them)."""
-    known = sum(size != UNKNOWN_SIZE for size in sizes.values())
+    known = len(sizes) - list(sizes.values()).count(UNKNOWN_SIZE)
+    if known >= MIN_SAMPLE:
+        return
     for key in sorted(sizes):
         if known >= MIN_SAMPLE:
             return

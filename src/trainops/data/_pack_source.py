@@ -12,7 +12,11 @@ from __future__ import annotations
 
 import hashlib
 from array import array
+from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import partial
+from itertools import chain
+from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -31,6 +35,7 @@ __all__ = [
     "list_source",
     "local_path",
     "object_store",
+    "source_files",
 ]
 
 
@@ -46,6 +51,10 @@ class SourceFile(NamedTuple):
     size: int
 
 
+_new_file = partial(tuple.__new__, SourceFile)  # SourceFile._make, without its Python frame
+_SIZE = itemgetter(3)
+
+
 @dataclass(frozen=True, slots=True)
 class Source:
     """The files of SRC in packing order; ``location`` is a local path or an ``s3://`` URI."""
@@ -57,25 +66,34 @@ class Source:
     @property
     def size_estimate(self) -> int:
         """The size assumed for a file whose size was not listed: the mean of those listed."""
-        known = [f.size for f in self.files if f.size >= 0]
-        return -(-sum(known) // len(known)) if known else 0
+        return _sizes(self.files)[0]
 
     @property
     def total_bytes(self) -> int:
         """The listed sizes, with the estimate for the others."""
-        estimate = self.size_estimate
-        return sum(f.size if f.size >= 0 else estimate for f in self.files)
+        return _sizes(self.files)[1]
 
     def fingerprint(self) -> str:
         """A digest of every file's id, labels and path, and of the sizes listed (a changed
         SRC changes it)."""
+        ids, labels, keys, sizes = zip(*self.files, strict=True)
         digest = hashlib.sha256("\0".join(self.classes).encode() + b"\n")
-        digest.update("\0".join(f.key for f in self.files).encode() + b"\n")
-        digest.update(array("Q", [f.record_id for f in self.files]).tobytes())
-        digest.update(array("q", [f.size for f in self.files]).tobytes())
-        digest.update(array("Q", [len(f.labels) for f in self.files]).tobytes())
-        digest.update(array("d", [label for f in self.files for label in f.labels]).tobytes())
+        digest.update("\0".join(keys).encode() + b"\n")
+        digest.update(array("Q", ids).tobytes())
+        digest.update(array("q", sizes).tobytes())
+        digest.update(array("Q", map(len, labels)).tobytes())
+        digest.update(array("d", chain.from_iterable(labels)).tobytes())
         return digest.hexdigest()
+
+
+def _sizes(files: tuple[SourceFile, ...]) -> tuple[int, int]:
+    """The estimate for an unlisted size (the mean of the listed ones, rounded up) and the
+    total with it; unlisted sizes are -1."""
+    sizes = list(map(_SIZE, files))
+    unknown = sizes.count(-1)
+    listed, known = sum(sizes) + unknown, len(sizes) - unknown
+    estimate = -(-listed // known) if known else 0
+    return estimate, listed + unknown * estimate
 
 
 def local_path(location: str) -> Path | None:
@@ -109,21 +127,30 @@ def _with_labels(location: str, sizes: dict[str, int], lst: Path | None) -> Sour
         files = tuple(_listed(lst, n, entry, sizes) for n, entry in enumerate(entries, 1))
         return Source(location, files, ())
     keys = sorted(sizes)
-    folders = [key.partition("/")[0] if "/" in key else None for key in keys]
-    classes = sorted({folder for folder in folders if folder is not None})
-    if classes and None in folders:
-        loose = keys[folders.index(None)]
+    tops = [key.partition("/")[0] for key in keys]
+    folders = set(tops)
+    loose = folders.intersection(keys)  # files right under SRC: their "folder" is themselves
+    classes = sorted(folders - loose)
+    if classes and loose:
         raise PackError(
-            f"SRC {location} mixes files ({loose}) with class folders ({classes[0]}/...): "
+            f"SRC {location} mixes files ({min(loose)}) with class folders ({classes[0]}/...): "
             "move them into folders or give the labels in a .lst"
         )
-    labels = {name: (float(number),) for number, name in enumerate(classes)}
-    zero = (0.0,)
-    files = tuple(
-        SourceFile(n, labels[folder] if folder is not None else zero, key, sizes[key])
-        for n, (key, folder) in enumerate(zip(keys, folders, strict=True))
-    )
+    label_of = {name: (float(number),) for number, name in enumerate(classes)}
+    labels = list(map(label_of.__getitem__, tops)) if classes else [(0.0,)] * len(keys)
+    files = source_files(range(len(keys)), labels, keys, map(sizes.__getitem__, keys))
     return Source(location, files, tuple(classes))
+
+
+def source_files(
+    ids: Iterable[int],
+    labels: Iterable[tuple[float, ...]],
+    keys: Iterable[str],
+    sizes: Iterable[int],
+) -> tuple[SourceFile, ...]:
+    """``SourceFile`` tuples from their columns (hundreds of thousands of them: no Python
+    call per file)."""
+    return tuple(map(_new_file, zip(ids, labels, keys, sizes, strict=True)))
 
 
 def _listed(

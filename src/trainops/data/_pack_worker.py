@@ -25,7 +25,7 @@ from typing import Any
 from trainops.data._index import ShardInfo
 from trainops.data._pack_dest import WORK_DIR, PackDest, open_dest
 from trainops.data._pack_formats import FORMATS
-from trainops.data._pack_source import SourceFile, SourceReader
+from trainops.data._pack_source import SourceFile, SourceReader, source_files
 
 __all__ = [
     "ShardTask",
@@ -91,7 +91,7 @@ def _decode_files(
     else:
         ends = list(accumulate(counts))
         labels = [tuple(flat[end - count : end]) for count, end in zip(counts, ends, strict=True)]
-    return tuple(map(SourceFile._make, zip(ids, labels, keys, sizes, strict=True)))
+    return source_files(ids, labels, keys, sizes)
 
 
 def _task_from(
