@@ -18,7 +18,7 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
-from itertools import accumulate, chain
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -64,33 +64,28 @@ class ShardTask:
 
 
 def _encode_files(files: Sequence[SourceFile]) -> tuple[Any, ...]:
-    """Ids, labels, paths and sizes as arrays and one string (see :func:`_decode_files`)."""
+    """Ids and sizes as arrays, paths as one string, and labels as a table of the distinct
+    labels tuples with each file's row in it (folder labels are a few shared tuples; tuples
+    are told apart by identity, as ``0.0`` and ``-0.0`` are equal but not the same label)."""
     ids, labels, keys, sizes = zip(*files, strict=True) if files else ((), (), (), ())
     joined: str | tuple[str, ...] = _SEPARATOR.join(keys)
     if joined.count(_SEPARATOR) != max(len(keys) - 1, 0):
         joined = keys
-    counts = None if all(len(label) == 1 for label in labels) else array("I", map(len, labels))
-    flat = array("d", [value for label in labels for value in label])
-    return array("Q", ids), counts, flat, joined, array("q", sizes)
+    rows: dict[int, int] = {}
+    index = array("I", [rows.setdefault(id(label), len(rows)) for label in labels])
+    table = tuple({id(label): label for label in labels}.values())
+    return array("Q", ids), table, index, joined, array("q", sizes)
 
 
 def _decode_files(
     ids: array[int],
-    counts: array[int] | None,
-    flat: array[float],
+    table: tuple[tuple[float, ...], ...],
+    index: array[int],
     joined: str | tuple[str, ...],
     sizes: array[int],
 ) -> tuple[SourceFile, ...]:
-    if not ids:
-        return ()
-    keys = joined.split(_SEPARATOR) if isinstance(joined, str) else joined
-    labels: list[tuple[float, ...]]
-    if counts is None:
-        single: dict[float, tuple[float]] = {}
-        labels = [single.setdefault(value, (value,)) for value in flat]
-    else:
-        ends = list(accumulate(counts))
-        labels = [tuple(flat[end - count : end]) for count, end in zip(counts, ends, strict=True)]
+    keys = joined.split(_SEPARATOR) if isinstance(joined, str) and ids else joined
+    labels = map(table.__getitem__, index)
     return source_files(ids, labels, keys, sizes)
 
 
