@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from trainops.data._errors import PackError
-from trainops.data._local_files import read_local, walk_local
+from trainops.data._local_files import LocalReader, walk_local
 from trainops.data._source_lst import read_lst
 
 if TYPE_CHECKING:
@@ -186,17 +186,30 @@ def _list_store(src: str) -> dict[str, int]:
 
 
 class SourceReader:
-    """Reads listed files of one SRC (one object-store client for all of them)."""
+    """Reads listed files of one SRC (one object-store client, or one set of open local
+    folders, for all of them); close it when done (or use it as a context manager)."""
 
     def __init__(self, location: str) -> None:
         self.location = location
         self._store = object_store(location) if "://" in location else None
+        self._local = LocalReader(location) if self._store is None else None
+
+    def __enter__(self) -> SourceReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._local is not None:
+            self._local.close()
 
     def read(self, key: str, size: int) -> bytes:
         """The bytes of one listed file (``size`` -1: not listed); a link, a new size or an
         I/O error is a PackError."""
-        if self._store is None:
-            return read_local(self.location, key, size)
+        if self._local is not None:
+            return self._local.read(key, size)
+        assert self._store is not None
         uri = f"{self.location}/{key}"
         data = self._store.get_bytes(uri)
         if len(data) != size:

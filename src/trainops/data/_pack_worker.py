@@ -202,14 +202,15 @@ def _publish(task: ShardTask, dest: PackDest, staging: Path, info: ShardInfo) ->
 
 
 def _records(task: ShardTask, progress: Progress) -> Iterator[tuple[SourceFile, bytes]]:
-    reader = SourceReader(task.location)
-    files = size = 0
-    for file in task.files:
-        data = reader.read(file.key, file.size)
-        yield file, data
-        files, size = files + 1, size + len(data)
-        if files == _REPORT_EVERY:
+    with SourceReader(task.location) as reader:
+        read = reader.read
+        files = size = 0
+        for file in task.files:
+            data = read(file.key, file.size)
+            yield file, data
+            files, size = files + 1, size + len(data)
+            if files == _REPORT_EVERY:
+                progress(files, size)
+                files = size = 0
+        if files:
             progress(files, size)
-            files = size = 0
-    if files:
-        progress(files, size)
