@@ -12,8 +12,10 @@ command keeps the finished shards and packs the rest; a different configuration 
 
 from __future__ import annotations
 
+import gc
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -76,8 +78,22 @@ def plan_shards(
 def pack(src: str, dest: str, options: PackOptions) -> PackResult:
     """Pack SRC into DEST; returns at once if DEST already holds this very pack."""
     _check_options(options)
-    with PackPool(options.workers - 1, options.progress) as pool:  # they start while we list
-        return _pack(src, dest, options, pool)
+    with _gc_paused(), PackPool(options.workers - 1, options.progress) as pool:
+        return _pack(src, dest, options, pool)  # the helpers start while SRC is listed
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection while packing: listing 200,000 files makes as many tuples,
+    and every full collection walked all of them again (0.2 s of CPU per 200,000 files, all
+    of it before the first shard); the packer makes no reference cycles to collect."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _pack(src: str, dest: str, options: PackOptions, pool: PackPool) -> PackResult:

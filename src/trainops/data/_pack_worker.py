@@ -11,6 +11,7 @@ than a helper takes to pack a shard.
 
 from __future__ import annotations
 
+import gc
 import json
 import pickle
 import shutil
@@ -102,9 +103,11 @@ def marker_name(number: int) -> str:
 def init_worker(queue: Any, stop: Any, next_task: Any) -> None:
     """Pool initializer: progress goes to the parent through ``queue`` (None: no progress bar,
     nothing to send); ``stop`` is set when another process failed; ``next_task`` is the shared
-    counter tasks are claimed from."""
+    counter tasks are claimed from. The helper runs without cyclic garbage collection, as the
+    parent packs (``_pack._gc_paused``)."""
     global _queue, _stop, _next
     _queue, _stop, _next = queue, stop, next_task
+    gc.disable()
 
 
 def warm() -> None:
