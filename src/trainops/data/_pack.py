@@ -26,7 +26,14 @@ from trainops.data._pack_formats import FORMATS
 from trainops.data._pack_pool import PackPool
 from trainops.data._pack_progress import ProgressBar
 from trainops.data._pack_resume import existing_index, resume
-from trainops.data._pack_source import PackError, Source, SourceFile, list_source, local_path
+from trainops.data._pack_source import (
+    PackError,
+    Source,
+    SourceFile,
+    SourceFiles,
+    list_source,
+    local_path,
+)
 from trainops.data._pack_worker import ShardTask
 
 __all__ = ["PackOptions", "PackResult", "pack", "plan_shards"]
@@ -65,8 +72,8 @@ def plan_shards(
     take the current one past ``shard_size`` (a file bigger than that gets a shard alone); a
     file of unknown size (-1) counts as ``estimate`` bytes."""
     ranges, start, used = [], 0, 0
-    for i, file in enumerate(files):
-        size = (file.size if file.size >= 0 else estimate) + _RECORD_OVERHEAD
+    for i, listed in enumerate(SourceFiles.of(files).sizes):
+        size = (listed if listed >= 0 else estimate) + _RECORD_OVERHEAD
         if i > start and used + size > shard_size:
             ranges.append((start, i))
             start, used = i, 0
@@ -141,7 +148,7 @@ def _check_apart(source: Source, dest: str) -> None:
 def _float_labels(source: Source, options: PackOptions) -> bool:
     if options.labels is None:
         return False  # folder labels are whole numbers
-    return any(not label.is_integer() for f in source.files for label in f.labels)
+    return any(not label.is_integer() for labels in source.files.labels for label in labels)
 
 
 def _config(source: Source, options: PackOptions, shards: int) -> dict[str, Any]:
@@ -173,7 +180,8 @@ def _run(
     total, estimate = source.total_bytes, source.size_estimate
     kept = 0
     if options.progress:
-        kept = total - sum(f.size if f.size >= 0 else estimate for t in todo for f in t.files)
+        todo_sizes = (size for task in todo for size in SourceFiles.of(task.files).sizes)
+        kept = total - sum(size if size >= 0 else estimate for size in todo_sizes)
     with ProgressBar(options.progress, total, kept) as advance:
         return pool.run(todo, target, advance)
 

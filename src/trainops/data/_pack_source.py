@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import hashlib
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from itertools import chain
-from operator import itemgetter
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, overload
 
 from trainops.data._errors import PackError
 from trainops.data._local_files import LocalReader, walk_local
@@ -31,11 +30,11 @@ __all__ = [
     "PackError",
     "Source",
     "SourceFile",
+    "SourceFiles",
     "SourceReader",
     "list_source",
     "local_path",
     "object_store",
-    "source_files",
 ]
 
 
@@ -52,7 +51,65 @@ class SourceFile(NamedTuple):
 
 
 _new_file = partial(tuple.__new__, SourceFile)  # SourceFile._make, without its Python frame
-_SIZE = itemgetter(3)
+
+
+class SourceFiles(Sequence[SourceFile]):
+    """Files to pack, kept as columns (ids, labels, paths, sizes): a pack lists hundreds of
+    thousands of files, and making a tuple for each took longer than listing them. Indexing
+    and iterating give :class:`SourceFile` tuples (made as they are asked for); slicing
+    slices the columns."""
+
+    __slots__ = ("ids", "keys", "labels", "sizes")
+
+    def __init__(
+        self,
+        ids: Sequence[int],
+        labels: Sequence[tuple[float, ...]],
+        keys: Sequence[str],
+        sizes: Sequence[int],
+    ) -> None:
+        if not len(ids) == len(labels) == len(keys) == len(sizes):
+            raise ValueError("SourceFiles: columns of different lengths")
+        self.ids, self.labels, self.keys, self.sizes = ids, labels, keys, sizes
+
+    @classmethod
+    def of(cls, files: Sequence[SourceFile]) -> SourceFiles:
+        """The columns of ``files`` (itself, if it is a ``SourceFiles``)."""
+        if isinstance(files, SourceFiles):
+            return files
+        if not files:
+            return cls((), (), (), ())
+        ids, labels, keys, sizes = zip(*files, strict=True)
+        return cls(ids, labels, keys, sizes)
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    @overload
+    def __getitem__(self, index: int) -> SourceFile: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> SourceFiles: ...
+
+    def __getitem__(self, index: int | slice) -> SourceFile | SourceFiles:
+        if isinstance(index, slice):
+            return SourceFiles(
+                self.ids[index], self.labels[index], self.keys[index], self.sizes[index]
+            )
+        return SourceFile(self.ids[index], self.labels[index], self.keys[index], self.sizes[index])
+
+    def __iter__(self) -> Iterator[SourceFile]:
+        return map(_new_file, zip(self.ids, self.labels, self.keys, self.sizes, strict=True))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]  # mutable columns may back it
+
+    def __repr__(self) -> str:
+        return f"SourceFiles({len(self)} files)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,36 +117,36 @@ class Source:
     """The files of SRC in packing order; ``location`` is a local path or an ``s3://`` URI."""
 
     location: str
-    files: tuple[SourceFile, ...]
+    files: SourceFiles
     classes: tuple[str, ...]
 
     @property
     def size_estimate(self) -> int:
         """The size assumed for a file whose size was not listed: the mean of those listed."""
-        return _sizes(self.files)[0]
+        return _sizes(self.files.sizes)[0]
 
     @property
     def total_bytes(self) -> int:
         """The listed sizes, with the estimate for the others."""
-        return _sizes(self.files)[1]
+        return _sizes(self.files.sizes)[1]
 
     def fingerprint(self) -> str:
         """A digest of every file's id, labels and path, and of the sizes listed (a changed
         SRC changes it)."""
-        ids, labels, keys, sizes = zip(*self.files, strict=True)
+        files = self.files
         digest = hashlib.sha256("\0".join(self.classes).encode() + b"\n")
-        digest.update("\0".join(keys).encode() + b"\n")
-        digest.update(array("Q", ids).tobytes())
-        digest.update(array("q", sizes).tobytes())
-        digest.update(array("Q", map(len, labels)).tobytes())
-        digest.update(array("d", chain.from_iterable(labels)).tobytes())
+        digest.update("\0".join(files.keys).encode() + b"\n")
+        digest.update(array("Q", files.ids).tobytes())
+        digest.update(array("q", files.sizes).tobytes())
+        digest.update(array("Q", map(len, files.labels)).tobytes())
+        digest.update(array("d", chain.from_iterable(files.labels)).tobytes())
         return digest.hexdigest()
 
 
-def _sizes(files: tuple[SourceFile, ...]) -> tuple[int, int]:
+def _sizes(sizes: Sequence[int]) -> tuple[int, int]:
     """The estimate for an unlisted size (the mean of the listed ones, rounded up) and the
     total with it; unlisted sizes are -1."""
-    sizes = list(map(_SIZE, files))
+    sizes = list(sizes)
     unknown = sizes.count(-1)
     listed, known = sum(sizes) + unknown, len(sizes) - unknown
     estimate = -(-listed // known) if known else 0
@@ -123,9 +180,7 @@ def list_source(src: str, lst: Path | None) -> Source:
 
 def _with_labels(location: str, sizes: dict[str, int], lst: Path | None) -> Source:
     if lst is not None:
-        entries = read_lst(lst)
-        files = tuple(_listed(lst, n, entry, sizes) for n, entry in enumerate(entries, 1))
-        return Source(location, files, ())
+        return Source(location, _listed(lst, sizes), ())
     keys = sorted(sizes)
     tops = [key.partition("/")[0] for key in keys]
     folders = set(tops)
@@ -138,28 +193,19 @@ def _with_labels(location: str, sizes: dict[str, int], lst: Path | None) -> Sour
         )
     label_of = {name: (float(number),) for number, name in enumerate(classes)}
     labels = list(map(label_of.__getitem__, tops)) if classes else [(0.0,)] * len(keys)
-    files = source_files(range(len(keys)), labels, keys, map(sizes.__getitem__, keys))
+    files = SourceFiles(range(len(keys)), labels, keys, list(map(sizes.__getitem__, keys)))
     return Source(location, files, tuple(classes))
 
 
-def source_files(
-    ids: Iterable[int],
-    labels: Iterable[tuple[float, ...]],
-    keys: Iterable[str],
-    sizes: Iterable[int],
-) -> tuple[SourceFile, ...]:
-    """``SourceFile`` tuples from their columns (hundreds of thousands of them: no Python
-    call per file)."""
-    return tuple(map(_new_file, zip(ids, labels, keys, sizes, strict=True)))
-
-
-def _listed(
-    lst: Path, number: int, entry: tuple[int, tuple[float, ...], str], sizes: dict[str, int]
-) -> SourceFile:
-    index, labels, key = entry
-    if key not in sizes:
-        raise PackError(f"{lst}: line {number}: {key} is not a file under SRC")
-    return SourceFile(index, labels, key, sizes[key])
+def _listed(lst: Path, sizes: dict[str, int]) -> SourceFiles:
+    """The files an im2rec ``.lst`` names, in its order, with its ids and labels."""
+    entries = read_lst(lst)
+    for number, (_, _, key) in enumerate(entries, 1):
+        if key not in sizes:
+            raise PackError(f"{lst}: line {number}: {key} is not a file under SRC")
+    ids = [entry[0] for entry in entries]
+    keys = [entry[2] for entry in entries]
+    return SourceFiles(ids, [entry[1] for entry in entries], keys, [sizes[k] for k in keys])
 
 
 def _hidden(name: str) -> bool:

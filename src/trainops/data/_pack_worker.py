@@ -26,7 +26,7 @@ from typing import Any
 from trainops.data._index import ShardInfo
 from trainops.data._pack_dest import WORK_DIR, PackDest, open_dest
 from trainops.data._pack_formats import FORMATS
-from trainops.data._pack_source import SourceFile, SourceReader, source_files
+from trainops.data._pack_source import SourceFile, SourceFiles, SourceReader
 
 __all__ = [
     "ShardTask",
@@ -56,7 +56,7 @@ class ShardTask:
     location: str
     fmt: str
     number: int
-    files: tuple[SourceFile, ...]
+    files: Sequence[SourceFile]
     float_labels: bool
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -68,14 +68,15 @@ def _encode_files(files: Sequence[SourceFile]) -> tuple[Any, ...]:
     """Ids and sizes as arrays, paths as one string, and labels as a table of the distinct
     labels tuples with each file's row in it (folder labels are a few shared tuples; tuples
     are told apart by identity, as ``0.0`` and ``-0.0`` are equal but not the same label)."""
-    ids, labels, keys, sizes = zip(*files, strict=True) if files else ((), (), (), ())
+    columns = SourceFiles.of(files)
+    keys, labels = columns.keys, columns.labels
     joined: str | tuple[str, ...] = _SEPARATOR.join(keys)
     if joined.count(_SEPARATOR) != max(len(keys) - 1, 0):
-        joined = keys
+        joined = tuple(keys)
     rows: dict[int, int] = {}
     index = array("I", [rows.setdefault(id(label), len(rows)) for label in labels])
     table = tuple({id(label): label for label in labels}.values())
-    return array("Q", ids), table, index, joined, array("q", sizes)
+    return array("Q", columns.ids), table, index, joined, array("q", columns.sizes)
 
 
 def _decode_files(
@@ -84,10 +85,9 @@ def _decode_files(
     index: array[int],
     joined: str | tuple[str, ...],
     sizes: array[int],
-) -> tuple[SourceFile, ...]:
+) -> SourceFiles:
     keys = joined.split(_SEPARATOR) if isinstance(joined, str) and ids else joined
-    labels = map(table.__getitem__, index)
-    return source_files(ids, labels, keys, sizes)
+    return SourceFiles(ids, list(map(table.__getitem__, index)), keys, sizes)
 
 
 def _task_from(
