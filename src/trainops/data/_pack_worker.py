@@ -73,9 +73,10 @@ def _encode_files(files: Sequence[SourceFile]) -> tuple[Any, ...]:
     joined: str | tuple[str, ...] = _SEPARATOR.join(keys)
     if joined.count(_SEPARATOR) != max(len(keys) - 1, 0):
         joined = tuple(keys)
-    rows: dict[int, int] = {}
-    index = array("I", [rows.setdefault(id(label), len(rows)) for label in labels])
-    table = tuple({id(label): label for label in labels}.values())
+    distinct = dict(zip(map(id, labels), labels, strict=True))
+    rows = {identity: row for row, identity in enumerate(distinct)}
+    index = array("I", map(rows.__getitem__, map(id, labels)))
+    table = tuple(distinct.values())
     return array("Q", columns.ids), table, index, joined, array("q", columns.sizes)
 
 
