@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from array import array
+from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -182,19 +183,38 @@ def _with_labels(location: str, sizes: dict[str, int], lst: Path | None) -> Sour
     if lst is not None:
         return Source(location, _listed(lst, sizes), ())
     keys = sorted(sizes)
-    tops = [key.partition("/")[0] for key in keys]
-    folders = set(tops)
-    loose = folders.intersection(keys)  # files right under SRC: their "folder" is themselves
-    classes = sorted(folders - loose)
+    groups, loose = _folders(keys)
+    classes = sorted(groups)
     if classes and loose:
         raise PackError(
-            f"SRC {location} mixes files ({min(loose)}) with class folders ({classes[0]}/...): "
+            f"SRC {location} mixes files ({loose[0]}) with class folders ({classes[0]}/...): "
             "move them into folders or give the labels in a .lst"
         )
-    label_of = {name: (float(number),) for number, name in enumerate(classes)}
-    labels = list(map(label_of.__getitem__, tops)) if classes else [(0.0,)] * len(keys)
+    labels: list[tuple[float, ...]] = [(0.0,)] * len(keys)
+    for number, name in enumerate(classes):
+        start, end = groups[name]
+        labels[start:end] = [(float(number),)] * (end - start)
     files = SourceFiles(range(len(keys)), labels, keys, list(map(sizes.__getitem__, keys)))
     return Source(location, files, tuple(classes))
+
+
+def _folders(keys: list[str]) -> tuple[dict[str, tuple[int, int]], list[str]]:
+    """The top-level folders of sorted ``keys``, each with the ``[start, end)`` range of its
+    files (contiguous: every path starting ``name/`` sorts before ``name0``, so one bisection
+    finds a folder's end), and the files right under SRC."""
+    groups: dict[str, tuple[int, int]] = {}
+    loose: list[str] = []
+    start = 0
+    while start < len(keys):
+        top, slash, _ = keys[start].partition("/")
+        if not slash:
+            loose.append(keys[start])
+            start += 1
+            continue
+        end = bisect_left(keys, top + "0", start)  # "0" follows "/"
+        groups[top] = (start, end)
+        start = end
+    return groups, loose
 
 
 def _listed(lst: Path, sizes: dict[str, int]) -> SourceFiles:
