@@ -5,8 +5,8 @@ claims (``_pack_pool``). A shard's companions are published before its data file
 ``.pack`` marker after both, so a marker always means a whole shard.
 
 A :class:`ShardTask` pickles compactly (its files' paths as one string, their ids, sizes and
-labels as arrays): pickling 200,000 ``SourceFile`` tuples one by one took the parent longer
-than a helper takes to pack a shard.
+label rows as arrays): pickling 200,000 ``SourceFile`` tuples one by one took the parent
+longer than a helper takes to pack a shard.
 """
 
 from __future__ import annotations
