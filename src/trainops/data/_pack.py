@@ -184,7 +184,7 @@ def _run(
         todo_sizes = (size for task in todo for size in SourceFiles.of(task.files).sizes)
         kept = total - sum(size if size >= 0 else estimate for size in todo_sizes)
     with ProgressBar(options.progress, total, kept) as advance:
-        return pool.run(todo, target, advance)
+        return pool.run(todo, target, advance if options.progress else None)
 
 
 def default_workers() -> int:

@@ -72,8 +72,11 @@ class PackPool:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def run(self, tasks: list[ShardTask], dest: PackDest, advance: Advance) -> dict[int, ShardInfo]:
-        """Pack every task; shard number -> its info."""
+    def run(
+        self, tasks: list[ShardTask], dest: PackDest, advance: Advance | None
+    ) -> dict[int, ShardInfo]:
+        """Pack every task, showing progress with ``advance`` (None: no progress shown);
+        shard number -> its info."""
         if self._executor is None or len(tasks) <= 1:
             return pack_shards(tasks, dest, advance)
         pickled = [pickle.dumps(task, pickle.HIGHEST_PROTOCOL) for task in tasks]
@@ -83,7 +86,7 @@ class PackPool:
             raise PackError(_BROKEN) from None
         try:
             infos = self._pack_here(tasks, dest, advance, futures)
-            _wait_all(futures, self._progress, advance)
+            _wait_all(futures, self._progress, advance or _ignore)
         except BaseException:
             self._stop.set()  # the other processes stop after their current shard
             raise
@@ -96,13 +99,14 @@ class PackPool:
         self,
         tasks: list[ShardTask],
         dest: PackDest,
-        advance: Advance,
+        advance: Advance | None,
         futures: list[Future[dict[int, ShardInfo]]],
     ) -> dict[int, ShardInfo]:
         """The parent's part: claimed tasks, packed here, the helpers' progress shown as it
         comes; stops once a helper failed."""
 
         def progress(files: int, size: int) -> None:
+            assert advance is not None
             advance(files, size)
             _drain(self._progress, advance)
 
@@ -110,7 +114,7 @@ class PackPool:
             return self._stop.is_set() or any(_failed(future) for future in futures)
 
         mine = (tasks[position] for position in claimed(len(tasks), self._next))
-        return pack_shards(mine, dest, progress, stopped)
+        return pack_shards(mine, dest, progress if advance else None, stopped)
 
     def close(self, advance: Advance | None = None) -> None:
         """Wait for the helpers (they stop after their current shard once told to), showing
@@ -119,15 +123,19 @@ class PackPool:
             self._executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None
             if self._progress is not None:
-                _drain(self._progress, advance or (lambda files, size: None))
+                _drain(self._progress, advance or _ignore)
                 self._progress.close()
                 self._progress.join_thread()
 
 
-def run_pool(tasks: list[ShardTask], workers: int, advance: Advance) -> dict[int, ShardInfo]:
+def run_pool(tasks: list[ShardTask], workers: int, advance: Advance | None) -> dict[int, ShardInfo]:
     """Run every task on ``workers`` processes (the caller's included); shard number -> info."""
-    with PackPool(workers - 1, progress=True) as pool:
+    with PackPool(workers - 1, progress=advance is not None) as pool:
         return pool.run(tasks, open_dest(tasks[0].dest), advance)
+
+
+def _ignore(files: int, size: int) -> None:
+    pass
 
 
 def _failed(future: Future[Any]) -> bool:

@@ -142,12 +142,8 @@ def run_claimed(pickled: list[bytes]) -> dict[int, ShardInfo]:
     dest = _dests.get(first.dest)
     if dest is None:
         dest = _dests[first.dest] = open_dest(first.dest)
-    progress: Progress = _no_progress if _queue is None else _to_queue
+    progress = None if _queue is None else _to_queue
     return pack_shards(chain([first], tasks), dest, progress, _stop.is_set)
-
-
-def _no_progress(files: int, size: int) -> None:
-    pass
 
 
 def _to_queue(files: int, size: int) -> None:
@@ -157,13 +153,14 @@ def _to_queue(files: int, size: int) -> None:
 def pack_shards(
     tasks: Iterable[ShardTask],
     dest: PackDest,
-    progress: Progress,
+    progress: Progress | None,
     stopped: Callable[[], bool] = lambda: False,
 ) -> dict[int, ShardInfo]:
     """Pack shards one after another, each one published (fsync and rename, or upload) on a
     thread while the next is built, so the disk or network works while the CPU does; at most
-    ``_STAGED`` shards wait to be published. Returns (shard number -> info) once every shard
-    is published; the first failure is raised, after the shards before it are published.
+    ``_STAGED`` shards wait to be published. ``progress(files, bytes)`` hears of the files
+    read (None: nobody listens, nothing is counted). Returns (shard number -> info) once every
+    shard is published; the first failure is raised, after the shards before it are published.
     ``stopped()`` true ends the batch early (another process failed; its error is the one
     raised)."""
     infos: dict[int, ShardInfo] = {}
@@ -181,7 +178,7 @@ def pack_shards(
     return infos
 
 
-def _build(task: ShardTask, dest: PackDest, progress: Progress) -> tuple[Path, ShardInfo]:
+def _build(task: ShardTask, dest: PackDest, progress: Progress | None) -> tuple[Path, ShardInfo]:
     """Write one shard's files into a new staging directory."""
     staging = dest.staging()
     try:
@@ -205,9 +202,13 @@ def _publish(task: ShardTask, dest: PackDest, staging: Path, info: ShardInfo) ->
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _records(task: ShardTask, progress: Progress) -> Iterator[tuple[SourceFile, bytes]]:
+def _records(task: ShardTask, progress: Progress | None) -> Iterator[tuple[SourceFile, bytes]]:
     with SourceReader(task.location) as reader:
         read = reader.read
+        if progress is None:
+            for file in task.files:
+                yield file, read(file.key, file.size)
+            return
         files = size = 0
         for file in task.files:
             data = read(file.key, file.size)
