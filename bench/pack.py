@@ -10,8 +10,8 @@ each a fresh process, in rotating order per round (A, B, C, then B, C, A, ...), 
 before every run so no run pays for writing back the previous one's files, and trainops'
 bytecode compiled beforehand, as an installed package's is (with PYTHONDONTWRITEBYTECODE set
 and no ``__pycache__``, every trainops process would compile its two dozen modules, the loop
-one small file). trainops also checksums every shard and fsyncs it; the loop does neither. Figure: files/s and MB/s, and
-trainops' rate over the loop's, median over rounds.
+one small file). trainops also checksums every shard and fsyncs it; the loop does neither.
+Figure: files/s and MB/s, and trainops' rate over the loop's, median over rounds.
 
 Part 2, parsing (streaming.md §12.2 item 7): one packed RecordIO shard set and the same records
 as TFRecord and as trainops shards, read by each reader, against a bare ``f.read(4096)`` loop
