@@ -25,7 +25,7 @@ __all__ = ["MIN_SAMPLE", "SAMPLE_EVERY", "UNKNOWN_SIZE", "LocalReader", "walk_lo
 SAMPLE_EVERY = 32
 MIN_SAMPLE = 256
 UNKNOWN_SIZE = -1
-_OPEN_FOLDERS = 32  # folder descriptors a reader keeps open, at most
+_OPEN_FOLDERS = 128  # folder descriptors a reader keeps open, at most (a shuffled .lst)
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 
