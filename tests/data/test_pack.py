@@ -215,6 +215,22 @@ def test_a_file_swapped_for_a_link_or_resized_is_refused(tmp_path: Path) -> None
         SourceReader(str(tmp_path)).read("real.bin", 4)
 
 
+def test_a_folder_swapped_for_a_link_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "src" / "cat").mkdir(parents=True)
+    (tmp_path / "src" / "cat" / "a.bin").write_bytes(b"inside")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "a.bin").write_bytes(b"secret")
+    with SourceReader(str(tmp_path / "src")) as reader:
+        assert reader.read("cat/a.bin", 6) == b"inside"
+    (tmp_path / "src" / "cat").rename(tmp_path / "src" / "gone")
+    os.symlink(tmp_path / "outside", tmp_path / "src" / "cat")
+    with (
+        SourceReader(str(tmp_path / "src")) as reader,
+        pytest.raises(PackError, match=r"cannot read .*/src/cat/a.bin: Not a directory"),
+    ):
+        reader.read("cat/a.bin", 6)
+
+
 def test_an_empty_or_missing_source_is_one_clear_error(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(PackError, match="holds no files to pack"):

@@ -1,9 +1,12 @@
 """The packer's workers: a failing shard is one clear error, in-process or from a worker
-process, and the shards finished before it are published with their markers."""
+process, and the shards finished before it are published with their markers; tasks pickle
+compactly and exactly, and processes claim each shard once."""
 
 from __future__ import annotations
 
 import json
+import multiprocessing
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -13,9 +16,11 @@ import pytest
 from tests.data._tree import make_tree
 from trainops.data import PackError, ShardReader
 from trainops.data._pack_dest import LocalDest
+from trainops.data._pack_formats import _lst_text
 from trainops.data._pack_pool import run_pool
-from trainops.data._pack_source import list_source
-from trainops.data._pack_worker import ShardTask, pack_shards
+from trainops.data._pack_source import SourceFile, list_source
+from trainops.data._pack_worker import ShardTask, claimed, pack_shards
+from trainops.data._source_lst import format_lst_line
 
 
 def _tasks(src: Path, dest: Path, per_shard: int, broken: int | None) -> list[ShardTask]:
@@ -83,3 +88,46 @@ def test_a_script_without_a_main_guard_gets_a_clear_error(tmp_path: Path) -> Non
     assert done.returncode != 0
     assert "trainops.data._errors.PackError: a pack worker process died" in done.stderr
     assert "if __name__ == '__main__':" in done.stderr
+
+
+def test_a_task_pickles_compactly_and_comes_back_exactly() -> None:
+    shared = (1.0,)
+    files = [SourceFile(n, shared, f"cat/{n:06d}.jpg", -1 if n % 7 else 4096) for n in range(1000)]
+    files += [
+        SourceFile(1000, (-0.0,), "neg/zero", 3),  # equal to 0.0, but not the same label
+        SourceFile(1001, (0.0,), "pos/zero", 3),
+        SourceFile(2**64 - 1, (2.5, -1.0, 1e-45), "many/labels", 0),
+        SourceFile(1002, (), "no/labels", 1),
+    ]
+    task = ShardTask("out", "s3://bucket/src", "recordio", 3, tuple(files), True)
+    raw = pickle.dumps(task, pickle.HIGHEST_PROTOCOL)
+    back = pickle.loads(raw)
+    assert back == task
+    assert [repr(f.labels) for f in back.files] == [repr(f.labels) for f in files]
+    assert back.files[0].labels is back.files[999].labels  # shared tuples stay shared
+    assert len(raw) < 40 * len(files)  # one tuple per file would be about twice that
+    # A store key may hold a NUL: the paths then travel as a tuple.
+    odd = ShardTask("out", "s3://b/src", "shards", 0, (SourceFile(0, (0.0,), "a\0b", 1),), False)
+    assert pickle.loads(pickle.dumps(odd)) == odd
+    empty = ShardTask("out", "src", "shards", 0, (), False)
+    assert pickle.loads(pickle.dumps(empty)) == empty
+
+
+def test_processes_claim_every_task_once_in_order() -> None:
+    counter = multiprocessing.get_context("spawn").Value("q", 0)
+    first, second = claimed(5, counter), claimed(5, counter)
+    taken = [next(first), next(second), next(second), next(first), next(first)]
+    assert taken == [0, 1, 2, 3, 4]
+    assert list(first) == [] and list(second) == []
+
+
+def test_the_lst_is_written_as_format_lst_line_writes_it() -> None:
+    files = [
+        SourceFile(0, (0.0,), "a/x", 1),
+        SourceFile(1, (-0.0,), "a/y", 1),
+        SourceFile(2, (1.5, -2.25), "b/z w", 1),
+        SourceFile(3, (), "c", 1),
+        SourceFile(4, (float("nan"),), "d", 1),
+    ]
+    expected = "".join(format_lst_line(f.record_id, f.labels, f.key) for f in files)
+    assert _lst_text(files) == expected

@@ -18,6 +18,7 @@ the same input gives byte-identical files. docs/internals/pack-formats.md says h
 from __future__ import annotations
 
 import hashlib
+import re
 import struct
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -35,7 +36,6 @@ from trainops.data._recordio import (
     recordio_frame,
 )
 from trainops.data._shards import encode_shard
-from trainops.data._source_lst import format_lst_line
 from trainops.data._tfrecord import tfrecord_frame
 
 __all__ = ["FORMATS", "PackFormat", "Record"]
@@ -44,8 +44,11 @@ Record = tuple[SourceFile, bytes]
 Writer = Callable[[Path, tuple[str, ...], Iterable[Record], bool], ShardInfo]
 _CHUNK = 4 << 20
 _MAGIC = struct.pack("<I", RECORDIO_MAGIC)
-_FRAME_HEADER = struct.Struct("<II")
+# re's literal search (memchr on the first byte, then compare) is about twice as fast as
+# ``bytes in bytes`` (``0.3`` ns a byte against ``0.6``), on random, text and repetitive data
+_find_magic = re.compile(re.escape(_MAGIC)).search
 _IRHEADER = struct.Struct("<IfQQ")
+_HEADS = struct.Struct("<IIIfQQ")  # RecordIO frame header (magic, length) + IRHeader
 _PADDING = (b"", b"\0", b"\0\0", b"\0\0\0")
 
 
@@ -87,61 +90,87 @@ def _tfrecord(file: SourceFile, data: bytes, float_labels: bool) -> bytes:
 
 
 Framer = Callable[[bytearray, SourceFile, bytes, bool], int]
+IdxText = Callable[[list[SourceFile], list[int], list[int]], str]
 
 
 def _recordio_into(out: bytearray, file: SourceFile, data: bytes, float_labels: bool) -> int:
-    """Append ``file``'s RecordIO record to ``out``; returns its size. A record with no aligned
-    magic (nearly all) is written in place, without building the payload first; the header is
-    24 bytes, so an aligned magic lies wholly in the header or wholly in the data."""
-    label = file.labels[0] if len(file.labels) == 1 else None
-    if label is None or _MAGIC in data:
-        record = _recordio(file, data, float_labels)
-        out += record
-        return len(record)
-    head = _IRHEADER.pack(0, label, file.record_id, 0)
-    if _MAGIC in head:
-        record = _recordio(file, data, float_labels)
-        out += record
-        return len(record)
-    length = len(head) + len(data)
+    """Append ``file``'s RecordIO record to ``out``; returns its size. A record with no magic
+    (nearly all) is written in place: frame header and IRHeader in one ``pack``, then the
+    bytes. The IRHeader is 24 bytes, so an aligned magic lies wholly in it or in the data; a
+    magic anywhere (aligned or not) takes the general path, which splits as dmlc does."""
+    labels = file.labels
+    if len(labels) != 1 or _find_magic(data) is not None:
+        return _append(out, _recordio(file, data, float_labels))
+    length = _IRHEADER.size + len(data)
     if length >= 1 << 29:
         raise PackError(f"{file.key}: a RecordIO record holds at most 2**29 - 1 bytes")
+    head = _HEADS.pack(RECORDIO_MAGIC, length, 0, labels[0], file.record_id, 0)
+    if head.find(_MAGIC, 4) != -1:
+        return _append(out, _recordio(file, data, float_labels))
     pad = -length % 4
-    out += _FRAME_HEADER.pack(RECORDIO_MAGIC, length)
     out += head
     out += data
-    out += _PADDING[pad]
+    if pad:
+        out += _PADDING[pad]
     return 8 + length + pad
 
 
 def _tfrecord_into(out: bytearray, file: SourceFile, data: bytes, float_labels: bool) -> int:
-    record = _tfrecord(file, data, float_labels)
+    return _append(out, _tfrecord(file, data, float_labels))
+
+
+def _append(out: bytearray, record: bytes) -> int:
     out += record
     return len(record)
 
 
-def _framed(frame: Framer, idx_line: str) -> Writer:
-    """A writer of records framed one after another, with a ``.idx`` line per record
-    (``idx_line`` formatted with ``id``, ``offset`` and ``size``). Records are framed straight
-    into a buffer written out every ``_CHUNK`` bytes (few large writes, one copy per record)."""
+def _recordio_idx(files: list[SourceFile], offsets: list[int], sizes: list[int]) -> str:
+    """``id<TAB>offset`` lines, as ``MXIndexedRecordIO`` writes them."""
+    return "".join(
+        [f"{file.record_id}\t{offset}\n" for file, offset in zip(files, offsets, strict=True)]
+    )
+
+
+def _tfrecord_idx(files: list[SourceFile], offsets: list[int], sizes: list[int]) -> str:
+    """``offset size`` lines, as DALI's ``tfrecord2idx`` writes them."""
+    return "".join([f"{offset} {size}\n" for offset, size in zip(offsets, sizes, strict=True)])
+
+
+def _lst_text(files: list[SourceFile]) -> str:
+    """The shard's ``.lst``: ``_source_lst.format_lst_line`` for each file, with the labels formatted
+    once per labels tuple (folder labels are shared tuples; keyed by identity, as ``0.0`` and
+    ``-0.0`` are equal keys but print differently)."""
+    distinct = {id(file.labels): file.labels for file in files}
+    texts = {key: "".join(f"{label:f}\t" for label in labels) for key, labels in distinct.items()}
+    return "".join([f"{f.record_id}\t{texts[id(f.labels)]}{f.key}\n" for f in files])
+
+
+def _framed(frame: Framer, idx_text: IdxText) -> Writer:
+    """A writer of records framed one after another, with a ``.idx`` (``idx_text`` of the
+    files, their offsets and sizes) and a ``.lst``. Records are framed straight into a buffer
+    written out every ``_CHUNK`` bytes (few large writes, one copy per record)."""
 
     def write(
         staging: Path, names: tuple[str, ...], records: Iterable[Record], float_labels: bool
     ) -> ShardInfo:
-        digest, offset, idx, lst = hashlib.sha256(), 0, [], []
+        digest, offset = hashlib.sha256(), 0
+        files: list[SourceFile] = []
+        offsets: list[int] = []
+        sizes: list[int] = []
         buffer = bytearray()
         with open(staging / names[0], "wb") as data_file:
             for file, data in records:
                 size = frame(buffer, file, data, float_labels)
-                idx.append(idx_line.format(id=file.record_id, offset=offset, size=size))
-                lst.append(format_lst_line(file.record_id, file.labels, file.key))
+                files.append(file)
+                offsets.append(offset)
+                sizes.append(size)
                 offset += size
                 if len(buffer) >= _CHUNK:
                     _flush(buffer, data_file, digest)
             _flush(buffer, data_file, digest)
-        (staging / names[1]).write_text("".join(idx), encoding="utf-8")
-        (staging / names[2]).write_text("".join(lst), encoding="utf-8")
-        return ShardInfo(names[0], len(idx), offset, digest.hexdigest())
+        (staging / names[1]).write_text(idx_text(files, offsets, sizes), encoding="utf-8")
+        (staging / names[2]).write_text(_lst_text(files), encoding="utf-8")
+        return ShardInfo(names[0], len(files), offset, digest.hexdigest())
 
     return write
 
@@ -164,17 +193,16 @@ def _write_tops(
         payloads.append(_irheader_record(file, data))
     body = encode_shard(payloads)
     (staging / names[0]).write_bytes(body)
-    lines = (format_lst_line(f.record_id, f.labels, f.key) for f in files)
-    (staging / names[1]).write_text("".join(lines), encoding="utf-8")
+    (staging / names[1]).write_text(_lst_text(files), encoding="utf-8")
     return ShardInfo(names[0], len(files), len(body), hashlib.sha256(body).hexdigest())
 
 
 FORMATS: dict[str, PackFormat] = {
     "recordio": PackFormat(
-        "rec", ("idx", "lst"), "recordio", _framed(_recordio_into, "{id}\t{offset}\n")
+        "rec", ("idx", "lst"), "recordio", _framed(_recordio_into, _recordio_idx)
     ),
     "tfrecord": PackFormat(
-        "tfrecord", ("idx", "lst"), "tfrecord", _framed(_tfrecord_into, "{offset} {size}\n")
+        "tfrecord", ("idx", "lst"), "tfrecord", _framed(_tfrecord_into, _tfrecord_idx)
     ),
     "shards": PackFormat("tops", ("lst",), SHARD_FORMAT, _write_tops),
 }

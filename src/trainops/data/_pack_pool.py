@@ -1,25 +1,43 @@
-"""The worker processes of ``trainops pack``: one shard per task, progress through a queue.
+"""The processes of ``trainops pack``: the parent and its helpers claim shards one at a time.
 
-Workers are started with ``spawn`` (a forked copy of a process holding an object-store client
-and its threads may deadlock), each gets an equal share of the shards, and the parent drains
-the progress queue while it waits. A failing shard stops its worker (the shards it finished
-are kept for a re-run); the other workers finish theirs, and the first error is raised as is.
+``--workers N`` is the parent plus N - 1 helper processes. The helpers are spawned (a forked
+copy of a process holding an object-store client and its threads may deadlock) as soon as the
+pack starts, so that their start (a fresh interpreter importing the packer) overlaps the
+parent's listing of SRC. Then every process, the parent included, claims the next shard from
+one shared counter whenever it is free: nobody waits on a fixed share while another process
+is idle, and who packs which shard does not change a byte. The tasks go to the helpers
+pickled one by one, compactly (``ShardTask``), and a helper decodes only those it claims.
+Progress comes back through a queue only when a progress bar is drawn.
+
+A failing shard stops its process (the shards it finished are kept for a re-run); the others
+stop after their current shard, and the first error is raised as is.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import pickle
 import queue
 from collections.abc import Callable
 from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from typing import Any
 
 from trainops.data._errors import PackError
 from trainops.data._index import ShardInfo
-from trainops.data._pack_worker import ShardTask, init_worker, run_batch
+from trainops.data._pack_dest import PackDest, open_dest
+from trainops.data._pack_worker import (
+    ShardTask,
+    claimed,
+    init_worker,
+    pack_shards,
+    run_claimed,
+    warm,
+)
 
-__all__ = ["run_pool"]
+__all__ = ["PackPool", "run_pool"]
 
+Advance = Callable[[int, int], None]
 _POLL_SECONDS = 0.1
 _BROKEN = (
     "a pack worker process died before it finished (killed, or out of memory); run the "
@@ -28,41 +46,104 @@ _BROKEN = (
 )
 
 
-def run_pool(
-    tasks: list[ShardTask], workers: int, advance: Callable[[int, int], None]
-) -> dict[int, ShardInfo]:
-    """Run every task on ``workers`` processes; shard number -> its info.
+class PackPool:
+    """The parent and ``helpers`` spawned processes (none: the parent alone), for one run."""
 
-    Worker ``w`` gets shards ``w, w + workers, w + 2 workers, ...`` as one batch, so that it
-    can build one shard while it publishes the previous one (shards are of one size, so the
-    static split balances)."""
-    context = multiprocessing.get_context("spawn")
-    progress, stop = context.Queue(), context.Event()
-    batches = [tasks[w::workers] for w in range(min(workers, len(tasks)))]
-    pool = ProcessPoolExecutor(
-        len(batches), mp_context=context, initializer=init_worker, initargs=(progress, stop)
-    )
-    try:
-        futures = [pool.submit(run_batch, batch) for batch in batches]
+    def __init__(self, helpers: int, progress: bool) -> None:
+        self._helpers = max(helpers, 0)
+        self._executor: ProcessPoolExecutor | None = None
+        self._progress: Any = None
+        if self._helpers:
+            context = multiprocessing.get_context("spawn")
+            self._progress = context.Queue() if progress else None
+            self._stop, self._next = context.Event(), context.Value("q", 0)
+            self._executor = ProcessPoolExecutor(
+                self._helpers,
+                mp_context=context,
+                initializer=init_worker,
+                initargs=(self._progress, self._stop, self._next),
+            )
+            for _ in range(self._helpers):
+                self._executor.submit(warm)  # spawned now, not when the tasks are known
+
+    def __enter__(self) -> PackPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def run(
+        self, tasks: list[ShardTask], dest: PackDest, advance: Advance | None
+    ) -> dict[int, ShardInfo]:
+        """Pack every task, showing progress with ``advance`` (None: no progress shown);
+        shard number -> its info."""
+        if self._executor is None or len(tasks) <= 1:
+            return pack_shards(tasks, dest, advance)
+        pickled = [pickle.dumps(task, pickle.HIGHEST_PROTOCOL) for task in tasks]
         try:
-            _wait_all(futures, progress, advance)
+            futures = [self._executor.submit(run_claimed, pickled) for _ in range(self._helpers)]
+        except BrokenProcessPool:
+            raise PackError(_BROKEN) from None
+        try:
+            infos = self._pack_here(tasks, dest, advance, futures)
+            _wait_all(futures, self._progress, advance or _ignore)
         except BaseException:
-            stop.set()  # the other workers stop after their current shard
+            self._stop.set()  # the other processes stop after their current shard
             raise
-        return {
-            task.number: info
-            for batch, future in zip(batches, futures, strict=True)
-            for task, info in zip(batch, future.result(), strict=True)
-        }
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-        _drain(progress, advance)
-        progress.close()
-        progress.join_thread()
+        for future in futures:
+            infos.update(future.result())
+        self.close(advance)  # a helper's last progress is sent as it exits
+        return infos
+
+    def _pack_here(
+        self,
+        tasks: list[ShardTask],
+        dest: PackDest,
+        advance: Advance | None,
+        futures: list[Future[dict[int, ShardInfo]]],
+    ) -> dict[int, ShardInfo]:
+        """The parent's part: claimed tasks, packed here, the helpers' progress shown as it
+        comes; stops once a helper failed."""
+
+        def progress(files: int, size: int) -> None:
+            assert advance is not None
+            advance(files, size)
+            _drain(self._progress, advance)
+
+        def stopped() -> bool:
+            return self._stop.is_set() or any(_failed(future) for future in futures)
+
+        mine = (tasks[position] for position in claimed(len(tasks), self._next))
+        return pack_shards(mine, dest, progress if advance else None, stopped)
+
+    def close(self, advance: Advance | None = None) -> None:
+        """Wait for the helpers (they stop after their current shard once told to), showing
+        their last progress with ``advance``."""
+        if self._executor is not None:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+            self._executor = None
+            if self._progress is not None:
+                _drain(self._progress, advance or _ignore)
+                self._progress.close()
+                self._progress.join_thread()
+
+
+def run_pool(tasks: list[ShardTask], workers: int, advance: Advance | None) -> dict[int, ShardInfo]:
+    """Run every task on ``workers`` processes (the caller's included); shard number -> info."""
+    with PackPool(workers - 1, progress=advance is not None) as pool:
+        return pool.run(tasks, open_dest(tasks[0].dest), advance)
+
+
+def _ignore(files: int, size: int) -> None:
+    pass
+
+
+def _failed(future: Future[Any]) -> bool:
+    return future.done() and future.exception() is not None
 
 
 def _wait_all(
-    futures: list[Future[list[ShardInfo]]], progress: object, advance: Callable[[int, int], None]
+    futures: list[Future[dict[int, ShardInfo]]], progress: object, advance: Advance
 ) -> None:
     pending = set(futures)
     while pending:
@@ -76,10 +157,10 @@ def _wait_all(
                 raise error
 
 
-def _drain(progress: object, advance: Callable[[int, int], None]) -> None:
-    while True:
+def _drain(progress: Any, advance: Advance) -> None:
+    while progress is not None:
         try:
-            files, size = progress.get_nowait()  # type: ignore[attr-defined]
+            files, size = progress.get_nowait()
         except queue.Empty:
             return
         advance(files, size)
