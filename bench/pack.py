@@ -240,7 +240,8 @@ def render(result: dict[str, Any]) -> str:
         f"Measured {result['date']} on {m['cpu_model']}, {m['usable_cores']} usable cores, "
         f"{m['memory_gib']} GiB; {result['args']['files']:,} files of {FILE_SIZE} bytes in "
         f"{CLASSES} folders, page cache warm; median of {result['args']['rounds']} interleaved "
-        "rounds. The machine was shared with other work while this ran. "
+        f"rounds; load average {result.get('load_average', 'not recorded')} at the end (other "
+        "work on the machine slows every path alike). "
         "Raw samples: [results/pack.json](results/pack.json)."
     )
     return "\n".join(rows)
@@ -267,6 +268,7 @@ def main(argv: list[str] | None = None) -> None:
         "pack_samples_s": pack_samples,
         "parse_samples_s": parse_samples,
         "pack": summarize(pack_samples, args.files, payload),
+        "load_average": round(os.getloadavg()[0], 2),
         "parse": summarize(parse_samples, args.files, payload),
     }
     publish(result, BENCH / "results" / "pack.json", BENCH / "README.md", SECTION, render(result))
