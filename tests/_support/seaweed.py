@@ -184,7 +184,10 @@ def _command(weed: Path, data: Path, config: Path, ports: dict[str, tuple[int, i
     for role, (http, grpc) in ports.items():
         flags[f"{role}.port"] = str(http)
         flags[f"{role}.port.grpc"] = str(grpc)
-    return [str(weed), "server", "-filer", "-s3", *(f"-{k}={v}" for k, v in flags.items())]
+    # glog writes to the temporary folder unless told otherwise: keep the logs with the data,
+    # which stop() removes, instead of leaving weed.* files in /tmp after every run.
+    logs = f"-logdir={data}"
+    return [str(weed), logs, "server", "-filer", "-s3", *(f"-{k}={v}" for k, v in flags.items())]
 
 
 def _weed_env() -> dict[str, str]:
