@@ -20,6 +20,10 @@ from trainops.storage import ObjectStore
 __all__ = ["ProfilerReader", "SeriesKey"]
 
 _MAX_META = 1 << 20
+#: A chunk object larger than this is skipped unread (an honest one holds at most 64 MiB of
+#: values, zlib-compressed): the reader runs in the control plane, whose memory a job's script
+#: must not be able to take by writing a huge file into its profiler folder.
+MAX_CHUNK_BYTES = 64 << 20
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -51,11 +55,22 @@ class ProfilerReader:
         except StorageError as exc:
             self.errors.append(f"listing {self.prefix}: {exc}")
             return False
-        fresh = [info for info in listed if info.key not in self._seen]
+        # A hidden name is a chunk being written (renamed into place when whole): not yet.
+        fresh = [
+            info
+            for info in listed
+            if info.key not in self._seen and not info.key.rsplit("/", 1)[-1].startswith(".")
+        ]
         fresh.sort(key=lambda info: info.key)
         new_chunks: dict[SeriesKey, list[Any]] = {}
         for info in fresh:
             self._seen.add(info.key)
+            if info.key.endswith(CHUNK_SUFFIX) and info.size > MAX_CHUNK_BYTES:
+                self.errors.append(
+                    f"{info.uri}: {info.size} bytes, more than a chunk may hold "
+                    f"({MAX_CHUNK_BYTES} bytes); skipped"
+                )
+                continue
             self._take(info.key, info.uri, new_chunks)
         for key, chunks in new_chunks.items():
             self.series[key] = merge_chunks(chunks, self.series.get(key))
@@ -63,9 +78,6 @@ class ProfilerReader:
 
     def _take(self, key: str, uri: str, new_chunks: dict[SeriesKey, list[Any]]) -> None:
         parts = key.split("/")
-        if parts[-1].startswith("."):
-            self._seen.discard(key)  # a temporary name: it will be renamed
-            return
         if parts[0] == "meta" and len(parts) == 2 and key.endswith(".json"):
             self._meta(parts[1].removesuffix(".json"), uri)
             return

@@ -51,7 +51,9 @@ MAGIC = b"TSC1"
 CHUNK_SUFFIX = ".tsc"
 _U32 = struct.Struct("<I")
 _MAX_HEADER = 1 << 20
-_MAX_CELLS = 1 << 26  # 512 MiB of float64: no honest chunk comes near it
+#: 64 MiB of float64: a writer rotates at 10,000 rows, so even a host of 800 columns (768
+#: cores) stays under it; a larger claim is refused before anything is inflated.
+_MAX_CELLS = 1 << 23
 
 
 class ChunkError(ValueError):
