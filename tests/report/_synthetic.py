@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from trainops._settings import Settings
-from trainops.profiler import MODE_EVAL, MODE_TRAIN, ProfilerReader, SeriesWriter
+from trainops.profiler import MODE_EVAL, MODE_TRAIN, STEP_COLUMNS, ProfilerReader, SeriesWriter
 from trainops.profiler._layout import dataloader_dir, meta_path, steps_dir, system_dir
 from trainops.spec import JobSpec
 from trainops.store import JobRecord, MetadataStore, RuleEvaluation
@@ -157,17 +157,7 @@ def step_rows(
     samples: float = 32.0,
     evals: int = 0,
 ) -> tuple[list[str], list[list[float]]]:
-    columns = [
-        "time",
-        "step",
-        "mode",
-        "duration",
-        "data",
-        "forward",
-        "backward",
-        "optimizer",
-        "samples",
-    ]
+    columns = list(STEP_COLUMNS)
     rows, t = [], start
     for i in range(count):
         d = duration(i)

@@ -135,7 +135,8 @@ def run_pool(tasks: list[ShardTask], workers: int, advance: Advance | None) -> d
 
 
 def _ignore(files: int, size: int) -> None:
-    pass
+    """The progress callback when no bar is drawn: the counts are dropped."""
+    del files, size
 
 
 def _failed(future: Future[Any]) -> bool:

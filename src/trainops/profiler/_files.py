@@ -6,6 +6,7 @@ half a file; the rename makes the finished file appear at once under its final n
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -40,8 +41,7 @@ def say(line: str, *, once: str | None = None) -> None:
         if once in _SAID:
             return
         _SAID.add(once)
-    try:
+    # A closed or broken stderr (a daemonized script) must not break the script.
+    with contextlib.suppress(OSError, ValueError):
         sys.stderr.write(f"trainops.profiler: {line}\n")
         sys.stderr.flush()
-    except (OSError, ValueError):
-        pass

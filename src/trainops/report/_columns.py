@@ -8,25 +8,14 @@ from __future__ import annotations
 
 import re
 
-from trainops.profiler import UNITS
+from trainops.profiler import DATALOADER_COLUMNS, STEP_COLUMNS, UNITS
 
 __all__ = ["family", "gpu_indices", "number_of", "ordered_columns", "unit_of"]
 
 _NUMBERED = re.compile(r"^(cpu|gpu)(\d+)(_memory_bytes|_memory)?$")
-_ORDER = (
-    "cpu",
-    "cpu<N>",
-    "iowait",
-    "memory",
-    "memory_bytes",
-    "disk_read",
-    "disk_write",
-    "net_rx",
-    "net_tx",
-    "gpu<N>",
-    "gpu<N>_memory",
-    "gpu<N>_memory_bytes",
-)
+# The system families in the contract's own order (host CPU, cores, I/O wait, memory, disk,
+# network, GPUs): every name of UNITS that is not a step or dataloader column.
+_ORDER = tuple(name for name in UNITS if name not in (*STEP_COLUMNS, *DATALOADER_COLUMNS))
 
 
 def family(column: str) -> str:

@@ -8,6 +8,7 @@ above ``io_threshold`` (IOBottleneck) must not exceed ``threshold``.
 from __future__ import annotations
 
 import math
+from abc import abstractmethod
 
 from trainops.rules._base import ISSUES_FOUND, NO_ISSUES_FOUND, RuleResult
 from trainops.rules._stats import SystemTable, fmt, percentile
@@ -23,8 +24,9 @@ class _Bottleneck(SystemRule):
     label: str
     advice: str
 
+    @abstractmethod
     def busy(self, table: SystemTable) -> list[float]:
-        raise NotImplementedError
+        """Per snapshot, the busy side's value (CPU percent, or I/O wait percent)."""
 
     def _host(self, host: str, table: SystemTable) -> RuleResult:
         gpu_limit, limit = self.number("gpu_threshold"), self.number(self.limit_key)
