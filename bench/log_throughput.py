@@ -13,7 +13,13 @@ Completed in the store (polled every 0.05 s, read only) and to its billed end
 expected, and polls the agent's peak RSS (``VmHWM``).
 Results go to bench/results/log_throughput.json and a table in bench/README.md.
 
-    python bench/log_throughput.py [--lines 200000] [--rounds 3]
+With ``--observe`` the job also has ``profiler_config`` (the system monitor at 100 ms) and
+``tensorboard_output_config`` (every scraped metric point also written as a TensorBoard scalar
+and synced while the job runs): what observation adds on the log path, against the same bare
+pipe in the same run. Its figures go to results/log_throughput_observed.json and a section of
+their own.
+
+    python bench/log_throughput.py [--lines 200000] [--rounds 3] [--observe]
 """
 
 from __future__ import annotations
@@ -42,7 +48,6 @@ from trainops.store import MetadataStore
 
 BENCH = Path(__file__).resolve().parent
 SCRIPT_DIR = BENCH / "logs"
-BEGIN, END = "<!-- log_throughput:begin -->", "<!-- log_throughput:end -->"
 TARGETS = {"wall_ratio": 1.1, "completed_after_exit_s": 1.0}
 SPEC = """\
 base_job_name: chatty
@@ -61,6 +66,11 @@ metric_definitions:
 stopping_condition:
   max_runtime_in_seconds: 600
 """
+OBSERVE = """\
+profiler_config:
+  system_monitor_interval_millis: 100
+tensorboard_output_config: {}
+"""
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -68,8 +78,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--lines", type=int, default=200_000, help="lines the script prints")
     parser.add_argument("--rounds", type=int, default=3, help="timed rounds (default 3)")
     parser.add_argument("--timeout", type=float, default=300, help="seconds allowed per run")
-    parser.add_argument("--out", type=Path, default=BENCH / "results" / "log_throughput.json")
+    parser.add_argument("--out", type=Path, help="default: results/<section>.json")
     parser.add_argument("--readme", type=Path, default=BENCH / "README.md")
+    parser.add_argument(
+        "--observe", action="store_true", help="with the system monitor and TensorBoard output"
+    )
     args = parser.parse_args(argv)
     if args.rounds < 1 or args.lines < 1:
         parser.error("--rounds and --lines must be at least 1")
@@ -173,9 +186,8 @@ def run_trainops(
     home = workdir / f"home-{index}"
     result = workdir / f"trainops-{index}.jsonl"
     spec = workdir / f"chatty-{index}.yaml"
-    spec.write_text(
-        SPEC.format(source=SCRIPT_DIR, result=result, lines=args.lines, hostile=int(hostile))
-    )
+    text = SPEC.format(source=SCRIPT_DIR, result=result, lines=args.lines, hostile=int(hostile))
+    spec.write_text(text + (OBSERVE if args.observe else ""))
     env = {**clean_env(), "TRAINOPS_HOME": str(home)}
     proc = subprocess.Popen(
         [*tool("trainops"), "run", str(spec)],
@@ -241,7 +253,8 @@ def build_result(
         r["log_lines"] == args.lines and r["metric_points"] == 2 * args.lines for r in runs
     )
     return {
-        "benchmark": "log_throughput",
+        "benchmark": section_of(args),
+        "observe": args.observe,
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "lines": args.lines,
         "rounds": args.rounds,
@@ -313,25 +326,40 @@ def render_table(result: dict[str, Any]) -> str:
         f" interleaved rounds after 1 warm-up, on {result['machine']['cpu_model']}"
         f" ({result['machine']['usable_cores']}"
         f" usable cores), Python {result['versions']['python']}."
-        " Raw samples: [results/log_throughput.json](results/log_throughput.json).",
+        + (
+            " The job also ran the system monitor at 100 ms and wrote every metric point as a"
+            " TensorBoard scalar."
+            if result.get("observe")
+            else ""
+        )
+        + f" Raw samples: [results/{result['benchmark']}.json](results/{result['benchmark']}.json).",
     ]
     return "\n".join(rows)
 
 
+def section_of(args: argparse.Namespace) -> str:
+    return "log_throughput_observed" if args.observe else "log_throughput"
+
+
 def update_readme(result: dict[str, Any], readme: Path) -> None:
     text = readme.read_text(encoding="utf-8")
-    table = f"{BEGIN}\n{render_table(result)}\n{END}"
-    if BEGIN in text and END in text:
-        head, _, rest = text.partition(BEGIN)
-        _, _, tail = rest.partition(END)
+    section = result["benchmark"]
+    begin, end = f"<!-- {section}:begin -->", f"<!-- {section}:end -->"
+    table = f"{begin}\n{render_table(result)}\n{end}"
+    if begin in text and end in text:
+        head, _, rest = text.partition(begin)
+        _, _, tail = rest.partition(end)
         text = head + table + tail
     else:
-        text = text.rstrip("\n") + "\n\n## Log throughput\n\n" + table + "\n"
+        title = "Log throughput, observed" if result.get("observe") else "Log throughput"
+        text = text.rstrip("\n") + f"\n\n## {title}\n\n" + table + "\n"
     readme.write_text(text, encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.out is None:
+        args.out = BENCH / "results" / f"{section_of(args)}.json"
     compile_trainops()  # as an installed package is (see _processes.compile_trainops)
     workdir = Path(tempfile.mkdtemp(prefix="tob-logs-", dir="/tmp"))
     sweeper = ProcessSweeper()
