@@ -252,6 +252,7 @@ class Bench:
                 on_uploaded=lambda rel: visible.setdefault(rel, time.time()),
                 nice=self.args.nice,
                 idle=self.args.uploader_priority == "idle",
+                eager=True,  # as the agent's checkpoint sync: started before the script
             )
             sync.start()
         elif mode == "s5cmd":

@@ -268,6 +268,23 @@ def test_an_empty_directory_costs_no_uploader_until_its_first_file(
     assert sync._worker is None
 
 
+def test_an_eager_sync_starts_its_uploader_before_any_file_exists(
+    tmp_path: Path, remote: Path, store: ObjectStore
+) -> None:
+    """Checkpoints: the uploader's start-up is paid before training, not at its first file."""
+    sync = DirectorySync(
+        tmp_path / "local", remote.as_uri(), store, propagate_deletes=True, eager=True
+    )
+    sync.start()
+    try:
+        assert sync._worker is not None and sync._worker.poll() is None
+        (tmp_path / "local" / "first.bin").write_bytes(b"x" * 10)
+        _wait_for(lambda: _remote_files(remote) == {"first.bin": "x" * 10}, "the first upload")
+    finally:
+        sync.stop()
+    assert sync._worker is None
+
+
 @pytest.mark.parametrize("link", ["file", "directory"])
 def test_symbolic_links_are_never_followed_by_an_upload(
     tmp_path: Path, remote: Path, store: ObjectStore, link: str

@@ -146,7 +146,8 @@ class DirectorySync:
     ``on_uploaded`` hears the relative path of each file the background uploader made visible
     (just after it became visible); ``on_error`` hears what went wrong, as a sentence. The
     uploader runs at ``SCHED_IDLE`` with the idle I/O class, or with ``idle=False`` at ``nice``
-    with ``SCHED_BATCH`` (see :func:`_lower_priority` for what each costs whom).
+    with ``SCHED_BATCH`` (see :func:`_lower_priority` for what each costs whom). ``eager``
+    starts it with :meth:`start` rather than when the first file appears.
     """
 
     def __init__(
@@ -163,6 +164,7 @@ class DirectorySync:
         watch: bool | None = None,
         nice: int = 10,
         idle: bool = True,
+        eager: bool = False,
     ) -> None:
         self.local_dir = local_dir
         self.remote_prefix = remote_prefix
@@ -175,6 +177,7 @@ class DirectorySync:
         self._watch = inotify_available() if watch is None else watch
         self._nice = nice
         self._idle = idle
+        self._eager = eager
         self._previous: dict[str, Signature] = {}
         self._lock = threading.Lock()
         self._worker: subprocess.Popen[bytes] | None = None
@@ -224,12 +227,14 @@ class DirectorySync:
             return dict(self._mirror.known)
 
     def start(self) -> None:
-        """Start the background uploader process (see the module docstring) once there is
-        something to upload: a directory that stays empty (most jobs' ``output/intermediate``)
-        never costs a process."""
+        """Start the background uploader process (see the module docstring): at once if
+        ``eager`` (a directory that will be written, such as a job's checkpoints: the uploader's
+        start-up is paid before training rather than in the middle of it, where it could stall
+        a step), otherwise once there is something to upload: a directory that stays empty
+        (most jobs' ``output/intermediate``) never costs a process."""
         self.local_dir.mkdir(parents=True, exist_ok=True)
         self._stopping.clear()
-        if _has_entries(self.local_dir):
+        if self._eager or _has_entries(self.local_dir):
             self._spawn()
             return
         self._launcher = threading.Thread(target=self._launch_when_used, name="sync-launch",

@@ -11,7 +11,6 @@ answers ``None`` and callers fall back to "unchanged across two scans".
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import errno
 import fcntl
 import os
@@ -67,9 +66,10 @@ class Event:
 
 
 def _libc() -> ctypes.CDLL | None:
-    name = ctypes.util.find_library("c")
+    """The C library this process already has loaded (``dlopen(NULL)``): no ``ldconfig`` run, as
+    ``ctypes.util.find_library`` would start, in an uploader that may start mid-training."""
     try:
-        libc = ctypes.CDLL(name or "libc.so.6", use_errno=True)
+        libc = ctypes.CDLL(None, use_errno=True)
     except OSError:
         return None
     return libc if hasattr(libc, "inotify_init1") else None

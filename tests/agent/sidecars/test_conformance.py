@@ -253,3 +253,23 @@ def test_abort_stops_it(name: str, tmp_path: Path) -> None:
     case.work(host)
     sidecar.abort()
     _settled(threads, children)
+
+
+def test_the_checkpoint_sidecar_starts_its_uploader_before_the_script(tmp_path: Path) -> None:
+    """A job that asks for checkpoint sync writes checkpoints: its uploader starts with the
+    sidecar, so its start-up never lands in the middle of training; intermediate output, which
+    most jobs never write, starts one only at its first file."""
+    host = make_host(tmp_path, **_checkpoint_spec(tmp_path))
+    checkpoints = SIDECARS["checkpoints"](host.context)
+    intermediate = SIDECARS["intermediate"](host.context)
+    assert checkpoints is not None and intermediate is not None
+    before = set(psutil.Process().children(recursive=True))
+    checkpoints.start()
+    intermediate.start()
+    try:
+        started = set(psutil.Process().children(recursive=True)) - before
+        assert len(started) == 1  # the checkpoint uploader; no file exists yet
+    finally:
+        checkpoints.abort()
+        intermediate.abort()
+

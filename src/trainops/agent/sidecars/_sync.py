@@ -18,7 +18,13 @@ __all__ = ["CheckpointSync", "IntermediateSync", "checkpoint_sync", "intermediat
 
 class _DirectorySidecar(Sidecar):
     def __init__(
-        self, context: SidecarContext, local: Path, remote: str, *, propagate_deletes: bool
+        self,
+        context: SidecarContext,
+        local: Path,
+        remote: str,
+        *,
+        propagate_deletes: bool,
+        eager: bool = False,
     ) -> None:
         self.context = context
         self.remote = remote
@@ -29,6 +35,7 @@ class _DirectorySidecar(Sidecar):
             propagate_deletes=propagate_deletes,
             interval=context.sync_interval,
             on_error=context.log,
+            eager=eager,
         )
 
     def start(self) -> None:
@@ -67,7 +74,11 @@ def checkpoint_sync(context: SidecarContext) -> CheckpointSync | None:
     uri = context.job.checkpoint_uri
     if uri is None:
         return None
-    return CheckpointSync(context, context.tree.checkpoint_dir, uri, propagate_deletes=True)
+    # A job that asks for checkpoint sync writes checkpoints: its uploader starts before the
+    # script does, so that its start-up never lands in the middle of a training step.
+    return CheckpointSync(
+        context, context.tree.checkpoint_dir, uri, propagate_deletes=True, eager=True
+    )
 
 
 def intermediate_sync(context: SidecarContext) -> IntermediateSync:
