@@ -272,4 +272,3 @@ def test_the_checkpoint_sidecar_starts_its_uploader_before_the_script(tmp_path: 
     finally:
         checkpoints.abort()
         intermediate.abort()
-
