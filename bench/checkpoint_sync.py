@@ -44,11 +44,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _sched_trace import SchedTrace, stolen
 from _storage_bench import BENCH, header, publish, seaweed, tool
 
 TARGET_P99_RATIO = 1.2
 SECTION = "checkpoint_sync"
 MB = 1_000_000
+SLOW_STEP = 1.5  # a step this many times the run's median is slow: who ran while it waited?
+WHO = ("uploader", "server", "other")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -91,6 +94,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default="idle",
         help="idle: SCHED_IDLE + idle I/O class (the default); batch: nice + SCHED_BATCH",
     )
+    parser.add_argument(
+        "--attribute",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="trace the kernel's context switches (tracefs, root) to say who ran while the "
+        "script's slow steps waited: the uploader, the S3 server or anything else "
+        "(auto: where tracefs is writable)",
+    )
     parser.add_argument("--matrix-n", type=int, default=0, help="matmul size (default: calibrate)")
     parser.add_argument("--script", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--calibrate-only", action="store_true", help=argparse.SUPPRESS)
@@ -121,18 +132,20 @@ def script(args: argparse.Namespace) -> int:
     rng = np.random.default_rng(0)
     a, b = rng.random((n, n), dtype=np.float32), rng.random((n, n), dtype=np.float32)
     payload = np.random.default_rng(1).bytes(8 * MB)
-    steps, closes = [], []
+    steps, closes, marks = [], [], []
     for step in range(1, args.steps + 1):
         start = time.perf_counter()
         a @ b
-        steps.append(time.perf_counter() - start)
+        end = time.perf_counter()
+        steps.append(end - start)
+        marks.append((start, end))
         if step % args.every == 0:
             name = f"ckpt-{step:06d}.pt"
             with (ckpt_dir / name).open("wb") as out:
                 for _ in range(args.ckpt_mb // 8):
                     out.write(payload)
             closes.append({"name": name, "closed": time.time()})
-    print(json.dumps({"n": n, "steps_s": steps, "closes": closes}))
+    print(json.dumps({"n": n, "steps_s": steps, "closes": closes, "marks": marks}))
     return 0
 
 
@@ -149,7 +162,8 @@ def _calibrate(np: Any, target: float) -> int:
         start = time.perf_counter()
         a @ a
         times.append(time.perf_counter() - start)
-    return max(64, round(1024 * (target / min(times)) ** (1 / 3) / 32) * 32)
+    scale: float = (target / min(times)) ** (1 / 3)  # a float power is Any to the checker
+    return max(64, round(1024 * scale / 32) * 32)
 
 
 # The harness -----------------------------------------------------------------------------------
@@ -249,7 +263,7 @@ class Bench:
                 store_for(prefix, settings),
                 propagate_deletes=True,
                 on_error=errors.append,
-                on_uploaded=lambda rel: visible.setdefault(rel, time.time()),
+                on_uploaded=lambda rel: _first(visible, rel),
                 nice=self.args.nice,
                 idle=self.args.uploader_priority == "idle",
                 eager=True,  # as the agent's checkpoint sync: started before the script
@@ -264,10 +278,20 @@ class Bench:
         argv = [sys.executable, str(Path(__file__).resolve()), "--script", str(local)]
         argv += ["--steps", str(self.args.steps), "--every", str(self.args.every)]
         argv += ["--ckpt-mb", str(self.args.ckpt_mb), "--matrix-n", str(self.matrix_n[threads])]
-        done = subprocess.run(
-            argv, capture_output=True, text=True, check=True, env=_script_env(threads)
-        )
-        result = json.loads(done.stdout.strip().splitlines()[-1])
+        trace = SchedTrace() if self.args.attribute == "on" else None
+        uploader = sync.worker_pid if sync is not None else None
+        if trace is not None:
+            trace.start()
+        try:
+            script = subprocess.Popen(
+                argv, stdout=subprocess.PIPE, text=True, env=_script_env(threads)
+            )
+            stdout, _ = script.communicate()
+        finally:
+            traced = trace.stop() if trace is not None else None
+        if script.returncode != 0:
+            raise SystemExit(f"the training script exited with {script.returncode}")
+        result = json.loads(stdout.strip().splitlines()[-1])
         names = {c["name"] for c in result["closes"]}
         cpu_before = _children_cpu()  # the script is reaped; the uploader is not yet
         client_cpu = 0.0
@@ -287,12 +311,22 @@ class Bench:
         server_cpu = _process_tree_cpu(self.server_pid) - server_cpu
         shutil.rmtree(local)
         steps = sorted(result["steps_s"])
+        taken = None
+        if traced is not None:
+            classify = _classifier(traced[1], script.pid, uploader, self.server_pid)
+            slow = [
+                m for m in result["marks"] if m[1] - m[0] > SLOW_STEP * statistics.median(steps)
+            ]
+            seconds = stolen(traced[0], slow, classify)
+            taken = {"slow_steps": len(slow), **{w: 1000 * seconds.get(w, 0.0) for w in WHO}}
         sample = {
             "step_p50_ms": 1000 * statistics.median(steps),
             "step_p99_ms": 1000 * _percentile(steps, 0.99),
             "matrix_n": result["n"],
             "server_cpu_s_per_ckpt": server_cpu / len(result["closes"]),
         }
+        if taken is not None:
+            sample["slow_steps_taken_ms"] = taken
         if mode != "off":
             lags = sorted(visible[c["name"]] - c["closed"] for c in result["closes"])
             sample["lags_s"] = lags
@@ -317,6 +351,32 @@ class Bench:
 def _script_env(threads: int) -> dict[str, str]:
     count = str(threads or len(os.sched_getaffinity(0)))
     return {**os.environ, "OMP_NUM_THREADS": count, "OPENBLAS_NUM_THREADS": count}
+
+
+def _first(seen: dict[str, float], rel: str) -> None:
+    """Note when ``rel`` first became visible."""
+    seen.setdefault(rel, time.time())
+
+
+def _classifier(
+    threads: dict[int, tuple[int, str]], script: int, uploader: int | None, server: int | None
+) -> Any:
+    """Who a traced thread is: the script, the uploader under test (trainops' uploader process
+    or an s5cmd), the S3 server, idle, or other."""
+
+    def classify(tid: int) -> str:
+        if tid == 0:
+            return "idle"
+        process, name = threads.get(tid, (-1, ""))
+        if process == script:
+            return "script"
+        if (uploader is not None and process == uploader) or name == "s5cmd":
+            return "uploader"
+        if server is not None and process == server:
+            return "server"
+        return "other"
+
+    return classify
 
 
 def _process_tree_cpu(pid: int | None) -> float:
@@ -368,6 +428,11 @@ def _figures(off: list[dict[str, Any]], on: list[dict[str, Any]]) -> dict[str, A
         },
     }
     figures["target_met"] = figures["p99_ratio"] <= TARGET_P99_RATIO
+    traced = [s["slow_steps_taken_ms"] for s in on if "slow_steps_taken_ms" in s]
+    if traced:
+        figures["slow_steps_taken_ms"] = {
+            key: statistics.median(t[key] for t in traced) for key in ("slow_steps", *WHO)
+        }
     return figures
 
 
@@ -394,8 +459,8 @@ def build_result(bench: Bench, args: argparse.Namespace) -> dict[str, Any]:
 
 def render_table(result: dict[str, Any]) -> str:
     rows = [
-        "| store | uploader | script's BLAS threads | step p50 off / on (ms) | step p99 off / on (ms) | p99 on / off (target ≤ 1.2) | upload lag median / p95 (s) | uploader CPU per checkpoint (s) | SeaweedFS CPU per checkpoint (s) |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|",
+        "| store | uploader | script's BLAS threads | step p50 off / on (ms) | step p99 off / on (ms) | p99 on / off (target ≤ 1.2) | upload lag median / p95 (s) | uploader CPU per checkpoint (s) | SeaweedFS CPU per checkpoint (s) | slow steps per run | CPU they lost to the uploader / SeaweedFS / other (ms per run) |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     cores = result["machine"]["usable_cores"]
     for f in result["figures"].values():
@@ -407,7 +472,7 @@ def render_table(result: dict[str, Any]) -> str:
             f"{f['step_p50_ms']['off']:.1f} / {f['step_p50_ms']['on']:.1f} | "
             f"{f['step_p99_ms']['off']:.1f} / {f['step_p99_ms']['on']:.1f} | "
             f"{f['p99_ratio']:.2f}{met} | {f['lag_median_s']:.2f} / {f['lag_p95_s']:.2f} | "
-            f"{f['uploader_cpu_s_per_ckpt']:.2f} | {server} |"
+            f"{f['uploader_cpu_s_per_ckpt']:.2f} | {server} | {_taken(f)} |"
         )
     mach, args = result["machine"], result["args"]
     section = result["benchmark"]
@@ -431,6 +496,13 @@ def render_table(result: dict[str, Any]) -> str:
         f"Raw samples: [results/{section}.json](results/{section}.json)."
     )
     return "\n".join(rows)
+
+
+def _taken(figures: dict[str, Any]) -> str:
+    taken = figures.get("slow_steps_taken_ms")
+    if taken is None:
+        return "n/a | n/a"
+    return f"{taken['slow_steps']:.0f} | " + " / ".join(f"{taken[w]:.0f}" for w in WHO)
 
 
 def _calibrated(args: argparse.Namespace, threads: int, workdir: Path) -> int:
@@ -477,6 +549,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.script:
         return script(args)
+    if args.attribute == "auto":
+        args.attribute = "on" if SchedTrace.available() else "off"
+    elif args.attribute == "on" and not SchedTrace.available():
+        raise SystemExit("--attribute on: tracefs is not writable here (it needs root)")
     from trainops._settings import Settings
 
     workdir = Path(tempfile.mkdtemp(prefix="tcs-", dir="/tmp"))

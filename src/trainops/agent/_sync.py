@@ -221,6 +221,12 @@ class DirectorySync:
             return result
 
     @property
+    def worker_pid(self) -> int | None:
+        """The background uploader's process id while one runs (for accounting its CPU)."""
+        worker = self._worker
+        return None if worker is None else worker.pid
+
+    @property
     def known(self) -> dict[str, Signature]:
         """Relative path -> signature of every file the remote prefix holds as uploaded."""
         with self._lock:
