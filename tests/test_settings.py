@@ -57,6 +57,11 @@ def test_transfer_settings_from_env_and_config(tmp_path: Path) -> None:
     s = Settings.load({"TRAINOPS_HOME": str(tmp_path), "TRAINOPS_TRANSFER_CONCURRENCY": "4"})
     assert s.transfer == TransferSettings(concurrency=4, part_size=8 * MIB, memory=64 * MIB)
     assert s.transfer.part_slots == 8
+    (tmp_path / "config.yaml").write_text("transfer:\n  sync_part_concurrency: 3\n")
+    s = Settings.load({"TRAINOPS_HOME": str(tmp_path)})
+    assert s.transfer == TransferSettings(sync_part_concurrency=3)
+    # A child process (the background uploader) gets the same settings through its environment.
+    assert Settings.load({"TRAINOPS_HOME": str(tmp_path), **s.transfer.env()}) == s
 
 
 @pytest.mark.parametrize(
@@ -65,6 +70,7 @@ def test_transfer_settings_from_env_and_config(tmp_path: Path) -> None:
         ({"TRAINOPS_TRANSFER_CONCURRENCY": "0"}, "concurrency must be at least 1"),
         ({"TRAINOPS_TRANSFER_PART_SIZE_MB": "4"}, "part size must be at least 5 MiB"),
         ({"TRAINOPS_TRANSFER_MEMORY_MB": "8"}, "must hold at least one part"),
+        ({"TRAINOPS_TRANSFER_SYNC_PART_CONCURRENCY": "0"}, "sync part concurrency must be at"),
         ({"TRAINOPS_TRANSFER_MEMORY_MB": "lots"}, "TRAINOPS_TRANSFER_MEMORY_MB.*whole number"),
     ],
 )

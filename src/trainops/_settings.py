@@ -50,12 +50,17 @@ class TransferSettings:
     ``part_concurrency`` how many parts of one big object are in flight (multipart-upload parts
     or ranged-download slices); ``part_size`` the size of those parts; ``memory`` bounds the bytes
     a store buffers at once, over all its transfers together (parallelism is cut to fit).
+    ``sync_part_concurrency`` is ``part_concurrency`` for the uploads a job's background sync
+    makes while its script runs (checkpoints, intermediate output): one part at a time by
+    default, so that the work an upload sets going competes least with the script (see
+    docs/storage.md); the sync after the script ends uses ``part_concurrency``.
     """
 
     concurrency: int = 32
     part_concurrency: int = 4
     part_size: int = 16 * MIB
     memory: int = 256 * MIB
+    sync_part_concurrency: int = 1
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -63,6 +68,11 @@ class TransferSettings:
         if self.part_concurrency < 1:
             raise ConfigError(
                 f"transfer part concurrency must be at least 1, got {self.part_concurrency}"
+            )
+        if self.sync_part_concurrency < 1:
+            raise ConfigError(
+                "transfer sync part concurrency must be at least 1, got "
+                f"{self.sync_part_concurrency}"
             )
         if self.part_size < 5 * MIB:
             raise ConfigError(f"transfer part size must be at least 5 MiB, got {self.part_size}")
@@ -79,6 +89,7 @@ class TransferSettings:
             "TRAINOPS_TRANSFER_PART_CONCURRENCY": str(self.part_concurrency),
             "TRAINOPS_TRANSFER_PART_SIZE_MB": str(self.part_size // MIB),
             "TRAINOPS_TRANSFER_MEMORY_MB": str(self.memory // MIB),
+            "TRAINOPS_TRANSFER_SYNC_PART_CONCURRENCY": str(self.sync_part_concurrency),
         }
 
     @property
@@ -272,11 +283,15 @@ def _transfer_settings(env: Mapping[str, str], cfg: Mapping[str, Any]) -> Transf
     parts = _opt_int(env, "TRAINOPS_TRANSFER_PART_CONCURRENCY", cfg, "part_concurrency", "transfer")
     part_mb = _opt_int(env, "TRAINOPS_TRANSFER_PART_SIZE_MB", cfg, "part_size_mb", "transfer")
     memory_mb = _opt_int(env, "TRAINOPS_TRANSFER_MEMORY_MB", cfg, "memory_mb", "transfer")
+    sync_parts = _opt_int(
+        env, "TRAINOPS_TRANSFER_SYNC_PART_CONCURRENCY", cfg, "sync_part_concurrency", "transfer"
+    )
     return TransferSettings(
         concurrency=defaults.concurrency if concurrency is None else concurrency,
         part_concurrency=defaults.part_concurrency if parts is None else parts,
         part_size=defaults.part_size if part_mb is None else part_mb * MIB,
         memory=defaults.memory if memory_mb is None else memory_mb * MIB,
+        sync_part_concurrency=defaults.sync_part_concurrency if sync_parts is None else sync_parts,
     )
 
 

@@ -17,8 +17,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from trainops._settings import Settings
+from trainops._settings import Settings, TransferSettings
 from trainops.agent import DirectorySync
+from trainops.agent._sync import _background
 from trainops.storage import ObjectStore, store_for
 
 DEADLINE = 30.0  # generous: a wait that never ends is a failure, not a timing figure
@@ -277,12 +278,24 @@ def test_an_eager_sync_starts_its_uploader_before_any_file_exists(
     )
     sync.start()
     try:
-        assert sync._worker is not None and sync._worker.poll() is None
+        assert sync.worker_pid is not None and psutil.pid_exists(sync.worker_pid)
         (tmp_path / "local" / "first.bin").write_bytes(b"x" * 10)
         _wait_for(lambda: _remote_files(remote) == {"first.bin": "x" * 10}, "the first upload")
     finally:
         sync.stop()
-    assert sync._worker is None
+    assert sync.worker_pid is None
+
+
+def test_the_background_uploader_sends_sync_part_concurrency_parts_at_once(
+    tmp_path: Path,
+) -> None:
+    """While the script runs, one part in flight by default (docs/storage.md says why); the
+    upload after the script ends, in the agent, keeps ``part_concurrency``."""
+    transfer = TransferSettings(part_concurrency=6, sync_part_concurrency=2)
+    settings = Settings(home=tmp_path, transfer=transfer)
+    background = _background(settings)
+    assert background.transfer == TransferSettings(part_concurrency=2, sync_part_concurrency=2)
+    assert background.home == settings.home and background.s3 == settings.s3
 
 
 @pytest.mark.parametrize("link", ["file", "directory"])

@@ -35,11 +35,12 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
 from trainops._errors import StorageError, TrainopsError
+from trainops._settings import Settings
 from trainops.agent._watch import Event, Inotify, inotify_available, open_for_writing
 from trainops.storage import ObjectStore, download_objects, join_uri
 
@@ -382,7 +383,6 @@ def signature(path: Path) -> Signature:
 
 def worker_main() -> int:
     """Entry point of the uploader process: config on stdin, reports on stdout, EOF stops it."""
-    from trainops._settings import Settings
     from trainops.storage import store_for
 
     config = json.loads(sys.stdin.buffer.readline())
@@ -394,7 +394,7 @@ def worker_main() -> int:
     # SIGIO (whose default is to terminate); we release the lease at once anyway.
     if hasattr(signal, "SIGIO"):
         signal.signal(signal.SIGIO, signal.SIG_IGN)
-    store = store_for(config["remote_prefix"], Settings.load())
+    store = store_for(config["remote_prefix"], _background(Settings.load()))
     mirror = Mirror(
         Path(config["local_dir"]), config["remote_prefix"], store, config["propagate_deletes"]
     )
@@ -402,6 +402,16 @@ def worker_main() -> int:
     out = sys.stdout
     _Uploader(mirror, config, lambda report: _emit(out, report)).run(sys.stdin.fileno())
     return 0
+
+
+def _background(settings: Settings) -> Settings:
+    """The settings for uploads made while the script runs: ``transfer.sync_part_concurrency``
+    parts in flight. Traced on bench/checkpoint_sync.py: four parts in flight kept more work
+    runnable beside the script (the uploader's threads and, with the S3 server on the same host,
+    the server's) for no shorter lag, the uploader getting CPU only in the script's pauses."""
+    transfer = settings.transfer
+    lanes = replace(transfer, part_concurrency=transfer.sync_part_concurrency)
+    return replace(settings, transfer=lanes)
 
 
 def _lower_priority(nice: int, *, idle: bool = True, pid: int = 0, base: int | None = None) -> None:
