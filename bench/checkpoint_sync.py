@@ -102,6 +102,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "script's slow steps waited: the uploader, the S3 server or anything else "
         "(auto: where tracefs is writable)",
     )
+    parser.add_argument(
+        "--script-cpus",
+        help="CPUs (as 0-3,6) for the script and the uploader under test; default: all",
+    )
+    parser.add_argument(
+        "--server-cpus",
+        help="CPUs for SeaweedFS, apart from --script-cpus: a server whose work is not the "
+        "script's host's, as a remote S3's is not (needs cores to spare); default: the "
+        "script's",
+    )
     parser.add_argument("--matrix-n", type=int, default=0, help="matmul size (default: calibrate)")
     parser.add_argument("--script", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--calibrate-only", action="store_true", help=argparse.SUPPRESS)
@@ -115,7 +125,30 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--threads: comma-separated whole numbers, 0 meaning all cores")
     if not set(args.schemes) <= {"file", "s3"}:
         parser.error("--schemes: file, s3")
+    for name in ("script_cpus", "server_cpus"):
+        value = getattr(args, name)
+        if value is not None:
+            try:
+                setattr(args, name, sorted(_cpu_list(value)))
+            except ValueError as exc:
+                parser.error(f"--{name.replace('_', '-')}: {exc}")
+    if args.script_cpus and args.server_cpus and set(args.script_cpus) & set(args.server_cpus):
+        parser.error("--script-cpus and --server-cpus must not share a CPU")
     return args
+
+
+def _cpu_list(text: str) -> set[int]:
+    """``"0-3,6"`` -> {0, 1, 2, 3, 6}, each one this process may run on."""
+    cpus: set[int] = set()
+    for part in filter(None, text.split(",")):
+        low, _sep, high = part.partition("-")
+        if not low.isdigit() or (high and not high.isdigit()):
+            raise ValueError(f"{part!r} is not a CPU number or a range like 0-3")
+        cpus.update(range(int(low), int(high or low) + 1))
+    usable = os.sched_getaffinity(0)
+    if not cpus or not cpus <= usable:
+        raise ValueError(f"CPUs {sorted(cpus)} are not all usable here ({sorted(usable)})")
+    return cpus
 
 
 # The training script ---------------------------------------------------------------------------
@@ -492,10 +525,18 @@ def render_table(result: dict[str, Any]) -> str:
         f"{args['ckpt_mb']} MB checkpoint every {args['every']} steps; median of "
         f"{args['rounds']} interleaved rounds per mode; uploaders at "
         f"{'SCHED_IDLE' if args.get('uploader_priority', 'idle') == 'idle' else 'nice + SCHED_BATCH'}; "
-        f"SeaweedFS {server}. "
+        f"SeaweedFS {server}{_placement(args)}. "
         f"Raw samples: [results/{section}.json](results/{section}.json)."
     )
     return "\n".join(rows)
+
+
+def _placement(args: dict[str, Any]) -> str:
+    script, server = args.get("script_cpus"), args.get("server_cpus")
+    if not script and not server:
+        return ""
+    where = f"; script and uploaders on CPUs {script or 'all'}"
+    return where + (f", SeaweedFS on CPUs {server}" if server else "")
 
 
 def _taken(figures: dict[str, Any]) -> str:
@@ -528,6 +569,18 @@ def _section(args: argparse.Namespace) -> str:
     )
 
 
+def _pin_tree(pid: int, cpus: set[int]) -> None:
+    """Keep every thread of ``pid`` and its descendants on ``cpus`` (threads started later
+    inherit it from the thread that starts them)."""
+    import psutil
+
+    root = psutil.Process(pid)
+    for proc in [root, *root.children(recursive=True)]:
+        for thread in proc.threads():
+            with contextlib.suppress(ProcessLookupError):
+                os.sched_setaffinity(thread.id, cpus)
+
+
 def _idle_tree(pid: int) -> None:
     """Put every thread of ``pid`` and its descendants at ``SCHED_IDLE`` with the idle I/O class.
 
@@ -555,6 +608,8 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("--attribute on: tracefs is not writable here (it needs root)")
     from trainops._settings import Settings
 
+    if args.script_cpus:  # this process's children (the script, the uploaders) inherit it
+        os.sched_setaffinity(0, set(args.script_cpus))
     workdir = Path(tempfile.mkdtemp(prefix="tcs-", dir="/tmp"))
     args.matrix_sizes = {t: args.matrix_n or _calibrated(args, t, workdir) for t in args.threads}
     bench = Bench(args, workdir)
@@ -576,6 +631,8 @@ def main(argv: list[str] | None = None) -> int:
                     bench.s5cmd_env = {**os.environ, **server.env(), "AWS_REGION": server.region}
                 if args.server_priority == "idle":
                     _idle_tree(server.process.pid)
+                if args.server_cpus:
+                    _pin_tree(server.process.pid, set(args.server_cpus))
                 bench.run_scheme("s3", f"s3://{bucket}", server.settings(workdir / "home"))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
