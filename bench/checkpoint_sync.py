@@ -344,7 +344,8 @@ class Bench:
         server_cpu = _process_tree_cpu(self.server_pid) - server_cpu
         shutil.rmtree(local)
         steps = sorted(result["steps_s"])
-        taken = None
+        taken: dict[str, float] | None = None
+        running: dict[str, float] = {}
         if traced is not None:
             classify = _classifier(traced[1], script.pid, uploader, self.server_pid)
             slow = [
@@ -352,6 +353,8 @@ class Bench:
             ]
             seconds = stolen(traced[0], slow, classify)
             taken = {"slow_steps": len(slow), **{w: 1000 * seconds.get(w, 0.0) for w in WHO}}
+            whole = [(result["marks"][0][0], result["marks"][-1][1])]
+            running = stolen(traced[0], whole, classify)
         sample = {
             "step_p50_ms": 1000 * statistics.median(steps),
             "step_p99_ms": 1000 * _percentile(steps, 0.99),
@@ -360,6 +363,7 @@ class Bench:
         }
         if taken is not None:
             sample["slow_steps_taken_ms"] = taken
+            sample["cpu_while_script_ran_s"] = {w: running.get(w, 0.0) for w in WHO}
         if mode != "off":
             lags = sorted(visible[c["name"]] - c["closed"] for c in result["closes"])
             sample["lags_s"] = lags
@@ -466,6 +470,9 @@ def _figures(off: list[dict[str, Any]], on: list[dict[str, Any]]) -> dict[str, A
         figures["slow_steps_taken_ms"] = {
             key: statistics.median(t[key] for t in traced) for key in ("slow_steps", *WHO)
         }
+        figures["cpu_while_script_ran_s"] = {
+            key: statistics.median(s["cpu_while_script_ran_s"][key] for s in on) for key in WHO
+        }
     return figures
 
 
@@ -492,8 +499,8 @@ def build_result(bench: Bench, args: argparse.Namespace) -> dict[str, Any]:
 
 def render_table(result: dict[str, Any]) -> str:
     rows = [
-        "| store | uploader | script's BLAS threads | step p50 off / on (ms) | step p99 off / on (ms) | p99 on / off (target ≤ 1.2) | upload lag median / p95 (s) | uploader CPU per checkpoint (s) | SeaweedFS CPU per checkpoint (s) | slow steps per run | CPU they lost to the uploader / SeaweedFS / other (ms per run) |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| store | uploader | script's BLAS threads | step p50 off / on (ms) | step p99 off / on (ms) | p99 on / off (target ≤ 1.2) | upload lag median / p95 (s) | uploader CPU per checkpoint (s) | SeaweedFS CPU per checkpoint (s) | CPU while the script ran: uploader / SeaweedFS (s per run) | slow steps per run | CPU they lost to the uploader / SeaweedFS / other (ms per run) |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     cores = result["machine"]["usable_cores"]
     for f in result["figures"].values():
@@ -540,10 +547,12 @@ def _placement(args: dict[str, Any]) -> str:
 
 
 def _taken(figures: dict[str, Any]) -> str:
-    taken = figures.get("slow_steps_taken_ms")
-    if taken is None:
-        return "n/a | n/a"
-    return f"{taken['slow_steps']:.0f} | " + " / ".join(f"{taken[w]:.0f}" for w in WHO)
+    taken, running = figures.get("slow_steps_taken_ms"), figures.get("cpu_while_script_ran_s")
+    if taken is None or running is None:
+        return "n/a | n/a | n/a"
+    during = f"{running['uploader']:.2f} / {running['server']:.2f}"
+    lost = " / ".join(f"{taken[w]:.0f}" for w in WHO)
+    return f"{during} | {taken['slow_steps']:.0f} | {lost}"
 
 
 def _calibrated(args: argparse.Namespace, threads: int, workdir: Path) -> int:
