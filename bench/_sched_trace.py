@@ -60,7 +60,8 @@ class SchedTrace:
         return (root / "trace").is_file() and os.access(root / "tracing_on", os.W_OK)
 
     def start(self) -> None:
-        for name in ("trace_clock", "buffer_size_kb", "options/record-tgid", "set_event"):
+        names = ("tracing_on", "trace_clock", "buffer_size_kb", "options/record-tgid", "set_event")
+        for name in names:
             self._saved[name] = _current(self.root / name)
         self._write("tracing_on", "0")
         self._write("trace_clock", "mono")
@@ -75,12 +76,14 @@ class SchedTrace:
         text = (self.root / "trace").read_text(errors="replace")
         self._write("set_event", "")
         for name, value in self._saved.items():
-            if name != "set_event":
+            if name not in ("set_event", "tracing_on"):
                 with contextlib.suppress(OSError):
                     self._write(name, value)
         for event in filter(None, self._saved.get("set_event", "").splitlines()):
             with contextlib.suppress(OSError), (self.root / "set_event").open("a") as out:
                 out.write(event + "\n")
+        with contextlib.suppress(OSError):
+            self._write("tracing_on", self._saved.get("tracing_on", "1"))
         return parse(text.splitlines())
 
     def _write(self, name: str, value: str) -> None:

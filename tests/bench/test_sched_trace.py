@@ -1,0 +1,101 @@
+"""bench/_sched_trace.py: reading ``sched_switch`` events back and saying who ran when.
+
+The parser and the accounting are checked on lines in the kernel's own format; the recorder
+runs against the real tracefs where this process may write it (root), and leaves it as it was.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+def _load() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("_sched_trace", BENCH / "_sched_trace.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+trace = _load()
+
+LINES = [
+    "# tracer: nop",
+    "#           TASK-PID      TGID     CPU#  |||||  TIMESTAMP  FUNCTION",
+    "          python-6145    (   6140) [001] d..2.  9825.300000: sched_switch: prev_comm=python "
+    "prev_pid=6145 prev_prio=120 prev_state=R ==> next_comm=tokio-rt-worker next_pid=7001 "
+    "next_prio=130",
+    " tokio-rt-worker-7001    (   7000) [001] d..2.  9825.400000: sched_switch: "
+    "prev_comm=tokio-rt-worker prev_pid=7001 prev_prio=130 prev_state=S ==> next_comm=python "
+    "next_pid=6145 next_prio=120",
+    "          <idle>-0       (-------) [000] d..2.  9825.100000: sched_switch: prev_comm=swapper/0 "
+    "prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=weed next_pid=8001 next_prio=120",
+    "            weed-8001    (   8000) [000] d..2.  9825.350000: sched_switch: prev_comm=weed "
+    "prev_pid=8001 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120",
+    "not a trace line at all",
+    "  bash-1 (1) [000] d..2.  9825.2: sched_wakeup: comm=x pid=2 prio=120 target_cpu=000",
+]
+
+
+def _who(tid: int) -> str:
+    return {0: "idle", 6145: "script", 7001: "uploader", 8001: "server"}.get(tid, "other")
+
+
+def test_switches_come_back_in_time_order_with_each_thread_s_process_and_name() -> None:
+    switches, threads = trace.parse(LINES)
+    assert [(s.time, s.cpu, s.next_tid) for s in switches] == [
+        (9825.1, 0, 8001),
+        (9825.3, 1, 7001),
+        (9825.35, 0, 0),
+        (9825.4, 1, 6145),
+    ]
+    assert threads == {
+        6145: (6140, "python"),
+        7001: (7000, "tokio-rt-worker"),
+        8001: (8000, "weed"),
+    }
+
+
+def test_cpu_time_is_counted_per_class_within_the_steps_only() -> None:
+    switches, _threads = trace.parse(LINES)
+    # CPU 1: the uploader 9825.30-9825.40; CPU 0: the server 9825.10-9825.35, then idle.
+    taken = trace.stolen(switches, [(9825.25, 9825.45)], _who)
+    assert taken["uploader"] == pytest.approx(0.10)
+    assert taken["server"] == pytest.approx(0.10)
+    assert set(taken) == {"uploader", "server"}  # neither the script nor idle time counts
+    assert trace.stolen(switches, [(9825.36, 9825.39), (9825.41, 9825.5)], _who) == {
+        "uploader": pytest.approx(0.03)
+    }
+    assert trace.stolen(switches, [], _who) == {}
+
+
+@pytest.mark.skipif(not trace.SchedTrace.available(), reason="tracefs is writable by root only")
+def test_a_real_trace_sees_a_child_run_and_tracefs_is_left_as_found() -> None:
+    root = trace.TRACEFS
+    before = {
+        name: (root / name).read_text()
+        for name in ("trace_clock", "options/record-tgid", "set_event", "tracing_on")
+    }
+    recorder = trace.SchedTrace()
+    recorder.start()
+    try:
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.05)"])
+        child.wait()
+        time.sleep(0.05)
+    finally:
+        switches, threads = recorder.stop()
+    assert switches and all(a.time <= b.time for a, b in itertools.pairwise(switches))
+    assert threads.get(child.pid, (None, ""))[0] == child.pid
+    after = {name: (root / name).read_text() for name in before}
+    assert after == before
