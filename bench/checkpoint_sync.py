@@ -41,6 +41,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -397,7 +398,7 @@ def _first(seen: dict[str, float], rel: str) -> None:
 
 def _classifier(
     threads: dict[int, tuple[int, str]], script: int, uploader: int | None, server: int | None
-) -> Any:
+) -> Callable[[int], str]:
     """Who a traced thread is: the script, the uploader under test (trainops' uploader process
     or an s5cmd), the S3 server, idle, or other."""
 
@@ -578,16 +579,20 @@ def _section(args: argparse.Namespace) -> str:
     )
 
 
-def _pin_tree(pid: int, cpus: set[int]) -> None:
-    """Keep every thread of ``pid`` and its descendants on ``cpus`` (threads started later
-    inherit it from the thread that starts them)."""
+def _tree_threads(pid: int) -> list[int]:
+    """The thread ids of ``pid`` and its descendants, as they are now."""
     import psutil
 
     root = psutil.Process(pid)
-    for proc in [root, *root.children(recursive=True)]:
-        for thread in proc.threads():
-            with contextlib.suppress(ProcessLookupError):
-                os.sched_setaffinity(thread.id, cpus)
+    return [t.id for proc in [root, *root.children(recursive=True)] for t in proc.threads()]
+
+
+def _pin_tree(pid: int, cpus: set[int]) -> None:
+    """Keep every thread of ``pid`` and its descendants on ``cpus`` (threads started later
+    inherit it from the thread that starts them)."""
+    for thread in _tree_threads(pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.sched_setaffinity(thread, cpus)
 
 
 def _idle_tree(pid: int) -> None:
@@ -599,12 +604,10 @@ def _idle_tree(pid: int) -> None:
     """
     import psutil
 
-    root = psutil.Process(pid)
-    for proc in [root, *root.children(recursive=True)]:
-        for thread in proc.threads():
-            with contextlib.suppress(ProcessLookupError):
-                os.sched_setscheduler(thread.id, os.SCHED_IDLE, os.sched_param(0))
-                psutil.Process(thread.id).ionice(psutil.IOPRIO_CLASS_IDLE)
+    for thread in _tree_threads(pid):
+        with contextlib.suppress(ProcessLookupError, psutil.NoSuchProcess):
+            os.sched_setscheduler(thread, os.SCHED_IDLE, os.sched_param(0))
+            psutil.Process(thread).ionice(psutil.IOPRIO_CLASS_IDLE)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -73,14 +73,18 @@ def gpu_utilization_section(context: ReportContext) -> dict[str, Any]:
     return found | {"available": True, "without_gpu": missing}
 
 
+def _thresholds(context: ReportContext, rule: str, *keys: str) -> dict[str, float]:
+    """The rule's parameters ``keys`` as numbers, in that order (as the report shows them)."""
+    return {key: float(context.rule_parameter(rule, key)) for key in keys}
+
+
 def batch_size_section(context: ReportContext) -> dict[str, Any]:
     """BatchSize's three p95 figures per node, and the samples per step each rank saw."""
     if not context.systems:
         return {"available": False, "reason": _NO_SYSTEM}
-    limits = {
-        key: float(context.rule_parameter("BatchSize", key))
-        for key in ("cpu_threshold_p95", "gpu_threshold_p95", "gpu_memory_threshold_p95")
-    }
+    limits = _thresholds(
+        context, "BatchSize", "cpu_threshold_p95", "gpu_threshold_p95", "gpu_memory_threshold_p95"
+    )
     nodes = []
     for host, series in sorted(context.systems.items()):
         cpu = _p(series.column("cpu"), 95)
@@ -114,9 +118,8 @@ def cpu_bottleneck_section(context: ReportContext) -> dict[str, Any]:
     dataloader's workers against the cores."""
     if not context.systems:
         return {"available": False, "reason": _NO_SYSTEM}
-    cpu_limit = float(context.rule_parameter("CPUBottleneck", "cpu_threshold"))
-    gpu_limit = float(context.rule_parameter("CPUBottleneck", "gpu_threshold"))
-    share_limit = float(context.rule_parameter("CPUBottleneck", "threshold"))
+    limits = _thresholds(context, "CPUBottleneck", "cpu_threshold", "gpu_threshold", "threshold")
+    cpu_limit, gpu_limit, share_limit = limits.values()
     nodes = []
     for host, series in sorted(context.systems.items()):
         busy = [v > cpu_limit for v in series.column("cpu")]
@@ -128,7 +131,6 @@ def cpu_bottleneck_section(context: ReportContext) -> dict[str, Any]:
         else:
             node["note"] = _no_gpu(context, host) + ": the CPU's busy share is shown alone"
         nodes.append(node)
-    limits = {"cpu_threshold": cpu_limit, "gpu_threshold": gpu_limit, "threshold": share_limit}
     return {
         "available": True,
         "thresholds": limits,
@@ -141,9 +143,8 @@ def io_bottleneck_section(context: ReportContext) -> dict[str, Any]:
     """IOBottleneck's share of samples with high I/O wait (and a GPU idle), with disk figures."""
     if not context.systems:
         return {"available": False, "reason": _NO_SYSTEM}
-    io_limit = float(context.rule_parameter("IOBottleneck", "io_threshold"))
-    gpu_limit = float(context.rule_parameter("IOBottleneck", "gpu_threshold"))
-    share_limit = float(context.rule_parameter("IOBottleneck", "threshold"))
+    limits = _thresholds(context, "IOBottleneck", "io_threshold", "gpu_threshold", "threshold")
+    io_limit, gpu_limit, share_limit = limits.values()
     nodes = []
     for host, series in sorted(context.systems.items()):
         waiting = [v > io_limit for v in series.column("iowait")]
@@ -161,7 +162,6 @@ def io_bottleneck_section(context: ReportContext) -> dict[str, Any]:
         elif not idle:
             node["note"] = _no_gpu(context, host) + ": the I/O wait share is shown alone"
         nodes.append(node)
-    limits = {"io_threshold": io_limit, "gpu_threshold": gpu_limit, "threshold": share_limit}
     return {"available": True, "thresholds": limits, "nodes": nodes}
 
 
