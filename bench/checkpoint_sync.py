@@ -245,16 +245,24 @@ class S5cmdMirror:
                     self._send(event.rel)
 
     def _send(self, rel: str) -> None:
+        from trainops.agent._priority import IDLE_SESSION_NICE, lower_session
         from trainops.agent._sync import _lower_priority
 
         argv = [*self.s5cmd, "cp", str(self.local / rel), f"{self.prefix}/{rel}"]
+        session = IDLE_SESSION_NICE if self.idle else min(19, self.nice)
+
+        def lower() -> None:  # in the child, after setsid: as trainops' uploader is placed
+            lower_session(os.getpid(), session)
+            _lower_priority(self.nice, idle=self.idle)
+
         with tempfile.TemporaryFile() as err:
             proc = subprocess.Popen(
                 argv,
                 env=self.env,
                 stdout=subprocess.DEVNULL,
                 stderr=err,
-                preexec_fn=lambda: _lower_priority(self.nice, idle=self.idle),
+                start_new_session=True,
+                preexec_fn=lower,
             )
             _pid, status, usage = os.wait4(proc.pid, 0)
             self.cpu_s += usage.ru_utime + usage.ru_stime
@@ -317,8 +325,12 @@ class Bench:
         if trace is not None:
             trace.start()
         try:
-            script = subprocess.Popen(
-                argv, stdout=subprocess.PIPE, text=True, env=_script_env(threads)
+            script = subprocess.Popen(  # a session of its own, as the agent starts a script
+                argv,
+                stdout=subprocess.PIPE,
+                text=True,
+                env=_script_env(threads),
+                start_new_session=True,
             )
             stdout, _ = script.communicate()
         finally:
@@ -596,13 +608,21 @@ def _pin_tree(pid: int, cpus: set[int]) -> None:
 
 
 def _idle_tree(pid: int) -> None:
-    """Put every thread of ``pid`` and its descendants at ``SCHED_IDLE`` with the idle I/O class.
+    """Put every thread of ``pid`` and its descendants at ``SCHED_IDLE`` with the idle I/O class,
+    and the session ``pid`` leads (the server is started in one of its own) at autogroup nice 19.
 
     Thread by thread: a process-wide call moves only the main thread, and a Go server's other
     threads (started already) would keep competing with the script. Threads started later
-    inherit the policy from the thread that starts them.
+    inherit the policy from the thread that starts them. The session's autogroup: where the
+    kernel groups by session, ``SCHED_IDLE`` threads in a session other than the script's would
+    otherwise take half of a contended core (see ``trainops.agent._priority.lower_session``).
     """
     import psutil
+
+    from trainops.agent._priority import lower_session
+
+    if not lower_session(pid):
+        print("note: the server's autogroup could not be lowered", file=sys.stderr)
 
     for thread in _tree_threads(pid):
         with contextlib.suppress(ProcessLookupError, psutil.NoSuchProcess):

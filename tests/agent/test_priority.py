@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -73,3 +74,21 @@ def test_everything_but_the_script_and_the_caller_is_lowered_then_restored() -> 
         assert restored["autogroup"] == before["autogroup"]
     if os.geteuid() == 0:  # raising a thread's priority back needs privileges
         assert restored["thread"] == restored["worker"] == base
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/autogroup"), reason="a kernel with autogroups")
+def test_a_child_in_a_session_of_its_own_gets_its_autogroup_lowered() -> None:
+    from trainops.agent import _priority
+
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(30)"], start_new_session=True
+    )
+    try:
+        assert _priority.lower_session(child.pid) is True
+        text = Path(f"/proc/{child.pid}/autogroup").read_text()
+        assert text.split()[1:] == ["nice", str(_priority.IDLE_SESSION_NICE)]
+        assert _priority._autogroup_nice() != _priority.IDLE_SESSION_NICE  # ours is untouched
+    finally:
+        child.kill()
+        child.wait()
+    assert _priority.lower_session(child.pid) is False  # gone: refused, no exception

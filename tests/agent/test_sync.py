@@ -338,11 +338,25 @@ def test_the_uploader_and_its_threads_run_at_the_chosen_low_priority(
         policies = {os.sched_getscheduler(thread.pid) for thread in threads}
         nices = {thread.nice() for thread in threads}
         io_class = uploader.ionice().ioclass
+        session = os.getsid(uploader.pid)
+        autogroup = _autogroup_of(uploader.pid)
     finally:
         sync.stop()
     assert policies == {os.SCHED_IDLE if idle else os.SCHED_BATCH}
     assert nices == {min(19, os.nice(0) + 7)}
     assert (io_class == psutil.IOPRIO_CLASS_IDLE) is idle
+    # A session of its own, whose autogroup is lowered: where the kernel shares the CPU between
+    # sessions first, the script (in another session) would otherwise meet it at equal weight.
+    assert session == uploader.pid != os.getsid(0)
+    if autogroup is not None:
+        assert autogroup == (19 if idle else min(19, os.nice(0) + 7))
+
+
+def _autogroup_of(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/autogroup").read_text().split()[2])
+    except (OSError, IndexError, ValueError):
+        return None  # a kernel without autogroups
 
 
 @pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="SCHED_IDLE is Linux's")

@@ -41,6 +41,7 @@ from typing import IO, Any
 
 from trainops._errors import StorageError, TrainopsError
 from trainops._settings import Settings
+from trainops.agent._priority import IDLE_SESSION_NICE, lower_session
 from trainops.agent._watch import Event, Inotify, inotify_available, open_for_writing
 from trainops.storage import ObjectStore, download_objects, join_uri
 
@@ -278,11 +279,14 @@ class DirectorySync:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env={**os.environ, **self._store.child_env()},
+            start_new_session=True,  # an autogroup of its own: see _lower_priority
         )
         # At once, not from the worker itself: its interpreter's start-up and imports (a few
         # hundred milliseconds of CPU, when the first checkpoint appears mid-training) must not
         # run at the script's priority.
         base = os.getpriority(os.PRIO_PROCESS, 0)
+        session = IDLE_SESSION_NICE if self._idle else min(19, base + self._nice)
+        lower_session(self._worker.pid, session)
         _lower_priority(self._nice, idle=self._idle, pid=self._worker.pid, base=base)
         config["base_nice"] = base
         assert self._worker.stdin is not None and self._worker.stdout is not None
@@ -426,6 +430,12 @@ def _lower_priority(nice: int, *, idle: bool = True, pid: int = 0, base: int | N
     missing) ``nice`` and ``SCHED_BATCH``: a share of the CPU however busy the host, but a woken
     script thread may wait for the uploader's time slice to end. The niceness set is ``base``
     (default: this process's own) plus ``nice``, so applying it twice changes nothing.
+
+    Either is relative to the threads of the same session only, where the kernel groups
+    processes by session (autogroups): the uploader is started in a session of its own whose
+    autogroup :func:`~trainops.agent._priority.lower_session` puts at nice 19 (with ``idle``),
+    since the script, in its own session, would otherwise meet the uploader's session at equal
+    weight.
     """
     own = os.getpriority(os.PRIO_PROCESS, 0) if base is None else base
     with contextlib.suppress(OSError):
