@@ -534,7 +534,7 @@ def render_table(result: dict[str, Any]) -> str:
         for t, n in sorted(args["matrix_sizes"].items())
     )
     server = (
-        "at SCHED_IDLE, every thread (a stand-in for a remote S3)"
+        "at SCHED_IDLE, every thread, its session at autogroup nice 19 (a stand-in for a remote S3)"
         if args.get("server_priority") == "idle"
         else "at normal priority, on the script's cores"
     )
@@ -544,7 +544,8 @@ def render_table(result: dict[str, Any]) -> str:
         f"{args['steps']} steps of ~{args['step_ms']:.0f} ms (float32 matmul, {sizes}), a "
         f"{args['ckpt_mb']} MB checkpoint every {args['every']} steps; median of "
         f"{args['rounds']} interleaved rounds per mode; uploaders at "
-        f"{'SCHED_IDLE' if args.get('uploader_priority', 'idle') == 'idle' else 'nice + SCHED_BATCH'}; "
+        f"{'SCHED_IDLE' if args.get('uploader_priority', 'idle') == 'idle' else 'nice + SCHED_BATCH'}"
+        " in sessions of their own, the script in its own; "
         f"SeaweedFS {server}{_placement(args)}. "
         f"Raw samples: [results/{section}.json](results/{section}.json)."
     )
@@ -634,10 +635,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.script:
         return script(args)
+    hint = "tracefs is not mounted and writable here (as root: mount -t tracefs nodev /sys/kernel/tracing)"
     if args.attribute == "auto":
         args.attribute = "on" if SchedTrace.available() else "off"
+        if args.attribute == "off":
+            print(f"note: no attribution columns: {hint}", file=sys.stderr)
     elif args.attribute == "on" and not SchedTrace.available():
-        raise SystemExit("--attribute on: tracefs is not writable here (it needs root)")
+        raise SystemExit(f"--attribute on: {hint}")
     from trainops._settings import Settings
 
     if args.script_cpus:  # this process's children (the script, the uploaders) inherit it
