@@ -123,6 +123,22 @@ def test_local_instance_type_is_this_machine_at_no_cost() -> None:
     assert gpu.gpus >= 1 and gpu.vcpus == local.vcpus and gpu.on_demand_usd_per_hour == 0.0
 
 
+def test_a_local_job_host_is_not_warned_that_it_is_smaller_than_itself() -> None:
+    from trainops.agent._resources import capacity_warnings, machine_memory_mb
+    from trainops.protocol import HostResources
+
+    for name in ("local", "local_gpu"):
+        instance = JobSpec(entry_point="train.py", instance_type=name).instance
+        warnings = capacity_warnings(
+            instance,
+            HostResources(gpus=list(range(instance.gpus)), memory_mb=machine_memory_mb()),
+            machine_cpus=os.cpu_count() or 1,
+            machine_memory=machine_memory_mb(),
+            machine_gpus=instance.gpus,
+        )
+        assert warnings == []
+
+
 def test_fit_arguments_are_validated_before_anything_is_submitted(tmp_path: Path) -> None:
     job = TrainingJob(entry_point="train.py")
     with pytest.raises(SpecError) as info:

@@ -9,6 +9,7 @@ reservation): all its CPUs and memory, no GPUs for ``local`` and all of its NVID
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import NamedTuple
@@ -29,7 +30,10 @@ class MachineHardware(NamedTuple):
 def machine_hardware(name: str, dev: Path = Path("/dev")) -> MachineHardware:
     """The hardware of local type ``name`` on this machine."""
     gpus = max(_count_gpus(dev), 1) if name == "local_gpu" else 0
-    return MachineHardware(os.cpu_count() or 1, round(_memory_bytes() / 1024**3, 1), gpus)
+    # Rounded down to 0.1 GiB: rounded to nearest, 23.57 GiB became 23.6, and every host of a
+    # ``local`` job was warned that it had less memory than its own instance type.
+    memory_gib = math.floor(_memory_bytes() / 1024**3 * 10) / 10
+    return MachineHardware(os.cpu_count() or 1, memory_gib, gpus)
 
 
 def _memory_bytes() -> int:
