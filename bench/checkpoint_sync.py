@@ -245,14 +245,11 @@ class S5cmdMirror:
                     self._send(event.rel)
 
     def _send(self, rel: str) -> None:
-        from trainops.agent._priority import IDLE_SESSION_NICE, lower_session
         from trainops.agent._sync import _lower_priority
 
         argv = [*self.s5cmd, "cp", str(self.local / rel), f"{self.prefix}/{rel}"]
-        session = IDLE_SESSION_NICE if self.idle else min(19, self.nice)
 
-        def lower() -> None:  # in the child, after setsid: as trainops' uploader is placed
-            lower_session(os.getpid(), session)
+        def lower() -> None:  # in the child, after setsid: placed as trainops' uploader is
             _lower_priority(self.nice, idle=self.idle)
 
         with tempfile.TemporaryFile() as err:

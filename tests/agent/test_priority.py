@@ -80,15 +80,31 @@ def test_everything_but_the_script_and_the_caller_is_lowered_then_restored() -> 
 def test_a_child_in_a_session_of_its_own_gets_its_autogroup_lowered() -> None:
     from trainops.agent import _priority
 
+    ours = _priority._autogroup_nice()
     child = subprocess.Popen(
         [sys.executable, "-c", "import time; time.sleep(30)"], start_new_session=True
     )
     try:
         assert _priority.lower_session(child.pid) is True
-        text = Path(f"/proc/{child.pid}/autogroup").read_text()
-        assert text.split()[1:] == ["nice", str(_priority.IDLE_SESSION_NICE)]
-        assert _priority._autogroup_nice() != _priority.IDLE_SESSION_NICE  # ours is untouched
+        autogroup = Path(f"/proc/{child.pid}/autogroup")
+        assert _priority._autogroup_nice(autogroup) == _priority.IDLE_SESSION_NICE
+        assert _priority.lower_session(child.pid) is True  # already there: nothing written
+        assert _priority._autogroup_nice() == ours  # ours is untouched
     finally:
         child.kill()
         child.wait()
     assert _priority.lower_session(child.pid) is False  # gone: refused, no exception
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/autogroup"), reason="a kernel with autogroups")
+def test_a_child_in_the_caller_s_session_is_refused_so_the_caller_keeps_its_autogroup() -> None:
+    from trainops.agent import _priority
+
+    ours = _priority._autogroup_nice()
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert _priority.lower_session(child.pid) is False
+        assert _priority._autogroup_nice() == ours
+    finally:
+        child.kill()
+        child.wait()

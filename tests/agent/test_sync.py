@@ -19,6 +19,7 @@ import pytest
 
 from trainops._settings import Settings, TransferSettings
 from trainops.agent import DirectorySync
+from trainops.agent._priority import _autogroup_nice
 from trainops.agent._sync import _background
 from trainops.storage import ObjectStore, store_for
 
@@ -339,7 +340,7 @@ def test_the_uploader_and_its_threads_run_at_the_chosen_low_priority(
         nices = {thread.nice() for thread in threads}
         io_class = uploader.ionice().ioclass
         session = os.getsid(uploader.pid)
-        autogroup = _autogroup_of(uploader.pid)
+        autogroup = _autogroup_nice(Path(f"/proc/{uploader.pid}/autogroup"))
     finally:
         sync.stop()
     assert policies == {os.SCHED_IDLE if idle else os.SCHED_BATCH}
@@ -350,13 +351,6 @@ def test_the_uploader_and_its_threads_run_at_the_chosen_low_priority(
     assert session == uploader.pid != os.getsid(0)
     if autogroup is not None:
         assert autogroup == (19 if idle else min(19, os.nice(0) + 7))
-
-
-def _autogroup_of(pid: int) -> int | None:
-    try:
-        return int(Path(f"/proc/{pid}/autogroup").read_text().split()[2])
-    except (OSError, IndexError, ValueError):
-        return None  # a kernel without autogroups
 
 
 @pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="SCHED_IDLE is Linux's")

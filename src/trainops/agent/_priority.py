@@ -126,14 +126,25 @@ def lower_session(pid: int, nice: int = IDLE_SESSION_NICE) -> bool:
     ``SCHED_IDLE`` busy loop in a session of its own took 49% of a core from a nice-0 one, 0.9%
     inside the other's session). A session of its own at autogroup nice 19 (weight 15 against the
     script's 1024) brings that back to about 1.5%.
+
+    Only for a session leader: an autogroup belongs to the whole session, so lowering that of a
+    process in the caller's session would lower the caller too. Nothing is written where the
+    value is already ``nice`` (the kernel takes one change per 0.1 s from unprivileged users).
     """
-    return _set_autogroup_nice(nice, Path(f"/proc/{pid}/autogroup"))
-
-
-def _autogroup_nice() -> int | None:
-    """This session's autogroup nice value; None where the kernel has no autogroups."""
     try:
-        text = _AUTOGROUP.read_text()  # "/autogroup-270 nice 0"
+        if os.getsid(pid) != (pid or os.getpid()):
+            return False
+    except OSError:
+        return False  # gone
+    path = Path(f"/proc/{pid or 'self'}/autogroup")
+    return _autogroup_nice(path) == nice or _set_autogroup_nice(nice, path)
+
+
+def _autogroup_nice(path: Path = _AUTOGROUP) -> int | None:
+    """The autogroup nice value of the session ``path`` (a ``/proc/<pid>/autogroup``) names,
+    this process's by default; None where the kernel has no autogroups."""
+    try:
+        text = path.read_text()  # "/autogroup-270 nice 0"
     except OSError:
         return None
     parts = text.split()

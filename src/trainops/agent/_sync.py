@@ -285,8 +285,6 @@ class DirectorySync:
         # hundred milliseconds of CPU, when the first checkpoint appears mid-training) must not
         # run at the script's priority.
         base = os.getpriority(os.PRIO_PROCESS, 0)
-        session = IDLE_SESSION_NICE if self._idle else min(19, base + self._nice)
-        lower_session(self._worker.pid, session)
         _lower_priority(self._nice, idle=self._idle, pid=self._worker.pid, base=base)
         config["base_nice"] = base
         assert self._worker.stdin is not None and self._worker.stdout is not None
@@ -432,14 +430,16 @@ def _lower_priority(nice: int, *, idle: bool = True, pid: int = 0, base: int | N
     (default: this process's own) plus ``nice``, so applying it twice changes nothing.
 
     Either is relative to the threads of the same session only, where the kernel groups
-    processes by session (autogroups): the uploader is started in a session of its own whose
-    autogroup :func:`~trainops.agent._priority.lower_session` puts at nice 19 (with ``idle``),
-    since the script, in its own session, would otherwise meet the uploader's session at equal
-    weight.
+    processes by session (autogroups): the uploader is started in a session of its own, and where
+    ``pid`` leads its session this also puts the session's autogroup at nice 19 (with ``idle``;
+    else at the niceness set) through :func:`~trainops.agent._priority.lower_session`, since the
+    script, in its own session, would otherwise meet the uploader's session at equal weight.
     """
     own = os.getpriority(os.PRIO_PROCESS, 0) if base is None else base
+    niceness = min(19, own + nice)
     with contextlib.suppress(OSError):
-        os.setpriority(os.PRIO_PROCESS, pid, min(19, own + nice))
+        os.setpriority(os.PRIO_PROCESS, pid, niceness)
+    lower_session(pid, IDLE_SESSION_NICE if idle else niceness)  # a session leader's only
     for name in ("SCHED_IDLE", "SCHED_BATCH") if idle else ("SCHED_BATCH",):
         policy = getattr(os, name, None)
         if policy is None:
