@@ -250,7 +250,13 @@ def test_a_rank_that_never_ends_its_line_is_not_held_without_bound() -> None:
 TERM_ONCE = """
 import os, signal, sys, time
 rank = int(os.environ["RANK"])
+ready = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rank0-ready")
 if rank == 1:
+    # Fail only once rank 0 listens for SIGTERM: a loaded machine may start rank 0's
+    # interpreter later than rank 1's, and the default action would end it without a line.
+    deadline = time.monotonic() + 60
+    while not os.path.exists(ready) and time.monotonic() < deadline:
+        time.sleep(0.01)
     sys.exit(3)
 seen = []
 def on_term(signum, frame):
@@ -260,6 +266,7 @@ def on_term(signum, frame):
         time.sleep(1.0)  # a second SIGTERM would arrive in here
         sys.exit(143)
 signal.signal(signal.SIGTERM, on_term)
+open(ready, "w").close()
 while True:
     time.sleep(0.05)
 """
