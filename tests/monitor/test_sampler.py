@@ -30,7 +30,8 @@ def test_columns_are_the_contracts_names_with_their_units() -> None:
         assert columns[0] == "time"
         assert set(SYSTEM_COLUMNS) <= set(columns)  # this host has a disk and /proc/net/dev
         assert numbered(columns, "cpu") == {c: f"cpu{c}" for c in cores}
-        assert len(columns) == len(set(columns)) == len(SYSTEM_COLUMNS) + len(cores)
+        gpus = 3 * len(sampler.gpu_info)  # gpu<N>, gpu<N>_memory, gpu<N>_memory_bytes
+        assert len(columns) == len(set(columns)) == len(SYSTEM_COLUMNS) + len(cores) + gpus
         units = {column: _unit(column) for column in columns}
         assert units["cpu0"] == units["cpu"] == units["iowait"] == units["memory"] == "%"
         assert units["disk_read"] == units["net_tx"] == "B/s"

@@ -15,6 +15,7 @@ import os
 import pstats
 import time
 from abc import ABC, abstractmethod
+from inspect import signature
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +91,12 @@ class DetailedWindow(WindowRunner):
         def record(step: int) -> ProfilerAction:  # a schedule: torch then marks each step
             return ProfilerAction.RECORD
 
-        self.profile = profile(activities=activities, record_shapes=True, schedule=record)
+        # acc_events keeps one profiler over the whole window: without it torch may make a new
+        # one (dropping what was recorded) and warns into the script's log (seen on CUDA)
+        extra: dict[str, Any] = (
+            {"acc_events": True} if "acc_events" in signature(profile).parameters else {}
+        )
+        self.profile = profile(activities=activities, record_shapes=True, schedule=record, **extra)
         self.profile.step_num = step
         self.profile.start()
 
