@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests._support.system import require
 from tests.agent._support import make_hosts, make_job, run_together
 from trainops._hostns_exec import NAME_UNRESOLVED
 from trainops.agent import HostResult
@@ -176,8 +176,7 @@ comm.Barrier()
 
 
 def _needs_mpi() -> None:
-    if shutil.which("mpirun") is None:
-        pytest.skip("Open MPI's mpirun is not installed (make test installs it where it can)")
+    require("mpirun")
     pytest.importorskip("mpi4py")
 
 

@@ -8,7 +8,6 @@ after the job, whichever way it ends.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -16,15 +15,12 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tests._support.system import require
 from tests.e2e._harness import CLI, cli_env, describe, trainops, write_job
 
 pytestmark = pytest.mark.slow
+require("mpirun")
 pytest.importorskip("mpi4py")
-if shutil.which("mpirun") is None:
-    pytest.skip(
-        "Open MPI's mpirun is not installed (make test installs it where it can)",
-        allow_module_level=True,
-    )
 
 ALLREDUCE = """
 import os, socket
