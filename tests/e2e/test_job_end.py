@@ -14,6 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tests._support.processes import assert_nothing_left
 from tests.e2e._harness import CLI, Server, cli_env, describe, trainops, wait_for, write_job
 
 pytestmark = pytest.mark.slow
@@ -119,6 +120,7 @@ def test_a_daemon_of_the_script_does_not_outlive_the_job(tmp_path: Path) -> None
         int(line.split()[-1]) for line in result.stdout.splitlines() if "] daemon " in line
     )
     assert _gone(daemon)
+    assert_nothing_left("daemonized", [tmp_path])
     # The agent did not sit waiting for the daemon's end of the pipes (it used to, 10 s).
     assert describe("daemonized", home)["TrainingTimeInSeconds"] < 5
 
