@@ -137,9 +137,6 @@ steps.close()
 
 
 def test_a_profiling_job_has_its_step_and_system_metrics_as_scalars(tmp_path: Path) -> None:
-    # Every sidecar of a profiling job must be there (the framework sidecar comes with issue 10
-    # item 2; until then a profiling job cannot start in this branch).
-    pytest.importorskip("trainops.agent.sidecars._framework", reason="no framework sidecar yet")
     job = make_job(
         tmp_path,
         {"train.py": STEPS_SCRIPT},
