@@ -88,3 +88,22 @@ def test_a_whole_pytest_run_skips_here_and_fails_in_ci(
     assert outcome in done.stdout, done.stdout + done.stderr
     assert "mpirun not found; install Open MPI's mpirun: `make install-mpi`" in done.stdout
     assert done.returncode == (1 if ci else 0), done.stdout
+
+
+@pytest.mark.parametrize(
+    ("ci", "raised"), [("", pytest.skip.Exception), ("true", pytest.fail.Exception)]
+)
+@pytest.mark.parametrize("extra", sorted(system.EXTRAS))
+def test_a_missing_extra_skips_here_and_fails_in_ci(
+    extra: str, ci: str, raised: type[BaseException], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CI", ci)
+    monkeypatch.setitem(sys.modules, system.EXTRAS[extra], None)  # as if not installed
+    with pytest.raises(raised, match=rf"pip install -e '\.\[{extra}\]' \(make test does\)"):
+        system.require_extra(extra)
+
+
+def test_every_extra_the_tests_need_is_one_make_test_installs() -> None:
+    makefile = (ROOT / "Makefile").read_text()
+    installed = makefile.split("$(VENV)/.test-installed:")[1].split("-e '.[")[1].split("]'")[0]
+    assert set(system.EXTRAS) <= set(installed.split(","))

