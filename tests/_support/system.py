@@ -12,12 +12,13 @@ part is skipped in one place and failed in another.
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import os
 import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import NoReturn
 
 import pytest
@@ -47,8 +48,16 @@ PARTS = {
     ),
 }
 
-# The module each optional extra installs, by the extra's name in pyproject.toml.
-EXTRAS = {"nvml": "pynvml", "pyinstrument": "pyinstrument"}
+# The extras of pyproject.toml the tests import, each with its main module (others are named).
+EXTRAS = {
+    "dev": "httpx",  # tensorboard, tbparse and matplotlib come with it too
+    "mpi": "mpi4py",
+    "nvml": "pynvml",
+    "pyinstrument": "pyinstrument",
+    "ray": "ray",
+    "tensorflow": "tensorflow",
+    "torch": "torch",
+}
 
 
 def in_ci() -> bool:
@@ -83,12 +92,15 @@ def require(name: str) -> Path:
     return next(path for p in PARTS[name].programs[0] if (path := where(p)) is not None)
 
 
-def require_extra(extra: str) -> None:
-    """Skips the calling test when the module of ``extra`` is not installed, with the reason,
-    or fails it in CI (``make test`` installs the extra)."""
-    module = EXTRAS[extra]
-    if importlib.util.find_spec(module) is None:
-        _absent(f"the {extra} extra's module {module} is not installed; install it: "
+def require_extra(extra: str, module: str | None = None) -> ModuleType:
+    """``module`` (by default the extra's main one) imported; when it cannot be, skips the
+    calling test (or module) with the reason, or fails it in CI (``make test`` installs every
+    extra of :data:`EXTRAS`)."""
+    name = module or EXTRAS[extra]
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        _absent(f"the {extra} extra's module {name} cannot be imported ({exc}); install it: "
                 f"pip install -e '.[{extra}]' (make test does)")  # fmt: skip
 
 

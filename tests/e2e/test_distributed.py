@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 
 from tests._support.processes import assert_nothing_left
+from tests._support.system import require_extra
 from tests.e2e._harness import describe, trainops, write_job
 
 pytestmark = pytest.mark.slow
-torch = pytest.importorskip("torch")
+torch = require_extra("torch")
 
 ALLREDUCE = """
 import os, torch, torch.distributed as dist

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from tests._support.processes import assert_nothing_left
-from tests._support.system import require
+from tests._support.system import require, require_extra
 from tests.e2e._harness import CLI, cli_env, describe, trainops, write_job
 
 pytestmark = pytest.mark.slow
 require("mpirun")
-pytest.importorskip("mpi4py")
+require_extra("mpi")
 
 ALLREDUCE = """
 import os, socket
