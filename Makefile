@@ -18,7 +18,8 @@ $(VENV)/.demo-installed: $(PY) pyproject.toml constraints.txt
 
 # The nvml and pyinstrument extras install without a GPU; with them the suite runs NVML's "no
 # driver" path and pyinstrument's profiling window (without them those tests fail under CI=true).
-$(VENV)/.test-installed: $(VENV)/.demo-installed
+# The Makefile is a prerequisite: a venv made before an extra was added here gets it too.
+$(VENV)/.test-installed: $(VENV)/.demo-installed Makefile
 	$(PIP) install $(CONSTRAINTS) -e '.[dev,torch,s3,tensorflow,mpi,ray,nvml,pyinstrument]'
 	@$(MAKE) --no-print-directory install-mpi
 	@$(MAKE) --no-print-directory install-rclone
