@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests._support.processes import assert_nothing_left, job_processes
+from tests._support.processes import _cgroup_of, assert_nothing_left, job_processes
 from tests.e2e._harness import CLI, cli_env, trainops, wait_for, write_job
 from trainops.agent._reaper import MARKER_VARIABLE, ProcessTree
 
@@ -123,3 +123,14 @@ def _cmd(proc: psutil.Process) -> str:
         return " ".join(proc.cmdline())
     except psutil.Error:
         return ""
+
+
+def test_a_cgroup_is_the_jobs_only_when_its_whole_name_says_so() -> None:
+    mine = "/system.slice/x/trainops-4242-left-attempt-1-algo-2-0123456789abcdef"
+    assert _cgroup_of(mine, "left")
+    assert not _cgroup_of(mine, "lef") and not _cgroup_of(mine, "left-attempt-1")
+    other = (
+        "/x/trainops-4242-left-attempt-2-attempt-1-algo-1-0123456789abcdef"  # job left-attempt-2
+    )
+    assert _cgroup_of(other, "left-attempt-2") and not _cgroup_of(other, "left")
+    assert not _cgroup_of("/x/trainops-notapid-left-attempt-1-algo-1-0123456789abcdef", "left")

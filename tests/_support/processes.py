@@ -20,6 +20,7 @@ naming each one left and what marks it.
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -91,15 +92,13 @@ def _marks(pid: int, job: str, roots: list[Path]) -> tuple[str, ...]:
 
 
 def _cgroup_of(cgroup: str, job: str) -> bool:
-    """Whether ``cgroup`` is one an agent made for a command of ``job`` (``_reaper``'s name:
-    ``trainops-<pid>-`` and the marker with every other character than letters and digits
-    made ``-``)."""
-    wanted = "".join(c if c.isalnum() else "-" for c in f"{job}/attempt-")
-    for part in cgroup.split("/"):
-        owner, _, rest = part.removeprefix("trainops-").partition("-")
-        if part.startswith("trainops-") and owner.isdigit() and rest.startswith(wanted):
-            return True
-    return False
+    """Whether ``cgroup`` is one an agent made for a command of ``job``: ``_reaper`` names it
+    ``trainops-<agent pid>-`` and the marker ``<job>/attempt-<n>/<host>/<16 hex>`` with every
+    character but letters and digits made ``-`` (so the whole name is matched: job ``a`` must
+    not take job ``a-attempt-2``'s cgroup for its own)."""
+    name = re.escape("".join(c if c.isalnum() else "-" for c in job))
+    pattern = re.compile(rf"trainops-\d+-{name}-attempt-\d+-algo-\d+-[0-9a-f]{{16}}")
+    return any(pattern.fullmatch(part) for part in cgroup.split("/"))
 
 
 def _environ(pid: int) -> dict[str, str]:
