@@ -7,12 +7,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import shutil
 from pathlib import Path
 from typing import NamedTuple
 
 import pytest
 
+from tests._support.system import require
 from trainops.agent.launchers import (
     LAUNCHERS,
     LaunchContext,
@@ -104,8 +104,8 @@ def _per_host(launcher: str) -> int:
 )
 def launched(request: pytest.FixtureRequest) -> Launched:
     name, index = request.param
-    if name == "mpi" and shutil.which("mpirun") is None:
-        pytest.skip("Open MPI's mpirun is not installed (make test installs it where it can)")
+    if name == "mpi":
+        require("mpirun")
     ctx = _context(name, index)
     return Launched(name, ctx, launcher_for(name).processes(ctx))
 
@@ -220,8 +220,7 @@ def test_every_spec_launcher_is_in_the_table_or_refused() -> None:
 
 
 def test_mpi_across_hosts_without_host_names_is_refused_with_the_reason() -> None:
-    if shutil.which("mpirun") is None:
-        pytest.skip("Open MPI's mpirun is not installed (make test installs it where it can)")
+    require("mpirun")
     ctx = dataclasses.replace(_context("mpi", 0), master_addr="127.0.0.1")  # no namespaces
     with pytest.raises(LaunchError, match="each host's own name"):
         launcher_for("mpi").processes(ctx)

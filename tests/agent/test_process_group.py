@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests._support.system import require, require_extra
 from tests.agent._support import make_hosts, make_job, run_together
 from trainops._hostns_exec import NAME_UNRESOLVED
 from trainops.agent import HostResult
@@ -113,7 +113,7 @@ def test_a_stop_reaches_every_rank(tmp_path: Path) -> None:
     ids=["plain", "torchrun"],
 )
 def test_ranks_form_a_gloo_world(tmp_path: Path, distribution: dict[str, object]) -> None:
-    pytest.importorskip("torch")
+    require_extra("torch")
     job = make_job(tmp_path, {"train.py": ALLREDUCE}, distribution=distribution)
     result = job.run()
     assert result.outcome is HostOutcome.COMPLETED, result.failure_reason
@@ -176,9 +176,8 @@ comm.Barrier()
 
 
 def _needs_mpi() -> None:
-    if shutil.which("mpirun") is None:
-        pytest.skip("Open MPI's mpirun is not installed (make test installs it where it can)")
-    pytest.importorskip("mpi4py")
+    require("mpirun")
+    require_extra("mpi")
 
 
 @pytest.mark.slow

@@ -3,32 +3,18 @@ mirrored to the profiler prefix while the script runs, the artifact, and failing
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
-
-import pytest
 
 from tests.agent._support import make_job
 from trainops._settings import Settings
 from trainops.agent import HostResult
-from trainops.agent.sidecars import SIDECARS
 from trainops.agent.sidecars._profiler import DEFAULT_LOCAL_PATH
 from trainops.profiler import ProfilerReader, SeriesKey
 from trainops.profiler._names import META_KEYS
 from trainops.protocol import HostOutcome
 from trainops.spec._profiler import DEFAULT_PROFILER_LOCAL_PATH
 from trainops.storage import store_for
-
-
-@pytest.fixture(autouse=True)
-def _built_sidecars_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Leave out the sidecars of issue 10 built elsewhere whose module is not in this tree yet
-    (``framework``, ``tensorboard``): these tests are about the profiler sidecar alone."""
-    for name, module in (("framework", "_framework"), ("tensorboard", "_tensorboard")):
-        if importlib.util.find_spec(f"trainops.agent.sidecars.{module}") is None:
-            monkeypatch.delitem(SIDECARS, name)
-
 
 # Waits (in the script) until the mirror has put a system chunk under the profiler prefix:
 # the data is readable while the job runs, not only once it ended.

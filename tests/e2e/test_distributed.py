@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-import psutil
 import pytest
 
+from tests._support.processes import assert_nothing_left
+from tests._support.system import require_extra
 from tests.e2e._harness import describe, trainops, write_job
 
 pytestmark = pytest.mark.slow
-torch = pytest.importorskip("torch")
+torch = require_extra("torch")
 
 ALLREDUCE = """
 import os, torch, torch.distributed as dist
@@ -46,6 +46,7 @@ def test_four_ranks_on_two_hosts_allreduce(tmp_path: Path, backend: dict[str, st
     assert sums == {f"{tag} sum=10 of 4 master=algo-1" for tag in tags}, sums
     nodes = {host["Node"] for host in describe("ddp-2x2", home, **backend)["Hosts"]}
     assert len(nodes) == (2 if backend else 1)  # on Ray, each host on a node of its own
+    assert_nothing_left("ddp-2x2", [tmp_path])
 
 
 def test_one_failing_rank_ends_every_rank_on_every_host(
@@ -64,9 +65,4 @@ def test_one_failing_rank_ends_every_rank_on_every_host(
     # every other rank was ended by the job (SIGTERM or SIGKILL), none ran on
     assert all(code not in (None, 0) for codes in ranks.values() for code in codes.values())
     assert sorted(r for codes in ranks.values() for r in codes) == [0, 1, 2, 3]
-    left = [
-        p.info
-        for p in psutil.process_iter(["pid", "cmdline"])
-        if any("ddp-fails" in part or str(tmp_path) in part for part in p.info["cmdline"] or [])
-    ]
-    assert left == [], json.dumps(left)
+    assert_nothing_left("ddp-fails", [tmp_path])

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import os
+import sys
 import threading
 import time
 from pathlib import Path
@@ -12,6 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tests._support.system import require_extra
 from trainops.monitor import SystemSampler
 from trainops.profiler import SYSTEM_COLUMNS, UNITS, numbered
 
@@ -120,12 +121,23 @@ def test_the_gpu_path_fails_soft_here() -> None:
 
 
 @NO_GPU
-@pytest.mark.skipif(importlib.util.find_spec("pynvml") is None, reason="no nvidia-ml-py here")
 def test_nvidia_ml_py_without_a_driver_fails_soft() -> None:
     """The real package, with no libnvidia-ml to load: NVML's own error, in one line."""
+    require_extra("nvml")  # make test installs it: in CI, its absence fails
     with SystemSampler() as sampler:
         assert sampler.gpu_status == (
             "off: NVML could not be initialized (NVMLError_LibraryNotFound: NVML Shared Library "
             "Not Found; no NVIDIA driver here?)"
         )
         assert not [c for c in sampler.columns if c.startswith("gpu")]
+
+
+@NO_GPU
+def test_without_nvidia_ml_py_the_reason_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # import pynvml: ImportError, as uninstalled
+    with SystemSampler() as sampler:
+        assert (
+            sampler.gpu_status
+            == "off: nvidia-ml-py is not installed (pip install 'trainops[nvml]')"
+        )
+        assert sampler.gpus is None and sampler.gpu_info == []

@@ -164,7 +164,7 @@ class PythonWindow(WindowRunner):
     def _open(self, step: int) -> None:
         if self.window.python_profiler == "pyinstrument":
             try:
-                from pyinstrument import Profiler  # type: ignore[import-not-found]
+                from pyinstrument import Profiler  # type: ignore[import-not-found, unused-ignore]
 
                 self.profiler, self.used = Profiler(interval=0.001), "pyinstrument"
                 self.profiler.start()
