@@ -27,12 +27,19 @@ print(json.dumps({k: os.environ[k] for k in keys}), flush=True)
 RANK_ONE_FAILS = """
 import os, signal, sys, time
 rank = int(os.environ["RANK"])
+ready = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rank0-ready")
 if rank == 1:
+    # Fail only once rank 0 listens for SIGTERM (as in TERM_ONCE): a loaded machine may start
+    # rank 0's interpreter later than rank 1's, and the default action would end it silently.
+    deadline = time.monotonic() + 60
+    while not os.path.exists(ready) and time.monotonic() < deadline:
+        time.sleep(0.01)
     sys.exit(3)
 def on_term(signum, frame):
     print(f"rank {rank} got SIGTERM", flush=True)
     sys.exit(143)
 signal.signal(signal.SIGTERM, on_term)
+open(ready, "w").close()
 while True:
     time.sleep(0.05)
 """
