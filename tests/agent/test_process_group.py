@@ -231,6 +231,13 @@ def test_launcher_tags_become_ranks_and_streams() -> None:
         (5, "stdout", ["c"]),
         (None, "stdout", ["launcher says hi"]),
     ]
+    # torch's excepthook writes "[rank5]: " before the traceback of global rank 5 (local 1):
+    # the rank's own text, never a second tag
+    traceback = ["[default1]:[rank5]: Traceback (most recent call last):", "[rank9]: not a tag"]
+    assert TagParser(_TAGS["torchrun"], 4).feed(traceback, "stderr") == [
+        (5, "stderr", ["[rank5]: Traceback (most recent call last):"]),
+        (None, "stderr", ["[rank9]: not a tag"]),
+    ]
     # mpirun: pieces of two ranks on one line, rank 0's newline on a line of its own
     parser = TagParser(_TAGS["mpirun"], 0)
     first = ["[1,0]<stdout>:x is[1,1]<stdout>:y", "[1,1]<stderr>:oops", "[1,1]<stdout>:[z]"]
