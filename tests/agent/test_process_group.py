@@ -234,9 +234,15 @@ def test_launcher_tags_become_ranks_and_streams() -> None:
     # torch's excepthook writes "[rank5]: " before the traceback of global rank 5 (local 1):
     # the rank's own text, never a second tag
     traceback = ["[default1]:[rank5]: Traceback (most recent call last):", "[rank9]: not a tag"]
-    assert TagParser(_TAGS["torchrun"], 4).feed(traceback, "stderr") == [
+    assert TagParser(_TAGS["torchrun"], 4, 2).feed(traceback, "stderr") == [
         (5, "stderr", ["[rank5]: Traceback (most recent call last):"]),
         (None, "stderr", ["[rank9]: not a tag"]),
+    ]
+    # a rank's own text that looks like a header of a rank this host does not run stays text
+    hostile = ["[default1]:x [default7]: y [default99999999999999]: z", "[default0]:[default2]:"]
+    assert TagParser(_TAGS["torchrun"], 4, 2).feed(hostile, "stdout") == [
+        (5, "stdout", ["x [default7]: y [default99999999999999]: z"]),
+        (4, "stdout", ["[default2]:"]),
     ]
     # mpirun: pieces of two ranks on one line, rank 0's newline on a line of its own
     parser = TagParser(_TAGS["mpirun"], 0)

@@ -35,8 +35,8 @@ _TAGS = {
     # torchrun's --tee header: its role ("default": the launcher passes no --role) and the
     # local rank. Only that form: torch's own "[rank3]: " before a rank's traceback (the
     # excepthook of init_process_group) is the rank's text, not a tag.
-    "torchrun": re.compile(r"\[default(?P<rank>\d+)\]:(?P<stream>)"),
-    "mpirun": re.compile(r"\[\d+,(?P<rank>\d+)\]<(?P<stream>stdout|stderr)>:"),
+    "torchrun": re.compile(r"\[default(?P<rank>\d{1,9})\]:(?P<stream>)"),
+    "mpirun": re.compile(r"\[\d+,(?P<rank>\d{1,9})\]<(?P<stream>stdout|stderr)>:"),
 }
 RANK_TAIL_LINES = 20
 
@@ -281,7 +281,7 @@ def _tagged(sink: RankSink, spec: RankProcess, tails: RankTails) -> LineSink:
 
         return on_line
 
-    parser = TagParser(_TAGS[spec.output_tags], spec.rank_base)
+    parser = TagParser(_TAGS[spec.output_tags], spec.rank_base, spec.rank_count or None)
 
     def on_tagged_line(stream: str, lines: list[str], ts: float) -> None:
         for rank, tagged_stream, run in parser.feed(lines, stream):
@@ -301,12 +301,14 @@ class TagParser:
     share one line: mpirun prints ``[1,0]<stdout>:rank 0 …[1,1]<stdout>:rank 1 …`` and then
     ``[1,0]<stdout>:`` when rank 0's newline came in a write of its own. The last piece of a
     line is the one its newline belongs to; the pieces before it are kept per rank and stream
-    until that rank's newline comes.
+    until that rank's newline comes. Where the launcher starts ``count`` ranks, a tag of a
+    rank beyond them is text (a rank may print anything after its own tag).
     """
 
-    def __init__(self, tag: re.Pattern[str], base: int) -> None:
+    def __init__(self, tag: re.Pattern[str], base: int, count: int | None = None) -> None:
         self._tag = tag
         self._base = base
+        self._count = count
         self._pending: dict[tuple[int | None, str], str] = {}
 
     def feed(self, lines: list[str], stream: str) -> list[Run]:
@@ -330,7 +332,11 @@ class TagParser:
     def _pieces(self, line: str, stream: str) -> list[tuple[tuple[int | None, str], str]]:
         """``((rank, stream), text)`` of each tagged piece of ``line``; text before the first
         tag (the launcher's own output) has no rank."""
-        found = list(self._tag.finditer(line))
+        found = [
+            match
+            for match in self._tag.finditer(line)
+            if self._count is None or int(match.group("rank")) < self._count
+        ]
         pieces: list[tuple[tuple[int | None, str], str]] = []
         if not found or found[0].start() > 0:
             first_end = found[0].start() if found else len(line)

@@ -42,10 +42,10 @@ class LauncherReport(Protocol):
     def exit_codes(self) -> dict[int, int]: ...
 
 
-_RANK = re.compile(r"^\s*rank\s*:\s*(\d+)\s*\(local_rank:\s*\d+\)")
-_EXIT = re.compile(r"^\s*exitcode\s*:\s*(-?\d+)\s*\(pid:\s*(\d+)\)")
-_TIME = re.compile(r"^\s*time\s*:\s*(\S+)")
-_CLOSING = re.compile(r"Sending process (\d+) closing signal SIG[A-Z]+")
+_RANK = re.compile(r"^\s*rank\s*:\s*(\d{1,9})\s*\(local_rank:\s*\d{1,9}\)")
+_EXIT = re.compile(r"^\s*exitcode\s*:\s*(-?\d{1,9})\s*\(pid:\s*(\d{1,9})\)")
+_TIME = re.compile(r"^\s*time\s*:\s*(\S{1,64})")
+_CLOSING = re.compile(r"Sending process (\d{1,9}) closing signal SIG[A-Z]+")
 _ROOT = "Root Cause (first observed failure):"
 
 
@@ -92,8 +92,8 @@ class TorchrunReport:
 # "MPI_ABORT was invoked on rank 3 …", "Process name: [[4415,1],3]",
 # "mpirun noticed that process rank 3 with PID …"
 _MPI_FAILED = re.compile(
-    r"MPI_ABORT was invoked on rank (\d+)|Process name: \[\[\d+,\d+\],(\d+)\]"
-    r"|process rank (\d+) with PID"
+    r"MPI_ABORT was invoked on rank (\d{1,9})|Process name: \[\[\d+,\d+\],(\d{1,9})\]"
+    r"|process rank (\d{1,9}) with PID"
 )
 
 
