@@ -176,3 +176,14 @@ def test_stdout_and_stderr_keep_the_order_they_were_written_in(tmp_path: Path) -
         ("stderr", "Traceback (most recent call last):"),
     ]
     assert sink.lines[: len(expected)] == expected
+
+
+def test_the_reader_sees_the_end_of_output_written_just_before_the_exit(tmp_path: Path) -> None:
+    # The writers' end comes with the last data, reported once: the reader must read on to it
+    # rather than wait for an end it was already told of (and be given up on after 5 s).
+    code = "import sys\nsys.stdout.buffer.write(b'x' * (3 * 1024 * 1024) + b'\\nthe end')\n"
+    for _ in range(3):
+        returncode, sink, process = _run(code, tmp_path)
+        assert returncode == 0 and sink.lines[-1] == ("stdout", "the end")
+        ours = set(process.capture_threads())
+        assert not [t for t in threading.enumerate() if t.native_id in ours and t.is_alive()]

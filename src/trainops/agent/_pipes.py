@@ -75,7 +75,10 @@ def read_pipes(pipes: dict[int, str], put: Put, read_bytes: int, pause: float) -
 
 def _drain(fd: int, name: str, put: Put, read_bytes: int) -> str:
     """Read ``fd`` until it is empty or a pipe's worth has been read: ``"end"`` (the writers
-    are gone), ``"empty"`` (nothing was there), ``"read"`` (emptied) or ``"more"``."""
+    are gone), ``"empty"`` (nothing was there), ``"read"`` (emptied) or ``"more"``.
+
+    Emptied means a read said so (``EAGAIN``), not a short read: an edge-triggered set reports
+    the writers' end once, with the last data, and only a read after that data sees it."""
     taken = 0
     while taken < 4 * read_bytes:
         try:
@@ -87,8 +90,6 @@ def _drain(fd: int, name: str, put: Put, read_bytes: int) -> str:
             return "end"
         put(name, chunk)
         taken += len(chunk)
-        if len(chunk) < read_bytes:
-            return "read"
     return "more"
 
 
