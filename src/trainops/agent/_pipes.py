@@ -44,15 +44,19 @@ def read_pipes(pipes: dict[int, str], put: Put, read_bytes: int, pause: float) -
             os.set_blocking(fd, False)
             poller.register(fd, select.EPOLLIN | select.EPOLLET)
         behind: list[int] = []  # pipes left unemptied: read again before waiting
+        hung_up: set[int] = set()  # pipes whose writers are gone: read to their end
         while open_pipes:
-            ready = [fd for fd, _ in poller.poll(0 if behind else -1)]
-            order = [*behind, *(fd for fd in ready if fd not in behind)]
+            events = poller.poll(0 if behind else -1)
+            for fd, mask in events:
+                if mask & (select.EPOLLHUP | select.EPOLLERR):
+                    hung_up.add(fd)
+            order = [*behind, *(fd for fd, _ in events if fd not in behind)]
             behind = []
             for fd in order:
                 name = open_pipes.get(fd)
                 if name is None:
                     continue
-                state = _drain(fd, name, put, read_bytes)
+                state = _drain(fd, name, put, read_bytes, to_the_end=fd in hung_up)
                 if state != "empty":
                     last_data[name] = time.monotonic()
                 if state == "end":
@@ -73,12 +77,13 @@ def read_pipes(pipes: dict[int, str], put: Put, read_bytes: int, pause: float) -
             put(name, b"")
 
 
-def _drain(fd: int, name: str, put: Put, read_bytes: int) -> str:
+def _drain(fd: int, name: str, put: Put, read_bytes: int, *, to_the_end: bool) -> str:
     """Read ``fd`` until it is empty or a pipe's worth has been read: ``"end"`` (the writers
     are gone), ``"empty"`` (nothing was there), ``"read"`` (emptied) or ``"more"``.
 
-    Emptied means a read said so (``EAGAIN``), not a short read: an edge-triggered set reports
-    the writers' end once, with the last data, and only a read after that data sees it."""
+    A short read empties a pipe (any later write is a new edge), except once the writers are
+    gone (``to_the_end``): their end is reported once, with the last data, and only a read
+    after that data sees it."""
     taken = 0
     while taken < 4 * read_bytes:
         try:
@@ -90,6 +95,8 @@ def _drain(fd: int, name: str, put: Put, read_bytes: int) -> str:
             return "end"
         put(name, chunk)
         taken += len(chunk)
+        if len(chunk) < read_bytes and not to_the_end:
+            return "read"
     return "more"
 
 
