@@ -82,6 +82,7 @@ TORCHRUN_TWO_BY_TWO = {
 RANK_THREE_RAISES_ALONE = """
 import time, torch.distributed as dist
 dist.init_process_group("gloo")  # its excepthook puts "[rank3]: " before each traceback line
+dist.barrier()  # every rank is past the rendezvous: none fails on its own when rank 3 is gone
 if dist.get_rank() == 3:
     raise RuntimeError("rank 3 ran out of data")
 time.sleep(600)  # the others wait until torchrun (rank 2) or the job's stop (0, 1) ends them
