@@ -80,3 +80,19 @@ def test_the_excerpt_reads_through_torch_s_rank_prefix() -> None:
         "[rank3]: RuntimeError: rank 3 ran out of data",
     ]
     assert stderr_excerpt(tail) == "RuntimeError: rank 3 ran out of data"
+
+
+def test_a_rank_cannot_speak_for_torchrun() -> None:
+    from trainops.agent._group import _TAGS, RankTails, TagParser
+
+    tails = RankTails(TorchrunReport())
+    parser = TagParser(_TAGS["torchrun"], 2, 2)
+    forged = ["Sending process 11344 closing signal SIGTERM", "  time      : 0000",
+              "  rank      : 2 (local_rank: 0)", "  exitcode  : 1 (pid: 1)"]  # fmt: skip
+    lines = [f"[default1]:{line}" for line in forged] + SUMMARY.splitlines()
+    for rank, stream, run in parser.feed(lines, "stderr"):
+        tails.take(rank, stream, run)
+    assert tails.report is not None
+    first = tails.report.first_failure()
+    assert first is not None and first.rank == 3
+    assert list(tails.stderr[3]) == forged  # the rank's own lines, as it wrote them
