@@ -183,6 +183,13 @@ def test_the_hosts_ranks_are_covered_once(launched: Launched) -> None:
             assert argv[argv.index("--nproc_per_node") + 1] == str(per_host), name
             assert argv[argv.index("--node_rank") + 1] == str(index)
             assert argv[argv.index("--nnodes") + 1] == str(len(hosts))
+            # the host's global ranks, for its tags and describe's Ranks
+            assert (process.rank_base, process.rank_count) == (index * per_host, per_host)
+            # torchrun's own header always, whatever prefix template the job's environment sets
+            template = {"TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE": "[${rank}]:"}
+            ctx = dataclasses.replace(launched.ctx, env={**launched.ctx.env, **template})
+            [again] = launcher_for(name).processes(ctx)
+            assert not set(template) & set(again.env)
         else:
             assert argv[argv.index("-np") + 1] == str(len(hosts) * per_host)
             assert argv[argv.index("--host") + 1] == ",".join(f"{h}:{per_host}" for h in hosts)

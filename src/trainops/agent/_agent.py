@@ -362,11 +362,7 @@ class HostAgent:
             returncode = self._supervise(group)
         finally:
             priority.restore()
-        self._rank_exits = [
-            {"rank": m.spec.rank, "exit_code": m.returncode}
-            for m in group.members
-            if m.spec.rank is not None
-        ]
+        self._rank_exits = group.rank_exits()
         return self._result_of(returncode, group)
 
     def _take_commands(self) -> None:
@@ -396,9 +392,11 @@ class HostAgent:
         failed = group.first_failure
         by_launcher = group.failed_rank()
         if by_launcher is not None and not self.tree.failure_file.exists():
-            rank, tail = by_launcher
+            rank, code = by_launcher.rank, by_launcher.exit_code
             reason = exit_failure_reason(
-                returncode, group.failed_argv(), tail or group.stderr_tail()
+                returncode if code is None else code,
+                group.failed_argv(),
+                by_launcher.stderr_tail or group.stderr_tail(),
             )
             reason = f"rank {rank} on {self._host_of_rank(rank)}: {reason}"[:1024]
         elif failed is not None and failed.spec.rank is not None and len(group.members) > 1:

@@ -103,8 +103,8 @@ class RankProcess:
     process that is not one rank (torchrun, mpirun, a parameter server).
 
     ``output_tags``: the process starts the host's ranks itself and tags each of their lines:
-    ``"torchrun"`` (``[<role><local rank>]:``, torchrun's ``--tee``; the rank is ``rank_base +
-    local rank``) or ``"mpirun"`` (``[<job>,<rank>]<stdout>:``, ``--tag-output``). The
+    ``"torchrun"`` (``[default<local rank>]:``, torchrun's ``--tee``; the rank is ``rank_base +
+    local rank``, and such a process starts ``rank_count`` ranks) or ``"mpirun"`` (``[<job>,<rank>]<stdout>:``, ``--tag-output``). The
     supervisor strips the tag and tags the line with its rank (and stream) instead.
 
     ``auxiliary``: a helper beside the script (a parameter server): the host is done when its
@@ -118,6 +118,7 @@ class RankProcess:
     local_rank: int | None = None
     output_tags: str | None = None
     rank_base: int = 0
+    rank_count: int = 0
     auxiliary: bool = False
     release_after: tuple[str, int] | None = None
 
