@@ -77,7 +77,9 @@ def test_a_start_no_job_has_is_not_found(home: Path) -> None:
     assert _refused("describe", "gamma", home=home) == (
         "trainops: error: no job named 'gamma' or whose name starts with it\n"
     )
-    assert "no job named ''" in _refused("logs", "", home=home)
+    assert "no job named '': a job's name has 1-63 characters" in _refused("logs", "", home=home)
+    too_long = _refused("describe", "a" * 10_000, home=home)
+    assert too_long.startswith("trainops: error: no job named 'aaaa") and len(too_long) < 300
 
 
 def test_commands_that_need_a_control_plane_resolve_names_too(home: Path) -> None:

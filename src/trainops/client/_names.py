@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 __all__ = ["AmbiguousJobNameError", "resolve_job_name"]
 
 LATEST = "latest"
+MAX_NAME = 63  # the longest job name (trainops.spec.check_job_name)
 # How many jobs whose names contain the text are looked at: past this, a start of a name shared
 # by many jobs cannot be told unique (the page may leave out older ones).
 _LOOKED_AT = 1000
@@ -33,8 +34,11 @@ def resolve_job_name(jobs: JobReader, text: str) -> str:
     """The whole name of the job ``text`` names: itself, the newest job for ``latest``, or the
     one job whose name starts with it. :class:`JobNotFoundError` when no job matches,
     :class:`AmbiguousJobNameError` (listing a few) when several do."""
-    if not text:
-        raise JobNotFoundError("no job named ''; give a job's name, the start of one, or latest")
+    if not text or len(text) > MAX_NAME:
+        raise JobNotFoundError(
+            f"no job named {_shown(text)}: a job's name has 1-{MAX_NAME} characters; give a "
+            "job's name, the start of one, or latest"
+        )
     found = [
         str(job["TrainingJobName"]) for job in jobs.list_jobs(name_contains=text, limit=_LOOKED_AT)
     ]
@@ -57,3 +61,8 @@ def _ambiguous(text: str, names: list[str], *, complete: bool) -> str:
     count = f"{len(names)} jobs" if complete else f"{len(names)} or more jobs"
     shown = ", ".join(names[:_SHOWN]) + (", ..." if len(names) > _SHOWN or not complete else "")
     return f"{text!r} starts the names of {count} ({shown}); give more of the name"
+
+
+def _shown(text: str) -> str:
+    """``text`` quoted, cut short where it is too long to be a name."""
+    return repr(text) if len(text) <= MAX_NAME else f"{text[:MAX_NAME]!r}..."
