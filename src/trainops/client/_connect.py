@@ -7,6 +7,8 @@ the home (``trainops server``, or another command's embedded one) and only when 
 starts an embedded server on an ephemeral loopback port for as long as the ``with`` block lasts.
 ``client.embedded`` tells the caller which it got. The API token is picked up without any user
 action: the configured ``TRAINOPS_TOKEN``, else the home's token file for the home's own server.
+A server that cannot be reached is an error that ends with what to do about it (start the
+configured server, correct or drop the setting that names it, or start the home's again).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from trainops.client._http import Client
 __all__ = ["connect", "running_server"]
 
 PROBE_TIMEOUT_S = 2.0
-DEFAULT_PORT = 8470
+DEFAULT_PORT = 8470  # `trainops server`'s (the client cannot import the CLI's parser)
 HOME_SERVER_FIX = (
     "this home's server stopped answering: start it again with `trainops server`, or run the "
     "command again to use an embedded one"
@@ -46,7 +48,7 @@ def connect(
     """
     settings = settings or Settings.load()
     if settings.server_url:
-        with _client(settings.server_url, settings, configured_fix(settings)) as client:
+        with _client(settings.server_url, settings, _configured_fix(settings)) as client:
             yield client
         return
     url = running_server(settings)
@@ -110,7 +112,7 @@ def running_server(settings: Settings) -> str | None:
     return url
 
 
-def configured_fix(settings: Settings, environ: Mapping[str, str] | None = None) -> str:
+def _configured_fix(settings: Settings, environ: Mapping[str, str] | None = None) -> str:
     """What to do when the configured server (``TRAINOPS_SERVER`` or ``server:`` in
     config.yaml) cannot be reached: start it there, or stop naming it."""
     env = os.environ if environ is None else environ
