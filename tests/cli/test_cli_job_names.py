@@ -58,6 +58,8 @@ def test_a_unique_start_of_a_name_names_the_job(home: Path) -> None:
 def test_latest_is_the_newest_job(home: Path) -> None:
     assert json.loads(_ok("describe", "latest", home=home))["TrainingJobName"] == "beta-1"
     assert "[algo-1] job beta-1" in _ok("logs", "latest", home=home)
+    # -f follows through a control plane (an embedded one here): the same name is resolved.
+    assert "[algo-1] job alpha-two" in _ok("logs", "-f", "alpha-t", home=home)
 
 
 def test_the_whole_name_wins_over_longer_names_that_start_with_it(home: Path) -> None:
