@@ -144,9 +144,9 @@ class StoreReader:
         """A page as ``GET .../logs`` gives it; ``wait`` is moot: every job here has ended."""
         from trainops.server._views import log_page
 
-        store, _ = self._job(name)
+        store, job = self._job(name)  # an unknown job is an error before anything is read
         chunks = store.log_chunks(name, after=after, host=host, limit=limit)
-        return log_page(chunks, after, self._job(name)[1], runs=runs)
+        return log_page(chunks, after, job, runs=runs)
 
     def metrics(self, name: str, metric_name: str | None = None) -> list[dict[str, Any]]:
         from trainops.server._views import metric_points
