@@ -42,7 +42,8 @@ def resolve_job_name(jobs: JobReader, text: str) -> str:
     found = [
         str(job["TrainingJobName"]) for job in jobs.list_jobs(name_contains=text, limit=_LOOKED_AT)
     ]
-    if text in found:
+    complete = len(found) < _LOOKED_AT  # every job whose name contains the text is in ``found``
+    if text in found or (not complete and _exists(jobs, text)):
         return text
     if text == LATEST:
         newest = jobs.list_jobs(limit=1)
@@ -50,11 +51,24 @@ def resolve_job_name(jobs: JobReader, text: str) -> str:
             raise JobNotFoundError("no job yet: `latest` names the newest job")
         return str(newest[0]["TrainingJobName"])
     starting = [name for name in found if name.startswith(text)]  # newest first
-    if len(starting) == 1 and len(found) < _LOOKED_AT:
+    if len(starting) == 1 and complete:
         return starting[0]
-    if not starting:
+    if starting:
+        raise AmbiguousJobNameError(_ambiguous(text, starting, complete=complete))
+    if complete:
         raise JobNotFoundError(f"no job named {text!r} or whose name starts with it")
-    raise AmbiguousJobNameError(_ambiguous(text, starting, complete=len(found) < _LOOKED_AT))
+    raise JobNotFoundError(
+        f"no job named {text!r}, and none of the {_LOOKED_AT} newest jobs whose names contain "
+        "it starts with it; give the whole name"
+    )
+
+
+def _exists(jobs: JobReader, name: str) -> bool:
+    try:
+        jobs.describe(name)
+    except JobNotFoundError:
+        return False
+    return True
 
 
 def _ambiguous(text: str, names: list[str], *, complete: bool) -> str:
