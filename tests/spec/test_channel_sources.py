@@ -66,6 +66,15 @@ def test_a_file_or_a_folder_with_a_file_deep_down_is_accepted(tmp_path: Path) ->
     raw.check_sources()  # raises nothing
 
 
+def test_a_device_or_a_fifo_is_not_a_source(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "fifo")
+    problems = _problems(tmp_path, "  a: fifo\n  b: file:///dev/null\n")
+    assert problems == [
+        ("inputs.a (line 3)", f"channel 'a': {tmp_path}/fifo is neither a file nor a folder"),
+        ("inputs.b (line 4)", "channel 'b': /dev/null is neither a file nor a folder"),
+    ]
+
+
 def test_a_manifest_must_be_a_file(tmp_path: Path) -> None:
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "x").write_text("1")

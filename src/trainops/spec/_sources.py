@@ -41,7 +41,8 @@ def source_problem(channel: str, uri: str, data_type: str | None = None) -> str 
         if path.is_file():
             return None
         if not path.is_dir():
-            return f"channel {channel!r}: {_shown(path, uri)} does not exist"
+            what = "is neither a file nor a folder" if path.exists() else "does not exist"
+            return f"channel {channel!r}: {_shown(path, uri)} {what}"
         if not _holds_a_file(path):
             return f"channel {channel!r}: {_shown(path, uri)} holds no files to download"
     except OSError as exc:  # a folder on the way that cannot be read, a name too long
