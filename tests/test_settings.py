@@ -13,7 +13,7 @@ from trainops._settings import MIB, Settings, TransferSettings
 def test_defaults(tmp_path: Path) -> None:
     s = Settings.load({"TRAINOPS_HOME": str(tmp_path)})
     assert s.home == tmp_path and s.db_path == tmp_path / "trainops.db"
-    assert s.default_output_uri == tmp_path.resolve().as_uri() + "/objects/jobs"
+    assert s.default_output_uri == f"file://{tmp_path.resolve()}/objects/jobs"
     assert s.server_url is None and s.capacity.cpus is None
 
 

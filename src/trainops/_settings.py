@@ -179,7 +179,9 @@ class Settings:
 
     @property
     def default_output_uri(self) -> str:
-        return self.objects_dir.resolve().as_uri() + "/jobs"
+        # Not as_uri(): the file store reads a file:// URI's path as written, so a home in a
+        # folder with a space would otherwise keep its objects under a literal "%20".
+        return f"file://{self.objects_dir.resolve().as_posix()}/jobs"
 
     @classmethod
     def load(cls, env: Mapping[str, str] | None = None) -> Settings:
