@@ -48,7 +48,7 @@ from trainops.agent.channels import (
     close_channels,
     open_channel,
 )
-from trainops.agent.launchers import LaunchError, remote_shell_paths
+from trainops.agent.launchers import LaunchError
 from trainops.agent.sidecars import SidecarContext, Sidecars
 from trainops.archive import safe_extract
 from trainops.protocol import Assignment, EventKind, HostOutcome, Phase
@@ -315,7 +315,7 @@ class HostAgent:
         if self._spawn_api is not None and len(self.assignment.hosts) > 1:
             self._remote = RemoteShell(self._spawn_api, self.assignment.hosts, self.log.agent)
             self._remote.start()
-        paths = None if self._remote is None else remote_shell_paths(self._remote.directory)
+        paths = None if self._remote is None else self._remote.paths()
         try:
             binds = [bind for source in self._channels for bind in source.binds()]
             opt_ml = self.tree.root if self.job.mount_opt_ml else None
