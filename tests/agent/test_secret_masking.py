@@ -1,0 +1,48 @@
+"""A job's secrets leave its host masked: the agent's own lines, the failure reason it reports
+and ``output/failure``. The script's own lines are reported as it wrote them (the views mask
+them when read), and ``hyperparameters.json`` keeps the value: the script needs it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.agent._support import make_job
+from trainops.protocol import EventKind, HostOutcome
+
+SECRET = "hunter2hunter2"
+SCRIPT = """
+import sys
+print("args:", " ".join(sys.argv[1:]), flush=True)
+raise ValueError(f"cannot connect as admin:{sys.argv[sys.argv.index('--db_password') + 1]}")
+"""
+
+
+def test_the_agent_masks_the_jobs_secrets_in_what_it_reports(tmp_path: Path) -> None:
+    job = make_job(
+        tmp_path,
+        {"train.py": SCRIPT},
+        hyperparameters={"db_password": SECRET, "api_key": "abc", "lr": 0.1},
+        environment={"SERVICE_TOKEN": "tok-123456789"},
+    )
+    result = job.run()
+    assert result.outcome is HostOutcome.FAILED
+    [exit_event] = job.reporter.of(EventKind.EXIT)
+    reason = str(exit_event["failure_reason"])
+    assert "ValueError: cannot connect as admin:***" in reason
+    assert "--api_key *** --db_password *** --lr 0.1" in reason
+    assert (job.root / "output/failure").read_text() == reason == result.failure_reason
+    agent_lines = job.reporter.lines("agent")
+    [invoking] = [line for line in agent_lines if line.startswith("Invoking the script")]
+    assert invoking.endswith("train.py --api_key *** --db_password *** --lr 0.1")
+    trainops_lines = [
+        line
+        for line in (job.state_dir / "host.log").read_text().splitlines()
+        if "[trainops]" in line
+    ]
+    for text in [reason, *agent_lines, *trainops_lines]:
+        assert SECRET not in text and "--api_key abc" not in text
+    # the script's own print is its own: kept as written, masked by the views when read
+    assert f"args: --api_key abc --db_password {SECRET} --lr 0.1" in job.reporter.lines("stdout")
+    config = json.loads((job.root / "input/config/hyperparameters.json").read_text())
+    assert json.loads(config["db_password"]) == SECRET  # JSON-encoded, as SageMaker writes it
