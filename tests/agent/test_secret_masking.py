@@ -46,3 +46,21 @@ def test_the_agent_masks_the_jobs_secrets_in_what_it_reports(tmp_path: Path) -> 
     assert f"args: --api_key abc --db_password {SECRET} --lr 0.1" in job.reporter.lines("stdout")
     config = json.loads((job.root / "input/config/hyperparameters.json").read_text())
     assert json.loads(config["db_password"]) == SECRET  # JSON-encoded, as SageMaker writes it
+
+
+def test_the_hosts_tree_and_log_are_private_to_their_owner(tmp_path: Path) -> None:
+    job = make_job(tmp_path, {"train.py": "print('hi')\n"}, hyperparameters={"db_password": SECRET})
+    assert job.run().outcome is HostOutcome.COMPLETED
+    assert _mode(job.root) == _mode(job.root / "input/config") == 0o700
+    configs = sorted((job.root / "input/config").iterdir())
+    assert [p.name for p in configs] == [
+        "hyperparameters.json",
+        "inputdataconfig.json",
+        "resourceconfig.json",
+    ]
+    assert {_mode(p) for p in configs} == {0o600}
+    assert _mode(job.state_dir / "host.log") == 0o600
+
+
+def _mode(path: Path) -> int:
+    return path.stat().st_mode & 0o777

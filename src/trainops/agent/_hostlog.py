@@ -13,6 +13,7 @@ reported; the script's lines are kept as the script wrote them (views mask them 
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -63,7 +64,9 @@ class HostLog:
         self._mask = mask
         self._reporter = reporter
         self._lock = threading.Lock()
-        self._file = path.open("a", encoding="utf-8", errors="replace")
+        # Private (0600): the script's lines are kept as written and may hold its secrets.
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        self._file = os.fdopen(fd, "a", encoding="utf-8", errors="replace")
         self._scanner = MetricScanner(
             scraper, self._values, self._warn, budget_seconds=regex_budget_seconds
         )
