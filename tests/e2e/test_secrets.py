@@ -208,9 +208,9 @@ def _refused(reply: str) -> bool:
 
 def _listening_sockets(home: Path) -> list[str]:
     """The remote-shell sockets served by agents of ``home`` (their host logs lie under it)."""
-    found = []
+    found: list[str] = []
     for conn in psutil.net_connections(kind="unix"):
-        path = conn.laddr
+        path: object = conn.laddr  # a path for a Unix socket
         if not (isinstance(path, str) and path.endswith("/rsh.sock")) or conn.pid is None:
             continue
         with contextlib.suppress(psutil.Error):
