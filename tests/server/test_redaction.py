@@ -191,3 +191,22 @@ def test_log_pages_mask_the_jobs_secret_hyperparameters(plane: ControlPlane) -> 
     chunks = [LogChunk(1, "algo-1", 1, 0.0, "stdout", None, ["connecting with hunter2hunter2"])]
     assert [ln["line"] for ln in log_page(chunks, 0, record)["lines"]] == ["connecting with ***"]
     plane.wait_ended("hp-logged")
+
+
+def test_describe_masks_the_jobs_secrets_in_a_reason_the_agent_left_unmasked(
+    plane: ControlPlane,
+) -> None:
+    env = {
+        "FAKE_LINES": "0",
+        "FAKE_FAIL_HOST": "algo-1",
+        "FAKE_FAIL_REASON": "refused: train.py --db_password hunter2hunter2 --pin_token 42 --lr 42",
+    }
+    hps = {"db_password": "hunter2hunter2", "pin_token": "42", "note": "hunter2hunter2"}
+    plane.submit("reasoned", env, hyperparameters=hps)
+    job = plane.wait_ended("reasoned")
+    assert job["FailureReason"] == "refused: train.py --db_password *** --pin_token *** --lr 42"
+    assert job["HyperParameters"] == {"db_password": "***", "pin_token": "***", "note": "***"}
+    everything = (
+        plane.client.get("/api/v1/jobs/reasoned").text + plane.client.get("/api/v1/jobs").text
+    )
+    assert "hunter2hunter2" not in everything
