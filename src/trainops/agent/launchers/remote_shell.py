@@ -19,10 +19,11 @@ agent instead:
     run a command and everything that command started has ended; SIGTERM is passed on to all of
     it.
 
-Both sockets let in only the job's own processes on their host: the caller's uid must be the
-server's (``SO_PEERCRED``) and its request must carry the host's key (a secret of one host of one
-attempt, made by its agent and given only to the job's processes in their environment), compared
-in constant time before anything is read from the request or run. The keeper takes the key out of
+Both sockets let in only the job's own processes on their host: the caller must run as the
+socket's owner (``SO_PEERCRED``, checked before its request is read) and its request must carry
+the host's key (a secret of one host of one attempt, made by its agent and given only to the
+job's processes in their environment), compared in constant time before anything of the request
+is acted on. The keeper takes the key out of
 its own environment, so the commands it runs do not inherit it.
 
 The words are read as a remote shell reads its command line (quotes; ``NAME=value`` and
