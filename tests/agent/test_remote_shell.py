@@ -379,3 +379,48 @@ def test_another_uid_cannot_reach_the_socket_nor_use_it_with_the_key(hosts: _Hos
     refused = as_nobody()
     assert refused.returncode == 0 and "runs as uid 65534" in refused.stdout
     assert not marker.exists()
+
+
+ORPHAN = """
+import json, os, socket, sys, time
+parent = os.getpid()
+if os.fork():
+    os._exit(0)  # the grandchild is left to init: no longer below whoever started us
+while os.getppid() == parent:
+    time.sleep(0.01)
+with socket.socket(socket.AF_UNIX) as conn:
+    conn.connect(sys.argv[1])
+    try:
+        conn.sendall(sys.argv[2].encode() + b"\\n")
+    except BrokenPipeError:
+        pass  # refused before its request was read
+    reply = conn.recv(65536).decode()
+out = sys.argv[3]
+with open(out + ".tmp", "w") as f:
+    json.dump({"ppid": os.getppid(), "reply": reply}, f)
+os.rename(out + ".tmp", out)
+"""
+
+
+def test_a_caller_with_the_key_that_is_not_below_the_agent_is_refused(hosts: _Hosts) -> None:
+    marker, out = hosts.tmp_path / "ran", hosts.tmp_path / "orphan.json"
+    hosts.start_keeper()
+    request = {"key": hosts.paths.env[KEY_ENV], "host": "algo-2", "words": ["touch", str(marker)]}
+    socket_path = hosts.paths.env[SOCKET_ENV]
+    with (hosts.tmp_path / "orphan.err").open("w") as err:
+        subprocess.run(
+            [PY, "-c", ORPHAN, socket_path, json.dumps(request), str(out)],
+            stderr=err,
+            check=True,
+            timeout=30,
+        )
+    deadline = time.monotonic() + 30
+    while not out.exists():
+        assert time.monotonic() < deadline, (hosts.tmp_path / "orphan.err").read_text()
+        time.sleep(0.02)
+    found = json.loads(out.read_text())
+    assert found["ppid"] != os.getpid()  # it really is outside this process's tree
+    assert "is not a process of this host's job" in found["reply"]
+    assert not marker.exists() and not any("Starting on" in line for line in hosts.lines)
+    assert hosts.rsh("algo-2", "touch", str(marker)).returncode == 0  # the job's own still runs
+    assert marker.exists()

@@ -146,7 +146,10 @@ for path in sockets:
                 with socket.socket(socket.AF_UNIX) as conn:
                     conn.settimeout(20)
                     conn.connect(path)
-                    conn.sendall(json.dumps(message).encode() + b"\\n")
+                    try:
+                        conn.sendall(json.dumps(message).encode() + b"\\n")
+                    except BrokenPipeError:
+                        pass  # refused before its request was read: the reply waits
                     replies.append(conn.recv(65536).decode())
             except OSError as exc:
                 replies.append(f"{type(exc).__name__}: {exc}")

@@ -10,7 +10,7 @@ On a job of more than one host, each agent opens a private directory with two Un
   reports started and exited.
 
 Both let in only the job's own processes (``remote_shell.check_caller``): a caller of this uid
-that gives the host's key, a secret of this host of this attempt made here and given to the
+(for ``rsh.sock``, a process below this agent) that gives the host's key, a secret of this host of this attempt made here and given to the
 job's processes in their environment only. The directory is private (0700) to this uid. A
 refused caller is named in the agent's log and nothing it asked for runs.
 
@@ -21,6 +21,7 @@ on HTTP, with a connection per thread.
 from __future__ import annotations
 
 import contextlib
+import os
 import secrets
 import shutil
 import socket
@@ -147,7 +148,8 @@ class RemoteShellRelay:
         with conn:
             try:
                 conn.settimeout(REQUEST_TIMEOUT_S)  # for the request; the wait is ours
-                request = check_caller(conn, self._key)
+                # Its callers are the job's launcher's children: processes below this agent.
+                request = check_caller(conn, self._key, ancestor=os.getpid())
             except OSError as exc:  # a stranger (PermissionError) or a broken request
                 self.log(f"Remote shell: {exc}; nothing was run")
                 with contextlib.suppress(OSError):

@@ -20,7 +20,8 @@ agent instead:
     it.
 
 Both sockets let in only the job's own processes on their host: the caller must run as the
-socket's owner (``SO_PEERCRED``, checked before its request is read) and its request must carry
+socket's owner (``SO_PEERCRED``, checked before its request is read), a caller of ``rsh.sock``
+must descend from the host's agent (a process of this host's job), and its request must carry
 the host's key (a secret of one host of one attempt, made by its agent and given only to the
 job's processes in their environment), compared in constant time before anything of the request
 is acted on. The keeper takes the key out of
@@ -218,13 +219,16 @@ def _ended(host: str, reply: Mapping[str, object]) -> int:
     return 255
 
 
-def check_caller(conn: socket.socket, key: str) -> dict[str, Any]:
+def check_caller(conn: socket.socket, key: str, ancestor: int | None = None) -> dict[str, Any]:
     """The first request of ``conn`` if its caller is the job's own, else :class:`PermissionError`
-    (nothing of the request is acted on): a process of this uid whose request carries ``key``.
-    A stranger's request is read only up to its first line (1 MiB at most)."""
+    (nothing of the request is acted on): a process of this uid (and, with ``ancestor``, one
+    that descends from that process: the host's agent) whose request carries ``key``. A
+    stranger's request is read only up to its first line (1 MiB at most)."""
     pid, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
     if uid != os.geteuid():
         raise PermissionError(f"refused pid {pid}: it runs as uid {uid}, not {os.geteuid()}")
+    if ancestor is not None and not _descends_from(pid, ancestor):
+        raise PermissionError(f"refused pid {pid}: it is not a process of this host's job")
     request = next(read_lines(conn), None)
     given = request.get("key") if request is not None else None
     # Compared as bytes of the same kind: a wrong key of any length takes the same path.
@@ -236,6 +240,21 @@ def check_caller(conn: socket.socket, key: str) -> dict[str, Any]:
         raise PermissionError(f"refused pid {pid}: it did not give this host's remote-shell key")
     assert request is not None
     return request
+
+
+def _descends_from(pid: int, ancestor: int) -> bool:
+    """True if ``ancestor`` is ``pid`` or one of its parents (read from /proc)."""
+    for _ in range(4096):  # deeper than any real process tree
+        if pid == ancestor:
+            return True
+        if pid <= 1:
+            return False
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return False
+        pid = int(stat.rsplit(")", 1)[1].split()[1])
+    return False
 
 
 def send_line(conn: socket.socket, message: Mapping[str, Any]) -> None:
