@@ -121,10 +121,6 @@ class Masker:
         )
 
     @classmethod
-    def for_environment(cls, environment: Mapping[str, str]) -> Masker:
-        return cls(v for k, v in environment.items() if is_secret_name(k))
-
-    @classmethod
     def for_job(cls, environment: Mapping[str, str], hyperparameters: Mapping[str, Any]) -> Masker:
         """The masker of a job: its secret-named environment and hyperparameter values."""
         secret_hps = [k for k in hyperparameters if is_secret_name(k)]
