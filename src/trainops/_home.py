@@ -53,8 +53,15 @@ def make_private(*folders: Path) -> None:
     one that exists more open is tightened, as ``ssh`` asks of ``~/.ssh``."""
     for folder in folders:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if folder.stat().st_mode & 0o077:
-            folder.chmod(0o700)
+        mode = folder.stat().st_mode & 0o777
+        if mode & 0o077:
+            try:
+                folder.chmod(0o700)
+            except OSError as exc:
+                raise ConfigError(
+                    f"{folder} is open to other users (mode {mode:o}) and cannot be made "
+                    f"private ({exc.strerror}): chmod 700 {folder}, or use another home"
+                ) from None
 
 
 def lock_is_held(home: Path) -> bool:

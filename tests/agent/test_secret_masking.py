@@ -5,9 +5,14 @@ them when read), and ``hyperparameters.json`` keeps the value: the script needs 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
+import pytest
+
 from tests.agent._support import make_job
+from trainops._errors import ConfigError
+from trainops._home import make_private
 from trainops.protocol import EventKind, HostOutcome
 
 SECRET = "hunter2hunter2"
@@ -64,3 +69,16 @@ def test_the_hosts_tree_and_log_are_private_to_their_owner(tmp_path: Path) -> No
 
 def _mode(path: Path) -> int:
     return path.stat().st_mode & 0o777
+
+
+def test_a_home_is_made_private_and_one_that_cannot_be_is_a_clear_error(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir(mode=0o755)
+    home.chmod(0o755)
+    make_private(home, home / "jobs")
+    assert _mode(home) == _mode(home / "jobs") == 0o700
+    if os.geteuid() == 0:
+        return  # root may chmod anything: the refusal below is for a user's home
+    shared = Path("/")
+    with pytest.raises(ConfigError, match="cannot be made private"):
+        make_private(shared)
