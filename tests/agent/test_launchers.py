@@ -61,7 +61,7 @@ def _context(launcher: str, host_index: int = -1) -> LaunchContext:
         env=_contract(hosts, current),
         master_addr="algo-1",
         master_port=23456,
-        remote_shell=remote_shell_paths(Path("/run/rsh")) if len(hosts) > 1 else None,
+        remote_shell=remote_shell_paths(Path("/run/rsh"), "key") if len(hosts) > 1 else None,
     )
 
 

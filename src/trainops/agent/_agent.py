@@ -10,6 +10,7 @@ only sequences them and turns what happened into a :class:`HostResult`.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import traceback
 from collections.abc import Mapping, Sequence
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trainops._errors import TrainopsError
+from trainops._redaction import Masker
 from trainops._settings import Settings
 from trainops.agent._failure import exit_failure_reason, read_failure_file
 from trainops.agent._group import ProcessGroup
@@ -48,7 +50,7 @@ from trainops.agent.channels import (
     close_channels,
     open_channel,
 )
-from trainops.agent.launchers import LaunchError, remote_shell_paths
+from trainops.agent.launchers import LaunchError
 from trainops.agent.sidecars import SidecarContext, Sidecars
 from trainops.archive import safe_extract
 from trainops.protocol import Assignment, EventKind, HostOutcome, Phase
@@ -99,8 +101,12 @@ class HostAgent:
             len(assignment.hosts),
             assignment.attempt,
         )
+        self._mask = Masker.for_job(self.job.environment, self.job.hyperparameters)
         self.log = HostLog(
-            state_dir / "host.log", reporter, MetricScraper(self.job.metric_definitions)
+            state_dir / "host.log",
+            reporter,
+            MetricScraper(self.job.metric_definitions),
+            mask=self._mask,
         )
         self._sync_interval = sync_interval
         self._stores: dict[str, ObjectStore] = {}
@@ -140,6 +146,7 @@ class HostAgent:
             result = self._internal_error(exc)
         if self._abandoned is not None:
             result = HostResult(HostOutcome.INTERNAL_ERROR, result.exit_code, self._abandoned)
+        result = self._masked(result)
         self.log.close()  # the last metric values go before the exit event
         self.reporter.emit(
             EventKind.EXIT,
@@ -169,11 +176,18 @@ class HostAgent:
             if isinstance(exc, OSError) and not is_out_of_space(exc):
                 raise
             result = HostResult(HostOutcome.FAILED, None, self._failure_of(exc))
-        result = self._blame_a_full_disk(result)
+        result = self._masked(self._blame_a_full_disk(result))
         if self.stop_requested:
             result = HostResult(HostOutcome.STOPPED, result.exit_code, None)
         self._mark_outcome(result)
         return self._upload(result)
+
+    def _masked(self, result: HostResult) -> HostResult:
+        """``result`` with the job's secrets masked in its reason (the command line and the
+        script's error both may show them; output/failure and the exit event get this one)."""
+        if result.failure_reason is None:
+            return result
+        return dataclasses.replace(result, failure_reason=self._mask(result.failure_reason))
 
     def _channel_outcome(self, result: HostResult) -> HostResult:
         """A channel that had to stop streaming while the script ran fails the host with its
@@ -315,7 +329,7 @@ class HostAgent:
         if self._spawn_api is not None and len(self.assignment.hosts) > 1:
             self._remote = RemoteShell(self._spawn_api, self.assignment.hosts, self.log.agent)
             self._remote.start()
-        paths = None if self._remote is None else remote_shell_paths(self._remote.directory)
+        paths = None if self._remote is None else self._remote.paths()
         try:
             binds = [bind for source in self._channels for bind in source.binds()]
             opt_ml = self.tree.root if self.job.mount_opt_ml else None

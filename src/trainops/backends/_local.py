@@ -92,7 +92,7 @@ class LocalBackend(Backend):
         for leftover in (launch.root, launch.state_dir):
             if leftover.exists():  # left by a launch that a crash cut short: start fresh
                 shutil.rmtree(leftover)
-        launch.state_dir.mkdir(parents=True)
+        launch.state_dir.mkdir(mode=0o700, parents=True)  # the agent's journal and output
         output = launch.state_dir / AGENT_OUTPUT
         own_env = {**env, **launch.env()}
         pid = self._launch_forked(own_env, output)

@@ -58,7 +58,7 @@ class HostActor:
         for leftover in (Path(root), Path(state_dir)):
             if leftover.exists():  # left by a launch that a crash cut short: start fresh
                 shutil.rmtree(leftover)
-        Path(state_dir).mkdir(parents=True)
+        Path(state_dir).mkdir(mode=0o700, parents=True)
         command = argv or [sys.executable, "-m", "trainops.agent"]
         own_env = {k: v for k, v in os.environ.items() if not k.startswith(_RAY_PREFIXES)}
         own_env.update(env)
