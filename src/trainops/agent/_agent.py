@@ -21,13 +21,13 @@ from trainops._settings import Settings
 from trainops.agent._failure import exit_failure_reason, read_failure_file
 from trainops.agent._group import ProcessGroup
 from trainops.agent._hostlog import HostLog
-from trainops.agent._hostns import namespaces_available
+from trainops.agent._hostns import namespaces_available, opt_ml_hint, opt_ml_shown
 from trainops.agent._installer import JobFailure, JobInstaller
 from trainops.agent._metrics import MetricScraper
 from trainops.agent._outputs import Artifact, OutputLayout, upload_archives, upload_log
 from trainops.agent._priority import BackgroundPriority
 from trainops.agent._process import ScriptProcess
-from trainops.agent._ranks import host_processes
+from trainops.agent._ranks import HostLaunch, Isolation, host_processes
 from trainops.agent._reaper import new_marker
 from trainops.agent._remote import RemoteShell, SpawnApi
 from trainops.agent._reporter import Reporter
@@ -214,12 +214,7 @@ class HostAgent:
         self._doing = "restoring the checkpoints"
         self._sidecars = Sidecars(self._sidecar_context())
         self._sidecars.prepare()
-        if self.job.mount_opt_ml and not namespaces_available():
-            raise JobFailure(
-                "mount_opt_ml: this machine does not let the agent make a private mount "
-                "namespace (needs root or user namespaces), so /opt/ml cannot be shown; run "
-                "without mount_opt_ml and read the paths from the SM_* variables"
-            )
+        self._check_opt_ml()
         context = self._channel_context()
         for channel in self.job.inputs:
             self._take_commands()
@@ -230,6 +225,33 @@ class HostAgent:
                 source.prepare()
         self._doing = "installing the job's Python environment"
         return None if self.stop_requested else self._command()
+
+    def _check_opt_ml(self) -> None:
+        """/opt/ml is shown by default; where it cannot be, the host log says so in one line,
+        and a checkpoint directory under /opt/ml is refused rather than silently moved."""
+        if not self.job.mount_opt_ml or namespaces_available():
+            return
+        if self.job.checkpoint_uri is not None:
+            raise JobFailure(
+                f"checkpoint local_path {self.job.checkpoint_local_path}: this machine does not "
+                "let the agent make a private mount namespace (needs root or user namespaces), "
+                "so /opt/ml cannot be shown; set `mount_opt_ml: false` to have it re-rooted in "
+                "the host's tree (SM_CHECKPOINT_DIR names it)"
+            )
+        self.log.agent(
+            "WARNING: /opt/ml is not shown: this machine allows no private mount namespace "
+            "(needs root or user namespaces); the SM_* variables name the host's tree instead"
+        )
+
+    def _isolation(self) -> Isolation:
+        """What the script must not see: the home (less its own tree and Python environment)
+        and every job's remote-shell sockets (less its own)."""
+        masks = [self.settings.home, Path.home() / ".trainops"]
+        keeps = [self.tree.root, self.state_dir / "env"]
+        if self._remote is not None:
+            masks.append(self._remote.directory.parent)
+            keeps.append(self._remote.directory)
+        return Isolation(tuple(masks), tuple(keeps))
 
     def _channel_context(self) -> ChannelContext:
         scratch = self.state_dir / "channels"
@@ -318,7 +340,7 @@ class HostAgent:
         paths = None if self._remote is None else remote_shell_paths(self._remote.directory)
         try:
             binds = [bind for source in self._channels for bind in source.binds()]
-            opt_ml = self.tree.root if self.job.mount_opt_ml else None
+            opt_ml = self.tree.root if opt_ml_shown(self.job.mount_opt_ml) else None
             launch = host_processes(
                 self.assignment,
                 command,
@@ -327,9 +349,17 @@ class HostAgent:
                 paths,
                 binds=binds,
                 opt_ml=opt_ml,
+                isolation=self._isolation(),
             )
         except LaunchError as exc:
             return HostResult(HostOutcome.FAILED, None, str(exc))
+        try:
+            return self._run_launch(launch)
+        finally:
+            if launch.namespace is not None:
+                launch.namespace.close()
+
+    def _run_launch(self, launch: HostLaunch) -> HostResult:
         for warning in launch.warnings:
             self.log.agent(f"WARNING: {warning}")
         self.log.agent("Invoking the script: " + " ".join(launch.command))
@@ -403,7 +433,15 @@ class HostAgent:
             reason = f"rank {rank} on {self._host_of_rank(rank)}: {reason}"[:1024]
         elif failed is not None and failed.spec.rank is not None and len(group.members) > 1:
             reason = f"{failed.label} on {self.assignment.current_host}: {reason}"[:1024]
-        return HostResult(HostOutcome.FAILED, returncode, reason)
+        return HostResult(HostOutcome.FAILED, returncode, self._with_opt_ml_hint(reason, group))
+
+    def _with_opt_ml_hint(self, reason: str, group: ProcessGroup) -> str:
+        """A script that failed on a path under /opt/ml the job did not mount: say what to do."""
+        failure = "\n".join([reason, *group.stderr_tail()])
+        hint = opt_ml_hint(failure, opt_ml_shown(self.job.mount_opt_ml), self.job.mount_opt_ml)
+        if hint is None:
+            return reason
+        return f"{reason[: 1020 - len(hint)]}\n{hint}"
 
     def _host_of_rank(self, rank: int) -> str:
         """Where a rank a launcher names runs: mpirun lays ranks out host by host (``-map-by

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 from trainops._errors import TrainopsError
 from trainops.agent._client import AgentApiError, AgentClient
+from trainops.agent._hostns import socket_parent
 from trainops.agent.launchers.remote_shell import read_lines, send_line
 from trainops.protocol import Command, SpawnState
 
@@ -79,7 +80,8 @@ class RemoteShell:
     def __init__(self, api: SpawnApi, hosts: list[str], log: Callable[[str], None]) -> None:
         # Short and private: a Unix socket's path has at most 107 bytes, and anyone who can
         # connect can run commands on the job's hosts.
-        self.directory = Path(tempfile.mkdtemp(prefix="trainops-rsh-"))
+        # One parent for every job's directory, which other jobs' namespaces mask (_hostns).
+        self.directory = Path(tempfile.mkdtemp(prefix="rsh-", dir=socket_parent()))
         self.relay = RemoteShellRelay(self.directory / "rsh.sock", api, hosts, log)
         self.runner = SpawnRunner(self.directory / "keeper.sock", api, log)
 
