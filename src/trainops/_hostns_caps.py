@@ -4,7 +4,8 @@ A script that runs as root inside its host's namespaces must not be able to undo
 the masks over ``$TRAINOPS_HOME``, mount another ``/proc``, or ptrace and read the memory of the
 processes outside. :func:`contain` gives the calling process (and everything it starts) the
 capability set Docker gives a container by default (the one SageMaker's training containers run
-with: no ``CAP_SYS_ADMIN``, ``CAP_SYS_PTRACE``, ``CAP_SYS_MODULE`` …), removes the others from
+with: no ``CAP_SYS_ADMIN``, ``CAP_SYS_PTRACE``, ``CAP_SYS_MODULE`` …; ``CAP_MKNOD`` left out
+too, see :data:`DOCKER_DEFAULT`), removes the others from
 the bounding set too (so that no ``execve``, of a set-user-ID program either, gains them back),
 clears the ambient set and sets ``no_new_privs``.
 
@@ -20,8 +21,10 @@ from pathlib import Path
 __all__ = ["DOCKER_DEFAULT", "contain", "effective_capabilities"]
 
 # CAP_CHOWN, DAC_OVERRIDE, FOWNER, FSETID, KILL, SETGID, SETUID, SETPCAP, NET_BIND_SERVICE,
-# NET_RAW, SYS_CHROOT, MKNOD, AUDIT_WRITE, SETFCAP: Docker's default set (moby's oci/caps).
-DOCKER_DEFAULT = frozenset({0, 1, 3, 4, 5, 6, 7, 8, 10, 13, 18, 27, 29, 31})
+# NET_RAW, SYS_CHROOT, AUDIT_WRITE, SETFCAP: Docker's default set (moby's oci/caps) less
+# CAP_MKNOD, which Docker pairs with a device cgroup that trainops does not have (a root
+# script could otherwise make a node of the machine's disk in its tree and read it raw).
+DOCKER_DEFAULT = frozenset({0, 1, 3, 4, 5, 6, 7, 8, 10, 13, 18, 29, 31})
 PR_CAPBSET_DROP = 24
 PR_SET_NO_NEW_PRIVS = 38
 PR_CAP_AMBIENT = 47

@@ -62,6 +62,7 @@ MS_BIND = 4096
 MS_REC = 16384
 MS_PRIVATE = 1 << 18
 PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
 
 
 def _resolve_seconds(raw: str | None) -> float:
@@ -295,7 +296,10 @@ def _devices() -> list[str]:
 def _init(ready: int) -> None:
     """pid 1 of the host's PID namespace: a fresh /proc, capabilities reduced, then reap."""
     try:
-        _check(_libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl PDEATHSIG")
+        libc = _libc()
+        _check(libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl PDEATHSIG")
+        # Not to be traced or read (/proc/1/environ, mem) by the scripts beside it.
+        _check(libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "prctl DUMPABLE")
         mounts.mount_proc()
         caps.contain()
         null = os.open(os.devnull, os.O_RDWR)

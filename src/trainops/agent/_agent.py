@@ -21,7 +21,13 @@ from trainops._settings import Settings
 from trainops.agent._failure import exit_failure_reason, read_failure_file
 from trainops.agent._group import ProcessGroup
 from trainops.agent._hostlog import HostLog
-from trainops.agent._hostns import namespaces_available, opt_ml_hint, opt_ml_shown
+from trainops.agent._hostns import (
+    namespaces_available,
+    opt_ml_hint,
+    opt_ml_shown,
+    socket_parent,
+    unwrap,
+)
 from trainops.agent._installer import JobFailure, JobInstaller
 from trainops.agent._metrics import MetricScraper
 from trainops.agent._outputs import Artifact, OutputLayout, upload_archives, upload_log
@@ -246,10 +252,9 @@ class HostAgent:
     def _isolation(self) -> Isolation:
         """What the script must not see: the home (less its own tree and Python environment)
         and every job's remote-shell sockets (less its own)."""
-        masks = [self.settings.home, Path.home() / ".trainops"]
+        masks = [self.settings.home, Path.home() / ".trainops", socket_parent()]
         keeps = [self.tree.root, self.state_dir / "env"]
         if self._remote is not None:
-            masks.append(self._remote.directory.parent)
             keeps.append(self._remote.directory)
         return Isolation(tuple(masks), tuple(keeps))
 
@@ -351,7 +356,7 @@ class HostAgent:
                 opt_ml=opt_ml,
                 isolation=self._isolation(),
             )
-        except LaunchError as exc:
+        except (LaunchError, OSError) as exc:
             return HostResult(HostOutcome.FAILED, None, str(exc))
         try:
             return self._run_launch(launch)
@@ -381,7 +386,7 @@ class HostAgent:
             process = member.process
             self.reporter.emit(
                 EventKind.PROCESS,
-                {"pid": process.pid, "pgid": process.pgid, "command": list(member.spec.argv)}
+                {"pid": process.pid, "pgid": process.pgid, "command": unwrap(member.spec.argv)}
                 | ({} if member.spec.rank is None else {"rank": member.spec.rank}),
             )
         priority = BackgroundPriority()
