@@ -103,10 +103,9 @@ def server_variables() -> str:
     return f"environment names {names}"
 
 
-def mknod_disk(device: str) -> str:
-    info = os.stat(device)
+def mknod_disk(rdev: int) -> str:
     node = os.path.join(os.environ.get("SM_MODEL_DIR", "."), "disk")
-    os.mknod(node, stat.S_IFBLK | 0o600, info.st_rdev)
+    os.mknod(node, stat.S_IFBLK | 0o600, rdev)
     try:
         return read(node)
     finally:
@@ -146,7 +145,7 @@ def probes(args: argparse.Namespace) -> dict[str, Callable[[], str]]:
     }
     if args.block_device:
         found["read the machine's disk"] = lambda: read(args.block_device)
-        found["mknod the machine's disk"] = lambda: mknod_disk(args.block_device)
+        found["mknod the machine's disk"] = lambda: mknod_disk(args.block_rdev)
     return found
 
 
@@ -157,6 +156,7 @@ def main() -> None:
     for name in ("server_pid", "fork_server_pid"):
         parser.add_argument(f"--{name}", type=int, required=True)
     parser.add_argument("--block_device", default="")
+    parser.add_argument("--block_rdev", type=int, default=0)
     args = parser.parse_args()
     results = {}
     for name, probe in probes(args).items():

@@ -122,7 +122,7 @@ def probes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]
         victim_tree = home / "jobs" / VICTIM / "attempt-1" / "algo-1"
         socket = wait_for(_victim_socket, timeout=120)
         wait_for(lambda: (victim_tree / "input" / "config").is_dir(), timeout=60)
-        out = base / "results.json"
+        out, device = base / "results.json", _block_device()
         hostile = write_job(
             base / "hostile",
             (Path(__file__).parent / "_hostile.py").read_text(),
@@ -136,7 +136,8 @@ def probes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]
                 "victim_socket": str(socket),
                 "server_pid": server.proc.pid if server.proc else 0,
                 "fork_server_pid": _fork_server(home),
-                "block_device": _block_device(),
+                "block_device": device,
+                "block_rdev": os.stat(device).st_rdev if device else 0,
                 "out": str(out),
             },
         )

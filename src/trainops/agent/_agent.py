@@ -22,6 +22,7 @@ from trainops.agent._failure import exit_failure_reason, read_failure_file
 from trainops.agent._group import ProcessGroup
 from trainops.agent._hostlog import HostLog
 from trainops.agent._hostns import (
+    HostNamespace,
     namespaces_available,
     opt_ml_hint,
     opt_ml_shown,
@@ -33,7 +34,7 @@ from trainops.agent._metrics import MetricScraper
 from trainops.agent._outputs import Artifact, OutputLayout, upload_archives, upload_log
 from trainops.agent._priority import BackgroundPriority
 from trainops.agent._process import ScriptProcess
-from trainops.agent._ranks import HostLaunch, Isolation, host_processes
+from trainops.agent._ranks import HostLaunch, Isolation, hold_host_namespace, host_processes
 from trainops.agent._reaper import new_marker
 from trainops.agent._remote import RemoteShell, SpawnApi
 from trainops.agent._reporter import Reporter
@@ -118,6 +119,7 @@ class HostAgent:
         self._running: ScriptProcess | ProcessGroup | None = None
         self._spawn_api = spawn_api  # the remote shell's calls, on a job of several hosts
         self._remote: RemoteShell | None = None
+        self._tool_namespace: HostNamespace | None = None  # the installer's, while it runs
         self._rank_exits: list[dict[str, int | None]] = []  # how each rank ended
         self._doing = "preparing the host"  # what the host is busy with, for a full disk's reason
 
@@ -301,13 +303,33 @@ class HostAgent:
         if self._sidecars is not None:
             self._env = self._sidecars.environment(self._env)
         installer = JobInstaller(self.tree.code_dir, self.state_dir / "env", self._run_tool)
-        return script_command(self.tree, self.job, self._env, installer)
+        try:
+            return script_command(self.tree, self.job, self._env, installer)
+        finally:
+            if self._tool_namespace is not None:
+                self._tool_namespace.close()
+                self._tool_namespace = None
+
+    def _contained(self, argv: Sequence[str]) -> list[str]:
+        """An installer command (it runs the job's own setup code) inside the host's
+        namespaces, as the script will be: one set for all of them, made on first use."""
+        if not namespaces_available():
+            return list(argv)
+        if self._tool_namespace is None:
+            opt_ml = self.tree.root if opt_ml_shown(self.job.mount_opt_ml) else None
+            try:
+                self._tool_namespace = hold_host_namespace(
+                    self.assignment, self.state_dir, (), opt_ml, self._isolation()
+                )
+            except LaunchError as exc:
+                raise JobFailure(str(exc)) from None
+        return self._tool_namespace.join(argv, (), None)
 
     def _run_tool(self, argv: Sequence[str]) -> tuple[int, list[str]]:
         """Run an installer command with its output as agent lines; a stop ends it too."""
         self.log.agent("Running " + " ".join(argv))
         process = ScriptProcess(
-            argv,
+            self._contained(argv),
             cwd=self.tree.code_dir,
             env=self._env,
             on_line=self._tool_lines,

@@ -37,7 +37,7 @@ from trainops.agent.launchers import (
 )
 from trainops.protocol import Assignment
 
-__all__ = ["LOCAL_MASTER", "HostLaunch", "Isolation", "host_processes"]
+__all__ = ["LOCAL_MASTER", "HostLaunch", "Isolation", "hold_host_namespace", "host_processes"]
 
 LOCAL_MASTER = "127.0.0.1"
 NO_NAMESPACES = (
@@ -116,22 +116,26 @@ def host_processes(
     addresses = assignment.host_addresses or host_addresses(
         assignment.job_name, assignment.attempt, assignment.hosts
     )
-    namespace = _hold(assignment, addresses, state_dir / "hosts", binds, opt_ml, isolation)
+    namespace = hold_host_namespace(assignment, state_dir, binds, opt_ml, isolation)
     joined = [_wrapped(p, namespace.join(p.argv, assignment.hosts, opt_ml)) for p in processes]
     return HostLaunch(
         [_release_at_address(p, addresses) for p in joined], shown, [], namespace=namespace
     )
 
 
-def _hold(
+def hold_host_namespace(
     assignment: Assignment,
-    addresses: dict[str, str],
-    hosts_file: Path,
+    state_dir: Path,
     binds: Sequence[Bind],
     opt_ml: Path | None,
     isolation: Isolation,
 ) -> HostNamespace:
-    """The host's namespaces, made; a clear error where they cannot be."""
+    """The host's namespaces, made (where :func:`namespaces_available`); a clear error where
+    they cannot be."""
+    addresses = assignment.host_addresses or host_addresses(
+        assignment.job_name, assignment.attempt, assignment.hosts
+    )
+    hosts_file = state_dir / "hosts"
     write_hosts_file(hosts_file, addresses)
     try:
         mounts = mount_arguments(binds, opt_ml)
