@@ -99,7 +99,8 @@ class HostNamespace:
         holder.stdout.close()
         if not line.startswith("ready "):
             holder.kill()
-            error = holder.stderr.read().decode(errors="replace").strip()
+            with holder.stderr:
+                error = holder.stderr.read().decode(errors="replace").strip()
             holder.wait()
             raise NamespaceError(error.removeprefix("trainops: ") or "it did not start in time")
         holder.stderr.close()
