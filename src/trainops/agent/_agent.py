@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -255,7 +256,8 @@ class HostAgent:
         """What the script must not see: the home (less its own tree and Python environment)
         and every job's remote-shell sockets (less its own)."""
         masks = [self.settings.home, Path.home() / ".trainops", socket_parent()]
-        keeps = [self.tree.root, self.state_dir / "env"]
+        # The interpreters the job runs with stay, should a home hold them.
+        keeps = [self.tree.root, self.state_dir / "env", Path(sys.prefix), Path(sys.base_prefix)]
         if self._remote is not None:
             keeps.append(self._remote.directory)
         return Isolation(tuple(masks), tuple(keeps))
