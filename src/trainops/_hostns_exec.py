@@ -270,6 +270,8 @@ def _hold(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         print(f"trainops: cannot give this host its own namespace: {exc}", file=sys.stderr)
         return 1
+    for sig in STOP_SIGNALS:  # only SIGKILL (the agent's close, or its death) ends it
+        signal.signal(sig, signal.SIG_IGN)
     ready_read, ready_write = os.pipe()
     init = os.fork()
     if init == 0:
@@ -407,7 +409,8 @@ def _end_as(status: int) -> int:
     """End as the script ended: killed by the same signal, or with its exit status."""
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
-        signal.signal(sig, signal.SIG_DFL)
+        if sig not in (signal.SIGKILL, signal.SIGSTOP):  # their action cannot be changed
+            signal.signal(sig, signal.SIG_DFL)
         os.kill(os.getpid(), sig)
         return 128 + sig
     return os.waitstatus_to_exitcode(status)

@@ -90,8 +90,13 @@ class HostNamespace:
         argv = [sys.executable, "-m", "trainops._hostns_exec", "--hold"]
         argv += ["--die-with-parent", str(os.getpid()), *arguments]
         env = {k: v for k in ("PATH", "PYTHONPATH") if (v := os.environ.get(k)) is not None}
-        holder = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+        holder = subprocess.Popen(  # a session of its own: a signal to the agent's group
+            argv,  # (a stop) must not end the namespaces under the script
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            start_new_session=True,
         )
         assert holder.stdout is not None and holder.stderr is not None
         ready, _, _ = select.select([holder.stdout], [], [], HOLD_SECONDS)
