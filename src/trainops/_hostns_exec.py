@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import ctypes.util
+import functools
 import os
 import signal
 import socket
@@ -79,8 +79,10 @@ RESOLVE_SECONDS = _resolve_seconds(os.environ.get("TRAINOPS_RESOLVE_SECONDS"))
 NAME_UNRESOLVED = 86  # the exit code when a job host name never resolves
 
 
+@functools.cache
 def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    # By its soname: ctypes.util.find_library would run ldconfig, before every rank's start.
+    return ctypes.CDLL("libc.so.6", use_errno=True)
 
 
 def _check(result: int, what: str) -> None:

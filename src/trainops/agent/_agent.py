@@ -24,6 +24,7 @@ from trainops.agent._group import ProcessGroup
 from trainops.agent._hostlog import HostLog
 from trainops.agent._hostns import (
     HostNamespace,
+    NamespaceError,
     namespaces_available,
     opt_ml_hint,
     opt_ml_shown,
@@ -35,7 +36,13 @@ from trainops.agent._metrics import MetricScraper
 from trainops.agent._outputs import Artifact, OutputLayout, upload_archives, upload_log
 from trainops.agent._priority import BackgroundPriority
 from trainops.agent._process import ScriptProcess
-from trainops.agent._ranks import HostLaunch, Isolation, hold_host_namespace, host_processes
+from trainops.agent._ranks import (
+    HostLaunch,
+    Isolation,
+    hold_host_namespace,
+    host_processes,
+    start_host_namespace,
+)
 from trainops.agent._reaper import new_marker
 from trainops.agent._remote import RemoteShell, SpawnApi
 from trainops.agent._reporter import Reporter
@@ -120,7 +127,8 @@ class HostAgent:
         self._running: ScriptProcess | ProcessGroup | None = None
         self._spawn_api = spawn_api  # the remote shell's calls, on a job of several hosts
         self._remote: RemoteShell | None = None
-        self._tool_namespace: HostNamespace | None = None  # the installer's, while it runs
+        self._namespace: HostNamespace | None = None  # made early (_start_namespace_early)
+        self._tool_namespace: HostNamespace | None = None  # else the installer's, while it runs
         self._rank_exits: list[dict[str, int | None]] = []  # how each rank ended
         self._doing = "preparing the host"  # what the host is busy with, for a full disk's reason
 
@@ -172,6 +180,9 @@ class HostAgent:
             finally:
                 close_channels(self._channels)  # writers stop and mounts go, whatever happened
                 self._channels = []
+                if self._namespace is not None:
+                    self._namespace.close()
+                    self._namespace = None
         except JobFailure as exc:
             result = HostResult(HostOutcome.FAILED, None, exc.reason)
         except (TrainopsError, OSError) as exc:
@@ -216,6 +227,7 @@ class HostAgent:
     def _prepare(self) -> ScriptCommand | None:
         # A Pipe channel has FIFOs (input/data/<name>_<epoch>), not a directory.
         self.tree.create([c.name for c in self.job.inputs if c.mode != "Pipe"])
+        self._start_namespace_early()
         self._doing = "downloading the source"
         self._fetch_code()
         self._doing = "writing the configuration files"
@@ -234,6 +246,22 @@ class HostAgent:
                 source.prepare()
         self._doing = "installing the job's Python environment"
         return None if self.stop_requested else self._command()
+
+    def _start_namespace_early(self) -> None:
+        """A single-host job whose channels mount nothing gets its namespaces made while the
+        host prepares (they are ready when the script starts): its launch waits for nothing."""
+        if not namespaces_available() or len(self.assignment.hosts) > 1:
+            return
+        if any(c.mode == "FastFile" or c.file_system is not None for c in self.job.inputs):
+            return  # its mounts are known once the channels are prepared
+        (self.state_dir / "env").mkdir(exist_ok=True)  # kept visible: it must exist now
+        opt_ml = self.tree.root if opt_ml_shown(self.job.mount_opt_ml) else None
+        try:
+            self._namespace = start_host_namespace(
+                self.assignment, self.state_dir, (), opt_ml, self._isolation()
+            )
+        except (LaunchError, OSError) as exc:
+            raise JobFailure(str(exc)) from None
 
     def _check_opt_ml(self) -> None:
         """/opt/ml is shown by default; where it cannot be, the host log says so in one line,
@@ -317,6 +345,11 @@ class HostAgent:
         namespaces, as the script will be: one set for all of them, made on first use."""
         if not namespaces_available():
             return list(argv)
+        if self._namespace is not None:
+            try:
+                return self._namespace.join(argv, (), None)
+            except NamespaceError as exc:
+                raise JobFailure(f"cannot make this host's namespaces: {exc}") from None
         if self._tool_namespace is None:
             opt_ml = self.tree.root if opt_ml_shown(self.job.mount_opt_ml) else None
             try:
@@ -379,6 +412,7 @@ class HostAgent:
                 binds=binds,
                 opt_ml=opt_ml,
                 isolation=self._isolation(),
+                namespace=self._namespace,
             )
         except (LaunchError, OSError) as exc:
             return HostResult(HostOutcome.FAILED, None, str(exc))

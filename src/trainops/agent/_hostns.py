@@ -77,16 +77,17 @@ class NamespaceError(RuntimeError):
 class HostNamespace:
     """A job host's namespaces, held by ``_hostns_exec --hold`` while the host runs; each of
     the host's processes joins them (:meth:`join`). :meth:`close` ends them, and with them
-    every process still inside."""
+    every process still inside. :meth:`start` only starts the holder (the agent does that
+    early, beside its other preparations); :meth:`ready` waits until they are in place."""
 
-    def __init__(self, holder: subprocess.Popen[bytes], init_pid: int) -> None:
+    def __init__(self, holder: subprocess.Popen[bytes]) -> None:
         self.holder = holder
-        self.init_pid = init_pid
-        self.inode = os.stat(f"/proc/{init_pid}/ns/mnt").st_ino
+        self._init_pid: int | None = None
+        self.inode = 0
 
     @classmethod
-    def hold(cls, arguments: Sequence[str]) -> HostNamespace:
-        """Make them (``arguments``: the holder's, as :func:`hold_arguments` builds them)."""
+    def start(cls, arguments: Sequence[str]) -> HostNamespace:
+        """Start making them (``arguments``: the holder's, from :func:`hold_arguments`)."""
         argv = [sys.executable, "-m", "trainops._hostns_exec", "--hold"]
         argv += ["--die-with-parent", str(os.getpid()), *arguments]
         env = {k: v for k in ("PATH", "PYTHONPATH") if (v := os.environ.get(k)) is not None}
@@ -98,7 +99,28 @@ class HostNamespace:
             env=env,
             start_new_session=True,
         )
+        return cls(holder)
+
+    @classmethod
+    def hold(cls, arguments: Sequence[str]) -> HostNamespace:
+        """Make them and wait until they are in place."""
+        namespace = cls.start(arguments)
+        namespace.ready()
+        return namespace
+
+    @property
+    def init_pid(self) -> int:
+        return self.ready()
+
+    def ready(self) -> int:
+        """The init's pid once the namespaces are in place; raises :class:`NamespaceError`
+        (the holder's own message) if they could not be made."""
+        if self._init_pid is not None:
+            return self._init_pid
+        holder = self.holder
         assert holder.stdout is not None and holder.stderr is not None
+        if holder.stdout.closed:
+            raise NamespaceError("the host's namespaces are gone")
         ready, _, _ = select.select([holder.stdout], [], [], HOLD_SECONDS)
         line = holder.stdout.readline().decode(errors="replace") if ready else ""
         holder.stdout.close()
@@ -109,11 +131,13 @@ class HostNamespace:
             holder.wait()
             raise NamespaceError(error.removeprefix("trainops: ") or "it did not start in time")
         holder.stderr.close()
-        return cls(holder, int(line.split()[1]))
+        self._init_pid = int(line.split()[1])
+        self.inode = os.stat(f"/proc/{self._init_pid}/ns/mnt").st_ino
+        return self._init_pid
 
     def join(self, argv: Sequence[str], hosts: Sequence[str], opt_ml: Path | None) -> list[str]:
         """``argv`` run inside, once every name of ``hosts`` resolves there."""
-        join = ["--join", str(self.init_pid), "--ns-inode", str(self.inode)]
+        join = ["--join", str(self.ready()), "--ns-inode", str(self.inode)]
         join += [arg for host in hosts for arg in ("--resolve", host)]
         join += [] if opt_ml is None else ["--opt-ml", str(opt_ml)]
         return [sys.executable, "-m", "trainops._hostns_exec", *join, "--", *argv]
@@ -123,6 +147,9 @@ class HostNamespace:
         if self.holder.poll() is None:
             self.holder.send_signal(signal.SIGKILL)
         self.holder.wait()
+        for stream in (self.holder.stdout, self.holder.stderr):
+            if stream is not None:
+                stream.close()
 
 
 def hold_arguments(

@@ -37,7 +37,14 @@ from trainops.agent.launchers import (
 )
 from trainops.protocol import Assignment
 
-__all__ = ["LOCAL_MASTER", "HostLaunch", "Isolation", "hold_host_namespace", "host_processes"]
+__all__ = [
+    "LOCAL_MASTER",
+    "HostLaunch",
+    "Isolation",
+    "hold_host_namespace",
+    "host_processes",
+    "start_host_namespace",
+]
 
 LOCAL_MASTER = "127.0.0.1"
 NO_NAMESPACES = (
@@ -77,11 +84,14 @@ def host_processes(
     binds: Sequence[Bind] = (),
     opt_ml: Path | None = None,
     isolation: Isolation = Isolation(),
+    namespace: HostNamespace | None = None,
 ) -> HostLaunch:
     """What this host runs, as the job's launcher lays it out; ``remote_shell`` is how the
     launcher may start programs on the job's other hosts; ``binds`` (the channels') and
     ``opt_ml`` (the host's tree, to show at /opt/ml) are mounted in the host's namespaces.
-    Where namespaces can be made, they are made here: the caller closes ``namespace``."""
+    Where namespaces can be made, they are made here (the caller closes the launch's
+    ``namespace``), unless ``namespace`` (started earlier by the caller, with the same
+    mounts, and closed by it) is given."""
     job = assignment.spec
     distributed = len(assignment.hosts) > 1 or job.distribution.processes_per_host > 1
     named = namespaces_available()
@@ -116,22 +126,30 @@ def host_processes(
     addresses = assignment.host_addresses or host_addresses(
         assignment.job_name, assignment.attempt, assignment.hosts
     )
-    namespace = hold_host_namespace(assignment, state_dir, binds, opt_ml, isolation)
-    joined = [_wrapped(p, namespace.join(p.argv, assignment.hosts, opt_ml)) for p in processes]
+    owned = namespace is None
+    if namespace is None:
+        namespace = hold_host_namespace(assignment, state_dir, binds, opt_ml, isolation)
+    try:
+        joined = [_wrapped(p, namespace.join(p.argv, assignment.hosts, opt_ml)) for p in processes]
+    except NamespaceError as exc:
+        raise LaunchError(f"cannot make this host's namespaces: {exc}") from None
     return HostLaunch(
-        [_release_at_address(p, addresses) for p in joined], shown, [], namespace=namespace
+        [_release_at_address(p, addresses) for p in joined],
+        shown,
+        [],
+        namespace=namespace if owned else None,
     )
 
 
-def hold_host_namespace(
+def start_host_namespace(
     assignment: Assignment,
     state_dir: Path,
     binds: Sequence[Bind],
     opt_ml: Path | None,
     isolation: Isolation,
 ) -> HostNamespace:
-    """The host's namespaces, made (where :func:`namespaces_available`); a clear error where
-    they cannot be."""
+    """Start making the host's namespaces (where :func:`namespaces_available`); its
+    :meth:`~HostNamespace.ready` waits for them."""
     addresses = assignment.host_addresses or host_addresses(
         assignment.job_name, assignment.attempt, assignment.hosts
     )
@@ -145,9 +163,25 @@ def hold_host_namespace(
         assignment.current_host, hosts_file, mounts, isolation.masks, isolation.keeps
     )
     try:
-        return HostNamespace.hold(arguments)
-    except (NamespaceError, OSError) as exc:
+        return HostNamespace.start(arguments)
+    except OSError as exc:
         raise LaunchError(f"cannot make this host's namespaces: {exc}") from None
+
+
+def hold_host_namespace(
+    assignment: Assignment,
+    state_dir: Path,
+    binds: Sequence[Bind],
+    opt_ml: Path | None,
+    isolation: Isolation,
+) -> HostNamespace:
+    """The host's namespaces, made; a clear error where they cannot be."""
+    namespace = start_host_namespace(assignment, state_dir, binds, opt_ml, isolation)
+    try:
+        namespace.ready()
+    except NamespaceError as exc:
+        raise LaunchError(f"cannot make this host's namespaces: {exc}") from None
+    return namespace
 
 
 def _release_at_address(process: RankProcess, addresses: dict[str, str]) -> RankProcess:
