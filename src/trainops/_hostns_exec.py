@@ -32,7 +32,9 @@ A job's host is contained by two more forms (see ``trainops.agent._hostns``):
   status, or killed by the same signal); the signals a stop sends reach the script directly (it
   is in this process's group), so this process ignores them rather than passing them twice.
 
-It imports only the standard library: it runs before every rank's process.
+It imports only the standard library: it runs before every rank's process, by path and with
+``python -S`` (``trainops.agent._hostns.HOSTNS_EXEC``), so that not even the package's own
+``__init__`` is imported first.
 """
 
 from __future__ import annotations
@@ -48,8 +50,12 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from trainops import _hostns_caps as caps
-from trainops import _hostns_mounts as mounts
+if __package__:
+    from trainops import _hostns_caps as caps
+    from trainops import _hostns_mounts as mounts
+else:  # run by path with -S, as the agent runs it: no package (nor site) to import first
+    import _hostns_caps as caps  # type: ignore[import-not-found, no-redef]
+    import _hostns_mounts as mounts  # type: ignore[import-not-found, no-redef]
 
 __all__ = ["NAME_UNRESOLVED", "main"]
 

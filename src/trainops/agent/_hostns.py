@@ -44,6 +44,7 @@ if TYPE_CHECKING:  # the channels import this module (no cycle at run time)
     from trainops.agent.channels._base import Bind
 
 __all__ = [
+    "HOSTNS_EXEC",
     "HOSTS_FILE",
     "NO_ISOLATION",
     "HostNamespace",
@@ -61,6 +62,12 @@ __all__ = [
 ]
 
 HOSTS_FILE = Path("/etc/hosts")
+# The namespace program, by path and without site: the interpreter starts before every rank.
+HOSTNS_EXEC = (
+    sys.executable,
+    "-S",
+    str(Path(__file__).resolve().parent.parent / "_hostns_exec.py"),
+)
 HOLD_SECONDS = 30.0  # the most a host's namespaces may take to be ready
 NO_ISOLATION = (
     "this machine allows no private namespaces (needs root or unprivileged user namespaces): "
@@ -88,7 +95,7 @@ class HostNamespace:
     @classmethod
     def start(cls, arguments: Sequence[str]) -> HostNamespace:
         """Start making them (``arguments``: the holder's, from :func:`hold_arguments`)."""
-        argv = [sys.executable, "-m", "trainops._hostns_exec", "--hold"]
+        argv = [*HOSTNS_EXEC, "--hold"]
         argv += ["--die-with-parent", str(os.getpid()), *arguments]
         env = {k: v for k in ("PATH", "PYTHONPATH") if (v := os.environ.get(k)) is not None}
         holder = subprocess.Popen(  # a session of its own: a signal to the agent's group
@@ -140,7 +147,7 @@ class HostNamespace:
         join = ["--join", str(self.ready()), "--ns-inode", str(self.inode)]
         join += [arg for host in hosts for arg in ("--resolve", host)]
         join += [] if opt_ml is None else ["--opt-ml", str(opt_ml)]
-        return [sys.executable, "-m", "trainops._hostns_exec", *join, "--", *argv]
+        return [*HOSTNS_EXEC, *join, "--", *argv]
 
     def close(self) -> None:
         """End the namespaces (the init, and with it every process left in them)."""
@@ -260,7 +267,8 @@ def mount_arguments(binds: Sequence[Bind], opt_ml: Path | None = None) -> list[s
 
 def unwrap(argv: Sequence[str]) -> list[str]:
     """The command :func:`wrap` runs (``argv`` itself where it is not wrapped)."""
-    if list(argv[1:3]) == ["-m", "trainops._hostns_exec"] and "--" in argv:
+    wrapped = list(argv[1:3]) == ["-m", "trainops._hostns_exec"] or tuple(argv[:3]) == HOSTNS_EXEC
+    if wrapped and "--" in argv:
         return list(argv[list(argv).index("--") + 1 :])
     return list(argv)
 
