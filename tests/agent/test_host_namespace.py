@@ -20,8 +20,9 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tests.agent._support import make_job
 from trainops._hostns_caps import DOCKER_DEFAULT, effective_capabilities
-from trainops.agent import _ranks
+from trainops.agent import _hostns, _ranks
 from trainops.agent._hostns import (
     NO_ISOLATION,
     HostNamespace,
@@ -33,7 +34,7 @@ from trainops.agent._hostns import (
     write_hosts_file,
 )
 from trainops.agent._setup import ScriptCommand
-from trainops.protocol import Assignment, HostResources
+from trainops.protocol import Assignment, HostOutcome, HostResources
 from trainops.spec import JobSpec
 
 pytestmark = pytest.mark.skipif(not namespaces_available(), reason="no namespaces here")
@@ -173,3 +174,34 @@ def test_where_no_namespace_can_be_made_the_log_says_what_is_not_protected(
 def test_the_opt_ml_hint(failure: str, shown: bool, asked: bool, says: str | None) -> None:
     hint = opt_ml_hint(failure, shown, asked)
     assert (hint is None) if says is None else (hint is not None and says in hint)
+
+
+SAYS_WHERE = "import os\nprint('model dir', os.environ['SM_MODEL_DIR'])\n"
+
+
+def test_a_machine_without_namespaces_runs_the_job_and_says_what_is_not_protected(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_hostns, "_available", False)  # the probe's answer on such a machine
+    job = make_job(tmp_path, {"train.py": SAYS_WHERE})
+    assert job.run().outcome is HostOutcome.COMPLETED
+    agent = job.reporter.lines("agent")
+    assert any(NO_ISOLATION in line for line in agent)
+    assert any("/opt/ml is not shown" in line for line in agent)
+    assert f"model dir {job.root / 'model'}" in job.reporter.lines("stdout")
+
+
+def test_a_checkpoint_under_opt_ml_is_refused_where_opt_ml_cannot_be_shown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_hostns, "_available", False)
+    remote = (tmp_path / "ckpt").as_uri()
+    job = make_job(tmp_path, {"train.py": SAYS_WHERE}, checkpoint={"uri": remote})
+    result = job.run()
+    assert result.outcome is HostOutcome.FAILED and result.failure_reason is not None
+    assert "/opt/ml/checkpoints" in result.failure_reason
+    assert "mount_opt_ml: false" in result.failure_reason
+    opted_out = make_job(
+        tmp_path / "out", {"train.py": SAYS_WHERE}, checkpoint={"uri": remote}, mount_opt_ml=False
+    )
+    assert opted_out.run().outcome is HostOutcome.COMPLETED
