@@ -44,6 +44,7 @@ def test_system_metrics_reach_the_profiler_prefix_while_the_script_runs(tmp_path
         instance_type="ml.m5.xlarge",
         profiler_config={"system_monitor_interval_millis": 100},
         environment={"REMOTE": str(remote)},
+        mount_opt_ml=False,  # the paths below are the tree's own
     )
     assert job.run() == HostResult(HostOutcome.COMPLETED, 0, None)
     reporter = job.reporter
@@ -87,6 +88,7 @@ def test_the_local_path_and_prefix_come_from_the_spec(tmp_path: Path) -> None:
             "system_monitor_interval_millis": 200,
             "framework_profile_params": {"local_path": "/opt/ml/output/my-profiler"},
         },
+        mount_opt_ml=False,  # the path printed is the tree's own
     )
     assert job.run().outcome is HostOutcome.COMPLETED
     local = job.root / "output" / "my-profiler"

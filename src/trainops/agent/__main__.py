@@ -22,6 +22,7 @@ from types import FrameType
 from trainops._settings import Settings
 from trainops.agent._agent import HostAgent
 from trainops.agent._client import AgentApiError, AgentClient, fetch_assignment
+from trainops.agent._hostns import namespaces_available
 from trainops.agent._remote import HttpSpawnApi
 from trainops.agent._reporter import HttpReporter
 from trainops.agent._resources import pin_cpus
@@ -146,6 +147,7 @@ def _warm_up() -> None:
     agents the fork server forks."""
     "127.0.0.1".encode("idna")  # the codec that connecting by host name imports (stringprep)
     load_catalog()  # the instance catalog (importlib.resources and a JSON file)
+    namespaces_available()  # the probe (an interpreter started): once, not before every job
 
 
 def _entry() -> int:

@@ -33,6 +33,7 @@ from typing import Any, Protocol
 
 from trainops._errors import TrainopsError
 from trainops.agent._client import AgentApiError, AgentClient
+from trainops.agent._hostns import socket_parent
 from trainops.agent.launchers import RemoteShellPaths, remote_shell_paths
 from trainops.agent.launchers.remote_shell import check_caller, read_lines, send_line
 from trainops.protocol import Command, SpawnState
@@ -86,7 +87,8 @@ class RemoteShell:
 
     def __init__(self, api: SpawnApi, hosts: list[str], log: Callable[[str], None]) -> None:
         # Short and private (mkdtemp makes it 0700): a Unix socket's path has at most 107 bytes.
-        self.directory = Path(tempfile.mkdtemp(prefix="trainops-rsh-"))
+        # One parent for every job's directory, which other jobs' namespaces mask (_hostns).
+        self.directory = Path(tempfile.mkdtemp(prefix="rsh-", dir=socket_parent()))
         self._key = secrets.token_urlsafe(32)
         self.relay = RemoteShellRelay(self.directory / "rsh.sock", api, hosts, log, self._key)
         self.runner = SpawnRunner(self.directory / "keeper.sock", api, log, self._key)
