@@ -22,6 +22,7 @@ from types import FrameType
 from trainops._settings import Settings
 from trainops.agent._agent import HostAgent
 from trainops.agent._client import AgentApiError, AgentClient, fetch_assignment
+from trainops.agent._nodump import forbid_memory_reads
 from trainops.agent._remote import HttpSpawnApi
 from trainops.agent._reporter import HttpReporter
 from trainops.agent._resources import pin_cpus
@@ -150,6 +151,7 @@ def _warm_up() -> None:
 
 def _entry() -> int:
     """Run now, or (as the backend's fork server) in a child forked for each launch."""
+    forbid_memory_reads()  # an agent holds its host's token: no same-user process reads it
     if os.environ.get(STANDBY_ENV) == "1":
         _warm_up()
         if serve_launches() is None:
