@@ -55,7 +55,7 @@ from trainops.store import AgentCredential, HostRecord, HostState, JobRecord, Me
 
 __all__ = ["JobController"]
 
-_WRONG_TOKEN = (
+_REFUSED_AGENT = (
     "missing, wrong or revoked agent token: each token speaks for one host of one attempt of "
     "one job, until that host or the job ends"
 )
@@ -239,7 +239,7 @@ class JobController:
         with self.core.lock:
             record = self.store.host(job_name, host, attempt)
             if record is None or record.exited:  # it ended since: its token is revoked
-                raise AgentAuthError(_WRONG_TOKEN)
+                raise AgentAuthError(_REFUSED_AGENT)
             try:
                 acked = self.intake.ingest(record, events)
             except sqlite3.OperationalError as exc:
@@ -330,7 +330,7 @@ class JobController:
         host of one attempt, and is revoked when either ends. Raises :class:`AgentAuthError`.
         """
         if not _credential_holds(self.store.agent_credential(job_name, host, attempt), token):
-            raise AgentAuthError(_WRONG_TOKEN)
+            raise AgentAuthError(_REFUSED_AGENT)
 
     def _authorize(
         self, job_name: str, host: str, attempt: int, token: str
@@ -339,7 +339,7 @@ class JobController:
         job = self.store.get_job(job_name)
         record = self.store.host(job_name, host, attempt)
         if job is None or record is None:
-            raise AgentAuthError(_WRONG_TOKEN)
+            raise AgentAuthError(_REFUSED_AGENT)
         self.core.heartbeats.heard(job_name, host, attempt)
         return job, record
 

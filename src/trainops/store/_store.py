@@ -229,13 +229,9 @@ class MetadataStore:
     def create_hosts(self, job: str, attempt: int, hosts: Sequence[NewHost]) -> None:
         with self._write() as conn:
             conn.executemany(
-                "INSERT INTO hosts (job, host, attempt, state, root, state_dir, resources,"
+                "INSERT INTO hosts (job, attempt, state, host, root, state_dir, resources,"
                 " reservation, token_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (job, h.host, attempt, HostState.LAUNCHING, h.root, h.state_dir, *_json(h))
-                    + (h.token_hash,)
-                    for h in hosts
-                ],
+                [(job, attempt, HostState.LAUNCHING, *_values(h)) for h in hosts],
             )
 
     def update_host(self, job: str, host: str, attempt: int, **fields: Any) -> None:
@@ -370,8 +366,10 @@ class MetadataStore:
         return [RuleEvaluation.from_row(row) for row in rows]
 
 
-def _json(host: NewHost) -> tuple[str, str]:
-    return json.dumps(host.resources), json.dumps(host.reservation)
+def _values(host: NewHost) -> tuple[str, str, str, str, str, str | None]:
+    """``host``'s name, root, state dir, resources, reservation and token hash, as stored."""
+    resources, reservation = json.dumps(host.resources), json.dumps(host.reservation)
+    return host.host, host.root, host.state_dir, resources, reservation, host.token_hash
 
 
 def _update_job(conn: sqlite3.Connection, name: str, now: float, fields: dict[str, Any]) -> None:
