@@ -11,9 +11,11 @@ dumpable while the scripts they exec are.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import secrets
+import socket
 import sys
 import time
 from pathlib import Path
@@ -21,7 +23,11 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tests.backends.test_backend_conformance import _launch
+from trainops._settings import Settings
+from trainops.backends._local import LocalBackend, agent_process
 from trainops.backends._standby import AgentForkServer
+from trainops.protocol import HostResources
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux") or os.geteuid() != 0,
@@ -101,3 +107,38 @@ def test_the_fork_server_holds_no_token_of_the_agents_it_forked(tmp_path: Path) 
         for _pid, until in agents:
             until.touch()
         forks.retire()
+
+
+@pytest.mark.parametrize("standby", [True, False], ids=["forked", "fresh"])
+def test_a_real_agent_gets_its_token_but_not_in_its_environment(
+    tmp_path: Path, standby: bool
+) -> None:
+    # A listening socket plays the control plane: the agent's first request (its assignment)
+    # shows it has its token, which /proc/<agent>/environ must not show.
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        server.settimeout(120)
+        token = secrets.token_urlsafe(32)
+        launch = dataclasses.replace(
+            _launch(tmp_path), server_url=f"http://127.0.0.1:{server.getsockname()[1]}"
+        )
+        launch = dataclasses.replace(launch, token=token)
+        backend = LocalBackend(Settings(home=tmp_path), standby=standby)
+        backend.open()
+        handle = None
+        try:
+            handle = backend.launch(launch, HostResources(cpus=[0]), {})
+            connection, _ = server.accept()
+            with connection:
+                request = b""
+                while b"\r\n\r\n" not in request:
+                    request += connection.recv(65536)
+            assert f"Authorization: Bearer {token}".encode() in request
+            pid, _created = agent_process(handle)
+            assert pid is not None
+            assert token.encode() not in Path(f"/proc/{pid}/environ").read_bytes()
+            if backend._forks is not None:
+                assert token.encode() not in _memory(backend._forks.pid)
+        finally:
+            if handle is not None:
+                backend.kill(handle)
+            backend.close()

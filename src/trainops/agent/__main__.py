@@ -26,7 +26,7 @@ from trainops.agent._nodump import forbid_memory_reads
 from trainops.agent._remote import HttpSpawnApi
 from trainops.agent._reporter import HttpReporter
 from trainops.agent._resources import pin_cpus
-from trainops.agent._standby import serve_launches
+from trainops.agent._standby import serve_launches, take_launch_fd
 from trainops.catalog import load_catalog
 from trainops.protocol import PARENT_ENV, STANDBY_ENV, AgentLaunch, EventKind, HostOutcome
 
@@ -156,6 +156,8 @@ def _entry() -> int:
         _warm_up()
         if serve_launches() is None:
             return 0
+    else:
+        take_launch_fd()
     return main()
 
 

@@ -27,9 +27,9 @@ from types import FrameType
 from typing import Any
 
 from trainops.agent._nodump import forbid_memory_reads
-from trainops.protocol import STANDBY_ENV
+from trainops.protocol import LAUNCH_FD_ENV, STANDBY_ENV
 
-__all__ = ["serve_launches"]
+__all__ = ["serve_launches", "take_launch_fd"]
 
 _MAX_LAUNCH = 1024 * 1024
 
@@ -55,6 +55,17 @@ def serve_launches(requests: int = 0, replies: int = 1) -> dict[str, str] | None
             channel.detach()  # fd 0: replaced by /dev/null once the launch is read
             return _become_agent(launch, replies)
         os.close(launch)
+
+
+def take_launch_fd() -> None:
+    """In a fresh agent handed its launch on a pipe (``TRAINOPS_AGENT_LAUNCH_FD``): read it and
+    take its variables into the environment (not into the one /proc shows)."""
+    fd = os.environ.pop(LAUNCH_FD_ENV, "")
+    if not fd.isdigit():
+        return
+    message = _read_launch(int(fd))
+    if message is not None:
+        os.environ.update(message["env"])
 
 
 def _next_launch(channel: socket.socket) -> int | None:

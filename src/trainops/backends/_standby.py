@@ -30,7 +30,7 @@ from pathlib import Path
 
 from trainops.protocol import LAUNCH_MARK, STANDBY_ENV
 
-__all__ = ["AgentForkServer"]
+__all__ = ["AgentForkServer", "launch_message", "launch_pipe"]
 
 _DEFAULT_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM)
 # How long a launch waits for the fork server's answer (it may still be importing, on a loaded
@@ -87,7 +87,7 @@ class AgentForkServer:
         self, env: Mapping[str, str], output: Path, timeout: float = REPLY_TIMEOUT_S
     ) -> int | None:
         """Have an agent forked for this launch; its pid, or None if none was forked."""
-        message = json.dumps({"env": dict(env), "output": str(output)}).encode()
+        message = launch_message(env, output)
         with self._lock:
             if not self.alive():
                 return None
@@ -113,18 +113,11 @@ class AgentForkServer:
 
     def _send(self, message: bytes) -> None:
         """Hand the fork server a pipe holding ``message`` (the pipe, never the bytes)."""
-        read_end, write_end = os.pipe()
+        read_end = launch_pipe(message)
         try:
-            os.set_blocking(write_end, False)
-            if os.write(write_end, message) != len(message):
-                raise OSError("the launch does not fit in a pipe")  # then a fresh process
-            os.close(write_end)
-            write_end = -1
             socket.send_fds(self._channel, [LAUNCH_MARK], [read_end])
         finally:
             os.close(read_end)
-            if write_end >= 0:
-                os.close(write_end)
 
     def _reply(self, deadline: float) -> int | None:
         """The next pid line on the reply pipe; None at its end or at ``deadline``."""
@@ -157,3 +150,24 @@ class AgentForkServer:
             with contextlib.suppress(OSError):
                 os.close(self._replies)
         self._requests = self._replies = -1
+
+
+def launch_message(env: Mapping[str, str], output: Path) -> bytes:
+    """A launch as an agent reads it from its pipe: its variables and its output file."""
+    return json.dumps({"env": dict(env), "output": str(output)}).encode()
+
+
+def launch_pipe(message: bytes) -> int:
+    """The read end of a new pipe that holds all of ``message`` (and is closed for writing);
+    ``OSError`` if it does not fit in one (the caller then starts the agent another way)."""
+    read_end, write_end = os.pipe()
+    try:
+        os.set_blocking(write_end, False)
+        if os.write(write_end, message) != len(message):
+            raise OSError("the launch does not fit in a pipe")
+    except OSError:
+        os.close(read_end)
+        raise
+    finally:
+        os.close(write_end)
+    return read_end

@@ -21,6 +21,7 @@ from trainops.protocol._job import (
     SubmittedJob,
 )
 from trainops.protocol._launch import (
+    LAUNCH_FD_ENV,
     LAUNCH_MARK,
     PARENT_ENV,
     STANDBY_ENV,
@@ -53,6 +54,7 @@ from trainops.protocol._observe import (
 __all__ = [
     "AGENT_API_PREFIX",
     "DEFAULT_CHECKPOINT_PATH",
+    "LAUNCH_FD_ENV",
     "LAUNCH_MARK",
     "PARENT_ENV",
     "RESERVED_HYPERPARAMETERS",
