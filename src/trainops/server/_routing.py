@@ -49,7 +49,7 @@ _UNAUTHORIZED = (
     "missing or wrong token (Authorization: Bearer): the CLI and SDK read it from "
     "$TRAINOPS_HOME/token, or set TRAINOPS_TOKEN"
 )
-_AGENT_UNAUTHORIZED = "agent requests need the job's agent token"
+_AGENT_UNAUTHORIZED = "agent requests need their host's agent token"
 
 
 @dataclass(frozen=True, slots=True)
