@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import sqlite3
 import threading
 import time
 from typing import Any
@@ -293,7 +294,7 @@ def test_the_agent_api_needs_the_job_agent_token(plane: ControlPlane) -> None:
         assert posted.status_code == 401
     job_dir = plane.server.settings.jobs_dir / "secured"
     journal = (job_dir / "attempt-1" / ".agents" / "algo-1" / "journal.jsonl").read_text()
-    store = plane.server.controller.store
-    record = store.get_job("secured")
-    assert record is not None and record.agent_token_hash is not None
-    assert record.agent_token_hash not in journal
+    with sqlite3.connect(plane.server.settings.db_path) as conn:
+        hashes = [r[0] for r in conn.execute("SELECT token_hash FROM hosts WHERE job = 'secured'")]
+    assert hashes == [None]  # revoked once the host ended
+    assert "TRAINOPS_AGENT_TOKEN" not in journal

@@ -55,6 +55,12 @@ class HostActor:
         """Start the agent (a fresh host tree and state directory) and say where it runs."""
         import ray
 
+        from trainops.agent._nodump import forbid_memory_reads
+
+        # This worker holds the host's agent token (in ``env``), as the agent does: no process
+        # of the same user (a job's script on this node) may read its memory.
+        forbid_memory_reads()
+
         for leftover in (Path(root), Path(state_dir)):
             if leftover.exists():  # left by a launch that a crash cut short: start fresh
                 shutil.rmtree(leftover)

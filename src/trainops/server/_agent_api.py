@@ -1,6 +1,7 @@
 """The agent API (``/agent/v1``): host agents fetch their assignment and report events.
 
-Every call carries the job's agent token; the reply to a report acknowledges the events stored
+Every call carries its host's agent token (one per host of one attempt, revoked when the host or
+the job ends), checked before the body is read; the reply to a report acknowledges the events stored
 and carries the agent's commands (stop, spawn). The spawn routes relay a remote command from one
 host of a job to another (a launcher's remote shell, see ``trainops.control._relay``). See
 docs/internals/agent-protocol.md.
@@ -75,7 +76,8 @@ class SpawnStatus(BaseModel):
 
 
 def agent_operations(controller: JobController) -> list[Operation]:
-    """Every agent route; each needs the job's agent token (``token``, checked by the controller)."""
+    """Every agent route; each needs its host's agent token (``token``), checked by the controller
+    before the body is read (``check_agent``) and again, with the body's attempt, by the handler."""
 
     def assignment(job: str, host: str, token: str, attempt: int) -> dict[str, Any]:
         return controller.assignment(job, host, attempt, token).to_json()
@@ -114,6 +116,7 @@ def agent_operations(controller: JobController) -> list[Operation]:
             params=(_ATTEMPT,),
             errors=errors,
             auth="agent",
+            check_agent=controller.authenticate,
             returns=_ANY_OBJECT,
             description="What the host runs: the job's spec, code and hosts, and its resources.",
         ),
@@ -126,6 +129,7 @@ def agent_operations(controller: JobController) -> list[Operation]:
             max_body=MAX_EVENTS_BODY,
             errors=errors,
             auth="agent",
+            check_agent=controller.authenticate,
             returns=_ANY_OBJECT,
             description="Store the host's events; the reply acknowledges them and carries its "
             "commands.",
@@ -137,6 +141,7 @@ def agent_operations(controller: JobController) -> list[Operation]:
             body=SpawnRequest,
             errors=errors,
             auth="agent",
+            check_agent=controller.authenticate,
             returns=SpawnStatus,
         ),
         Operation(
@@ -146,6 +151,7 @@ def agent_operations(controller: JobController) -> list[Operation]:
             params=(_ATTEMPT,),
             errors=(*errors, 404),
             auth="agent",
+            check_agent=controller.authenticate,
             returns=SpawnStatus,
         ),
         Operation(
@@ -155,6 +161,7 @@ def agent_operations(controller: JobController) -> list[Operation]:
             body=SpawnReport,
             errors=(*errors, 404),
             auth="agent",
+            check_agent=controller.authenticate,
             returns=SpawnStatus,
         ),
     ]

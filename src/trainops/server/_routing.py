@@ -4,7 +4,9 @@ requests and describes it in the OpenAPI document (``_openapi.py``), so the two 
 An :class:`Operation` names its method, path, handler, query parameters (typed, with their
 bounds), body model, success status and the errors it may answer. :func:`starlette_routes` turns
 the table into Starlette routes: the token is checked first, then the path and query are parsed
-and checked on the event loop (a bad one is a 400 naming it); a sync handler then runs on the
+and checked on the event loop (a bad one is a 400 naming it); an agent route's credential is
+checked against the store (``check_agent``, on a worker thread) before any of its body is read,
+so a request without a live agent token costs no body and no parse; a sync handler then runs on the
 worker pool, where its JSON body is parsed and validated too, and its answer rendered. Every
 path parameter (``{name}``) is a string passed to the handler under its own name.
 """
@@ -47,7 +49,7 @@ _UNAUTHORIZED = (
     "missing or wrong token (Authorization: Bearer): the CLI and SDK read it from "
     "$TRAINOPS_HOME/token, or set TRAINOPS_TOKEN"
 )
-_AGENT_UNAUTHORIZED = "agent requests need the job's agent token"
+_AGENT_UNAUTHORIZED = "agent requests need their host's agent token"
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +118,9 @@ class Operation:
     server's API token, when it has one) or ``"agent"`` (a bearer token the handler gets as
     ``token`` and the controller checks). ``returns`` is the success answer's JSON schema (or
     model); ``errors`` the error statuses it may answer besides those every route may (403, the
-    401 of ``auth`` and, with ``store``, 503 and 507).
+    401 of ``auth`` and, with ``store``, 503 and 507). ``check_agent`` (for ``"agent"`` routes)
+    is called with the path's ``job`` and ``host``, the token and the query's ``attempt`` (or
+    ``None``) before the body is read, and raises to refuse the request.
     """
 
     method: Literal["GET", "POST"]
@@ -133,6 +137,7 @@ class Operation:
     returns: type[BaseModel] | Mapping[str, Any] | None = None
     summary: str | None = None
     description: str | None = None
+    check_agent: Callable[[str, str, str, int | None], None] | None = None
     path_params: tuple[str, ...] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -170,6 +175,9 @@ def _route(op: Operation, token: str | None, store_path: Path) -> Route:
     async def endpoint(request: Request) -> Response:
         try:
             kwargs = _arguments(op, request, token)
+            if op.check_agent is not None:  # before the body: a wrong token reads none of it
+                args = (kwargs["job"], kwargs["host"], kwargs["token"], kwargs.get("attempt"))
+                await anyio.to_thread.run_sync(op.check_agent, *args)
             body = content_type = None
             if op.body is not None:
                 body = await _read_body(request, op.max_body)
