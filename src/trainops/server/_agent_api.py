@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field
 
 from trainops.control import JobController
@@ -27,8 +26,9 @@ __all__ = ["EventBatch", "SpawnReport", "SpawnRequest", "agent_operations", "par
 AGENT = "/agent/v1/jobs/{job}/hosts/{host}"
 _ATTEMPT = Param("attempt", "integer", required=True, ge=1, le=SQLITE_INT_MAX)
 _ANY_OBJECT = {"type": "object", "additionalProperties": True}
-# An agent posts about 1 MiB of events at a time (one event may be larger: lines of up to 1 MiB).
-MAX_EVENTS_BODY = 64 * 1024 * 1024
+# An agent posts about 1 MiB of events at a time; one event may be larger (lines of up to 1 MiB
+# characters, up to 6 bytes each once escaped in JSON), so a batch stays well under 16 MiB.
+MAX_EVENTS_BODY = 16 * 1024 * 1024
 
 
 class EventBatch(BaseModel):
@@ -80,14 +80,10 @@ def agent_operations(controller: JobController) -> list[Operation]:
     def assignment(job: str, host: str, token: str, attempt: int) -> dict[str, Any]:
         return controller.assignment(job, host, attempt, token).to_json()
 
-    def report(job: str, host: str, token: str, body: bytes) -> dict[str, Any]:
+    def events(job: str, host: str, token: str, body: bytes) -> dict[str, Any]:
+        # The body is read on the event loop, parsed and stored on a worker thread.
         attempt, parsed = parse_batch(body)
         return controller.report(job, host, attempt, token, parsed).to_json()
-
-    async def events(job: str, host: str, token: str, body: bytes) -> dict[str, Any]:
-        # The body is read on the event loop, parsed and stored on a worker thread.
-        result: dict[str, Any] = await anyio.to_thread.run_sync(report, job, host, token, body)
-        return result
 
     def open_spawn(job: str, host: str, token: str, body: SpawnRequest) -> dict[str, Any]:
         return controller.open_spawn(job, host, body.attempt, token, body.target, body.words)
