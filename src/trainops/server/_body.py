@@ -9,7 +9,8 @@ Parsing a large JSON body makes many small objects; once they are freed, CPython
 small-object arenas back, but glibc keeps the heap they came from (and each worker thread has
 its own arena). :func:`release_memory` asks glibc to return it (``malloc_trim(0)``) after a
 request whose body was large, so that one big request does not leave the server hundreds of
-megabytes larger for good.
+megabytes larger for good; ``trainops server`` also keeps glibc to a few heaps
+(:func:`limit_malloc_arenas`).
 """
 
 from __future__ import annotations
@@ -22,10 +23,20 @@ from starlette.requests import Request
 
 from trainops.server._http import ApiError
 
-__all__ = ["TRIM_AFTER_BYTES", "read_body", "release_memory", "too_large"]
+__all__ = [
+    "MALLOC_ARENAS",
+    "TRIM_AFTER_BYTES",
+    "limit_malloc_arenas",
+    "read_body",
+    "release_memory",
+    "too_large",
+]
 
 #: A body at least this large is followed by :func:`release_memory`.
 TRIM_AFTER_BYTES = 1024 * 1024
+#: glibc heaps a ``trainops server`` process keeps (glibc's default: 8 per core).
+MALLOC_ARENAS = 2
+_M_ARENA_MAX = -8  # mallopt's parameter number (malloc.h)
 
 
 def too_large(limit: int) -> ApiError:
@@ -58,6 +69,18 @@ def release_memory(size: int) -> None:
         trim = _malloc_trim()
         if trim is not None:
             trim(0)
+
+
+def limit_malloc_arenas(count: int = MALLOC_ARENAS) -> None:
+    """Let glibc keep at most ``count`` heaps (``mallopt(M_ARENA_MAX)``), for a process that
+    only serves: each worker thread that parsed a large body would otherwise keep a heap of its
+    own, which trimming shrinks but fragmentation keeps partly resident (measured: about 110 MB
+    left after four 16 MiB event bodies with glibc's default, about 75 MB with two)."""
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError, TypeError):
+        return
+    mallopt(_M_ARENA_MAX, count)
 
 
 @functools.cache
