@@ -5,13 +5,14 @@ and carries the agent's commands (stop, spawn). The spawn routes relay a remote 
 host of a job to another (a launcher's remote shell, see ``trainops.control._relay``). See
 docs/internals/agent-protocol.md.
 
-A report may carry tens of thousands of events: its body is parsed with ``json.loads`` and
+A report may carry tens of thousands of events: its body is parsed one event at a time and
 checked by hand (no model per event), off the event loop, and stored in one transaction.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -156,22 +157,100 @@ def agent_operations(controller: JobController) -> list[Operation]:
     ]
 
 
-def parse_batch(body: bytes) -> tuple[int, list[AgentEvent]]:
-    """The attempt and events of an :class:`EventBatch` body; :class:`ApiError` 400 if bad."""
+def parse_batch(body: bytes | bytearray) -> tuple[int, list[AgentEvent]]:
+    """The attempt and events of an :class:`EventBatch` body; :class:`ApiError` 400 if bad.
+
+    Read in pieces: each event is decoded and made an :class:`AgentEvent` on its own, so the
+    parsed JSON of the whole batch (a dict per event besides the event itself) is never held.
+    """
     try:
-        raw = json.loads(body)
+        return _Batch(body.decode("utf-8")).parse()
+    except UnicodeDecodeError as exc:
+        raise ApiError(400, "bad_request", f"the body is not JSON: {exc}") from None
     except RecursionError:
         raise ApiError(400, "bad_request", "the body is not JSON: it nests too deeply") from None
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         raise ApiError(400, "bad_request", f"the body is not JSON: {exc}") from None
-    if not isinstance(raw, dict):
-        raise ApiError(400, "bad_request", "the body must be an object with attempt and events")
-    attempt, events = raw.get("attempt"), raw.get("events")
-    if type(attempt) is not int or not isinstance(events, list):
-        raise ApiError(400, "bad_request", "attempt must be an integer and events a list")
-    if not 1 <= attempt <= SQLITE_INT_MAX:
-        raise ApiError(400, "bad_request", f"attempt must be 1 to {SQLITE_INT_MAX}")
-    try:
-        return attempt, [AgentEvent.from_json(event) for event in events]
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ApiError(400, "bad_request", f"malformed event: {exc}") from None
+
+
+_SPACE = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+_SHAPE = "attempt must be an integer and events a list"
+
+
+class _Batch:
+    """A cursor over a batch's text, reading its object one member (and event) at a time."""
+
+    def __init__(self, text: str) -> None:
+        self.text, self.at = text, 0
+
+    def parse(self) -> tuple[int, list[AgentEvent]]:
+        if self._next() != "{":
+            raise ApiError(400, "bad_request", "the body must be an object with attempt and events")
+        self.at += 1
+        attempt: object = None
+        events: list[AgentEvent] | None = None
+        if self._next() == "}":
+            self.at += 1
+        else:
+            while True:
+                key = self._value()
+                if not isinstance(key, str):
+                    self._fail("Expecting property name enclosed in double quotes")
+                self._expect(":")
+                if key == "events":
+                    events = self._events()
+                elif key == "attempt":
+                    attempt = self._value()
+                else:
+                    self._value()
+                if self._next() != ",":
+                    break
+                self.at += 1
+            self._expect("}")
+        if self._next() != "":
+            self._fail("Extra data")
+        if type(attempt) is not int or events is None:
+            raise ApiError(400, "bad_request", _SHAPE)
+        if not 1 <= attempt <= SQLITE_INT_MAX:
+            raise ApiError(400, "bad_request", f"attempt must be 1 to {SQLITE_INT_MAX}")
+        return attempt, events
+
+    def _events(self) -> list[AgentEvent]:
+        if self._next() != "[":
+            raise ApiError(400, "bad_request", _SHAPE)
+        self.at += 1
+        events: list[AgentEvent] = []
+        if self._next() == "]":
+            self.at += 1
+            return events
+        while True:
+            raw = self._value()
+            try:
+                events.append(AgentEvent.from_json(raw))
+            except (KeyError, TypeError, ValueError) as exc:
+                raise ApiError(400, "bad_request", f"malformed event: {exc}") from None
+            if self._next() == ",":
+                self.at += 1
+                continue
+            self._expect("]")
+            return events
+
+    def _value(self) -> Any:
+        self._next()
+        value, self.at = _DECODER.raw_decode(self.text, self.at)
+        return value
+
+    def _next(self) -> str:
+        """The next character that is not white space ('' at the end); the cursor moves to it."""
+        match = _SPACE.match(self.text, self.at)
+        self.at = match.end() if match else self.at
+        return self.text[self.at : self.at + 1]
+
+    def _expect(self, char: str) -> None:
+        if self._next() != char:
+            self._fail(f"Expecting {char!r} delimiter")
+        self.at += 1
+
+    def _fail(self, message: str) -> None:
+        raise json.JSONDecodeError(message, self.text, self.at)
