@@ -116,7 +116,7 @@ def test_webhook_networks_come_from_config_or_env_and_bad_ones_are_named(tmp_pat
     env = {**home, "TRAINOPS_WEBHOOK_NETWORKS": "private, fd00::/8"}
     assert Settings.load(env).webhook_networks == ("private", "fd00::/8")
     (tmp_path / "config.yaml").write_text("webhook_networks: [intranet]\n")
-    with pytest.raises(ConfigError, match="config.yaml: webhook_networks entry 'intranet'"):
+    with pytest.raises(ConfigError, match=r"config\.yaml: webhook_networks entry 'intranet'"):
         Settings.load(home)
-    with pytest.raises(ConfigError, match="TRAINOPS_WEBHOOK_NETWORKS: .*'10.0.0.0/33'"):
+    with pytest.raises(ConfigError, match=r"TRAINOPS_WEBHOOK_NETWORKS: .*'10\.0\.0\.0/33'"):
         Settings.load({**home, "TRAINOPS_WEBHOOK_NETWORKS": "10.0.0.0/33"})

@@ -26,7 +26,6 @@ from trainops.backends import Backend, backend_for
 from trainops.control import ControllerConfig, JobController
 from trainops.report import ProfilerReportService as ProfilerReportService  # registers it
 from trainops.rules import RulesService as RulesService  # registers the live rules service
-from trainops.server._body import limit_malloc_arenas
 from trainops.server._server_file import HomeLock, advertise, withdraw
 from trainops.store import MetadataStore
 
@@ -183,6 +182,8 @@ def serve(
             f"refusing to listen on {host}: a server reachable from other machines needs a "
             "token (set TRAINOPS_TOKEN or 'token:' in $TRAINOPS_HOME/config.yaml)"
         )
+    from trainops.server._body import limit_malloc_arenas  # (imports Starlette: serving now)
+
     limit_malloc_arenas()  # a process that only serves: few heaps, so memory returns
     stop = threading.Event()
 
