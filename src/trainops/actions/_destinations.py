@@ -76,10 +76,10 @@ def _kind(address: Address) -> str:
     return "reserved (not public)"
 
 
-def resolve_checked(host: str, port: int, policy: WebhookPolicy) -> str:
-    """The address to connect to for ``host``: every address it resolves to must be allowed;
-    :class:`PermissionError` says which is not (and which setting allows it), :class:`OSError`
-    that it does not resolve."""
+def resolve_checked(host: str, port: int, policy: WebhookPolicy) -> list[str]:
+    """The addresses to connect to for ``host``, in the resolver's order: every address it
+    resolves to must be allowed; :class:`PermissionError` says which is not (and which setting
+    allows it), :class:`OSError` that it does not resolve."""
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     addresses = [ipaddress.ip_address(str(info[4][0]).split("%", 1)[0]) for info in infos]
     for address in addresses:
@@ -92,4 +92,4 @@ def resolve_checked(host: str, port: int, policy: WebhookPolicy) -> str:
             )
     if not addresses:
         raise OSError(f"{host} resolves to no address")
-    return str(addresses[0])
+    return list(dict.fromkeys(str(address) for address in addresses))

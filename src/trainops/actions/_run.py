@@ -67,12 +67,12 @@ def _webhook(finding: Finding, url: str, timeout: float, policy: WebhookPolicy) 
     https = parts.scheme == "https"
     port = parts.port or (443 if https else 80)
     try:
-        address = resolve_checked(parts.hostname or "", port, policy)
+        addresses = resolve_checked(parts.hostname or "", port, policy)
     except PermissionError as exc:
         return ActionResult("webhook", False, f"POST {shown} refused: {exc}")
     except OSError as exc:
         return ActionResult("webhook", False, f"POST {shown} failed: {exc}")
-    connection = _PinnedConnection(parts.hostname or "", port, address, timeout, https=https)
+    connection = _PinnedConnection(parts.hostname or "", port, addresses, timeout, https=https)
     target = parts.path or "/"
     if parts.query:
         target += "?" + parts.query
@@ -91,16 +91,27 @@ def _webhook(finding: Finding, url: str, timeout: float, policy: WebhookPolicy) 
 
 
 class _PinnedConnection(http.client.HTTPConnection):
-    """An HTTP(S) connection to ``address``, the checked address of ``host`` (which still
-    names the server in the Host header and, over TLS, in SNI and the certificate check)."""
+    """An HTTP(S) connection to one of ``addresses``, the checked addresses of ``host`` (tried
+    in order; ``host`` still names the server in the Host header and, over TLS, in SNI and the
+    certificate check)."""
 
-    def __init__(self, host: str, port: int, address: str, timeout: float, *, https: bool):
+    def __init__(
+        self, host: str, port: int, addresses: list[str], timeout: float, *, https: bool
+    ) -> None:
         super().__init__(host, port, timeout=timeout)
-        self._address = address
+        self._addresses = addresses
         self._tls = ssl.create_default_context() if https else None
 
     def connect(self) -> None:
-        sock = socket.create_connection((self._address, self.port), self.timeout)
+        failure: OSError | None = None
+        for address in self._addresses:
+            try:
+                sock = socket.create_connection((address, self.port), self.timeout)
+                break
+            except OSError as exc:
+                failure = exc
+        else:
+            raise failure or OSError("no address to connect to")
         if self._tls is not None:
             sock = self._tls.wrap_socket(sock, server_hostname=self.host)
         self.sock = sock
