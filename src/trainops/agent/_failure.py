@@ -24,6 +24,7 @@ __all__ = [
 ]
 
 MAX_FAILURE_REASON = 1024
+_FAILURE_READ_BYTES = 64 * 1024  # what is read of output/failure (white space may lead)
 TRACEBACK_HEAD = "Traceback (most recent call last):"
 EXCERPT_LINES = 10
 EXCERPT_CHARS = 700
@@ -40,9 +41,12 @@ def called_process_error(
 
 
 def read_failure_file(path: Path) -> str | None:
-    """The first 1024 characters of ``output/failure``, or ``None`` when it is missing or empty."""
+    """The first 1024 characters of ``output/failure``, or ``None`` when it is missing or empty.
+
+    The script writes that file: only its first :data:`_FAILURE_READ_BYTES` are read."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        with path.open("rb") as handle:
+            text = handle.read(_FAILURE_READ_BYTES).decode("utf-8", errors="replace")
     except (FileNotFoundError, IsADirectoryError):
         return None
     text = text.strip()
