@@ -69,6 +69,7 @@ def test_one_failing_rank_ends_every_rank_on_every_host(
     assert sorted(r for codes in ranks.values() for r in codes) == [0, 1, 2, 3]
     assert_nothing_left("ddp-fails", [tmp_path])
 
+
 TORCHRUN_TWO_BY_TWO = {
     "instance_count": 2,
     "distribution": {"processes_per_host": 2, "torch_distributed": {"enabled": True}},
