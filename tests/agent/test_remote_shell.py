@@ -378,9 +378,17 @@ def test_another_uid_cannot_reach_the_socket_nor_use_it_with_the_key(hosts: _Hos
 
     denied = as_nobody()  # the private directory keeps it out
     assert denied.returncode != 0 and "PermissionError" in denied.stderr
-    hosts.shell.directory.chmod(0o755)  # opened up by mistake: the uid check still holds
+    # opened up by mistake (its directory and the parent every job's directory shares): the
+    # uid check still holds
+    parent = hosts.shell.directory.parent
+    parent_mode = parent.stat().st_mode & 0o777
+    hosts.shell.directory.chmod(0o755)
     Path(socket_path).chmod(0o777)
-    refused = as_nobody()
+    parent.chmod(0o755)
+    try:
+        refused = as_nobody()
+    finally:
+        parent.chmod(parent_mode)
     assert refused.returncode == 0 and "runs as uid 65534" in refused.stdout
     assert not marker.exists()
 
