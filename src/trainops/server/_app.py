@@ -1,8 +1,8 @@
 """The ASGI application (Starlette): public API under ``/api/v1``, agent API under ``/agent/v1``.
 
-The routes come from one table (``_routing.Operation`` declarations in ``_public.py``,
-``_reports.py`` and ``_agent_api.py``), which parses the requests and writes the OpenAPI document
-served at ``/openapi.json`` (built on its first request, not at start-up). Errors are JSON
+The routes come from one table (``_routing.Operation`` declarations in the ``routes`` package
+and ``_agent_api.py``), which parses the requests and writes the OpenAPI document served at
+``/openapi.json`` (built on its first request, not at start-up). Errors are JSON
 ``{"detail": {"error": kind, "message": text, ...}}`` (docs/api.md), the router's own 404 and
 405 included.
 """
@@ -28,9 +28,8 @@ from trainops.server._agent_api import agent_operations
 from trainops.server._guard import HostGuard, allowed_host_names
 from trainops.server._http import KIND_BY_STATUS, error
 from trainops.server._longpoll import LogWaiter
-from trainops.server._public import public_operations
-from trainops.server._reports import report_operations
 from trainops.server._routing import Operation, starlette_routes
+from trainops.server.routes import public_operations
 
 __all__ = ["create_app"]
 
@@ -55,7 +54,6 @@ def create_app(
     waiter = LogWaiter(controller)
     operations = [
         *public_operations(controller, settings, waiter),
-        *report_operations(controller, settings),
         *agent_operations(controller),
     ]
 

@@ -15,10 +15,10 @@ from trainops.control import JobController
 from trainops.report import NoProfilerDataError, job_report
 from trainops.server._http import ApiError
 from trainops.server._routing import Operation
+from trainops.server.routes._shapes import API
 
-__all__ = ["report_operations"]
+__all__ = ["ReportRoutes"]
 
-API = "/api/v1"
 _OBJECT = {"type": "object"}
 _REPORT = {
     "type": "object",
@@ -35,27 +35,35 @@ _REPORT = {
 }
 
 
-def report_operations(controller: JobController, settings: Settings) -> list[Operation]:
-    store = controller.store
+class ReportRoutes:
+    """A job's profiler report, computed from ``controller``'s store and ``settings``."""
 
-    def profiler_report(name: str) -> dict[str, Any]:
+    def __init__(self, controller: JobController, settings: Settings) -> None:
+        self.controller = controller
+        self.settings = settings
+
+    # The handler's docstring is its operation's description in the OpenAPI document.
+
+    def profiler_report(self, name: str) -> dict[str, Any]:
         """The profiler report of a job, running or ended: job summary, system usage, framework
         metrics, rules, step durations, GPU, batch size, CPU and I/O bottlenecks, load
         balancing, GPU memory, and right-sizing advice. 404 for an unknown job or one without
         profiler data."""
-        controller.job(name)
+        self.controller.job(name)
         try:
-            return job_report(store, settings, name, now=time.time())
+            return job_report(self.controller.store, self.settings, name, now=time.time())
         except NoProfilerDataError as exc:
             raise ApiError(404, "not_found", str(exc)) from None
 
-    return [
-        Operation(
-            "GET",
-            f"{API}/jobs/{{name}}/profiler-report",
-            profiler_report,
-            errors=(404,),
-            auth="token",
-            returns=_REPORT,
-        )
-    ]
+    def operations(self) -> list[Operation]:
+        """``GET /jobs/{name}/profiler-report``."""
+        return [
+            Operation(
+                "GET",
+                f"{API}/jobs/{{name}}/profiler-report",
+                self.profiler_report,
+                errors=(404,),
+                auth="token",
+                returns=_REPORT,
+            )
+        ]

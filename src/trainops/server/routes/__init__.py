@@ -1,0 +1,51 @@
+"""The public API's routes (``/api/v1``), one module per group, each handler importable alone.
+
+Each group is a small class that takes what its handlers need (the controller, the settings, the
+log waiter) and whose methods are the handlers: a test builds one around a real controller and
+calls a handler with the request's values, no server needed. Its ``operations()`` declares each
+route as a :class:`~trainops.server._routing.Operation`: its parameters, body, success status
+and every error answer it can give; the same declaration parses the request and writes the
+OpenAPI document, so the served document stays true (a schemathesis run in the tests keeps it
+so). A handler's docstring is its operation's description there. With ``settings.token`` set,
+all but ``/health`` need that token. docs/internals/routes.md says how to add a route.
+
+- ``_cluster``: health, info and the backend's machines;
+- ``_jobs``: job names, submit, list, describe and stop;
+- ``_output``: a job's log lines (long-polled) and metrics;
+- ``_reports``: a job's profiler report;
+- ``_shapes``: the JSON schemas the answers share.
+"""
+
+from __future__ import annotations
+
+from trainops._settings import Settings
+from trainops.control import JobController
+from trainops.server._longpoll import LogWaiter
+from trainops.server._routing import Operation
+from trainops.server.routes._cluster import ClusterRoutes
+from trainops.server.routes._jobs import JobRoutes, NameRequest, SubmitRequest, parse_timestamp
+from trainops.server.routes._output import JobOutputRoutes
+from trainops.server.routes._reports import ReportRoutes
+
+__all__ = [
+    "ClusterRoutes",
+    "JobOutputRoutes",
+    "JobRoutes",
+    "NameRequest",
+    "ReportRoutes",
+    "SubmitRequest",
+    "parse_timestamp",
+    "public_operations",
+]
+
+
+def public_operations(
+    controller: JobController, settings: Settings, waiter: LogWaiter
+) -> list[Operation]:
+    """Every public route, in the order the document lists them."""
+    return [
+        *ClusterRoutes(controller, settings).operations(),
+        *JobRoutes(controller, settings).operations(),
+        *JobOutputRoutes(controller, waiter).operations(),
+        *ReportRoutes(controller, settings).operations(),
+    ]

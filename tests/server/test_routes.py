@@ -1,0 +1,195 @@
+"""The public routes' handlers, imported and called alone: a real store and controller, no server.
+
+The controller is built but not started (no scheduler, no agents): a submitted job stays
+Starting, which is all these handlers need. Over HTTP the same handlers are exercised by
+test_server_api.py; here each one answers for itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import trainops.server.routes as routes
+from tests.control._harness import code_uri, fake_backend, job_spec
+from trainops import JobNotFoundError, SpecError
+from trainops._settings import Settings
+from trainops._version import __version__
+from trainops.control import JobController, JobEndedError
+from trainops.protocol import AgentEvent, EventKind
+from trainops.server._http import ApiError
+from trainops.server._longpoll import LogWaiter
+from trainops.server.routes import (
+    ClusterRoutes,
+    JobOutputRoutes,
+    JobRoutes,
+    NameRequest,
+    ReportRoutes,
+    SubmitRequest,
+    parse_timestamp,
+    public_operations,
+)
+from trainops.store import MetadataStore, NewHost
+
+
+@pytest.fixture
+def controller(settings: Settings) -> Iterator[JobController]:
+    store = MetadataStore(settings.db_path)
+    made = JobController(settings, store, fake_backend(settings))
+    try:
+        yield made
+    finally:
+        made.close()
+        store.close()
+
+
+@pytest.fixture
+def jobs(controller: JobController, settings: Settings) -> JobRoutes:
+    return JobRoutes(controller, settings)
+
+
+def _submit(jobs: JobRoutes, settings: Settings, name: str, **fields: Any) -> dict[str, Any]:
+    body = SubmitRequest(job_name=name, spec=job_spec(**fields), code_uri=code_uri(settings))
+    return jobs.submit(body)
+
+
+def test_every_exported_name_resolves() -> None:
+    assert [name for name in routes.__all__ if getattr(routes, name, None) is None] == []
+
+
+def test_the_table_lists_every_public_route_once_in_document_order(
+    controller: JobController, settings: Settings
+) -> None:
+    table = public_operations(controller, settings, LogWaiter(controller))
+    assert [(op.method, op.path.removeprefix("/api/v1"), op.name) for op in table] == [
+        ("GET", "/health", "health"),
+        ("GET", "/info", "info"),
+        ("GET", "/cluster", "cluster"),
+        ("POST", "/job-names", "new_job_name"),
+        ("POST", "/jobs", "submit"),
+        ("GET", "/jobs", "list_jobs"),
+        ("GET", "/jobs/{name}", "describe_job"),
+        ("POST", "/jobs/{name}/stop", "stop_job"),
+        ("GET", "/jobs/{name}/logs", "logs"),
+        ("GET", "/jobs/{name}/metrics", "metrics"),
+        ("GET", "/jobs/{name}/profiler-report", "profiler_report"),
+    ]
+    assert [op.path for op in table if op.auth is None] == ["/api/v1/health"]
+
+
+def test_submit_describe_list_and_stop(jobs: JobRoutes, settings: Settings) -> None:
+    submitted = _submit(jobs, settings, "first", environment={"API_KEY": "s3cr3t"})
+    assert submitted["TrainingJobName"] == "first"
+    assert submitted["TrainingJobStatus"] == "InProgress"
+    assert "s3cr3t" not in repr(submitted)  # the description masks the job's secrets
+    _submit(jobs, settings, "second")
+
+    assert jobs.describe_job("first")["TrainingJobName"] == "first"
+    listed = jobs.list_jobs(None, "SEC", None, None, limit=50)
+    assert [j["TrainingJobName"] for j in listed["jobs"]] == ["second"]
+    assert len(jobs.list_jobs(["InProgress"], None, None, None, limit=1)["jobs"]) == 1
+    assert jobs.list_jobs(["Completed"], None, None, None, limit=50) == {"jobs": []}
+
+    # Not placed yet (the controller is not started): no host to wait for, so it ends at once.
+    assert jobs.stop_job("first")["TrainingJobStatus"] == "Stopped"
+    with pytest.raises(JobEndedError, match="has already ended"):
+        jobs.stop_job("first")
+
+
+def test_an_unknown_job_is_not_found_by_every_handler(
+    controller: JobController, settings: Settings, jobs: JobRoutes
+) -> None:
+    output = JobOutputRoutes(controller, LogWaiter(controller))
+    report = ReportRoutes(controller, settings)
+    for handler in (jobs.describe_job, jobs.stop_job, report.profiler_report):
+        with pytest.raises(JobNotFoundError, match="no job named 'ghost'"):
+            handler("ghost")
+    with pytest.raises(JobNotFoundError):
+        output.metrics("ghost", None)
+
+
+def test_a_bad_spec_is_refused_naming_the_field(jobs: JobRoutes, settings: Settings) -> None:
+    with pytest.raises(SpecError, match="instance_count"):
+        _submit(jobs, settings, "bad", instance_count=-1)
+    with pytest.raises(JobNotFoundError):
+        jobs.describe_job("bad")
+
+
+def test_new_job_names_are_fresh_and_checked(jobs: JobRoutes) -> None:
+    first = jobs.new_job_name(NameRequest(base_job_name="my-train"))["job_name"]
+    second = jobs.new_job_name(NameRequest(base_job_name="my-train"))["job_name"]
+    assert first.startswith("my-train-") and second.startswith("my-train-")
+    assert first != second
+    with pytest.raises(SpecError, match="base_job_name"):
+        jobs.new_job_name(NameRequest(base_job_name="../../etc/passwd"))
+
+
+def test_timestamps_are_iso_8601_and_utc_unless_they_say() -> None:
+    assert parse_timestamp("") is None
+    assert parse_timestamp("1970-01-01T00:01:00") == 60.0
+    assert parse_timestamp("1970-01-01T01:01:00+01:00") == 60.0
+    with pytest.raises(ValueError, match="is not an ISO 8601 time") as caught:
+        parse_timestamp("x" * 10_000)
+    assert len(str(caught.value)) < 120  # the hostile value is cut, not echoed whole
+
+
+def test_info_and_cluster_answer_from_the_backend(
+    controller: JobController, settings: Settings
+) -> None:
+    cluster = ClusterRoutes(controller, settings)
+    assert cluster.health() == {"status": "ok", "version": __version__}
+    amounts = {"cpus": 4, "memory_mb": 64_000, "gpus": 0}  # the settings fixture's capacity
+    info = cluster.info()
+    assert (info["backend"], info["capacity"], info["region"]) == (
+        "local",
+        amounts,
+        settings.region,
+    )
+    nodes = cluster.cluster()["nodes"]
+    assert [(n["capacity"], n["free"]) for n in nodes] == [(amounts, amounts)]
+
+
+def test_logs_and_metrics_of_a_job(
+    controller: JobController, jobs: JobRoutes, settings: Settings
+) -> None:
+    _submit(jobs, settings, "talker")
+    attempt = controller.job("talker").attempt
+    store = controller.store
+    store.create_hosts("talker", attempt, [NewHost(host="algo-1", root="/r", state_dir="/s")])
+    events = [
+        AgentEvent(1, 10.0, EventKind.LOG, {"stream": "stdout", "lines": ["epoch 1", "loss=0.5"]}),
+        AgentEvent(3, 10.0, EventKind.METRIC, {"name": "loss", "value": 0.5, "timestamp": 10.0}),
+    ]
+    store.ingest("talker", "algo-1", attempt, events)
+    output = JobOutputRoutes(controller, LogWaiter(controller))
+
+    page = _run_with_waiter(output, "talker", after=0)
+    assert [line["line"] for line in page["lines"]] == ["epoch 1", "loss=0.5"]
+    assert page["TrainingJobStatus"] == "InProgress"
+    assert _run_with_waiter(output, "talker", after=page["next"])["lines"] == []
+    metrics = output.metrics("talker", "loss")["metrics"]
+    assert [(m["MetricName"], m["Value"]) for m in metrics] == [("loss", 0.5)]
+    assert output.metrics("talker", "accuracy") == {"metrics": []}
+
+
+def _run_with_waiter(output: JobOutputRoutes, name: str, after: int) -> dict[str, Any]:
+    async def read() -> dict[str, Any]:
+        await output.waiter.start()
+        try:
+            return await output.logs(name, after, None, 100, wait=0, shape="lines")
+        finally:
+            output.waiter.stop()
+
+    return asyncio.run(read())
+
+
+def test_a_job_without_profiler_data_has_no_report(
+    controller: JobController, jobs: JobRoutes, settings: Settings
+) -> None:
+    _submit(jobs, settings, "quiet")
+    with pytest.raises(ApiError) as caught:
+        ReportRoutes(controller, settings).profiler_report("quiet")
+    assert (caught.value.status, caught.value.error) == (404, "not_found")
