@@ -18,7 +18,7 @@ import pytest
 
 from tests._support.ray_cluster import RayCluster, RayStartError, start_ray_cluster
 from tests._support.seaweed import SeaweedS3, SeaweedStartError, start_seaweed
-from tests._support.system import require, require_extra
+from tests._support.system import require, require_installed
 from trainops._settings import Settings
 
 # A shell starts background jobs (`make test &`) with SIGINT ignored, and a process that starts
@@ -81,7 +81,7 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayCluster
     """A Ray cluster of a head and two worker nodes on 127.0.0.1, shared by the session; this
     process joins it as a driver where a test's control plane does (its environment carries
     the cluster's token)."""
-    require_extra("ray")  # make test installs the extra: in CI, its absence fails
+    require_installed("ray")  # make test installs the extra: in CI, its absence fails
     cluster: RayCluster | None = None
     try:
         cluster = start_ray_cluster(tmp_path_factory.mktemp("ray-cluster"))

@@ -13,6 +13,7 @@ part is skipped in one place and failed in another.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import shutil
 import sys
@@ -101,6 +102,16 @@ def require_extra(extra: str, module: str | None = None) -> ModuleType:
         return importlib.import_module(name)
     except ImportError as exc:
         _absent(f"the {extra} extra's module {name} cannot be imported ({exc}); install it: "
+                f"pip install -e '.[{extra}]' (make test does)")  # fmt: skip
+
+
+def require_installed(extra: str, module: str | None = None) -> None:
+    """As :func:`require_extra`, without importing the module: Ray reads its cluster's token
+    from the environment when it is imported, so it must not be imported before the test
+    cluster's environment is in place."""
+    name = module or EXTRAS[extra]
+    if importlib.util.find_spec(name) is None:
+        _absent(f"the {extra} extra's module {name} is not installed; install it: "
                 f"pip install -e '.[{extra}]' (make test does)")  # fmt: skip
 
 
