@@ -19,6 +19,7 @@ import pytest
 from tests.agent._support import make_job
 from tests.profiler._support import SRC, rows, series
 from trainops.agent import HostResult
+from trainops.agent._hostns import opt_ml_shown
 from trainops.agent._outputs import Artifact
 from trainops.agent.sidecars import SIDECARS, Sidecar, SidecarContext
 from trainops.profiler._bootstrap import BOOTSTRAP_DIR
@@ -84,7 +85,9 @@ def test_the_framework_sidecar_times_a_plain_script(
     assert [(r["step"], r["samples"]) for r in found] == [(s, 5.0) for s in range(8)]
     path = json.loads((job.root / "output/data/pythonpath.json").read_text())
     assert path[0] == str(BOOTSTRAP_DIR)  # first, and what was there is kept
-    assert str(job.root / "code") in path and str(SRC) in path
+    # the script sees its code at /opt/ml/code where namespaces show the tree there
+    code = "/opt/ml/code" if opt_ml_shown(True) else str(job.root / "code")
+    assert code in path and str(SRC) in path
 
 
 def test_a_job_without_profiler_config_gets_no_bootstrap(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from tests._support.system import require_extra
 from tests.agent._support import make_job
 from tests.e2e._harness import wait_for
 from tests.tensorboard._read import scalars, values
+from trainops.agent._hostns import opt_ml_shown
 from trainops.protocol import HostOutcome
 
 METRICS = [{"name": "loss", "regex": "loss=([0-9.]+)"}]
@@ -71,7 +72,9 @@ def test_scraped_metrics_and_the_scripts_own_files_are_synced_while_it_runs(
     assert [step for step, _v, _w in ours["loss"]] == [0, 1, 2, 3]
     assert values(scalars(remote), "own/accuracy") == pytest.approx([0.0, 0.1, 0.2])
     assert job.reporter.artifacts()["tensorboard"] == remote.as_uri()
-    local = job.root / "output" / "tensorboard"
+    # what the script is told: the path it sees (/opt/ml where namespaces show the tree there)
+    local = Path("/opt/ml") if opt_ml_shown(True) else job.root
+    local = local / "output" / "tensorboard"
     config_line = next(line for line in job.reporter.lines() if line.startswith("config "))
     config = json.loads(config_line.removeprefix("config "))
     assert config == {"LocalPath": str(local), "S3OutputPath": remote.as_uri()}
