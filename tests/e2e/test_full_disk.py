@@ -168,3 +168,27 @@ def _ended(home: Path, env: dict[str, str]) -> dict[str, Any] | None:
         return None
     job: dict[str, Any] = json.loads(result.stdout)
     return job if job["TrainingJobStatus"] in ("Completed", "Failed", "Stopped") else None
+
+
+def test_submit_on_a_full_disk_says_which_disk_in_one_line(
+    tmp_path: Path, small_home: Path
+) -> None:
+    spec = write_job(tmp_path, "print('hello')", job_name="nospace")
+    server = Server(small_home).start()
+    try:
+        assert trainops("jobs", home=small_home, **server.env()).returncode == 0  # it serves
+        with (
+            contextlib.suppress(OSError),
+            (small_home / "filler.bin").open("wb", buffering=0) as filler,
+        ):
+            while True:
+                filler.write(b"x" * (1 << 20))
+        result = trainops("submit", str(spec), home=small_home, **server.env())
+    finally:
+        server.stop()
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.startswith(
+        f"trainops: error: no space left on device under {small_home}"
+    ), result.stderr
+    assert "free some space there" in result.stderr
+    assert len(result.stderr.splitlines()) == 1 and "Traceback" not in result.stderr
