@@ -151,7 +151,7 @@ class Lifecycle:
 
     def _relaunch(self, job: JobRecord) -> None:
         self.core.backend.release(job.name)
-        self.core.set_secondary(
+        job = self.core.set_secondary(
             job,
             SecondaryStatus.STARTING,
             STARTING_MESSAGE,
@@ -160,6 +160,7 @@ class Lifecycle:
             stop_requested_at=None,
             agent_token_hash=None,
         )
+        self.core.waiting.add(job)
         self.core.wake_scheduler()
 
     @staticmethod
@@ -227,6 +228,7 @@ class Lifecycle:
                 self._after_merge(job.name, job.attempt, merged, result)
             except Exception:
                 _log.exception("ending job %s after its merge failed", job.name)
+                self.core.recheck(job.name)
 
     def _after_merge(
         self, name: str, attempt: int, merged: dict[str, str], result: _Merged

@@ -1,8 +1,12 @@
 """The monitor: liveness of agents, max runtime, and killing agents that ignore a stop.
 
-Each tick looks at every job that is running, stopping, or still has an agent of its current
-attempt that has not reported its exit. The same pass, run once at start-up, is the recovery of
-a restarted control plane: dead agents' journals are read and the end rules applied.
+Each tick looks at the jobs that have an agent of their current attempt that has not reported
+its exit, the jobs that are stopping, and the jobs a change left half done (a write that failed
+on a full disk: ``ControlCore.recheck``). Jobs that wait for capacity have no agent and nothing
+a tick could find: they are the scheduler's, which works on change (a submission, capacity
+freed), so a tick costs the same with none or ten thousand of them waiting. At start-up,
+:meth:`Monitor.recover` looks once at every job that is not over: the recovery of a restarted
+control plane, where dead agents' journals are read and the end rules applied.
 """
 
 from __future__ import annotations
@@ -72,6 +76,7 @@ class Monitor:
         self.intake = intake
         self.health = health
         self._failing: set[str] = set()  # jobs whose last check failed to write the store
+        self._watch = (PrimaryStatus.STOPPING,)
 
     def adopt_reservations(self) -> None:
         """After a restart: hold again the capacity of attempts whose agents may still run."""
@@ -81,22 +86,35 @@ class Monitor:
                 self.core.backend.adopt(job.name, [h.reservation for h in hosts])
 
     def tick(self) -> None:
+        """Look at the jobs with live agents, the stopping ones and those to look at again."""
+        names = set(self.core.store.watched_jobs(self._watch))
+        names |= self.core.take_rechecks() | self._failing
+        for name in sorted(names):
+            self._look(name)
+
+    def recover(self) -> None:
+        """Look once at every job that is not over (after a restart)."""
         for job in self.core.store.active_jobs(_ACTIVE):
-            with self.core.lock:
-                try:
-                    self._check(job.name)
-                except sqlite3.OperationalError as exc:
-                    # "database or disk is full": one line while it lasts, not one traceback
-                    # a tick; the next tick tries again, and succeeds once there is space.
-                    self._failing.add(job.name)
-                    self.health.failed(exc)
-                    continue
-                except Exception:
-                    _log.exception("monitor: checking job %s failed", job.name)
-                if job.name in self._failing:
-                    self._failing.discard(job.name)
-                    if not self._failing:
-                        self.health.succeeded()
+            self._look(job.name)
+
+    def _look(self, name: str) -> None:
+        with self.core.lock:
+            try:
+                self._check(name)
+            except sqlite3.OperationalError as exc:
+                # "database or disk is full": one line while it lasts, not one traceback
+                # a tick; the next tick tries again, and succeeds once there is space.
+                self._failing.add(name)
+                self.health.failed(exc)
+                return
+            except KeyError:
+                pass  # the job is gone from the store
+            except Exception:
+                _log.exception("monitor: checking job %s failed", name)
+            if name in self._failing:
+                self._failing.discard(name)
+                if not self._failing:
+                    self.health.succeeded()
 
     def _check(self, name: str) -> None:
         job = self.core.job(name)
