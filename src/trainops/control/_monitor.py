@@ -21,7 +21,7 @@ from trainops.control._core import ControlCore, handle_of
 from trainops.control._events import EventIntake
 from trainops.control._lifecycle import Lifecycle
 from trainops.control._status import PrimaryStatus, StopReason
-from trainops.store import JobRecord
+from trainops.store import HostRecord, JobRecord
 
 __all__ = ["Monitor", "PeriodicWorker", "StoreHealth"]
 
@@ -117,48 +117,68 @@ class Monitor:
                     self.health.succeeded()
 
     def _check(self, name: str) -> None:
+        """Liveness, max runtime and stop escalation of one job, then its end rules. The job and
+        its hosts are read once; again only after something changed them."""
         job = self.core.job(name)
-        timeout = self.core.settings.heartbeat_timeout
-        for host in self.core.store.hosts(name, job.attempt):
-            if host.exited:
-                continue
-            if not self.core.backend.is_alive(handle_of(host)):
-                self.intake.host_gone(self.core.job(name), host)
-            elif self.core.heartbeats.silent_for(name, host.host, host.attempt) > timeout:
-                reason = (
-                    f"the host agent of {host.host} sent no report for {timeout} s "
-                    "(agents report every 0.5 s): the host is lost"
-                )
-                self.intake.host_gone(self.core.job(name), host, reason)
-        job = self.core.job(name)
-        self._check_runtime(job)
-        self._escalate(self.core.job(name))
-        self.lifecycle.evaluate(name)
+        hosts = self.core.store.hosts(name, job.attempt)
+        changed = False
+        for host in hosts:
+            if not host.exited:
+                changed = self._check_host(job, host) or changed
+        if changed:
+            job = self.core.job(name)
+        changed = self._check_runtime(job) or changed
+        if changed:
+            job = self.core.job(name)
+        changed = self._escalate(job) or changed
+        self.lifecycle.evaluate(name, None if changed else (job, hosts))
 
-    def _check_runtime(self, job: JobRecord) -> None:
+    def _check_host(self, job: JobRecord, host: HostRecord) -> bool:
+        """Whether ``host``, which has not reported its exit, was found gone (and recorded so)."""
+        timeout = self.core.settings.heartbeat_timeout
+        if not self.core.backend.is_alive(handle_of(host)):
+            self.intake.host_gone(self.core.job(job.name), host)
+            return True
+        if self.core.heartbeats.silent_for(job.name, host.host, host.attempt) > timeout:
+            reason = (
+                f"the host agent of {host.host} sent no report for {timeout} s "
+                "(agents report every 0.5 s): the host is lost"
+            )
+            self.intake.host_gone(self.core.job(job.name), host, reason)
+            return True
+        return False
+
+    def _check_runtime(self, job: JobRecord) -> bool:
+        """Begin the stop of a job past its max runtime; whether it did."""
         start = job.training_start_time
         if job.status != PrimaryStatus.IN_PROGRESS or start is None:
-            return
+            return False
         if job.stop_reason not in (None, StopReason.RESTARTING):
-            return
+            return False
         limit = job.spec.stopping_condition.max_runtime_in_seconds
-        if self.core.now() - start >= limit:
-            message = f"Stopping: the job exceeded MaxRuntimeInSeconds ({limit} s)"
-            self.lifecycle.begin_stop(job, StopReason.MAX_RUNTIME_EXCEEDED, message)
+        if self.core.now() - start < limit:
+            return False
+        message = f"Stopping: the job exceeded MaxRuntimeInSeconds ({limit} s)"
+        self.lifecycle.begin_stop(job, StopReason.MAX_RUNTIME_EXCEEDED, message)
+        return True
 
-    def _escalate(self, job: JobRecord) -> None:
-        """Kill agents still running ``grace + kill margin`` after they were told to stop."""
+    def _escalate(self, job: JobRecord) -> bool:
+        """Kill agents still running ``grace + kill margin`` after they were told to stop;
+        whether any was."""
         if job.stop_requested_at is None:
-            return
+            return False
         grace = job.spec.grace_seconds
         deadline = job.stop_requested_at + grace + self.core.config.kill_margin_seconds
         if self.core.now() < deadline:
-            return
+            return False
+        killed = False
         for host in self.core.store.hosts(job.name, job.attempt):
             if not host.exited:
                 _log.warning("killing the agent of %s/%s: it ignored a stop", job.name, host.host)
                 self.core.backend.kill(handle_of(host))
                 self.intake.host_gone(job, host)
+                killed = True
+        return killed
 
 
 class PeriodicWorker:
