@@ -15,7 +15,9 @@ for the whole run:
   them (first fit) and the monitor's work on the queue, if any, competes with it.
 
 Idle CPU: the servers' own processes (their agents are other processes), over the same window
-for every configuration, as percent of one core (and CPU seconds per minute). Latency: the probe
+for every configuration, as percent of one core (and CPU seconds per minute); a fourth server
+that runs no job at all gives the floor (what an idle server costs with nothing to do). The
+holder's agent reports every 0.5 s, so the configurations also pay for one running job. Latency: the probe
 is submitted to each server in turn, in an order that rotates from round to round, and waited on
 until it has ended; submit-to-start is from just before the submission request to the job's
 ``TrainingStartTime`` (the same machine's clock), and the submission request's own time is kept
@@ -53,6 +55,7 @@ TARGET_LATENCY_RATIO = 1.5
 CPUS = 4
 HOLD = "import time\nprint('holding', flush=True)\ntime.sleep(3600)\n"
 HELLO = "print('hello from the probe')\n"
+FLOOR = -1  # the size of the server that runs nothing: an idle server's own cost
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -136,8 +139,9 @@ def wait_job(config: Config, name: str, done: Any, what: str, timeout: float = 3
 
 
 def start_servers(sweeper: ProcessSweeper, sizes: list[int], workdir: Path) -> list[Config]:
+    """One server per size; the last one (size -1) runs no job at all: the floor."""
     configs = []
-    for size in sizes:
+    for size in [*sizes, FLOOR]:
         home = workdir / f"home-{size}"
         port = free_port()
         env = {**clean_env(), "TRAINOPS_HOME": str(home), "TRAINOPS_LOCAL_CPUS": str(CPUS)}
@@ -215,12 +219,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         hello = source_archive(workdir, "hello", HELLO)
         try:
             configs = start_servers(sweeper, args.sizes, workdir)
-            for config in configs:
+            probed = configs[:-1]
+            for config in probed:
                 fill(config, hold, hello)
             measure_idle(configs, args.idle_seconds)
             for index in range(args.rounds):
-                shift = index % len(configs)
-                for config in configs[shift:] + configs[:shift]:
+                shift = index % len(probed)
+                for config in probed[shift:] + probed[:shift]:
                     probe(config, hello, index)
             measure_idle(configs, args.idle_seconds)  # and again, after the probes
         finally:
@@ -232,8 +237,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def build_result(args: argparse.Namespace, configs: list[Config]) -> dict[str, Any]:
+    floor = configs[-1]
     rows = {}
-    for config in configs:
+    for config in configs[:-1]:
         rows[str(config.queued)] = {
             "idle_cpu_pct_samples": config.idle_cpu_pct,
             "idle_cpu_pct": max(config.idle_cpu_pct),
@@ -260,6 +266,10 @@ def build_result(args: argparse.Namespace, configs: list[Config]) -> dict[str, A
             "local_cpus": CPUS,
         },
         "configs": rows,
+        "floor": {
+            "idle_cpu_pct_samples": floor.idle_cpu_pct,
+            "idle_cpu_pct": max(floor.idle_cpu_pct),
+        },
         "targets": {
             "idle_cpu_pct_below": TARGET_IDLE_PCT,
             "latency_ratio_at_most": TARGET_LATENCY_RATIO,
@@ -283,6 +293,8 @@ def render_table(result: dict[str, Any]) -> str:
             f"| {row['latency_s_median'] * 1000:.0f} ms | {ratio} "
             f"| {row['submit_request_s_median'] * 1000:.1f} ms | {rate} |"
         )
+    floor = result["floor"]["idle_cpu_pct"]
+    lines.append(f"| no job at all (the floor) | {floor:.2f} | {floor * 0.6:.2f} | | | | |")
     m, v, s = result["machine"], result["versions"], result["settings"]
     targets = result["targets"]
     met = "met" if targets["idle_met"] and targets["latency_met"] else "NOT met"

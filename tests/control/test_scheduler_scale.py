@@ -16,7 +16,8 @@ import pytest
 
 from tests.control._harness import code_uri, control_plane, fake_backend
 from trainops._settings import LocalCapacity, Settings
-from trainops.catalog import get_instance_type
+from trainops.backends import HostPlacement, LocalBackend
+from trainops.catalog import InstanceType, get_instance_type
 from trainops.control import JobController
 from trainops.spec import JobSpec
 from trainops.store import MetadataStore
@@ -78,6 +79,38 @@ def test_a_tick_and_a_pass_cost_the_same_with_ten_or_a_thousand_jobs_waiting(
     assert not any("FROM jobs WHERE name" in sql for sql in many_tick)
     assert many_pass == few_pass and len(many_pass) <= 4  # the oldest job, its hosts
     assert {job.secondary_status for job in waiting if job is not None} == {"Pending"}
+
+
+class _AskedBackend(LocalBackend):
+    """The local backend, noting which jobs the scheduler asked it to place."""
+
+    asked: list[str]
+
+    def reserve(self, job: str, instance: InstanceType, count: int) -> list[HostPlacement]:
+        self.asked.append(job)
+        return super().reserve(job, instance, count)
+
+
+@pytest.mark.parametrize("by_need", [True, False])
+def test_a_pass_asks_once_per_need_unless_the_backend_must_see_every_job(
+    settings: Settings, by_need: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = _with_cpus(settings, 2)
+    monkeypatch.setattr(_AskedBackend, "fits_by_need", by_need)
+    backend = _AskedBackend(settings, agent_command=fake_backend(settings).agent_command)
+    backend.asked = []
+    store = MetadataStore(settings.db_path)
+    try:
+        controller = JobController(settings, store, backend)
+        backend.reserve("holder", get_instance_type("ml.m5.large"), 1)
+        _submit(controller, ["a", "b", "c"], code_uri(settings))
+        backend.asked.clear()
+        controller.placement.place_waiting()
+        states = [store.get_job(name) for name in ("a", "b", "c")]
+    finally:
+        store.close()
+    assert backend.asked == (["a"] if by_need else ["a", "b", "c"])
+    assert [job.secondary_status for job in states if job is not None] == ["Pending"] * 3
 
 
 def test_waiting_jobs_start_when_capacity_frees_without_a_tick(settings: Settings) -> None:

@@ -57,6 +57,9 @@ class Placement:
 
     def place_waiting(self) -> None:
         """Place what fits now, oldest first; each need stops at its first job that waits."""
+        if not self.core.backend.fits_by_need:
+            self._place_each()
+            return
         queue = self.core.waiting
         heads = queue.heads()
         heapq.heapify(heads)
@@ -71,6 +74,16 @@ class Placement:
             following = queue.next_of(need)
             if following is not None:
                 heapq.heappush(heads, (*following, need))
+
+    def _place_each(self) -> None:
+        """Ask the backend about every waiting job, oldest first (see ``fits_by_need``)."""
+        for _, name, need in self.core.waiting.queued():
+            job = self._still_waiting(name)
+            shortage = None if job is None else self._place(job)
+            if shortage is None:
+                self.core.waiting.remove(need, name)
+            else:
+                self._tell_waiting(need, shortage)
 
     def _still_waiting(self, name: str) -> JobRecord | None:
         """The job's record if it still waits to be placed (it may have been stopped)."""

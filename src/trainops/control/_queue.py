@@ -85,6 +85,25 @@ class WaitingQueue:
             if not line.heap:
                 del self._lines[need]
 
+    def queued(self) -> list[tuple[int, str, Need]]:
+        """Every queued job, ``(order, name, need)``, oldest first (for backends that must be
+        asked about each one)."""
+        with self._lock:
+            found = [(o, n, need) for need, line in self._lines.items() for o, n in line.heap]
+        return sorted(found)
+
+    def remove(self, need: Need, name: str) -> None:
+        """``name`` of ``need`` no longer waits, wherever it is in the queue."""
+        with self._lock:
+            line = self._lines.get(need)
+            if line is None or name not in self._queued:
+                return
+            line.heap = [entry for entry in line.heap if entry[1] != name]
+            heapq.heapify(line.heap)
+            self._queued.discard(name)
+            if not line.heap:
+                del self._lines[need]
+
     def take_untold(self, need: Need) -> list[str]:
         """The jobs of ``need`` queued since this was last asked (to be told they wait)."""
         with self._lock:
