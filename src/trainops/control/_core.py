@@ -26,12 +26,14 @@ __all__ = ["ControlCore", "ControllerConfig", "handle_of"]
 class ControllerConfig:
     """Timings of the control plane.
 
-    ``tick_seconds``: how often the monitor checks liveness, max runtime and stop escalation.
+    ``tick_seconds``: how often the monitor checks liveness, max runtime and stop escalation of
+    the jobs whose agents run (0.5 s: an agent that died is noticed within it; what agents
+    report, their exits first, is acted on when it arrives, not at a tick).
     ``kill_margin_seconds``: how long after a stop's grace period an agent that has not exited
     is killed through the backend (the agent itself kills its processes at the end of grace).
     """
 
-    tick_seconds: float = 0.25
+    tick_seconds: float = 0.5
     kill_margin_seconds: float = 30.0
 
     def __post_init__(self) -> None:
