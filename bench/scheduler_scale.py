@@ -24,7 +24,7 @@ until it has ended; submit-to-start is from just before the submission request t
 too. Targets: idle CPU under 1 % of a core, and the median latency at 10,000 queued within 1.5x
 of the empty queue's.
 
-    python bench/scheduler_scale.py [--queued 0,1000,10000] [--rounds 7] [--idle-seconds 30]
+    python bench/scheduler_scale.py [--queued 0,1000,10000] [--rounds 40] [--idle-seconds 30]
 """
 
 from __future__ import annotations
@@ -34,7 +34,9 @@ import datetime as dt
 import io
 import json
 import os
+import signal
 import statistics
+import sys
 import tarfile
 import tempfile
 import threading
@@ -64,7 +66,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--queued", default="0,1000,10000", help="queue sizes (default 0,1000,10000)"
     )
     parser.add_argument(
-        "--rounds", type=int, default=7, help="probes per configuration (default 7)"
+        "--rounds", type=int, default=40, help="probes per configuration (default 40)"
     )
     parser.add_argument("--idle-seconds", type=float, default=30.0, help="idle window (default 30)")
     parser.add_argument("--out", type=Path, default=BENCH / "results" / "scheduler_scale.json")
@@ -312,6 +314,8 @@ def render_table(result: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    # A SIGTERM ends the run through its clean-up: the servers and agents are stopped too.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     result = run(args)
     write_json(result, args.out)
     update_section(args.readme, "scheduler_scale", render_table(result))

@@ -45,3 +45,11 @@ def test_without_a_file_or_a_full_candidate_the_message_still_says_what_to_do(
     exc = OSError(errno.ENOSPC, "No space left on device")
     message = full_disk_message(exc, [tmp_path])  # tmp_path's disk is not full
     assert message.startswith("no space left on device: free some space")
+
+
+def test_a_hostile_file_name_stays_on_one_line(tmp_path: Path) -> None:
+    target = tmp_path / "src\ntrainops: error: all is fine\x1b[2J"
+    exc = OSError(errno.ENOSPC, "No space left on device", str(target))
+    message = full_disk_message(exc, [])
+    assert "\n" not in message and "\x1b" not in message
+    assert repr(str(target)) in message

@@ -55,12 +55,18 @@ def full_disk_message(exc: BaseException, candidates: Iterable[Path]) -> str:
     full = where or next((p for p in candidates if is_full(p)), None)
     if full is None:
         return "no space left on device: free some space on the disk this command writes to"
-    writing = f" (writing {where})" if where is not None else ""
-    mount = mount_point(full)
+    writing = f" (writing {_shown(where)})" if where is not None else ""
+    mount = _shown(mount_point(full))
     return (
         f"no space left on device under {mount}{writing}: free some space there "
         f"(`du -xsh {mount}/*` shows what takes it) and run the command again"
     )
+
+
+def _shown(path: Path) -> str:
+    """``path`` as text on one line: quoted, with escapes, if it holds a newline or the like."""
+    text = str(path)
+    return text if text.isprintable() else repr(text)
 
 
 def _no_space_error(exc: BaseException) -> OSError | None:
