@@ -128,29 +128,52 @@ def tiny_disk(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(disk)], check=False)
 
 
-def test_events_the_full_journal_cannot_take_are_kept_until_it_can(tiny_disk: Path) -> None:
+def _fill(disk: Path) -> None:
+    with contextlib.suppress(OSError), (disk / "filler").open("wb", buffering=0) as filler:
+        while True:
+            filler.write(b"x" * 4096)
+
+
+def test_events_the_full_journal_cannot_take_are_sent_from_memory(tiny_disk: Path) -> None:
     journal = tiny_disk / "journal.jsonl"
     with RecordingAgentApi(None, TOKEN) as api:
         reporter = HttpReporter(_client(api.url), 1, journal, heartbeat=0.05).start()
-        with contextlib.suppress(OSError), (tiny_disk / "filler").open("wb", buffering=0) as filler:
-            while True:
-                filler.write(b"x" * 4096)
+        _fill(tiny_disk)
+        for i in range(3000):
+            reporter.emit(EventKind.LOG, {"stream": "stdout", "line": f"line {i}"})
+        reporter.emit(EventKind.EXIT, {"outcome": "Completed", "exit_code": 0})
+        assert reporter.close(timeout=30)
+        assert reporter.journal_error is not None  # the disk is still full
+    assert api.log_lines() == [f"line {i}" for i in range(3000)]
+    assert api.events(EventKind.EXIT)[0]["data"]["outcome"] == "Completed"
+
+
+def test_with_the_journal_and_the_store_full_events_are_kept_until_one_frees(
+    tiny_disk: Path,
+) -> None:
+    journal = tiny_disk / "journal.jsonl"
+    with RecordingAgentApi(None, TOKEN) as api:
+        api.full = True
+        reporter = HttpReporter(_client(api.url), 1, journal, heartbeat=0.05).start()
+        _fill(tiny_disk)
         for i in range(3000):
             reporter.emit(EventKind.LOG, {"stream": "stdout", "line": f"line {i}"})
         reporter.emit(EventKind.EXIT, {"outcome": "Completed", "exit_code": 0})
         closed: list[bool] = []
         closing = threading.Thread(target=lambda: closed.append(reporter.close(timeout=0.2)))
         closing.start()
-        # Well past the timeout the reporter still holds the events the journal refused.
-        api.wait_for(lambda: api.posts >= 20)
+        # Well past the timeout the reporter still holds what neither disk could take.
+        api.wait_for(lambda: api.refused >= 5)
         assert closing.is_alive() and not closed
         assert reporter.journal_error is not None
-        assert api.events(EventKind.EXIT) == []
-        (tiny_disk / "filler").unlink()
+        (tiny_disk / "filler").unlink()  # the agent's disk frees first: it journals them
+        api.wait_for(lambda: journal.stat().st_size > 0 and reporter.journal_error is None)
+        assert closing.is_alive() and not closed  # the store still answers 507
+        api.full = False
         closing.join(timeout=60)
         assert closed == [True]
     assert api.log_lines() == [f"line {i}" for i in range(3000)]
-    assert [e.seq for e in EventJournal.read(journal)][-1] == 3001
+    assert [e.seq for e in EventJournal.read(journal)] == list(range(1, 3002))
 
 
 def test_fetch_assignment_and_its_errors(tmp_path: Path) -> None:

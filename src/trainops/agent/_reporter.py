@@ -17,8 +17,10 @@ uploaded), with a warning when that starts and a count when it ends; phases, the
 lines and the exit event are always reported.
 
 A full disk loses nothing. Events the journal cannot take (ENOSPC) stay in memory, in order, and
-are written (fsynced, if an ``exit`` asked for it) once it can; a control plane whose store is
-full answers 507 and is asked again, with a backoff, until it takes them. :meth:`HttpReporter.close`
+are written (fsynced, if an ``exit`` asked for it) once it can; meanwhile, once the journal's
+events are delivered, they are posted from memory (those acknowledged are dropped and never
+journaled: the store has them). A control plane whose store is full answers 507 and is asked
+again, with a backoff, until it takes them. :meth:`HttpReporter.close`
 gives up after its timeout only when what is left is safe in the journal and the server cannot
 be reached (the next control plane reads the journal): while the server answers 507, or events
 exist nowhere but in this process, it keeps trying, so that a host's end (with its own exit time)
@@ -304,6 +306,10 @@ class HttpReporter:
         self._write_journal()
         with self._lock:
             offset, written, written_seq = self._send_offset, self._written, self._written_seq
+            unjournaled = offset >= written and self.journal_error is not None
+        if unjournaled:
+            self._post_unjournaled()
+            return
         batch = self._read_batch(offset, written)
         reply = self._client.post_raw_events(self._attempt, batch.replace(b"\n", b",")[:-1])
         with self._lock:
@@ -317,6 +323,27 @@ class HttpReporter:
         offset = self._first_unacked(offset, acked)
         with self._lock:
             self._send_offset = offset
+
+    def _post_unjournaled(self) -> None:
+        """The journal cannot be written (a full disk) and all it holds is delivered: post the
+        oldest events held in memory. Those acknowledged are dropped, never to be journaled
+        (the store has them; a control plane reading the journal skips what it has)."""
+        with self._write_lock, self._lock:
+            batch, size = [], 0
+            for part in self._buffer:
+                if batch and size + len(part) > self._max_batch:
+                    break
+                batch.append(part)
+                size += len(part)
+        body = b"".join(batch)
+        reply = self._client.post_raw_events(self._attempt, body.replace(b"\n", b",")[:-1])
+        with self._write_lock, self._lock:
+            self._acked = max(self._acked, reply.acked_seq)
+            self._commands.extend(reply.commands)
+            while self._buffer and _seq_of(self._buffer[0]) <= self._acked:
+                dropped = len(self._buffer.pop(0))
+                self._buffered -= dropped
+                self._end -= dropped
 
     def _read_batch(self, offset: int, written: int) -> bytes:
         """Whole journal lines from ``offset``: up to the batch size, but at least one line."""
