@@ -329,7 +329,8 @@ class HttpReporter:
         oldest events held in memory. Those acknowledged are dropped, never to be journaled
         (the store has them; a control plane reading the journal skips what it has)."""
         with self._write_lock, self._lock:
-            batch, size = [], 0
+            batch: list[bytes] = []
+            size = 0
             for part in self._buffer:
                 if batch and size + len(part) > self._max_batch:
                     break
