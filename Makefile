@@ -16,15 +16,19 @@ $(VENV)/.demo-installed: $(PY) pyproject.toml constraints.txt
 	$(PIP) install $(CONSTRAINTS) -e '.[torch,s3]'
 	touch $@
 
-$(VENV)/.test-installed: $(VENV)/.demo-installed
-	$(PIP) install $(CONSTRAINTS) -e '.[dev,torch,s3,tensorflow,mpi,ray]'
+# The nvml and pyinstrument extras install without a GPU; with them the suite runs NVML's "no
+# driver" path and pyinstrument's profiling window (without them those tests fail under CI=true).
+# The Makefile is a prerequisite: a venv made before an extra was added here gets it too.
+$(VENV)/.test-installed: $(VENV)/.demo-installed Makefile
+	$(PIP) install $(CONSTRAINTS) -e '.[dev,torch,s3,tensorflow,mpi,ray,nvml,pyinstrument]'
 	@$(MAKE) --no-print-directory install-mpi
 	@$(MAKE) --no-print-directory install-rclone
 	@$(MAKE) --no-print-directory install-chromium
 	touch $@
 
 # The MPI launcher's tests need Open MPI's mpirun (Debian's openmpi-bin). Installed here where
-# apt-get can (root, Debian); elsewhere those tests say they were skipped and why.
+# apt-get can (root, Debian); elsewhere those tests say they were skipped and why, and fail under
+# CI=true (.ci/run sets it: tests/_support/system.py).
 install-mpi:
 	@command -v mpirun >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
@@ -35,8 +39,9 @@ install-mpi:
 
 # FastFile channels on s3:// mount the prefix with rclone over FUSE (Debian's rclone and fuse3,
 # for fusermount3). Installed here where apt-get can (root, Debian); elsewhere the FastFile
-# s3:// tests fail with the reason, and such channels fail a job clearly (or fall back to File
-# mode with TRAINOPS_FASTFILE_FALLBACK=1).
+# s3:// tests cannot run, and such channels fail a job clearly (or fall back to File
+# mode with TRAINOPS_FASTFILE_FALLBACK=1). The tests that need them are skipped here saying why,
+# and fail under CI=true.
 install-rclone:
 	@{ command -v rclone >/dev/null 2>&1 && command -v fusermount3 >/dev/null 2>&1; } || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
@@ -47,7 +52,7 @@ install-rclone:
 
 # The profiler report's tests open the page in headless Chromium (Debian's chromium) to check it
 # loads without a console message. Installed here where apt-get can (root, Debian); elsewhere
-# those tests say they were skipped and why.
+# those tests say they were skipped and why, and fail under CI=true.
 install-chromium:
 	@{ command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
 	   command -v google-chrome >/dev/null 2>&1; } || { \

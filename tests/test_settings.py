@@ -13,7 +13,7 @@ from trainops._settings import MIB, Settings, TransferSettings
 def test_defaults(tmp_path: Path) -> None:
     s = Settings.load({"TRAINOPS_HOME": str(tmp_path)})
     assert s.home == tmp_path and s.db_path == tmp_path / "trainops.db"
-    assert s.default_output_uri == tmp_path.resolve().as_uri() + "/objects/jobs"
+    assert s.default_output_uri == f"file://{tmp_path.resolve()}/objects/jobs"
     assert s.server_url is None and s.capacity.cpus is None
 
 
@@ -106,3 +106,17 @@ def test_shared_paths_from_env_and_config(tmp_path: Path) -> None:
     assert Settings.load(env).shared_paths == ("/a", "/b")
     with pytest.raises(ConfigError, match="absolute folders, not 'rel'"):
         Settings.load({**env, "TRAINOPS_SHARED_PATHS": "rel"})
+
+
+def test_webhook_networks_come_from_config_or_env_and_bad_ones_are_named(tmp_path: Path) -> None:
+    home = {"TRAINOPS_HOME": str(tmp_path)}
+    assert Settings.load(home).webhook_networks == ()  # none: public addresses only
+    (tmp_path / "config.yaml").write_text("webhook_networks: [loopback, 10.1.0.0/16]\n")
+    assert Settings.load(home).webhook_networks == ("loopback", "10.1.0.0/16")
+    env = {**home, "TRAINOPS_WEBHOOK_NETWORKS": "private, fd00::/8"}
+    assert Settings.load(env).webhook_networks == ("private", "fd00::/8")
+    (tmp_path / "config.yaml").write_text("webhook_networks: [intranet]\n")
+    with pytest.raises(ConfigError, match=r"config\.yaml: webhook_networks entry 'intranet'"):
+        Settings.load(home)
+    with pytest.raises(ConfigError, match=r"TRAINOPS_WEBHOOK_NETWORKS: .*'10\.0\.0\.0/33'"):
+        Settings.load({**home, "TRAINOPS_WEBHOOK_NETWORKS": "10.0.0.0/33"})

@@ -4,7 +4,9 @@ A running server holds a ``flock`` on ``server.lock`` (see trainops/server/_serv
 ``server.json`` says where it can be reached (``{"url", "pid"}``); ``token`` holds
 the home's API token, which every server of the home requires (unless ``TRAINOPS_TOKEN`` sets
 another) and which the CLI and SDK of the same user read, as Jupyter's clients do. Both files are
-readable by their owner only. This module stays light: every CLI command reads these files.
+readable by their owner only, and so are the home and its ``jobs/`` folder (:func:`make_private`):
+they hold the database, the default object store and every job's tree. This module stays
+light: every CLI command reads these files.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ __all__ = [
     "home_token",
     "is_loopback_name",
     "lock_is_held",
+    "make_private",
     "read_server_file",
     "same_server",
     "token_for",
@@ -43,6 +46,22 @@ def read_server_file(home: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def make_private(*folders: Path) -> None:
+    """Make each of ``folders`` (and its missing parents) and leave it to its owner only (0700):
+    one that exists more open is tightened, as ``ssh`` asks of ``~/.ssh``."""
+    for folder in folders:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        mode = folder.stat().st_mode & 0o777
+        if mode & 0o077:
+            try:
+                folder.chmod(0o700)
+            except OSError as exc:
+                raise ConfigError(
+                    f"{folder} is open to other users (mode {mode:o}) and cannot be made "
+                    f"private ({exc.strerror}): chmod 700 {folder}, or use another home"
+                ) from None
 
 
 def lock_is_held(home: Path) -> bool:
@@ -81,7 +100,7 @@ def home_token(home: Path, *, create: bool = False) -> str | None:
 def _write_token(home: Path, path: Path) -> None:
     import secrets  # only a server makes tokens; every command imports this module
 
-    home.mkdir(parents=True, exist_ok=True)
+    make_private(home)
     tmp = path.with_name(f".{TOKEN_FILE}.{secrets.token_hex(8)}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:

@@ -11,14 +11,37 @@ toolkit checks its hosts before the script), then ``argv`` exec'd in the same di
 under ``/opt/ml`` when it is in the tree). ``--die-with-parent`` makes the process end when the
 agent that started it ends (a FUSE daemon, whose mount then goes with its namespace);
 ``--expect-entries`` ends with status 3 when ``DIR`` has no entry and 1 when it cannot be
-listed (a check, run instead of a command). It imports only the standard library: it runs before every rank's process.
+listed (a check, run instead of a command).
+
+A job's host is contained by two more forms (see ``trainops.agent._hostns``):
+
+- ``--hold [the options above] [--mask DIR …] [--keep PATH …] [--keep-ro PATH …]``: the host's
+  namespaces, made once: mount, UTS and PID (and user when not root). The mounts above are
+  applied, each ``DIR`` is covered by an empty read-only tmpfs with only the ``PATH``s below it
+  bound back (``$TRAINOPS_HOME`` less the host's own tree and Python environment; the parent of
+  the remote-shell sockets less the job's own), and, as root, ``/dev`` is cut down to the
+  device nodes a container gets and ``/sys`` is read-only. Its child is the namespace's init
+  (pid 1): it mounts a fresh ``/proc``, keeps only Docker's default capabilities
+  (``trainops._hostns_caps``), reaps whatever is orphaned to it and never runs a script itself.
+  The holder prints ``ready <init pid>`` once all is in place and lives as long as the init.
+- ``--join PID --ns-inode INODE [--resolve NAME …] [--opt-ml ROOT] -- argv``: one process of the
+  host, run inside the namespaces of the init ``PID`` (refused when its mount namespace is no
+  longer ``INODE``): it enters them, checks the job's host names, and forks ``argv`` with Docker's
+  default capabilities and ``no_new_privs``; the script is therefore never pid 1 (a SIGTERM's
+  default action still ends it). This process waits for it and ends as it ended (the same exit
+  status, or killed by the same signal); the signals a stop sends reach the script directly (it
+  is in this process's group), so this process ignores them rather than passing them twice.
+
+It imports only the standard library: it runs before every rank's process, by path and with
+``python -S`` (``trainops.agent._hostns.HOSTNS_EXEC``), so that not even the package's own
+``__init__`` is imported first.
 """
 
 from __future__ import annotations
 
 import argparse
 import ctypes
-import ctypes.util
+import functools
 import os
 import signal
 import socket
@@ -27,7 +50,12 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from trainops import _hostns_mounts as mounts
+if __package__:
+    from trainops import _hostns_caps as caps
+    from trainops import _hostns_mounts as mounts
+else:  # run by path with -S, as the agent runs it: no package (nor site) to import first
+    import _hostns_caps as caps  # type: ignore[import-not-found, no-redef]
+    import _hostns_mounts as mounts  # type: ignore[import-not-found, no-redef]
 
 __all__ = ["NAME_UNRESOLVED", "main"]
 
@@ -35,10 +63,12 @@ HOSTS_FILE = Path("/etc/hosts")
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUTS = 0x04000000
 CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
 MS_BIND = 4096
 MS_REC = 16384
 MS_PRIVATE = 1 << 18
 PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
 
 
 def _resolve_seconds(raw: str | None) -> float:
@@ -55,8 +85,10 @@ RESOLVE_SECONDS = _resolve_seconds(os.environ.get("TRAINOPS_RESOLVE_SECONDS"))
 NAME_UNRESOLVED = 86  # the exit code when a job host name never resolves
 
 
+@functools.cache
 def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    # By its soname: ctypes.util.find_library would run ldconfig, before every rank's start.
+    return ctypes.CDLL("libc.so.6", use_errno=True)
 
 
 def _check(result: int, what: str) -> None:
@@ -65,12 +97,15 @@ def _check(result: int, what: str) -> None:
         raise OSError(errno, f"{what}: {os.strerror(errno)}")
 
 
-def _enter(hostname: str | None, hosts_file: Path | None) -> None:
+def _enter(hostname: str | None, hosts_file: Path | None, pids: bool = False) -> None:
     libc = _libc()
-    flags = CLONE_NEWNS | CLONE_NEWUTS
-    if os.getuid() != 0:
+    flags = CLONE_NEWNS | CLONE_NEWUTS | (CLONE_NEWPID if pids else 0)
+    uid, gid = os.getuid(), os.getgid()
+    if uid != 0:
         flags |= CLONE_NEWUSER  # an unprivileged user becomes root of its own namespace
     _check(libc.unshare(flags), "unshare")
+    if uid != 0:
+        _map_ids(uid, gid)
     _check(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate /")
     if hosts_file is not None:
         source, target = str(hosts_file).encode(), str(HOSTS_FILE).encode()
@@ -78,6 +113,13 @@ def _enter(hostname: str | None, hosts_file: Path | None) -> None:
     if hostname is not None:
         name = hostname.encode()
         _check(libc.sethostname(name, len(name)), "sethostname")
+
+
+def _map_ids(uid: int, gid: int) -> None:
+    """In a user namespace of our own: the user stays itself (files it makes are its own)."""
+    Path("/proc/self/setgroups").write_text("deny", encoding="ascii")
+    Path("/proc/self/uid_map").write_text(f"{uid} {uid} 1", encoding="ascii")
+    Path("/proc/self/gid_map").write_text(f"{gid} {gid} 1", encoding="ascii")
 
 
 def _wait_for_names(names: Sequence[str]) -> str | None:
@@ -110,6 +152,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--opt-ml", type=Path)
     parser.add_argument("--die-with-parent", type=int, metavar="PPID")
     parser.add_argument("--expect-entries", type=Path)
+    parser.add_argument("--hold", action="store_true")
+    parser.add_argument("--mask", action="append", default=[], metavar="DIR")
+    parser.add_argument("--keep", action="append", default=[], metavar="PATH")
+    parser.add_argument("--keep-ro", action="append", default=[], metavar="PATH")
+    parser.add_argument("--join", type=int, metavar="PID")
+    parser.add_argument("--ns-inode", type=int, default=0, metavar="INODE")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     return parser
 
@@ -166,10 +214,14 @@ def _has_entries(path: Path) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.join is not None:
+        return _join(parser, args)
+    if args.hold:
+        return _hold(args)
     try:
         if args.die_with_parent is not None:
             _die_with_parent(args.die_with_parent)
-        _enter(args.hostname, args.hosts_file)
+        _enter(args.hostname, args.hosts_file, pids=args.probe)
         _mount_all(args)
     except (OSError, ValueError) as exc:
         print(f"trainops: cannot give this host its own namespace: {exc}", file=sys.stderr)
@@ -197,6 +249,179 @@ def _exec(parser: argparse.ArgumentParser, words: list[str]) -> int:
     except OSError as exc:  # as a shell says it: the program is missing or not runnable
         print(f"trainops: cannot run {command[0]}: {exc.strerror}", file=sys.stderr)
         return 127
+
+
+# --hold: the host's namespaces and their init ------------------------------------------------
+
+DEVICES = (
+    "null", "zero", "full", "random", "urandom", "tty", "ptmx", "pts", "shm", "mqueue",
+    "hugepages", "fd", "stdin", "stdout", "stderr", "core", "fuse", "infiniband", "dri", "kfd",
+)  # fmt: skip
+DEVICE_PREFIXES = ("nvidia", "neuron")
+
+
+def _hold(args: argparse.Namespace) -> int:
+    """Make the host's namespaces, start their init, say ``ready <pid>`` and wait for it."""
+    try:
+        if args.die_with_parent is not None:
+            _die_with_parent(args.die_with_parent)
+        as_root = os.getuid() == 0
+        _enter(args.hostname, args.hosts_file, pids=True)
+        _mount_all(args)
+        keeps = [(p, False) for p in args.keep] + [(p, True) for p in args.keep_ro]
+        if as_root:  # a user's own namespace cannot open the machine's devices or write /sys
+            args.mask.append("/dev")
+            keeps += [(f"/dev/{name}", False) for name in _devices()]
+        mounts.mask_all(args.mask, keeps)
+        if as_root:
+            mounts.make_read_only("/sys")
+    except (OSError, ValueError) as exc:
+        print(f"trainops: cannot give this host its own namespace: {exc}", file=sys.stderr)
+        return 1
+    for sig in STOP_SIGNALS:  # only SIGKILL (the agent's close, or its death) ends it
+        signal.signal(sig, signal.SIG_IGN)
+    ready_read, ready_write = os.pipe()
+    init = os.fork()
+    if init == 0:
+        os.close(ready_read)
+        _init(ready_write)  # never returns
+    os.close(ready_write)
+    started = os.read(ready_read, 1) == b"r"
+    os.close(ready_read)
+    if started:
+        print(f"ready {init}", flush=True)
+    _, status = os.waitpid(init, 0)
+    return os.waitstatus_to_exitcode(status) if started else 1
+
+
+def _devices() -> list[str]:
+    """The entries of the machine's ``/dev`` a job keeps (what a container with GPUs gets)."""
+    try:
+        names = os.listdir("/dev")
+    except OSError:
+        return []
+    return [n for n in names if n in DEVICES or n.startswith(DEVICE_PREFIXES)]
+
+
+def _init(ready: int) -> None:
+    """pid 1 of the host's PID namespace: a fresh /proc, capabilities reduced, then reap."""
+    try:
+        libc = _libc()
+        _check(libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl PDEATHSIG")
+        # Not to be traced or read (/proc/1/environ, mem) by the scripts beside it.
+        _check(libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "prctl DUMPABLE")
+        mounts.mount_proc()
+        caps.contain()
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1):
+            os.dup2(null, fd)
+        os.write(ready, b"r")
+        os.close(ready)
+    except OSError as exc:
+        print(f"trainops: cannot start this host's init: {exc}", file=sys.stderr)
+        os._exit(1)
+    os.dup2(0, 2)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
+    while True:
+        _reap_all()
+        signal.sigwait({signal.SIGCHLD})
+
+
+def _reap_all() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+# --join: one process of the host ------------------------------------------------------------
+
+NAMESPACES = (("user", CLONE_NEWUSER), ("mnt", CLONE_NEWNS), ("uts", CLONE_NEWUTS))
+STOP_SIGNALS = (
+    signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2,
+)  # fmt: skip
+DEFAULT_IN_SCRIPT = (*STOP_SIGNALS, signal.SIGPIPE, signal.SIGXFSZ)
+
+
+def _join(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("no command to run")
+    try:
+        _enter_host(args.join, args.ns_inode, args.opt_ml)
+    except OSError as exc:
+        print(f"trainops: cannot enter this host's namespace: {exc}", file=sys.stderr)
+        return 1
+    unresolved = _wait_for_names(args.resolve)
+    if unresolved is not None:
+        print(
+            f"trainops: host name {unresolved!r} did not resolve within {RESOLVE_SECONDS:g} s",
+            file=sys.stderr,
+        )
+        return NAME_UNRESOLVED
+    for sig in STOP_SIGNALS:  # they reach the script itself (see the module's doc)
+        signal.signal(sig, signal.SIG_IGN)
+    child = os.fork()
+    if child == 0:
+        _run_contained(command)  # never returns
+    return _end_as(_wait(child))
+
+
+def _enter_host(pid: int, inode: int, opt_ml: Path | None) -> None:
+    """Enter the namespaces of the host's init ``pid`` (its mount namespace must be ``inode``);
+    the next child is in its PID namespace."""
+    cwd = os.getcwd()
+    libc = _libc()
+    fds = {kind: os.open(f"/proc/{pid}/ns/{kind}", os.O_RDONLY | os.O_CLOEXEC)
+           for kind in ("user", "mnt", "uts", "pid")}  # fmt: skip
+    try:
+        if os.fstat(fds["mnt"]).st_ino != inode:
+            raise OSError(f"process {pid} is no longer this host's init")
+        own_user = os.stat("/proc/self/ns/user").st_ino
+        for kind, flag in NAMESPACES:
+            if kind != "user" or os.fstat(fds[kind]).st_ino != own_user:
+                _check(libc.setns(fds[kind], flag), f"setns {kind}")
+        _check(libc.setns(fds["pid"], CLONE_NEWPID), "setns pid")
+    finally:
+        for fd in fds.values():
+            os.close(fd)
+    os.chdir(cwd)  # entering a mount namespace moved us to its root
+    os.environ["PWD"] = cwd
+    if opt_ml is not None:
+        _enter_under_opt_ml(opt_ml)
+
+
+def _run_contained(command: list[str]) -> None:
+    """In the forked child: the script with Docker's default capabilities, exec'd."""
+    try:
+        for sig in DEFAULT_IN_SCRIPT:
+            signal.signal(sig, signal.SIG_DFL)
+        caps.contain()
+        os.execvp(command[0], command)  # noqa: S606 (an argv list, never a shell string)
+    except OSError as exc:
+        print(f"trainops: cannot run {command[0]}: {exc.strerror or exc}", file=sys.stderr)
+    os._exit(127)
+
+
+def _wait(child: int) -> int:
+    while True:
+        pid, status = os.waitpid(child, 0)
+        if pid == child:
+            return status
+
+
+def _end_as(status: int) -> int:
+    """End as the script ended: killed by the same signal, or with its exit status."""
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        if sig not in (signal.SIGKILL, signal.SIGSTOP):  # their action cannot be changed
+            signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+        return 128 + sig
+    return os.waitstatus_to_exitcode(status)
 
 
 if __name__ == "__main__":

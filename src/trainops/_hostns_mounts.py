@@ -10,6 +10,12 @@
   where it exists; otherwise a tmpfs covers ``/opt`` in this namespace, every entry of the
   machine's ``/opt`` is bound back into it, ``ml`` is added, and the tmpfs is made read-only.
   Nothing is ever written to the machine's own ``/opt``.
+- :func:`mask_all`: directories the job must not see (``$TRAINOPS_HOME``, the parent of the
+  remote-shell sockets, the machine's ``/dev``) covered by an empty tmpfs, with only the paths
+  the job may use (its own tree, its Python environment, its own socket directory, the device
+  nodes a container gets) bound back at their places; the tmpfs is then made read-only;
+- :func:`make_read_only`: every mount at and below a path read-only in this namespace (``/sys``,
+  the kernel's knobs under ``/proc``), as a container's are.
 
 Standard library only (ctypes), like ``_hostns_exec``: it runs before every rank's process.
 """
@@ -21,7 +27,17 @@ import os
 import stat
 from pathlib import Path
 
-__all__ = ["OPT", "OPT_ML", "bind", "graft", "mounts_under", "show_opt_ml"]
+__all__ = [
+    "OPT",
+    "OPT_ML",
+    "bind",
+    "graft",
+    "make_read_only",
+    "mask_all",
+    "mount_proc",
+    "mounts_under",
+    "show_opt_ml",
+]
 
 OPT = Path("/opt")
 OPT_ML = OPT / "ml"
@@ -173,13 +189,77 @@ def _cover_opt() -> None:
         os.close(keep)
 
 
-def _keep_entry(original: str, place: Path) -> None:
-    mode = os.lstat(original).st_mode
+def _keep_entry(original: str, place: Path, read_only: bool = False, parents: bool = False) -> None:
+    """``original`` (reached through a ``/proc/self/fd`` descriptor) shown at ``place`` in a
+    fresh tmpfs, with the directories above it made when ``parents``."""
+    mode = os.lstat(original).st_mode if not parents else os.stat(original).st_mode
+    if parents:
+        place.parent.mkdir(parents=True, exist_ok=True)
     if stat.S_ISLNK(mode):
         place.symlink_to(os.readlink(original))
         return
     if stat.S_ISDIR(mode):
-        place.mkdir()
+        place.mkdir(exist_ok=parents)
     else:
         place.touch()
-    bind(original, str(place), read_only=False)
+    bind(original, str(place), read_only=read_only)
+
+
+def make_read_only(target: str) -> None:
+    """``target`` and every mount below it read-only in this namespace."""
+    for point in mounts_under(target):
+        _make_read_only(point)
+
+
+def mount_proc() -> None:
+    """A fresh ``/proc`` for this process's PID namespace (it lists that namespace's processes
+    only), with the kernel's knobs below it read-only, as in a container."""
+    _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    for name in ("sys", "sysrq-trigger", "bus", "fs", "irq"):
+        place = f"/proc/{name}"
+        if os.path.exists(place):
+            _mount(place, place, None, MS_BIND | MS_REC)
+            _make_read_only(place)
+
+
+def mask_all(masks: list[str], keeps: list[tuple[str, bool]]) -> None:
+    """Cover each of ``masks`` with an empty tmpfs and bind back each of ``keeps`` (a path and
+    whether it is read-only) that lies below one; the tmpfs are then made read-only. A mask
+    below another, or that is not a directory, is left out (the outer one hides it)."""
+    covered = _outermost([os.path.realpath(m) for m in masks if os.path.isdir(m)])
+    kept = [(_real_parent(path), ro) for path, ro in keeps if os.path.lexists(path)]
+    kept = [(path, ro) for path, ro in kept if any(_below(path, mask) for mask in covered)]
+    links = [(path, os.readlink(path)) for path, _ro in kept if os.path.islink(path)]
+    opened = [
+        (os.open(path, os.O_PATH | os.O_CLOEXEC), path, ro)
+        for path, ro in kept
+        if not os.path.islink(path)
+    ]
+    try:
+        for mask in covered:
+            _mount("tmpfs", mask, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
+        for fd, path, ro in opened:
+            _keep_entry(f"/proc/self/fd/{fd}", Path(path), ro, parents=True)
+        for path, target in links:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).symlink_to(target)
+        for mask in covered:
+            _mount(None, mask, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    finally:
+        for fd, _path, _ro in opened:
+            os.close(fd)
+
+
+def _real_parent(path: str) -> str:
+    """``path`` with the directories above it resolved (the last part kept as it is)."""
+    head, tail = os.path.split(os.path.abspath(path))
+    return os.path.join(os.path.realpath(head), tail)
+
+
+def _below(path: str, mask: str) -> bool:
+    return path != mask and path.startswith(mask.rstrip("/") + "/")
+
+
+def _outermost(paths: list[str]) -> list[str]:
+    unique = sorted(set(paths), key=len)
+    return [p for i, p in enumerate(unique) if not any(_below(p, q) for q in unique[:i])]

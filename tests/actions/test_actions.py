@@ -12,7 +12,15 @@ from typing import Any
 
 import pytest
 
-from trainops.actions import ActionContext, Finding, display_url, run_actions
+from trainops import JobSpec
+from trainops.actions import (
+    ActionContext,
+    Finding,
+    WebhookPolicy,
+    display_url,
+    job_environment,
+    run_actions,
+)
 from trainops.protocol import ActionSpec
 
 FINDING = Finding(
@@ -83,11 +91,15 @@ def _no_stop(job: str, message: str) -> bool:
     raise AssertionError(f"nothing should stop {job}: {message}")
 
 
+# The test webhooks listen on 127.0.0.1, which a server reaches only when its settings allow.
+LOOPBACK = ActionContext(_no_stop, webhooks=WebhookPolicy.from_names(["loopback"]))
+
+
 def test_webhook_posts_the_finding_as_json(hook: _Hook) -> None:
     [result] = run_actions(
         FINDING,
         [_action("webhook", url=f"{hook.url}/hooks/T0/secret?x=1")],
-        ActionContext(_no_stop),
+        LOOPBACK,
     )
     assert result.ok, result
     assert "secret" not in result.detail and "HTTP 204" in result.detail
@@ -103,9 +115,7 @@ def test_webhook_posts_the_finding_as_json(hook: _Hook) -> None:
 def test_a_webhook_answering_an_error_is_a_failed_result() -> None:
     server = _Hook(status=500)
     try:
-        [result] = run_actions(
-            FINDING, [_action("webhook", url=server.url)], ActionContext(_no_stop)
-        )
+        [result] = run_actions(FINDING, [_action("webhook", url=server.url)], LOOPBACK)
     finally:
         server.close()
     assert not result.ok and "HTTP 500" in result.detail
@@ -125,7 +135,7 @@ def test_an_unreachable_webhook_fails_and_later_actions_still_run() -> None:
     results = run_actions(
         FINDING,
         [_action("webhook", url=dead, timeout=2.0), _action("stop_training")],
-        ActionContext(stop),
+        ActionContext(stop, webhooks=LOOPBACK.webhooks),
     )
     assert [r.type for r in results] == ["webhook", "stop_training"]
     assert not results[0].ok and "failed" in results[0].detail
@@ -136,9 +146,7 @@ def test_an_unreachable_webhook_fails_and_later_actions_still_run() -> None:
 def test_a_slow_webhook_is_cut_at_its_timeout() -> None:
     server = _Hook(delay=3.0)
     try:
-        [result] = run_actions(
-            FINDING, [_action("webhook", url=server.url, timeout=0.5)], ActionContext(_no_stop)
-        )
+        [result] = run_actions(FINDING, [_action("webhook", url=server.url, timeout=0.5)], LOOPBACK)
     finally:
         server.close()
     assert not result.ok and "timed out" in result.detail
@@ -201,3 +209,95 @@ def test_display_url_keeps_no_path_or_query() -> None:
     )
     assert display_url("http://127.0.0.1:8080/?token=abc") == "http://127.0.0.1:8080/***"
     assert display_url("http://example.org") == "http://example.org"
+
+
+@pytest.mark.parametrize(
+    ("host", "kind"),
+    [
+        ("127.0.0.1", "loopback"),
+        ("localhost", "loopback"),  # a name is resolved, and its addresses checked
+        ("[::1]", "loopback"),
+        ("[::ffff:127.0.0.1]", "loopback"),
+        ("169.254.169.254", "link-local"),  # a cloud's metadata endpoint
+        ("10.0.0.1", "private"),
+        ("192.168.1.1", "private"),
+        ("0.0.0.0", "reserved"),
+    ],
+)
+def test_a_webhook_to_an_internal_address_is_refused_by_default(
+    hook: _Hook, host: str, kind: str
+) -> None:
+    # Refused before any connection: no packet ever leaves for these addresses.
+    port = hook.server.server_address[1]
+    [result] = run_actions(
+        FINDING, [_action("webhook", url=f"http://{host}:{port}/x")], ActionContext(_no_stop)
+    )
+    assert not result.ok and "refused" in result.detail, result
+    assert f"a {kind}" in result.detail and "webhook_networks" in result.detail
+    assert "/x" not in result.detail  # the path stays secret here too
+    assert hook.received == []
+
+
+def test_a_webhook_to_loopback_goes_when_the_settings_allow_it(hook: _Hook) -> None:
+    url = hook.url.replace("127.0.0.1", "localhost")
+    for context in (
+        LOOPBACK,
+        ActionContext(_no_stop, webhooks=WebhookPolicy.from_names(["127.0.0.0/8", "::1/128"])),
+    ):
+        [result] = run_actions(FINDING, [_action("webhook", url=url)], context)
+        assert result.ok, result
+    assert len(hook.received) == 2
+    # Allowing loopback allows nothing else.
+    [other] = run_actions(FINDING, [_action("webhook", url="http://10.0.0.1/")], LOOPBACK)
+    assert not other.ok and "10.0.0.1, a private address" in other.detail
+
+
+def test_a_redirect_is_not_followed() -> None:
+    server = _Hook(status=307)
+    try:
+        [result] = run_actions(FINDING, [_action("webhook", url=server.url)], LOOPBACK)
+    finally:
+        server.close()
+    assert not result.ok and "HTTP 307 (redirects are not followed)" in result.detail
+
+
+def test_a_bad_network_name_is_refused() -> None:
+    with pytest.raises(ValueError, match="'intranet' is not a network"):
+        WebhookPolicy.from_names(["intranet"])
+
+
+def test_a_command_gets_the_jobs_environment_and_none_of_the_servers(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What the control plane's own environment holds must not reach the command.
+    for name, value in {
+        "TRAINOPS_TOKEN": "server-api-token",
+        "TRAINOPS_HOME": str(tmp_path / "home"),
+        "AWS_ACCESS_KEY_ID": "AKIASERVER",
+        "AWS_SECRET_ACCESS_KEY": "server-secret",
+        "AWS_SESSION_TOKEN": "server-session",
+    }.items():
+        monkeypatch.setenv(name, value)
+    spec = JobSpec(
+        entry_point="train.py",
+        instance_count=2,
+        hyperparameters={"epochs": 3, "lr": 0.1},
+        environment={"MY_SETTING": "on"},
+    ).view()
+    environment = job_environment("job-1", spec, ["algo-1", "algo-2"])
+    out = tmp_path / "env.json"
+    code = f"import json, os; open({str(out)!r}, 'w').write(json.dumps(dict(os.environ)))"
+    context = ActionContext(_no_stop, environment=environment)
+    [result] = run_actions(
+        FINDING, [_action("command", argv=(sys.executable, "-c", code))], context
+    )
+    assert result.ok, result
+    env = json.loads(out.read_text())
+    assert not {k for k in env if k.startswith(("AWS_", "TRAINOPS_HOME", "TRAINOPS_TOKEN"))}
+    assert not any("server" in v for v in env.values())
+    assert env["SM_CURRENT_HOST"] == "algo-1"
+    assert json.loads(env["SM_HOSTS"]) == ["algo-1", "algo-2"]
+    assert json.loads(env["SM_HPS"]) == {"epochs": 3, "lr": 0.1}
+    assert env["SM_HP_EPOCHS"] == "3" and env["SM_USER_ENTRY_POINT"] == "train.py"
+    assert env["TRAINING_JOB_NAME"] == "job-1" and env["MY_SETTING"] == "on"
+    assert env["TRAINOPS_JOB"] == "job-1" and env["HOME"] == env["TMPDIR"]

@@ -184,6 +184,7 @@ class RecordingAgentApi:
         self.posts = 0
         self.full = False
         self.refused = 0  # posts answered 507
+        self.arrived_in: dict[int, int] = {}  # sequence number: the post that first brought it
         self.commands: list[Command] = []
         self.lock = threading.Lock()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -216,6 +217,14 @@ class RecordingAgentApi:
             for line in (e["data"]["lines"] if "lines" in e["data"] else [e["data"]["line"]])
         ]
 
+    def post_of(self, text: str) -> int:
+        """The number of the post that first brought a log line containing ``text``."""
+        for event in self.events(EventKind.LOG):
+            data = event["data"]
+            if any(text in line for line in data.get("lines", [data.get("line", "")])):
+                return self.arrived_in[event["seq"]]
+        raise AssertionError(f"no log line with {text!r} arrived")
+
     def events(self, kind: EventKind | None = None) -> list[dict[str, Any]]:
         with self.lock:
             found = [self.stored[s] for s in sorted(self.stored)]
@@ -234,6 +243,7 @@ class RecordingAgentApi:
             for raw in body["events"]:
                 self.received_seqs.append(raw["seq"])
                 self.stored.setdefault(raw["seq"], raw)
+                self.arrived_in.setdefault(raw["seq"], self.posts)
                 span = event_span(raw["kind"], raw["data"])
                 self.covered.update(range(raw["seq"], raw["seq"] + span))
             if body["events"] and self.drop_replies > 0:

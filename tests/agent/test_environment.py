@@ -257,3 +257,20 @@ def test_without_a_cpu_reservation_the_machine_counts(tmp_path: Path) -> None:
     env = _env(tree, _host([], [], ["algo-2"]))
     assert env["SM_NUM_CPUS"] == str(os.cpu_count())
     assert "OMP_NUM_THREADS" not in env
+
+
+def test_the_server_s_variables_never_reach_the_script(tmp_path: Path) -> None:
+    tree = _tree(tmp_path, ["algo-1", "algo-2"])
+    server = {
+        "TRAINOPS_HOME": "/home/u/.trainops",
+        "TRAINOPS_TOKEN": "api-token",
+        "TRAINOPS_SERVER": "http://127.0.0.1:8080",
+        "TRAINOPS_ALLOWED_HOSTS": "example.org",
+        "TRAINOPS_LOCAL_CPUS": "8",
+        "TRAINOPS_RAY_ADDRESS": "ray://head:10001",
+    }
+    in_job = {"TRAINOPS_PROFILER_DIR": "/opt/ml/output/profiler", "TRAINOPS_DATA_SHM": "1"}
+    env = _env(tree, _host([0], [], ["algo-1", "algo-2"]), base_env={**server, **in_job})
+    assert not set(server) & set(env)
+    assert "api-token" not in json.dumps(env)
+    assert {k: env[k] for k in in_job} == in_job

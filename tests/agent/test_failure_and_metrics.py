@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -66,6 +67,21 @@ def test_failure_file_wins_and_is_cut_to_1024_characters(tmp_path: Path) -> None
     assert read_failure_file(failure) is None
     failure.write_text("x" * 2000)
     assert read_failure_file(failure) == "x" * 1024
+
+
+def test_a_huge_sparse_failure_file_is_read_in_part(tmp_path: Path) -> None:
+    failure = tmp_path / "failure"
+    with failure.open("wb") as handle:  # the script writes it: 1 GiB of holes after a line
+        handle.write(b"CUDA error: out of memory\n")
+        handle.truncate(1 << 30)
+    tracemalloc.start()
+    try:
+        reason = read_failure_file(failure)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert reason is not None and reason.startswith("CUDA error: out of memory")
+    assert peak < 1024 * 1024, peak  # read whole, the file would take 1 GiB
 
 
 def test_reason_is_capped_for_huge_stderr() -> None:

@@ -15,6 +15,7 @@ import pytest
 
 from tests.agent._support import JobFixture, RecordingReporter, make_job
 from trainops.agent import HostResult
+from trainops.agent._hostns import namespaces_available
 from trainops.protocol import Command, EventKind, HostOutcome, HostResources
 
 HELLO = """
@@ -102,7 +103,8 @@ def test_a_python_script_completes_with_every_artifact(hello_job: JobFixture) ->
     assert env["MY_FLAG"] == "on"
     assert json.loads(env["SM_HPS"]) == {"epochs": 2, "optimizer": "adam", "d": {"k": 1}}
     assert env["SM_HP_EPOCHS"] == "2"
-    assert env["SM_CHANNEL_TRAIN"] == str(hello_job.root / "input/data/train")
+    seen = "/opt/ml" if namespaces_available() else str(hello_job.root)  # as the script sees it
+    assert env["SM_CHANNEL_TRAIN"] == f"{seen}/input/data/train"
     assert env["SM_MODULE_DIR"] == hello_job.assignment.code_uri
     assert json.loads(env["SM_TRAINING_ENV"])["hosts"] == ["algo-1"]
     hps = json.loads((hello_job.root / "input/config/hyperparameters.json").read_text())

@@ -105,16 +105,26 @@ def _assignment(**spec: object) -> Assignment:
     )
 
 
-def test_a_single_host_job_with_mounts_runs_in_the_namespace(tmp_path: Path, tree: Path) -> None:
+def test_a_single_host_job_with_mounts_joins_a_namespace_that_has_them(
+    tmp_path: Path, tree: Path
+) -> None:
     command = ScriptCommand([sys.executable, "train.py"], sys.executable, [])
-    plain = _ranks.host_processes(_assignment(), command, {}, tmp_path)
-    assert plain.processes[0].argv == (sys.executable, "train.py")
-    bind = Bind(tmp_path, tree / "input" / "data" / "train", True)
-    mounted = _ranks.host_processes(_assignment(), command, {}, tmp_path, binds=[bind], opt_ml=tree)
-    argv = list(mounted.processes[0].argv)
-    assert argv[:3] == HOSTNS and "--hostname" not in argv
-    assert ["--opt-ml", str(tree)] == argv[argv.index("--opt-ml") : argv.index("--opt-ml") + 2]
-    assert unwrap(argv) == [sys.executable, "train.py"]
+    bind = Bind(tmp_path / "data", tree / "input" / "data" / "train", True)
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "a.csv").write_text("1\n")
+    launch = _ranks.host_processes(_assignment(), command, {}, tmp_path, binds=[bind], opt_ml=tree)
+    assert launch.namespace is not None
+    try:
+        argv = list(launch.processes[0].argv)
+        assert "--join" in argv and unwrap(argv) == [sys.executable, "train.py"]
+        assert ["--opt-ml", str(tree)] == argv[argv.index("--opt-ml") : argv.index("--opt-ml") + 2]
+        assert unwrap(argv) == [sys.executable, "train.py"]
+        shell = ["/bin/sh", "-c", "pwd; ls /opt/ml/input/data/train"]
+        seen = launch.namespace.join(shell, [], tree)
+        done = subprocess.run(seen, capture_output=True, text=True, cwd=tree / "code", timeout=60)
+        assert done.stdout.split() == ["/opt/ml/code", "a.csv"], done.stderr
+    finally:
+        launch.namespace.close()
 
 
 def test_mounts_where_no_namespace_can_be_made_cannot_start(
@@ -122,8 +132,9 @@ def test_mounts_where_no_namespace_can_be_made_cannot_start(
 ) -> None:
     monkeypatch.setattr(_ranks, "namespaces_available", lambda: False)  # such a machine
     command = ScriptCommand([sys.executable, "train.py"], sys.executable, [])
+    bind = Bind(tmp_path, tree / "input" / "data" / "train", True)
     with pytest.raises(LaunchError, match="private mount namespace"):
-        _ranks.host_processes(_assignment(), command, {}, tmp_path, opt_ml=tree)
+        _ranks.host_processes(_assignment(), command, {}, tmp_path, binds=[bind])
 
 
 def test_mounts_below_a_bind_are_found_with_escaped_names() -> None:

@@ -7,12 +7,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import shutil
 from pathlib import Path
 from typing import NamedTuple
 
 import pytest
 
+from tests._support.system import require
 from trainops.agent.launchers import (
     LAUNCHERS,
     LaunchContext,
@@ -61,7 +61,7 @@ def _context(launcher: str, host_index: int = -1) -> LaunchContext:
         env=_contract(hosts, current),
         master_addr="algo-1",
         master_port=23456,
-        remote_shell=remote_shell_paths(Path("/run/rsh")) if len(hosts) > 1 else None,
+        remote_shell=remote_shell_paths(Path("/run/rsh"), "key") if len(hosts) > 1 else None,
     )
 
 
@@ -104,8 +104,8 @@ def _per_host(launcher: str) -> int:
 )
 def launched(request: pytest.FixtureRequest) -> Launched:
     name, index = request.param
-    if name == "mpi" and shutil.which("mpirun") is None:
-        pytest.skip("Open MPI's mpirun is not installed (make test installs it where it can)")
+    if name == "mpi":
+        require("mpirun")
     ctx = _context(name, index)
     return Launched(name, ctx, launcher_for(name).processes(ctx))
 
@@ -183,6 +183,13 @@ def test_the_hosts_ranks_are_covered_once(launched: Launched) -> None:
             assert argv[argv.index("--nproc_per_node") + 1] == str(per_host), name
             assert argv[argv.index("--node_rank") + 1] == str(index)
             assert argv[argv.index("--nnodes") + 1] == str(len(hosts))
+            # the host's global ranks, for its tags and describe's Ranks
+            assert (process.rank_base, process.rank_count) == (index * per_host, per_host)
+            # torchrun's own header always, whatever prefix template the job's environment sets
+            template = {"TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE": "[${rank}]:"}
+            ctx = dataclasses.replace(launched.ctx, env={**launched.ctx.env, **template})
+            [again] = launcher_for(name).processes(ctx)
+            assert not set(template) & set(again.env)
         else:
             assert argv[argv.index("-np") + 1] == str(len(hosts) * per_host)
             assert argv[argv.index("--host") + 1] == ",".join(f"{h}:{per_host}" for h in hosts)
@@ -220,8 +227,7 @@ def test_every_spec_launcher_is_in_the_table_or_refused() -> None:
 
 
 def test_mpi_across_hosts_without_host_names_is_refused_with_the_reason() -> None:
-    if shutil.which("mpirun") is None:
-        pytest.skip("Open MPI's mpirun is not installed (make test installs it where it can)")
+    require("mpirun")
     ctx = dataclasses.replace(_context("mpi", 0), master_addr="127.0.0.1")  # no namespaces
     with pytest.raises(LaunchError, match="each host's own name"):
         launcher_for("mpi").processes(ctx)

@@ -137,10 +137,53 @@ def test_exit_callbacks_run_once_before_the_reap_and_at_once_after_it(tmp_path: 
     process.start()
     seen: list[str] = []
     process.when_exited(lambda: seen.append("early"))
-    assert len(process.capture_threads()) == 3  # two readers and the exit watcher
+    assert len(process.capture_threads()) == 2  # the reader of both pipes and the exit watcher
     assert seen == []  # it waits for "go"
     go.touch()
     assert process.finish() == 0
     assert seen == ["early"]
     process.when_exited(lambda: seen.append("late"))
     assert seen == ["early", "late"]
+
+
+INTERLEAVED = """
+import fcntl, logging, struct, sys, termios
+logging.basicConfig(level=logging.INFO, format="%(message)s")
+
+def drained():  # until the agent has read both pipes empty (FIONREAD works on either end)
+    while any(struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"0000"))[0] for fd in (1, 2)):
+        pass
+
+for step in range(20):
+    print(f"print {step}")  # two writes: the text and its newline
+    logging.info("logging %d", step)  # one write, right behind them
+    drained()
+print("before the raise", flush=True)
+raise RuntimeError("boom")
+"""
+
+
+def test_stdout_and_stderr_keep_the_order_they_were_written_in(tmp_path: Path) -> None:
+    # Each step writes stdout and then stderr back to back, faster than any reader wakes: the
+    # kernel's order of the two pipes becoming readable keeps them in the order written.
+    returncode, sink, _process = _run(INTERLEAVED, tmp_path)
+    assert returncode == 1
+    steps = [(s, f"{w} {n}") for n in range(20) for s, w in (("stdout", "print"),
+             ("stderr", "logging"))]  # fmt: skip
+    expected = [
+        *steps,
+        ("stdout", "before the raise"),
+        ("stderr", "Traceback (most recent call last):"),
+    ]
+    assert sink.lines[: len(expected)] == expected
+
+
+def test_the_reader_sees_the_end_of_output_written_just_before_the_exit(tmp_path: Path) -> None:
+    # The writers' end comes with the last data, reported once: the reader must read on to it
+    # rather than wait for an end it was already told of (and be given up on after 5 s).
+    code = "import sys\nsys.stdout.buffer.write(b'x' * (3 * 1024 * 1024) + b'\\nthe end')\n"
+    for _ in range(3):
+        returncode, sink, process = _run(code, tmp_path)
+        assert returncode == 0 and sink.lines[-1] == ("stdout", "the end")
+        ours = set(process.capture_threads())
+        assert not [t for t in threading.enumerate() if t.native_id in ours and t.is_alive()]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests._support.system import require, require_extra
 from tests.agent._support import make_hosts, make_job, run_together
 from trainops._hostns_exec import NAME_UNRESOLVED
 from trainops.agent import HostResult
@@ -27,12 +27,19 @@ print(json.dumps({k: os.environ[k] for k in keys}), flush=True)
 RANK_ONE_FAILS = """
 import os, signal, sys, time
 rank = int(os.environ["RANK"])
+ready = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rank0-ready")
 if rank == 1:
+    # Fail only once rank 0 listens for SIGTERM (as in TERM_ONCE): a loaded machine may start
+    # rank 0's interpreter later than rank 1's, and the default action would end it silently.
+    deadline = time.monotonic() + 60
+    while not os.path.exists(ready) and time.monotonic() < deadline:
+        time.sleep(0.01)
     sys.exit(3)
 def on_term(signum, frame):
     print(f"rank {rank} got SIGTERM", flush=True)
     sys.exit(143)
 signal.signal(signal.SIGTERM, on_term)
+open(ready, "w").close()
 while True:
     time.sleep(0.05)
 """
@@ -113,7 +120,7 @@ def test_a_stop_reaches_every_rank(tmp_path: Path) -> None:
     ids=["plain", "torchrun"],
 )
 def test_ranks_form_a_gloo_world(tmp_path: Path, distribution: dict[str, object]) -> None:
-    pytest.importorskip("torch")
+    require_extra("torch")
     job = make_job(tmp_path, {"train.py": ALLREDUCE}, distribution=distribution)
     result = job.run()
     assert result.outcome is HostOutcome.COMPLETED, result.failure_reason
@@ -176,9 +183,8 @@ comm.Barrier()
 
 
 def _needs_mpi() -> None:
-    if shutil.which("mpirun") is None:
-        pytest.skip("Open MPI's mpirun is not installed (make test installs it where it can)")
-    pytest.importorskip("mpi4py")
+    require("mpirun")
+    require_extra("mpi")
 
 
 @pytest.mark.slow
@@ -223,6 +229,19 @@ def test_launcher_tags_become_ranks_and_streams() -> None:
         (4, "stdout", ["a", "b"]),
         (5, "stdout", ["c"]),
         (None, "stdout", ["launcher says hi"]),
+    ]
+    # torch's excepthook writes "[rank5]: " before the traceback of global rank 5 (local 1):
+    # the rank's own text, never a second tag
+    traceback = ["[default1]:[rank5]: Traceback (most recent call last):", "[rank9]: not a tag"]
+    assert TagParser(_TAGS["torchrun"], 4, 2).feed(traceback, "stderr") == [
+        (5, "stderr", ["[rank5]: Traceback (most recent call last):"]),
+        (None, "stderr", ["[rank9]: not a tag"]),
+    ]
+    # a rank's own text that looks like a header of a rank this host does not run stays text
+    hostile = ["[default1]:x [default7]: y [default99999999999999]: z", "[default0]:[default2]:"]
+    assert TagParser(_TAGS["torchrun"], 4, 2).feed(hostile, "stdout") == [
+        (5, "stdout", ["x [default7]: y [default99999999999999]: z"]),
+        (4, "stdout", ["[default2]:"]),
     ]
     # mpirun: pieces of two ranks on one line, rank 0's newline on a line of its own
     parser = TagParser(_TAGS["mpirun"], 0)

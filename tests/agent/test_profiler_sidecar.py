@@ -3,32 +3,18 @@ mirrored to the profiler prefix while the script runs, the artifact, and failing
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
-
-import pytest
 
 from tests.agent._support import make_job
 from trainops._settings import Settings
 from trainops.agent import HostResult
-from trainops.agent.sidecars import SIDECARS
 from trainops.agent.sidecars._profiler import DEFAULT_LOCAL_PATH
 from trainops.profiler import ProfilerReader, SeriesKey
 from trainops.profiler._names import META_KEYS
 from trainops.protocol import HostOutcome
 from trainops.spec._profiler import DEFAULT_PROFILER_LOCAL_PATH
 from trainops.storage import store_for
-
-
-@pytest.fixture(autouse=True)
-def _built_sidecars_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Leave out the sidecars of issue 10 built elsewhere whose module is not in this tree yet
-    (``framework``, ``tensorboard``): these tests are about the profiler sidecar alone."""
-    for name, module in (("framework", "_framework"), ("tensorboard", "_tensorboard")):
-        if importlib.util.find_spec(f"trainops.agent.sidecars.{module}") is None:
-            monkeypatch.delitem(SIDECARS, name)
-
 
 # Waits (in the script) until the mirror has put a system chunk under the profiler prefix:
 # the data is readable while the job runs, not only once it ended.
@@ -58,6 +44,7 @@ def test_system_metrics_reach_the_profiler_prefix_while_the_script_runs(tmp_path
         instance_type="ml.m5.xlarge",
         profiler_config={"system_monitor_interval_millis": 100},
         environment={"REMOTE": str(remote)},
+        mount_opt_ml=False,  # the paths below are the tree's own
     )
     assert job.run() == HostResult(HostOutcome.COMPLETED, 0, None)
     reporter = job.reporter
@@ -101,6 +88,7 @@ def test_the_local_path_and_prefix_come_from_the_spec(tmp_path: Path) -> None:
             "system_monitor_interval_millis": 200,
             "framework_profile_params": {"local_path": "/opt/ml/output/my-profiler"},
         },
+        mount_opt_ml=False,  # the path printed is the tree's own
     )
     assert job.run().outcome is HostOutcome.COMPLETED
     local = job.root / "output" / "my-profiler"

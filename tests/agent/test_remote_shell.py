@@ -7,8 +7,10 @@ is the control plane's own.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -21,8 +23,14 @@ import pytest
 
 from trainops.agent._client import AgentApiError
 from trainops.agent._remote import RemoteShell
-from trainops.agent.launchers import remote_shell_paths
-from trainops.agent.launchers.remote_shell import SOCKET_ENV, ShellSyntaxError, parse_command
+from trainops.agent.launchers.remote_shell import (
+    KEY_ENV,
+    SOCKET_ENV,
+    ShellSyntaxError,
+    parse_command,
+    read_lines,
+    send_line,
+)
 from trainops.control._relay import SpawnRelay
 from trainops.protocol import SpawnState
 
@@ -62,14 +70,18 @@ class _Hosts:
         self.lines: list[str] = []
         self.shell = RemoteShell(self.api, ["algo-1", "algo-2"], self.lines.append).start()
         self.api.remote = self.shell  # one agent plays both hosts: same code on each side
-        self.paths = remote_shell_paths(self.shell.directory)
+        self.paths = self.shell.paths()
         self.keeper: subprocess.Popen[str] | None = None
         self.tmp_path = tmp_path
 
     def start_keeper(self, *extra: str) -> subprocess.Popen[str]:
         self.close_keeper()  # one keeper a host; it ends once its command has
         self.keeper = subprocess.Popen(
-            [*self.paths.keeper, *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            [*self.paths.keeper, *extra],
+            env={**os.environ, **self.paths.env},  # the key, as the job's launcher gives it
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         socket_path = Path(self.paths.keeper[-1])
         deadline = time.monotonic() + 10
@@ -144,21 +156,25 @@ import os, sys, time
 if os.fork():
     sys.exit(0)  # the parent returns at once, as orted --daemonize does
 os.setsid()
-time.sleep(1.0)
-open(sys.argv[1], "w").write(str(os.getpid()))
+while not os.path.exists(sys.argv[1]):  # until the test lets it end
+    time.sleep(0.05)
+open(sys.argv[2], "w").write(str(os.getpid()))
 """
 
 
 def test_a_daemon_the_command_leaves_is_adopted_and_awaited(hosts: _Hosts) -> None:
-    out = hosts.tmp_path / "daemon-done"
+    release, out = hosts.tmp_path / "release", hosts.tmp_path / "daemon-done"
     keeper = hosts.start_keeper()
-    started = time.monotonic()
-    done = hosts.rsh("algo-2", PY, "-c", f"'{DAEMON}'", str(out))
+    # The daemon runs until released: the remote shell answering at all shows it answered when
+    # the first process ended, not when the daemon did.
+    done = hosts.rsh("algo-2", PY, "-c", f"'{DAEMON}'", str(release), str(out))
     assert done.returncode == 0, done.stderr
-    assert time.monotonic() - started < 1.0  # the first process ended; its daemon goes on
     assert not out.exists() and keeper.poll() is None  # the keeper waits for the daemon
-    assert keeper.wait(timeout=10) == 0
-    assert out.exists()
+    [daemon] = psutil.Process(keeper.pid).children()
+    assert daemon.is_running()
+    release.touch()
+    assert keeper.wait(timeout=60) == 0
+    assert out.read_text() == str(daemon.pid)
 
 
 def test_sigterm_reaches_the_daemons_the_keeper_adopted(hosts: _Hosts) -> None:
@@ -248,3 +264,167 @@ def test_a_control_plane_that_refuses_the_command_is_a_clear_rsh_error(hosts: _H
     hosts.api.open_spawn = refuse  # type: ignore[method-assign]
     done = hosts.rsh("algo-2", "true")
     assert done.returncode == 255 and "has already ended" in done.stderr
+
+
+# --- who may use the sockets ---------------------------------------------------------------------
+
+
+def _ask(path: Path, message: dict[str, Any]) -> dict[str, Any] | None:
+    """One request on a socket, as any process on the machine could send it; the reply."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.connect(str(path))
+        send_line(conn, message)
+        return next(read_lines(conn), None)
+
+
+def _marker_command(marker: Path) -> list[str]:
+    return [PY, "-c", f'\'open("{marker}", "w").close()\'']
+
+
+@pytest.mark.parametrize("key", [None, "", "wrong", "another job's key"])
+def test_rsh_without_the_hosts_key_is_refused_and_nothing_runs(
+    hosts: _Hosts, key: str | None
+) -> None:
+    marker = hosts.tmp_path / "ran"
+    hosts.start_keeper()
+    env = {**os.environ, **hosts.paths.env}
+    if key == "another job's key":
+        other = RemoteShell(hosts.api, ["algo-1", "algo-2"], hosts.lines.append)
+        env[KEY_ENV] = other.paths().env[KEY_ENV]
+        other.close()
+    elif key is None:
+        del env[KEY_ENV]
+    else:
+        env[KEY_ENV] = key
+    done = hosts.rsh("algo-2", *_marker_command(marker), env=env)
+    assert done.returncode == 255
+    assert "not set" in done.stderr if not key else "remote-shell key" in done.stderr
+    direct = _ask(Path(env[SOCKET_ENV]), {"host": "algo-2", "words": _marker_command(marker)})
+    assert direct is not None and direct["state"] == "failed" and "key" in direct["error"]
+    assert not any(line.startswith("Starting on") for line in hosts.lines)
+    assert hosts.keeper is not None and hosts.keeper.poll() is None  # it was never handed one
+    assert not marker.exists()
+    assert hosts.paths.env[KEY_ENV] not in "\n".join(hosts.lines)  # the key is never logged
+
+
+def test_the_keeper_runs_nothing_for_a_caller_without_the_key(hosts: _Hosts) -> None:
+    marker = hosts.tmp_path / "ran"
+    keeper = hosts.start_keeper("--wait-first", "30")
+    socket_path = Path(hosts.paths.keeper[-1])
+    for key in (None, "wrong"):
+        message = {"spawn_id": "x", "words": _marker_command(marker)}
+        reply = _ask(socket_path, message if key is None else message | {"key": key})
+        assert reply is not None and reply["state"] == "failed" and "key" in reply["error"]
+    assert keeper.poll() is None and not marker.exists()
+    # and its own agent's spawn still runs
+    assert hosts.rsh("algo-2", *_marker_command(marker)).returncode == 0
+    assert marker.exists()
+
+
+def test_a_keeper_started_without_a_key_refuses_to_serve(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != KEY_ENV}
+    module = sys.modules["trainops.agent.launchers.remote_shell"].__file__
+    assert module is not None
+    done = subprocess.run(
+        [PY, module, "keeper", "--socket", str(tmp_path / "k.sock")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 1 and KEY_ENV in done.stderr
+    assert not (tmp_path / "k.sock").exists()
+
+
+def _as_nobody() -> None:
+    os.setgid(65534)
+    os.setuid(65534)
+
+
+SYSTEM_PY = "/usr/bin/python3"  # the test's own may sit where another uid cannot run it
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run a caller as another uid")
+@pytest.mark.skipif(not os.path.exists(SYSTEM_PY), reason=f"needs {SYSTEM_PY} for that caller")
+def test_another_uid_cannot_reach_the_socket_nor_use_it_with_the_key(hosts: _Hosts) -> None:
+    marker = hosts.tmp_path / "ran"
+    assert hosts.shell.directory.stat().st_mode & 0o777 == 0o700
+    code = (
+        "import json, socket, sys\n"
+        "s = socket.socket(socket.AF_UNIX)\n"
+        "s.connect(sys.argv[1])\n"
+        "try:\n"
+        "    s.sendall(json.dumps(json.loads(sys.argv[2])).encode() + b'\\n')\n"
+        "except BrokenPipeError:\n"
+        "    pass  # refused before its request was read\n"
+        "print(s.recv(65536).decode())\n"
+    )
+    request = json.dumps(
+        {"key": hosts.paths.env[KEY_ENV], "host": "algo-2", "words": _marker_command(marker)}
+    )
+    socket_path = hosts.paths.env[SOCKET_ENV]
+
+    def as_nobody() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [SYSTEM_PY, "-c", code, socket_path, request],
+            cwd="/",
+            preexec_fn=_as_nobody,  # a test's child, before it runs any thread
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+
+    denied = as_nobody()  # the private directory keeps it out
+    assert denied.returncode != 0 and "PermissionError" in denied.stderr
+    hosts.shell.directory.chmod(0o755)  # opened up by mistake: the uid check still holds
+    Path(socket_path).chmod(0o777)
+    refused = as_nobody()
+    assert refused.returncode == 0 and "runs as uid 65534" in refused.stdout
+    assert not marker.exists()
+
+
+ORPHAN = """
+import json, os, socket, sys, time
+parent = os.getpid()
+if os.fork():
+    os._exit(0)  # the grandchild is left to init: no longer below whoever started us
+while os.getppid() == parent:
+    time.sleep(0.01)
+with socket.socket(socket.AF_UNIX) as conn:
+    conn.connect(sys.argv[1])
+    try:
+        conn.sendall(sys.argv[2].encode() + b"\\n")
+    except BrokenPipeError:
+        pass  # refused before its request was read
+    reply = conn.recv(65536).decode()
+out = sys.argv[3]
+with open(out + ".tmp", "w") as f:
+    json.dump({"ppid": os.getppid(), "reply": reply}, f)
+os.rename(out + ".tmp", out)
+"""
+
+
+def test_a_caller_with_the_key_that_is_not_below_the_agent_is_refused(hosts: _Hosts) -> None:
+    marker, out = hosts.tmp_path / "ran", hosts.tmp_path / "orphan.json"
+    hosts.start_keeper()
+    request = {"key": hosts.paths.env[KEY_ENV], "host": "algo-2", "words": ["touch", str(marker)]}
+    socket_path = hosts.paths.env[SOCKET_ENV]
+    with (hosts.tmp_path / "orphan.err").open("w") as err:
+        subprocess.run(
+            [PY, "-c", ORPHAN, socket_path, json.dumps(request), str(out)],
+            stderr=err,
+            check=True,
+            timeout=30,
+        )
+    deadline = time.monotonic() + 30
+    while not out.exists():
+        assert time.monotonic() < deadline, (hosts.tmp_path / "orphan.err").read_text()
+        time.sleep(0.02)
+    found = json.loads(out.read_text())
+    assert found["ppid"] != os.getpid()  # it really is outside this process's tree
+    assert "is not a process of this host's job" in found["reply"]
+    assert not marker.exists() and not any("Starting on" in line for line in hosts.lines)
+    assert hosts.rsh("algo-2", "touch", str(marker)).returncode == 0  # the job's own still runs
+    assert marker.exists()

@@ -7,12 +7,13 @@ from typing import Any
 
 import pytest
 
+from tests._support.system import require_extra
 from tests.agent._support import JobFixture, make_hosts, run_together
 from trainops.agent._hostns import namespaces_available
 from trainops.protocol import HostOutcome
 
 pytestmark = pytest.mark.slow
-tf = pytest.importorskip("tensorflow")
+tf = require_extra("tensorflow")
 
 MWMS = """
 import json, os

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import sys
 import time
 from pathlib import Path
@@ -15,7 +16,7 @@ from tests.backends.test_backend_conformance import _launch
 from trainops._settings import Settings
 from trainops.backends._local import LocalBackend, agent_process
 from trainops.backends._standby import AgentForkServer
-from trainops.protocol import HostResources
+from trainops.protocol import LAUNCH_MARK, HostResources
 
 # The real handshake of `python -m trainops.agent` in standby mode, then a visible effect.
 ECHO_AGENT = [
@@ -68,7 +69,12 @@ def test_fork_server_forks_one_agent_per_launch(tmp_path: Path) -> None:
 def test_fork_server_skips_a_malformed_launch(tmp_path: Path) -> None:
     forks = AgentForkServer(ECHO_AGENT, dict(os.environ))
     try:
-        os.write(forks._requests, b'{"not": "a launch"}\n\n')
+        os.write(forks._requests, b'{"not": "a launch"}\n\n')  # bytes that carry no launch
+        read_end, write_end = os.pipe()  # a launch that is not one the backend writes
+        os.write(write_end, b'{"not": "a launch"}')
+        os.close(write_end)
+        socket.send_fds(forks._channel, [LAUNCH_MARK], [read_end])
+        os.close(read_end)
         pid = forks.launch({"TRAINOPS_AGENT_HOST": "algo-3"}, tmp_path / "out")
         assert pid is not None
         assert _wait_for_text(tmp_path / "out") == "launched algo-3 True False\n"

@@ -80,7 +80,26 @@ def test_cpu_time_is_counted_per_class_within_the_steps_only() -> None:
     assert trace.stolen(switches, [], _who) == {}
 
 
-@pytest.mark.skipif(not trace.SchedTrace.available(), reason="tracefs is writable by root only")
+def _why_no_trace(root: Path = trace.TRACEFS) -> str:
+    """Why this process cannot trace at ``root`` ("" when it can)."""
+    if not (root / "trace").is_file():
+        return f"tracefs is not mounted at {root} (as root: mount -t tracefs nodev {root})"
+    if not trace.SchedTrace.available(root):
+        return f"tracefs at {root} is writable by root only"
+    return ""
+
+
+def test_the_reason_a_trace_cannot_run_names_what_is_missing(tmp_path: Path) -> None:
+    assert _why_no_trace(tmp_path).startswith(f"tracefs is not mounted at {tmp_path} ")
+    (tmp_path / "trace").write_text("")
+    (tmp_path / "tracing_on").write_text("0")
+    writable = trace.SchedTrace.available(tmp_path)  # as root, always
+    assert _why_no_trace(tmp_path) == (
+        "" if writable else f"tracefs at {tmp_path} is writable by root only"
+    )
+
+
+@pytest.mark.skipif(bool(_why_no_trace()), reason=_why_no_trace() or "tracing works here")
 def test_a_real_trace_sees_a_child_run_and_tracefs_is_left_as_found() -> None:
     root = trace.TRACEFS
     before = {

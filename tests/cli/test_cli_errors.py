@@ -71,12 +71,61 @@ def test_submit_without_a_server_says_what_to_do(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
-def test_unreachable_server_is_an_error_message(tmp_path: Path) -> None:
+def test_a_wrong_local_channel_is_refused_before_anything_is_created(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "train.py").write_text("print('hi')\n")
+    (tmp_path / "data" / "train").mkdir(parents=True)
+    (tmp_path / "job.yaml").write_text(
+        "entry_point: train.py\nsource_dir: src\ninputs:\n  train:\n    uri: data/trian/\n"
+    )
+    for command in ("run", "submit"):
+        result = _cli(command, "job.yaml", cwd=tmp_path)
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.splitlines() == [
+            "trainops: error: invalid job spec in job.yaml:",
+            f"  inputs.train.uri (line 5): channel 'train': {tmp_path}/data/trian/ does not exist",
+        ]
+        assert not (tmp_path / "home").exists()  # no server, no job, no upload, no home
+
+
+# Every command that talks to a server (the job names are never looked up: no server answers).
+SERVER_COMMANDS = [
+    ["jobs"], ["describe", "j"], ["logs", "j"], ["logs", "-f", "j"], ["metrics", "j"],
+    ["stop", "j"], ["report", "j", "--no-open"], ["cluster"], ["submit", "job.yaml"],
+    ["run", "job.yaml"],
+]  # fmt: skip
+
+
+def test_an_unreachable_configured_server_gives_every_command_the_same_fix(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "train.py").write_text("print('hi')\n")
+    (tmp_path / "job.yaml").write_text("entry_point: train.py\n")
     url = _closed_url()
-    result = _cli("jobs", cwd=tmp_path, TRAINOPS_SERVER=url)
+    port = url.rsplit(":", 1)[1]
+    fix = (
+        f"; start a server there (`trainops server --port {port}`), correct TRAINOPS_SERVER, "
+        "or unset it to use this home's own server (or an embedded one)"
+    )
+    for command in SERVER_COMMANDS:
+        result = _cli(*command, cwd=tmp_path, TRAINOPS_SERVER=url)
+        assert result.returncode == 2, (command, result.stderr)
+        assert result.stderr.startswith(f"trainops: error: cannot reach trainops server at {url}: ")
+        assert result.stderr.endswith(fix + "\n"), (command, result.stderr)
+        assert result.stderr.count("\n") == 1, (command, result.stderr)  # one line
+
+
+def test_an_unreachable_server_of_config_yaml_names_the_file(tmp_path: Path) -> None:
+    url = _closed_url().replace("127.0.0.1", "localhost")
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "config.yaml").write_text(f"server: {url}\n")
+    result = _cli("describe", "j", cwd=tmp_path)
     assert result.returncode == 2
-    assert result.stderr.startswith(f"trainops: error: cannot reach trainops server at {url}: ")
-    assert "Traceback" not in result.stderr
+    config = tmp_path / "home" / "config.yaml"
+    assert result.stderr.rstrip("\n").endswith(
+        f"correct server: in {config}, or remove it to use this home's own server "
+        "(or an embedded one)"
+    )
 
 
 def test_bad_config_file_is_an_error_message(tmp_path: Path) -> None:

@@ -98,6 +98,7 @@ def test_source_dir_is_packed_whole_and_paths_resolved(
     (src / "pkg" / "model.py").write_text("")
     (src / "pkg" / "__pycache__" / "model.cpython-311.pyc").write_bytes(b"")
     (tmp_path / "work" / "data").mkdir()
+    (tmp_path / "work" / "data" / "part-0").write_text("1\n")  # a channel must hold a file
     _server(api, settings.default_output_uri)
     spec = JobSpec(
         entry_point="train.py", source_dir="src", job_name="fixed-name",

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests._support.system import require_extra
 from tests.e2e._harness import trainops, write_job
 from trainops import SpecError
 from trainops.cost import (
@@ -54,7 +55,7 @@ def test_time_to_target_is_the_first_point_at_or_past_it() -> None:
 
 
 def test_table_and_plot(tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib")
+    require_extra("dev", "matplotlib")
     rows = scaling_rows([_run(1, 1, 100.0), _run(1, 2, 180.0)])
     table = render_study(rows, "test_accuracy").splitlines()
     assert table[0].split()[:3] == ["configuration", "world", "samples/s"]
@@ -95,7 +96,7 @@ if os.environ["RANK"] == "0":
 
 @pytest.mark.slow
 def test_trainops_study_runs_every_configuration(tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib")
+    require_extra("dev", "matplotlib")
     write_job(
         tmp_path,
         RATE_PRINTER,

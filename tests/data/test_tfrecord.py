@@ -3,7 +3,6 @@ TensorFlow itself (in a subprocess, when it is installed), corrupt and hostile r
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 import logging
@@ -17,6 +16,7 @@ from pathlib import Path
 import google_crc32c
 import pytest
 
+from tests._support.system import require_extra
 from trainops.data import (
     CorruptRecordError,
     TFRecordReader,
@@ -162,11 +162,8 @@ _TF_SCRIPT = textwrap.dedent(
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(
-    importlib.util.find_spec("tensorflow") is None,
-    reason="tensorflow-cpu (the test extra) is absent",
-)
 def test_files_interoperate_with_tensorflow(tmp_path: Path) -> None:
+    require_extra("tensorflow")  # make test installs it: in CI, its absence fails
     theirs, mine = tmp_path / "tf.tfrecord", tmp_path / "mine.tfrecord"
     with open(mine, "wb") as handle:
         writer = TFRecordWriter(handle)

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-torch = pytest.importorskip("torch")
+from tests._support.system import require_extra
+
+torch = require_extra("torch")
 
 from tests.distributed._ranks import run_ranks  # noqa: E402
 from trainops.distributed import topology_aware_requested  # noqa: E402

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests._support.system import require_extra
 from tests.distributed._ranks import run_ranks
 from trainops.distributed import DistributedError, ParallelLayout, World, balanced_cuts
 
@@ -24,7 +25,7 @@ def test_cuts_balance_the_heaviest_stage() -> None:
 
 
 def test_split_model_by_parameters_and_by_names() -> None:
-    torch = pytest.importorskip("torch")
+    torch = require_extra("torch")
     from trainops.distributed import split_model
 
     model = torch.nn.Sequential(
@@ -72,7 +73,7 @@ def _run(tmp_path: Path, mode: str, world: int, parameters: dict[str, Any]) -> l
 def test_pipelines_train_like_one_process(
     tmp_path: Path, world: int, parameters: dict[str, Any]
 ) -> None:
-    pytest.importorskip("torch")
+    require_extra("torch")
     assert max(_run(tmp_path, "pipeline", world, parameters)) < 1e-5
 
 
@@ -81,6 +82,6 @@ def test_pipelines_train_like_one_process(
     ("world", "degree"), [(2, 2), (4, 2)], ids=["fully-sharded", "hybrid-sharded"]
 )
 def test_sharded_training_matches_one_process(tmp_path: Path, world: int, degree: int) -> None:
-    pytest.importorskip("torch")
+    require_extra("torch")
     diffs = _run(tmp_path, "shard", world, {"sharded_data_parallel_degree": degree})
     assert max(diffs) < 1e-5

@@ -13,6 +13,7 @@ import psutil
 import pytest
 
 from tests._support.seaweed import SeaweedS3
+from tests._support.system import require
 from tests.agent.channels._views import fuse_mounts
 from tests.e2e._harness import describe, trainops, write_job
 
@@ -48,6 +49,7 @@ def _rclones() -> list[int]:
 
 
 def test_two_hosts_read_their_shares_of_an_s3_prefix(tmp_path: Path, s3_server: SeaweedS3) -> None:
+    require("rclone")
     before = _rclones()
     bucket = s3_server.create_bucket("fastfile-e2e")
     client = s3_server.client()

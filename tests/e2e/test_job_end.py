@@ -6,14 +6,17 @@ while no server runs keeps its own end time (it is not billed for the downtime).
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import time
+from datetime import datetime
 from pathlib import Path
 
 import psutil
 import pytest
 
+from tests._support.processes import assert_nothing_left
 from tests.e2e._harness import CLI, Server, cli_env, describe, trainops, wait_for, write_job
 
 pytestmark = pytest.mark.slow
@@ -64,17 +67,32 @@ def test_run_killed_by_a_signal_stops_its_job(tmp_path: Path, sig: signal.Signal
     assert {"model", "output"} <= names and not {"model_part", "output_part"} & names
 
 
-SHORT = """
-import time
+WAITS_FOR_GO = """
+import os, time
 print("working", flush=True)
-time.sleep(2)
+while not os.path.exists(os.environ["GO"]):
+    time.sleep(0.05)
 """
-DOWNTIME_S = 8.0
+
+
+def _journaled_end(home: Path) -> float | None:
+    """When the agent recorded its script's end (its journal's exit event), if it has."""
+    for journal in home.rglob("journal.jsonl"):
+        for line in journal.read_text().splitlines():
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line still being written
+            if event.get("kind") == "exit":
+                return float(event["ts"])
+    return None
 
 
 def test_a_job_that_ends_while_no_server_runs_is_billed_its_own_time(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    spec = write_job(tmp_path, SHORT, job_name="unwatched")
+    spec = write_job(
+        tmp_path, WAITS_FOR_GO, job_name="unwatched", environment={"GO": str(tmp_path / "go")}
+    )
     server = Server(home).start()
     try:
         submitted = trainops("submit", str(spec), home=home, **server.env())
@@ -83,7 +101,9 @@ def test_a_job_that_ends_while_no_server_runs_is_billed_its_own_time(tmp_path: P
             lambda: "working" in trainops("logs", "unwatched", home=home, **server.env()).stdout
         )
         server.kill()  # SIGKILL: the job ends while no control plane runs
-        time.sleep(DOWNTIME_S)
+        (tmp_path / "go").touch()
+        ended = wait_for(lambda: _journaled_end(home), timeout=120)
+        restarted = time.time()  # the downtime lasts at least until here
         server.start()
         job = wait_for(
             lambda: (d := describe("unwatched", home, **server.env()))["TrainingEndTime"] and d,
@@ -92,7 +112,11 @@ def test_a_job_that_ends_while_no_server_runs_is_billed_its_own_time(tmp_path: P
     finally:
         server.stop()
     assert job["TrainingJobStatus"] == "Completed", job["FailureReason"]
-    assert 2 <= job["TrainingTimeInSeconds"] < DOWNTIME_S
+    # The job's end is its script's, not the control plane's return: the downtime is not billed.
+    end = datetime.fromisoformat(job["TrainingEndTime"]).timestamp()
+    assert end == pytest.approx(ended, abs=0.001) and end < restarted
+    start = datetime.fromisoformat(job["TrainingStartTime"]).timestamp()
+    assert job["TrainingTimeInSeconds"] == max(1, round(end - start))
     assert job["BillableTimeInSeconds"] == job["TrainingTimeInSeconds"]
 
 
@@ -119,6 +143,7 @@ def test_a_daemon_of_the_script_does_not_outlive_the_job(tmp_path: Path) -> None
         int(line.split()[-1]) for line in result.stdout.splitlines() if "] daemon " in line
     )
     assert _gone(daemon)
+    assert_nothing_left("daemonized", [tmp_path])
     # The agent did not sit waiting for the daemon's end of the pipes (it used to, 10 s).
     assert describe("daemonized", home)["TrainingTimeInSeconds"] < 5
 

@@ -11,6 +11,7 @@ import subprocess
 import tarfile
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tests.e2e._harness import (
@@ -171,26 +172,55 @@ def test_hostile_source_tarball_is_rejected(tmp_path: Path) -> None:
 
 
 AGENT_DIES_ON_FIRST_ATTEMPT = """
-import os, signal, sys, time
-attempt = os.path.basename(os.path.dirname(os.path.dirname(os.environ["SM_MODEL_DIR"])))
-print("running", attempt, flush=True)
-if attempt == "attempt-1":
-    os.kill(os.getppid(), signal.SIGKILL)  # the host agent dies: an internal failure
-    time.sleep(60)
+import os, time
+flag = os.environ["SM_HP_FLAG"]
+if not os.path.exists(flag):
+    open(flag, "w").close()
+    print("running attempt-1", flush=True)
+    time.sleep(60)  # the test kills this host's agent now: an internal failure
+print("running attempt-2", flush=True)
 """
 
 
+def _kill_the_agent_of(job: str) -> bool:
+    """SIGKILL the host agent of ``job``'s script (the script itself cannot reach it: it runs
+    in its host's namespaces)."""
+    for proc in psutil.process_iter(["cmdline"]):
+        try:
+            if "train.py" not in (proc.info["cmdline"] or []):
+                continue
+            if proc.environ().get("TRAINING_JOB_NAME") != job:
+                continue
+            for parent in proc.parents():
+                if "trainops.agent" in " ".join(parent.cmdline()):
+                    parent.kill()
+                    return True
+        except psutil.Error:
+            continue
+    return False
+
+
 def test_internal_failure_is_retried(tmp_path: Path) -> None:
+    flag = tmp_path / "first-attempt"
     spec = write_job(
         tmp_path,
         AGENT_DIES_ON_FIRST_ATTEMPT,
         job_name="retried",
         retry_strategy={"maximum_retry_attempts": 1},
+        hyperparameters={"flag": str(flag)},
     )
     home = tmp_path / "home"
-    result = trainops("run", str(spec), home=home)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "running attempt-2" in result.stdout
+    with subprocess.Popen(
+        [*CLI, "run", str(spec)], env=cli_env(home), stdout=subprocess.PIPE, text=True
+    ) as run:
+        try:
+            wait_for(flag.exists)
+            wait_for(lambda: _kill_the_agent_of("retried"))
+            out, _ = run.communicate(timeout=240)
+        finally:
+            run.kill()
+    assert run.returncode == 0, out
+    assert "running attempt-2" in out
     job = describe("retried", home)
     assert job["Attempt"] == 2
     assert statuses(job).count("Starting") == 2

@@ -26,9 +26,9 @@ expected = json.loads(os.environ["SM_HP_EXPECTED"])
 orders = []
 for epoch in range(2):
     path = os.path.join(os.environ["SM_INPUT_DIR"], "data", f"train_{epoch}")
-    for _ in range(500):  # as SageMaker's readers do: wait for the FIFO to appear
-        if os.path.exists(path):
-            break
+    deadline = time.monotonic() + 120  # as SageMaker's readers do: wait for the FIFO to appear
+    while not os.path.exists(path):
+        assert time.monotonic() < deadline, f"no {path}"
         time.sleep(0.01)
     records = []
     with open(path, "rb") as fifo:

@@ -3,7 +3,6 @@ job's profiler prefix holds every host's system chunks and meta, read back with 
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -25,11 +24,6 @@ while time.time() < end:  # keep a core busy for a while
 """
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("trainops.agent.sidecars._framework") is None,
-    reason="the framework sidecar of issue 10 is not in this tree yet (a job that profiles "
-    "starts it too); tests/agent/test_profiler_sidecar.py covers this sidecar alone",
-)
 def test_two_hosts_record_system_metrics_to_the_profiler_prefix(tmp_path: Path) -> None:
     spec = write_job(
         tmp_path,

@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 
+from tests._support.processes import assert_nothing_left
 from tests._support.ray_cluster import RayCluster, RayStartError, start_ray_cluster
 from tests.e2e._harness import CLI, Server, cli_env, describe, trainops, wait_for, write_job
 
@@ -63,18 +63,6 @@ def _status(server: Server, name: str, *wanted: str) -> dict[str, Any] | None:
     return job if job["SecondaryStatus"] in wanted else None
 
 
-def _left_running(marker: str) -> list[str]:
-    """Processes whose command line or environment names ``marker`` (a job's folder)."""
-    found = []
-    for proc in psutil.process_iter(["pid", "cmdline"]):
-        try:
-            if any(marker in part for part in proc.info["cmdline"] or []):
-                found.append(" ".join(proc.info["cmdline"]))
-        except psutil.Error:
-            continue
-    return found
-
-
 def test_a_job_waits_whole_until_the_cluster_has_room(server: Server, tmp_path: Path) -> None:
     holder = _submit(server, tmp_path / "holder", SLEEPER, job_name="holder")
     wait_for(lambda: _status(server, holder, "Training"), timeout=120)
@@ -90,7 +78,8 @@ def test_a_job_waits_whole_until_the_cluster_has_room(server: Server, tmp_path: 
     assert trainops("stop", holder, "--wait", home=server.home, **server.env()).returncode == 0
     done = wait_for(lambda: _status(server, gang, "Completed"), timeout=180)
     assert len({host["Node"] for host in done["Hosts"]}) == 3  # a node each
-    assert _left_running(str(tmp_path)) == []
+    for job in (holder, gang):
+        assert_nothing_left(job, [tmp_path])
 
 
 def test_a_job_no_set_of_nodes_can_hold_fails_with_the_reason(
@@ -146,8 +135,8 @@ def test_a_dead_node_ends_its_attempt_and_the_job_goes_on_on_healthy_nodes(
     assert logs.count("second attempt") == 2, logs
     alive = set(cluster.node_ids().values())
     assert all(any(n.startswith(h["Node"].split("/")[1]) for n in alive) for h in done["Hosts"])
-    time.sleep(2)  # the dead attempt's agents notice their actors are gone within a second
-    assert _left_running(str(tmp_path)) == [], "a lost host's processes are still running"
+    # The dead attempt's agents notice their actors are gone and end what they started.
+    assert_nothing_left(name, [tmp_path])
     # Nothing of either attempt holds the cluster: once Ray has written the dead node off (its
     # health checks take a few seconds more), every worker left has all its CPUs free.
     wait_for(lambda: _free_workers(server) == [(2, 2), (2, 2)], timeout=120, interval=1)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -12,11 +11,16 @@ from tests.e2e._harness import CLI, Server, cli_env, describe, trainops, wait_fo
 
 pytestmark = pytest.mark.slow
 
+# Twenty lines, then (once the test has killed the control plane and says so) twenty more and
+# a note that all were written: the second half is written while no control plane runs.
 COUNTING = """
-import time
+import os, time
 for i in range(40):
+    if i == 20:
+        while not os.path.exists(os.environ["GO"]):
+            time.sleep(0.05)
     print(f"line {i} value={i}", flush=True)
-    time.sleep(0.1)
+open(os.environ["GO"] + ".done", "w").close()
 """
 
 
@@ -27,6 +31,7 @@ def test_server_killed_mid_job_loses_no_record(tmp_path: Path, backend: dict[str
         COUNTING,
         job_name="survivor",
         metric_definitions=[{"name": "value", "regex": "value=([0-9]+)"}],
+        environment={"GO": str(tmp_path / "go")},
     )
     server = Server(home, **backend).start()
     try:
@@ -36,7 +41,9 @@ def test_server_killed_mid_job_loses_no_record(tmp_path: Path, backend: dict[str
             lambda: "line 5 " in trainops("logs", "survivor", home=home, **server.env()).stdout
         )
         server.kill()  # SIGKILL: no shutdown code runs
-        time.sleep(1.5)  # the job keeps running and writing without a control plane
+        (tmp_path / "go").touch()
+        # The job keeps running and writing without a control plane, to its end.
+        wait_for(lambda: (tmp_path / "go.done").exists(), timeout=120)
         server.start()
         job = wait_for(
             lambda: (

@@ -10,12 +10,10 @@ from pathlib import Path
 import pytest
 
 from tests.e2e._harness import CLI, cli_env, describe, wait_for, write_job
+from tests.tensorboard._read import scalars, values
 
 pytestmark = pytest.mark.slow
 
-pytest.importorskip("tensorboard", reason="the tensorboard extra reads the files back")
-
-from tests.tensorboard._read import scalars, values  # noqa: E402
 
 SCRIPT = """
 import os, time

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests._support.system import require_extra
 from trainops._settings import Settings
 from trainops.monitor import SystemMonitor, SystemSampler, write_meta
 from trainops.profiler import ProfilerReader, SeriesKey
@@ -65,8 +66,10 @@ def test_rows_follow_the_interval_and_chunks_are_readable_while_it_runs(tmp_path
     meta = reader.meta["algo-1"]
     assert set(meta) == set(META_KEYS)
     assert meta["interval_ms"] == 100 and meta["attempt"] == 2
-    assert meta["instance_type"] == "ml.m5.xlarge" and meta["gpus"] == []
-    assert meta["gpu_status"].startswith("off: ")
+    with SystemSampler() as probe:  # what this machine has: no GPU in CI, one on a GPU machine
+        machine_gpus = [gpu.to_json() for gpu in probe.gpu_info]
+    assert meta["instance_type"] == "ml.m5.xlarge" and meta["gpus"] == machine_gpus
+    assert meta["gpu_status"].startswith("off: ") == (machine_gpus == [])
     assert len(lines) == 1 and lines[0].startswith("System monitor: every 100 ms")
     assert "GPU metrics off: " in lines[0]
 
@@ -148,3 +151,22 @@ def test_a_bad_interval_is_refused_and_stop_without_start_is_harmless(tmp_path: 
     monitor = SystemMonitor(tmp_path, "algo-1")
     monitor.stop()
     assert not (tmp_path / "system").exists()
+
+
+@pytest.mark.skipif(Path("/dev/nvidia0").exists(), reason="this machine has a GPU")
+def test_a_monitor_with_nvml_and_no_driver_says_why_in_its_meta_and_log(tmp_path: Path) -> None:
+    require_extra("nvml")  # make test installs it: in CI, its absence fails
+    lines: list[str] = []
+    monitor = SystemMonitor(tmp_path, "algo-1", interval_ms=100, attempt=1, log=lines.append)
+    reader = _reader(tmp_path)
+    monitor.start()
+    try:
+        _wait(lambda: reader.refresh() and "algo-1" in reader.meta)
+    finally:
+        monitor.stop()
+    reason = (
+        "NVML could not be initialized (NVMLError_LibraryNotFound: NVML Shared Library Not Found"
+    )
+    assert reader.meta["algo-1"]["gpu_status"].startswith(f"off: {reason}")
+    assert reader.meta["algo-1"]["gpus"] == []
+    assert f"GPU metrics off: {reason}" in lines[0]

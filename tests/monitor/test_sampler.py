@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import os
+import sys
 import threading
 import time
 from pathlib import Path
@@ -12,6 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tests._support.system import require_extra
 from trainops.monitor import SystemSampler
 from trainops.profiler import SYSTEM_COLUMNS, UNITS, numbered
 
@@ -30,7 +31,8 @@ def test_columns_are_the_contracts_names_with_their_units() -> None:
         assert columns[0] == "time"
         assert set(SYSTEM_COLUMNS) <= set(columns)  # this host has a disk and /proc/net/dev
         assert numbered(columns, "cpu") == {c: f"cpu{c}" for c in cores}
-        assert len(columns) == len(set(columns)) == len(SYSTEM_COLUMNS) + len(cores)
+        gpus = 3 * len(sampler.gpu_info)  # gpu<N>, gpu<N>_memory, gpu<N>_memory_bytes
+        assert len(columns) == len(set(columns)) == len(SYSTEM_COLUMNS) + len(cores) + gpus
         units = {column: _unit(column) for column in columns}
         assert units["cpu0"] == units["cpu"] == units["iowait"] == units["memory"] == "%"
         assert units["disk_read"] == units["net_tx"] == "B/s"
@@ -119,12 +121,23 @@ def test_the_gpu_path_fails_soft_here() -> None:
 
 
 @NO_GPU
-@pytest.mark.skipif(importlib.util.find_spec("pynvml") is None, reason="no nvidia-ml-py here")
 def test_nvidia_ml_py_without_a_driver_fails_soft() -> None:
     """The real package, with no libnvidia-ml to load: NVML's own error, in one line."""
+    require_extra("nvml")  # make test installs it: in CI, its absence fails
     with SystemSampler() as sampler:
         assert sampler.gpu_status == (
             "off: NVML could not be initialized (NVMLError_LibraryNotFound: NVML Shared Library "
             "Not Found; no NVIDIA driver here?)"
         )
         assert not [c for c in sampler.columns if c.startswith("gpu")]
+
+
+@NO_GPU
+def test_without_nvidia_ml_py_the_reason_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # import pynvml: ImportError, as uninstalled
+    with SystemSampler() as sampler:
+        assert (
+            sampler.gpu_status
+            == "off: nvidia-ml-py is not installed (pip install 'trainops[nvml]')"
+        )
+        assert sampler.gpus is None and sampler.gpu_info == []

@@ -97,9 +97,6 @@ def test_a_job_without_profiler_config_gets_no_bootstrap(tmp_path: Path) -> None
 def test_with_the_real_profiler_sidecar_the_rows_reach_the_profiler_prefix(
     tmp_path: Path,
 ) -> None:
-    pytest.importorskip(
-        "trainops.agent.sidecars._profiler", reason="the profiler sidecar is built beside this one"
-    )
     job = make_job(tmp_path, {"train.py": SCRIPT}, profiler_config={})
     assert job.run(dict(os.environ, PYTHONPATH=str(SRC))).outcome is HostOutcome.COMPLETED
     prefix = job.object_path(job.assignment.output_prefix) / "profiler-output"

@@ -121,6 +121,8 @@ def test_the_reader_skips_what_it_cannot_use_and_names_it(tmp_path: Path) -> Non
     (prefix / "meta").mkdir()
     (prefix / "meta" / "algo-1.json").write_text("[1, 2]")
     (prefix / "meta" / "algo-2.json").write_bytes(b" " * ((1 << 20) + 1))
+    with open(prefix / "meta" / "algo-3.json", "wb") as sparse:  # 1 GiB, no disk used
+        sparse.truncate(1 << 30)
     uri = prefix.as_uri()
     reader = ProfilerReader(store_for(uri, Settings(home=tmp_path / "home")), uri)
     assert reader.refresh()
@@ -129,6 +131,7 @@ def test_the_reader_skips_what_it_cannot_use_and_names_it(tmp_path: Path) -> Non
     assert "1-000001.tsc: checksum mismatch" in problems
     assert f"1-000003.tsc: {MAX_CHUNK_BYTES + 1} bytes, more than a chunk may hold" in problems
     assert "algo-1.json: not a JSON object" in problems
-    assert "algo-2.json: larger than 1 MiB" in problems
+    assert f"algo-2.json: {(1 << 20) + 1} bytes, more than a meta file may hold" in problems
+    assert f"algo-3.json: {1 << 30} bytes, more than a meta file may hold" in problems
     assert reader.meta == {}
     assert not reader.refresh()  # nothing new: nothing read again

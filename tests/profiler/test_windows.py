@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ast
 import gzip
-import importlib.util
 import json
 import math
 import pstats
@@ -13,7 +12,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.profiler._support import environment, rows, run_script, series, settings, train, window
+from tests._support.system import require_extra
+from tests.profiler._support import (
+    TRAIN,
+    environment,
+    rows,
+    run_script,
+    series,
+    settings,
+    train,
+    window,
+)
 from trainops.profiler import DATALOADER_COLUMNS
 
 
@@ -98,23 +107,47 @@ def test_windows_by_time_range(tmp_path: Path) -> None:
     assert loader and all(math.isnan(r["batch"]) for r in loader)
 
 
+PYINSTRUMENT_WINDOW = window(1, 1, python_profiler="pyinstrument", cprofile_timer="total_time")
+
+
 def test_pyinstrument_when_asked(tmp_path: Path) -> None:
-    python = window(1, 1, python_profiler="pyinstrument", cprofile_timer="total_time")
+    require_extra("pyinstrument")  # make test installs it: in CI, its absence fails
     root, result = train(
-        tmp_path, {"items": 24, "batch": 8}, settings({"python_profiling_config": python})
+        tmp_path,
+        {"items": 24, "batch": 8},
+        settings({"python_profiling_config": PYINSTRUMENT_WINDOW}),
     )
-    stats = json.loads(
-        (root / "framework/python/algo-1/rank-0/1-step1-1/python_stats.json").read_text()
-    )
-    if importlib.util.find_spec("pyinstrument") is None:
-        assert stats["profiler"] == "cprofile"
-        notes = [line for line in result.stderr.splitlines() if "pyinstrument" in line]
-        assert notes == [
-            "trainops.profiler: pyinstrument is not installed (pip install "
-            "'trainops[pyinstrument]'); the Python window uses cProfile"
-        ]
-    else:
-        assert stats["profiler"] == "pyinstrument" and stats["functions"]
+    assert "pyinstrument" not in result.stderr  # no fallback note
+    assert _files(root, "python") == ["1-step1-1/python_stats.html", "1-step1-1/python_stats.json"]
+    base = root / "framework/python/algo-1/rank-0/1-step1-1"
+    stats = json.loads((base / "python_stats.json").read_text())
+    assert (stats["profiler"], stats["timer"]) == ("pyinstrument", "wall")
+    assert (stats["first_step"], stats["last_step"]) == (1, 1)
+    # pyinstrument sampled the window's step: the training loop's own calls are in it
+    functions = {f["function"] for f in stats["functions"]}
+    assert {"backward", "step"} & functions, sorted(functions)
+    assert all(not f["function"].startswith("[") for f in stats["functions"])
+    top = stats["functions"][0]
+    assert top["cumulative_time"] >= top["total_time"] >= 0 and top["calls"] >= 1
+    assert "pyinstrument" in (base / "python_stats.html").read_text()  # its own page
+
+
+def test_without_pyinstrument_the_window_uses_cprofile_and_says_so(tmp_path: Path) -> None:
+    hidden = tmp_path / "hidden" / "pyinstrument"  # first on the path: as if not installed
+    hidden.mkdir(parents=True)
+    (hidden / "__init__.py").write_text("raise ImportError('hidden by the test')\n")
+    root = tmp_path / "profiler"
+    document = settings({"python_profiling_config": PYINSTRUMENT_WINDOW})
+    env = environment(root, document, PYTHONPATH=str(hidden.parent))
+    result = run_script(tmp_path, TRAIN, env, json.dumps({"items": 24, "batch": 8}))
+    base = root / "framework/python/algo-1/rank-0/1-step1-1"
+    stats = json.loads((base / "python_stats.json").read_text())
+    assert (stats["profiler"], stats["timer"]) == ("cprofile", "total_time") and stats["functions"]
+    notes = [line for line in result.stderr.splitlines() if "pyinstrument" in line]
+    assert notes == [
+        "trainops.profiler: pyinstrument is not installed (pip install "
+        "'trainops[pyinstrument]'); the Python window uses cProfile"
+    ]
 
 
 AFTER = """

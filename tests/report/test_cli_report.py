@@ -114,7 +114,9 @@ def test_unknown_job_and_job_without_profiler_data_fail_in_one_line(tmp_path: Pa
     home = tmp_path / "home"
     unknown = trainops("report", "nope", "--no-open", home=home)
     assert unknown.returncode == 2
-    assert unknown.stderr.splitlines() == ["trainops: error: no job named 'nope'"]
+    assert unknown.stderr.splitlines() == [
+        "trainops: error: no job named 'nope' or whose name starts with it"
+    ]
     spec = write_job(tmp_path, "print('no profiling here')", job_name="plain")
     assert trainops("run", str(spec), home=home).returncode == 0
     bare = trainops("report", "plain", "--no-open", home=home)

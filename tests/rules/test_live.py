@@ -89,6 +89,9 @@ def test_a_rule_stops_a_running_job_and_calls_a_webhook(tmp_path: Path, webhook:
         stopping_condition={"grace_period_in_seconds": 5},
     )
     home = tmp_path / "home"
+    home.mkdir()
+    # The hook listens on 127.0.0.1: the server's settings must allow loopback webhooks.
+    (home / "config.yaml").write_text("webhook_networks: [loopback]\n")
     run = trainops("run", str(spec), home=home, timeout=240)
     assert run.returncode == 1, run.stdout + run.stderr
     assert "finished without being stopped" not in run.stdout

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e._harness import cli_env, describe
-from trainops import MetricDefinition, TrainingJob
+from trainops import Channel, MetricDefinition, SpecError, TrainingJob
 from trainops.sdk._session import close_sessions
 
 pytestmark = pytest.mark.slow
@@ -53,6 +53,22 @@ def test_fit_runs_the_job_and_prints_its_log(
     script_lines = [line["line"] for line in job.logs()["lines"] if line["stream"] == "stdout"]
     assert script_lines == ["epochs 2", "accuracy=0.75"]
     assert job.describe()["FinalMetricDataList"][0]["Value"] == 0.75
+
+
+def test_fit_refuses_a_missing_local_channel_before_anything_starts(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRAINOPS_HOME", str(workdir / "home"))
+    job = TrainingJob(entry_point="train.py", inputs={"train": Channel("data/trian/")})
+    with pytest.raises(SpecError) as caught:
+        job.fit({"test": "data/test/"})
+    assert caught.value.problems == [
+        ("inputs.test.uri", f"channel 'test': {workdir}/data/test/ does not exist")
+    ]
+    with pytest.raises(SpecError, match=r"channel 'train': .*/data/trian/ does not exist"):
+        job.fit()
+    assert job.name is None
+    assert not (workdir / "home").exists()  # no control plane was started, no job created
 
 
 def test_fit_without_waiting_then_wait(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -159,3 +159,54 @@ def test_a_page_is_masked_as_its_lines_are_one_by_one(secret_line: str | None) -
         page.insert(25, secret_line)
     assert mask.lines(page) == [mask(text) for text in page]
     assert (mask.lines(page) == page) == (secret_line is None)
+
+
+def test_a_jobs_masker_masks_its_secret_hyperparameters_and_environment_anywhere() -> None:
+    mask = Masker.for_job(
+        {"DB_PASS": "hunter2-db", "MONKEY": "banana"},
+        {"db_password": "hunter2hunter2", "api_key": "abc", "lr": 0.1, "token": 12345678},
+    )
+    command = "python train.py --api_key abc --db_password hunter2hunter2 --lr 0.1 --token=12345678"
+    assert mask(command) == "python train.py --api_key *** --db_password *** --lr 0.1 --token=***"
+    # the value anywhere, even where the script names it otherwise; short values only by flag
+    said = 'ValueError: cannot log in as "hunter2hunter2" with hunter2-db (abc is a word)'
+    assert mask(said) == 'ValueError: cannot log in as "***" with *** (abc is a word)'
+    assert mask("--api_key_hint abc --monkey banana") == "--api_key_hint abc --monkey banana"
+    # a value equal to a secret is masked whatever its name
+    assert mask.mapping({"note": "hunter2hunter2", "lr": "0.1", "token": "x"}) == {
+        "note": "***",
+        "lr": "0.1",
+        "token": "***",
+    }
+    page = ["epoch 1", "args: --api_key abc"]
+    assert mask.lines(page) == ["epoch 1", "args: --api_key ***"]
+
+
+def test_log_pages_mask_the_jobs_secret_hyperparameters(plane: ControlPlane) -> None:
+    plane.submit(
+        "hp-logged", {"FAKE_LINES": "0"}, hyperparameters={"db_password": "hunter2hunter2"}
+    )
+    record = plane.server.controller.store.get_job("hp-logged")
+    assert record is not None
+    chunks = [LogChunk(1, "algo-1", 1, 0.0, "stdout", None, ["connecting with hunter2hunter2"])]
+    assert [ln["line"] for ln in log_page(chunks, 0, record)["lines"]] == ["connecting with ***"]
+    plane.wait_ended("hp-logged")
+
+
+def test_describe_masks_the_jobs_secrets_in_a_reason_the_agent_left_unmasked(
+    plane: ControlPlane,
+) -> None:
+    env = {
+        "FAKE_LINES": "0",
+        "FAKE_FAIL_HOST": "algo-1",
+        "FAKE_FAIL_REASON": "refused: train.py --db_password hunter2hunter2 --pin_token 42 --lr 42",
+    }
+    hps = {"db_password": "hunter2hunter2", "pin_token": "42", "note": "hunter2hunter2"}
+    plane.submit("reasoned", env, hyperparameters=hps)
+    job = plane.wait_ended("reasoned")
+    assert job["FailureReason"] == "refused: train.py --db_password *** --pin_token *** --lr 42"
+    assert job["HyperParameters"] == {"db_password": "***", "pin_token": "***", "note": "***"}
+    everything = (
+        plane.client.get("/api/v1/jobs/reasoned").text + plane.client.get("/api/v1/jobs").text
+    )
+    assert "hunter2hunter2" not in everything

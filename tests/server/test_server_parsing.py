@@ -196,12 +196,13 @@ def test_hostile_requests_are_refused_in_the_error_shape(plane: ControlPlane) ->
         422,
         "invalid_spec",
     )
-    # An agent's events: a deep body, a huge attempt, and not JSON at all, all 400 or 401.
+    # An agent's events without a live token: a deep body, a huge attempt, and not JSON at all
+    # are all 401, the credential being checked before the body is read.
     events = "/agent/v1/jobs/known/hosts/algo-1/events"
     agent = {"Authorization": "Bearer guess", **JSON}
     for body in (b"[" * 200_000, b"\xff", b'{"attempt": 99999999999999999999999, "events": []}'):
         status, kind, _message = _error(plane, "POST", events, body=body, headers=agent)
-        assert (status, kind) == (400, "bad_request")
+        assert (status, kind) == (401, "unauthorized")
     # An Origin that is not even a URL is another site's.
     assert _error(plane, "GET", f"{API}/jobs", headers={"Origin": "http://[::1"})[:2] == (
         403,

@@ -74,25 +74,26 @@ def test_credentials_stay_out_of_reprs_and_errors(s3_server: SeaweedS3, s3_bucke
     "uri",
     [
         "s3:///key",
-        "s3://b/a//b",
-        "s3://b/a/../b",
-        "s3://b/./x",
+        "s3://bkt/a//b",
+        "s3://bkt/a/../b",
+        "s3://bkt/./x",
         "s3://Bad_Bucket!/k",
-        "s3://b/\x00",
+        "s3://bkt/\x00",
     ],
 )
 def test_hostile_uris_are_storage_errors(s3_settings: Settings, uri: str) -> None:
-    store = store_for("s3://b/x", s3_settings)
+    store = store_for("s3://bkt/x", s3_settings)
     for action in (
         lambda: store.get_bytes(uri),
         lambda: store.put_bytes(uri, b"x"),
         lambda: store.list_objects(uri),
         lambda: store.exists(uri),
     ):
-        try:
+        with pytest.raises(StorageError) as caught:
             action()
-        except StorageError as exc:
-            assert s3_settings.s3.secret_access_key not in str(exc)
+        message = str(caught.value)
+        assert uri in message or repr(uri) in message, message
+        assert s3_settings.s3.secret_access_key not in message
 
 
 def test_an_object_replaced_between_its_ranges_arrives_whole(
@@ -132,3 +133,39 @@ def test_an_object_replaced_between_its_ranges_arrives_whole(
     worker.join()
     assert failures == []
     assert dest.read_bytes() == new
+
+
+@pytest.mark.parametrize(
+    ("bucket", "rule"),
+    [
+        ("Bad_Bucket!", "lower-case letters, digits, dots and hyphens"),
+        ("ab", "3 to 63 characters"),
+        ("a" * 64, "3 to 63 characters"),
+        ("-bucket", "begin and end with a letter or digit"),
+        ("my..bucket", "two dots"),
+        ("192.168.0.1", "IP address"),
+        ("xn--bucket", "begin with 'xn--'"),
+        ("bucket-s3alias", "end with '-s3alias'"),
+    ],
+)
+def test_a_bad_bucket_name_is_refused_by_the_client(bucket: str, rule: str) -> None:
+    # The endpoint is a closed port: a refusal that came from a server could not name the rule.
+    closed = S3Settings(
+        endpoint_url="http://127.0.0.1:9",
+        region="us-east-1",
+        access_key_id="id",
+        secret_access_key="not-a-secret",
+    )
+    store = store_for("s3://bkt/x", Settings(home=Path("unused"), s3=closed))
+    uri = f"s3://{bucket}/k"
+    for action in (
+        lambda: store.get_bytes(uri),
+        lambda: store.put_bytes(uri, b"x"),
+        lambda: store.list_objects(uri),
+        lambda: store.exists(uri),
+    ):
+        with pytest.raises(StorageError) as caught:
+            action()
+        message = str(caught.value)
+        assert repr(uri) in message and rule in message, message
+        assert "bucket naming rules" in message

@@ -8,9 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from trainops.spec import JobSpec
 from trainops.store import (
+    HostState,
     MetadataStore,
     Migration,
+    NewHost,
     SchemaVersionError,
     apply_migrations,
     load_migrations,
@@ -91,6 +94,60 @@ def test_an_agent_handle_of_an_older_version_is_read_as_the_local_backends(
         store.update_host("old-job", "algo-1", 1, handle={"actor": "abc", "node": "n1"})
         [host] = store.hosts("old-job", 1)
         assert host.handle == {"actor": "abc", "node": "n1"}  # opaque: kept as given
+    finally:
+        store.close()
+
+
+def test_hosts_running_across_the_upgrade_keep_their_jobs_agent_token(tmp_path: Path) -> None:
+    # Before version 11 a job had one agent token for all its hosts; since, each host has its
+    # own. Agents an older server started must go on reporting after the upgrade (their hosts
+    # take the job's token hash); a host that had ended gets none, and the job's column is empty.
+    path = tmp_path / "old.db"
+    shutil.copy(V1_FIXTURE, path)
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE jobs SET status = 'InProgress', agent_token_hash = 'cafe'")
+        conn.execute("UPDATE hosts SET state = 'Running'")
+        conn.execute(
+            "INSERT INTO hosts (job, host, attempt, state, root, state_dir)"
+            " SELECT job, 'algo-2', attempt, 'Exited', root, state_dir FROM hosts"
+        )
+    conn.close()
+    store = MetadataStore(path)
+    try:
+        running, ended = store.hosts("old-job", 1)
+        assert (running.host, running.token_hash) == ("algo-1", "cafe")
+        assert (ended.host, ended.token_hash) == ("algo-2", None)
+        credential = store.agent_credential("old-job", "algo-1")
+        assert credential is not None and credential.token_hash == "cafe"
+        assert store.agent_credential("old-job", "algo-1", attempt=2) is None
+    finally:
+        store.close()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT agent_token_hash FROM jobs").fetchall() == [(None,)]
+    conn.close()
+
+
+def test_a_host_that_ends_loses_its_token(tmp_path: Path) -> None:
+    store = MetadataStore(tmp_path / "x.db")
+    try:
+        job = store.create_job(
+            name="j",
+            spec=JobSpec(entry_point="train.py").view(),
+            code_uri="file:///c",
+            output_prefix="file:///o",
+            max_attempts=1,
+            status="InProgress",
+            secondary_status="Starting",
+            message="",
+            now=1.0,
+        )
+        hosts = [NewHost(h, "/r", "/s", token_hash=f"hash-{h}") for h in ("algo-1", "algo-2")]
+        store.create_hosts(job.name, 1, hosts)
+        assert [h.token_hash for h in store.hosts("j", 1)] == ["hash-algo-1", "hash-algo-2"]
+        store.update_host("j", "algo-1", 1, state=HostState.EXITED)
+        assert [h.token_hash for h in store.hosts("j", 1)] == [None, "hash-algo-2"]
+        store.revoke_agent_tokens("j")
+        assert [h.token_hash for h in store.hosts("j", 1)] == [None, None]
     finally:
         store.close()
 

@@ -4,10 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-pytest.importorskip("tensorboard", reason="the tensorboard extra reads the files back")
-
 from tensorboard.backend.event_processing import event_accumulator
 
 Points = dict[str, list[tuple[int, float, float]]]

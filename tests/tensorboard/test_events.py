@@ -11,13 +11,11 @@ import struct
 from pathlib import Path
 
 import pytest
-
-pytest.importorskip("tensorboard", reason="the tensorboard extra checks the bytes")
-
 from tensorboard.backend.event_processing import event_file_loader
 from tensorboard.compat.proto import event_pb2, summary_pb2
 from tensorboard.summary.writer.record_writer import RecordWriter
 
+from tests._support.system import require_extra
 from tests.tensorboard._read import scalars, values
 from trainops.tensorboard import (
     EventFileWriter,
@@ -191,7 +189,7 @@ def _record(payload: bytes) -> bytes:
 
 
 def test_tensorflow_reads_the_file(tmp_path: Path) -> None:
-    tf = pytest.importorskip("tensorflow")
+    tf = require_extra("tensorflow")
     with SummaryWriter(tmp_path) as writer:
         for step in range(5):
             writer.add_scalar("loss", step * 0.5, step)
@@ -206,7 +204,7 @@ def test_tensorflow_reads_the_file(tmp_path: Path) -> None:
 # tbparse 0.0.9 calls pandas' sort_values(inplace=True), which pandas 3.1 deprecates
 @pytest.mark.filterwarnings("ignore:The inplace keyword")
 def test_tbparse_reads_the_scalars(tmp_path: Path) -> None:
-    tbparse = pytest.importorskip("tbparse")
+    tbparse = require_extra("dev", "tbparse")
     with SummaryWriter(tmp_path) as writer:
         for step in range(4):
             writer.add_scalar("loss", 4.0 - step, step)

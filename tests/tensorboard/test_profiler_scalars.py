@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
+import tracemalloc
 from pathlib import Path
 
 import pytest
 
 from tests.tensorboard._read import scalars, values
-from trainops.profiler import MODE_EVAL, MODE_TRAIN, STEP_COLUMNS, SeriesWriter
+from trainops.profiler import MAX_CHUNK_BYTES, MODE_EVAL, MODE_TRAIN, STEP_COLUMNS, SeriesWriter
 from trainops.tensorboard import ProfilerScalars, SummaryWriter
 
 NAN = math.nan
@@ -74,3 +75,24 @@ def test_chunks_that_appear_later_are_read_and_a_corrupt_one_is_skipped(tmp_path
         assert reader.poll() == 1
     assert values(scalars(logdir), "steps/rank-0/duration") == [1.0, 2.0]
     assert len(warnings) == 1 and "1-000009.tsc" in warnings[0]
+
+
+def test_a_huge_sparse_chunk_is_skipped_unread(tmp_path: Path) -> None:
+    root, logdir = tmp_path / "profiler", tmp_path / "tb"
+    _steps(root, 0, [_step_row(0, MODE_TRAIN, 1.0)])
+    huge = root / "framework" / "steps" / "algo-1" / "rank-0" / "2-000000.tsc"
+    with huge.open("wb") as handle:  # written by the job's script: 2 GiB of holes
+        handle.truncate(2 << 30)
+    warnings: list[str] = []
+    tracemalloc.start()
+    try:
+        with SummaryWriter(logdir) as writer:
+            reader = ProfilerScalars(root, "algo-1", writer.add_scalar, warnings.append)
+            assert reader.poll() == 1
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert values(scalars(logdir), "steps/rank-0/duration") == [1.0]
+    [warning] = warnings
+    assert "2-000000.tsc" in warning and f"more than a chunk may hold ({MAX_CHUNK_BYTES}" in warning
+    assert peak < 16 * 1024 * 1024, peak

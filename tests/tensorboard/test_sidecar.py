@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests._support.system import require_extra
 from tests.agent._support import make_job
 from tests.e2e._harness import wait_for
 from tests.tensorboard._read import scalars, values
@@ -37,7 +38,7 @@ own.close()
 def test_scraped_metrics_and_the_scripts_own_files_are_synced_while_it_runs(
     tmp_path: Path,
 ) -> None:
-    pytest.importorskip("torch.utils.tensorboard")
+    require_extra("torch", "torch.utils.tensorboard")
     release = tmp_path / "release"
     job = make_job(
         tmp_path,
@@ -59,7 +60,7 @@ def test_scraped_metrics_and_the_scripts_own_files_are_synced_while_it_runs(
             ours, theirs = scalars(remote / "trainops"), scalars(remote)
             return len(ours.get("loss", [])) == 3 and len(theirs.get("own/accuracy", [])) == 3
 
-        wait_for(synced, timeout=60, interval=0.2)
+        wait_for(synced, timeout=180, interval=0.2)  # generous: a loaded machine syncs late
         assert runner.is_alive()  # the script waits for `release`: the job is still running
     finally:
         release.touch()
@@ -137,9 +138,6 @@ steps.close()
 
 
 def test_a_profiling_job_has_its_step_and_system_metrics_as_scalars(tmp_path: Path) -> None:
-    # Every sidecar of a profiling job must be there (the framework sidecar comes with issue 10
-    # item 2; until then a profiling job cannot start in this branch).
-    pytest.importorskip("trainops.agent.sidecars._framework", reason="no framework sidecar yet")
     job = make_job(
         tmp_path,
         {"train.py": STEPS_SCRIPT},

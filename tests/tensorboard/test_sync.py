@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -13,7 +14,7 @@ from tests.tensorboard._read import scalars, values
 from trainops._errors import StorageError
 from trainops._settings import Settings
 from trainops.storage import ObjectStore, store_for
-from trainops.tensorboard import EventSync, SummaryWriter, complete_length
+from trainops.tensorboard import EventSync, SummaryWriter, _sync, complete_length
 
 # Writes N scalar records, each in two parts with a pause between (so the file often ends inside
 # a record), then half of one more record, and exits.
@@ -154,3 +155,69 @@ def test_a_failed_upload_is_raised_after_the_other_files_went_up(tmp_path: Path)
     assert values(scalars(remote / "b"), "x") == [1.0]
     sync.store = store
     assert sync.sync_once() == [f"a/{refused}"]
+
+
+# Mirrors a folder holding a huge sparse event file and prints the objects and the peak memory.
+SPARSE_SYNC = textwrap.dedent(
+    """
+    import json, sys
+    from pathlib import Path
+    from trainops._settings import Settings
+    from trainops.storage import store_for
+    from trainops.tensorboard import EventSync
+    local, remote = Path(sys.argv[1]), Path(sys.argv[2])
+    store = store_for(remote.as_uri(), Settings(home=remote.parent / "home"))
+    EventSync(local, remote.as_uri(), store).sync_once(final=True)
+    sizes = {p.name: p.stat().st_size for p in remote.rglob("*") if p.is_file()}
+    # VmHWM: this program's peak (ru_maxrss would carry a larger parent's across exec).
+    status = Path("/proc/self/status").read_text().splitlines()
+    peak_mb = int(next(l for l in status if l.startswith("VmHWM:")).split()[1]) / 1024
+    print(json.dumps({"objects": sizes, "peak_mb": peak_mb}))
+    """
+)
+
+
+def test_a_huge_sparse_event_file_is_scanned_in_pieces(tmp_path: Path) -> None:
+    local, remote = tmp_path / "tb", tmp_path / "remote"
+    local.mkdir()
+    writer = SummaryWriter(local, flush_secs=3600)
+    writer.add_scalar("loss", 1.5, 1)
+    writer.close()
+    [written] = local.iterdir()
+    records = written.stat().st_size
+    # One whole record, then 2 GiB of holes (a length header of zeros is not a record),
+    # and a file that is holes only.
+    with written.open("r+b") as handle:
+        handle.truncate(2 << 30)
+    (local / "events.out.tfevents.1700000000.h.2.0").touch()
+    with (local / "events.out.tfevents.1700000000.h.2.0").open("r+b") as handle:
+        handle.truncate(2 << 30)
+    done = subprocess.run(
+        [sys.executable, "-c", SPARSE_SYNC, str(local), str(remote)],
+        capture_output=True,
+        check=True,
+    )
+    report = json.loads(done.stdout)
+    assert report["objects"] == {written.name: records}
+    assert report["peak_mb"] < 200, report  # reading either file whole would take 2 GiB
+
+
+def test_a_large_prefix_is_uploaded_through_a_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_sync, "IN_MEMORY_BYTES", 4096)
+    monkeypatch.setattr(_sync, "WINDOW_BYTES", 1000)  # records cross the windows' edges
+    local = tmp_path / "tb"
+    store, uri, remote = _store(tmp_path)
+    writer = SummaryWriter(local, flush_secs=3600)
+    for step in range(300):
+        writer.add_scalar("loss", float(step), step)
+    writer.close()
+    [written] = local.iterdir()
+    with written.open("ab") as handle:
+        handle.write(b"\x10\x00\x00")  # a torn header at the end stays local
+    data = written.read_bytes()
+    assert len(data) > 4096
+    EventSync(local, uri, store).sync_once(final=True)
+    assert (remote / written.name).read_bytes() == data[: complete_length(data)]
+    assert values(scalars(remote), "loss") == [float(s) for s in range(300)]

@@ -7,10 +7,12 @@ the spec then run once per finding: ``stop_training``, ``webhook`` or ``command`
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
+
+from trainops.actions._destinations import WebhookPolicy
 
 __all__ = ["ActionContext", "ActionResult", "Finding", "display_url"]
 
@@ -51,9 +53,13 @@ class ActionResult:
 
 @dataclass(frozen=True, slots=True)
 class ActionContext:
-    """What actions may do: stop a job (``stop_job(name, message)`` -> began stopping)."""
+    """What actions may do: stop a job (``stop_job(name, message)`` -> began stopping), reach
+    the webhooks ``webhooks`` allows, and run commands with ``environment`` (the job's recorded
+    environment, see ``_environment.py``) and nothing else."""
 
     stop_job: Callable[[str, str], bool]
+    webhooks: WebhookPolicy = field(default_factory=WebhookPolicy)
+    environment: Mapping[str, str] = field(default_factory=dict)
 
 
 def display_url(url: str) -> str:
@@ -61,6 +67,7 @@ def display_url(url: str) -> str:
     query often are its secret (Slack, Teams, Discord hooks)."""
     parts = urlsplit(url)
     host = parts.hostname or "?"
+    host = f"[{host}]" if ":" in host else host
     port = f":{parts.port}" if parts.port else ""
     rest = "/***" if parts.path.strip("/") or parts.query else ""
     return f"{parts.scheme}://{host}{port}{rest}"

@@ -1,21 +1,31 @@
 """Running a finding's actions: stop the job, POST to a webhook, or run a local command.
 
 Each action is bounded by its ``timeout_seconds`` and its failure is a result, never an
-exception: one broken webhook does not keep the job from being stopped. A command runs
-without a shell (its ``argv`` as given), with the finding as JSON on standard input and
-``TRAINOPS_JOB``, ``TRAINOPS_RULE`` and ``TRAINOPS_RULE_STATUS`` in its environment; it is
-killed at the timeout, and only the tail of its output is kept.
+exception: one broken webhook does not keep the job from being stopped. A webhook goes only
+to an address the server's settings allow (``_destinations.py``: public addresses, and the
+networks ``webhook_networks`` names), to the address checked, never following a redirect. A
+command runs without a shell (its ``argv`` as given), in a scratch folder of its own, with the
+finding as JSON on standard input and the job's recorded environment (``_environment.py``), never
+the server's; it runs in its own session, which is killed at the timeout and when it exits, and
+only the tail of its output is kept.
 """
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import os
+import signal
+import socket
+import ssl
 import subprocess
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Mapping, Sequence
 from urllib.parse import urlsplit
 
 from trainops.actions._base import ActionContext, ActionResult, Finding, display_url
+from trainops.actions._destinations import WebhookPolicy, resolve_checked
+from trainops.actions._environment import base_variables
 from trainops.protocol import ActionSpec
 
 __all__ = ["run_actions"]
@@ -36,9 +46,9 @@ def _run_one(finding: Finding, action: ActionSpec, context: ActionContext) -> Ac
         if action.type == "stop_training":
             return _stop(finding, context)
         if action.type == "webhook" and action.url is not None:
-            return _webhook(finding, action.url, action.timeout_seconds)
+            return _webhook(finding, action.url, action.timeout_seconds, context.webhooks)
         if action.type == "command" and action.argv:
-            return _command(finding, action.argv, action.timeout_seconds)
+            return _command(finding, action.argv, action.timeout_seconds, context.environment)
     except Exception as exc:  # an action's failure is its result
         return ActionResult(action.type, False, f"{type(exc).__name__}: {exc}")
     return ActionResult(action.type, False, "not a complete action")
@@ -51,13 +61,18 @@ def _stop(finding: Finding, context: ActionContext) -> ActionResult:
     return ActionResult("stop_training", True, "the job had ended or was stopping already")
 
 
-def _webhook(finding: Finding, url: str, timeout: float) -> ActionResult:
+def _webhook(finding: Finding, url: str, timeout: float, policy: WebhookPolicy) -> ActionResult:
     parts = urlsplit(url)
     shown = display_url(url)
-    connection_type = (
-        http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-    )
-    connection = connection_type(parts.hostname or "", parts.port, timeout=timeout)
+    https = parts.scheme == "https"
+    port = parts.port or (443 if https else 80)
+    try:
+        addresses = resolve_checked(parts.hostname or "", port, policy)
+    except PermissionError as exc:
+        return ActionResult("webhook", False, f"POST {shown} refused: {exc}")
+    except OSError as exc:
+        return ActionResult("webhook", False, f"POST {shown} failed: {exc}")
+    connection = _PinnedConnection(parts.hostname or "", port, addresses, timeout, https=https)
     target = parts.path or "/"
     if parts.query:
         target += "?" + parts.query
@@ -71,31 +86,80 @@ def _webhook(finding: Finding, url: str, timeout: float) -> ActionResult:
     finally:
         connection.close()
     ok = 200 <= response.status < 300
-    return ActionResult("webhook", ok, f"POST {shown}: HTTP {response.status}")
+    moved = " (redirects are not followed)" if 300 <= response.status < 400 else ""
+    return ActionResult("webhook", ok, f"POST {shown}: HTTP {response.status}{moved}")
 
 
-def _command(finding: Finding, argv: Sequence[str], timeout: float) -> ActionResult:
-    env = {
-        **os.environ,
-        "TRAINOPS_JOB": finding.job,
-        "TRAINOPS_RULE": finding.rule_name,
-        "TRAINOPS_RULE_STATUS": finding.status,
-    }
+class _PinnedConnection(http.client.HTTPConnection):
+    """An HTTP(S) connection to one of ``addresses``, the checked addresses of ``host`` (tried
+    in order; ``host`` still names the server in the Host header and, over TLS, in SNI and the
+    certificate check)."""
+
+    def __init__(
+        self, host: str, port: int, addresses: list[str], timeout: float, *, https: bool
+    ) -> None:
+        super().__init__(host, port, timeout=timeout)
+        self._addresses = addresses
+        self._tls = ssl.create_default_context() if https else None
+
+    def connect(self) -> None:
+        failure: OSError | None = None
+        for address in self._addresses:
+            try:
+                sock = socket.create_connection((address, self.port), self.timeout)
+                break
+            except OSError as exc:
+                failure = exc
+        else:
+            raise failure or OSError("no address to connect to")
+        if self._tls is not None:
+            sock = self._tls.wrap_socket(sock, server_hostname=self.host)
+        self.sock = sock
+
+
+def _command(
+    finding: Finding, argv: Sequence[str], timeout: float, environment: Mapping[str, str]
+) -> ActionResult:
     name = os.path.basename(argv[0])
-    try:
-        done = subprocess.run(
-            list(argv),
-            input=finding.payload(),
-            capture_output=True,
-            timeout=timeout,
-            env=env,
-            check=False,
-            start_new_session=True,
-        )
-    except FileNotFoundError:
-        return ActionResult("command", False, f"{argv[0]}: no such program")
-    except subprocess.TimeoutExpired:
-        return ActionResult("command", False, f"{name}: still running after {timeout:g} s, killed")
-    tail = (done.stdout + done.stderr).decode("utf-8", "replace").strip()[-_OUTPUT_TAIL:]
-    detail = f"{name} exited with {done.returncode}" + (f": {tail}" if tail else "")
-    return ActionResult("command", done.returncode == 0, detail)
+    with tempfile.TemporaryDirectory(prefix="trainops-action-") as scratch:
+        env = {
+            **base_variables(scratch),
+            **environment,
+            "TRAINOPS_JOB": finding.job,
+            "TRAINOPS_RULE": finding.rule_name,
+            "TRAINOPS_RULE_STATUS": finding.status,
+        }
+        try:
+            process = subprocess.Popen(
+                list(argv),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=scratch,
+                start_new_session=True,
+            )
+        except FileNotFoundError:
+            return ActionResult("command", False, f"{argv[0]}: no such program")
+        try:
+            output, _ = process.communicate(finding.payload(), timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(process)
+            return ActionResult(
+                "command", False, f"{name}: still running after {timeout:g} s, killed"
+            )
+        finally:
+            _kill_group(process)  # what it left running in its session goes too
+    tail = output.decode("utf-8", "replace").strip()[-_OUTPUT_TAIL:]
+    detail = f"{name} exited with {process.returncode}" + (f": {tail}" if tail else "")
+    return ActionResult("command", process.returncode == 0, detail)
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    """End the command's session (it leads its own process group), then reap it."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    for pipe in (process.stdin, process.stdout):
+        if pipe is not None:
+            pipe.close()  # a child that left the session may hold the other end: not waited on

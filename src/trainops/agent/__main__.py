@@ -22,10 +22,12 @@ from types import FrameType
 from trainops._settings import Settings
 from trainops.agent._agent import HostAgent
 from trainops.agent._client import AgentApiError, AgentClient, fetch_assignment
+from trainops.agent._hostns import namespaces_available
+from trainops.agent._nodump import forbid_memory_reads
 from trainops.agent._remote import HttpSpawnApi
 from trainops.agent._reporter import HttpReporter
 from trainops.agent._resources import pin_cpus
-from trainops.agent._standby import serve_launches
+from trainops.agent._standby import serve_launches, take_launch_fd
 from trainops.catalog import load_catalog
 from trainops.protocol import PARENT_ENV, STANDBY_ENV, AgentLaunch, EventKind, HostOutcome
 
@@ -146,14 +148,18 @@ def _warm_up() -> None:
     agents the fork server forks."""
     "127.0.0.1".encode("idna")  # the codec that connecting by host name imports (stringprep)
     load_catalog()  # the instance catalog (importlib.resources and a JSON file)
+    namespaces_available()  # the probe (an interpreter started): once, not before every job
 
 
 def _entry() -> int:
     """Run now, or (as the backend's fork server) in a child forked for each launch."""
+    forbid_memory_reads()  # an agent holds its host's token: no same-user process reads it
     if os.environ.get(STANDBY_ENV) == "1":
         _warm_up()
         if serve_launches() is None:
             return 0
+    else:
+        take_launch_fd()
     return main()
 
 

@@ -10,24 +10,41 @@ only sequences them and turns what happened into a :class:`HostResult`.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
+import sys
 import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from trainops._errors import TrainopsError
+from trainops._redaction import Masker
 from trainops._settings import Settings
 from trainops.agent._failure import exit_failure_reason, read_failure_file
 from trainops.agent._group import ProcessGroup
 from trainops.agent._hostlog import HostLog
-from trainops.agent._hostns import namespaces_available
+from trainops.agent._hostns import (
+    HostNamespace,
+    NamespaceError,
+    namespaces_available,
+    opt_ml_hint,
+    opt_ml_shown,
+    socket_parent,
+    unwrap,
+)
 from trainops.agent._installer import JobFailure, JobInstaller
 from trainops.agent._metrics import MetricScraper
 from trainops.agent._outputs import Artifact, OutputLayout, upload_archives, upload_log
 from trainops.agent._priority import BackgroundPriority
 from trainops.agent._process import ScriptProcess
-from trainops.agent._ranks import host_processes
+from trainops.agent._ranks import (
+    HostLaunch,
+    Isolation,
+    hold_host_namespace,
+    host_processes,
+    start_host_namespace,
+)
 from trainops.agent._reaper import new_marker
 from trainops.agent._remote import RemoteShell, SpawnApi
 from trainops.agent._reporter import Reporter
@@ -48,7 +65,7 @@ from trainops.agent.channels import (
     close_channels,
     open_channel,
 )
-from trainops.agent.launchers import LaunchError, remote_shell_paths
+from trainops.agent.launchers import LaunchError
 from trainops.agent.sidecars import SidecarContext, Sidecars
 from trainops.archive import safe_extract
 from trainops.protocol import Assignment, EventKind, HostOutcome, Phase
@@ -99,8 +116,12 @@ class HostAgent:
             len(assignment.hosts),
             assignment.attempt,
         )
+        self._mask = Masker.for_job(self.job.environment, self.job.hyperparameters)
         self.log = HostLog(
-            state_dir / "host.log", reporter, MetricScraper(self.job.metric_definitions)
+            state_dir / "host.log",
+            reporter,
+            MetricScraper(self.job.metric_definitions),
+            mask=self._mask,
         )
         self._sync_interval = sync_interval
         self._stores: dict[str, ObjectStore] = {}
@@ -112,6 +133,8 @@ class HostAgent:
         self._running: ScriptProcess | ProcessGroup | None = None
         self._spawn_api = spawn_api  # the remote shell's calls, on a job of several hosts
         self._remote: RemoteShell | None = None
+        self._namespace: HostNamespace | None = None  # made early (_start_namespace_early)
+        self._tool_namespace: HostNamespace | None = None  # else the installer's, while it runs
         self._rank_exits: list[dict[str, int | None]] = []  # how each rank ended
         self._doing = "preparing the host"  # what the host is busy with, for a full disk's reason
 
@@ -140,6 +163,7 @@ class HostAgent:
             result = self._internal_error(exc)
         if self._abandoned is not None:
             result = HostResult(HostOutcome.INTERNAL_ERROR, result.exit_code, self._abandoned)
+        result = self._masked(result)
         self.log.close()  # the last metric values go before the exit event
         self.reporter.emit(
             EventKind.EXIT,
@@ -163,17 +187,27 @@ class HostAgent:
             finally:
                 close_channels(self._channels)  # writers stop and mounts go, whatever happened
                 self._channels = []
+                if self._namespace is not None:
+                    self._namespace.close()
+                    self._namespace = None
         except JobFailure as exc:
             result = HostResult(HostOutcome.FAILED, None, exc.reason)
         except (TrainopsError, OSError) as exc:
             if isinstance(exc, OSError) and not is_out_of_space(exc):
                 raise
             result = HostResult(HostOutcome.FAILED, None, self._failure_of(exc))
-        result = self._blame_a_full_disk(result)
+        result = self._masked(self._blame_a_full_disk(result))
         if self.stop_requested:
             result = HostResult(HostOutcome.STOPPED, result.exit_code, None)
         self._mark_outcome(result)
         return self._upload(result)
+
+    def _masked(self, result: HostResult) -> HostResult:
+        """``result`` with the job's secrets masked in its reason (the command line and the
+        script's error both may show them; output/failure and the exit event get this one)."""
+        if result.failure_reason is None:
+            return result
+        return dataclasses.replace(result, failure_reason=self._mask(result.failure_reason))
 
     def _channel_outcome(self, result: HostResult) -> HostResult:
         """A channel that had to stop streaming while the script ran fails the host with its
@@ -207,6 +241,7 @@ class HostAgent:
     def _prepare(self) -> ScriptCommand | None:
         # A Pipe channel has FIFOs (input/data/<name>_<epoch>), not a directory.
         self.tree.create([c.name for c in self.job.inputs if c.mode != "Pipe"])
+        self._start_namespace_early()
         self._doing = "downloading the source"
         self._fetch_code()
         self._doing = "writing the configuration files"
@@ -214,12 +249,7 @@ class HostAgent:
         self._doing = "restoring the checkpoints"
         self._sidecars = Sidecars(self._sidecar_context())
         self._sidecars.prepare()
-        if self.job.mount_opt_ml and not namespaces_available():
-            raise JobFailure(
-                "mount_opt_ml: this machine does not let the agent make a private mount "
-                "namespace (needs root or user namespaces), so /opt/ml cannot be shown; run "
-                "without mount_opt_ml and read the paths from the SM_* variables"
-            )
+        self._check_opt_ml()
         context = self._channel_context()
         for channel in self.job.inputs:
             self._take_commands()
@@ -230,6 +260,49 @@ class HostAgent:
                 source.prepare()
         self._doing = "installing the job's Python environment"
         return None if self.stop_requested else self._command()
+
+    def _start_namespace_early(self) -> None:
+        """A single-host job whose channels mount nothing gets its namespaces made while the
+        host prepares (they are ready when the script starts): its launch waits for nothing."""
+        if not namespaces_available() or len(self.assignment.hosts) > 1:
+            return
+        if any(c.mode == "FastFile" or c.file_system is not None for c in self.job.inputs):
+            return  # its mounts are known once the channels are prepared
+        (self.state_dir / "env").mkdir(exist_ok=True)  # kept visible: it must exist now
+        opt_ml = self.tree.root if opt_ml_shown(self.job.mount_opt_ml) else None
+        try:
+            self._namespace = start_host_namespace(
+                self.assignment, self.state_dir, (), opt_ml, self._isolation()
+            )
+        except (LaunchError, OSError) as exc:
+            raise JobFailure(str(exc)) from None
+
+    def _check_opt_ml(self) -> None:
+        """/opt/ml is shown by default; where it cannot be, the host log says so in one line,
+        and a checkpoint directory under /opt/ml is refused rather than silently moved."""
+        if not self.job.mount_opt_ml or namespaces_available():
+            return
+        if self.job.checkpoint_uri is not None:
+            raise JobFailure(
+                f"checkpoint local_path {self.job.checkpoint_local_path}: this machine does not "
+                "let the agent make a private mount namespace (needs root or user namespaces), "
+                "so /opt/ml cannot be shown; set `mount_opt_ml: false` to have it re-rooted in "
+                "the host's tree (SM_CHECKPOINT_DIR names it)"
+            )
+        self.log.agent(
+            "WARNING: /opt/ml is not shown: this machine allows no private mount namespace "
+            "(needs root or user namespaces); the SM_* variables name the host's tree instead"
+        )
+
+    def _isolation(self) -> Isolation:
+        """What the script must not see: the home (less its own tree and Python environment)
+        and every job's remote-shell sockets (less its own)."""
+        masks = [self.settings.home, Path.home() / ".trainops", socket_parent()]
+        # The interpreters the job runs with stay, should a home hold them.
+        keeps = [self.tree.root, self.state_dir / "env", Path(sys.prefix), Path(sys.base_prefix)]
+        if self._remote is not None:
+            keeps.append(self._remote.directory)
+        return Isolation(tuple(masks), tuple(keeps))
 
     def _channel_context(self) -> ChannelContext:
         scratch = self.state_dir / "channels"
@@ -274,13 +347,38 @@ class HostAgent:
         if self._sidecars is not None:
             self._env = self._sidecars.environment(self._env)
         installer = JobInstaller(self.tree.code_dir, self.state_dir / "env", self._run_tool)
-        return script_command(self.tree, self.job, self._env, installer)
+        try:
+            return script_command(self.tree, self.job, self._env, installer)
+        finally:
+            if self._tool_namespace is not None:
+                self._tool_namespace.close()
+                self._tool_namespace = None
+
+    def _contained(self, argv: Sequence[str]) -> list[str]:
+        """An installer command (it runs the job's own setup code) inside the host's
+        namespaces, as the script will be: one set for all of them, made on first use."""
+        if not namespaces_available():
+            return list(argv)
+        if self._namespace is not None:
+            try:
+                return self._namespace.join(argv, (), None)
+            except NamespaceError as exc:
+                raise JobFailure(f"cannot make this host's namespaces: {exc}") from None
+        if self._tool_namespace is None:
+            opt_ml = self.tree.root if opt_ml_shown(self.job.mount_opt_ml) else None
+            try:
+                self._tool_namespace = hold_host_namespace(
+                    self.assignment, self.state_dir, (), opt_ml, self._isolation()
+                )
+            except LaunchError as exc:
+                raise JobFailure(str(exc)) from None
+        return self._tool_namespace.join(argv, (), None)
 
     def _run_tool(self, argv: Sequence[str]) -> tuple[int, list[str]]:
         """Run an installer command with its output as agent lines; a stop ends it too."""
         self.log.agent("Running " + " ".join(argv))
         process = ScriptProcess(
-            argv,
+            self._contained(argv),
             cwd=self.tree.code_dir,
             env=self._env,
             on_line=self._tool_lines,
@@ -315,10 +413,10 @@ class HostAgent:
         if self._spawn_api is not None and len(self.assignment.hosts) > 1:
             self._remote = RemoteShell(self._spawn_api, self.assignment.hosts, self.log.agent)
             self._remote.start()
-        paths = None if self._remote is None else remote_shell_paths(self._remote.directory)
+        paths = None if self._remote is None else self._remote.paths()
         try:
             binds = [bind for source in self._channels for bind in source.binds()]
-            opt_ml = self.tree.root if self.job.mount_opt_ml else None
+            opt_ml = self.tree.root if opt_ml_shown(self.job.mount_opt_ml) else None
             launch = host_processes(
                 self.assignment,
                 command,
@@ -327,9 +425,18 @@ class HostAgent:
                 paths,
                 binds=binds,
                 opt_ml=opt_ml,
+                isolation=self._isolation(),
+                namespace=self._namespace,
             )
-        except LaunchError as exc:
+        except (LaunchError, OSError) as exc:
             return HostResult(HostOutcome.FAILED, None, str(exc))
+        try:
+            return self._run_launch(launch)
+        finally:
+            if launch.namespace is not None:
+                launch.namespace.close()
+
+    def _run_launch(self, launch: HostLaunch) -> HostResult:
         for warning in launch.warnings:
             self.log.agent(f"WARNING: {warning}")
         self.log.agent("Invoking the script: " + " ".join(launch.command))
@@ -351,7 +458,7 @@ class HostAgent:
             process = member.process
             self.reporter.emit(
                 EventKind.PROCESS,
-                {"pid": process.pid, "pgid": process.pgid, "command": list(member.spec.argv)}
+                {"pid": process.pid, "pgid": process.pgid, "command": unwrap(member.spec.argv)}
                 | ({} if member.spec.rank is None else {"rank": member.spec.rank}),
             )
         priority = BackgroundPriority()
@@ -362,11 +469,7 @@ class HostAgent:
             returncode = self._supervise(group)
         finally:
             priority.restore()
-        self._rank_exits = [
-            {"rank": m.spec.rank, "exit_code": m.returncode}
-            for m in group.members
-            if m.spec.rank is not None
-        ]
+        self._rank_exits = group.rank_exits()
         return self._result_of(returncode, group)
 
     def _take_commands(self) -> None:
@@ -396,14 +499,24 @@ class HostAgent:
         failed = group.first_failure
         by_launcher = group.failed_rank()
         if by_launcher is not None and not self.tree.failure_file.exists():
-            rank, tail = by_launcher
+            rank, code = by_launcher.rank, by_launcher.exit_code
             reason = exit_failure_reason(
-                returncode, group.failed_argv(), tail or group.stderr_tail()
+                returncode if code is None else code,
+                group.failed_argv(),
+                by_launcher.stderr_tail or group.stderr_tail(),
             )
             reason = f"rank {rank} on {self._host_of_rank(rank)}: {reason}"[:1024]
         elif failed is not None and failed.spec.rank is not None and len(group.members) > 1:
             reason = f"{failed.label} on {self.assignment.current_host}: {reason}"[:1024]
-        return HostResult(HostOutcome.FAILED, returncode, reason)
+        return HostResult(HostOutcome.FAILED, returncode, self._with_opt_ml_hint(reason, group))
+
+    def _with_opt_ml_hint(self, reason: str, group: ProcessGroup) -> str:
+        """A script that failed on a path under /opt/ml the job did not mount: say what to do."""
+        failure = "\n".join([reason, *group.stderr_tail()])
+        hint = opt_ml_hint(failure, opt_ml_shown(self.job.mount_opt_ml), self.job.mount_opt_ml)
+        if hint is None:
+            return reason
+        return f"{reason[: 1020 - len(hint)]}\n{hint}"
 
     def _host_of_rank(self, rank: int) -> str:
         """Where a rank a launcher names runs: mpirun lays ranks out host by host (``-map-by

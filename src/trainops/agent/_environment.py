@@ -29,6 +29,23 @@ __all__ = [
 ]
 
 AGENT_PREFIX = "TRAINOPS_AGENT_"
+# The control plane's own settings: they name the home, the server or its credentials, and a
+# job's script is not to know them (docs/isolation.md). In-job settings (TRAINOPS_PROFILER_*,
+# TRAINOPS_DATA_*, TRAINOPS_TRANSFER_* …) stay.
+SERVER_VARIABLES = frozenset(
+    {
+        "TRAINOPS_HOME",
+        "TRAINOPS_TOKEN",
+        "TRAINOPS_SERVER",
+        "TRAINOPS_ALLOWED_HOSTS",
+        "TRAINOPS_BACKEND",
+        "TRAINOPS_KEEP_JOB_TREES",
+        "TRAINOPS_HEARTBEAT_TIMEOUT",
+        "TRAINOPS_SHARED_PATHS",
+        "TRAINOPS_NO_BROWSER",
+    }
+)
+SERVER_PREFIXES = (AGENT_PREFIX, "TRAINOPS_LOCAL_", "TRAINOPS_RAY_")
 THREAD_VARIABLES = (
     "OMP_NUM_THREADS",
     "MKL_NUM_THREADS",
@@ -148,13 +165,17 @@ def build_environment(
 ) -> dict[str, str]:
     """The complete environment of the script's process (paths as ``seen`` by it)."""
     paths = seen or tree
-    env = {k: v for k, v in base_env.items() if not k.startswith(AGENT_PREFIX)}
+    env = {k: v for k, v in base_env.items() if not _server_variable(k)}
     env.update(sm_variables(training_env(tree, host, hyperparameters, seen)))
     env.update(_platform_variables(paths, host))
     env.update(_resource_variables(host, machine_gpus))
     env["PYTHONPATH"] = _prepend_path(str(paths.code_dir), env.get("PYTHONPATH"))
     env.update(spec_environment)
     return env
+
+
+def _server_variable(name: str) -> bool:
+    return name in SERVER_VARIABLES or name.startswith(SERVER_PREFIXES)
 
 
 def sm_variables(environment: Mapping[str, Any]) -> dict[str, str]:

@@ -3,11 +3,14 @@
 A script may write its own reason to ``output/failure`` (its first 1024 characters become the
 failure reason). Otherwise the reason reads like the toolkit's ``ExecuteUserScriptError``, with
 the final exception line(s) of the last Python traceback in the stderr tail, or the last
-non-empty stderr lines when there is no traceback.
+non-empty stderr lines when there is no traceback. The ``[rank3]: `` that torch.distributed puts
+before every line of a rank's uncaught traceback (``init_process_group`` installs that hook) is
+read through: the excerpt is the exception itself.
 """
 
 from __future__ import annotations
 
+import re
 import signal
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,9 +24,11 @@ __all__ = [
 ]
 
 MAX_FAILURE_REASON = 1024
+_FAILURE_READ_BYTES = 64 * 1024  # what is read of output/failure (white space may lead)
 TRACEBACK_HEAD = "Traceback (most recent call last):"
 EXCERPT_LINES = 10
 EXCERPT_CHARS = 700
+_TORCH_RANK_PREFIX = re.compile(r"^\[rank\d+\]: ?")
 
 
 def called_process_error(
@@ -36,9 +41,12 @@ def called_process_error(
 
 
 def read_failure_file(path: Path) -> str | None:
-    """The first 1024 characters of ``output/failure``, or ``None`` when it is missing or empty."""
+    """The first 1024 characters of ``output/failure``, or ``None`` when it is missing or empty.
+
+    The script writes that file: only its first :data:`_FAILURE_READ_BYTES` are read."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        with path.open("rb") as handle:
+            text = handle.read(_FAILURE_READ_BYTES).decode("utf-8", errors="replace")
     except (FileNotFoundError, IsADirectoryError):
         return None
     text = text.strip()
@@ -57,6 +65,7 @@ def exit_failure_reason(returncode: int, command: Sequence[str], stderr_tail: Se
 
 def stderr_excerpt(lines: Sequence[str]) -> str:
     """The final exception of the last traceback, or the last non-empty lines."""
+    lines = [_TORCH_RANK_PREFIX.sub("", line, count=1) for line in lines]
     start = _last_traceback(lines)
     if start is not None:
         found = _exception_lines(lines[start + 1 :])

@@ -21,9 +21,10 @@ from pathlib import Path
 from trainops.agent._hostlog import LineSink
 from trainops.agent._hostns import unwrap
 from trainops.agent._process import ScriptProcess
+from trainops.agent._rank_report import LauncherReport, RankFailure, report_for
 from trainops.agent.launchers import RankProcess
 
-__all__ = ["FAIL_FAST_GRACE_SECONDS", "GroupMember", "ProcessGroup"]
+__all__ = ["FAIL_FAST_GRACE_SECONDS", "FailedRank", "GroupMember", "ProcessGroup"]
 
 FAIL_FAST_GRACE_SECONDS = 5.0
 POLL_SECONDS = 0.05
@@ -31,19 +32,11 @@ RELEASE_CHECK_SECONDS = 1.0
 MAX_HELD_CHARS = 1 << 20  # a rank's unfinished line held back from interleaved pieces
 
 _TAGS = {
-    "torchrun": re.compile(r"\[[A-Za-z_][A-Za-z0-9_]*?(?P<rank>\d+)\]:(?P<stream>)"),
-    "mpirun": re.compile(r"\[\d+,(?P<rank>\d+)\]<(?P<stream>stdout|stderr)>:"),
-}
-# How each launcher names the rank that failed first, in its own (untagged) output.
-_FAILED_RANK = {
-    # torchrun's error summary: "  rank      : 3 (local_rank: 1)" (the global rank)
-    "torchrun": re.compile(r"^\s*rank\s*:\s*(\d+)\s*\(local_rank"),
-    # mpirun: "MPI_ABORT was invoked on rank 3 …", "Process name: [[4415,1],3]",
-    # "mpirun noticed that process rank 3 with PID …"
-    "mpirun": re.compile(
-        r"MPI_ABORT was invoked on rank (\d+)|Process name: \[\[\d+,\d+\],(\d+)\]"
-        r"|process rank (\d+) with PID"
-    ),
+    # torchrun's --tee header: its role ("default": the launcher passes no --role) and the
+    # local rank. Only that form: torch's own "[rank3]: " before a rank's traceback (the
+    # excepthook of init_process_group) is the rank's text, not a tag.
+    "torchrun": re.compile(r"\[default(?P<rank>\d{1,9})\]:(?P<stream>)"),
+    "mpirun": re.compile(r"\[\d+,(?P<rank>\d{1,9})\]<(?P<stream>stdout|stderr)>:"),
 }
 RANK_TAIL_LINES = 20
 
@@ -52,22 +45,27 @@ RankSink = Callable[[int | None, str, list[str], float], None]
 
 @dataclass
 class RankTails:
-    """What a launcher's ranks wrote to stderr last, and the rank the launcher says failed."""
+    """What a launcher's ranks wrote to stderr last, and what the launcher said of them."""
 
-    failed_rank: int | None = None
+    report: LauncherReport | None = None
     stderr: dict[int, deque[str]] = field(default_factory=dict)
 
-    def take(
-        self, rank: int | None, stream: str, lines: list[str], failed: re.Pattern[str]
-    ) -> None:
+    def take(self, rank: int | None, stream: str, lines: list[str]) -> None:
         if rank is not None and stream == "stderr":
             self.stderr.setdefault(rank, deque(maxlen=RANK_TAIL_LINES)).extend(lines)
-        elif rank is None and self.failed_rank is None:
+        elif rank is None and self.report is not None:
             for line in lines:
-                match = failed.search(line)
-                if match:
-                    self.failed_rank = int(next(g for g in match.groups() if g is not None))
-                    return
+                self.report.take(line)
+
+
+@dataclass(frozen=True, slots=True)
+class FailedRank:
+    """The rank a launcher says failed first: its number, exit code where the launcher gave
+    it, and its last stderr lines."""
+
+    rank: int
+    exit_code: int | None
+    stderr_tail: list[str]
 
 
 @dataclass
@@ -101,7 +99,7 @@ class ProcessGroup:
             raise ValueError("a process group needs at least one process")
         # Each process gets a marker of its own: the first to end sweeps up what it left
         # behind, and must not take its siblings with it.
-        tails = [RankTails() for _ in processes]
+        tails = [RankTails(report_for(p.output_tags) if p.output_tags else None) for p in processes]
         self.members = [
             GroupMember(
                 spec,
@@ -206,14 +204,33 @@ class ProcessGroup:
         member = self.first_failure or self.members[0]
         return list(member.process.stderr_tail)
 
-    def failed_rank(self) -> tuple[int, list[str]] | None:
-        """The rank a launcher (torchrun, mpirun) says failed first, and its last stderr lines;
+    def failed_rank(self) -> FailedRank | None:
+        """The rank a launcher (torchrun, mpirun) says failed first (see ``_rank_report``);
         ``None`` where the group did not fail that way."""
         member = self.first_failure
-        if member is None or member.tails.failed_rank is None:
+        report = None if member is None else member.tails.report
+        failure: RankFailure | None = None if report is None else report.first_failure()
+        if member is None or failure is None:
             return None
-        rank = member.tails.failed_rank
-        return rank, list(member.tails.stderr.get(rank, ()))
+        tail = list(member.tails.stderr.get(failure.rank, ()))
+        return FailedRank(failure.rank, failure.exit_code, tail)
+
+    def rank_exits(self) -> list[dict[str, int | None]]:
+        """How each rank of the host ended, ``[{"rank": r, "exit_code": c}]``: the group's own
+        ranks, and the ranks a launcher started (``rank_count``), with the exit code it
+        reported (0 where it succeeded; ``None`` where it did not say)."""
+        exits: list[dict[str, int | None]] = []
+        for member in self.members:
+            spec = member.spec
+            if spec.rank is not None:
+                exits.append({"rank": spec.rank, "exit_code": member.returncode})
+                continue
+            report = member.tails.report
+            codes = {} if report is None else report.exit_codes()
+            for rank in range(spec.rank_base, spec.rank_base + spec.rank_count):
+                code = 0 if member.returncode == 0 else codes.get(rank)
+                exits.append({"rank": rank, "exit_code": code})
+        return exits
 
     def failed_argv(self) -> list[str]:
         """The command of the process that failed first, as its launcher gave it."""
@@ -264,12 +281,11 @@ def _tagged(sink: RankSink, spec: RankProcess, tails: RankTails) -> LineSink:
 
         return on_line
 
-    parser = TagParser(_TAGS[spec.output_tags], spec.rank_base)
-    failed = _FAILED_RANK[spec.output_tags]
+    parser = TagParser(_TAGS[spec.output_tags], spec.rank_base, spec.rank_count or None)
 
     def on_tagged_line(stream: str, lines: list[str], ts: float) -> None:
         for rank, tagged_stream, run in parser.feed(lines, stream):
-            tails.take(rank, tagged_stream, run, failed)
+            tails.take(rank, tagged_stream, run)
             sink(rank, tagged_stream, run, ts)
 
     return on_tagged_line
@@ -285,12 +301,14 @@ class TagParser:
     share one line: mpirun prints ``[1,0]<stdout>:rank 0 …[1,1]<stdout>:rank 1 …`` and then
     ``[1,0]<stdout>:`` when rank 0's newline came in a write of its own. The last piece of a
     line is the one its newline belongs to; the pieces before it are kept per rank and stream
-    until that rank's newline comes.
+    until that rank's newline comes. Where the launcher starts ``count`` ranks, a tag of a
+    rank beyond them is text (a rank may print anything after its own tag).
     """
 
-    def __init__(self, tag: re.Pattern[str], base: int) -> None:
+    def __init__(self, tag: re.Pattern[str], base: int, count: int | None = None) -> None:
         self._tag = tag
         self._base = base
+        self._count = count
         self._pending: dict[tuple[int | None, str], str] = {}
 
     def feed(self, lines: list[str], stream: str) -> list[Run]:
@@ -314,7 +332,11 @@ class TagParser:
     def _pieces(self, line: str, stream: str) -> list[tuple[tuple[int | None, str], str]]:
         """``((rank, stream), text)`` of each tagged piece of ``line``; text before the first
         tag (the launcher's own output) has no rank."""
-        found = list(self._tag.finditer(line))
+        found = [
+            match
+            for match in self._tag.finditer(line)
+            if self._count is None or int(match.group("rank")) < self._count
+        ]
         pieces: list[tuple[tuple[int | None, str], str]] = []
         if not found or found[0].start() > 0:
             first_end = found[0].start() if found else len(line)

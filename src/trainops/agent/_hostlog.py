@@ -1,7 +1,9 @@
 """The host's log: every line of the script and of the agent, to a file and to the reporter.
 
 Script lines (stdout and stderr) are also scanned for metrics; agent lines (stream ``agent``)
-are trainops' own progress and warnings and are kept apart from what the script printed.
+are trainops' own progress and warnings and are kept apart from what the script printed. The
+agent's own lines pass through ``mask`` (the job's secrets masked) before they are written or
+reported; the script's lines are kept as the script wrote them (views mask them when read).
 
 ``host.log`` keeps every line whole. A line reported to the control plane is cut to
 :data:`MAX_REPORTED_CHARS` (1 MiB) characters, and a cut line says so at its end:
@@ -11,6 +13,7 @@ are trainops' own progress and warnings and are kept apart from what the script 
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -54,12 +57,16 @@ class HostLog:
         scraper: MetricScraper,
         *,
         regex_budget_seconds: float = DEFAULT_BUDGET_SECONDS,
+        mask: Callable[[str], str] | None = None,
     ) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        self._mask = mask
         self._reporter = reporter
         self._lock = threading.Lock()
-        self._file = path.open("a", encoding="utf-8", errors="replace")
+        # Private (0600): the script's lines are kept as written and may hold its secrets.
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        self._file = os.fdopen(fd, "a", encoding="utf-8", errors="replace")
         self._scanner = MetricScanner(
             scraper, self._values, self._warn, budget_seconds=regex_budget_seconds
         )
@@ -94,6 +101,8 @@ class HostLog:
 
     def agent(self, message: str) -> None:
         """One line of the agent's own (progress, warnings, installer output)."""
+        if self._mask is not None:
+            message = self._mask(message)
         self._write(AGENT_PREFIX + message)
         self._reporter.emit(EventKind.LOG, {"stream": "agent", "line": message})
 

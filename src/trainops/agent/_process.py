@@ -1,9 +1,10 @@
 """The script's process: started in its own session, its output captured, stopped by process
 group (SIGTERM, then SIGKILL once the grace period has passed), and always reaped.
 
-Output capture never waits for what is done with the output: one thread per pipe only moves
-raw chunks (``os.read`` of up to 256 KiB, from a pipe enlarged to 1 MiB where Linux allows) into
-a bounded queue, and one more thread splits them into lines, decodes them (UTF-8, invalid bytes
+Output capture never waits for what is done with the output: one thread only moves raw chunks
+of both pipes (``os.read`` of up to 256 KiB, from pipes enlarged to 1 MiB where Linux allows),
+in the order the kernel saw them written (see ``_pipes``), into a bounded queue, and one more
+thread splits them into lines, decodes them (UTF-8, invalid bytes
 replaced, a trailing ``\r`` dropped) and hands them to the line sink. Lines are kept whole up to
 :data:`MAX_LINE_BYTES` (16 MiB); a longer run of bytes without a newline is passed on in pieces
 of that size. A last line without a newline is passed on at the end of the stream.
@@ -28,6 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from trainops.agent._hostlog import LineSink
+from trainops.agent._pipes import read_pipes
 from trainops.agent._reaper import MARKER_VARIABLE, ProcessTree, new_marker
 
 __all__ = ["MAX_LINE_BYTES", "ScriptProcess"]
@@ -109,16 +111,21 @@ class ScriptProcess:
         tree.adopt(self._proc.pid)
         self._tree = tree
         self._splitter.start()
+        pipes: dict[int, str] = {}
         for name, stream in (("stdout", self._proc.stdout), ("stderr", self._proc.stderr)):
             assert stream is not None
-            fd = os.dup(stream.fileno())
+            pipes[os.dup(stream.fileno())] = name
             stream.close()
-            pause = READ_PAUSE_SECONDS if _enlarge_pipe(fd) else 0.0
-            reader = threading.Thread(
-                target=self._read, args=(name, fd, pause), name=f"agent-{name}", daemon=True
-            )
-            reader.start()
-            self._readers.append(reader)
+        enlarged = [_enlarge_pipe(fd) for fd in pipes]
+        pause = READ_PAUSE_SECONDS if all(enlarged) else 0.0
+        reader = threading.Thread(
+            target=read_pipes,
+            args=(pipes, self._put_chunk, READ_BYTES, pause),
+            name="agent-output",
+            daemon=True,
+        )
+        reader.start()
+        self._readers.append(reader)
         watcher = threading.Thread(target=self._watch, name="agent-waitid", daemon=True)
         watcher.start()
         self._watcher = watcher
@@ -214,22 +221,8 @@ class ScriptProcess:
         if self._tree is not None:
             self._tree.signal(sig, except_group=except_group)
 
-    def _read(self, name: str, fd: int, pause: float) -> None:
-        """Move raw output into the queue; the only work done while the script may wait.
-
-        After a read that found less than a full chunk, it lets the output gather for
-        ``pause`` seconds (where the pipe holds 1 MiB): a script printing line by line then
-        wakes it a few hundred times a second instead of once a line."""
-        try:
-            while chunk := os.read(fd, READ_BYTES):
-                self._chunks.put((name, chunk))
-                if pause and len(chunk) < READ_BYTES:
-                    time.sleep(pause)
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
-            self._chunks.put((name, b""))
+    def _put_chunk(self, name: str, chunk: bytes) -> None:
+        self._chunks.put((name, chunk))
 
     def _split(self) -> None:
         """Split queued chunks into lines and pass them on, until :meth:`finish` says so."""

@@ -1,25 +1,28 @@
 """The processes this host starts for its job: the launch context built and its launcher asked.
 
-A job of more than one process gets host names that resolve (``_hostns``): every process runs
-in the host's own namespace, where ``algo-N`` names this host's loopback address and
-``MASTER_ADDR`` is the first host's name, as on SageMaker. Where the machine allows no
-namespaces, the master is 127.0.0.1 (every local host is this machine) and the log says so.
-A job whose channels bind directories, or that asks for ``mount_opt_ml``, runs in the
-namespace too, even with one process; where no namespace can be made it cannot start.
+Every process of the host runs in the host's own namespaces (``_hostns``), one host or many:
+there ``algo-N`` names this host's loopback address and ``MASTER_ADDR`` is the first host's
+name, as on SageMaker; the channels' binds and the tree at ``/opt/ml`` are mounted, and what
+:class:`Isolation` names is masked. Where the machine allows no namespaces, the processes run
+as they are, the master is 127.0.0.1 (every local host is this machine) and the log says what
+is not protected; a job whose channels bind directories cannot start there.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from trainops.agent._hostns import (
+    NO_ISOLATION,
+    HostNamespace,
+    NamespaceError,
+    hold_arguments,
     host_addresses,
     mount_arguments,
     namespaces_available,
-    wrap,
     write_hosts_file,
 )
 from trainops.agent._setup import ScriptCommand
@@ -34,7 +37,14 @@ from trainops.agent.launchers import (
 )
 from trainops.protocol import Assignment
 
-__all__ = ["LOCAL_MASTER", "HostLaunch", "host_processes"]
+__all__ = [
+    "LOCAL_MASTER",
+    "HostLaunch",
+    "Isolation",
+    "hold_host_namespace",
+    "host_processes",
+    "start_host_namespace",
+]
 
 LOCAL_MASTER = "127.0.0.1"
 NO_NAMESPACES = (
@@ -44,12 +54,24 @@ NO_NAMESPACES = (
 
 
 @dataclass(frozen=True, slots=True)
+class Isolation:
+    """What the host's processes must not see: ``masks`` (directories covered by an empty
+    read-only tmpfs) less ``keeps`` (paths below them bound back: the host's own tree, its
+    Python environment, its own remote-shell directory)."""
+
+    masks: tuple[Path, ...] = ()
+    keeps: tuple[Path, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class HostLaunch:
-    """What this host starts, the command to show for it, and warnings for the host log."""
+    """What this host starts, the command to show for it, and warnings for the host log;
+    ``namespace``: the host's namespaces, to close once its processes are done."""
 
     processes: list[RankProcess]
     command: list[str]
     warnings: list[str]
+    namespace: HostNamespace | None = field(default=None)
 
 
 def host_processes(
@@ -61,14 +83,23 @@ def host_processes(
     *,
     binds: Sequence[Bind] = (),
     opt_ml: Path | None = None,
+    isolation: Isolation = Isolation(),
+    namespace: HostNamespace | None = None,
 ) -> HostLaunch:
     """What this host runs, as the job's launcher lays it out; ``remote_shell`` is how the
     launcher may start programs on the job's other hosts; ``binds`` (the channels') and
-    ``opt_ml`` (the host's tree, to show at /opt/ml) are mounted in the host's namespace."""
+    ``opt_ml`` (the host's tree, to show at /opt/ml) are mounted in the host's namespaces.
+    Where namespaces can be made, they are made here (the caller closes the launch's
+    ``namespace``), unless ``namespace`` (started earlier by the caller, with the same
+    mounts, and closed by it) is given."""
     job = assignment.spec
     distributed = len(assignment.hosts) > 1 or job.distribution.processes_per_host > 1
-    mounts = _mounts(binds, opt_ml)
-    named = distributed and namespaces_available()
+    named = namespaces_available()
+    if not named and binds:
+        raise LaunchError(
+            "this job mounts directories in its hosts' private mount namespace (a channel's "
+            "view), which this machine does not allow (needs root or user namespaces)"
+        )
     ctx = LaunchContext(
         job=job,
         job_name=assignment.job_name,
@@ -86,21 +117,71 @@ def host_processes(
     )
     processes = launcher_for(job.distribution.launcher).processes(ctx)
     shown = list(processes[0].argv)
-    warnings = []
-    if named:
-        addresses = assignment.host_addresses or host_addresses(
-            assignment.job_name, assignment.attempt, assignment.hosts
-        )
-        hosts_file = state_dir / "hosts"
-        processes = _in_host_namespace(assignment, processes, addresses, hosts_file, mounts)
-    else:
-        addresses = dict.fromkeys(assignment.hosts, LOCAL_MASTER)
+    if not named:
+        warnings = [NO_ISOLATION]
         if distributed:
             warnings.append(NO_NAMESPACES.format(host=assignment.hosts[0]))
-        if mounts:
-            processes = [_wrapped(p, wrap(p.argv, None, None, (), mounts)) for p in processes]
-    processes = [_release_at_address(p, addresses) for p in processes]
-    return HostLaunch(processes, shown, warnings)
+        addresses = dict.fromkeys(assignment.hosts, LOCAL_MASTER)
+        return HostLaunch([_release_at_address(p, addresses) for p in processes], shown, warnings)
+    addresses = assignment.host_addresses or host_addresses(
+        assignment.job_name, assignment.attempt, assignment.hosts
+    )
+    owned = namespace is None
+    if namespace is None:
+        namespace = hold_host_namespace(assignment, state_dir, binds, opt_ml, isolation)
+    try:
+        joined = [_wrapped(p, namespace.join(p.argv, assignment.hosts, opt_ml)) for p in processes]
+    except NamespaceError as exc:
+        raise LaunchError(f"cannot make this host's namespaces: {exc}") from None
+    return HostLaunch(
+        [_release_at_address(p, addresses) for p in joined],
+        shown,
+        [],
+        namespace=namespace if owned else None,
+    )
+
+
+def start_host_namespace(
+    assignment: Assignment,
+    state_dir: Path,
+    binds: Sequence[Bind],
+    opt_ml: Path | None,
+    isolation: Isolation,
+) -> HostNamespace:
+    """Start making the host's namespaces (where :func:`namespaces_available`); its
+    :meth:`~HostNamespace.ready` waits for them."""
+    addresses = assignment.host_addresses or host_addresses(
+        assignment.job_name, assignment.attempt, assignment.hosts
+    )
+    hosts_file = state_dir / "hosts"
+    write_hosts_file(hosts_file, addresses)
+    try:
+        mounts = mount_arguments(binds, opt_ml)
+    except OSError as exc:
+        raise LaunchError(f"a channel's mount is gone before the script started: {exc}") from None
+    arguments = hold_arguments(
+        assignment.current_host, hosts_file, mounts, isolation.masks, isolation.keeps
+    )
+    try:
+        return HostNamespace.start(arguments)
+    except OSError as exc:
+        raise LaunchError(f"cannot make this host's namespaces: {exc}") from None
+
+
+def hold_host_namespace(
+    assignment: Assignment,
+    state_dir: Path,
+    binds: Sequence[Bind],
+    opt_ml: Path | None,
+    isolation: Isolation,
+) -> HostNamespace:
+    """The host's namespaces, made; a clear error where they cannot be."""
+    namespace = start_host_namespace(assignment, state_dir, binds, opt_ml, isolation)
+    try:
+        namespace.ready()
+    except NamespaceError as exc:
+        raise LaunchError(f"cannot make this host's namespaces: {exc}") from None
+    return namespace
 
 
 def _release_at_address(process: RankProcess, addresses: dict[str, str]) -> RankProcess:
@@ -112,33 +193,5 @@ def _release_at_address(process: RankProcess, addresses: dict[str, str]) -> Rank
     return dataclasses.replace(process, release_after=(addresses.get(host, host), port))
 
 
-def _mounts(binds: Sequence[Bind], opt_ml: Path | None) -> list[str]:
-    """The namespace arguments for the host's mounts; a clear error where none can be made."""
-    if not binds and opt_ml is None:
-        return []
-    if not namespaces_available():
-        raise LaunchError(
-            "this job mounts directories in its hosts' private mount namespace (a channel's "
-            "view or mount_opt_ml), which this machine does not allow (needs root or user "
-            "namespaces)"
-        )
-    try:
-        return mount_arguments(binds, opt_ml)
-    except OSError as exc:
-        raise LaunchError(f"a channel's mount is gone before the script started: {exc}") from None
-
-
 def _wrapped(process: RankProcess, argv: list[str]) -> RankProcess:
     return dataclasses.replace(process, argv=tuple(argv))
-
-
-def _in_host_namespace(
-    assignment: Assignment,
-    processes: list[RankProcess],
-    addresses: dict[str, str],
-    hosts_file: Path,
-    mounts: Sequence[str],
-) -> list[RankProcess]:
-    write_hosts_file(hosts_file, addresses)
-    host, hosts = assignment.current_host, assignment.hosts
-    return [_wrapped(p, wrap(p.argv, host, hosts_file, hosts, mounts)) for p in processes]

@@ -9,6 +9,11 @@ On a job of more than one host, each agent opens a private directory with two Un
   reached this way): :class:`SpawnRunner` hands it each ``spawn`` command of the control plane and
   reports started and exited.
 
+Both let in only the job's own processes (``remote_shell.check_caller``): a caller of this uid
+(for ``rsh.sock``, a process below this agent) that gives the host's key, a secret of this host of this attempt made here and given to the
+job's processes in their environment only. The directory is private (0700) to this uid. A
+refused caller is named in the agent's log and nothing it asked for runs.
+
 The agent's API calls for both go through a :class:`SpawnApi`; the agent's program gives it one
 on HTTP, with a connection per thread.
 """
@@ -16,6 +21,8 @@ on HTTP, with a connection per thread.
 from __future__ import annotations
 
 import contextlib
+import os
+import secrets
 import shutil
 import socket
 import tempfile
@@ -26,7 +33,9 @@ from typing import Any, Protocol
 
 from trainops._errors import TrainopsError
 from trainops.agent._client import AgentApiError, AgentClient
-from trainops.agent.launchers.remote_shell import read_lines, send_line
+from trainops.agent._hostns import socket_parent
+from trainops.agent.launchers import RemoteShellPaths, remote_shell_paths
+from trainops.agent.launchers.remote_shell import check_caller, read_lines, send_line
 from trainops.protocol import Command, SpawnState
 
 __all__ = ["HttpSpawnApi", "RemoteShell", "RemoteShellRelay", "SpawnApi", "SpawnRunner"]
@@ -77,11 +86,16 @@ class RemoteShell:
     """This host's end of the remote shell: the relay, the runner and their directory."""
 
     def __init__(self, api: SpawnApi, hosts: list[str], log: Callable[[str], None]) -> None:
-        # Short and private: a Unix socket's path has at most 107 bytes, and anyone who can
-        # connect can run commands on the job's hosts.
-        self.directory = Path(tempfile.mkdtemp(prefix="trainops-rsh-"))
-        self.relay = RemoteShellRelay(self.directory / "rsh.sock", api, hosts, log)
-        self.runner = SpawnRunner(self.directory / "keeper.sock", api, log)
+        # Short and private (mkdtemp makes it 0700): a Unix socket's path has at most 107 bytes.
+        # One parent for every job's directory, which other jobs' namespaces mask (_hostns).
+        self.directory = Path(tempfile.mkdtemp(prefix="rsh-", dir=socket_parent()))
+        self._key = secrets.token_urlsafe(32)
+        self.relay = RemoteShellRelay(self.directory / "rsh.sock", api, hosts, log, self._key)
+        self.runner = SpawnRunner(self.directory / "keeper.sock", api, log, self._key)
+
+    def paths(self) -> RemoteShellPaths:
+        """How the job's launcher reaches the other hosts from here (the key in its ``env``)."""
+        return remote_shell_paths(self.directory, self._key)
 
     def start(self) -> RemoteShell:
         self.relay.start()
@@ -100,12 +114,13 @@ class RemoteShellRelay:
     """Serves the remote shell of this host's launcher: one request per connection."""
 
     def __init__(
-        self, path: Path, api: SpawnApi, hosts: list[str], log: Callable[[str], None]
+        self, path: Path, api: SpawnApi, hosts: list[str], log: Callable[[str], None], key: str
     ) -> None:
         self.path = path
         self.api = api
         self.hosts = set(hosts)
         self.log = log
+        self._key = key
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._closed = threading.Event()
 
@@ -135,7 +150,14 @@ class RemoteShellRelay:
         with conn:
             try:
                 conn.settimeout(REQUEST_TIMEOUT_S)  # for the request; the wait is ours
-                request = next(read_lines(conn), None)
+                # Its callers are the job's launcher's children: processes below this agent.
+                request = check_caller(conn, self._key, ancestor=os.getpid())
+            except OSError as exc:  # a stranger (PermissionError) or a broken request
+                self.log(f"Remote shell: {exc}; nothing was run")
+                with contextlib.suppress(OSError):
+                    send_line(conn, {"state": "failed", "error": str(exc)})
+                return
+            try:
                 conn.settimeout(None)
                 reply = self._relay(request)
             except (OSError, ValueError, KeyError, TypeError, TrainopsError) as exc:
@@ -143,9 +165,7 @@ class RemoteShellRelay:
             with contextlib.suppress(OSError):
                 send_line(conn, reply)
 
-    def _relay(self, request: dict[str, Any] | None) -> dict[str, Any]:
-        if request is None:
-            raise ValueError("no request")
+    def _relay(self, request: dict[str, Any]) -> dict[str, Any]:
         host, words = request.get("host"), request.get("words")
         if not isinstance(host, str) or host not in self.hosts:
             known = ", ".join(sorted(self.hosts))
@@ -173,10 +193,11 @@ class RemoteShellRelay:
 class SpawnRunner:
     """Hands the control plane's ``spawn`` commands to this host's keeper, each one once."""
 
-    def __init__(self, keeper: Path, api: SpawnApi, log: Callable[[str], None]) -> None:
+    def __init__(self, keeper: Path, api: SpawnApi, log: Callable[[str], None], key: str) -> None:
         self.keeper = keeper
         self.api = api
         self.log = log
+        self._key = key
         self._taken: set[str] = set()
         self._lock = threading.Lock()
         self._closed = threading.Event()
@@ -208,7 +229,8 @@ class SpawnRunner:
                     with self._lock:
                         self._taken.discard(command.spawn_id)
                     return
-                send_line(conn, {"spawn_id": command.spawn_id, "words": command.words})
+                message = {"key": self._key, "spawn_id": command.spawn_id, "words": command.words}
+                send_line(conn, message)
                 ended = False
                 for reply in read_lines(conn):
                     ended = self._report(command.spawn_id, reply)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from trainops.agent._entry_point import entry_point_command, entry_point_kind
 from trainops.agent._environment import HostContext, build_environment, count_machine_gpus
+from trainops.agent._hostns import opt_ml_shown
 from trainops.agent._hyperparameters import (
     decode_hyperparameters,
     encode_hyperparameters,
@@ -64,8 +65,10 @@ def script_environment(
         spec_environment=job.environment,
         base_env=environ,
         machine_gpus=count_machine_gpus(),
-        # With mount_opt_ml the script sees its tree at /opt/ml, and every SM_* path says so.
-        seen=HostTree(Path(OPT_ML), tree.checkpoint_path) if job.mount_opt_ml else None,
+        # Where /opt/ml is shown the script sees its tree there, and every SM_* path says so.
+        seen=HostTree(Path(OPT_ML), tree.checkpoint_path)
+        if opt_ml_shown(job.mount_opt_ml)
+        else None,
     )
 
 

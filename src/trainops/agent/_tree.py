@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -90,12 +91,27 @@ class HostTree:
             self.intermediate_dir,
             self.checkpoint_dir,
         ]
+        # The tree holds the job's hyperparameters in clear: its owner's only (the script runs
+        # as its owner); what lies below is unreachable to others through it.
+        self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.root.chmod(0o700)
         for path in dirs + [self.channel_dir(name) for name in channels]:
             path.mkdir(parents=True, exist_ok=True)
+        self.config_dir.chmod(0o700)
 
     def write_config(self, name: str, content: dict[str, Any]) -> Path:
+        """Write ``input/config/<name>`` atomically, readable by its owner only (0600)."""
         path = self.config_dir / name
-        path.write_text(json.dumps(content, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        data = (json.dumps(content, indent=2, sort_keys=True) + "\n").encode("utf-8")
+        temporary = path.with_name(f".{name}.{os.getpid()}.tmp")
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+            os.replace(temporary, path)
+        except BaseException:
+            temporary.unlink(missing_ok=True)
+            raise
         return path
 
     def read_config(self, name: str) -> dict[str, Any]:

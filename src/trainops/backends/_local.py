@@ -8,6 +8,7 @@ the one recorded at launch, so a reused pid is never mistaken for the agent.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import signal
@@ -16,14 +17,15 @@ import threading
 from collections.abc import Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import psutil
 
 from trainops._settings import Settings
 from trainops.backends._base import JOURNAL_FILE, AgentHandle, Backend, ProcessRef, parse_journal
 from trainops.backends._capacity import Capacity, Slots
-from trainops.backends._standby import AgentForkServer
-from trainops.protocol import AgentEvent, AgentLaunch, HostResources
+from trainops.backends._standby import AgentForkServer, launch_message, launch_pipe
+from trainops.protocol import LAUNCH_FD_ENV, AgentEvent, AgentLaunch, HostResources
 
 __all__ = ["LocalBackend", "agent_process", "machine_cpu_ids", "machine_gpu_count"]
 
@@ -33,6 +35,7 @@ _PRIVATE_VARS = ("TRAINOPS_TOKEN", "TRAINOPS_SERVER")
 # Python ignores SIGPIPE (and may ignore others) in the server; a child starts with defaults.
 _DEFAULT_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM)
 _START_TIME_TOLERANCE_S = 1.0
+_LAUNCH_FD = 3  # where a fresh agent finds the pipe holding its launch
 
 
 class LocalBackend(Backend):
@@ -50,6 +53,7 @@ class LocalBackend(Backend):
         super().__init__(settings, agent_command=agent_command)
         # A fork server only makes sense for the real agent (it speaks the standby handshake).
         self._use_standby = agent_command is None if standby is None else standby
+        self._real_agent = agent_command is None  # it reads a launch handed on a pipe
         self._forks: AgentForkServer | None = None
         self._forks_lock = threading.Lock()
 
@@ -92,12 +96,12 @@ class LocalBackend(Backend):
         for leftover in (launch.root, launch.state_dir):
             if leftover.exists():  # left by a launch that a crash cut short: start fresh
                 shutil.rmtree(leftover)
-        launch.state_dir.mkdir(parents=True)
+        launch.state_dir.mkdir(mode=0o700, parents=True)  # the agent's journal and output
         output = launch.state_dir / AGENT_OUTPUT
         own_env = {**env, **launch.env()}
         pid = self._launch_forked(own_env, output)
         if pid is None:
-            pid = self._spawn({**self._base_env(), **own_env}, output)
+            pid = self._spawn_fresh(own_env, output)
             self._start_fork_server()  # the fork server is gone: the next launch gets a new one
         return AgentHandle({"pid": pid, "create_time": _create_time(pid), "node": self.node_name})
 
@@ -108,7 +112,31 @@ class LocalBackend(Backend):
         child_env["TRAINOPS_HOME"] = str(self.settings.home)
         return child_env
 
-    def _spawn(self, child_env: Mapping[str, str], output: Path) -> int:
+    def _spawn_fresh(self, own_env: Mapping[str, str], output: Path) -> int:
+        """An agent in a process of its own. The real agent reads its launch variables (its
+        token among them) from a pipe on fd 3, so they are not in its /proc environ; another
+        agent command gets them in its environment."""
+        launch = -1
+        if self._real_agent:
+            with contextlib.suppress(OSError):  # too large for a pipe: the environment then
+                launch = launch_pipe(launch_message(own_env, output))
+        if launch < 0:
+            return self._spawn({**self._base_env(), **own_env}, output)
+        try:
+            # Above the descriptors the spawn sets up (and never 3 itself: a dup2 onto itself
+            # would leave it close-on-exec).
+            moved = fcntl.fcntl(launch, fcntl.F_DUPFD_CLOEXEC, 10)
+        finally:
+            os.close(launch)
+        try:
+            env = {**self._base_env(), LAUNCH_FD_ENV: str(_LAUNCH_FD)}
+            return self._spawn(env, output, [(os.POSIX_SPAWN_DUP2, moved, _LAUNCH_FD)])
+        finally:
+            os.close(moved)
+
+    def _spawn(
+        self, child_env: Mapping[str, str], output: Path, more: Sequence[tuple[Any, ...]] = ()
+    ) -> int:
         return os.posix_spawnp(
             self.agent_command[0],
             self.agent_command,
@@ -123,6 +151,7 @@ class LocalBackend(Backend):
                     0o600,
                 ),
                 (os.POSIX_SPAWN_DUP2, 1, 2),
+                *more,
             ],
             setsid=True,
             setsigdef=_DEFAULT_SIGNALS,

@@ -55,10 +55,16 @@ class HostActor:
         """Start the agent (a fresh host tree and state directory) and say where it runs."""
         import ray
 
+        from trainops.agent._nodump import forbid_memory_reads
+
+        # This worker holds the host's agent token (in ``env``), as the agent does: no process
+        # of the same user (a job's script on this node) may read its memory.
+        forbid_memory_reads()
+
         for leftover in (Path(root), Path(state_dir)):
             if leftover.exists():  # left by a launch that a crash cut short: start fresh
                 shutil.rmtree(leftover)
-        Path(state_dir).mkdir(parents=True)
+        Path(state_dir).mkdir(mode=0o700, parents=True)
         command = argv or [sys.executable, "-m", "trainops.agent"]
         own_env = {k: v for k, v in os.environ.items() if not k.startswith(_RAY_PREFIXES)}
         own_env.update(env)

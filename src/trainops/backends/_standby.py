@@ -3,10 +3,16 @@
 Starting Python and importing the agent takes a few hundred milliseconds of CPU on a small
 machine, most of a short job's launch overhead; when many jobs arrive at once, paying it for
 every host is what limits how many jobs a minute the machine turns over. The local backend keeps
-one agent process in standby mode that has done that work once: a launch is one JSON line on its
-stdin, and it forks a child that answers with its pid on the reply pipe, starts a session of its
-own and runs as any agent. The fork server ends by itself when its stdin closes (the server went
-away or retired it); the agents it forked keep running.
+one agent process in standby mode that has done that work once: it forks a child per launch, which
+answers with its pid on the reply pipe, starts a session of its own and runs as any agent. The
+fork server ends by itself when its stdin closes (the server went away or retired it); the agents
+it forked keep running.
+
+The fork server never holds a launch: its stdin is a Unix socket, and each launch is one byte
+carrying (SCM_RIGHTS) the read end of a pipe that holds the launch (its variables, the agent
+token among them, and its output file) as JSON. The fork server only forks; the child reads the
+pipe. So the long-lived fork server, whose memory every later agent inherits, has never seen any
+job's token: a job's script that could read it (or a forked sibling) finds none.
 """
 
 from __future__ import annotations
@@ -16,14 +22,15 @@ import json
 import os
 import select
 import signal
+import socket
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from trainops.protocol import STANDBY_ENV
+from trainops.protocol import LAUNCH_MARK, STANDBY_ENV
 
-__all__ = ["AgentForkServer"]
+__all__ = ["AgentForkServer", "launch_message", "launch_pipe"]
 
 _DEFAULT_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM)
 # How long a launch waits for the fork server's answer (it may still be importing, on a loaded
@@ -37,7 +44,10 @@ class AgentForkServer:
     """One pre-started agent process that forks an agent for each launch written to it."""
 
     def __init__(self, command: Sequence[str], env: Mapping[str, str]) -> None:
-        request_read, self._requests = os.pipe()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._channel = ours
+        self._requests = ours.fileno()
+        request_read = theirs.detach()
         self._replies, reply_write = os.pipe()
         try:
             self.pid = os.posix_spawnp(
@@ -77,14 +87,12 @@ class AgentForkServer:
         self, env: Mapping[str, str], output: Path, timeout: float = REPLY_TIMEOUT_S
     ) -> int | None:
         """Have an agent forked for this launch; its pid, or None if none was forked."""
-        message = json.dumps({"env": dict(env), "output": str(output)}).encode() + b"\n"
+        message = launch_message(env, output)
         with self._lock:
             if not self.alive():
                 return None
             try:
-                view = memoryview(message)
-                while view:
-                    view = view[os.write(self._requests, view) :]
+                self._send(message)
             except OSError:
                 return None
             pid = self._reply(time.monotonic() + timeout)
@@ -102,6 +110,14 @@ class AgentForkServer:
             if not self._reaped:
                 self._kill()
             self._close_fds()
+
+    def _send(self, message: bytes) -> None:
+        """Hand the fork server a pipe holding ``message`` (the pipe, never the bytes)."""
+        read_end = launch_pipe(message)
+        try:
+            socket.send_fds(self._channel, [LAUNCH_MARK], [read_end])
+        finally:
+            os.close(read_end)
 
     def _reply(self, deadline: float) -> int | None:
         """The next pid line on the reply pipe; None at its end or at ``deadline``."""
@@ -125,13 +141,33 @@ class AgentForkServer:
         with contextlib.suppress(ChildProcessError, OSError):
             os.waitpid(self.pid, 0)
         self._reaped = True
-        with contextlib.suppress(OSError):
-            os.close(self._requests)
+        self._channel.close()
         self._requests = -1
 
     def _close_fds(self) -> None:
-        for fd in (self._requests, self._replies):
-            if fd >= 0:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
+        self._channel.close()
+        if self._replies >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self._replies)
         self._requests = self._replies = -1
+
+
+def launch_message(env: Mapping[str, str], output: Path) -> bytes:
+    """A launch as an agent reads it from its pipe: its variables and its output file."""
+    return json.dumps({"env": dict(env), "output": str(output)}).encode()
+
+
+def launch_pipe(message: bytes) -> int:
+    """The read end of a new pipe that holds all of ``message`` (and is closed for writing);
+    ``OSError`` if it does not fit in one (the caller then starts the agent another way)."""
+    read_end, write_end = os.pipe()
+    try:
+        os.set_blocking(write_end, False)
+        if os.write(write_end, message) != len(message):
+            raise OSError("the launch does not fit in a pipe")
+    except OSError:
+        os.close(read_end)
+        raise
+    finally:
+        os.close(write_end)
+    return read_end

@@ -19,10 +19,13 @@ from trainops.cli._render import (
 )
 from trainops.client import (
     JobFollower,
+    JobReader,
     connect,
     format_log_line,
     format_transition,
     page_lines,
+    read_jobs,
+    resolve_job_name,
     running_server,
     submit_spec,
 )
@@ -60,7 +63,7 @@ def submit(args: argparse.Namespace) -> int:
     spec = load_raw_spec(args.spec)
     settings = Settings.load()
     if not settings.server_url and running_server(settings) is None:
-        spec.validate()  # a spec's problems come before the missing server
+        spec.check()  # a spec's problems come before the missing server
         raise ConfigError(NEEDS_SERVER)
     with connect(settings) as client:
         name = submit_spec(client, spec, settings)
@@ -69,7 +72,7 @@ def submit(args: argparse.Namespace) -> int:
 
 
 def jobs(args: argparse.Namespace) -> int:
-    with connect() as client:
+    with read_jobs() as client:
         found = client.list_jobs(
             status=args.status, name_contains=args.name_contains, limit=args.limit
         )
@@ -85,8 +88,8 @@ def cluster(_args: argparse.Namespace) -> int:
 
 
 def describe(args: argparse.Namespace) -> int:
-    with connect() as client:
-        description = client.describe(args.name)
+    with read_jobs() as client:
+        description = client.describe(resolve_job_name(client, args.name))
     print(json.dumps(description, indent=2))
     rules = format_rule_statuses(description)
     if rules is not None:  # for people; standard output stays one JSON document
@@ -95,19 +98,18 @@ def describe(args: argparse.Namespace) -> int:
 
 
 def logs(args: argparse.Namespace) -> int:
-    with connect() as client:
-        if args.host is not None:
-            _check_host(client.describe(args.name), args.host)
-        if args.follow:
-            follower = JobFollower(
-                client, args.name, print_line, host=args.host, on_lines=print_lines
-            )
+    if args.follow:  # following needs a control plane: the job may still be running
+        with connect() as client:
+            name = _named(client, args.name, args.host)
+            follower = JobFollower(client, name, print_line, host=args.host, on_lines=print_lines)
             follower.on_page = flush_output
             follower.follow()
-            return 0
+        return 0
+    with read_jobs() as reader:
+        name = _named(reader, args.name, args.host)
         after = 0
         while True:
-            reply = client.logs(args.name, after=after, host=args.host, limit=PAGE, runs=True)
+            reply = reader.logs(name, after=after, host=args.host, limit=PAGE, runs=True)
             lines = page_lines(reply)
             if not lines:  # a page may be short of PAGE lines (a size cap): not the end
                 return 0
@@ -116,11 +118,20 @@ def logs(args: argparse.Namespace) -> int:
             after = int(reply["next"])
 
 
+def _named(reader: JobReader, text: str, host: str | None) -> str:
+    """The whole name of the job ``text`` names, checked to have ``host`` if one is asked for."""
+    name = resolve_job_name(reader, text)
+    if host is not None:
+        _check_host(reader.describe(name), host)
+    return name
+
+
 def metrics(args: argparse.Namespace) -> int:
-    with connect() as client:
-        points = client.metrics(args.name, args.metric)
+    with read_jobs() as client:
+        name = resolve_job_name(client, args.name)
+        points = client.metrics(name, args.metric)
         if args.metric and not points:
-            _check_metric(client.describe(args.name), args.metric)
+            _check_metric(client.describe(name), args.metric)
     text = format_metrics_csv(points) if args.csv else format_metrics_table(points) + "\n"
     sys.stdout.write(text)
     return 0
@@ -128,11 +139,12 @@ def metrics(args: argparse.Namespace) -> int:
 
 def stop(args: argparse.Namespace) -> int:
     with connect() as client:
-        description = client.stop(args.name)
-        print(f"{args.name}: {description['TrainingJobStatus']}", flush=True)
+        name = resolve_job_name(client, args.name)
+        description = client.stop(name)
+        print(f"{name}: {description['TrainingJobStatus']}", flush=True)
         if args.wait:
-            final = JobFollower(client, args.name, _skip, print_transition).follow()
-            print(f"{args.name}: {final['TrainingJobStatus']}")
+            final = JobFollower(client, name, _skip, print_transition).follow()
+            print(f"{name}: {final['TrainingJobStatus']}")
     return 0
 
 

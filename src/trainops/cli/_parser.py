@@ -15,6 +15,7 @@ __all__ = ["PRIMARY_STATUSES", "build_parser"]
 
 PRIMARY_STATUSES = ("InProgress", "Completed", "Failed", "Stopping", "Stopped")
 DEFAULT_PORT = 8470
+NAME_HELP = "the job's name, a start of it that no other job's name has, or latest"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -95,19 +96,19 @@ def _add_study(commands: Commands) -> None:
 
 def _add_describe(commands: Commands) -> None:
     sub = _command(commands, "describe", "describe", "Print a job's description as JSON.")
-    sub.add_argument("name", metavar="NAME")
+    sub.add_argument("name", metavar="NAME", help=NAME_HELP)
 
 
 def _add_logs(commands: Commands) -> None:
     sub = _command(commands, "logs", "logs", "Print a job's log (every host, prefixed).")
-    sub.add_argument("name", metavar="NAME")
+    sub.add_argument("name", metavar="NAME", help=NAME_HELP)
     sub.add_argument("-f", "--follow", action="store_true", help="keep printing until it ends")
     sub.add_argument("--host", metavar="H", help="only this host (algo-1, algo-2, ...)")
 
 
 def _add_metrics(commands: Commands) -> None:
     sub = _command(commands, "metrics", "metrics", "Print a job's metric time series.")
-    sub.add_argument("name", metavar="NAME")
+    sub.add_argument("name", metavar="NAME", help=NAME_HELP)
     sub.add_argument("--name", dest="metric", metavar="M", help="only the metric called M")
     sub.add_argument("--csv", action="store_true", help="CSV: timestamp,metric_name,value,host")
 
@@ -116,7 +117,7 @@ def _add_stop(commands: Commands) -> None:
     sub = _command(
         commands, "stop", "stop", "Stop a job (SIGTERM, then SIGKILL after its grace period)."
     )
-    sub.add_argument("name", metavar="NAME")
+    sub.add_argument("name", metavar="NAME", help=NAME_HELP)
     sub.add_argument("--wait", action="store_true", help="wait until it has stopped")
 
 
@@ -128,7 +129,7 @@ def _add_report(commands: Commands) -> None:
         "Write a job's profiler report (HTML, and its data as JSON beside it) and open it; "
         "works while the job runs.",
     )
-    sub.add_argument("name", metavar="NAME")
+    sub.add_argument("name", metavar="NAME", help=NAME_HELP)
     sub.add_argument(
         "-o", "--output", metavar="PATH",
         help="the HTML file to write (default: ./<job>-profiler-report.html)",

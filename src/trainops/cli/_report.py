@@ -15,25 +15,26 @@ import webbrowser
 from pathlib import Path
 
 from trainops._errors import TrainopsError
-from trainops.client import connect
+from trainops.client import connect, resolve_job_name
 
 __all__ = ["can_open_browser", "report"]
 
 
 def report(args: argparse.Namespace) -> int:
     with connect() as client:
-        data = client.profiler_report(args.name)
+        name = resolve_job_name(client, args.name)
+        data = client.profiler_report(name)
     if args.json:
         sys.stdout.write(json.dumps(data, indent=1, allow_nan=False) + "\n")
         return 0
     from trainops.report import render_html, report_json
 
-    page = Path(args.output or f"{_safe(args.name)}-profiler-report.html").resolve()
+    page = Path(args.output or f"{_safe(name)}-profiler-report.html").resolve()
     document = page.with_suffix(".json")
     _write(document, report_json(data))
     _write(page, render_html(data))
     state = "running, a snapshot" if data["job"]["running"] else data["job"]["status"]
-    print(f"{args.name} ({state}): wrote {page} and {document.name}")
+    print(f"{name} ({state}): wrote {page} and {document.name}")
     if not args.no_open and can_open_browser():
         webbrowser.open(page.as_uri())
     return 0

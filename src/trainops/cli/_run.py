@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     spec = load_raw_spec(args.spec)
     settings = Settings.load()
     # A running server validates the spec; an embedded one is only started for a valid spec.
-    with _signals_as_ctrl_c(), connect(settings, before_embedded=spec.validate) as client:
+    with _signals_as_ctrl_c(), connect(settings, before_embedded=spec.check) as client:
         name = submit_spec(client, spec, settings)
         print(f"Submitted {name}", flush=True)
         follower = JobFollower(

@@ -21,7 +21,14 @@ from trainops.cli._run import INTERRUPTED
 from trainops.client import Client, JobFollower, connect, submit_job
 from trainops.cost import StudyRun, plot_study, render_study, scaling_rows, throughput_of
 from trainops.cost import time_to_target as first_time_at
-from trainops.spec import JobSpec, StudyConfiguration, StudySpec, load_spec, load_study
+from trainops.spec import (
+    JobSpec,
+    StudyConfiguration,
+    StudySpec,
+    check_channel_sources,
+    load_spec,
+    load_study,
+)
 
 __all__ = ["study"]
 
@@ -31,6 +38,7 @@ def study(args: argparse.Namespace) -> int:
     folder = Path(args.spec).resolve().parent
     job_path = folder / plan.job
     base = load_spec(job_path)
+    check_channel_sources(base, str(job_path))  # every job would fail at its download
     settings = Settings.load()
     # Every configuration is checked before the first job runs: a bad one found after an hour
     # of jobs would throw their results away.

@@ -3,21 +3,29 @@
 :func:`connect` gives a :class:`Client` to the configured server or to an embedded one;
 :func:`submit_job` (a validated spec) and :func:`submit_spec` (a spec file's plain
 data, validated by the server) pack and upload a spec's code and create the job; :func:`follow` streams a
-job's log and status transitions until it ends.
+job's log and status transitions until it ends. :func:`read_jobs` gives the reading commands a
+:class:`JobReader`: a server's client, or with none running the home's store read directly
+(:class:`StoreReader`); :func:`resolve_job_name` turns the start of a name or ``latest`` into a
+job's whole name.
 """
 
 from trainops.client._connect import connect, running_server
 from trainops.client._follow import TERMINAL_STATUSES, JobFollower, follow
 from trainops.client._format import format_log_line, format_time, format_transition
 from trainops.client._http import Client, JobNameTakenError, page_lines
+from trainops.client._local import JobReader, StoreReader, read_jobs
+from trainops.client._names import AmbiguousJobNameError, resolve_job_name
 from trainops.client._progress import TransferBar
 from trainops.client._submit import code_uri_for, pack_source, submit_job, submit_spec
 
 __all__ = [
     "TERMINAL_STATUSES",
+    "AmbiguousJobNameError",
     "Client",
     "JobFollower",
     "JobNameTakenError",
+    "JobReader",
+    "StoreReader",
     "TransferBar",
     "code_uri_for",
     "connect",
@@ -27,6 +35,8 @@ __all__ = [
     "format_transition",
     "pack_source",
     "page_lines",
+    "read_jobs",
+    "resolve_job_name",
     "running_server",
     "submit_job",
     "submit_spec",

@@ -7,14 +7,18 @@ the home (``trainops server``, or another command's embedded one) and only when 
 starts an embedded server on an ephemeral loopback port for as long as the ``with`` block lasts.
 ``client.embedded`` tells the caller which it got. The API token is picked up without any user
 action: the configured ``TRAINOPS_TOKEN``, else the home's token file for the home's own server.
+A server that cannot be reached is an error that ends with what to do about it (start the
+configured server, correct or drop the setting that names it, or start the home's again).
 """
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from trainops._errors import ServerError
 from trainops._home import lock_is_held, read_server_file, token_for
@@ -24,6 +28,11 @@ from trainops.client._http import Client
 __all__ = ["connect", "running_server"]
 
 PROBE_TIMEOUT_S = 2.0
+DEFAULT_PORT = 8470  # `trainops server`'s (the client cannot import the CLI's parser)
+HOME_SERVER_FIX = (
+    "this home's server stopped answering: start it again with `trainops server`, or run the "
+    "command again to use an embedded one"
+)
 ADVERTISE_WAIT_S = 60.0
 
 
@@ -38,9 +47,13 @@ def connect(
     fail leaves nothing behind.
     """
     settings = settings or Settings.load()
-    url = settings.server_url or running_server(settings)
+    if settings.server_url:
+        with _client(settings.server_url, settings, _configured_fix(settings)) as client:
+            yield client
+        return
+    url = running_server(settings)
     if url:
-        with _client(url, settings) as client:
+        with _client(url, settings, HOME_SERVER_FIX) as client:
             yield client
         return
     with _embedded(settings, before_embedded) as client:
@@ -70,7 +83,7 @@ def _embedded(settings: Settings, before_embedded: Callable[[], object] | None) 
             if busy.url is None:
                 raise
             backend.close()
-            with _client(busy.url, settings) as client:
+            with _client(busy.url, settings, HOME_SERVER_FIX) as client:
                 yield client
             return
     except BaseException:
@@ -99,10 +112,39 @@ def running_server(settings: Settings) -> str | None:
     return url
 
 
-def _client(url: str, settings: Settings) -> Client:
+def _configured_fix(settings: Settings, environ: Mapping[str, str] | None = None) -> str:
+    """What to do when the configured server (``TRAINOPS_SERVER`` or ``server:`` in
+    config.yaml) cannot be reached: start it there, or stop naming it."""
+    env = os.environ if environ is None else environ
+    if env.get("TRAINOPS_SERVER"):
+        where, undo = "TRAINOPS_SERVER", "unset it"
+    else:
+        where, undo = f"server: in {settings.home / 'config.yaml'}", "remove it"
+    return (
+        f"start a server there ({_start_command(settings.server_url or '')}), correct {where}, "
+        f"or {undo} to use this home's own server (or an embedded one)"
+    )
+
+
+def _start_command(url: str) -> str:
+    """The ``trainops server`` command that would serve ``url``."""
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return "`trainops server`"
+    command = "trainops server"
+    if host and host not in ("127.0.0.1", "localhost"):
+        command += f" --host {host}"
+    if port and port != DEFAULT_PORT:
+        command += f" --port {port}"
+    return f"`{command}`"
+
+
+def _client(url: str, settings: Settings, fix: str) -> Client:
     if not settings.token:
         _await_advertisement(settings.home)
-    return Client(url, token_for(url, settings.home, settings.token))
+    return Client(url, token_for(url, settings.home, settings.token), fix=fix)
 
 
 def _await_advertisement(home: Path) -> None:

@@ -35,10 +35,18 @@ class Client:
     """A connection to one trainops server. The token is sent as a Bearer header, never logged."""
 
     def __init__(
-        self, url: str, token: str | None = None, *, timeout: float = 30.0, embedded: bool = False
+        self,
+        url: str,
+        token: str | None = None,
+        *,
+        timeout: float = 30.0,
+        embedded: bool = False,
+        fix: str = "",
     ) -> None:
+        """``fix`` says what to do when the server cannot be reached (it ends that error)."""
         self.url = url.rstrip("/")
         self.embedded = embedded
+        self._fix = fix
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         try:
             self._http = HttpTransport(self.url, headers, timeout)
@@ -170,7 +178,8 @@ class Client:
         except TransportTimeout:
             raise ServerError(f"trainops server at {self.url} did not answer in time") from None
         except TransportError as exc:
-            raise ServerError(f"cannot reach trainops server at {self.url}: {exc}") from None
+            fix = f"; {self._fix}" if self._fix else ""
+            raise ServerError(f"cannot reach trainops server at {self.url}: {exc}{fix}") from None
         if response.ok:
             return _body(response, self.url)
         raise _error_for(response, self.url)

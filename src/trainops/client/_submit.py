@@ -8,6 +8,9 @@ under its path relative to the base directory so that ``entry_point`` still name
 :func:`submit_spec` takes a spec file read as plain data (the CLI's way, which spares every
 command the spec models' import): the server validates it, and its problems come back with the
 file's line numbers, as local validation gives them. A refused spec's uploaded source is removed.
+
+Local (``file://``) channel sources are checked first, before a name is asked for or anything is
+uploaded: a missing or empty one is a :class:`SpecError` naming the field and the path.
 """
 
 from __future__ import annotations
@@ -69,10 +72,12 @@ def submit_job(
     submissions run at once) before the code is uploaded under that name; an explicit
     ``job_name`` that exists is an error.
     """
-    from trainops.spec import resolve_paths  # the caller has the models imported already
+    # The caller has the models imported already.
+    from trainops.spec import check_channel_sources, resolve_paths
 
     base = Path(base_dir).resolve() if base_dir is not None else Path.cwd()
     spec = resolve_paths(spec, base)
+    check_channel_sources(spec)
     job = _Job(
         spec.model_dump(mode="json"),
         spec.job_name,
@@ -92,6 +97,7 @@ def submit_spec(client: Client, spec: RawSpec, settings: Settings, *, progress: 
     in the file. A spec whose names, paths or code are wrong already here is validated locally
     instead (:meth:`RawSpec.validate`), which says exactly what is wrong.
     """
+    spec.check_sources()
     if not spec.sendable:
         return submit_job(
             client, spec.validate(), settings, base_dir=spec.base_dir, progress=progress

@@ -51,10 +51,14 @@ from trainops.protocol import (
 )
 from trainops.spec import JobSpec, check_job_name
 from trainops.storage import join_uri, store_for
-from trainops.store import HostRecord, JobRecord, MetadataStore
+from trainops.store import AgentCredential, HostRecord, HostState, JobRecord, MetadataStore
 
 __all__ = ["JobController"]
 
+_REFUSED_AGENT = (
+    "missing, wrong or revoked agent token: each token speaks for one host of one attempt of "
+    "one job, until that host or the job ends"
+)
 _SCHEDULER_PERIOD_S = 1.0
 
 
@@ -236,8 +240,8 @@ class JobController:
         self._authorize(job_name, host, attempt, token)
         with self.core.lock:
             record = self.store.host(job_name, host, attempt)
-            if record is None:
-                raise AgentAuthError(f"job {job_name!r} has no host {host} in attempt {attempt}")
+            if record is None or record.exited:  # it ended since: its token is revoked
+                raise AgentAuthError(_REFUSED_AGENT)
             try:
                 acked = self.intake.ingest(record, events)
             except sqlite3.OperationalError as exc:
@@ -319,18 +323,40 @@ class JobController:
         if job.status in ENDED or job.attempt != attempt or job.stop_reason:
             raise JobEndedError(f"job {job.name!r} is ending; it starts no remote command")
 
+    def authenticate(
+        self, job_name: str, host: str, token: str, attempt: int | None = None
+    ) -> None:
+        """Check an agent's credential (cheaply, before its request's body is read).
+
+        ``token`` must be the token of ``host`` of the job's ``attempt`` (the current attempt
+        when ``None``), and that host and its job must not have ended: a token speaks for one
+        host of one attempt, and is revoked when either ends. Raises :class:`AgentAuthError`.
+        """
+        if not _credential_holds(self.store.agent_credential(job_name, host, attempt), token):
+            raise AgentAuthError(_REFUSED_AGENT)
+
     def _authorize(
         self, job_name: str, host: str, attempt: int, token: str
     ) -> tuple[JobRecord, HostRecord]:
+        self.authenticate(job_name, host, token, attempt)
         job = self.store.get_job(job_name)
-        expected = job.agent_token_hash if job is not None else None
-        if job is None or expected is None or not hmac.compare_digest(token_hash(token), expected):
-            raise AgentAuthError("missing or wrong agent token")
         record = self.store.host(job_name, host, attempt)
-        if record is None:
-            raise AgentAuthError(f"job {job_name!r} has no host {host} in attempt {attempt}")
+        if job is None or record is None:
+            raise AgentAuthError(_REFUSED_AGENT)
         self.core.heartbeats.heard(job_name, host, attempt)
         return job, record
+
+
+def _credential_holds(credential: AgentCredential | None, token: str) -> bool:
+    """Whether ``token`` is the live token of the host ``credential`` describes."""
+    if credential is None or credential.token_hash is None:
+        return False
+    live = (
+        credential.state != HostState.EXITED
+        and credential.status not in ENDED
+        and credential.attempt == credential.job_attempt
+    )
+    return hmac.compare_digest(token_hash(token), credential.token_hash) and live
 
 
 def _check_shared_storage(

@@ -164,7 +164,6 @@ class Lifecycle:
             attempt=job.attempt + 1,
             stop_reason=None,
             stop_requested_at=None,
-            agent_token_hash=None,
         )
         self.core.waiting.add(job)
         self.core.wake_scheduler()
@@ -266,6 +265,7 @@ class Lifecycle:
             stop_requested_at=job.stop_requested_at or end,
             **fields,
         )
+        self.core.store.revoke_agent_tokens(job.name)  # nothing may speak for an ended job
         self._signal_running_hosts(job)
         _log.info("job %s ended %s/%s", job.name, ending.status, ending.secondary)
 

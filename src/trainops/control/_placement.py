@@ -1,7 +1,8 @@
 """Placing waiting jobs: first fit in submission order, all hosts of a job at once.
 
-A job that fits gets its hosts' trees, a fresh agent token (only its hash is stored) and one
-agent per host; a job that does not fit goes Pending with a message saying what it waits for.
+A job that fits gets its hosts' trees and one agent per host, each with an agent token of its
+own (only its hash is stored, on the host's record): a token speaks for one host of one attempt
+and nothing else. A job that does not fit goes Pending with a message saying what it waits for.
 The waiting jobs come from ``core.waiting`` (see ``_queue``): a pass tries the oldest job of
 each need and reads no other job's record, so it costs the same with ten or ten thousand jobs
 waiting. Callers hold ``core.lock``.
@@ -35,6 +36,7 @@ _WAITING = (SecondaryStatus.STARTING, SecondaryStatus.PENDING)
 
 
 def token_hash(token: str) -> str:
+    """The SHA-256 of an agent token (hex): what the store keeps instead of the token."""
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
@@ -129,15 +131,16 @@ class Placement:
         # Where each host's tree and agent state go; the backend and the agent create them where
         # the agent runs (nothing here touches a disk).
         base = attempt_dir(self.core, job.name, job.attempt)
-        hosts = [_new_host(base, i + 1, p) for i, p in enumerate(placements)]
-        token = secrets.token_urlsafe(32)
+        tokens = [secrets.token_urlsafe(32) for _ in placements]
+        hosts = [
+            _new_host(base, i + 1, p, token_hash(t))
+            for i, (p, t) in enumerate(zip(placements, tokens, strict=True))
+        ]
         self.core.store.create_hosts(job.name, job.attempt, hosts)
         job = self.core.update_job(
-            job,
-            agent_token_hash=token_hash(token),
-            training_start_time=job.training_start_time or self.core.now(),
+            job, training_start_time=job.training_start_time or self.core.now()
         )
-        for host, placement in zip(hosts, placements, strict=True):
+        for host, placement, token in zip(hosts, placements, tokens, strict=True):
             self._start_agent(job, host, placement, token)
         self.lifecycle.evaluate(job.name)
 
@@ -176,7 +179,7 @@ class Placement:
         )
 
 
-def _new_host(base: Path, index: int, placement: HostPlacement) -> NewHost:
+def _new_host(base: Path, index: int, placement: HostPlacement, token_sha: str) -> NewHost:
     name = f"algo-{index}"
     return NewHost(
         host=name,
@@ -184,4 +187,5 @@ def _new_host(base: Path, index: int, placement: HostPlacement) -> NewHost:
         state_dir=str(base / ".agents" / name),
         resources=dataclasses.asdict(placement.resources),
         reservation=placement.reservation,
+        token_hash=token_sha,
     )

@@ -77,4 +77,4 @@ class JobEndedError(TrainopsError):
 
 
 class AgentAuthError(TrainopsError):
-    """An agent request without the job's agent token (or for a host the job does not have)."""
+    """An agent request without the live token of its host (or for a host the job does not have)."""

@@ -24,7 +24,7 @@ from trainops.profiler._names import (
     UNITS,
     numbered,
 )
-from trainops.profiler._reader import ProfilerReader, SeriesKey
+from trainops.profiler._reader import MAX_CHUNK_BYTES, ProfilerReader, SeriesKey
 from trainops.profiler._series import (
     ChunkError,
     Series,
@@ -41,6 +41,7 @@ __all__ = [
     "CONFIG_FILE",
     "DATALOADER_COLUMNS",
     "DIR_ENV",
+    "MAX_CHUNK_BYTES",
     "MODE_EVAL",
     "MODE_TRAIN",
     "STEP_COLUMNS",

@@ -17,9 +17,10 @@ from trainops._errors import StorageError
 from trainops.profiler._series import CHUNK_SUFFIX, ChunkError, Series, decode_chunk, merge_chunks
 from trainops.storage import ObjectStore
 
-__all__ = ["ProfilerReader", "SeriesKey"]
+__all__ = ["MAX_CHUNK_BYTES", "MAX_META_BYTES", "ProfilerReader", "SeriesKey"]
 
-_MAX_META = 1 << 20
+#: A meta file larger than this is skipped (at most this many bytes and one more are read).
+MAX_META_BYTES = 1 << 20
 #: A chunk object larger than this is skipped unread (an honest one holds at most 64 MiB of
 #: values, zlib-compressed): the reader runs in the control plane, whose memory a job's script
 #: must not be able to take by writing a huge file into its profiler folder.
@@ -65,21 +66,22 @@ class ProfilerReader:
         new_chunks: dict[SeriesKey, list[Any]] = {}
         for info in fresh:
             self._seen.add(info.key)
-            if info.key.endswith(CHUNK_SUFFIX) and info.size > MAX_CHUNK_BYTES:
+            bound = _bound(info.key)
+            if bound is not None and info.size > bound[0]:
                 self.errors.append(
-                    f"{info.uri}: {info.size} bytes, more than a chunk may hold "
-                    f"({MAX_CHUNK_BYTES} bytes); skipped"
+                    f"{info.uri}: {info.size} bytes, more than {bound[1]} may hold "
+                    f"({bound[0]} bytes); skipped"
                 )
                 continue
-            self._take(info.key, info.uri, new_chunks)
+            self._take(info.key, info.uri, info.size, new_chunks)
         for key, chunks in new_chunks.items():
             self.series[key] = merge_chunks(chunks, self.series.get(key))
         return bool(fresh)
 
-    def _take(self, key: str, uri: str, new_chunks: dict[SeriesKey, list[Any]]) -> None:
+    def _take(self, key: str, uri: str, size: int, new_chunks: dict[SeriesKey, list[Any]]) -> None:
         parts = key.split("/")
         if parts[0] == "meta" and len(parts) == 2 and key.endswith(".json"):
-            self._meta(parts[1].removesuffix(".json"), uri)
+            self._meta(parts[1].removesuffix(".json"), uri, size)
             return
         series_key = _series_key(parts)
         if series_key is None:
@@ -87,28 +89,43 @@ class ProfilerReader:
             self.files.setdefault(kind, []).append(key)
             return
         try:
-            new_chunks.setdefault(series_key, []).append(
-                decode_chunk(self.store.get_bytes(uri), uri)
-            )
-        except (ChunkError, StorageError) as exc:
+            data = self._read(uri, size)
+            new_chunks.setdefault(series_key, []).append(decode_chunk(data, uri))
+        except (ChunkError, StorageError, ValueError) as exc:
             self.errors.append(str(exc))
 
-    def _meta(self, host: str, uri: str) -> None:
+    def _read(self, uri: str, size: int) -> bytes:
+        """The object at ``uri``, of ``size`` bytes when it was listed (within its bound): at
+        most one byte more is read, whatever it holds now; :class:`ValueError` when it grew."""
+        data = self.store.get_range(uri, 0, size + 1)
+        if len(data) > size:
+            raise ValueError(f"{uri}: grew past its listed {size} bytes while read; skipped")
+        return data
+
+    def _meta(self, host: str, uri: str, size: int) -> None:
         try:
-            data = self.store.get_bytes(uri)
-            if len(data) > _MAX_META:
-                raise ValueError("larger than 1 MiB")
+            data = self._read(uri, size)
             value = json.loads(data)
             if not isinstance(value, dict):
                 raise ValueError("not a JSON object")
         except (StorageError, ValueError) as exc:
-            self.errors.append(f"{uri}: {exc}")
+            message = str(exc)
+            self.errors.append(message if message.startswith(uri) else f"{uri}: {message}")
             return
         self.meta[host] = value
 
     def of_kind(self, kind: str) -> dict[SeriesKey, Series]:
         """Every series of ``kind``, by key, in key order."""
         return {k: self.series[k] for k in sorted(self.series) if k.kind == kind}
+
+
+def _bound(key: str) -> tuple[int, str] | None:
+    """The size a file at ``key`` may have, and what it is, for the files that are read."""
+    if key.endswith(CHUNK_SUFFIX):
+        return MAX_CHUNK_BYTES, "a chunk"
+    if key.startswith("meta/") and key.endswith(".json"):
+        return MAX_META_BYTES, "a meta file"
+    return None
 
 
 def _series_key(parts: list[str]) -> SeriesKey | None:

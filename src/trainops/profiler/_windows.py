@@ -15,6 +15,7 @@ import os
 import pstats
 import time
 from abc import ABC, abstractmethod
+from inspect import signature
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +91,12 @@ class DetailedWindow(WindowRunner):
         def record(step: int) -> ProfilerAction:  # a schedule: torch then marks each step
             return ProfilerAction.RECORD
 
-        self.profile = profile(activities=activities, record_shapes=True, schedule=record)
+        # acc_events keeps one profiler over the whole window: without it torch may make a new
+        # one (dropping what was recorded) and warns into the script's log (seen on CUDA)
+        extra: dict[str, Any] = (
+            {"acc_events": True} if "acc_events" in signature(profile).parameters else {}
+        )
+        self.profile = profile(activities=activities, record_shapes=True, schedule=record, **extra)
         self.profile.step_num = step
         self.profile.start()
 
@@ -158,7 +164,7 @@ class PythonWindow(WindowRunner):
     def _open(self, step: int) -> None:
         if self.window.python_profiler == "pyinstrument":
             try:
-                from pyinstrument import Profiler  # type: ignore[import-not-found]
+                from pyinstrument import Profiler  # type: ignore[import-not-found, unused-ignore]
 
                 self.profiler, self.used = Profiler(interval=0.001), "pyinstrument"
                 self.profiler.start()

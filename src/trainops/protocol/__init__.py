@@ -20,7 +20,14 @@ from trainops.protocol._job import (
     StoppingSpec,
     SubmittedJob,
 )
-from trainops.protocol._launch import PARENT_ENV, STANDBY_ENV, AgentLaunch, agent_command
+from trainops.protocol._launch import (
+    LAUNCH_FD_ENV,
+    LAUNCH_MARK,
+    PARENT_ENV,
+    STANDBY_ENV,
+    AgentLaunch,
+    agent_command,
+)
 from trainops.protocol._messages import (
     AGENT_API_PREFIX,
     RESERVED_HYPERPARAMETERS,
@@ -47,6 +54,8 @@ from trainops.protocol._observe import (
 __all__ = [
     "AGENT_API_PREFIX",
     "DEFAULT_CHECKPOINT_PATH",
+    "LAUNCH_FD_ENV",
+    "LAUNCH_MARK",
     "PARENT_ENV",
     "RESERVED_HYPERPARAMETERS",
     "STANDBY_ENV",

@@ -10,7 +10,14 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["PARENT_ENV", "STANDBY_ENV", "AgentLaunch", "agent_command"]
+__all__ = [
+    "LAUNCH_FD_ENV",
+    "LAUNCH_MARK",
+    "PARENT_ENV",
+    "STANDBY_ENV",
+    "AgentLaunch",
+    "agent_command",
+]
 
 ENV_SERVER = "TRAINOPS_AGENT_SERVER"
 ENV_TOKEN = "TRAINOPS_AGENT_TOKEN"  # noqa: S105 (a variable name, not a secret)
@@ -20,8 +27,13 @@ ENV_ATTEMPT = "TRAINOPS_AGENT_ATTEMPT"
 ENV_ROOT = "TRAINOPS_AGENT_ROOT"
 ENV_STATE = "TRAINOPS_AGENT_STATE"
 # Set on the local backend's agent fork server: imported once, it forks one agent for each
-# {"env": launch variables, "output": path} JSON line on stdin; each child replies its pid.
+# LAUNCH_MARK byte on its stdin (a Unix socket), which carries the read end of a pipe holding
+# the launch, {"env": launch variables, "output": path}; each child replies its pid.
 STANDBY_ENV = "TRAINOPS_AGENT_STANDBY"
+LAUNCH_MARK = b"L"
+# Set on a fresh agent that reads its launch (the same JSON) from this inherited pipe instead of
+# its environment, so that its token never shows in /proc/<pid>/environ.
+LAUNCH_FD_ENV = "TRAINOPS_AGENT_LAUNCH_FD"
 # Set by a backend whose agent must end when the process that started it does (the Ray
 # backend's actor): that process's pid. Without it an agent outlives its parent, as the local
 # backend's must (they outlive the server).

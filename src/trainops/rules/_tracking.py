@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainops._errors import StorageError
-from trainops.actions import ActionContext, Finding, run_actions
+from trainops.actions import ActionContext, Finding, WebhookPolicy, job_environment, run_actions
 from trainops.control.services import ServiceContext
 from trainops.profiler import ProfilerReader, profiler_prefix
 from trainops.protocol import RuleSpec
@@ -136,7 +136,18 @@ class JobRules:
             evidence=result.to_json()["evidence"],
             time=self.context.now(),
         )
-        return run_actions(finding, state.spec.actions, ActionContext(self.context.stop_job))
+        return run_actions(finding, state.spec.actions, self._action_context())
+
+    def _action_context(self) -> ActionContext:
+        """What the job's actions may do: webhooks where the settings allow, commands with the
+        job's recorded environment (its hosts' names from this attempt)."""
+        job, settings = self.job, self.context.settings
+        hosts = [h.host for h in self.context.store.hosts(job.name, job.attempt)]
+        return ActionContext(
+            self.context.stop_job,
+            webhooks=WebhookPolicy.from_names(settings.webhook_networks),
+            environment=job_environment(job.name, job.spec, hosts),
+        )
 
     def _error(self, state: RuleState, line: str) -> None:
         self._write(state, None, self.context.now(), error=line)

@@ -17,7 +17,13 @@ from trainops._errors import SpecError, TrainopsError
 from trainops._settings import Settings
 from trainops.client import Client, follow, format_log_line, format_transition, submit_job
 from trainops.sdk._session import session_for
-from trainops.spec import ESTIMATOR_ARGUMENTS, JobSpec, sagemaker_hint
+from trainops.spec import (
+    ESTIMATOR_ARGUMENTS,
+    JobSpec,
+    check_channel_sources,
+    resolve_paths,
+    sagemaker_hint,
+)
 
 __all__ = ["TrainingJob"]
 
@@ -60,6 +66,8 @@ class TrainingJob(JobSpec):
         otherwise.
         """
         spec = self._for_run(inputs, job_name, experiment_config)
+        # The code and the local channels before a control plane is started for the job.
+        check_channel_sources(resolve_paths(spec, Path.cwd()))
         show = logs if isinstance(logs, bool) else logs != "None"
         settings = Settings.load()
         session = session_for(settings)

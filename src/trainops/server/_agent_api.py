@@ -1,20 +1,21 @@
 """The agent API (``/agent/v1``): host agents fetch their assignment and report events.
 
-Every call carries the job's agent token; the reply to a report acknowledges the events stored
+Every call carries its host's agent token (one per host of one attempt, revoked when the host or
+the job ends), checked before the body is read; the reply to a report acknowledges the events stored
 and carries the agent's commands (stop, spawn). The spawn routes relay a remote command from one
 host of a job to another (a launcher's remote shell, see ``trainops.control._relay``). See
 docs/internals/agent-protocol.md.
 
-A report may carry tens of thousands of events: its body is parsed with ``json.loads`` and
+A report may carry tens of thousands of events: its body is parsed one event at a time and
 checked by hand (no model per event), off the event loop, and stored in one transaction.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
-import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field
 
 from trainops.control import JobController
@@ -27,8 +28,9 @@ __all__ = ["EventBatch", "SpawnReport", "SpawnRequest", "agent_operations", "par
 AGENT = "/agent/v1/jobs/{job}/hosts/{host}"
 _ATTEMPT = Param("attempt", "integer", required=True, ge=1, le=SQLITE_INT_MAX)
 _ANY_OBJECT = {"type": "object", "additionalProperties": True}
-# An agent posts about 1 MiB of events at a time (one event may be larger: lines of up to 1 MiB).
-MAX_EVENTS_BODY = 64 * 1024 * 1024
+# An agent posts about 1 MiB of events at a time; one event may be larger (lines of up to 1 MiB
+# characters, up to 6 bytes each once escaped in JSON), so a batch stays well under 16 MiB.
+MAX_EVENTS_BODY = 16 * 1024 * 1024
 
 
 class EventBatch(BaseModel):
@@ -75,19 +77,16 @@ class SpawnStatus(BaseModel):
 
 
 def agent_operations(controller: JobController) -> list[Operation]:
-    """Every agent route; each needs the job's agent token (``token``, checked by the controller)."""
+    """Every agent route; each needs its host's agent token (``token``), checked by the controller
+    before the body is read (``check_agent``) and again, with the body's attempt, by the handler."""
 
     def assignment(job: str, host: str, token: str, attempt: int) -> dict[str, Any]:
         return controller.assignment(job, host, attempt, token).to_json()
 
-    def report(job: str, host: str, token: str, body: bytes) -> dict[str, Any]:
+    def events(job: str, host: str, token: str, body: bytes) -> dict[str, Any]:
+        # The body is read on the event loop, parsed and stored on a worker thread.
         attempt, parsed = parse_batch(body)
         return controller.report(job, host, attempt, token, parsed).to_json()
-
-    async def events(job: str, host: str, token: str, body: bytes) -> dict[str, Any]:
-        # The body is read on the event loop, parsed and stored on a worker thread.
-        result: dict[str, Any] = await anyio.to_thread.run_sync(report, job, host, token, body)
-        return result
 
     def open_spawn(job: str, host: str, token: str, body: SpawnRequest) -> dict[str, Any]:
         return controller.open_spawn(job, host, body.attempt, token, body.target, body.words)
@@ -114,6 +113,7 @@ def agent_operations(controller: JobController) -> list[Operation]:
             params=(_ATTEMPT,),
             errors=errors,
             auth="agent",
+            check_agent=controller.authenticate,
             returns=_ANY_OBJECT,
             description="What the host runs: the job's spec, code and hosts, and its resources.",
         ),
@@ -126,6 +126,7 @@ def agent_operations(controller: JobController) -> list[Operation]:
             max_body=MAX_EVENTS_BODY,
             errors=errors,
             auth="agent",
+            check_agent=controller.authenticate,
             returns=_ANY_OBJECT,
             description="Store the host's events; the reply acknowledges them and carries its "
             "commands.",
@@ -137,6 +138,7 @@ def agent_operations(controller: JobController) -> list[Operation]:
             body=SpawnRequest,
             errors=errors,
             auth="agent",
+            check_agent=controller.authenticate,
             returns=SpawnStatus,
         ),
         Operation(
@@ -146,6 +148,7 @@ def agent_operations(controller: JobController) -> list[Operation]:
             params=(_ATTEMPT,),
             errors=(*errors, 404),
             auth="agent",
+            check_agent=controller.authenticate,
             returns=SpawnStatus,
         ),
         Operation(
@@ -155,27 +158,106 @@ def agent_operations(controller: JobController) -> list[Operation]:
             body=SpawnReport,
             errors=(*errors, 404),
             auth="agent",
+            check_agent=controller.authenticate,
             returns=SpawnStatus,
         ),
     ]
 
 
-def parse_batch(body: bytes) -> tuple[int, list[AgentEvent]]:
-    """The attempt and events of an :class:`EventBatch` body; :class:`ApiError` 400 if bad."""
+def parse_batch(body: bytes | bytearray) -> tuple[int, list[AgentEvent]]:
+    """The attempt and events of an :class:`EventBatch` body; :class:`ApiError` 400 if bad.
+
+    Read in pieces: each event is decoded and made an :class:`AgentEvent` on its own, so the
+    parsed JSON of the whole batch (a dict per event besides the event itself) is never held.
+    """
     try:
-        raw = json.loads(body)
+        return _Batch(body.decode("utf-8")).parse()
+    except UnicodeDecodeError as exc:
+        raise ApiError(400, "bad_request", f"the body is not JSON: {exc}") from None
     except RecursionError:
         raise ApiError(400, "bad_request", "the body is not JSON: it nests too deeply") from None
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         raise ApiError(400, "bad_request", f"the body is not JSON: {exc}") from None
-    if not isinstance(raw, dict):
-        raise ApiError(400, "bad_request", "the body must be an object with attempt and events")
-    attempt, events = raw.get("attempt"), raw.get("events")
-    if type(attempt) is not int or not isinstance(events, list):
-        raise ApiError(400, "bad_request", "attempt must be an integer and events a list")
-    if not 1 <= attempt <= SQLITE_INT_MAX:
-        raise ApiError(400, "bad_request", f"attempt must be 1 to {SQLITE_INT_MAX}")
-    try:
-        return attempt, [AgentEvent.from_json(event) for event in events]
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ApiError(400, "bad_request", f"malformed event: {exc}") from None
+
+
+_SPACE = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+_SHAPE = "attempt must be an integer and events a list"
+
+
+class _Batch:
+    """A cursor over a batch's text, reading its object one member (and event) at a time."""
+
+    def __init__(self, text: str) -> None:
+        self.text, self.at = text, 0
+
+    def parse(self) -> tuple[int, list[AgentEvent]]:
+        if self._next() != "{":
+            raise ApiError(400, "bad_request", "the body must be an object with attempt and events")
+        self.at += 1
+        attempt: object = None
+        events: list[AgentEvent] | None = None
+        if self._next() == "}":
+            self.at += 1
+        else:
+            while True:
+                key = self._value()
+                if not isinstance(key, str):
+                    self._fail("Expecting property name enclosed in double quotes")
+                self._expect(":")
+                if key == "events":
+                    events = self._events()
+                elif key == "attempt":
+                    attempt = self._value()
+                else:
+                    self._value()
+                if self._next() != ",":
+                    break
+                self.at += 1
+            self._expect("}")
+        if self._next() != "":
+            self._fail("Extra data")
+        if type(attempt) is not int or events is None:
+            raise ApiError(400, "bad_request", _SHAPE)
+        if not 1 <= attempt <= SQLITE_INT_MAX:
+            raise ApiError(400, "bad_request", f"attempt must be 1 to {SQLITE_INT_MAX}")
+        return attempt, events
+
+    def _events(self) -> list[AgentEvent]:
+        if self._next() != "[":
+            raise ApiError(400, "bad_request", _SHAPE)
+        self.at += 1
+        events: list[AgentEvent] = []
+        if self._next() == "]":
+            self.at += 1
+            return events
+        while True:
+            raw = self._value()
+            try:
+                events.append(AgentEvent.from_json(raw))
+            except (KeyError, TypeError, ValueError) as exc:
+                raise ApiError(400, "bad_request", f"malformed event: {exc}") from None
+            if self._next() == ",":
+                self.at += 1
+                continue
+            self._expect("]")
+            return events
+
+    def _value(self) -> Any:
+        self._next()
+        value, self.at = _DECODER.raw_decode(self.text, self.at)
+        return value
+
+    def _next(self) -> str:
+        """The next character that is not white space ('' at the end); the cursor moves to it."""
+        match = _SPACE.match(self.text, self.at)
+        self.at = match.end() if match else self.at
+        return self.text[self.at : self.at + 1]
+
+    def _expect(self, char: str) -> None:
+        if self._next() != char:
+            self._fail(f"Expecting {char!r} delimiter")
+        self.at += 1
+
+    def _fail(self, message: str) -> None:
+        raise json.JSONDecodeError(message, self.text, self.at)

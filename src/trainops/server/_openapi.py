@@ -66,7 +66,8 @@ SECURITY_SCHEMES = {
     "agent": {
         "type": "http",
         "scheme": "bearer",
-        "description": "the job's agent token, which the server gives each agent of the job",
+        "description": "the agent token of the host in the path: one per host of one attempt, "
+        "revoked once that host or its job has ended",
     },
 }
 

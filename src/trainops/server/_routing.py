@@ -2,11 +2,17 @@
 requests and describes it in the OpenAPI document (``_openapi.py``), so the two cannot drift.
 
 An :class:`Operation` names its method, path, handler, query parameters (typed, with their
-bounds), body model, success status and the errors it may answer. :func:`starlette_routes` turns
-the table into Starlette routes: the token is checked first, then the path and query are parsed
-and checked on the event loop (a bad one is a 400 naming it); a sync handler then runs on the
-worker pool, where its JSON body is parsed and validated too, and its answer rendered. Every
-path parameter (``{name}``) is a string passed to the handler under its own name.
+bounds), body model, body bound (``max_body``), success status and the errors it may answer.
+:func:`starlette_routes` turns the table into Starlette routes. Each request goes through, in
+this order: the Host and Origin checks (``_guard.py``, before any route), the credential (the
+API token of a ``"token"`` route; an ``"agent"`` route's bearer token must be there), the path
+and query (a bad one is a 400 naming it); an agent route's credential is then checked against
+the store (``check_agent``, on a worker thread), so a request without a live agent token costs
+no body and no parse; and only then the body, read within the route's bound (``_body.py``: a
+413 before reading when Content-Length is over it). A sync handler then runs on the worker
+pool, where its JSON body is parsed and validated too, and its answer rendered; after a large
+body the freed memory is handed back to the system. Every path parameter (``{name}``) is a
+string passed to the handler under its own name.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from trainops.server._body import TRIM_AFTER_BYTES, read_body, release_memory
 from trainops.server._http import ApiError, JsonAnswer, bearer_token, error_answer, token_matches
 
 __all__ = ["MAX_BODY_DEPTH", "SQLITE_INT_MAX", "Operation", "Param", "starlette_routes"]
@@ -47,7 +54,7 @@ _UNAUTHORIZED = (
     "missing or wrong token (Authorization: Bearer): the CLI and SDK read it from "
     "$TRAINOPS_HOME/token, or set TRAINOPS_TOKEN"
 )
-_AGENT_UNAUTHORIZED = "agent requests need the job's agent token"
+_AGENT_UNAUTHORIZED = "agent requests need their host's agent token"
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +123,9 @@ class Operation:
     server's API token, when it has one) or ``"agent"`` (a bearer token the handler gets as
     ``token`` and the controller checks). ``returns`` is the success answer's JSON schema (or
     model); ``errors`` the error statuses it may answer besides those every route may (403, the
-    401 of ``auth`` and, with ``store``, 503 and 507).
+    401 of ``auth`` and, with ``store``, 503 and 507). ``check_agent`` (for ``"agent"`` routes)
+    is called with the path's ``job`` and ``host``, the token and the query's ``attempt`` (or
+    ``None``) before the body is read, and raises to refuse the request.
     """
 
     method: Literal["GET", "POST"]
@@ -133,6 +142,7 @@ class Operation:
     returns: type[BaseModel] | Mapping[str, Any] | None = None
     summary: str | None = None
     description: str | None = None
+    check_agent: Callable[[str, str, str, int | None], None] | None = None
     path_params: tuple[str, ...] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -161,21 +171,39 @@ def _route(op: Operation, token: str | None, store_path: Path) -> Route:
     def answer(result: Any) -> Response:
         return result if isinstance(result, Response) else JsonAnswer(result, op.status)
 
-    def run(kwargs: dict[str, Any], body: bytes | None, content_type: str | None) -> Response:
+    def run(work: list[Any]) -> Response:
         # On a worker thread: the body's parsing and validation, the handler, the JSON answer.
-        if body is not None:
-            kwargs["body"] = body if op.raw_body else _model(op.body, body, content_type)
-        return answer(handler(**kwargs))
+        # ``work`` is emptied at once and errors are answered here: an idle worker thread keeps
+        # its last arguments and exception (with its frames), which must not hold the body.
+        kwargs, body, content_type = work
+        work.clear()
+        try:
+            if body is not None:
+                kwargs["body"] = body if op.raw_body else _model(op.body, body, content_type)
+                body = None
+            return answer(handler(**kwargs))
+        except Exception as exc:
+            known = error_answer(exc, store_path)
+            if known is None:
+                raise
+            return known
 
-    async def endpoint(request: Request) -> Response:
+    async def respond(request: Request, size: list[int]) -> Response:
+        # Credential first (_arguments), then the body within its bound; ``size`` gets its length.
         try:
             kwargs = _arguments(op, request, token)
+            if op.check_agent is not None:  # before the body: a wrong token reads none of it
+                args = (kwargs["job"], kwargs["host"], kwargs["token"], kwargs.get("attempt"))
+                await anyio.to_thread.run_sync(op.check_agent, *args)
             body = content_type = None
             if op.body is not None:
-                body = await _read_body(request, op.max_body)
+                body = await read_body(request, op.max_body)
+                size.append(len(body))
                 content_type = request.headers.get("content-type")
             if not is_async:
-                result: Response = await anyio.to_thread.run_sync(run, kwargs, body, content_type)
+                work = [kwargs, body, content_type]
+                del kwargs, body
+                result: Response = await anyio.to_thread.run_sync(run, work)
                 return result
             if body is not None:
                 kwargs["body"] = body if op.raw_body else _model(op.body, body, content_type)
@@ -186,23 +214,16 @@ def _route(op: Operation, token: str | None, store_path: Path) -> Route:
                 raise
             return known
 
+    async def endpoint(request: Request) -> Response:
+        size: list[int] = []
+        response = await respond(request, size)
+        if size and size[0] >= TRIM_AFTER_BYTES:  # the body and its parse are freed by now
+            await anyio.to_thread.run_sync(release_memory, size[0])
+        return response
+
     route = Route(op.path, endpoint, methods=[op.method], name=op.name)
     route.methods = {op.method}  # no implicit HEAD for a GET: it is not in the document
     return route
-
-
-async def _read_body(request: Request, limit: int) -> bytes:
-    """The request's body, or a 413 once more than ``limit`` bytes have come (or are announced)."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        raise ApiError(413, "payload_too_large", f"the body has more than {limit} bytes")
-    parts, size = [], 0
-    async for part in request.stream():
-        size += len(part)
-        if size > limit:
-            raise ApiError(413, "payload_too_large", f"the body has more than {limit} bytes")
-        parts.append(part)
-    return b"".join(parts)
 
 
 def _arguments(op: Operation, request: Request, token: str | None) -> dict[str, Any]:
@@ -248,7 +269,9 @@ def _number(raw: str) -> float:
     return value
 
 
-def _model(model: type[BaseModel] | None, body: bytes, content_type: str | None) -> BaseModel:
+def _model(
+    model: type[BaseModel] | None, body: bytes | bytearray, content_type: str | None
+) -> BaseModel:
     """The body as ``model``; :class:`ApiError` 400 (naming the field) when it is not one."""
     assert model is not None
     data = json_body(body, content_type)
@@ -262,7 +285,7 @@ def _model(model: type[BaseModel] | None, body: bytes, content_type: str | None)
         raise ApiError(400, "bad_request", "; ".join(problems) or "malformed body") from None
 
 
-def json_body(body: bytes, content_type: str | None) -> Any:
+def json_body(body: bytes | bytearray, content_type: str | None) -> Any:
     """A request's JSON body, parsed; :class:`ApiError` 400 if it is not JSON or nests too deep.
 
     JSON is read from a body sent as ``application/json`` (or ``application/<x>+json``), as the

@@ -182,6 +182,9 @@ def serve(
             f"refusing to listen on {host}: a server reachable from other machines needs a "
             "token (set TRAINOPS_TOKEN or 'token:' in $TRAINOPS_HOME/config.yaml)"
         )
+    from trainops.server._body import limit_malloc_arenas  # (imports Starlette: serving now)
+
+    limit_malloc_arenas()  # a process that only serves: few heaps, so memory returns
     stop = threading.Event()
 
     def on_signal(_signum: int, _frame: FrameType | None) -> None:

@@ -17,7 +17,7 @@ import uuid
 from typing import Any
 
 from trainops._errors import ServerError
-from trainops._home import LOCK_FILE, lock_is_held
+from trainops._home import LOCK_FILE, lock_is_held, make_private
 from trainops._home import read_server_file as _read_home_server_file
 from trainops._settings import Settings
 
@@ -59,7 +59,8 @@ class HomeLock:
     def acquire(self) -> None:
         """Take the lock, or raise :class:`HomeInUseError` naming the server that holds it."""
         path = self.settings.home / LOCK_FILE
-        path.parent.mkdir(parents=True, exist_ok=True)
+        # The home holds the database, the objects and every job's tree: its owner's only.
+        make_private(self.settings.home, self.settings.jobs_dir)
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         # A client probing whether the lock is held takes it shared for a moment: retry briefly.
         for _ in range(_LOCK_TRIES):

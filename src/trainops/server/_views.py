@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import json
 from datetime import UTC, datetime
 from typing import Any
 
 from trainops._settings import Settings
 from trainops.catalog import load_catalog
 from trainops.protocol import ChannelSpec, SubmittedJob
-from trainops.server._redaction import Masker, mask_text, redact
+from trainops.server._redaction import Masker, hyperparameter_text, mask_text, redact
 from trainops.server._rule_views import profiler_sections
 from trainops.store import ArtifactRecord, HostRecord, JobRecord, LogChunk, MetadataStore
 
@@ -42,8 +41,13 @@ def summary(job: JobRecord) -> dict[str, Any]:
         "LastModifiedTime": iso(job.last_modified_time),
         "InstanceType": job.spec.instance_type,
         "InstanceCount": job.spec.instance_count,
-        "FailureReason": _masked(job.failure_reason),
+        "FailureReason": _masked(job.failure_reason, job_masker(job.spec)),
     }
+
+
+def job_masker(spec: SubmittedJob) -> Masker:
+    """What masks a job's secrets in everything shown of it (see ``_redaction``)."""
+    return Masker.for_job(spec.environment, spec.hyperparameters)
 
 
 def describe(
@@ -52,21 +56,22 @@ def describe(
     """Everything about one job, as DescribeTrainingJob shows it."""
     spec = job.spec
     artifacts = store.artifacts(job.name)
+    mask = job_masker(spec)
     return {
         "TrainingJobName": job.name,
         "TrainingJobStatus": job.status,
         "SecondaryStatus": job.secondary_status,
-        "FailureReason": _masked(job.failure_reason),
+        "FailureReason": _masked(job.failure_reason, mask),
         "CreationTime": iso(job.creation_time),
         "TrainingStartTime": iso(job.training_start_time),
         "TrainingEndTime": iso(job.training_end_time),
         "LastModifiedTime": iso(job.last_modified_time),
         "SecondaryStatusTransitions": [
             {"Status": t.status, "StartTime": iso(t.start_time), "EndTime": iso(t.end_time)}
-            | {"StatusMessage": t.message}
+            | {"StatusMessage": _masked(t.message, mask)}
             for t in store.transitions(job.name)
         ],
-        **_spec_sections(spec, settings),
+        **_spec_sections(spec, settings, mask),
         "ModelArtifacts": _model_artifacts(artifacts),
         "Artifacts": _artifact_list(artifacts),
         "FinalMetricDataList": [
@@ -82,11 +87,13 @@ def describe(
     }
 
 
-def _spec_sections(spec: SubmittedJob, settings: Settings) -> dict[str, Any]:
+def _spec_sections(spec: SubmittedJob, settings: Settings, mask: Masker) -> dict[str, Any]:
     checkpoint = spec.checkpoint
     stopping = spec.stopping_condition
     return {
-        "HyperParameters": redact({k: _hp(v) for k, v in spec.hyperparameters.items()}),
+        "HyperParameters": mask.mapping(
+            {k: hyperparameter_text(v) for k, v in spec.hyperparameters.items()}
+        ),
         "AlgorithmSpecification": {
             "EntryPoint": spec.entry_point,
             "MetricDefinitions": [
@@ -111,13 +118,8 @@ def _spec_sections(spec: SubmittedJob, settings: Settings) -> dict[str, Any]:
             "GracePeriodInSeconds": stopping.grace_period_in_seconds,
         },
         "RetryStrategy": {"MaximumRetryAttempts": spec.retry_strategy.maximum_retry_attempts},
-        "Environment": redact(spec.environment),
+        "Environment": mask.mapping(spec.environment),
     }
-
-
-def _hp(value: Any) -> str:
-    """SageMaker keeps hyperparameters as strings; non-strings are JSON-encoded (as the SDK does)."""
-    return value if isinstance(value, str) else json.dumps(value)
 
 
 def _channel(channel: ChannelSpec) -> dict[str, Any]:
@@ -195,21 +197,21 @@ def _host(host: HostRecord) -> dict[str, Any]:
     return found
 
 
-def _masked(text: str | None) -> str | None:
-    return None if text is None else mask_text(text)
+def _masked(text: str | None, mask: Masker) -> str | None:
+    return None if text is None else mask(text)
 
 
 def log_page(
     chunks: list[LogChunk], after: int, job: JobRecord, *, runs: bool = False
 ) -> dict[str, Any]:
-    """A page of log lines, masked by the rule of _redaction.py (with the job's secret values).
+    """A page of log lines, masked by the rule of _redaction.py (with the job's secrets).
 
     A page holds at most :data:`PAGE_CHARS` characters of lines (always at least one line), so
     10,000 lines of up to 1 MiB each never make a gigabyte answer; ``next`` says where the
     following page starts. With ``runs``, lines that share host, stream, rank and time come as
     one run (``{"cursor": first, ..., "lines": [...]}``) instead of an object each.
     """
-    mask = Masker.for_environment(job.spec.environment)
+    mask = job_masker(job.spec)
     chunks = _within_page(chunks)
     texts = iter(mask.lines([line for chunk in chunks for line in chunk.lines]))
     found = []

@@ -38,7 +38,13 @@ if typing.TYPE_CHECKING:
         StoppingCondition,
         is_channel_name,
     )
-    from trainops.spec._load import load_spec, parse_spec, resolve_paths, validate_spec
+    from trainops.spec._load import (
+        check_channel_sources,
+        load_spec,
+        parse_spec,
+        resolve_paths,
+        validate_spec,
+    )
     from trainops.spec._names import (
         JobNamer,
         base_job_name,
@@ -117,6 +123,7 @@ __all__ = [
     "TensorBoardOutputConfig",
     "base_job_name",
     "base_name_for",
+    "check_channel_sources",
     "check_job_name",
     "check_rule_parameters",
     "is_channel_name",
@@ -189,7 +196,8 @@ _MODULE_OF = {
         "trainops.spec._job",
     ),
     **dict.fromkeys(
-        ["load_spec", "parse_spec", "resolve_paths", "validate_spec"], "trainops.spec._load"
+        ["check_channel_sources", "load_spec", "parse_spec", "resolve_paths", "validate_spec"],
+        "trainops.spec._load",
     ),
     **dict.fromkeys(
         ["JobNamer", "base_job_name", "base_name_for", "check_job_name", "make_job_name"],

@@ -411,9 +411,10 @@ class JobSpec(SpecModel):
     stopping_condition: StoppingCondition = Field(default_factory=StoppingCondition)
     retry_strategy: RetryStrategy = Field(default_factory=RetryStrategy)
     mount_opt_ml: bool = Field(
-        default=False,
+        default=True,
         description="Show each host's job tree at the real /opt/ml to its processes (a private "
-        "mount namespace), for scripts that hard-code /opt/ml; nothing is written to /opt",
+        "mount namespace), as SageMaker does, wherever the machine allows it (false: the SM_* "
+        "variables name the tree under $TRAINOPS_HOME); nothing is written to /opt",
     )
     profiler_config: ProfilerConfig | None = None
     rules: list[RuleConfig] = Field(default_factory=list)

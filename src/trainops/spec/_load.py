@@ -12,8 +12,9 @@ from trainops._errors import SpecError
 from trainops.spec._job import Channel, JobSpec
 from trainops.spec._lines import read_spec_text, read_spec_yaml, with_lines
 from trainops.spec._raw import as_uri, code_problems
+from trainops.spec._sources import spec_source_problems
 
-__all__ = ["load_spec", "parse_spec", "resolve_paths", "validate_spec"]
+__all__ = ["check_channel_sources", "load_spec", "parse_spec", "resolve_paths", "validate_spec"]
 
 
 def load_spec(path: str | Path) -> JobSpec:
@@ -61,6 +62,15 @@ def resolve_paths(spec: JobSpec, base_dir: Path, source: str | None = None) -> J
             uri = as_uri(config.s3_output_path, base_dir)
             update[name] = config.model_copy(update={"s3_output_path": uri})
     return spec.model_copy(update=update)
+
+
+def check_channel_sources(spec: JobSpec, source: str | None = None) -> None:
+    """Raise a :class:`SpecError` naming every local (``file://``) channel source of ``spec``
+    (paths resolved) that does not exist or holds no files: what submission checks before it
+    creates anything. ``s3://`` sources are checked when the hosts download them."""
+    problems = spec_source_problems(spec)
+    if problems:
+        raise SpecError(problems, source)
 
 
 def _resolve_channel(channel: Channel, base_dir: Path) -> Channel:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from trainops._errors import SpecError
 from trainops.spec._lines import read_spec_text, read_spec_yaml, with_lines
 from trainops.spec._names import base_name_for, is_job_name
+from trainops.spec._sources import raw_source_problems
 
 if TYPE_CHECKING:
     from trainops.spec._job import JobSpec
@@ -79,6 +80,22 @@ class RawSpec:
             raise SpecError(list(self.path_problems), self.source)
         return spec
 
+    def check_sources(self) -> None:
+        """Raise a :class:`SpecError` (with lines) naming every local channel source that is
+        missing or empty: checked at submission, before anything is created (``s3://`` sources
+        are checked by the hosts when they download them). Where the spec has problems of its
+        own as well, those are raised instead: they come first, as they always have."""
+        problems = raw_source_problems(self.data)
+        if problems:
+            self.validate()
+            raise self.error(problems)
+
+    def check(self) -> JobSpec:
+        """Everything a submission checks locally: :meth:`validate`, then the channel sources."""
+        spec = self.validate()
+        self.check_sources()
+        return spec
+
     def error(self, problems: Problems) -> SpecError:
         """A :class:`SpecError` about this file from ``(field path, reason)`` pairs (a server's)."""
         return with_lines(problems, self.lines, self.source)
@@ -115,10 +132,14 @@ def uri_problem(value: str) -> str | None:
 
 def as_uri(value: str, base_dir: Path) -> str:
     """A local path as an absolute ``file://`` URI (relative to ``base_dir``); URIs unchanged
-    (and a value with a NUL character, which the spec's validation refuses)."""
+    (and a value with a NUL character, which the spec's validation refuses).
+
+    The path is written as it is, not percent-encoded (``Path.as_uri`` would write a space as
+    ``%20``): the file store reads the rest of a ``file://`` URI as a plain path.
+    """
     if "://" in value or "\x00" in value:
         return value
-    uri = (base_dir / value).resolve().as_uri()
+    uri = f"file://{(base_dir / value).resolve().as_posix()}"
     return uri + "/" if value.endswith("/") else uri
 
 

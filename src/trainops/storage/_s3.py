@@ -14,6 +14,7 @@ Credentials live only inside the obstore client; they are never part of a repr o
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -280,7 +281,45 @@ def _split(uri: str) -> tuple[str, str]:
     bucket, _sep, key = rest.partition("/")
     if not bucket:
         raise StorageError(f"{uri!r}: no bucket name")
+    problem = _bucket_problem(bucket)
+    if problem is not None:
+        raise StorageError(
+            f"{uri!r}: {bucket[:80]!r} is not an S3 bucket name: {problem} "
+            "(S3's bucket naming rules)"
+        )
     return bucket, key
+
+
+_BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]*[a-z0-9]")
+_IPV4 = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+")
+_RESERVED_PREFIXES = ("xn--", "sthree-", "amzn-s3-demo-")
+_RESERVED_SUFFIXES = ("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3")
+
+
+def _bucket_problem(name: str) -> str | None:
+    """Which of S3's naming rules for general purpose buckets ``name`` breaks, or ``None``.
+
+    Checked here so that a bad name is refused before any request, with the rule it breaks,
+    instead of by the server (or, on some endpoints, as a path-style URL it builds from it).
+    """
+    if not 3 <= len(name) <= 63:
+        return f"it must be 3 to 63 characters long, not {len(name)}"
+    if not _BUCKET.fullmatch(name):
+        return (
+            "it may hold only lower-case letters, digits, dots and hyphens, "
+            "and must begin and end with a letter or digit"
+        )
+    if ".." in name:
+        return "it may not hold two dots in a row"
+    if _IPV4.fullmatch(name):
+        return "it may not look like an IP address"
+    for prefix in _RESERVED_PREFIXES:
+        if name.startswith(prefix):
+            return f"it may not begin with {prefix!r}"
+    for suffix in _RESERVED_SUFFIXES:
+        if name.endswith(suffix):
+            return f"it may not end with {suffix!r}"
+    return None
 
 
 def _obs() -> Any:

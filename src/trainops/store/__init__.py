@@ -6,6 +6,7 @@ newer trainops is refused with :class:`SchemaVersionError`.
 """
 
 from trainops.store._records import (
+    AgentCredential,
     ArtifactRecord,
     EventLike,
     HostRecord,
@@ -24,6 +25,7 @@ from trainops.store._schema import Migration, SchemaVersionError, apply_migratio
 from trainops.store._store import MetadataStore
 
 __all__ = [
+    "AgentCredential",
     "ArtifactRecord",
     "EventLike",
     "HostRecord",

@@ -310,7 +310,7 @@ def _exit_event(conn: sqlite3.Connection, key: _Key, event: EventLike) -> None:
     reason = event.data.get("failure_reason")
     conn.execute(
         "UPDATE hosts SET state = ?, outcome = ?, exit_code = ?, failure_reason = ?, exit_time = ?,"
-        " ranks = ? WHERE job = ? AND host = ? AND attempt = ? AND state != ?",
+        " ranks = ?, token_hash = NULL WHERE job = ? AND host = ? AND attempt = ? AND state != ?",
         (
             HostState.EXITED,
             str(event.data["outcome"]),

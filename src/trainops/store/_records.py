@@ -16,6 +16,7 @@ from trainops._errors import TrainopsError
 from trainops.protocol import SubmittedJob
 
 __all__ = [
+    "AgentCredential",
     "ArtifactRecord",
     "EventLike",
     "HostRecord",
@@ -72,7 +73,6 @@ class JobRecord:
     max_attempts: int
     code_uri: str
     output_prefix: str
-    agent_token_hash: str | None
     stop_reason: str | None
     stop_requested_at: float | None
     billable_seconds: int | None
@@ -83,6 +83,7 @@ class JobRecord:
     def from_row(cls, row: sqlite3.Row) -> JobRecord:
         data = dict(zip(row.keys(), row, strict=True))
         spec, order = SubmittedJob.from_json(json.loads(data.pop("spec"))), data.pop("id")
+        data.pop("agent_token_hash", None)  # unused since schema version 11 (see HostRecord)
         return cls(spec=spec, order=order, **data)
 
 
@@ -103,6 +104,19 @@ class NewHost:
     state_dir: str
     resources: dict[str, Any] = field(default_factory=dict)
     reservation: dict[str, Any] = field(default_factory=dict)
+    token_hash: str | None = None  # SHA-256 of the host's own agent token
+
+
+@dataclass(frozen=True, slots=True)
+class AgentCredential:
+    """What an agent's request is checked against: its host's token hash (``None`` once
+    revoked) and state, and its job's status and current attempt."""
+
+    token_hash: str | None = field(repr=False)
+    state: str
+    attempt: int
+    status: str
+    job_attempt: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +139,9 @@ class HostRecord:
     reservation: dict[str, Any]
     processes: list[dict[str, Any]]
     ranks: list[dict[str, Any]]  # [{"rank": r, "exit_code": c}] of a host running several ranks
+    # SHA-256 of the host's agent token (one per host and attempt); None once the host or its
+    # job has ended: the token is revoked.
+    token_hash: str | None = field(default=None, repr=False)
 
     @property
     def exited(self) -> bool:

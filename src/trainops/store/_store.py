@@ -25,6 +25,7 @@ from trainops.store._ingest import (
     read_metrics,
 )
 from trainops.store._records import (
+    AgentCredential,
     ArtifactRecord,
     EventLike,
     HostRecord,
@@ -242,18 +243,17 @@ class MetadataStore:
     def create_hosts(self, job: str, attempt: int, hosts: Sequence[NewHost]) -> None:
         with self._write() as conn:
             conn.executemany(
-                "INSERT INTO hosts (job, host, attempt, state, root, state_dir, resources,"
-                " reservation) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (job, h.host, attempt, HostState.LAUNCHING, h.root, h.state_dir, *_json(h))
-                    for h in hosts
-                ],
+                "INSERT INTO hosts (job, attempt, state, host, root, state_dir, resources,"
+                " reservation, token_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(job, attempt, HostState.LAUNCHING, *_values(h)) for h in hosts],
             )
 
     def update_host(self, job: str, host: str, attempt: int, **fields: Any) -> None:
         unknown = set(fields) - _HOST_FIELDS
         if unknown:
             raise ValueError(f"not host fields: {sorted(unknown)}")
+        if fields.get("state") == HostState.EXITED:
+            fields["token_hash"] = None  # a host that has ended has no credential left
         values = [json.dumps(v) if k in _JSON_FIELDS else v for k, v in fields.items()]
         assignments = ", ".join(f"{k} = ?" for k in fields)
         with self._write() as conn:
@@ -261,6 +261,24 @@ class MetadataStore:
                 f"UPDATE hosts SET {assignments} WHERE job = ? AND host = ? AND attempt = ?",  # noqa: S608
                 (*values, job, host, attempt),
             )
+
+    def agent_credential(
+        self, job: str, host: str, attempt: int | None = None
+    ) -> AgentCredential | None:
+        """What an agent request for ``host`` of ``job`` is checked against: the host of
+        ``attempt`` (the job's current one when ``None``); ``None`` if there is no such host."""
+        rows = self._read(
+            "SELECT hosts.token_hash, hosts.state, hosts.attempt, jobs.status,"
+            " jobs.attempt AS job_attempt FROM hosts JOIN jobs ON jobs.name = hosts.job"
+            " WHERE hosts.job = ? AND hosts.host = ? AND hosts.attempt = coalesce(?, jobs.attempt)",
+            (job, host, attempt),
+        )
+        return AgentCredential(**dict(zip(rows[0].keys(), rows[0], strict=True))) if rows else None
+
+    def revoke_agent_tokens(self, job: str) -> None:
+        """Forget the token hashes of every host of ``job`` (it has ended)."""
+        with self._write() as conn:
+            conn.execute("UPDATE hosts SET token_hash = NULL WHERE job = ?", (job,))
 
     def hosts(self, job: str, attempt: int) -> list[HostRecord]:
         """The hosts of one attempt in host order (algo-1, algo-2, ..., algo-10)."""
@@ -362,8 +380,10 @@ class MetadataStore:
         return [RuleEvaluation.from_row(row) for row in rows]
 
 
-def _json(host: NewHost) -> tuple[str, str]:
-    return json.dumps(host.resources), json.dumps(host.reservation)
+def _values(host: NewHost) -> tuple[str, str, str, str, str, str | None]:
+    """``host``'s name, root, state dir, resources, reservation and token hash, as stored."""
+    resources, reservation = json.dumps(host.resources), json.dumps(host.reservation)
+    return host.host, host.root, host.state_dir, resources, reservation, host.token_hash
 
 
 def _update_job(conn: sqlite3.Connection, name: str, now: float, fields: dict[str, Any]) -> None:

@@ -15,10 +15,18 @@ directory (``trainops.profiler``'s layout: ``framework/steps/<host>/rank-<r>/*.t
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from trainops.profiler import MODE_EVAL, ChunkError, SeriesChunk, decode_chunk, numbered
+from trainops.profiler import (
+    MAX_CHUNK_BYTES,
+    MODE_EVAL,
+    ChunkError,
+    SeriesChunk,
+    decode_chunk,
+    numbered,
+)
 
 __all__ = ["STEP_SCALARS", "SYSTEM_SCALARS", "ProfilerScalars"]
 
@@ -67,7 +75,7 @@ class ProfilerScalars:
                 continue
             self._read.add(path)
             try:
-                yield path, decode_chunk(path.read_bytes(), str(path))
+                yield path, decode_chunk(_read_chunk(path), str(path))
             except (OSError, ChunkError) as exc:
                 self.warn(f"TensorBoard: skipping profiler chunk {path}: {exc}")
 
@@ -120,3 +128,16 @@ def _subdirs(directory: Path) -> list[Path]:
         return sorted(p for p in directory.iterdir() if p.is_dir() and p.name.startswith("rank-"))
     except OSError:
         return []
+
+
+def _read_chunk(path: Path) -> bytes:
+    """A chunk file the job's script could have written: one larger than
+    :data:`MAX_CHUNK_BYTES` is refused unread, and no more than its size and one byte is read."""
+    with path.open("rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size > MAX_CHUNK_BYTES:
+            raise ChunkError(f"{size} bytes, more than a chunk may hold ({MAX_CHUNK_BYTES} bytes)")
+        data = handle.read(size + 1)
+    if len(data) > size:
+        raise ChunkError("it grew while it was read")
+    return data

@@ -7,21 +7,34 @@ always ends on a record boundary, however the writer's appends and the reads int
 object store replaces an object as a whole: ``file://`` renames a temporary file into place,
 ``s3://`` PUTs). Any other file (a plugin's config) is uploaded once it has stayed unchanged
 for a pass, and at the final pass whatever it is. Nothing is ever deleted remotely.
+
+The job's script writes these files, and this runs in its agent: no file is read whole into
+memory. An event file's records are found by reading their headers in windows of
+:data:`WINDOW_BYTES` (a record larger than a window is skipped over by its length), and its
+whole records are uploaded from the file itself: up to :data:`IN_MEMORY_BYTES` in one piece, a
+larger prefix through a temporary copy made in pieces. Other files are uploaded from the file.
 """
 
 from __future__ import annotations
 
 import os
 import struct
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from trainops._errors import TrainopsError
 from trainops.data import masked_crc32c
 from trainops.storage import ObjectStore, join_uri
 from trainops.tensorboard._writer import FILE_MARK
 
-__all__ = ["EventSync", "complete_length"]
+__all__ = ["IN_MEMORY_BYTES", "WINDOW_BYTES", "EventSync", "complete_length"]
+
+#: Bytes of an event file read at a time while looking for its records' ends.
+WINDOW_BYTES = 1 << 20
+#: Whole records up to this size are uploaded from memory; more through a temporary copy.
+IN_MEMORY_BYTES = 8 << 20
 
 _HEAD = struct.Struct("<QI")
 _FRAMING = 16  # 8-byte length + its CRC + the data's CRC
@@ -98,15 +111,16 @@ class EventSync:
         state = self._files.get(rel)
         if state is not None and state.seen == sig and state.uploaded == state.whole:
             return False
-        data = (self.local_dir / rel).read_bytes()
-        grown = state is not None and state.seen[2] == sig[2] and len(data) >= state.whole
-        state = state if grown and state is not None else _Remote(sig)  # else new or rewritten
-        state.seen = sig
-        state.whole = complete_length(data, state.whole)
-        self._files[rel] = state
-        if state.whole == state.uploaded:
-            return False
-        self.store.put_bytes(join_uri(self.remote_prefix, rel), data[: state.whole])
+        with (self.local_dir / rel).open("rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            grown = state is not None and state.seen[2] == sig[2] and size >= state.whole
+            state = state if grown and state is not None else _Remote(sig)  # else new or rewritten
+            state.seen = sig
+            state.whole = whole_records(handle, state.whole, size)
+            self._files[rel] = state
+            if state.whole == state.uploaded:
+                return False
+            _put_prefix(self.store, join_uri(self.remote_prefix, rel), handle, state.whole)
         state.uploaded = state.whole
         return True
 
@@ -116,12 +130,61 @@ class EventSync:
         if state.sent == sig or not (settled or final):
             return False  # sent already, or changed since the last pass: wait until it settles
         path = self.local_dir / rel
-        data = path.read_bytes()
-        if _signature(path) != sig:
+
+        def unchanged() -> None:
+            if _signature(path) != sig:
+                raise _Changed
+
+        try:
+            self.store.upload(path, join_uri(self.remote_prefix, rel), verify=unchanged)
+        except _Changed:
             return False  # changed while read
-        self.store.put_bytes(join_uri(self.remote_prefix, rel), data)
         state.sent = sig
         return True
+
+
+class _Changed(Exception):
+    """A file changed while it was being uploaded (the upload is abandoned)."""
+
+
+def whole_records(handle: BinaryIO, start: int, size: int) -> int:
+    """Where the last whole record of the open file ``handle`` (``size`` bytes) ends, from
+    ``start`` (a record boundary): headers read in windows, large records skipped over."""
+    fd, offset = handle.fileno(), start
+    while offset + _FRAMING <= size:
+        window = os.pread(fd, min(WINDOW_BYTES, size - offset), offset)
+        scanned = complete_length(window)
+        if scanned:
+            offset += scanned
+            continue
+        # The record here does not fit in a window (or its header is torn): its header alone.
+        if len(window) < _FRAMING:
+            break
+        length, crc = _HEAD.unpack_from(window, 0)
+        if crc != masked_crc32c(window[:8]) or offset + _FRAMING + length > size:
+            break
+        offset += _FRAMING + length
+    return offset
+
+
+def _put_prefix(store: ObjectStore, uri: str, handle: BinaryIO, length: int) -> None:
+    """Upload the first ``length`` bytes of ``handle``, never holding more than
+    :data:`IN_MEMORY_BYTES` of them in memory."""
+    fd = handle.fileno()
+    if length <= IN_MEMORY_BYTES:
+        store.put_bytes(uri, os.pread(fd, length, 0))
+        return
+    with tempfile.TemporaryDirectory(prefix="trainops-tb-") as scratch:
+        copy = Path(scratch) / "prefix"
+        with copy.open("wb") as out:
+            offset = 0
+            while offset < length:
+                piece = os.pread(fd, min(WINDOW_BYTES, length - offset), offset)
+                if not piece:
+                    raise OSError(f"{handle.name}: shorter than its {length} bytes of records")
+                out.write(piece)
+                offset += len(piece)
+        store.upload(copy, uri)
 
 
 def _signature(path: Path) -> Signature:

@@ -20,6 +20,7 @@ import psutil
 import pytest
 
 from tests._support.seaweed import SeaweedS3
+from tests._support.system import require
 from tests.agent.channels._support import Host, channel, wait_until
 from tests.agent.channels._views import fuse_mounts, seen_by_script
 from trainops import StorageError
@@ -162,6 +163,12 @@ def test_an_empty_prefix_is_a_clear_error(host: Host, tmp_path: Path) -> None:
 
 
 @pytest.fixture
+def rclone() -> Path:
+    """rclone and fusermount3, or the test skipped (failed in CI) saying they are missing."""
+    return require("rclone")
+
+
+@pytest.fixture
 def s3_host(tmp_path: Path, s3_server: SeaweedS3) -> Host:
     return Host(tmp_path / "hosts", s3_server.settings(tmp_path))
 
@@ -198,6 +205,7 @@ def _named(process: psutil.Process, name: str) -> bool:
 
 @pytest.mark.slow
 @pytest.mark.s3
+@pytest.mark.usefixtures("rclone")
 def test_s3_view_reads_equal_the_objects(
     s3_host: Host, bucket: tuple[str, dict[str, bytes]], s3_server: SeaweedS3
 ) -> None:
@@ -223,6 +231,7 @@ def test_s3_view_reads_equal_the_objects(
 
 @pytest.mark.slow
 @pytest.mark.s3
+@pytest.mark.usefixtures("rclone")
 def test_s3_view_shows_each_host_its_share(
     tmp_path: Path, s3_server: SeaweedS3, bucket: tuple[str, dict[str, bytes]]
 ) -> None:
@@ -247,6 +256,7 @@ def test_s3_view_shows_each_host_its_share(
 
 @pytest.mark.slow
 @pytest.mark.s3
+@pytest.mark.usefixtures("rclone")
 def test_s3_empty_prefix_is_a_clear_error_and_rclone_ends(
     s3_host: Host, s3_server: SeaweedS3
 ) -> None:
@@ -259,6 +269,7 @@ def test_s3_empty_prefix_is_a_clear_error_and_rclone_ends(
 
 @pytest.mark.slow
 @pytest.mark.s3
+@pytest.mark.usefixtures("rclone")
 def test_a_view_that_cannot_be_listed_is_not_called_empty(
     tmp_path: Path, s3_server: SeaweedS3, bucket: tuple[str, dict[str, bytes]]
 ) -> None:
@@ -275,6 +286,7 @@ def test_a_view_that_cannot_be_listed_is_not_called_empty(
 
 @pytest.mark.slow
 @pytest.mark.s3
+@pytest.mark.usefixtures("rclone")
 def test_rclone_ending_mid_script_is_the_channels_failure(
     s3_host: Host, bucket: tuple[str, dict[str, bytes]]
 ) -> None:
@@ -310,6 +322,7 @@ time.sleep(600)
 
 @pytest.mark.slow
 @pytest.mark.s3
+@pytest.mark.usefixtures("rclone")
 def test_a_sigkilled_agent_leaves_no_mount_and_no_rclone(
     tmp_path: Path, s3_server: SeaweedS3, bucket: tuple[str, dict[str, bytes]]
 ) -> None:

@@ -39,21 +39,23 @@ class RemoteShellPaths:
     """How a launcher reaches the job's other hosts with a remote shell (there is no sshd
     between them; see ``remote_shell``): ``agent`` is an ssh-like command (``agent HOST WORD…``)
     that needs ``env`` in its environment; ``keeper`` is the process a host reached this way
-    runs (it runs what the agent sends and ends when all of that has ended)."""
+    runs (it runs what the agent sends and ends when all of that has ended), with ``env`` in its
+    environment too. ``env`` holds the host's remote-shell key: give it to the job's processes
+    only, never on a command line (anyone on the machine reads those)."""
 
     agent: tuple[str, ...]
     env: dict[str, str]
     keeper: tuple[str, ...]
 
 
-def remote_shell_paths(directory: Path, python: str = sys.executable) -> RemoteShellPaths:
-    """The remote shell of a host whose agent serves it from ``directory``."""
+def remote_shell_paths(directory: Path, key: str, python: str = sys.executable) -> RemoteShellPaths:
+    """The remote shell of a host whose agent serves it from ``directory`` with ``key``."""
     from trainops.agent.launchers import remote_shell
 
     module = str(Path(remote_shell.__file__).resolve())
     return RemoteShellPaths(
         agent=(python, module, "rsh"),
-        env={remote_shell.SOCKET_ENV: str(directory / "rsh.sock")},
+        env={remote_shell.SOCKET_ENV: str(directory / "rsh.sock"), remote_shell.KEY_ENV: key},
         keeper=(python, module, "keeper", "--socket", str(directory / "keeper.sock")),
     )
 
@@ -103,8 +105,8 @@ class RankProcess:
     process that is not one rank (torchrun, mpirun, a parameter server).
 
     ``output_tags``: the process starts the host's ranks itself and tags each of their lines:
-    ``"torchrun"`` (``[<role><local rank>]:``, torchrun's ``--tee``; the rank is ``rank_base +
-    local rank``) or ``"mpirun"`` (``[<job>,<rank>]<stdout>:``, ``--tag-output``). The
+    ``"torchrun"`` (``[default<local rank>]:``, torchrun's ``--tee``; the rank is ``rank_base +
+    local rank``, and such a process starts ``rank_count`` ranks) or ``"mpirun"`` (``[<job>,<rank>]<stdout>:``, ``--tag-output``). The
     supervisor strips the tag and tags the line with its rank (and stream) instead.
 
     ``auxiliary``: a helper beside the script (a parameter server): the host is done when its
@@ -118,6 +120,7 @@ class RankProcess:
     local_rank: int | None = None
     output_tags: str | None = None
     rank_base: int = 0
+    rank_count: int = 0
     auxiliary: bool = False
     release_after: tuple[str, int] | None = None
 

@@ -96,7 +96,7 @@ class MpiLauncher:
         if len(ctx.hosts) > 1 and not ctx.is_master:
             # Reached by mpirun's remote shell: the keeper runs this host's orted.
             assert ctx.remote_shell is not None
-            return [RankProcess(ctx.remote_shell.keeper, dict(ctx.env))]
+            return [RankProcess(ctx.remote_shell.keeper, ctx.env | ctx.remote_shell.env)]
         # Each rank learns its rank from Open MPI (OMPI_COMM_WORLD_*); the master is the same
         # for all of them and travels with -x.
         env = {**ctx.env, "MASTER_ADDR": ctx.master_addr, "MASTER_PORT": str(ctx.master_port)}

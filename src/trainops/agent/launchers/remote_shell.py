@@ -5,7 +5,8 @@ remote shell (Open MPI's ``mpirun`` runs ``<agent> algo-2 orted …``) is given 
 agent instead:
 
 ``python remote_shell.py rsh [ssh options] HOST WORD…``
-    asks this host's trainops agent (over the Unix socket in ``$TRAINOPS_REMOTE_SHELL``) to run
+    asks this host's trainops agent (over the Unix socket in ``$TRAINOPS_REMOTE_SHELL``, with the
+    key in ``$TRAINOPS_REMOTE_SHELL_KEY``) to run
     ``WORD…`` on ``HOST``; the control plane passes the request to that host's agent, which hands
     it to the host's keeper. It exits with the remote command's exit status, as ssh does, or 255
     with the reason when the command could not be run.
@@ -17,6 +18,14 @@ agent instead:
     is a child subreaper, so ``orted --daemonize`` stays its descendant). It ends once it has
     run a command and everything that command started has ended; SIGTERM is passed on to all of
     it.
+
+Both sockets let in only the job's own processes on their host: the caller must run as the
+socket's owner (``SO_PEERCRED``, checked before its request is read), a caller of ``rsh.sock``
+must descend from the host's agent (a process of this host's job), and its request must carry
+the host's key (a secret of one host of one attempt, made by its agent and given only to the
+job's processes in their environment), compared in constant time before anything of the request
+is acted on. The keeper takes the key out of
+its own environment, so the commands it runs do not inherit it.
 
 The words are read as a remote shell reads its command line (quotes; ``NAME=value`` and
 ``export`` statements and ``cd`` before ``;``, as Open MPI's ``--prefix`` sends them); anything
@@ -31,6 +40,7 @@ import argparse
 import contextlib
 import ctypes
 import ctypes.util
+import hmac
 import json
 import os
 import re
@@ -38,6 +48,7 @@ import select
 import shlex
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -47,9 +58,11 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "KEY_ENV",
     "SOCKET_ENV",
     "RemoteCommand",
     "ShellSyntaxError",
+    "check_caller",
     "main",
     "parse_command",
     "read_lines",
@@ -57,6 +70,7 @@ __all__ = [
 ]
 
 SOCKET_ENV = "TRAINOPS_REMOTE_SHELL"
+KEY_ENV = "TRAINOPS_REMOTE_SHELL_KEY"
 WAIT_FIRST_ENV = "TRAINOPS_KEEPER_WAIT_SECONDS"
 PR_SET_CHILD_SUBREAPER = 36
 _SSH_OPTIONS_WITH_VALUE = frozenset("bcDEeFIiJLlmOopQRSWw")
@@ -177,14 +191,15 @@ def _target_and_words(args: Sequence[str]) -> tuple[str, list[str]]:
 
 def _rsh(args: Sequence[str]) -> int:
     host, words = _target_and_words(args)
-    path = os.environ.get(SOCKET_ENV)
-    if not path:
-        print(f"trainops rsh: {SOCKET_ENV} is not set: run by a trainops job only", file=sys.stderr)
+    path, key = os.environ.get(SOCKET_ENV), os.environ.get(KEY_ENV)
+    if not path or not key:
+        missing = SOCKET_ENV if not path else KEY_ENV
+        print(f"trainops rsh: {missing} is not set: run by a trainops job only", file=sys.stderr)
         return 255
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
             conn.connect(path)
-            send_line(conn, {"host": host, "words": words})
+            send_line(conn, {"key": key, "host": host, "words": words})
             for reply in read_lines(conn):
                 if reply.get("state") in ("exited", "failed"):
                     return _ended(host, reply)
@@ -202,6 +217,44 @@ def _ended(host: str, reply: Mapping[str, object]) -> int:
     if reply.get("state") == "exited" and isinstance(code, int):
         return code if 0 <= code < 256 else 255
     return 255
+
+
+def check_caller(conn: socket.socket, key: str, ancestor: int | None = None) -> dict[str, Any]:
+    """The first request of ``conn`` if its caller is the job's own, else :class:`PermissionError`
+    (nothing of the request is acted on): a process of this uid (and, with ``ancestor``, one
+    that descends from that process: the host's agent) whose request carries ``key``. A
+    stranger's request is read only up to its first line (1 MiB at most)."""
+    pid, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+    if uid != os.geteuid():
+        raise PermissionError(f"refused pid {pid}: it runs as uid {uid}, not {os.geteuid()}")
+    if ancestor is not None and not _descends_from(pid, ancestor):
+        raise PermissionError(f"refused pid {pid}: it is not a process of this host's job")
+    request = next(read_lines(conn), None)
+    given = request.get("key") if request is not None else None
+    # Compared as bytes of the same kind: a wrong key of any length takes the same path.
+    if (
+        not key
+        or not isinstance(given, str)
+        or not hmac.compare_digest(given.encode("utf-8", "surrogatepass"), key.encode("utf-8"))
+    ):
+        raise PermissionError(f"refused pid {pid}: it did not give this host's remote-shell key")
+    assert request is not None
+    return request
+
+
+def _descends_from(pid: int, ancestor: int) -> bool:
+    """True if ``ancestor`` is ``pid`` or one of its parents (read from /proc)."""
+    for _ in range(4096):  # deeper than any real process tree
+        if pid == ancestor:
+            return True
+        if pid <= 1:
+            return False
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return False
+        pid = int(stat.rsplit(")", 1)[1].split()[1])
+    return False
 
 
 def send_line(conn: socket.socket, message: Mapping[str, Any]) -> None:
@@ -233,9 +286,10 @@ def read_lines(conn: socket.socket) -> Iterator[dict[str, Any]]:
 class _Keeper:
     """Runs the commands handed over its socket and waits for all they start."""
 
-    def __init__(self, path: Path, wait_first: float) -> None:
+    def __init__(self, path: Path, wait_first: float, key: str) -> None:
         self.path = path
         self.wait_first = wait_first
+        self.key = key
         self.waiting: dict[int, tuple[socket.socket, subprocess.Popen[bytes]]] = {}
         self.served = 0
         self.failed = 0  # commands that could not be started: the host did not do its part
@@ -280,9 +334,14 @@ class _Keeper:
         conn, _ = self.listener.accept()
         conn.settimeout(10.0)
         try:
-            request = next(read_lines(conn), None)
-            if request is None:
-                raise OSError("no request")
+            request = check_caller(conn, self.key)
+        except OSError as exc:  # a stranger (PermissionError) or a broken request: nothing runs
+            print(f"trainops keeper: {exc}", file=sys.stderr)
+            with contextlib.suppress(OSError):
+                send_line(conn, {"state": "failed", "error": str(exc)})
+            conn.close()
+            return
+        try:
             self._start(conn, request)
         except (OSError, ValueError) as exc:
             with contextlib.suppress(OSError):
@@ -379,7 +438,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--socket", type=Path, required=True)
     parser.add_argument("--wait-first", type=float, default=_wait_first())
     parsed = parser.parse_args(args)
-    return _Keeper(parsed.socket, parsed.wait_first).run()
+    key = os.environ.pop(KEY_ENV, "")  # the commands it runs do not inherit it
+    if not key:
+        print(f"trainops keeper: {KEY_ENV} is not set: run by a trainops job only", file=sys.stderr)
+        return 1
+    return _Keeper(parsed.socket, parsed.wait_first, key).run()
 
 
 if __name__ == "__main__":

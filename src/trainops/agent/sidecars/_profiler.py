@@ -48,6 +48,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from trainops.agent._hostns import opt_ml_shown
 from trainops.agent._outputs import Artifact
 from trainops.agent._sync import DirectorySync
 from trainops.agent._tree import OPT_ML, HostTree
@@ -145,7 +146,9 @@ class ProfilerSidecar(Sidecar):
         """The tree as the script sees it: ``/opt/ml`` itself with ``mount_opt_ml``."""
         tree = self.context.tree
         return (
-            HostTree(Path(OPT_ML), tree.checkpoint_path) if self.context.job.mount_opt_ml else tree
+            HostTree(Path(OPT_ML), tree.checkpoint_path)
+            if opt_ml_shown(self.context.job.mount_opt_ml)
+            else tree
         )
 
     def _start_monitor(self) -> None:

@@ -29,6 +29,7 @@ import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from trainops.agent._hostns import opt_ml_shown
 from trainops.agent._outputs import Artifact
 from trainops.agent.sidecars._base import Sidecar, SidecarContext
 from trainops.protocol import TensorBoardSpec
@@ -172,7 +173,7 @@ class TensorBoardSidecar(Sidecar):
 
     def _seen(self, path: Path) -> Path:
         """``path`` as the script sees it: under /opt/ml with ``mount_opt_ml``."""
-        if not self.context.job.mount_opt_ml:
+        if not opt_ml_shown(self.context.job.mount_opt_ml):
             return path
         return Path("/opt/ml", path.relative_to(self.context.tree.root))
 

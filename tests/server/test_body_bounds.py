@@ -1,0 +1,91 @@
+"""Bodies read only after the credential, within each route's bound, and the memory a large one
+took given back (server/_body.py)."""
+
+from __future__ import annotations
+
+import gc
+import http.client
+import json
+import socket
+from urllib.parse import urlsplit
+
+from tests.control._harness import ControlPlane
+from tests.server.test_agent_spawns import _agent_token
+from trainops.protocol import AgentEvent
+from trainops.server._agent_api import MAX_EVENTS_BODY
+
+API = "/api/v1"
+JSON = {"Content-Type": "application/json"}
+
+
+def _announce(plane: ControlPlane, path: str, headers: dict[str, str], length: int) -> bytes:
+    """Send only the head of a request announcing ``length`` bytes of body, and read the
+    answer: the server must answer without waiting for a body it was never sent."""
+    url = urlsplit(plane.server.url)
+    with socket.create_connection((url.hostname or "", url.port or 80), timeout=60) as conn:
+        head = [f"POST {path} HTTP/1.1", f"Host: {url.hostname}", f"Content-Length: {length}"]
+        head += [f"{name}: {value}" for name, value in headers.items()]
+        conn.sendall(("\r\n".join(head) + "\r\n\r\n").encode())
+        reply = b""
+        while b"\r\n\r\n" not in reply or not reply.rstrip().endswith(b"}"):
+            part = conn.recv(65536)
+            if not part:
+                break
+            reply += part
+    return reply
+
+
+def test_a_public_route_checks_its_token_before_reading_the_body(plane: ControlPlane) -> None:
+    # No body is ever sent: a 401 proves the server did not wait for (or read) it.
+    wrong = {"Authorization": "Bearer wrong", **JSON}
+    for path in (f"{API}/jobs", f"{API}/job-names"):
+        reply = _announce(plane, path, wrong, 10 * 1024 * 1024)
+        assert reply.startswith(b"HTTP/1.1 401"), reply[:200]
+    # With the right token, a body over the route's bound is refused before it is read.
+    right = {"Authorization": plane.client.headers["Authorization"], **JSON}
+    reply = _announce(plane, f"{API}/job-names", right, 2 * 1024 * 1024)
+    assert reply.startswith(b"HTTP/1.1 413"), reply[:200]
+    assert b"more than 1048576 bytes" in reply
+
+
+def test_an_agent_body_over_its_bound_is_refused_unread(plane: ControlPlane) -> None:
+    path = "/agent/v1/jobs/any/hosts/algo-1/events"
+    agent = {"Authorization": "Bearer guess", **JSON}
+    reply = _announce(plane, path, agent, MAX_EVENTS_BODY + 1)
+    assert reply.startswith(b"HTTP/1.1 413") and b"16777216 bytes" in reply, reply[:200]
+
+
+def _batch(size: int, attempt: int) -> bytes:
+    """An events body of about ``size`` bytes of tiny events (the most objects per byte)."""
+    one = json.dumps({"seq": 1, "ts": 1.0, "kind": "log", "data": {"lines": ["x" * 40]}})
+    count = size // (len(one) + 1)
+    return b'{"attempt":%d,"events":[%s]}' % (attempt, ",".join([one] * count).encode())
+
+
+def _alive_events() -> int:
+    gc.collect()
+    return sum(1 for thing in gc.get_objects() if type(thing) is AgentEvent)
+
+
+def test_nothing_keeps_a_large_body_or_its_events_after_the_answer(plane: ControlPlane) -> None:
+    plane.submit("big", {"FAKE_HANG_ATTEMPTS": "1"})
+    plane.wait_secondary("big", "Training")
+    token = _agent_token("big")
+    # A wrong attempt: the whole body is read and parsed (about 20,000 events), then refused.
+    body = _batch(2 * 1024 * 1024, attempt=7)
+    before = _alive_events()
+    url = urlsplit(plane.server.url)
+    conn = http.client.HTTPConnection(url.hostname or "", url.port, timeout=120)
+    try:
+        headers = {"Authorization": f"Bearer {token}", **JSON}
+        conn.request("POST", "/agent/v1/jobs/big/hosts/algo-1/events", body, headers)
+        reply = conn.getresponse()
+        answer = reply.read()
+    finally:
+        conn.close()
+    # Refused for its attempt, which only the parsed body names.
+    assert reply.status in (401, 409) and b"attempt 7" in answer, answer
+    # The worker thread that parsed it keeps its last arguments and exception while idle:
+    # neither may hold the body or its events (before, they kept hundreds of MB).
+    assert _alive_events() - before < 100
+    plane.client.post(f"{API}/jobs/big/stop")
