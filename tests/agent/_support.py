@@ -170,7 +170,9 @@ class RecordingAgentApi:
     """A real HTTP server on 127.0.0.1 that speaks the agent API like the control plane:
     it serves one assignment, stores each ``(attempt, seq)`` once and replies with the acked
     sequence number and any queued commands. ``drop_replies`` event posts are stored but their
-    connection is closed without a reply, as when a server dies mid-request."""
+    connection is closed without a reply, as when a server dies mid-request. While ``full`` is
+    set, event posts are answered 507 (a control plane whose store's disk is full) and nothing
+    is stored."""
 
     def __init__(self, assignment: Assignment | None, token: str, *, drop_replies: int = 0) -> None:
         self.assignment = assignment
@@ -180,6 +182,8 @@ class RecordingAgentApi:
         self.covered: set[int] = set()  # sequence numbers stored (an event may span several)
         self.received_seqs: list[int] = []
         self.posts = 0
+        self.full = False
+        self.refused = 0  # posts answered 507
         self.arrived_in: dict[int, int] = {}  # sequence number: the post that first brought it
         self.commands: list[Command] = []
         self.lock = threading.Lock()
@@ -268,6 +272,11 @@ def _handler(api: RecordingAgentApi) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length", "0"))
             body = json.loads(self.rfile.read(length))
             if not self._authorized():
+                return
+            if api.full:
+                with api.lock:
+                    api.refused += 1
+                self._reply(507, {"detail": {"error": "insufficient_storage"}})
                 return
             reply = api.handle_events(body)
             if reply is None:

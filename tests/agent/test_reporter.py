@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
+import subprocess
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -81,6 +85,95 @@ def test_close_gives_up_after_its_timeout_but_the_journal_keeps_everything(tmp_p
     assert reporter.last_error is not None and "cannot reach" in reporter.last_error
     [event] = EventJournal.read(journal)
     assert event.kind is EventKind.EXIT
+
+
+def test_close_waits_past_its_timeout_while_the_store_is_full(tmp_path: Path) -> None:
+    journal = tmp_path / "journal.jsonl"
+    with RecordingAgentApi(None, TOKEN) as api:
+        api.full = True
+        reporter = HttpReporter(_client(api.url), 1, journal).start()
+        for i in range(500):
+            reporter.emit(EventKind.LOG, {"stream": "stdout", "line": f"line {i}"})
+        reporter.emit(EventKind.EXIT, {"outcome": "Completed", "exit_code": 0})
+        closed: list[bool] = []
+        closing = threading.Thread(target=lambda: closed.append(reporter.close(timeout=0.2)))
+        closing.start()
+        # Well past the timeout, the reporter is still asking the full store.
+        api.wait_for(lambda: api.refused >= 5)
+        assert closing.is_alive() and not closed
+        assert reporter.last_error is not None and "HTTP 507" in reporter.last_error
+        api.full = False
+        closing.join(timeout=60)
+        assert closed == [True]
+    assert api.log_lines() == [f"line {i}" for i in range(500)]
+    assert api.events(EventKind.EXIT)[0]["data"]["outcome"] == "Completed"
+
+
+@pytest.fixture
+def tiny_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 1 MiB tmpfs (root only; the test skips elsewhere)."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(disk)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def _fill(disk: Path) -> None:
+    with contextlib.suppress(OSError), (disk / "filler").open("wb", buffering=0) as filler:
+        while True:
+            filler.write(b"x" * 4096)
+
+
+def test_events_the_full_journal_cannot_take_are_sent_from_memory(tiny_disk: Path) -> None:
+    journal = tiny_disk / "journal.jsonl"
+    with RecordingAgentApi(None, TOKEN) as api:
+        reporter = HttpReporter(_client(api.url), 1, journal, heartbeat=0.05).start()
+        _fill(tiny_disk)
+        for i in range(3000):
+            reporter.emit(EventKind.LOG, {"stream": "stdout", "line": f"line {i}"})
+        reporter.emit(EventKind.EXIT, {"outcome": "Completed", "exit_code": 0})
+        assert reporter.close(timeout=30)
+        assert reporter.journal_error is not None  # the disk is still full
+    assert api.log_lines() == [f"line {i}" for i in range(3000)]
+    assert api.events(EventKind.EXIT)[0]["data"]["outcome"] == "Completed"
+
+
+def test_with_the_journal_and_the_store_full_events_are_kept_until_one_frees(
+    tiny_disk: Path,
+) -> None:
+    journal = tiny_disk / "journal.jsonl"
+    with RecordingAgentApi(None, TOKEN) as api:
+        api.full = True
+        reporter = HttpReporter(_client(api.url), 1, journal, heartbeat=0.05).start()
+        _fill(tiny_disk)
+        for i in range(3000):
+            reporter.emit(EventKind.LOG, {"stream": "stdout", "line": f"line {i}"})
+        reporter.emit(EventKind.EXIT, {"outcome": "Completed", "exit_code": 0})
+        closed: list[bool] = []
+        closing = threading.Thread(target=lambda: closed.append(reporter.close(timeout=0.2)))
+        closing.start()
+        # Well past the timeout the reporter still holds what neither disk could take.
+        api.wait_for(lambda: api.refused >= 5)
+        assert closing.is_alive() and not closed
+        assert reporter.journal_error is not None
+        (tiny_disk / "filler").unlink()  # the agent's disk frees first: it journals them
+        api.wait_for(lambda: journal.stat().st_size > 0 and reporter.journal_error is None)
+        assert closing.is_alive() and not closed  # the store still answers 507
+        api.full = False
+        closing.join(timeout=60)
+        assert closed == [True]
+    assert api.log_lines() == [f"line {i}" for i in range(3000)]
+    assert [e.seq for e in EventJournal.read(journal)] == list(range(1, 3002))
 
 
 def test_fetch_assignment_and_its_errors(tmp_path: Path) -> None:

@@ -8,6 +8,8 @@ import io
 import itertools
 import socket
 import tarfile
+import time
+from datetime import datetime
 from pathlib import Path
 
 import psutil
@@ -123,10 +125,13 @@ def test_a_host_whose_agent_goes_silent_is_lost_and_its_agent_ended(settings: Se
     with control_plane(silent) as plane:
         plane.submit("silent", {"FAKE_SILENT_ATTEMPTS": "1", **HANG}, instance_count=2)
         job = plane.wait_ended("silent", timeout=30)
+        seen_ended = time.time()
         [handle, *_] = plane.agent_handles("silent")
         plane.wait_for_hosts_down("silent")
     assert job["TrainingJobStatus"] == "Failed", job
     assert "sent no report for 1 s" in job["FailureReason"], job["FailureReason"]
+    # It ended when it was last heard from, not when the silence was noticed (1 s later at least).
+    assert datetime.fromisoformat(job["TrainingEndTime"]).timestamp() <= seen_ended - 1
     pid, created = agent_process(handle)  # the local backend's handle
     assert pid is not None and not _running(pid, created)
 

@@ -15,6 +15,16 @@ absorbs a slow or absent server up to ``journal_cap`` bytes of unsent events. Pa
 script's log lines and metric points are no longer reported (they stay in ``host.log``, which is
 uploaded), with a warning when that starts and a count when it ends; phases, the agent's own
 lines and the exit event are always reported.
+
+A full disk loses nothing. Events the journal cannot take (ENOSPC) stay in memory, in order, and
+are written (fsynced, if an ``exit`` asked for it) once it can; meanwhile, once the journal's
+events are delivered, they are posted from memory (those acknowledged are dropped and never
+journaled: the store has them). A control plane whose store is full answers 507 and is asked
+again, with a backoff, until it takes them. :meth:`HttpReporter.close`
+gives up after its timeout only when what is left is safe in the journal and the server cannot
+be reached (the next control plane reads the journal): while the server answers 507, or events
+exist nowhere but in this process, it keeps trying, so that a host's end (with its own exit time)
+arrives once space is freed rather than being declared lost.
 """
 
 from __future__ import annotations
@@ -40,6 +50,7 @@ DEFAULT_JOURNAL_CAP = 1024 * 1024 * 1024
 HEARTBEAT_SECONDS = 0.5
 MIN_POST_GAP_SECONDS = 0.05
 MAX_BACKOFF_SECONDS = 2.0
+INSUFFICIENT_STORAGE = 507
 
 
 class Reporter(Protocol):
@@ -134,6 +145,8 @@ class HttpReporter:
         self._dropped: dict[str, int] | None = None  # counts while past the journal cap
         self._commands: list[Command] = []
         self._closing_until: float | None = None
+        self._store_full = False  # the last post was answered 507: the control plane's disk
+        self._durable_due = False  # a durable write failed: the next write that works fsyncs
         self._thread = threading.Thread(target=self._run, name="agent-reporter", daemon=True)
         self.last_error: str | None = None
         self.journal_error: str | None = None
@@ -192,6 +205,8 @@ class HttpReporter:
         self._wake.set()
         if self._thread.is_alive():
             self._thread.join(timeout + 1.0)
+        while self._thread.is_alive() and self._keeping():
+            self._thread.join(1.0)
         self._client.close()
         with self._write_lock, self._lock:
             self._journal.close()
@@ -242,21 +257,27 @@ class HttpReporter:
                 parts, self._buffer, self._buffered = self._buffer, [], 0
                 end, last_seq = self._end, self._seq
                 self._last_write = time.monotonic()
+                durable = durable or self._durable_due
             if parts or durable:
                 try:
                     self._journal.write(b"".join(parts), durable=durable)
                 except OSError as exc:  # a full disk: keep the events until it can be written
-                    self._requeue(parts, exc)
+                    self._requeue(parts, exc, durable=durable)
                     return
             with self._lock:
+                self._durable_due = False
+                self.journal_error = None
                 if end > self._written:
                     self._written, self._written_seq = end, last_seq
 
-    def _requeue(self, parts: list[bytes], exc: OSError) -> None:
+    def _requeue(self, parts: list[bytes], exc: OSError, *, durable: bool) -> None:
         """Put events the journal could not take back in front of the buffer, after cutting
         off whatever part of them reached the file, so the journal never holds a torn line."""
         with self._lock:
+            if self.journal_error is None:
+                _say(f"cannot write the journal {self._journal.path} ({exc}); keeping the events")
             self.journal_error = str(exc)
+            self._durable_due = self._durable_due or durable
             self._journal.truncate(self._written)
             self._buffer[:0] = parts
             self._buffered += sum(len(part) for part in parts)
@@ -270,8 +291,11 @@ class HttpReporter:
             try:
                 self._post_once()
                 backoff = 0.0
+                self._set_store_full(False)
             except Exception as exc:  # the sender must outlive any one failure
                 self.last_error = str(exc) if isinstance(exc, AgentApiError) else repr(exc)
+                full = isinstance(exc, AgentApiError) and exc.status == INSUFFICIENT_STORAGE
+                self._set_store_full(full)
                 backoff = min(max(backoff * 2, 0.1), MAX_BACKOFF_SECONDS)
                 self._client.refresh_server()
             if self._finished():
@@ -282,6 +306,10 @@ class HttpReporter:
         self._write_journal()
         with self._lock:
             offset, written, written_seq = self._send_offset, self._written, self._written_seq
+            unjournaled = offset >= written and self.journal_error is not None
+        if unjournaled:
+            self._post_unjournaled()
+            return
         batch = self._read_batch(offset, written)
         reply = self._client.post_raw_events(self._attempt, batch.replace(b"\n", b",")[:-1])
         with self._lock:
@@ -295,6 +323,28 @@ class HttpReporter:
         offset = self._first_unacked(offset, acked)
         with self._lock:
             self._send_offset = offset
+
+    def _post_unjournaled(self) -> None:
+        """The journal cannot be written (a full disk) and all it holds is delivered: post the
+        oldest events held in memory. Those acknowledged are dropped, never to be journaled
+        (the store has them; a control plane reading the journal skips what it has)."""
+        with self._write_lock, self._lock:
+            batch: list[bytes] = []
+            size = 0
+            for part in self._buffer:
+                if batch and size + len(part) > self._max_batch:
+                    break
+                batch.append(part)
+                size += len(part)
+        body = b"".join(batch)
+        reply = self._client.post_raw_events(self._attempt, body.replace(b"\n", b",")[:-1])
+        with self._write_lock, self._lock:
+            self._acked = max(self._acked, reply.acked_seq)
+            self._commands.extend(reply.commands)
+            while self._buffer and _seq_of(self._buffer[0]) <= self._acked:
+                dropped = len(self._buffer.pop(0))
+                self._buffered -= dropped
+                self._end -= dropped
 
     def _read_batch(self, offset: int, written: int) -> bytes:
         """Whole journal lines from ``offset``: up to the batch size, but at least one line."""
@@ -325,11 +375,31 @@ class HttpReporter:
             offset += len(data)
         return offset
 
+    def _set_store_full(self, full: bool) -> None:
+        with self._lock:
+            if full and not self._store_full:
+                _say(
+                    "the control plane's store is full (HTTP 507): keeping every event until it"
+                    " takes them"
+                )
+            self._store_full = full
+
     def _finished(self) -> bool:
         with self._lock:
             if self._closing_until is None:
                 return False
-            return self._acked >= self._seq or time.monotonic() >= self._closing_until
+            if self._acked >= self._seq:
+                return True
+            return time.monotonic() >= self._closing_until and not self._must_keep()
+
+    def _keeping(self) -> bool:
+        with self._lock:
+            return self._must_keep()
+
+    def _must_keep(self) -> bool:
+        """Whether closing must go on past its timeout (callers hold ``self._lock``): the server
+        answers that its disk is full, or events are in no journal yet (only in memory)."""
+        return self._store_full or self._written < self._end
 
     def _pause(self, started: float, backoff: float) -> None:
         """Sleep until the next post: the backoff after a failure, else until events arrive
@@ -337,8 +407,8 @@ class HttpReporter:
         if backoff:
             self._sleep_unless_closing(backoff)
             return
-        with self._lock:
-            more = self._send_offset < self._end
+        with self._lock:  # (while the journal cannot be written, retry at the heartbeat's pace)
+            more = self._send_offset < self._end and self.journal_error is None
             closing = self._closing_until is not None
         if more and (closing or self._end - self._send_offset >= self._max_batch):
             return
@@ -349,10 +419,17 @@ class HttpReporter:
 
     def _sleep_unless_closing(self, seconds: float) -> None:
         with self._lock:
-            until = self._closing_until
+            until = None if self._must_keep() else self._closing_until
         if until is not None:
             seconds = min(seconds, max(0.0, until - time.monotonic()))
         time.sleep(seconds)
+
+
+def _say(message: str) -> None:
+    """One line on the agent's stderr (its ``agent.log``), never an event: it may be what cannot
+    be written or delivered."""
+    with contextlib.suppress(OSError, ValueError):
+        print(f"trainops agent: {message}", file=sys.stderr, flush=True)
 
 
 def _seq_of(data: bytes, start: int = 0) -> int:

@@ -9,34 +9,18 @@ discards the instance's volume too), so freeing them is what lets the failure be
 
 from __future__ import annotations
 
-import errno
-import os
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
+from trainops._disk import FULL_BELOW_BYTES, is_out_of_space, mount_point
+
 __all__ = ["disk_full", "free_paths", "is_out_of_space", "no_space_reason"]
-
-_NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
-# Less than this free means the script (or anything) that just failed ran out of space.
-FULL_BELOW_BYTES = 1 << 20
-
-
-def is_out_of_space(exc: BaseException) -> bool:
-    """Whether ``exc``, or an exception it was raised from, is ENOSPC (or EDQUOT)."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, OSError) and current.errno in _NO_SPACE:
-            return True
-        current = current.__cause__ or current.__context__
-    return False
 
 
 def no_space_reason(path: Path, doing: str) -> str:
     """``no space left on device under <mount point of path> while <doing>``."""
-    return f"no space left on device under {_mount_point(path)} while {doing}"
+    return f"no space left on device under {mount_point(path)} while {doing}"
 
 
 def disk_full(path: Path) -> bool:
@@ -62,12 +46,3 @@ def free_paths(paths: Iterable[Path]) -> int:
             except OSError:
                 continue
     return freed
-
-
-def _mount_point(path: Path) -> Path:
-    current = Path(os.path.abspath(path))
-    while not current.exists() and current != current.parent:
-        current = current.parent
-    while not os.path.ismount(current) and current != current.parent:
-        current = current.parent
-    return current

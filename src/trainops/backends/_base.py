@@ -86,6 +86,11 @@ class Backend(ABC):
     # Whether a job's hosts may run on other machines than the control plane's: then only object
     # storage every machine reaches (s3://, or file:// under Settings.shared_paths) will do.
     spans_machines: ClassVar[bool] = False
+    # Whether a job that does not fit means no later job of the same instance type and host count
+    # fits either, until capacity frees: the scheduler then tries one waiting job per such need.
+    # False where every waiting job must be asked about on each pass (Ray: each job's pending
+    # placement group is what the cluster, and its autoscaler, sees of the demand).
+    fits_by_need: ClassVar[bool] = True
 
     def __init__(self, settings: Settings, *, agent_command: Sequence[str] | None = None) -> None:
         self.settings = settings

@@ -72,6 +72,7 @@ class RayBackend(Backend):
 
     name = "ray"
     spans_machines = True
+    fits_by_need = False
 
     def __init__(self, settings: Settings, *, agent_command: Sequence[str] | None = None) -> None:
         super().__init__(settings, agent_command=agent_command)

@@ -7,6 +7,7 @@ imported only once a command runs.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import io
 import os
@@ -55,6 +56,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except Exception as exc:
+        if _out_of_space(exc):
+            print(f"trainops: error: {_no_space_message(exc)}", file=sys.stderr)
+            return ERROR_EXIT
         if not _is_store_error(exc):
             raise
         # The embedded server's store could not be opened or written: a full disk, mostly.
@@ -85,6 +89,26 @@ def _is_store_error(exc: Exception) -> bool:
     """An SQLite OperationalError; sqlite3 is not imported for it (only a store raises one)."""
     sqlite3 = sys.modules.get("sqlite3")
     return sqlite3 is not None and isinstance(exc, sqlite3.OperationalError)
+
+
+def _out_of_space(exc: BaseException) -> bool:
+    from trainops._disk import is_out_of_space
+
+    return is_out_of_space(exc)
+
+
+def _no_space_message(exc: BaseException) -> str:
+    """Which disk is full (the written file's, else the home's or the temporary folder's)."""
+    import tempfile
+    from pathlib import Path
+
+    from trainops._disk import full_disk_message
+    from trainops._settings import Settings
+
+    candidates = [Path(tempfile.gettempdir())]
+    with contextlib.suppress(TrainopsError):
+        candidates.insert(0, Settings.load().home)
+    return full_disk_message(exc, candidates)
 
 
 def _full_disk_hint() -> str:

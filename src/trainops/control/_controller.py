@@ -109,7 +109,8 @@ class JobController:
         self.backend.open()
         with self.core.lock:
             self.monitor.adopt_reservations()
-        self.monitor.tick()
+            self.placement.load_waiting()
+        self.monitor.recover()
         self._scheduler.start()
         self._monitor.start()
         self.services.start()
@@ -169,6 +170,7 @@ class JobController:
             message=STARTING_MESSAGE,
             now=self.core.now(),
         )
+        self.core.waiting.add(job)
         self.core.notify()
         self.core.job_listener(job.name)
         self._scheduler.wake()
@@ -244,6 +246,7 @@ class JobController:
                 acked = self.intake.ingest(record, events)
             except sqlite3.OperationalError as exc:
                 self.health.failed(exc)
+                self.core.recheck(job_name)  # its events may be in, their consequences not
                 raise
             self.health.succeeded()
             job = self.job(job_name)

@@ -16,6 +16,7 @@ from typing import Any
 from trainops._settings import Settings
 from trainops.backends import AgentHandle, Backend, ProcessRef
 from trainops.control._heartbeats import Heartbeats
+from trainops.control._queue import WaitingQueue
 from trainops.store import HostRecord, JobRecord, MetadataStore
 
 __all__ = ["ControlCore", "ControllerConfig", "handle_of"]
@@ -25,12 +26,14 @@ __all__ = ["ControlCore", "ControllerConfig", "handle_of"]
 class ControllerConfig:
     """Timings of the control plane.
 
-    ``tick_seconds``: how often the monitor checks liveness, max runtime and stop escalation.
+    ``tick_seconds``: how often the monitor checks liveness, max runtime and stop escalation of
+    the jobs whose agents run (0.5 s: an agent that died is noticed within it; what agents
+    report, their exits first, is acted on when it arrives, not at a tick).
     ``kill_margin_seconds``: how long after a stop's grace period an agent that has not exited
     is killed through the backend (the agent itself kills its processes at the end of grace).
     """
 
-    tick_seconds: float = 0.25
+    tick_seconds: float = 0.5
     kill_margin_seconds: float = 30.0
 
     def __post_init__(self) -> None:
@@ -54,6 +57,9 @@ class ControlCore:
         # Hears the name of each job whose record changed (the services' hub); never blocks.
         self.job_listener: Callable[[str], None] = lambda name: None
         self.heartbeats = Heartbeats()
+        self.waiting = WaitingQueue()  # jobs to place (see _queue); the scheduler drains it
+        self._recheck: set[str] = set()  # jobs the monitor must look at again (see recheck)
+        self._recheck_lock = threading.Lock()
         self._changed = threading.Condition()
         self._version = 0
         self._closing = False
@@ -98,6 +104,17 @@ class ControlCore:
         self.notify()
         self.job_listener(job.name)
         return updated
+
+    def recheck(self, name: str) -> None:
+        """Have the monitor look at ``name`` on its next ticks until a look succeeds: a change
+        whose consequences could not be written (a full disk) is finished there."""
+        with self._recheck_lock:
+            self._recheck.add(name)
+
+    def take_rechecks(self) -> set[str]:
+        with self._recheck_lock:
+            taken, self._recheck = self._recheck, set()
+            return taken
 
     # --- waiting for news -------------------------------------------------------------------
 

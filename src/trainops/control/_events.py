@@ -73,10 +73,16 @@ class EventIntake:
 
     def host_gone(self, job: JobRecord, host: HostRecord, reason: str | None = None) -> None:
         """The agent of ``host`` no longer runs (or is no longer heard from, ``reason`` says so):
-        take in its journal, then record how it ended, and end whatever it started."""
+        take in its journal, then record how it ended, and end whatever it started. A host that
+        ended without saying so ended when it was last heard from: its journal's last event
+        (the host's own clock), else its last report, not when the control plane noticed."""
         journal = self.core.backend.read_journal(Path(host.state_dir))
         if journal:
             self.ingest(host, journal)
+        silent = self.core.heartbeats.silent_for(host.job, host.host, host.attempt)
+        last_heard = self.core.now() - silent
+        if journal:
+            last_heard = max(last_heard, max(event.ts for event in journal))
         current = self.core.store.host(host.job, host.host, host.attempt)
         if current is not None and not current.exited:
             stopping = job.stop_requested_at is not None or job.status != PrimaryStatus.IN_PROGRESS
@@ -88,7 +94,7 @@ class EventIntake:
                 state=HostState.EXITED,
                 outcome=HostOutcome.STOPPED if stopping else HOST_LOST,
                 failure_reason=reason,
-                exit_time=self.core.now(),
+                exit_time=min(self.core.now(), last_heard),
             )
         # Whatever the dead (or silent) agent had started must not outlive it.
         self.core.backend.kill(handle_of(current or host))

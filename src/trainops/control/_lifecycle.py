@@ -67,10 +67,12 @@ class Lifecycle:
         self._merging: set[str] = set()
         self._merged: dict[tuple[str, int], _Merged] = {}
 
-    def evaluate(self, name: str) -> None:
-        """Apply whatever rule the job's hosts now satisfy; release capacity once all are down."""
-        job = self.core.job(name)
-        hosts = self.core.store.hosts(name, job.attempt)
+    def evaluate(self, name: str, known: tuple[JobRecord, list[HostRecord]] | None = None) -> None:
+        """Apply whatever rule the job's hosts now satisfy; release capacity once all are down.
+
+        ``known``: the job's record and its current attempt's hosts, when the caller has just
+        read them (and nothing changed them since)."""
+        job, hosts = known if known is not None else self._read(name)
         all_down = all(h.exited for h in hosts)
         if job.status == PrimaryStatus.STOPPING and all_down:
             self._conclude(job, hosts, self._stopped_ending(job))
@@ -85,6 +87,10 @@ class Lifecycle:
         if hosts and all_down:
             self.core.backend.release(name)
             self.core.wake_scheduler()
+
+    def _read(self, name: str) -> tuple[JobRecord, list[HostRecord]]:
+        job = self.core.job(name)
+        return job, self.core.store.hosts(name, job.attempt)
 
     def begin_stop(self, job: JobRecord, reason: StopReason, message: str) -> None:
         if job.status != PrimaryStatus.IN_PROGRESS or job.stop_reason == StopReason.FAILED:
@@ -151,7 +157,7 @@ class Lifecycle:
 
     def _relaunch(self, job: JobRecord) -> None:
         self.core.backend.release(job.name)
-        self.core.set_secondary(
+        job = self.core.set_secondary(
             job,
             SecondaryStatus.STARTING,
             STARTING_MESSAGE,
@@ -159,6 +165,7 @@ class Lifecycle:
             stop_reason=None,
             stop_requested_at=None,
         )
+        self.core.waiting.add(job)
         self.core.wake_scheduler()
 
     @staticmethod
@@ -226,6 +233,7 @@ class Lifecycle:
                 self._after_merge(job.name, job.attempt, merged, result)
             except Exception:
                 _log.exception("ending job %s after its merge failed", job.name)
+                self.core.recheck(job.name)
 
     def _after_merge(
         self, name: str, attempt: int, merged: dict[str, str], result: _Merged

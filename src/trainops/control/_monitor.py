@@ -1,8 +1,12 @@
 """The monitor: liveness of agents, max runtime, and killing agents that ignore a stop.
 
-Each tick looks at every job that is running, stopping, or still has an agent of its current
-attempt that has not reported its exit. The same pass, run once at start-up, is the recovery of
-a restarted control plane: dead agents' journals are read and the end rules applied.
+Each tick looks at the jobs that have an agent of their current attempt that has not reported
+its exit, the jobs that are stopping, and the jobs a change left half done (a write that failed
+on a full disk: ``ControlCore.recheck``). Jobs that wait for capacity have no agent and nothing
+a tick could find: they are the scheduler's, which works on change (a submission, capacity
+freed), so a tick costs the same with none or ten thousand of them waiting. At start-up,
+:meth:`Monitor.recover` looks once at every job that is not over: the recovery of a restarted
+control plane, where dead agents' journals are read and the end rules applied.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from trainops.control._core import ControlCore, handle_of
 from trainops.control._events import EventIntake
 from trainops.control._lifecycle import Lifecycle
 from trainops.control._status import PrimaryStatus, StopReason
-from trainops.store import JobRecord
+from trainops.store import HostRecord, JobRecord
 
 __all__ = ["Monitor", "PeriodicWorker", "StoreHealth"]
 
@@ -72,6 +76,7 @@ class Monitor:
         self.intake = intake
         self.health = health
         self._failing: set[str] = set()  # jobs whose last check failed to write the store
+        self._watch = (PrimaryStatus.STOPPING,)
 
     def adopt_reservations(self) -> None:
         """After a restart: hold again the capacity of attempts whose agents may still run."""
@@ -81,66 +86,99 @@ class Monitor:
                 self.core.backend.adopt(job.name, [h.reservation for h in hosts])
 
     def tick(self) -> None:
+        """Look at the jobs with live agents, the stopping ones and those to look at again."""
+        names = set(self.core.store.watched_jobs(self._watch))
+        names |= self.core.take_rechecks() | self._failing
+        for name in sorted(names):
+            self._look(name)
+
+    def recover(self) -> None:
+        """Look once at every job that is not over (after a restart)."""
         for job in self.core.store.active_jobs(_ACTIVE):
-            with self.core.lock:
-                try:
-                    self._check(job.name)
-                except sqlite3.OperationalError as exc:
-                    # "database or disk is full": one line while it lasts, not one traceback
-                    # a tick; the next tick tries again, and succeeds once there is space.
-                    self._failing.add(job.name)
-                    self.health.failed(exc)
-                    continue
-                except Exception:
-                    _log.exception("monitor: checking job %s failed", job.name)
-                if job.name in self._failing:
-                    self._failing.discard(job.name)
-                    if not self._failing:
-                        self.health.succeeded()
+            self._look(job.name)
+
+    def _look(self, name: str) -> None:
+        with self.core.lock:
+            try:
+                self._check(name)
+            except sqlite3.OperationalError as exc:
+                # "database or disk is full": one line while it lasts, not one traceback
+                # a tick; the next tick tries again, and succeeds once there is space.
+                self._failing.add(name)
+                self.health.failed(exc)
+                return
+            except KeyError:
+                pass  # the job is gone from the store
+            except Exception:
+                _log.exception("monitor: checking job %s failed", name)
+            if name in self._failing:
+                self._failing.discard(name)
+                if not self._failing:
+                    self.health.succeeded()
 
     def _check(self, name: str) -> None:
+        """Liveness, max runtime and stop escalation of one job, then its end rules. The job and
+        its hosts are read once; again only after something changed them."""
         job = self.core.job(name)
-        timeout = self.core.settings.heartbeat_timeout
-        for host in self.core.store.hosts(name, job.attempt):
-            if host.exited:
-                continue
-            if not self.core.backend.is_alive(handle_of(host)):
-                self.intake.host_gone(self.core.job(name), host)
-            elif self.core.heartbeats.silent_for(name, host.host, host.attempt) > timeout:
-                reason = (
-                    f"the host agent of {host.host} sent no report for {timeout} s "
-                    "(agents report every 0.5 s): the host is lost"
-                )
-                self.intake.host_gone(self.core.job(name), host, reason)
-        job = self.core.job(name)
-        self._check_runtime(job)
-        self._escalate(self.core.job(name))
-        self.lifecycle.evaluate(name)
+        hosts = self.core.store.hosts(name, job.attempt)
+        changed = False
+        for host in hosts:
+            if not host.exited:
+                changed = self._check_host(job, host) or changed
+        if changed:
+            job = self.core.job(name)
+        changed = self._check_runtime(job) or changed
+        if changed:
+            job = self.core.job(name)
+        changed = self._escalate(job) or changed
+        self.lifecycle.evaluate(name, None if changed else (job, hosts))
 
-    def _check_runtime(self, job: JobRecord) -> None:
+    def _check_host(self, job: JobRecord, host: HostRecord) -> bool:
+        """Whether ``host``, which has not reported its exit, was found gone (and recorded so)."""
+        timeout = self.core.settings.heartbeat_timeout
+        if not self.core.backend.is_alive(handle_of(host)):
+            self.intake.host_gone(self.core.job(job.name), host)
+            return True
+        if self.core.heartbeats.silent_for(job.name, host.host, host.attempt) > timeout:
+            reason = (
+                f"the host agent of {host.host} sent no report for {timeout} s "
+                "(agents report every 0.5 s): the host is lost"
+            )
+            self.intake.host_gone(self.core.job(job.name), host, reason)
+            return True
+        return False
+
+    def _check_runtime(self, job: JobRecord) -> bool:
+        """Begin the stop of a job past its max runtime; whether it did."""
         start = job.training_start_time
         if job.status != PrimaryStatus.IN_PROGRESS or start is None:
-            return
+            return False
         if job.stop_reason not in (None, StopReason.RESTARTING):
-            return
+            return False
         limit = job.spec.stopping_condition.max_runtime_in_seconds
-        if self.core.now() - start >= limit:
-            message = f"Stopping: the job exceeded MaxRuntimeInSeconds ({limit} s)"
-            self.lifecycle.begin_stop(job, StopReason.MAX_RUNTIME_EXCEEDED, message)
+        if self.core.now() - start < limit:
+            return False
+        message = f"Stopping: the job exceeded MaxRuntimeInSeconds ({limit} s)"
+        self.lifecycle.begin_stop(job, StopReason.MAX_RUNTIME_EXCEEDED, message)
+        return True
 
-    def _escalate(self, job: JobRecord) -> None:
-        """Kill agents still running ``grace + kill margin`` after they were told to stop."""
+    def _escalate(self, job: JobRecord) -> bool:
+        """Kill agents still running ``grace + kill margin`` after they were told to stop;
+        whether any was."""
         if job.stop_requested_at is None:
-            return
+            return False
         grace = job.spec.grace_seconds
         deadline = job.stop_requested_at + grace + self.core.config.kill_margin_seconds
         if self.core.now() < deadline:
-            return
+            return False
+        killed = False
         for host in self.core.store.hosts(job.name, job.attempt):
             if not host.exited:
                 _log.warning("killing the agent of %s/%s: it ignored a stop", job.name, host.host)
                 self.core.backend.kill(handle_of(host))
                 self.intake.host_gone(job, host)
+                killed = True
+        return killed
 
 
 class PeriodicWorker:

@@ -3,13 +3,16 @@
 A job that fits gets its hosts' trees and one agent per host, each with an agent token of its
 own (only its hash is stored, on the host's record): a token speaks for one host of one attempt
 and nothing else. A job that does not fit goes Pending with a message saying what it waits for.
-Callers hold ``core.lock``.
+The waiting jobs come from ``core.waiting`` (see ``_queue``): a pass tries the oldest job of
+each need and reads no other job's record, so it costs the same with ten or ten thousand jobs
+waiting. Callers hold ``core.lock``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import heapq
 import secrets
 from pathlib import Path
 
@@ -17,6 +20,7 @@ from trainops.backends import CapacityNeverFits, CapacityShortage, HostPlacement
 from trainops.catalog import get_instance_type
 from trainops.control._core import ControlCore
 from trainops.control._lifecycle import Lifecycle
+from trainops.control._queue import Need
 from trainops.control._status import (
     HOST_LOST,
     STARTING_MESSAGE,
@@ -27,6 +31,8 @@ from trainops.protocol import AgentLaunch
 from trainops.store import HostState, JobRecord, NewHost
 
 __all__ = ["Placement", "attempt_dir", "token_hash"]
+
+_WAITING = (SecondaryStatus.STARTING, SecondaryStatus.PENDING)
 
 
 def token_hash(token: str) -> str:
@@ -46,27 +52,80 @@ class Placement:
         self.core = core
         self.lifecycle = lifecycle
 
-    def place_waiting(self) -> None:
-        waiting = (SecondaryStatus.STARTING, SecondaryStatus.PENDING)
-        for job in self.core.store.unplaced_jobs(PrimaryStatus.IN_PROGRESS, waiting):
-            self._place(job)
+    def load_waiting(self) -> None:
+        """Queue the jobs the store says wait (once, when the control plane starts)."""
+        for job in self.core.store.unplaced_jobs(PrimaryStatus.IN_PROGRESS, _WAITING):
+            self.core.waiting.add(job)
 
-    def _place(self, job: JobRecord) -> None:
+    def place_waiting(self) -> None:
+        """Place what fits now, oldest first; each need stops at its first job that waits."""
+        if not self.core.backend.fits_by_need:
+            self._place_each()
+            return
+        queue = self.core.waiting
+        heads = queue.heads()
+        heapq.heapify(heads)
+        while heads:
+            _, name, need = heapq.heappop(heads)
+            job = self._still_waiting(name)
+            shortage = None if job is None else self._place(job)
+            if shortage is not None:
+                self._tell_waiting(need, shortage)
+                continue  # the later jobs of this need do not fit either
+            queue.pop(need, name)
+            following = queue.next_of(need)
+            if following is not None:
+                heapq.heappush(heads, (*following, need))
+
+    def _place_each(self) -> None:
+        """Ask the backend about every waiting job, oldest first (see ``fits_by_need``)."""
+        for _, name, need in self.core.waiting.queued():
+            job = self._still_waiting(name)
+            shortage = None if job is None else self._place(job)
+            if shortage is None:
+                self.core.waiting.remove(need, name)
+            else:
+                self._tell_waiting(need, shortage)
+
+    def _still_waiting(self, name: str) -> JobRecord | None:
+        """The job's record if it still waits to be placed (it may have been stopped)."""
+        job = self.core.store.get_job(name)
+        if (
+            job is None
+            or job.status != PrimaryStatus.IN_PROGRESS
+            or job.secondary_status not in _WAITING
+            or job.stop_reason is not None
+            or self.core.store.hosts(name, job.attempt)
+        ):
+            return None
+        return job
+
+    def _tell_waiting(self, need: Need, shortage: str) -> None:
+        """Jobs of ``need`` queued since it last waited go Pending (the oldest already has)."""
+        for name in self.core.waiting.take_untold(need):
+            job = self._still_waiting(name)
+            if job is not None and job.secondary_status != SecondaryStatus.PENDING:
+                message = f"Waiting for capacity: {shortage}"
+                self.core.set_secondary(job, SecondaryStatus.PENDING, message)
+
+    def _place(self, job: JobRecord) -> str | None:
+        """Start ``job`` if it fits (or fail it if it never can); else what it waits for."""
         instance = get_instance_type(job.spec.instance_type)
         count = job.spec.instance_count
         try:
             placements = self.core.backend.reserve(job.name, instance, count)
         except CapacityNeverFits as never:
             self.lifecycle.fail_unplaced(job, f"CapacityError: {never}")
-            return
+            return None
         except CapacityShortage as shortage:
             if job.secondary_status != SecondaryStatus.PENDING:
                 message = f"Waiting for capacity: {shortage}"
                 self.core.set_secondary(job, SecondaryStatus.PENDING, message)
-            return
+            return str(shortage)
         if job.secondary_status == SecondaryStatus.PENDING:
             job = self.core.set_secondary(job, SecondaryStatus.STARTING, STARTING_MESSAGE)
         self._launch(job, placements)
+        return None
 
     def _launch(self, job: JobRecord, placements: list[HostPlacement]) -> None:
         # Where each host's tree and agent state go; the backend and the agent create them where

@@ -176,6 +176,20 @@ class MetadataStore:
         )
         return [JobRecord.from_row(r) for r in self._read(sql, (*statuses, HostState.EXITED))]
 
+    def watched_jobs(self, statuses: Sequence[str]) -> list[str]:
+        """Names of the jobs in ``statuses`` or with a host of their current attempt that has
+        not exited, in submission order. Both halves are index lookups (``jobs_by_status``,
+        ``hosts_by_state``): the cost follows those jobs, never the jobs that wait unplaced."""
+        marks = ", ".join("?" * len(statuses))
+        live = [state for state in HostState if state != HostState.EXITED]
+        sql = (
+            f"SELECT id, name FROM jobs WHERE status IN ({marks}) UNION"  # noqa: S608
+            " SELECT j.id, j.name FROM hosts h JOIN jobs j ON j.name = h.job"
+            f" AND j.attempt = h.attempt WHERE h.state IN ({', '.join('?' * len(live))})"
+            " ORDER BY 1"
+        )
+        return [str(row["name"]) for row in self._read(sql, (*statuses, *live))]
+
     def unplaced_jobs(self, status: str, secondary: Sequence[str]) -> list[JobRecord]:
         """Jobs waiting to be placed: no host records for their current attempt yet."""
         marks = ", ".join("?" * len(secondary))
