@@ -16,6 +16,7 @@ from typing import Any
 from trainops._settings import Settings
 from trainops.backends import AgentHandle, Backend, ProcessRef
 from trainops.control._heartbeats import Heartbeats
+from trainops.control._host_actions import HostActions
 from trainops.store import HostRecord, JobRecord, MetadataStore
 
 __all__ = ["ControlCore", "ControllerConfig", "handle_of"]
@@ -54,6 +55,7 @@ class ControlCore:
         # Hears the name of each job whose record changed (the services' hub); never blocks.
         self.job_listener: Callable[[str], None] = lambda name: None
         self.heartbeats = Heartbeats()
+        self.host_actions = HostActions()  # rules' command actions for the jobs' hosts
         self._changed = threading.Condition()
         self._version = 0
         self._closing = False
