@@ -174,7 +174,7 @@ class HostAgent:
         if self._abandoned is not None:
             result = HostResult(HostOutcome.INTERNAL_ERROR, result.exit_code, self._abandoned)
         result = self._masked(result)
-        self._actions.join(ACTION_REPORT_SECONDS)  # reported while this host's token holds
+        self._settle_actions()
         self.log.close()  # the last metric values go before the exit event
         self.reporter.emit(
             EventKind.EXIT,
@@ -186,6 +186,13 @@ class HostAgent:
             | ({"ranks": self._rank_exits} if len(self._rank_exits) > 1 else {}),
         )
         return result
+
+    def _settle_actions(self) -> None:
+        """Before the exit event, while this host's token holds: decline an action sent since
+        the script ended (the control plane then runs it itself), and report those under way."""
+        with contextlib.suppress(Exception):  # nothing may keep the exit event from going
+            self._take_commands()
+        self._actions.join(ACTION_REPORT_SECONDS)
 
     def _run_phases(self) -> HostResult:
         for line in host_warnings(self.job.instance_type, self.assignment.resources):

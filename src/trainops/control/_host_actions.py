@@ -102,6 +102,11 @@ class HostActions:
                 action.outcome = dict(data)
         action.done.set()
 
+    def waiting(self, job: str) -> list[HostAction]:
+        """The actions of ``job`` whose waiters have not closed them yet."""
+        with self._lock:
+            return [a for a in self._actions.values() if a.job == job]
+
     def close(self, action: HostAction) -> bool:
         """Forget ``action`` (its waiter is done with it); whether a host was sent it."""
         with self._lock:
