@@ -330,9 +330,9 @@ def test_a_command_goes_to_the_jobs_host_while_one_runs_it() -> None:
     [
         ({"host": "algo-1", "ran": True, "exit_code": 4, "output": ""}, False, "exited with 4"),
         (
-            {"host": "algo-1", "ran": True, "timed_out": True},
+            {"host": "algo-1", "ran": True, "timed_out": True, "output": "waiting"},
             False,
-            "still running after 5 s, killed",
+            "on algo-1: still running after 5 s, killed: waiting",
         ),
         ({"host": "algo-1", "ran": False, "error": "not now"}, False, "on algo-1: not now"),
         ({"host": "algo-1", "ran": True, "exit_code": "0"}, False, "exited with None"),

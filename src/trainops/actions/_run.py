@@ -145,15 +145,14 @@ def _host_result(argv: Sequence[str], timeout: float, outcome: Mapping[str, Any]
     if outcome.get("ran") is not True:
         error = str(outcome.get("error") or "not run")[:_OUTPUT_TAIL]
         return ActionResult("command", False, f"{name} on {host}: {error}")
+    tail = str(outcome.get("output") or "").strip()[-_OUTPUT_TAIL:]
+    shown = f": {tail}" if tail else ""
     if outcome.get("timed_out") is True:
-        return ActionResult(
-            "command", False, f"{name} on {host}: still running after {timeout:g} s, killed"
-        )
+        line = f"{name} on {host}: still running after {timeout:g} s, killed{shown}"
+        return ActionResult("command", False, line)
     code = outcome.get("exit_code")
     code = code if type(code) is int else None
-    tail = str(outcome.get("output") or "").strip()[-_OUTPUT_TAIL:]
-    detail = f"{name} exited with {code} on {host}" + (f": {tail}" if tail else "")
-    return ActionResult("command", code == 0, detail)
+    return ActionResult("command", code == 0, f"{name} exited with {code} on {host}{shown}")
 
 
 def _local_command(
