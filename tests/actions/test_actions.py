@@ -168,7 +168,8 @@ def test_command_gets_the_finding_on_stdin_and_its_environment(tmp_path: Any) ->
     [result] = run_actions(
         FINDING, [_action("command", argv=(sys.executable, "-c", code))], ActionContext(_no_stop)
     )
-    assert result.ok and result.detail.endswith("exited with 0: noted")
+    assert result.ok and "exited with 0: noted" in result.detail
+    assert result.detail.endswith("[run by the control plane with the job's recorded environment]")
     data, env = json.loads(out.read_text())
     assert data["rule_name"] == "slow-steps"
     assert env == {
@@ -301,3 +302,58 @@ def test_a_command_gets_the_jobs_environment_and_none_of_the_servers(
     assert env["SM_HP_EPOCHS"] == "3" and env["SM_USER_ENTRY_POINT"] == "train.py"
     assert env["TRAINING_JOB_NAME"] == "job-1" and env["MY_SETTING"] == "on"
     assert env["TRAINOPS_JOB"] == "job-1" and env["HOME"] == env["TMPDIR"]
+
+
+def test_a_command_goes_to_the_jobs_host_while_one_runs_it() -> None:
+    asked: list[tuple[list[str], str, dict[str, str], float]] = []
+
+    def on_host(argv: list[str], stdin: str, variables: dict[str, str], timeout: float) -> Any:
+        asked.append((argv, stdin, variables, timeout))
+        return {"host": "algo-1", "ran": True, "exit_code": 0, "output": "done\n"}
+
+    argv = ("/nonexistent/notify", "--flag")  # never run here: the host ran it
+    context = ActionContext(_no_stop, on_host=on_host)
+    [result] = run_actions(FINDING, [_action("command", argv=argv, timeout=7.0)], context)
+    assert (result.ok, result.detail) == (True, "notify exited with 0 on algo-1: done")
+    [(sent, stdin, variables, timeout)] = asked
+    assert sent == list(argv) and timeout == 7.0
+    assert json.loads(stdin)["rule_name"] == "slow-steps"
+    assert variables == {
+        "TRAINOPS_JOB": "job-1",
+        "TRAINOPS_RULE": "slow-steps",
+        "TRAINOPS_RULE_STATUS": "IssuesFound",
+    }
+
+
+@pytest.mark.parametrize(
+    ("report", "ok", "detail"),
+    [
+        ({"host": "algo-1", "ran": True, "exit_code": 4, "output": ""}, False, "exited with 4"),
+        (
+            {"host": "algo-1", "ran": True, "timed_out": True, "output": "waiting"},
+            False,
+            "on algo-1: still running after 5 s, killed: waiting",
+        ),
+        ({"host": "algo-1", "ran": False, "error": "not now"}, False, "on algo-1: not now"),
+        ({"host": "algo-1", "ran": True, "exit_code": "0"}, False, "exited with None"),
+        ({"ran": "yes", "exit_code": 0}, False, "on ?: not run"),
+    ],
+)
+def test_a_hosts_report_is_checked_not_trusted(report: Any, ok: bool, detail: str) -> None:
+    context = ActionContext(_no_stop, on_host=lambda *_: report)
+    [result] = run_actions(FINDING, [_action("command", argv=("notify",))], context)
+    assert result.ok is ok
+    assert detail in result.detail, result.detail
+
+
+def test_with_no_host_left_the_control_plane_runs_it_and_says_why(tmp_path: Any) -> None:
+    out = tmp_path / "ran"
+    code = f"open({str(out)!r}, 'w').write('yes')"
+    context = ActionContext(_no_stop, on_host=lambda *_: "the job's hosts have ended")
+    [result] = run_actions(
+        FINDING, [_action("command", argv=(sys.executable, "-c", code))], context
+    )
+    assert result.ok and out.read_text() == "yes"
+    assert result.detail.endswith(
+        "[run by the control plane with the job's recorded environment: the job's hosts have ended]"
+    )

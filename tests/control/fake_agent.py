@@ -34,7 +34,14 @@ from typing import Any
 
 import httpx
 
-from trainops.protocol import AgentEvent, AgentLaunch, Assignment, EventKind, EventReply
+from trainops.protocol import (
+    AgentEvent,
+    AgentLaunch,
+    Assignment,
+    Command,
+    EventKind,
+    EventReply,
+)
 
 FLUSH_DEADLINE_S = 120.0
 
@@ -46,6 +53,8 @@ class FakeAgent:
         self.events: list[AgentEvent] = []
         self.acked = 0
         self.stop_reason: str | None = None
+        self.actions: set[str] = set()
+        self.action_mode = "report"  # FAKE_ACTION of the job's environment (see take_action)
         self.journal = (launch.state_dir / "journal.jsonl").open("a", encoding="utf-8")
         self.http = httpx.Client(timeout=5.0, headers={"Authorization": f"Bearer {launch.token}"})
 
@@ -87,6 +96,22 @@ class FakeAgent:
         for command in reply.commands:
             if command.kind == "stop" and self.stop_reason is None:
                 self.stop_reason = command.reason or "stop"
+            if command.kind == "action":
+                self.take_action(command)
+
+    def take_action(self, command: Command) -> None:
+        """A rule's command action, answered as ``FAKE_ACTION`` says: ``report`` (ran, exit 0),
+        ``decline`` (not running a script) or ``silent`` (taken, never reported)."""
+        if command.action_id in self.actions:
+            return
+        self.actions.add(command.action_id)
+        if self.action_mode == "report":
+            output = f"ran {' '.join(command.words)} with {command.variables}"
+            self.emit(
+                EventKind.ACTION, action_id=command.action_id, ran=True, exit_code=0, output=output
+            )
+        elif self.action_mode == "decline":
+            self.emit(EventKind.ACTION, action_id=command.action_id, ran=False, declined=True)
 
     def rediscover(self) -> None:
         server_file = Path(os.environ["TRAINOPS_HOME"]) / "server.json"
@@ -134,6 +159,7 @@ def run(agent: FakeAgent) -> int:
     assignment = agent.fetch_assignment()
     env = assignment.spec.environment
     host, attempt = assignment.current_host, assignment.attempt
+    agent.action_mode = env.get("FAKE_ACTION", "report")
     agent.emit(EventKind.PHASE, phase="Downloading", message="")
     agent.post()
     agent.emit(EventKind.PHASE, phase="Training", message="")

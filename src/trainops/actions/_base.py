@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from trainops.actions._destinations import WebhookPolicy
 
-__all__ = ["ActionContext", "ActionResult", "Finding", "display_url"]
+__all__ = ["ActionContext", "ActionResult", "Finding", "OnHost", "display_url"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,12 +54,21 @@ class ActionResult:
 @dataclass(frozen=True, slots=True)
 class ActionContext:
     """What actions may do: stop a job (``stop_job(name, message)`` -> began stopping), reach
-    the webhooks ``webhooks`` allows, and run commands with ``environment`` (the job's recorded
-    environment, see ``_environment.py``) and nothing else."""
+    the webhooks ``webhooks`` allows, and run commands: on the job's first host while it runs
+    (``on_host(argv, stdin, variables, timeout)``: how it went there, or why no host ran it),
+    else here with ``environment`` (the job's recorded environment, see ``_environment.py``)
+    and nothing else."""
 
     stop_job: Callable[[str, str], bool]
     webhooks: WebhookPolicy = field(default_factory=WebhookPolicy)
     environment: Mapping[str, str] = field(default_factory=dict)
+    on_host: OnHost | None = None
+
+
+#: Runs a command action on the job's host: ``on_host(argv, stdin, variables, timeout)``
+#: returns the host's report (``host``, ``ran``, ``exit_code``, ``timed_out``, ``output``,
+#: ``error``), or a string saying why no host ran it.
+OnHost = Callable[[list[str], str, dict[str, str], float], "dict[str, Any] | str"]
 
 
 def display_url(url: str) -> str:

@@ -21,6 +21,7 @@ import ssl
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
+from typing import Any
 from urllib.parse import urlsplit
 
 from trainops.actions._base import ActionContext, ActionResult, Finding, display_url
@@ -48,7 +49,7 @@ def _run_one(finding: Finding, action: ActionSpec, context: ActionContext) -> Ac
         if action.type == "webhook" and action.url is not None:
             return _webhook(finding, action.url, action.timeout_seconds, context.webhooks)
         if action.type == "command" and action.argv:
-            return _command(finding, action.argv, action.timeout_seconds, context.environment)
+            return _command(finding, list(action.argv), action.timeout_seconds, context)
     except Exception as exc:  # an action's failure is its result
         return ActionResult(action.type, False, f"{type(exc).__name__}: {exc}")
     return ActionResult(action.type, False, "not a complete action")
@@ -118,17 +119,52 @@ class _PinnedConnection(http.client.HTTPConnection):
 
 
 def _command(
-    finding: Finding, argv: Sequence[str], timeout: float, environment: Mapping[str, str]
+    finding: Finding, argv: list[str], timeout: float, context: ActionContext
+) -> ActionResult:
+    """On the job's first host while it runs; else here, saying so and why."""
+    variables = {
+        "TRAINOPS_JOB": finding.job,
+        "TRAINOPS_RULE": finding.rule_name,
+        "TRAINOPS_RULE_STATUS": finding.status,
+    }
+    why = ""
+    if context.on_host is not None:
+        outcome = context.on_host(argv, finding.payload().decode(), variables, timeout)
+        if not isinstance(outcome, str):
+            return _host_result(argv, timeout, outcome)
+        why = f": {outcome}"
+    result = _local_command(finding, argv, timeout, context.environment, variables)
+    where = f" [run by the control plane with the job's recorded environment{why}]"
+    return ActionResult("command", result.ok, result.detail + where)
+
+
+def _host_result(argv: Sequence[str], timeout: float, outcome: Mapping[str, Any]) -> ActionResult:
+    """The result of a command a host ran (its report's fields are checked, never trusted)."""
+    name = os.path.basename(argv[0])
+    host = str(outcome.get("host", "?"))[:64]
+    if outcome.get("ran") is not True:
+        error = str(outcome.get("error") or "not run")[:_OUTPUT_TAIL]
+        return ActionResult("command", False, f"{name} on {host}: {error}")
+    tail = str(outcome.get("output") or "").strip()[-_OUTPUT_TAIL:]
+    shown = f": {tail}" if tail else ""
+    if outcome.get("timed_out") is True:
+        line = f"{name} on {host}: still running after {timeout:g} s, killed{shown}"
+        return ActionResult("command", False, line)
+    code = outcome.get("exit_code")
+    code = code if type(code) is int else None
+    return ActionResult("command", code == 0, f"{name} exited with {code} on {host}{shown}")
+
+
+def _local_command(
+    finding: Finding,
+    argv: Sequence[str],
+    timeout: float,
+    environment: Mapping[str, str],
+    variables: Mapping[str, str],
 ) -> ActionResult:
     name = os.path.basename(argv[0])
     with tempfile.TemporaryDirectory(prefix="trainops-action-") as scratch:
-        env = {
-            **base_variables(scratch),
-            **environment,
-            "TRAINOPS_JOB": finding.job,
-            "TRAINOPS_RULE": finding.rule_name,
-            "TRAINOPS_RULE_STATUS": finding.status,
-        }
+        env = {**base_variables(scratch), **environment, **variables}
         try:
             process = subprocess.Popen(
                 list(argv),

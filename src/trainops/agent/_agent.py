@@ -21,6 +21,7 @@ from pathlib import Path
 from trainops._errors import TrainopsError
 from trainops._redaction import Masker
 from trainops._settings import Settings
+from trainops.agent._actions import ActionRunner
 from trainops.agent._failure import exit_failure_reason, read_failure_file
 from trainops.agent._group import ProcessGroup
 from trainops.agent._hostlog import HostLog
@@ -77,6 +78,7 @@ POLL_SECONDS = 0.1
 # A script still running after this long gets the agent's own work put behind it (_priority).
 LOWER_AFTER_SECONDS = 0.05
 INTERNAL_ERROR_GRACE_SECONDS = 5.0
+ACTION_REPORT_SECONDS = 5.0  # the most a rule's command action may hold up the host's end
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +139,14 @@ class HostAgent:
         self._tool_namespace: HostNamespace | None = None  # else the installer's, while it runs
         self._rank_exits: list[dict[str, int | None]] = []  # how each rank ended
         self._doing = "preparing the host"  # what the host is busy with, for a full disk's reason
+        self._live_namespace: HostNamespace | None = None  # the script's, while it runs
+        self._actions = ActionRunner(
+            self._action_argv,
+            lambda: self._env,
+            self.tree.code_dir,
+            lambda data: self.reporter.emit(EventKind.ACTION, data),
+            self._mask,
+        )
 
     @property
     def stop_requested(self) -> bool:
@@ -164,6 +174,7 @@ class HostAgent:
         if self._abandoned is not None:
             result = HostResult(HostOutcome.INTERNAL_ERROR, result.exit_code, self._abandoned)
         result = self._masked(result)
+        self._settle_actions()
         self.log.close()  # the last metric values go before the exit event
         self.reporter.emit(
             EventKind.EXIT,
@@ -175,6 +186,13 @@ class HostAgent:
             | ({"ranks": self._rank_exits} if len(self._rank_exits) > 1 else {}),
         )
         return result
+
+    def _settle_actions(self) -> None:
+        """Before the exit event, while this host's token holds: decline an action sent since
+        the script ended (the control plane then runs it itself), and report those under way."""
+        with contextlib.suppress(Exception):  # nothing may keep the exit event from going
+            self._take_commands()
+        self._actions.join(ACTION_REPORT_SECONDS)
 
     def _run_phases(self) -> HostResult:
         for line in host_warnings(self.job.instance_type, self.assignment.resources):
@@ -430,11 +448,24 @@ class HostAgent:
             )
         except (LaunchError, OSError) as exc:
             return HostResult(HostOutcome.FAILED, None, str(exc))
+        self._live_namespace = launch.namespace or self._namespace  # one host's: made early
         try:
             return self._run_launch(launch)
         finally:
+            self._live_namespace = None
             if launch.namespace is not None:
                 launch.namespace.close()
+
+    def _action_argv(self, argv: Sequence[str]) -> list[str] | None:
+        """A rule's command action, run as the script's processes run: joined into the host's
+        namespaces while the script runs (``None`` at other times: the control plane runs it
+        itself); unisolated like the script where this machine allows no namespaces."""
+        namespace = self._live_namespace
+        if namespace is not None:
+            return namespace.join(argv, (), None)
+        if self._running is not None and self._env and not namespaces_available():
+            return list(argv)
+        return None
 
     def _run_launch(self, launch: HostLaunch) -> HostResult:
         for warning in launch.warnings:
@@ -473,8 +504,11 @@ class HostAgent:
         return self._result_of(returncode, group)
 
     def _take_commands(self) -> None:
-        """The control plane's commands: stops, and spawns for the remote shell's keeper."""
+        """The control plane's commands: stops, rules' command actions, and spawns for the
+        remote shell's keeper."""
         for command in self.reporter.commands():
+            if self._actions.take(command):  # a rule's command action (see _actions)
+                continue
             if not self._stop.take(command) and self._remote is not None:
                 self._remote.take(command)
 

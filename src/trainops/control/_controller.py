@@ -10,6 +10,7 @@ from __future__ import annotations
 import hmac
 import posixpath
 import sqlite3
+import time
 from collections.abc import Sequence
 from pathlib import PurePosixPath
 from typing import Any
@@ -60,6 +61,9 @@ _REFUSED_AGENT = (
     "one job, until that host or the job ends"
 )
 _SCHEDULER_PERIOD_S = 1.0
+_ACTION_POLL_S = 0.2
+# How long a host may take to pick a command action up, besides its own timeout.
+_ACTION_DELIVERY_S = 15.0
 
 
 class JobController:
@@ -136,6 +140,7 @@ class JobController:
             settings=self.settings,
             stop_job=self._stop_for_service,
             now=self.core.now,
+            run_on_host=self.run_on_host,
         )
         made = [factory(context) for factory in SERVICES.values()]
         return [RetentionService(self.retention), *(s for s in made if s is not None)]
@@ -254,7 +259,61 @@ class JobController:
             commands = self.intake.commands_for(job, record)
         if not commands and not record.exited:
             commands = self.spawns.commands_for(job_name, attempt, host)
+            commands += self.core.host_actions.commands_for(job_name, attempt, host)
         return EventReply(acked_seq=acked, commands=commands)
+
+    # --- rules' command actions, run on the job's first host (see _host_actions) --------------
+
+    def run_on_host(
+        self, job_name: str, argv: list[str], stdin: str, variables: dict[str, str], timeout: float
+    ) -> dict[str, Any] | str:
+        """Run a rule's command action on the job's first host and wait for how it went: the
+        host's ``action`` event (its ``data``, with ``host``), or, where no host took it, the
+        reason (the caller then runs it itself, with the job's recorded environment)."""
+        target = self._action_host(job_name, starting=True)
+        if isinstance(target, str):
+            return target
+        host = target.host
+        try:
+            action = self.core.host_actions.open(
+                job_name, target.attempt, host, argv, stdin, variables, timeout
+            )
+        except ValueError as exc:
+            return str(exc)
+        deadline = time.monotonic() + timeout + _ACTION_DELIVERY_S
+        reason = ""
+        while not action.wait(_ACTION_POLL_S):
+            gone = self._action_host(job_name, starting=False)
+            if isinstance(gone, str) or self.core.closing:
+                reason = gone if isinstance(gone, str) else "the control plane is closing"
+                break
+            if time.monotonic() > deadline:
+                reason = f"host {host} did not report it within {timeout + _ACTION_DELIVERY_S:g} s"
+                break
+        delivered = self.core.host_actions.close(action)
+        if action.outcome is not None and action.outcome.get("declined") is True:
+            return f"host {host} is not running the job's script"  # nothing ran there
+        if action.outcome is not None:
+            return {**action.outcome, "host": host}
+        if not delivered:
+            return reason
+        return {"host": host, "ran": False, "error": f"host {host} took it, then: {reason}"}
+
+    def _action_host(self, job_name: str, *, starting: bool) -> HostRecord | str:
+        """The running first host of the job's current attempt, or why there is none (a host
+        that has taken an action still counts while the job stops: ``starting`` is False)."""
+        job = self.store.get_job(job_name)
+        if job is None or job.status in ENDED:
+            return "the job's hosts have ended"
+        if starting and job.stop_reason:
+            return "the job is stopping"
+        hosts = self.store.hosts(job_name, job.attempt)
+        first = next((h for h in hosts if h.host == "algo-1"), hosts[0] if hosts else None)
+        if first is None:
+            return "the job has no host yet"
+        if first.exited:
+            return f"host {first.host} has ended"
+        return first
 
     # --- remote commands between the hosts of a job (see _relay) ------------------------------
 

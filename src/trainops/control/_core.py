@@ -16,6 +16,7 @@ from typing import Any
 from trainops._settings import Settings
 from trainops.backends import AgentHandle, Backend, ProcessRef
 from trainops.control._heartbeats import Heartbeats
+from trainops.control._host_actions import HostActions
 from trainops.control._queue import WaitingQueue
 from trainops.store import HostRecord, JobRecord, MetadataStore
 
@@ -60,6 +61,7 @@ class ControlCore:
         self.waiting = WaitingQueue()  # jobs to place (see _queue); the scheduler drains it
         self._recheck: set[str] = set()  # jobs the monitor must look at again (see recheck)
         self._recheck_lock = threading.Lock()
+        self.host_actions = HostActions()  # rules' command actions for the jobs' hosts
         self._changed = threading.Condition()
         self._version = 0
         self._closing = False

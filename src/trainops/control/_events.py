@@ -55,6 +55,8 @@ class EventIntake:
                 self._advance(host, event)
             elif event.kind == EventKind.PROCESS:
                 self._remember_process(host, event)
+            elif event.kind == EventKind.ACTION:  # how a rule's command went (_host_actions)
+                self.core.host_actions.finish(host.job, host.attempt, host.host, event.data)
             exited = exited or event.kind == EventKind.EXIT
         self.core.notify()
         if exited:

@@ -63,6 +63,10 @@ class EventKind(StrEnum):
     ARTIFACT = "artifact"  # {"name": "model" | "model_part" | "output" | "log" | ..., "uri": str}
     PROCESS = "process"  # {"pid": int, "pgid": int, "command": [str, ...]}
     EXIT = "exit"  # {"outcome": HostOutcome, "exit_code": int | None, "failure_reason": str | None}
+    # How a rule's command action (``Command(kind="action")``) went on this host:
+    # {"action_id": str, "ran": bool, "exit_code": int | None, "timed_out": bool,
+    #  "output": str (the tail of its output), "error": str | None (why it did not run)}
+    ACTION = "action"
 
 
 class Phase(StrEnum):
@@ -193,13 +197,21 @@ class Command:
     """An instruction for the agent. ``kind == "stop"``: SIGTERM, then SIGKILL after grace.
     ``kind == "spawn"``: run ``words`` (a remote shell's command line, one word per item) in
     this host's keeper and report it as ``spawn_id``; repeated until the agent reports it
-    started, so the agent runs each ``spawn_id`` once."""
+    started, so the agent runs each ``spawn_id`` once. ``kind == "action"``: a rule's command
+    action: run ``words`` (its argv, no shell) as the job's processes run, ``stdin`` on its
+    standard input, ``variables`` added to the job's environment, for at most
+    ``timeout_seconds``, and report an ``action`` event for ``action_id``; repeated until that
+    event arrives, so the agent runs each ``action_id`` once."""
 
     kind: str
     reason: str = ""
     grace_seconds: float = 120.0
     spawn_id: str = ""
     words: list[str] = field(default_factory=list)
+    action_id: str = ""
+    stdin: str = ""
+    variables: dict[str, str] = field(default_factory=dict)
+    timeout_seconds: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -20,7 +20,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainops._errors import StorageError
-from trainops.actions import ActionContext, Finding, WebhookPolicy, job_environment, run_actions
+from trainops.actions import (
+    ActionContext,
+    Finding,
+    OnHost,
+    WebhookPolicy,
+    job_environment,
+    run_actions,
+)
 from trainops.control.services import ServiceContext
 from trainops.profiler import ProfilerReader, profiler_prefix
 from trainops.protocol import RuleSpec
@@ -139,14 +146,24 @@ class JobRules:
         return run_actions(finding, state.spec.actions, self._action_context())
 
     def _action_context(self) -> ActionContext:
-        """What the job's actions may do: webhooks where the settings allow, commands with the
-        job's recorded environment (its hosts' names from this attempt)."""
+        """What the job's actions may do: webhooks where the settings allow, commands on the
+        job's first host while it runs, else with the job's recorded environment (its hosts'
+        names from this attempt)."""
         job, settings = self.job, self.context.settings
         hosts = [h.host for h in self.context.store.hosts(job.name, job.attempt)]
         return ActionContext(
             self.context.stop_job,
             webhooks=WebhookPolicy.from_names(settings.webhook_networks),
             environment=job_environment(job.name, job.spec, hosts),
+            on_host=self._on_host(job.name),
+        )
+
+    def _on_host(self, job_name: str) -> OnHost | None:
+        run_on_host = self.context.run_on_host
+        if run_on_host is None:
+            return None
+        return lambda argv, stdin, variables, timeout: run_on_host(
+            job_name, argv, stdin, variables, timeout
         )
 
     def _error(self, state: RuleState, line: str) -> None:

@@ -7,13 +7,19 @@ docs/internals/services.md says how to add one.
 
 from __future__ import annotations
 
-from trainops.control.services._base import ControlService, ServiceContext, ServiceFactory
+from trainops.control.services._base import (
+    ControlService,
+    HostRunner,
+    ServiceContext,
+    ServiceFactory,
+)
 from trainops.control.services._hub import ServiceHub
 from trainops.control.services._retention import RetentionService
 
 __all__ = [
     "SERVICES",
     "ControlService",
+    "HostRunner",
     "RetentionService",
     "ServiceContext",
     "ServiceFactory",

@@ -18,11 +18,17 @@ from __future__ import annotations
 from abc import ABC
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from trainops._settings import Settings
 from trainops.store import JobRecord, MetadataStore
 
-__all__ = ["ControlService", "ServiceContext", "ServiceFactory"]
+__all__ = ["ControlService", "HostRunner", "ServiceContext", "ServiceFactory"]
+
+
+#: ``run_on_host(job name, argv, stdin, variables, timeout)``: the host's ``action`` event
+#: data (with ``host``), or why no host ran it.
+HostRunner = Callable[[str, list[str], str, dict[str, str], float], "dict[str, Any] | str"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,12 +37,16 @@ class ServiceContext:
 
     ``stop_job(name, message)`` begins stopping a running job with ``message`` as the reason
     recorded; it returns False (and does nothing) when the job has ended or is stopping
-    already. ``now()`` is the control plane's clock."""
+    already. ``now()`` is the control plane's clock. ``run_on_host(name, argv, stdin,
+    variables, timeout)`` runs a rule's command action on the job's first host (as its processes
+    run) and returns how it went, or, as a string, why no host could run it (None: no hosts
+    here, e.g. a service tested alone)."""
 
     store: MetadataStore
     settings: Settings
     stop_job: Callable[[str, str], bool]
     now: Callable[[], float]
+    run_on_host: HostRunner | None = None
 
 
 class ControlService(ABC):  # noqa: B024 - every hook is optional; a service overrides some
