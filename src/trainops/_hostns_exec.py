@@ -139,6 +139,17 @@ def _wait_for_names(names: Sequence[str]) -> str | None:
     return None
 
 
+def _names_resolve(names: Sequence[str]) -> bool:
+    """Whether every job host name resolves in time; says which one did not."""
+    unresolved = _wait_for_names(names)
+    if unresolved is not None:
+        print(
+            f"trainops: host name {unresolved!r} did not resolve within {RESOLVE_SECONDS:g} s",
+            file=sys.stderr,
+        )
+    return unresolved is None
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m trainops._hostns_exec")
     parser.add_argument("--probe", action="store_true")
@@ -230,12 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.expect_entries is not None:
         return _has_entries(args.expect_entries)
-    unresolved = _wait_for_names(args.resolve)
-    if unresolved is not None:
-        print(
-            f"trainops: host name {unresolved!r} did not resolve within {RESOLVE_SECONDS:g} s",
-            file=sys.stderr,
-        )
+    if not _names_resolve(args.resolve):
         return NAME_UNRESOLVED
     return _exec(parser, args.command)
 
@@ -355,12 +361,7 @@ def _join(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"trainops: cannot enter this host's namespace: {exc}", file=sys.stderr)
         return 1
-    unresolved = _wait_for_names(args.resolve)
-    if unresolved is not None:
-        print(
-            f"trainops: host name {unresolved!r} did not resolve within {RESOLVE_SECONDS:g} s",
-            file=sys.stderr,
-        )
+    if not _names_resolve(args.resolve):
         return NAME_UNRESOLVED
     for sig in STOP_SIGNALS:  # they reach the script itself (see the module's doc)
         signal.signal(sig, signal.SIG_IGN)
