@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +71,11 @@ def _two_hosts(tmp_path: Path, script: str, **spec: Any) -> list[JobFixture]:
     if not namespaces_available():
         pytest.skip("two local hosts need mount/UTS namespaces for their names")
     files = {"train.py": script}
-    jobs = make_hosts(tmp_path, files, environment={"TF_CPP_MIN_LOG_LEVEL": "2"}, **spec)
+    # a job name of its own: its hosts' addresses (127.X.Y.N) come from it, and TensorFlow's
+    # ports are fixed, so the last test's servers, still going away, cannot hold them
+    name = f"tf-{uuid.uuid4().hex[:8]}"
+    env = {"TF_CPP_MIN_LOG_LEVEL": "2"}
+    jobs = make_hosts(tmp_path, files, environment=env, job_name=name, **spec)
     results = run_together(jobs)
     assert [r.outcome for r in results] == [HostOutcome.COMPLETED] * 2, results
     return jobs
