@@ -82,10 +82,11 @@ def _cgroup(pid: int) -> str:
 # A script and a daemon of it (a session of its own, a command line that names no folder), both
 # running until the job is stopped.
 WITH_DAEMON = """
-import os, subprocess, sys, time
-daemon = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],
+import subprocess, sys, time, uuid
+token = uuid.uuid4().hex  # pids printed here would be the host's PID namespace's own
+daemon = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", token],
                           start_new_session=True)
-print(f"running {os.getpid()} {daemon.pid}", flush=True)
+print(f"running {token}", flush=True)
 time.sleep(600)
 """
 
@@ -100,7 +101,14 @@ def test_a_running_jobs_processes_are_found_and_none_once_it_is_stopped(tmp_path
         assert run.stdout is not None
         try:
             line = next(ln for ln in run.stdout if "] running " in ln)
-            script, daemon = (int(word) for word in line.split()[-2:])
+            token = line.split()[-1]
+            # the daemon, seen from outside by its command line; the script is its parent
+            daemon = wait_for(
+                lambda: next(
+                    (p.pid for p in psutil.process_iter() if _cmd(p).endswith(token)), None
+                )
+            )
+            script = psutil.Process(daemon).ppid()
             # What the suite used to look for: a command line naming the job's folder. None does.
             named = [p.pid for p in psutil.process_iter() if str(tmp_path) in _cmd(p)]
             assert script not in named and daemon not in named
