@@ -38,9 +38,24 @@ import tensorflow as tf
 config = json.loads(os.environ["TF_CONFIG"])
 cluster = {("chief" if k == "master" else k): v for k, v in config["cluster"].items()}
 task = config["task"]
+
+def up(address):
+    host, port = address.split(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=0.5).close()
+        return True
+    except OSError:
+        return False
+
+def wait_up(addresses):  # the other hosts' servers may still be importing TensorFlow
+    deadline = time.time() + 180
+    while not all(up(a) for a in addresses) and time.time() < deadline:
+        time.sleep(0.2)
+
 if task["type"] == "worker":
     spec = tf.train.ClusterSpec(cluster)
     tf.distribute.Server(spec, job_name="worker", task_index=task["index"], start=True)
+    wait_up(cluster["chief"])  # the chief's server opens once it has found every task
     host, port = config["cluster"]["master"][0].split(":")
     while True:
         time.sleep(0.5)
@@ -50,6 +65,7 @@ if task["type"] == "worker":
             break
     print("worker done: the master is gone", flush=True)
 else:
+    wait_up(cluster["worker"] + cluster["ps"])  # TensorFlow connects once, at the start
     resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
         tf.train.ClusterSpec(cluster), task_type="chief", task_id=0, rpc_layer="grpc")
     strategy = tf.distribute.ParameterServerStrategy(resolver)
@@ -77,7 +93,8 @@ def _two_hosts(tmp_path: Path, script: str, **spec: Any) -> list[JobFixture]:
     env = {"TF_CPP_MIN_LOG_LEVEL": "2"}
     jobs = make_hosts(tmp_path, files, environment=env, job_name=name, **spec)
     results = run_together(jobs)
-    assert [r.outcome for r in results] == [HostOutcome.COMPLETED] * 2, results
+    outcomes = [r.outcome for r in results]
+    assert outcomes == [HostOutcome.COMPLETED] * 2, [job.reporter.lines() for job in jobs]
     return jobs
 
 
