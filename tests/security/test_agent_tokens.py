@@ -17,7 +17,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
-import psutil
 import pytest
 
 from tests.control._harness import (
@@ -26,6 +25,7 @@ from tests.control._harness import (
     kill_leftover_agents,
     wait_for,
 )
+from tests.server.test_agent_spawns import _agent_token
 from trainops._settings import LocalCapacity, Settings
 from trainops.backends import AgentHandle
 from trainops.control import ControllerConfig
@@ -42,19 +42,6 @@ def settings(trainops_home: Path) -> Iterator[Settings]:
     )
     yield configured
     kill_leftover_agents(configured)
-
-
-def _token(job: str, host: str) -> str:
-    """The agent token of ``host`` of ``job``, from its fake agent's environment."""
-
-    def token() -> str | None:
-        for process in psutil.process_iter(["environ"]):
-            env = process.info["environ"] or {}
-            if env.get("TRAINOPS_AGENT_JOB") == job and env.get("TRAINOPS_AGENT_HOST") == host:
-                return str(env["TRAINOPS_AGENT_TOKEN"])
-        return None
-
-    return wait_for(token, what=f"the agent of {host} of {job}")
 
 
 def _agent(
@@ -108,8 +95,8 @@ def test_a_token_acts_only_for_its_own_live_host(settings: Settings) -> None:
         failing = {"FAKE_HANG_ATTEMPTS": "1", "FAKE_IGNORE_STOP": "1", "FAKE_FAIL_HOST": "algo-2"}
         plane.submit("alpha", failing, instance_count=2)
         plane.submit("beta", {"FAKE_HANG_ATTEMPTS": "1"})
-        first, second = _token("alpha", "algo-1"), _token("alpha", "algo-2")
-        other = _token("beta", "algo-1")
+        first, second = _agent_token("alpha", "algo-1"), _agent_token("alpha", "algo-2")
+        other = _agent_token("beta", "algo-1")
         assert len({first, second, other}) == 3  # a token per host, not per job
         wait_for(lambda: _host_status(plane, "alpha", "algo-2") == "Failed", what="algo-2 ended")
         assert plane.describe("alpha")["TrainingJobStatus"] == "InProgress"
@@ -148,7 +135,7 @@ def test_a_token_acts_only_for_its_own_live_host(settings: Settings) -> None:
 def test_an_unauthenticated_body_is_refused_before_it_is_read(settings: Settings) -> None:
     with control_plane(settings) as plane:
         plane.submit("gamma", {"FAKE_HANG_ATTEMPTS": "1"})
-        token = _token("gamma", "algo-1")
+        token = _agent_token("gamma", "algo-1")
         url = urlsplit(plane.server.url)
         size = 64 * 1024 * 1024 - 1  # within the route's bound: only the token can refuse it
         for given in ("Bearer guess", None, f"Bearer {token}x"):

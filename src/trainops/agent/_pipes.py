@@ -68,7 +68,7 @@ def read_pipes(pipes: dict[int, str], put: Put, read_bytes: int, pause: float) -
             if pause and not behind and _one_stream(last_data, open_pipes):
                 time.sleep(pause)
     except OSError:
-        pass
+        pass  # a pipe that cannot be read ends the reading; below, every stream gets its end
     finally:
         poller.close()
         for fd, name in open_pipes.items():
