@@ -62,7 +62,7 @@ SAME_LAYER_ALLOWED = {
     "report": {"rules", "control"},  # the report at job end is a control-plane service
     "monitor": {"profiler"},
     "tensorboard": {"data", "profiler"},
-    "spec": {"catalog", "protocol"},
+    "spec": {"catalog", "protocol", "storage"},  # locations are checked against STORES' schemes
     "store": {"protocol"},  # job records carry the typed view of their spec
 }
 # Packages that training scripts import: they must load without a server and without pulling in
