@@ -99,3 +99,11 @@ def test_added_registers_for_a_block_only_and_unregister_removes() -> None:
     table.unregister("x")
     with pytest.raises(LookupError, match=r"unknown launcher 'x' \(known: none\)"):
         table.unregister("x")
+
+
+def test_added_with_replace_puts_the_old_entry_back() -> None:
+    table: Registry[int] = Registry("launcher")
+    table.register("mpi", 1)
+    with table.added("mpi", 2, replace=True):
+        assert table["mpi"] == 2
+    assert table["mpi"] == 1 and table.names() == ("mpi",)

@@ -102,14 +102,18 @@ class Registry(Mapping[str, T], Generic[T]):
         self._targets.pop(name, None)
 
     @contextmanager
-    def added(self, name: str, item: T) -> Iterator[T]:
-        """``item`` registered as ``name`` for the ``with`` block only (tests)."""
-        self.register(name, item)
+    def added(self, name: str, item: T, *, replace: bool = False) -> Iterator[T]:
+        """``item`` registered as ``name`` for the ``with`` block only (tests); with
+        ``replace``, in place of the entry there, which is put back afterwards."""
+        previous = self._items.get(name)
+        self.register(name, item, replace=replace)
         try:
             yield item
         finally:
             self._items.pop(name, None)
             self._targets.pop(name, None)
+            if previous is not None:
+                self._items[name] = previous
 
     # --- reading ------------------------------------------------------------------------------
 
