@@ -25,7 +25,7 @@ from trainops.rules import (
 )
 from trainops.spec._rule_catalog import PROFILER_RULES
 
-NAMES = sorted(RULES)
+NAMES = RULES.names()
 
 
 def _checked(result: RuleResult) -> RuleResult:
