@@ -82,6 +82,11 @@ def test_a_lazy_entry_whose_extra_is_missing_says_what_to_install() -> None:
     table.register_lazy("broken", "trainops._registry:NoSuchName")
     with pytest.raises(ConfigError, match=r"names nothing"):
         table.lookup("broken")
+    table.register_lazy("moved", "trainops._no_such_module:Thing")
+    with pytest.raises(
+        ConfigError, match=r"^backend 'moved': trainops._no_such_module:Thing cannot be imported"
+    ):
+        table.lookup("moved")
 
 
 @pytest.mark.parametrize("target", ["nomodule", "a.b", "a:b:c", "a b:c", ":c", "a:"])
