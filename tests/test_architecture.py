@@ -187,6 +187,7 @@ REGISTRIES = [
     ("trainops.backends._registry", "BACKENDS"),
     ("trainops.storage._registry", "STORES"),
     ("trainops.agent.launchers", "LAUNCHERS"),
+    ("trainops.agent._rank_report", "TAG_STYLES"),
     ("trainops.agent.channels", "KINDS"),
     ("trainops.agent.sidecars", "SIDECARS"),
     ("trainops.control.services", "SERVICES"),

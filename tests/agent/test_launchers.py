@@ -13,6 +13,7 @@ from typing import NamedTuple
 import pytest
 
 from tests._support.system import require
+from trainops.agent._rank_report import TAG_STYLES
 from trainops.agent.launchers import (
     LAUNCHERS,
     LaunchContext,
@@ -112,6 +113,11 @@ def launched(request: pytest.FixtureRequest) -> Launched:
 
 def _scripts(launched: Launched) -> list[RankProcess]:
     return [p for p in launched.processes if not p.auxiliary and not launched.is_keeper(p)]
+
+
+def test_tagged_output_is_in_a_registered_tag_style(launched: Launched) -> None:
+    for process in launched.processes:
+        assert process.output_tags is None or process.output_tags in TAG_STYLES.names()
 
 
 def test_argv_is_a_list_of_plain_arguments(launched: Launched) -> None:
