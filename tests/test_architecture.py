@@ -184,6 +184,7 @@ def test_in_job_libraries_import_light() -> None:
 
 # Every table of implementations, as (module, attribute): each is a trainops._registry.Registry.
 REGISTRIES = [
+    ("trainops.cli", "HANDLERS"),
     ("trainops.backends._registry", "BACKENDS"),
     ("trainops.storage._registry", "STORES"),
     ("trainops.agent.launchers", "LAUNCHERS"),
