@@ -49,7 +49,7 @@ def test_registering_a_name_twice_is_refused_unless_the_same_item_or_replace() -
     item = object()
     table.register("a", item)
     table.register("a", item)  # the same module imported twice
-    with pytest.raises(ValueError, match="a service named 'a' is registered already"):
+    with pytest.raises(ValueError, match="service 'a' is registered already"):
         table.register("a", object())
     other = object()
     table.register("a", other, replace=True)
@@ -58,7 +58,7 @@ def test_registering_a_name_twice_is_refused_unless_the_same_item_or_replace() -
 
 @pytest.mark.parametrize("name", ["", " a", "a "])
 def test_a_blank_or_padded_name_is_refused(name: str) -> None:
-    with pytest.raises(ValueError, match="non-empty name"):
+    with pytest.raises(ValueError, match="names must be non-empty"):
         Registry[int]("format").register(name, 1)
 
 
@@ -72,6 +72,9 @@ def test_a_lazy_entry_is_listed_but_imported_only_when_looked_up() -> None:
     assert table.lookup("lazy") == "the lazy value"
     assert module in sys.modules
     assert table.target("lazy") == f"{module}:VALUE"
+    table.register_lazy("lazy", f"{module}:VALUE")  # the registering module imported again
+    with pytest.raises(ValueError, match="registered already"):
+        table.register_lazy("lazy", f"{module}:OTHER")
 
 
 def test_a_lazy_entry_whose_extra_is_missing_says_what_to_install() -> None:
@@ -112,3 +115,25 @@ def test_added_with_replace_puts_the_old_entry_back() -> None:
     with table.added("mpi", 2, replace=True):
         assert table["mpi"] == 2
     assert table["mpi"] == 1 and table.names() == ("mpi",)
+
+
+def test_a_hostile_name_is_escaped_and_cut_in_the_refusal() -> None:
+    table: Registry[int] = Registry("pack format", error=ValueError)
+    table.register("shards", 1)
+    with pytest.raises(
+        ValueError, match=r"^unknown pack format '\\x1b\[31m\\n' \(known: shards\)$"
+    ):
+        table.lookup("\x1b[31m\n")
+    with pytest.raises(ValueError) as refused:
+        table.lookup("x" * 1_000_000)
+    message = str(refused.value)
+    assert len(message) < 200 and "(1000000 characters)" in message and "\n" not in message
+
+
+def test_added_over_a_resolved_lazy_entry_keeps_its_target() -> None:
+    table: Registry[object] = Registry("store")
+    table.register_lazy("lazy", "tests._registry_lazy_target:VALUE")
+    table.lookup("lazy")
+    with table.added("lazy", "swapped", replace=True):
+        assert table.target("lazy") is None
+    assert table.target("lazy") == "tests._registry_lazy_target:VALUE"

@@ -24,6 +24,7 @@ from typing import Generic, TypeVar, cast, overload
 __all__ = ["Registry"]
 
 T = TypeVar("T")
+_SHOWN_CHARS = 80
 _TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 
@@ -89,8 +90,7 @@ class Registry(Mapping[str, T], Generic[T]):
         optional extra: the table lists it, and only a user of it needs it installed)."""
         if not _TARGET.match(target):
             raise ValueError(f"{self.what} {name!r}: {target!r} is not 'package.module:attr'")
-        current = self._items.get(name)
-        if isinstance(current, _Lazy) and current.target == target:
+        if self.target(name) == target:  # the same entry again, imported or not
             return
         self._add(name, _Lazy(target), replace)
 
@@ -105,7 +105,7 @@ class Registry(Mapping[str, T], Generic[T]):
     def added(self, name: str, item: T, *, replace: bool = False) -> Iterator[T]:
         """``item`` registered as ``name`` for the ``with`` block only (tests); with
         ``replace``, in place of the entry there, which is put back afterwards."""
-        previous = self._items.get(name)
+        previous, previous_target = self._items.get(name), self._targets.get(name)
         self.register(name, item, replace=replace)
         try:
             yield item
@@ -114,6 +114,8 @@ class Registry(Mapping[str, T], Generic[T]):
             self._targets.pop(name, None)
             if previous is not None:
                 self._items[name] = previous
+            if previous_target is not None:
+                self._targets[name] = previous_target
 
     # --- reading ------------------------------------------------------------------------------
 
@@ -154,9 +156,11 @@ class Registry(Mapping[str, T], Generic[T]):
 
     def _add(self, name: str, item: T | _Lazy, replace: bool) -> None:
         if not isinstance(name, str) or not name or name != name.strip():
-            raise ValueError(f"a {self.what} needs a non-empty name without spaces around it")
+            raise ValueError(f"{self.what} names must be non-empty, without spaces around them")
         if name in self._items and not replace and self._items[name] is not item:
-            raise ValueError(f"a {self.what} named {name!r} is registered already")
+            raise ValueError(f"{self.what} {name!r} is registered already")
+        if self._items.get(name) is not item:
+            self._targets.pop(name, None)
         self._items[name] = item
 
     def _resolve(self, name: str, where: str) -> T:
@@ -185,4 +189,12 @@ class Registry(Mapping[str, T], Generic[T]):
 
     def _unknown(self, name: str, where: str = "") -> Exception:
         known = ", ".join(self._shown(n) for n in self._items) or "none"
-        return self._error(f"{where}unknown {self.what} {name!r} (known: {known})")
+        return self._error(f"{where}unknown {self.what} {_quoted(name)} (known: {known})")
+
+
+def _quoted(name: str) -> str:
+    """``name`` as Python would write it (control characters escaped), cut to a readable length
+    (a name comes from a user's file or flag: it must not make a message unbounded)."""
+    if len(name) <= _SHOWN_CHARS:
+        return repr(name)
+    return f"{name[:_SHOWN_CHARS]!r}... ({len(name)} characters)"
