@@ -16,11 +16,11 @@ from bisect import bisect_right
 from collections.abc import Iterator
 from itertools import accumulate
 
-from trainops.data._index import ShardIndex
-from trainops.data._partition import Placement, rank_length, worker_units
-from trainops.data._shard_source import ShardSource
-from trainops.data._shards import ShardReader
-from trainops.data._shuffle import Windows, permutation
+from trainops.data.shards._format import ShardReader
+from trainops.data.shards._index import ShardIndex
+from trainops.data.shards._source import ShardSource
+from trainops.data.streaming._partition import Placement, rank_length, worker_units
+from trainops.data.streaming._shuffle import Windows, permutation
 
 __all__ = ["EpochPlan", "read_units"]
 

@@ -49,7 +49,7 @@ class RecordBatch(list[memoryview]):
     def __reduce__(self) -> tuple[Any, ...]:
         size = sum(map(len, self))
         if size:
-            from trainops.data._shm_ring import worker_ring
+            from trainops.data.streaming._shm_ring import worker_ring
 
             ring = worker_ring(size)
             span = ring.write(self, size) if ring is not None else None
@@ -71,6 +71,6 @@ def _from_ring(
     epoch: int,
     stop: int,
 ) -> RecordBatch:
-    from trainops.data._shm_ring import receive
+    from trainops.data.streaming._shm_ring import receive
 
     return RecordBatch(receive(where, span, bounds), epoch=epoch, stop=stop)

@@ -12,8 +12,8 @@ import codecs
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from trainops.data._blocks import BlockStream
 from trainops.data._errors import CorruptBudget, CorruptRecordError
+from trainops.data.formats._blocks import BlockStream
 
 __all__ = ["LineReader"]
 

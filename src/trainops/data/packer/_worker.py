@@ -1,7 +1,7 @@
 """Shards of ``trainops pack``: read their files, write their files, publish, mark them done.
 
 This is what the packer runs in-process, and what each helper process runs on the shards it
-claims (``_pack_pool``). A shard's companions are published before its data file, and its
+claims (``_pool``). A shard's companions are published before its data file, and its
 ``.pack`` marker after both, so a marker always means a whole shard.
 
 A :class:`ShardTask` pickles compactly (its files' paths as one string, their ids, sizes and
@@ -23,10 +23,10 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from trainops.data._index import ShardInfo
-from trainops.data._pack_dest import WORK_DIR, PackDest, open_dest
-from trainops.data._pack_formats import FORMATS
-from trainops.data._pack_source import SourceFile, SourceFiles, SourceReader
+from trainops.data.packer._dest import WORK_DIR, PackDest, open_dest
+from trainops.data.packer._formats import FORMATS
+from trainops.data.packer._source import SourceFile, SourceFiles, SourceReader
+from trainops.data.shards._index import ShardInfo
 
 __all__ = [
     "ShardTask",

@@ -4,9 +4,9 @@ The plan is fixed before any byte is read: files in SRC order (sorted paths, or 
 order) are cut into shards at the target size, from the listed sizes alone (a local SRC lists a
 sample of them, and the others count as the sample's mean: statting every file would cost more
 than a worker takes to read it). Each shard is then
-one task, claimed by whichever process is free (``_pack_pool``), so the output is
+one task, claimed by whichever process is free (``_pool``), so the output is
 byte-identical whatever the worker count.
-DEST holds the configuration of an unfinished pack (``_pack_dest``): re-running the same
+DEST holds the configuration of an unfinished pack (``_dest``): re-running the same
 command keeps the finished shards and packs the rest; a different configuration is refused.
 """
 
@@ -20,13 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainops.data._index import INDEX_NAME, ShardIndex, ShardInfo
-from trainops.data._pack_dest import PackDest, open_dest
-from trainops.data._pack_formats import FORMATS
-from trainops.data._pack_pool import PackPool
-from trainops.data._pack_progress import ProgressBar
-from trainops.data._pack_resume import existing_index, resume
-from trainops.data._pack_source import (
+from trainops.data.packer._dest import PackDest, open_dest
+from trainops.data.packer._formats import FORMATS
+from trainops.data.packer._pool import PackPool
+from trainops.data.packer._progress import ProgressBar
+from trainops.data.packer._resume import existing_index, resume
+from trainops.data.packer._source import (
     PackError,
     Source,
     SourceFile,
@@ -34,7 +33,8 @@ from trainops.data._pack_source import (
     list_source,
     local_path,
 )
-from trainops.data._pack_worker import ShardTask
+from trainops.data.packer._worker import ShardTask
+from trainops.data.shards._index import INDEX_NAME, ShardIndex, ShardInfo
 
 __all__ = ["PackOptions", "PackResult", "pack", "plan_shards"]
 

@@ -24,8 +24,8 @@ from typing import BinaryIO, Literal
 
 import google_crc32c
 
-from trainops.data._blocks import BlockStream
 from trainops.data._errors import CorruptBudget
+from trainops.data.formats._blocks import BlockStream
 
 __all__ = ["TFRecordReader", "TFRecordWriter", "Verify", "masked_crc32c", "tfrecord_frame"]
 

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from trainops.data._errors import CorruptRecordError
-from trainops.data._recordio import RecordIOReader
-from trainops.data._shards import SHARD_MAGIC, ShardReader
+from trainops.data.formats._recordio import RecordIOReader
+from trainops.data.shards._format import SHARD_MAGIC, ShardReader
 
 __all__ = ["StreamedShard", "stream_shards"]
 

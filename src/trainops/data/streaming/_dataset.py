@@ -20,20 +20,20 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trainops.data._batch import RecordBatch
-from trainops.data._index import ShardIndex
-from trainops.data._indexed_epoch import EpochPlan, read_units
-from trainops.data._local_shards import LocalShards
-from trainops.data._partition import Placement
-from trainops.data._pipe_channel import PipeChannel, channel_entry, pipe_root
-from trainops.data._pipe_epoch import Shuffle, pipe_units
-from trainops.data._shard_source import ShardSource
-from trainops.data._shuffle import default_window
-from trainops.data._stream_state import StreamState
 from trainops.data._torch import iterable_base
+from trainops.data.pipe._channel import PipeChannel, channel_entry, pipe_root
+from trainops.data.shards._index import ShardIndex
+from trainops.data.shards._local import LocalShards
+from trainops.data.shards._source import ShardSource
+from trainops.data.streaming._batch import RecordBatch
+from trainops.data.streaming._indexed_epoch import EpochPlan, read_units
+from trainops.data.streaming._partition import Placement
+from trainops.data.streaming._pipe_epoch import Shuffle, pipe_units
+from trainops.data.streaming._shuffle import default_window
+from trainops.data.streaming._state import StreamState
 
 if TYPE_CHECKING:
-    from trainops.data._loader import StreamingLoader
+    from trainops.data.streaming._loader import StreamingLoader
 
     _Base = object
 else:
@@ -132,7 +132,7 @@ class StreamingDataset(_Base):
 
     def loader(self, **options: Any) -> StreamingLoader:
         """A torch DataLoader over this dataset (batches as they are), tracking the position."""
-        from trainops.data._loader import StreamingLoader
+        from trainops.data.streaming._loader import StreamingLoader
 
         return StreamingLoader(self, **options)
 
@@ -222,8 +222,8 @@ def _open_source(
         return LocalShards(text, verify=verify)
     if text.startswith("file://"):
         return LocalShards(text.removeprefix("file://"), verify=verify)
-    from trainops.data._remote_shards import RemoteShards
-    from trainops.data._shard_cache import ShardCache
+    from trainops.data.shards._cache import ShardCache
+    from trainops.data.shards._remote import RemoteShards
 
     folder = Path(cache_dir) if cache_dir else _default_cache(text)
     return RemoteShards(text, cache=ShardCache(folder, cache_limit), prefetch=prefetch)

@@ -18,7 +18,7 @@ as one byte string plus ``j - i + 1`` offsets, never one sample at a time. ``off
 ``32 + 8(n+1)`` and the offsets never decrease; the reader checks all of it (and the file's
 sha256 when asked) before it returns a byte, and names the file and byte offset of the first
 thing wrong. Records are opaque bytes; what they hold is the writer's business (``trainops
-pack`` writes an IRHeader and the file's bytes, see ``_pack``).
+pack`` writes an IRHeader and the file's bytes, see ``trainops.data.packer``).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from trainops.data._errors import CorruptRecordError
-from trainops.data._index import ShardInfo
+from trainops.data.shards._index import ShardInfo
 
 __all__ = ["SHARD_MAGIC", "RecordBlock", "ShardReader", "encode_shard", "write_shard"]
 

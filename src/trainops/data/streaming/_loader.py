@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from trainops.data._batch import RecordBatch
+from trainops.data.streaming._batch import RecordBatch
 
 if TYPE_CHECKING:
-    from trainops.data._streaming import StreamingDataset
+    from trainops.data.streaming._dataset import StreamingDataset
 
 __all__ = ["StreamingLoader"]
 

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from trainops.data._errors import CorruptRecordError
-from trainops.data._index import INDEX_NAME, MAX_INDEX_BYTES, ShardInfo
-from trainops.data._shard_cache import ShardCache
-from trainops.data._shard_source import ShardSource, map_shard, parse_shard_index
-from trainops.data._shards import ShardReader
+from trainops.data.shards._cache import ShardCache
+from trainops.data.shards._format import ShardReader
+from trainops.data.shards._index import INDEX_NAME, MAX_INDEX_BYTES, ShardInfo
+from trainops.data.shards._source import ShardSource, map_shard, parse_shard_index
 from trainops.storage import ObjectStore, join_uri
 
 __all__ = ["RemoteShards"]

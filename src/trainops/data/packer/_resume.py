@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from trainops.data._index import INDEX_NAME, ShardIndex, ShardInfo
-from trainops.data._pack_dest import WORK_DIR, PackDest
-from trainops.data._pack_formats import FORMATS
-from trainops.data._pack_source import PackError
-from trainops.data._pack_worker import marker_name
+from trainops.data.packer._dest import WORK_DIR, PackDest
+from trainops.data.packer._formats import FORMATS
+from trainops.data.packer._source import PackError
+from trainops.data.packer._worker import marker_name
+from trainops.data.shards._index import INDEX_NAME, ShardIndex, ShardInfo
 
 __all__ = ["PLAN_NAME", "existing_index", "resume"]
 

@@ -15,9 +15,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import islice
 
-from trainops.data._pipe_channel import PipeChannel
-from trainops.data._pipe_shards import StreamedShard, stream_shards
-from trainops.data._shuffle import Windows, default_window
+from trainops.data.pipe._channel import PipeChannel
+from trainops.data.pipe._shards import StreamedShard, stream_shards
+from trainops.data.streaming._shuffle import Windows, default_window
 
 __all__ = ["PIPE_WINDOW_BYTES", "Shuffle", "pipe_units", "read_pipe_units"]
 

@@ -18,8 +18,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
 from trainops.data._errors import CorruptRecordError
-from trainops.data._index import INDEX_NAME, SHARD_FORMAT, DatasetIndexError, ShardIndex, ShardInfo
-from trainops.data._shards import ShardReader
+from trainops.data.shards._format import ShardReader
+from trainops.data.shards._index import (
+    INDEX_NAME,
+    SHARD_FORMAT,
+    DatasetIndexError,
+    ShardIndex,
+    ShardInfo,
+)
 
 __all__ = ["ShardSource", "map_shard", "parse_shard_index"]
 

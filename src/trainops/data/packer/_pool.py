@@ -24,9 +24,8 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from trainops.data._errors import PackError
-from trainops.data._index import ShardInfo
-from trainops.data._pack_dest import PackDest, open_dest
-from trainops.data._pack_worker import (
+from trainops.data.packer._dest import PackDest, open_dest
+from trainops.data.packer._worker import (
     ShardTask,
     claimed,
     init_worker,
@@ -34,6 +33,7 @@ from trainops.data._pack_worker import (
     run_claimed,
     warm,
 )
+from trainops.data.shards._index import ShardInfo
 
 __all__ = ["PackPool", "run_pool"]
 

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, overload
 
 from trainops.data._errors import PackError
-from trainops.data._local_files import LocalReader, walk_local
-from trainops.data._source_lst import read_lst
+from trainops.data.packer._local_files import LocalReader, walk_local
+from trainops.data.packer._source_lst import read_lst
 
 if TYPE_CHECKING:
     from trainops.storage import ObjectStore

@@ -17,8 +17,8 @@ import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
-from trainops.data._pipe_channel import PipeChannel
 from trainops.data._torch import iterable_base, worker_slot
+from trainops.data.pipe._channel import PipeChannel
 
 if TYPE_CHECKING:
     _Base = object
@@ -77,14 +77,14 @@ class PipeModeDataset(_Base):
     def _records(self, stream: BinaryIO, label: str) -> Iterator[bytes] | Iterator[str]:
         skip = self.max_corrupt
         if self.record_format == "RecordIO":
-            from trainops.data._recordio import RecordIOReader
+            from trainops.data.formats._recordio import RecordIOReader
 
             return iter(RecordIOReader(stream, source=label, max_corrupt=skip))
         if self.record_format == "TFRecord":
-            from trainops.data._tfrecord import TFRecordReader
+            from trainops.data.formats._tfrecord import TFRecordReader
 
             return iter(TFRecordReader(stream, source=label, max_corrupt=skip))
-        from trainops.data._lines import LineReader
+        from trainops.data.formats._lines import LineReader
 
         return iter(LineReader(stream, source=label, max_corrupt=skip))
 

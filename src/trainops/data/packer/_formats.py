@@ -9,7 +9,8 @@ and ``part-NNNNN.lst`` (im2rec's list: id, labels, path under SRC, one line per 
 - ``tfrecord``: ``.tfrecord`` records are ``tf.train.Example`` with ``data`` (bytes),
   ``label`` (int64, or float when a ``.lst`` gives fractional labels), ``id`` (int64) and
   ``key`` (the path under SRC); ``.idx`` holds ``offset size`` lines (DALI's ``tfrecord2idx``).
-- ``shards``: a trainops shard (``.tops``, see ``_shards``) of IRHeader records as for RecordIO.
+- ``shards``: a trainops shard (``.tops``, see ``trainops.data.shards._format``) of IRHeader
+  records as for RecordIO.
 
 Records go out in SRC order; nothing here depends on timing or on the worker that runs it, so
 the same input gives byte-identical files. docs/internals/pack-formats.md says how to add one.
@@ -26,17 +27,17 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from trainops.data._errors import PackError
-from trainops.data._example import encode_example
-from trainops.data._index import SHARD_FORMAT, ShardInfo
-from trainops.data._pack_source import SourceFile
-from trainops.data._recordio import (
+from trainops.data.formats._example import encode_example
+from trainops.data.formats._recordio import (
     RECORDIO_MAGIC,
     IRHeader,
     pack_irheader,
     recordio_frame,
 )
-from trainops.data._shards import encode_shard
-from trainops.data._tfrecord import tfrecord_frame
+from trainops.data.formats._tfrecord import tfrecord_frame
+from trainops.data.packer._source import SourceFile
+from trainops.data.shards._format import encode_shard
+from trainops.data.shards._index import SHARD_FORMAT, ShardInfo
 
 __all__ = ["FORMATS", "PackFormat", "Record"]
 

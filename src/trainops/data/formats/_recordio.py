@@ -23,8 +23,8 @@ import struct
 from collections.abc import Iterable, Iterator
 from typing import BinaryIO, NamedTuple, TextIO
 
-from trainops.data._blocks import BlockStream
 from trainops.data._errors import CorruptBudget, CorruptRecordError
+from trainops.data.formats._blocks import BlockStream
 
 __all__ = [
     "RECORDIO_MAGIC",

@@ -17,7 +17,7 @@ import tempfile
 from abc import ABC, abstractmethod
 from pathlib import Path
 
-from trainops.data._pack_source import PackError, local_path, object_store
+from trainops.data.packer._source import PackError, local_path, object_store
 
 __all__ = ["LocalDest", "PackDest", "StoreDest", "open_dest"]
 
