@@ -68,6 +68,12 @@ def test_every_part_has_a_level() -> None:
     assert sorted(set(LEVEL) - _parts()) == []
 
 
+def test_no_part_is_named_as_an_exported_name() -> None:
+    # Importing a part binds its name on trainops.data: a part called ``pack`` would replace the
+    # exported function pack() for every script that had imported the packer first.
+    assert sorted(_parts() & set(trainops.data.__all__)) == []
+
+
 def test_the_parts_import_down_only() -> None:
     assert _violations(DATA_ROOT) == []
 
