@@ -19,7 +19,7 @@ import sys
 
 import pytest
 
-from trainops.agent._nodump import forbid_memory_reads
+from trainops.agent.supervision._nodump import forbid_memory_reads
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux") or os.geteuid() != 0,

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from trainops.agent._metrics import DEFAULT_BUDGET_SECONDS, MetricScanner, MetricScraper
-from trainops.agent._reporter import Reporter
+from trainops.agent.reporting._metrics import DEFAULT_BUDGET_SECONDS, MetricScanner, MetricScraper
+from trainops.agent.reporting._reporter import Reporter
 from trainops.protocol import EventKind
 
 __all__ = ["AGENT_PREFIX", "MAX_REPORTED_CHARS", "HostLog", "LineSink", "cut_line"]

@@ -66,7 +66,7 @@ HOSTS_FILE = Path("/etc/hosts")
 HOSTNS_EXEC = (
     sys.executable,
     "-S",
-    str(Path(__file__).resolve().parent.parent / "_hostns_exec.py"),
+    str(Path(__file__).resolve().parents[2] / "_hostns_exec.py"),
 )
 HOLD_SECONDS = 30.0  # the most a host's namespaces may take to be ready
 NO_ISOLATION = (

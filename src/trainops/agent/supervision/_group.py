@@ -18,11 +18,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from trainops.agent._hostlog import LineSink
-from trainops.agent._hostns import unwrap
-from trainops.agent._process import ScriptProcess
-from trainops.agent._rank_report import LauncherReport, RankFailure, report_for
 from trainops.agent.launchers import RankProcess
+from trainops.agent.reporting._hostlog import LineSink
+from trainops.agent.supervision._hostns import unwrap
+from trainops.agent.supervision._process import ScriptProcess
+from trainops.agent.supervision._rank_report import LauncherReport, RankFailure, report_for
 
 __all__ = ["FAIL_FAST_GRACE_SECONDS", "FailedRank", "GroupMember", "ProcessGroup"]
 

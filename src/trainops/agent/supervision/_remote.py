@@ -32,10 +32,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from trainops._errors import TrainopsError
-from trainops.agent._client import AgentApiError, AgentClient
-from trainops.agent._hostns import socket_parent
 from trainops.agent.launchers import RemoteShellPaths, remote_shell_paths
 from trainops.agent.launchers.remote_shell import check_caller, read_lines, send_line
+from trainops.agent.reporting._client import AgentApiError, AgentClient
+from trainops.agent.supervision._hostns import socket_parent
 from trainops.protocol import Command, SpawnState
 
 __all__ = ["HttpSpawnApi", "RemoteShell", "RemoteShellRelay", "SpawnApi", "SpawnRunner"]

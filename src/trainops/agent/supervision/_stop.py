@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from trainops.agent._reporter import Reporter
+from trainops.agent.reporting._reporter import Reporter
 from trainops.protocol import Command
 
 __all__ = ["StopControl", "Stoppable"]

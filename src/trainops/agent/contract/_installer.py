@@ -18,8 +18,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from trainops._errors import TrainopsError
-from trainops.agent._entry_point import EntryPointKind
-from trainops.agent._failure import called_process_error, stderr_excerpt
+from trainops.agent.contract._entry_point import EntryPointKind
+from trainops.agent.contract._failure import called_process_error, stderr_excerpt
 
 __all__ = [
     "InstallModuleError",

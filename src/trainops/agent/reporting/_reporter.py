@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
-from trainops.agent._client import AgentApiError, AgentClient
+from trainops.agent.reporting._client import AgentApiError, AgentClient
 from trainops.protocol import AgentEvent, Command, EventKind, event_span
 
 __all__ = ["DEFAULT_JOURNAL_CAP", "EventJournal", "HttpReporter", "Reporter"]

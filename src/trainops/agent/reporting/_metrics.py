@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import IO, TypeAlias
 
-from trainops.agent import _scrape_worker
+from trainops.agent.reporting import _scrape_worker
 from trainops.protocol import MetricSpec
 
 __all__ = ["DEFAULT_BUDGET_SECONDS", "MetricScanner", "MetricScraper"]

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainops.agent._hyperparameters import split_hyperparameters, to_cmd_args, to_env_vars
-from trainops.agent._tree import HostTree
+from trainops.agent.contract._hyperparameters import split_hyperparameters, to_cmd_args, to_env_vars
+from trainops.agent.contract._tree import HostTree
 from trainops.protocol import HostResources
 
 __all__ = [

@@ -26,7 +26,7 @@ import socket
 from types import FrameType
 from typing import Any
 
-from trainops.agent._nodump import forbid_memory_reads
+from trainops.agent.supervision._nodump import forbid_memory_reads
 from trainops.protocol import LAUNCH_FD_ENV, STANDBY_ENV
 
 __all__ = ["serve_launches", "take_launch_fd"]

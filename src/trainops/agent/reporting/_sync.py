@@ -41,8 +41,8 @@ from typing import IO, Any
 
 from trainops._errors import StorageError, TrainopsError
 from trainops._settings import Settings
-from trainops.agent._priority import IDLE_SESSION_NICE, lower_session
-from trainops.agent._watch import Event, Inotify, inotify_available, open_for_writing
+from trainops.agent.reporting._priority import IDLE_SESSION_NICE, lower_session
+from trainops.agent.reporting._watch import Event, Inotify, inotify_available, open_for_writing
 from trainops.storage import ObjectStore, download_objects, join_uri
 
 __all__ = ["DirectorySync", "SyncResult"]
@@ -273,7 +273,10 @@ class DirectorySync:
             "idle": self._idle,
             "known": self.known,
         }
-        code = "from trainops.agent._sync import worker_main; raise SystemExit(worker_main())"
+        code = (
+            "from trainops.agent.reporting._sync import worker_main; "
+            "raise SystemExit(worker_main())"
+        )
         self._worker = subprocess.Popen(
             [sys.executable, "-c", code],
             stdin=subprocess.PIPE,
@@ -432,8 +435,9 @@ def _lower_priority(nice: int, *, idle: bool = True, pid: int = 0, base: int | N
     Either is relative to the threads of the same session only, where the kernel groups
     processes by session (autogroups): the uploader is started in a session of its own, and where
     ``pid`` leads its session this also puts the session's autogroup at nice 19 (with ``idle``;
-    else at the niceness set) through :func:`~trainops.agent._priority.lower_session`, since the
-    script, in its own session, would otherwise meet the uploader's session at equal weight.
+    else at the niceness set) through :func:`~trainops.agent.reporting._priority.lower_session`,
+    since the script, in its own session, would otherwise meet the uploader's session at equal
+    weight.
     """
     own = os.getpriority(os.PRIO_PROCESS, 0) if base is None else base
     niceness = min(19, own + nice)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from trainops.agent._environment import count_machine_gpus
+from trainops.agent.contract._environment import count_machine_gpus
 from trainops.catalog import InstanceType, get_instance_type
 from trainops.protocol import HostResources
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainops.agent._tree import HostTree
+from trainops.agent.contract._tree import HostTree
 from trainops.archive import pack
 from trainops.storage import ObjectStore, join_uri
 

@@ -11,17 +11,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainops.agent._entry_point import entry_point_command, entry_point_kind
-from trainops.agent._environment import HostContext, build_environment, count_machine_gpus
-from trainops.agent._hostns import opt_ml_shown
-from trainops.agent._hyperparameters import (
+from trainops.agent.contract._entry_point import entry_point_command, entry_point_kind
+from trainops.agent.contract._environment import HostContext, build_environment, count_machine_gpus
+from trainops.agent.contract._hyperparameters import (
     decode_hyperparameters,
     encode_hyperparameters,
     split_hyperparameters,
     to_cmd_args,
 )
-from trainops.agent._installer import JobInstaller
-from trainops.agent._tree import OPT_ML, HostTree, input_data_config, resource_config
+from trainops.agent.contract._installer import JobInstaller
+from trainops.agent.contract._tree import OPT_ML, HostTree, input_data_config, resource_config
+from trainops.agent.supervision._hostns import opt_ml_shown
 from trainops.catalog import get_instance_type
 from trainops.protocol import Assignment, SubmittedJob
 

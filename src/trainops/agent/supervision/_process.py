@@ -10,8 +10,8 @@ replaced, a trailing ``\r`` dropped) and hands them to the line sink. Lines are 
 of that size. A last line without a newline is passed on at the end of the stream.
 
 What the script started outside its session (a ``setsid`` daemon) is reached through its
-:class:`~trainops.agent._reaper.ProcessTree` (a cgroup where possible, an environment marker
-always): signalled with the group, and killed once the script has ended.
+:class:`~trainops.agent.supervision._reaper.ProcessTree` (a cgroup where possible, an
+environment marker always): signalled with the group, and killed once the script has ended.
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from trainops.agent._hostlog import LineSink
-from trainops.agent._pipes import read_pipes
-from trainops.agent._reaper import MARKER_VARIABLE, ProcessTree, new_marker
+from trainops.agent.reporting._hostlog import LineSink
+from trainops.agent.supervision._pipes import read_pipes
+from trainops.agent.supervision._reaper import MARKER_VARIABLE, ProcessTree, new_marker
 
 __all__ = ["MAX_LINE_BYTES", "ScriptProcess"]
 
