@@ -12,8 +12,8 @@ from trainops.agent.launchers import LAUNCHERS
 from trainops.agent.sidecars import SIDECARS
 from trainops.backends import BACKENDS, LocalBackend
 from trainops.control.services import SERVICES
-from trainops.data._pack_formats import FORMATS
-from trainops.data._streaming import SHARD_SOURCES
+from trainops.data.packer._formats import FORMATS
+from trainops.data.streaming._dataset import SHARD_SOURCES
 from trainops.rules import RULES, StepOutlier
 from trainops.storage import STORES
 

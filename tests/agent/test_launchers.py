@@ -13,7 +13,6 @@ from typing import NamedTuple
 import pytest
 
 from tests._support.system import require
-from trainops.agent._rank_report import TAG_STYLES
 from trainops.agent.launchers import (
     LAUNCHERS,
     LaunchContext,
@@ -24,6 +23,7 @@ from trainops.agent.launchers import (
     remote_shell_paths,
 )
 from trainops.agent.launchers.remote_shell import SOCKET_ENV
+from trainops.agent.supervision._rank_report import TAG_STYLES
 from trainops.spec import JobSpec
 
 HOSTS = ("algo-1", "algo-2")

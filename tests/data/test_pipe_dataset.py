@@ -20,7 +20,7 @@ from trainops.data import (
     recordio_frame,
     tfrecord_frame,
 )
-from trainops.data._pipe_dataset import RECORD_FORMATS, RecordFormat
+from trainops.data.pipe._dataset import RECORD_FORMATS, RecordFormat
 
 EPOCHS = [[b"a0", b"bb0", b"c" * 70_000], [b"x1", b"", b"yy1"]]
 

@@ -18,7 +18,7 @@ import pytest
 from tests.data._streams import ids, make_dataset
 from trainops._settings import Settings
 from trainops.data import CorruptRecordError, StreamingDataset
-from trainops.data._streaming import SHARD_SOURCES
+from trainops.data.streaming._dataset import SHARD_SOURCES
 from trainops.storage import store_for
 
 COUNTS = [30, 0, 21, 17]
