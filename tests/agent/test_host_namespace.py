@@ -165,7 +165,7 @@ def test_where_no_namespace_can_be_made_the_log_says_what_is_not_protected(
     ("failure", "shown", "asked", "says"),
     [
         ("FileNotFoundError: ... '/opt/ml/input/x'", False, False, "set `mount_opt_ml: true`"),
-        ("No such file or directory: '/opt/ml/model'", False, True, "cannot mount"),
+        ("No such file or directory: '/opt/ml/model'", False, True, "cannot show"),
         ("FileNotFoundError: ... '/opt/ml/input/x'", True, True, None),
         ("FileNotFoundError: ... '/data/x'", False, False, None),
         ("PermissionError: '/opt/ml/x'", False, False, None),

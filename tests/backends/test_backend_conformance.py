@@ -18,6 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from trainops._containment import containment
 from trainops._settings import LocalCapacity, Settings
 from trainops.backends import (
     BACKENDS,
@@ -119,6 +120,20 @@ def started(
 def test_machine_capacity_is_positive(recipe: Recipe, trainops_home: Path) -> None:
     capacity = recipe.make(trainops_home).capacity()
     assert capacity.cpus >= 1 and capacity.memory_mb > 0 and capacity.gpus >= 0
+
+
+def test_where_agents_run_is_asked_what_a_job_cannot_have_there(
+    recipe: Recipe, trainops_home: Path
+) -> None:
+    # Every node here is this machine, which the suite's own probe asks: the same answer.
+    backend = recipe.make(trainops_home)
+    for mount_opt_ml in (True, False):
+        expected = containment().note(mount_opt_ml)
+        note = backend.containment_note(mount_opt_ml)
+        if expected is None:
+            assert note is None
+        else:
+            assert note is not None and note.endswith(expected) and "\n" not in note
 
 
 def test_a_job_needs_all_its_hosts_at_once(recipe: Recipe, trainops_home: Path) -> None:

@@ -168,3 +168,25 @@ def test_missing_entry_point_fails_before_anything_is_sent(
     with Client(api.url) as client, pytest.raises(SpecError, match="entry_point"):
         submit_job(client, spec, settings, base_dir=tmp_path)
     assert api.requests == []
+
+
+def test_the_servers_warnings_are_said_once_each_on_stderr_or_to_the_caller(
+    api: ScriptedAPI, settings: Settings, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    note = "this machine allows no private namespaces (unshare: Operation not permitted; …)"
+    _server(api, settings.default_output_uri)
+
+    def create(request: Request) -> tuple[int, Any]:
+        return 201, {"TrainingJobName": request.body["job_name"], "Warnings": [note]}
+
+    api.routes[("POST", f"{API}/jobs")] = create
+    (tmp_path / "train.py").write_text("print('hi')\n")
+    spec = JobSpec(entry_point="train.py", base_job_name="demo")
+    with Client(api.url) as client:
+        submit_job(client, spec, settings, base_dir=tmp_path, progress=False)
+        assert capsys.readouterr().err == f"warning: {note}\n"
+        heard: list[str] = []
+        submit_job(
+            client, spec, settings, base_dir=tmp_path, progress=False, on_warning=heard.append
+        )
+    assert heard == [note] and capsys.readouterr().err == ""

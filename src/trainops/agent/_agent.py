@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from trainops._containment import containment
 from trainops._errors import TrainopsError
 from trainops._redaction import Masker
 from trainops._settings import Settings
@@ -298,18 +299,18 @@ class HostAgent:
     def _check_opt_ml(self) -> None:
         """/opt/ml is shown by default; where it cannot be, the host log says so in one line,
         and a checkpoint directory under /opt/ml is refused rather than silently moved."""
-        if not self.job.mount_opt_ml or namespaces_available():
+        if not self.job.mount_opt_ml or opt_ml_shown(True):
             return
+        why = containment().why or "no private mount namespace"
         if self.job.checkpoint_uri is not None:
             raise JobFailure(
-                f"checkpoint local_path {self.job.checkpoint_local_path}: this machine does not "
-                "let the agent make a private mount namespace (needs root or user namespaces), "
-                "so /opt/ml cannot be shown; set `mount_opt_ml: false` to have it re-rooted in "
-                "the host's tree (SM_CHECKPOINT_DIR names it)"
+                f"checkpoint local_path {self.job.checkpoint_local_path}: /opt/ml cannot be "
+                f"shown on this machine ({why}); set `mount_opt_ml: false` to have it re-rooted "
+                "in the host's tree (SM_CHECKPOINT_DIR names it)"
             )
         self.log.agent(
-            "WARNING: /opt/ml is not shown: this machine allows no private mount namespace "
-            "(needs root or user namespaces); the SM_* variables name the host's tree instead"
+            f"WARNING: /opt/ml is not shown ({why}): the SM_* variables name the host's tree "
+            "instead"
         )
 
     def _isolation(self) -> Isolation:
