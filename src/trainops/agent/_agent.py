@@ -29,6 +29,7 @@ from trainops.agent._hostlog import HostLog
 from trainops.agent._hostns import (
     HostNamespace,
     NamespaceError,
+    forgo_namespaces,
     namespaces_available,
     opt_ml_hint,
     opt_ml_shown,
@@ -265,6 +266,7 @@ class HostAgent:
         self._fetch_code()
         self._doing = "writing the configuration files"
         write_configs(self.tree, self.assignment, self.job)
+        self._namespace_made()  # before anything says where the script sees its tree
         self._doing = "restoring the checkpoints"
         self._sidecars = Sidecars(self._sidecar_context())
         self._sidecars.prepare()
@@ -294,7 +296,27 @@ class HostAgent:
                 self.assignment, self.state_dir, (), opt_ml, self._isolation()
             )
         except (LaunchError, OSError) as exc:
-            raise JobFailure(str(exc)) from None
+            self._without_namespaces(str(exc))
+
+    def _namespace_made(self) -> None:
+        """The early namespaces, in place; a holder that failed although the machine's probe
+        allowed them leaves this host without namespaces (one line says so), as on a machine
+        without them, rather than failing the job."""
+        if self._namespace is None:
+            return
+        try:
+            self._namespace.ready()
+        except NamespaceError as exc:
+            self._namespace.close()
+            self._namespace = None
+            self._without_namespaces(str(exc))
+
+    def _without_namespaces(self, why: str) -> None:
+        forgo_namespaces()
+        self.log.agent(
+            f"WARNING: this host's namespaces could not be made ({why}) although this "
+            "machine's probe allowed them: its processes run without them"
+        )
 
     def _check_opt_ml(self) -> None:
         """/opt/ml is shown by default; where it cannot be, the host log says so in one line,

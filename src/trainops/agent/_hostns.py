@@ -13,7 +13,8 @@ namespaces, bind-mounts the file, checks that every job host name resolves (as S
 toolkit does before the script starts; bounded), and execs ``argv``. Where the
 machine allows no namespaces (no root and no user namespaces) :func:`namespaces_available`
 says so (``trainops._containment``'s probe), and the agent falls back to 127.0.0.1 with a
-warning.
+warning; a host whose holder fails although the probe allowed them does the same
+(:func:`forgo_namespaces`).
 
 The same namespace carries the host's mounts (:func:`mount_arguments`): the channels' binds (a
 file-system channel, a FastFile view) and, with ``mount_opt_ml`` (the default), the host's tree
@@ -52,6 +53,7 @@ __all__ = [
     "NO_ISOLATION",
     "HostNamespace",
     "NamespaceError",
+    "forgo_namespaces",
     "hold_arguments",
     "host_addresses",
     "mount_arguments",
@@ -275,6 +277,14 @@ def unwrap(argv: Sequence[str]) -> list[str]:
     if wrapped and "--" in argv:
         return list(argv[list(argv).index("--") + 1 :])
     return list(argv)
+
+
+def forgo_namespaces() -> None:
+    """This process makes no namespaces from now on (a holder failed here although the probe
+    allowed them): every later question gets the answer of a machine without them, so the
+    script's environment, /opt/ml and its launch agree."""
+    global _available
+    _available = False
 
 
 def namespaces_available() -> bool:
