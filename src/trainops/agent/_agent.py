@@ -140,6 +140,7 @@ class HostAgent:
         self._namespace: HostNamespace | None = None  # made early (_start_namespace_early)
         self._tool_namespace: HostNamespace | None = None  # else the installer's, while it runs
         self._rank_exits: list[dict[str, int | None]] = []  # how each rank ended
+        self._failed_at: float | None = None  # when a rank of this host failed (Unix time)
         self._doing = "preparing the host"  # what the host is busy with, for a full disk's reason
         self._live_namespace: HostNamespace | None = None  # the script's, while it runs
         self._actions = ActionRunner(
@@ -185,7 +186,8 @@ class HostAgent:
                 "exit_code": result.exit_code,
                 "failure_reason": result.failure_reason,
             }
-            | ({"ranks": self._rank_exits} if len(self._rank_exits) > 1 else {}),
+            | ({"ranks": self._rank_exits} if len(self._rank_exits) > 1 else {})
+            | self._failure_time(result),
         )
         return result
 
@@ -217,7 +219,8 @@ class HostAgent:
                 raise
             result = HostResult(HostOutcome.FAILED, None, self._failure_of(exc))
         result = self._masked(self._blame_a_full_disk(result))
-        if self.stop_requested:
+        failed = result.outcome is HostOutcome.FAILED and self._failed_before_stop()
+        if self.stop_requested and not failed:
             result = HostResult(HostOutcome.STOPPED, result.exit_code, None)
         self._mark_outcome(result)
         return self._upload(result)
@@ -545,8 +548,24 @@ class HostAgent:
         self._running = None
         return returncode
 
+    def _failure_time(self, result: HostResult) -> dict[str, float]:
+        """``failed_at`` for the exit event of a host whose rank failed: the control plane
+        names the job's failure after the earliest across hosts, not the first host to end."""
+        if result.outcome is not HostOutcome.FAILED or self._failed_at is None:
+            return {}
+        return {"failed_at": self._failed_at}
+
+    def _failed_before_stop(self) -> bool:
+        """A rank failed on its own before the stop came (the control plane stopping the job
+        for another host's failure): the host failed, and says why, rather than Stopped."""
+        stopped_at = self._stop.requested_at
+        return (
+            self._failed_at is not None and stopped_at is not None and self._failed_at < stopped_at
+        )
+
     def _result_of(self, returncode: int, group: ProcessGroup) -> HostResult:
-        if self.stop_requested:
+        self._failed_at = group.failed_at if returncode != 0 else None
+        if self.stop_requested and not self._failed_before_stop():
             return HostResult(HostOutcome.STOPPED, returncode)
         if returncode == 0:
             return HostResult(HostOutcome.COMPLETED, 0)
