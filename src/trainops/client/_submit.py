@@ -42,6 +42,7 @@ SOURCE_ARCHIVE = "source/sourcedir.tar.gz"
 # A generated name the server handed out is only taken if someone submitted that exact name
 # explicitly in between; a few fresh names are plenty.
 NAME_TRIES = 3
+WARNING_CHARS = 1000  # of one server warning shown
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,13 +191,19 @@ def _create(
                 _discard(code_uri, settings)
             raise refused(exc) from None
         for line in created.get("Warnings") or []:
-            (on_warning or _warn)(str(line))
+            (on_warning or _warn)(_one_line(str(line)))
         return name
     raise AssertionError("unreachable")
 
 
 def _warn(line: str) -> None:
     print(f"warning: {line}", file=sys.stderr, flush=True)
+
+
+def _one_line(text: str) -> str:
+    """A server's warning as one bounded line of printable text (no terminal escapes)."""
+    shown = "".join(c if c.isprintable() else "?" for c in text[:WARNING_CHARS])
+    return shown + ("…" if len(text) > WARNING_CHARS else "")
 
 
 def _refuse_taken(client: Client, job: _Job) -> None:
