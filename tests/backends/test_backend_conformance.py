@@ -18,7 +18,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from trainops._containment import containment
+from tests._support.ray_cluster import RayCluster
+from trainops._containment import Containment, containment
 from trainops._settings import LocalCapacity, Settings
 from trainops.backends import (
     BACKENDS,
@@ -30,6 +31,7 @@ from trainops.backends import (
     parse_journal,
 )
 from trainops.backends._local import LocalBackend, agent_process
+from trainops.backends._ray import RayBackend
 from trainops.catalog import get_instance_type
 from trainops.protocol import AgentEvent, AgentLaunch, EventKind, HostResources
 
@@ -134,6 +136,21 @@ def test_where_agents_run_is_asked_what_a_job_cannot_have_there(
             assert note is None
         else:
             assert note is not None and note.endswith(expected) and "\n" not in note
+
+
+def test_ray_names_the_nodes_that_cannot_contain_a_job(
+    ray_cluster: RayCluster, trainops_home: Path
+) -> None:
+    backend = Recipe("ray", lambda home: ray_cluster.settings(home)).make(trainops_home)
+    assert isinstance(backend, RayBackend)
+    assert backend.containment_note(True) is None  # each node asked: they all allow namespaces
+    asked = sorted(backend._containment)
+    assert len(asked) >= 2
+    refused = Containment(False, False, "[Errno 1] unshare: Operation not permitted")
+    backend._containment[asked[0]] = refused  # what such a node answered (it is asked once)
+    note = backend.containment_note(True)
+    assert note is not None and note.startswith(f"on 1 of {len(asked)} Ray nodes (")
+    assert note.endswith(f"): {refused.note(True)}")
 
 
 def test_a_job_needs_all_its_hosts_at_once(recipe: Recipe, trainops_home: Path) -> None:
