@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -302,3 +303,46 @@ def test_a_rank_is_sent_sigterm_once(tmp_path: Path) -> None:
     assert [ln for ln in job.reporter.lines("stdout") if "SIGTERM" in ln] == [
         "rank 0 SIGTERM number 1"
     ]
+
+
+# Rank 1 fails; rank 0 ignores the group's SIGTERM (the host is slow to end) while the control
+# plane's stop arrives, sent because another host of the job ended first.
+RANK_ONE_FAILS_THEN_THE_HOST_LINGERS = """
+import os, signal, sys, time
+rank = int(os.environ["RANK"])
+ready = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rank0-ready")
+if rank == 1:
+    deadline = time.monotonic() + 60
+    while not os.path.exists(ready) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    print("RuntimeError: rank 1 ran out of data", file=sys.stderr, flush=True)
+    sys.exit(3)
+def on_term(signum, frame):
+    print(f"rank {rank} got SIGTERM, finishing slowly", flush=True)
+signal.signal(signal.SIGTERM, on_term)
+open(ready, "w").close()
+while True:
+    time.sleep(0.05)
+"""
+
+
+def test_a_host_whose_rank_failed_before_the_stop_came_ends_failed_with_the_time(
+    tmp_path: Path,
+) -> None:
+    job = make_job(
+        tmp_path,
+        {"train.py": RANK_ONE_FAILS_THEN_THE_HOST_LINGERS},
+        distribution={"processes_per_host": 2},
+    )
+    results: list[HostResult] = []
+    runner = threading.Thread(target=lambda: results.append(job.run()))
+    runner.start()
+    job.reporter.wait_for_line("rank 0 got SIGTERM")  # the group saw rank 1 fail
+    stopped_at = time.time()
+    job.reporter.push(Command("stop", reason="The job has failed", grace_seconds=0.5))
+    runner.join(120)
+    [result] = results
+    assert (result.outcome, result.exit_code) == (HostOutcome.FAILED, 3)
+    assert result.failure_reason is not None and result.failure_reason.startswith("rank 1 on ")
+    [exit_event] = job.reporter.of(EventKind.EXIT)
+    assert exit_event["outcome"] == "Failed" and exit_event["failed_at"] < stopped_at

@@ -123,7 +123,12 @@ def _client(launch: AgentLaunch, settings: Settings) -> AgentClient:
 
 def _reporter(launch: AgentLaunch, settings: Settings) -> HttpReporter:
     journal = launch.state_dir / "journal.jsonl"
-    return HttpReporter(_client(launch, settings), launch.attempt, journal).start()
+    # A journal that stays full is given up on the control plane's heartbeat timeout after the
+    # close's own, rather than never exiting (what is lost is said on stderr, in one line).
+    give_up = float(settings.heartbeat_timeout)
+    return HttpReporter(
+        _client(launch, settings), launch.attempt, journal, give_up_seconds=give_up
+    ).start()
 
 
 def _report_crash(

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from trainops._containment import containment
 from trainops._settings import Settings
 from trainops.backends._capacity import Allocator, Capacity, Slots
 from trainops.catalog import InstanceType
@@ -156,6 +157,15 @@ class Backend(ABC):
         tree = self.settings.jobs_dir / job
         shutil.rmtree(tree, ignore_errors=True)
         return not tree.exists()
+
+    def containment_note(self, mount_opt_ml: bool) -> str | None:
+        """One line saying what a job's hosts cannot have where this backend runs them (private
+        namespaces; the tree at /opt/ml when ``mount_opt_ml``) and why, else ``None``.
+
+        The base class's agents run on this machine, so this machine is asked (once); a backend
+        whose agents run elsewhere asks its machines.
+        """
+        return containment().note(mount_opt_ml)
 
     def gone_reason(self, handle: AgentHandle) -> str | None:
         """Why an agent that :meth:`is_alive` found gone is gone, where the backend knows more

@@ -29,7 +29,7 @@ import psutil
 
 from trainops.protocol import PARENT_ENV
 
-__all__ = ["AGENT_OUTPUT", "HostActor", "list_job_trees", "remove_job_tree"]
+__all__ = ["AGENT_OUTPUT", "HostActor", "list_job_trees", "probe_containment", "remove_job_tree"]
 
 AGENT_OUTPUT = "agent.out"
 # Ray's own variables stay with the worker: a training script must not find (and join) the
@@ -156,3 +156,11 @@ def remove_job_tree(jobs_dir: str, job: str) -> bool:
     tree = Path(jobs_dir) / job
     shutil.rmtree(tree, ignore_errors=True)
     return not tree.exists()
+
+
+def probe_containment() -> dict[str, Any]:
+    """What this node lets a job's hosts have (namespaces, /opt/ml), as its agents find it (a
+    Ray task's body)."""
+    from trainops._containment import containment
+
+    return containment().to_json()

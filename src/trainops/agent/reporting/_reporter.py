@@ -24,7 +24,11 @@ again, with a backoff, until it takes them. :meth:`HttpReporter.close`
 gives up after its timeout only when what is left is safe in the journal and the server cannot
 be reached (the next control plane reads the journal): while the server answers 507, or events
 exist nowhere but in this process, it keeps trying, so that a host's end (with its own exit time)
-arrives once space is freed rather than being declared lost.
+arrives once space is freed rather than being declared lost. That is bounded where the journal
+stays unwritable: ``give_up_seconds`` (the agent passes the control plane's heartbeat timeout)
+past the close's own timeout, with the journal still full, the reporter gives up, says on the
+agent's stderr in one line what was lost and why (the control plane quotes that output as the
+lost host's failure reason), and :attr:`HttpReporter.gave_up` says so.
 """
 
 from __future__ import annotations
@@ -121,6 +125,7 @@ class HttpReporter:
         min_gap: float = MIN_POST_GAP_SECONDS,
         journal_cap: int = DEFAULT_JOURNAL_CAP,
         max_batch_bytes: int = MAX_BATCH_BYTES,
+        give_up_seconds: float | None = None,
     ) -> None:
         self._client = client
         self._attempt = attempt
@@ -129,6 +134,7 @@ class HttpReporter:
         self._min_gap = min_gap
         self._cap = journal_cap
         self._max_batch = max_batch_bytes
+        self._give_up = give_up_seconds
         self._lock = threading.Lock()  # never held while writing a file or posting
         self._write_lock = threading.Lock()  # orders journal writes
         self._wake = threading.Event()
@@ -150,6 +156,7 @@ class HttpReporter:
         self._thread = threading.Thread(target=self._run, name="agent-reporter", daemon=True)
         self.last_error: str | None = None
         self.journal_error: str | None = None
+        self.gave_up = False  # closing stopped keeping events the full journal could not take
 
     @property
     def acked_seq(self) -> int:
@@ -398,8 +405,34 @@ class HttpReporter:
 
     def _must_keep(self) -> bool:
         """Whether closing must go on past its timeout (callers hold ``self._lock``): the server
-        answers that its disk is full, or events are in no journal yet (only in memory)."""
-        return self._store_full or self._written < self._end
+        answers that its disk is full, or events are in no journal yet (only in memory); never
+        once it gave up (:meth:`_give_up_now`)."""
+        keep = self._store_full or self._written < self._end
+        if keep and not self.gave_up and self._give_up_now():
+            self.gave_up = True
+            _say(self._lost())
+        return keep and not self.gave_up
+
+    def _give_up_now(self) -> bool:
+        """Whether the journal has stayed unwritable ``give_up_seconds`` past the close's
+        timeout (callers hold ``self._lock``)."""
+        if self._give_up is None or self._closing_until is None or self.journal_error is None:
+            return False
+        return time.monotonic() >= self._closing_until + self._give_up
+
+    def _lost(self) -> str:
+        """The one line that says what giving up loses, and why (callers hold ``self._lock``)."""
+        unsent = self._seq - self._acked
+        where = (
+            "the control plane's store is full (HTTP 507)"
+            if self._store_full
+            else f"the control plane did not take them ({self.last_error or 'no answer'})"
+        )
+        return (
+            f"giving up after {self._give_up:g} s more: {unsent} events (the host's end among "
+            f"them) are lost: the journal {self._journal.path} cannot be written "
+            f"({self.journal_error}) and {where}; free space on the journal's disk"
+        )
 
     def _pause(self, started: float, backoff: float) -> None:
         """Sleep until the next post: the backoff after a failure, else until events arrive

@@ -7,7 +7,9 @@ same ``_hostns_exec --join`` as the script's ranks, or ``None`` when the host is
 its script), with the job's environment (the script's) and the action's variables, in the
 script's working directory, the finding as JSON on standard input. It is killed, with its
 whole session, at its timeout; only the tail of its output is kept (read as it comes, never
-held whole), masked as the job's log is. How it went is reported as an ``action`` event.
+held whole), masked as the job's log is. How it went is reported as an ``action`` event; an
+``action_id`` sent again once it has run (a restarted control plane lost the report) gets that
+report again, never a second run.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ class ActionRunner:
         self._report = report
         self._mask = mask
         self._taken: set[str] = set()
+        self._reported: dict[str, dict[str, Any]] = {}  # action id -> what its run reported
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
 
@@ -59,9 +62,14 @@ class ActionRunner:
         if command.kind != "action":
             return False
         with self._lock:
-            if not command.action_id or command.action_id in self._taken:
-                return True
-            self._taken.add(command.action_id)
+            taken = not command.action_id or command.action_id in self._taken
+            again = self._reported.get(command.action_id) if taken else None
+            if not taken:
+                self._taken.add(command.action_id)
+        if taken:
+            if again is not None:  # asked again after it ran: the report was lost (a restart)
+                self._report(again)
+            return True
         thread = threading.Thread(
             target=self._run, args=(command,), name="trainops-action", daemon=True
         )
@@ -82,6 +90,11 @@ class ActionRunner:
             data["error"] = f"{type(exc).__name__}: {exc}"
         if data.get("error"):
             data["error"] = self._mask(str(data["error"]))[:1000]
+        with self._lock:
+            if data.get("declined") is True:  # nothing ran: it may be taken when it can run
+                self._taken.discard(command.action_id)
+            else:
+                self._reported[command.action_id] = data
         self._report(data)
 
     def _execute(self, command: Command) -> dict[str, Any]:

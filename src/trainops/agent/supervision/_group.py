@@ -117,6 +117,7 @@ class ProcessGroup:
         for member in self.members:
             member.process.notify_exit(self._changed.set)
         self.first_failure: GroupMember | None = None
+        self.failed_at: float | None = None  # when the first failure was seen (Unix time)
         self._next_release_check = 0.0
 
     @property
@@ -252,6 +253,7 @@ class ProcessGroup:
 
     def _fail_fast(self, member: GroupMember) -> None:
         self.first_failure = member
+        self.failed_at = time.time()  # woken by the exit itself: the failure's own time
         for other in self.members:
             if other is not member and other.returncode is None:
                 other.process.terminate(self._fail_fast_grace)

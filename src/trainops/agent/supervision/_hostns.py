@@ -12,7 +12,9 @@ N …] -- argv`` (a module of its own that imports only the standard library): i
 namespaces, bind-mounts the file, checks that every job host name resolves (as SageMaker's
 toolkit does before the script starts; bounded), and execs ``argv``. Where the
 machine allows no namespaces (no root and no user namespaces) :func:`namespaces_available`
-says so, and the agent falls back to 127.0.0.1 with a warning.
+says so (``trainops._containment``'s probe), and the agent falls back to 127.0.0.1 with a
+warning; a host whose holder fails although the probe allowed them does the same
+(:func:`forgo_namespaces`).
 
 The same namespace carries the host's mounts (:func:`mount_arguments`): the channels' binds (a
 file-system channel, a FastFile view) and, with ``mount_opt_ml`` (the default), the host's tree
@@ -40,6 +42,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from trainops._containment import containment
+
 if TYPE_CHECKING:  # the channels import this module (no cycle at run time)
     from trainops.agent.channels._base import Bind
 
@@ -49,6 +53,7 @@ __all__ = [
     "NO_ISOLATION",
     "HostNamespace",
     "NamespaceError",
+    "forgo_namespaces",
     "hold_arguments",
     "host_addresses",
     "mount_arguments",
@@ -201,16 +206,17 @@ def opt_ml_hint(failure: str, shown: bool, mount_opt_ml: bool) -> str | None:
             "`mount_opt_ml: true` in the job spec (or read the paths from the SM_* variables)"
         )
     return (
-        "the script used a path under /opt/ml, which this machine cannot mount (it allows no "
-        "private mount namespace: needs root or user namespaces); `mount_opt_ml: true` needs "
-        "such a machine, or read the paths from the SM_* variables"
+        "the script used a path under /opt/ml, which this machine cannot show "
+        f"({containment().why or 'no private mount namespace'}); `mount_opt_ml: true` needs a "
+        "machine that allows a private mount namespace (root or user namespaces) and has an "
+        "/opt, or read the paths from the SM_* variables"
     )
 
 
 def opt_ml_shown(mount_opt_ml: bool) -> bool:
     """Whether a job's hosts see their tree at the real /opt/ml: asked for (the default) and
-    possible here."""
-    return mount_opt_ml and namespaces_available()
+    possible here (namespaces, and an ``/opt`` that can take it)."""
+    return mount_opt_ml and namespaces_available() and containment().opt_ml
 
 
 def host_addresses(job_name: str, attempt: int, hosts: Sequence[str]) -> dict[str, str]:
@@ -273,15 +279,18 @@ def unwrap(argv: Sequence[str]) -> list[str]:
     return list(argv)
 
 
+def forgo_namespaces() -> None:
+    """This process makes no namespaces from now on (a holder failed here although the probe
+    allowed them): every later question gets the answer of a machine without them, so the
+    script's environment, /opt/ml and its launch agree."""
+    global _available
+    _available = False
+
+
 def namespaces_available() -> bool:
-    """Whether this machine lets the agent give a process its own mount and UTS namespace."""
+    """Whether this machine lets the agent give a process its own mount and UTS namespace
+    (``trainops._containment``'s probe, asked once)."""
     global _available
     if _available is None:
-        probe = [sys.executable, "-m", "trainops._hostns_exec", "--probe"]
-        try:
-            done = subprocess.run(probe, capture_output=True, timeout=30, check=False)
-        except (OSError, subprocess.TimeoutExpired):
-            _available = False
-        else:
-            _available = done.returncode == 0
+        _available = containment().namespaces
     return _available

@@ -8,6 +8,7 @@ later request may shorten the grace period, never lengthen it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Protocol
 
@@ -31,6 +32,7 @@ class StopControl:
         self.grace_seconds = grace_seconds
         self._requests = 0
         self._delivered = 0
+        self.requested_at: float | None = None  # when the first stop came (Unix time)
 
     @property
     def requested(self) -> bool:
@@ -45,6 +47,7 @@ class StopControl:
         if self.requested and grace >= self.grace_seconds:
             return
         self.grace_seconds = grace
+        self.requested_at = self.requested_at or time.time()
         self.reason = self.reason or reason
         self._requests += 1
 
