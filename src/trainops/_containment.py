@@ -1,6 +1,6 @@
 """What this machine lets a job's hosts have: private namespaces, and the tree at /opt/ml.
 
-A job's host runs in namespaces of its own (``trainops.agent._hostns``) wherever the machine
+A job's host runs in namespaces of its own (``trainops.agent.supervision._hostns``) wherever the machine
 allows them: root with ``CAP_SYS_ADMIN``, or unprivileged user namespaces. There its tree is
 shown at the real ``/opt/ml`` too, where ``/opt`` can take it. :func:`containment` asks the
 machine once (the namespace program's ``--probe``, with a scratch tree to show at /opt/ml) and

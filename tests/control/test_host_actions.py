@@ -50,7 +50,7 @@ def test_only_the_host_it_was_sent_to_reports_it() -> None:
 
 def test_an_action_sent_again_has_the_id_the_host_has_seen() -> None:
     # A restarted control plane sends a finding's actions again: a host that ran one already
-    # knows its id and reports that run instead of running it twice (agent/_actions.py).
+    # knows its id and reports that run instead of running it twice (agent/supervision/_actions.py).
     before = HostActions().open("job", 1, "algo-1", ["notify"], '{"time": 1.5}', {"R": "r"}, 5.0)
     actions = HostActions()
     again = actions.open("job", 1, "algo-1", ["notify"], '{"time": 1.5}', {"R": "r"}, 5.0)

@@ -15,7 +15,7 @@ recorded yet (``trainops.rules._tracking``), and the next control plane runs the
 action's id is derived from what it is (job, attempt, host, command, input, variables: the
 finding's time is in its input), so the action sent again has the id the host has seen, and an
 agent that ran it already reports that run again rather than running it twice
-(``trainops.agent._actions``). Identical actions of one finding therefore run once.
+(``trainops.agent.supervision._actions``). Identical actions of one finding therefore run once.
 """
 
 from __future__ import annotations
