@@ -89,7 +89,19 @@ class Engine:
         trial = self.study.ask(self.distributions)
         self.trials[number] = trial
         self.curves[number] = {}
-        return self._decode(trial.params)
+        values = self._decode(trial.params)
+        self._round_trip(trial, values)
+        return values
+
+    def _round_trip(self, trial: Trial, values: Mapping[str, TunedValue]) -> None:
+        """Store a ReverseLogarithmic value as a replay will (``1 - x``, not the sampled ``y``:
+        ``1 - (1 - y)`` may differ from ``y`` in the last bit), so that a rebuilt study holds
+        exactly the same trials. Optuna has no public way to set a sampled value."""
+        for name, value in values.items():
+            if _reversed(self.ranges[name]):
+                dist = self.distributions[name]
+                internal = dist.to_internal_repr(self._encode_one(name, value))
+                self.study._storage.set_trial_param(trial._trial_id, name, internal, dist)
 
     def _start(self, number: int, values: Mapping[str, TunedValue]) -> dict[str, TunedValue]:
         """Add trial ``number`` with its hyperparameters fixed to ``values``."""
