@@ -232,3 +232,25 @@ def test_a_missing_job_file_or_script_is_refused(tmp_path: Path) -> None:
 def test_hostile_yaml_is_a_clear_error(tmp_path: Path, text: str) -> None:
     with pytest.raises(SpecError):
         load_tuning_config(_files(tmp_path, text))
+
+
+@pytest.mark.parametrize(
+    ("ranges", "field", "reason"),
+    [
+        ({"a\ud800": [1, 2]}, "hyperparameter_ranges", "unpaired surrogates"),
+        ({"a": ["x", "\x00"]}, "hyperparameter_ranges.a", "NUL character"),
+        ({"a": ["\ud800"]}, "hyperparameter_ranges.a", "unpaired surrogate"),
+        ({"a": ["y", "x" * 2501]}, "hyperparameter_ranges.a", "at most 2500"),
+    ],
+)
+def test_hostile_tuned_names_and_values_are_refused(
+    ranges: dict[str, Any], field: str, reason: str
+) -> None:
+    message = _problems(hyperparameter_ranges=ranges)
+    assert f"{field}:" in message
+    assert reason in message
+
+
+def test_yaml_booleans_in_a_categorical_range_are_passed_as_true_and_false() -> None:
+    config = make_config(hyperparameter_ranges={"flag": [True, False]})
+    assert config.hyperparameter_ranges["flag"].values == ["true", "false"]

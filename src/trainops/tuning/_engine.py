@@ -190,4 +190,6 @@ def _fits(distribution: Any, value: Any) -> bool:
         return any(type(value) is type(c) and value == c for c in choices)
     if isinstance(value, bool) or not isinstance(value, int | float):
         return False
+    if isinstance(distribution.low, int) and not float(value).is_integer():
+        return False  # an Integer range's prior must be a whole number
     return bool(distribution.low <= value <= distribution.high)
