@@ -218,3 +218,22 @@ def test_warm_start_leaves_out_what_does_not_fit_the_new_ranges() -> None:
     assert Search(config, parents=[*parents, failed]).priors == inside
     renamed = {"rate": RANGES["lr"]}
     assert Search(_config("Bayesian", hyperparameter_ranges=renamed), parents=parents).priors == 0
+
+
+@pytest.mark.parametrize(
+    ("values", "reason"),
+    [
+        ({"lr": 0.01}, "are not the tuned ones"),
+        ({"lr": 5.0, "momentum": 0.9, "batch_size": 16, "optimizer": "sgd"}, "lr outside"),
+        ({"lr": 0.01, "momentum": 0.9, "batch_size": 16.5, "optimizer": "sgd"}, "batch_size"),
+        ({"lr": 0.01, "momentum": 0.9, "batch_size": 16, "optimizer": "rmsprop"}, "optimizer"),
+        ({"lr": "x", "momentum": 0.9, "batch_size": 16, "optimizer": "sgd"}, "lr outside"),
+        ({"lr": 0.01, "momentum": "x", "batch_size": 16, "optimizer": "sgd"}, "momentum outside"),
+        ({"lr": 0.01, "momentum": 1.0, "batch_size": 16, "optimizer": "sgd"}, "momentum outside"),
+    ],
+)
+def test_a_record_that_is_not_a_point_of_the_ranges_is_refused(
+    values: dict[str, Any], reason: str
+) -> None:
+    with pytest.raises(ValueError, match=f"trial 0: .*{reason}"):
+        Search(_config("Random"), [TrialRecord(0, values)])
