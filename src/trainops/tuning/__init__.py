@@ -14,21 +14,18 @@ from trainops._lazy import lazy_names
 
 if typing.TYPE_CHECKING:
     from trainops.tuning._completion import CompletionDetails, CompletionReason, best_trial
-    from trainops.tuning._config import (
-        HyperbandResource,
-        Strategy,
-        TuningJobConfig,
-        load_tuning_config,
-    )
+    from trainops.tuning._config import TuningJobConfig, load_tuning_config
     from trainops.tuning._limits import (
         BestObjectiveNotImproving,
         CompletionCriteria,
         ConvergenceDetected,
         EarlyStoppingType,
         Enabled,
+        HyperbandResource,
         HyperbandStrategyConfig,
         ObjectiveType,
         ResourceLimits,
+        Strategy,
         StrategyConfig,
         TuningObjective,
         WarmStartConfig,
@@ -88,7 +85,7 @@ _MODULE_OF = {
         ["CompletionDetails", "CompletionReason", "best_trial"], "trainops.tuning._completion"
     ),
     **dict.fromkeys(
-        ["HyperbandResource", "Strategy", "TuningJobConfig", "load_tuning_config"],
+        ["TuningJobConfig", "load_tuning_config"],
         "trainops.tuning._config",
     ),
     **dict.fromkeys(
@@ -98,9 +95,11 @@ _MODULE_OF = {
             "ConvergenceDetected",
             "EarlyStoppingType",
             "Enabled",
+            "HyperbandResource",
             "HyperbandStrategyConfig",
             "ObjectiveType",
             "ResourceLimits",
+            "Strategy",
             "StrategyConfig",
             "TuningObjective",
             "WarmStartConfig",
