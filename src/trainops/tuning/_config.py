@@ -25,7 +25,7 @@ from pydantic import Field, field_validator, model_validator
 from trainops._errors import SpecError
 from trainops.spec import JobSpec
 from trainops.spec._base import SpecModel
-from trainops.spec._lines import read_spec_text, read_spec_yaml, with_lines
+from trainops.spec._lines import read_spec_text, read_spec_yaml, with_line, with_lines
 from trainops.spec._load import load_spec, resolve_paths
 from trainops.tuning._checks import (
     CONFIG_CHECKS,
@@ -140,12 +140,14 @@ def load_tuning_config(path: str | Path) -> TuningJobConfig:
     """
     path = Path(path)
     source = str(path)
+    _check_regular_file(path, "", source)
     data, lines = read_spec_yaml(
         read_spec_text(path), source, "a tuning job must be a mapping, e.g. 'strategy: Random'"
     )
     job = data.get("training_job")
     base = path.resolve().parent
     if isinstance(job, str):
+        _check_regular_file(base / job, with_line("training_job", lines), source)
         data["training_job"] = load_spec(base / job)
     try:
         config = TuningJobConfig(**data)
@@ -155,3 +157,9 @@ def load_tuning_config(path: str | Path) -> TuningJobConfig:
         resolved = resolve_paths(config.training_job, base, source)
         config = config.model_copy(update={"training_job": resolved})
     return config
+
+
+def _check_regular_file(path: Path, field: str, source: str) -> None:
+    """Refuse what is not a regular file (a device such as /dev/zero would never end)."""
+    if path.exists() and not path.is_file():
+        raise SpecError([(field, f"{path} is not a regular file")], source)
