@@ -34,7 +34,14 @@ if typing.TYPE_CHECKING:
     from trainops.tuning._records import Proposal, TrialRecord, TrialStatus, TunedValue
     from trainops.tuning._rules import HyperbandRule, MedianRule, StoppingRule
     from trainops.tuning._search import OBJECTIVE_HYPERPARAMETER, Search
-    from trainops.tuning._space import ParameterRange, ParameterType, ScalingType
+    from trainops.tuning._space import (
+        CategoricalParameter,
+        ContinuousParameter,
+        IntegerParameter,
+        ParameterRange,
+        ParameterType,
+        ScalingType,
+    )
     from trainops.tuning._strategies import (
         SearchStrategy,
         register_strategy,
@@ -45,15 +52,18 @@ if typing.TYPE_CHECKING:
 __all__ = [
     "OBJECTIVE_HYPERPARAMETER",
     "BestObjectiveNotImproving",
+    "CategoricalParameter",
     "CompletionCriteria",
     "CompletionDetails",
     "CompletionReason",
+    "ContinuousParameter",
     "ConvergenceDetected",
     "EarlyStoppingType",
     "Enabled",
     "HyperbandResource",
     "HyperbandRule",
     "HyperbandStrategyConfig",
+    "IntegerParameter",
     "MedianRule",
     "ObjectiveType",
     "ParameterRange",
@@ -112,7 +122,17 @@ _MODULE_OF = {
     ),
     **dict.fromkeys(["HyperbandRule", "MedianRule", "StoppingRule"], "trainops.tuning._rules"),
     **dict.fromkeys(["OBJECTIVE_HYPERPARAMETER", "Search"], "trainops.tuning._search"),
-    **dict.fromkeys(["ParameterRange", "ParameterType", "ScalingType"], "trainops.tuning._space"),
+    **dict.fromkeys(
+        [
+            "CategoricalParameter",
+            "ContinuousParameter",
+            "IntegerParameter",
+            "ParameterRange",
+            "ParameterType",
+            "ScalingType",
+        ],
+        "trainops.tuning._space",
+    ),
     **dict.fromkeys(
         ["SearchStrategy", "register_strategy", "strategy_names"], "trainops.tuning._strategies"
     ),
