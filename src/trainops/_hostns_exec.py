@@ -157,13 +157,13 @@ def _names_resolve(names: Sequence[str]) -> bool:
 
 
 PROG = "python -m trainops._hostns_exec"
-_FLAGS = ("--probe", "--hold")
+_FLAGS = ("--probe", "--hold", "--run")
 _SINGLE = ("--hostname", "--hosts-file", "--opt-ml", "--expect-entries")
 _NUMBERS = ("--die-with-parent", "--join", "--ns-inode")
 _LISTS = {"--resolve": 1, "--bind": 3, "--graft": 5, "--mask": 1, "--keep": 1, "--keep-ro": 1}
 
 
-class UsageError(ValueError):
+class UsageError(Exception):
     """The command line is not one this program takes (exit status 2, as argparse's)."""
 
 
@@ -172,7 +172,7 @@ class Arguments:
     start-up, paid before every rank's process)."""
 
     def __init__(self) -> None:
-        self.probe = self.hold = False
+        self.probe = self.hold = self.run = False
         self.hostname: str | None = None
         self.hosts_file: str | None = None
         self.opt_ml: str | None = None
@@ -273,12 +273,15 @@ def _has_entries(path: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        args = parse(sys.argv[1:] if argv is None else argv)
-        if args.join is not None:
-            return _join(args.join, args)
+        return _run(parse(sys.argv[1:] if argv is None else argv))
     except UsageError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
+
+
+def _run(args: Arguments) -> int:
+    if args.join is not None:
+        return _join(args.join, args)
     if args.hold:
         return _hold(args)
     try:
@@ -295,11 +298,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _has_entries(args.expect_entries)
     if not _names_resolve(args.resolve):
         return NAME_UNRESOLVED
-    try:
-        return _exec(args.command)
-    except UsageError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 2
+    return _exec(args.command)
 
 
 def _exec(command: list[str]) -> int:
@@ -351,8 +350,67 @@ def _hold(args: Arguments) -> int:
     os.close(ready_read)
     if started:
         print(f"ready {init}", flush=True)
+        request = _read_request() if args.run else None
+        if request is not None:
+            return _run_held(args, *request)
     _, status = os.waitpid(init, 0)
     return os.waitstatus_to_exitcode(status) if started else 1
+
+
+# --hold --run: the host's one process, started by the holder itself -------------------------
+
+MAX_REQUEST = 16 * 1024 * 1024
+
+
+def _read_request() -> tuple[list[str], dict[str, str], str, list[str]] | None:
+    """The command sent on stdin, read to its end (``None`` at an end with none: the host
+    runs its processes by ``--join``): NUL-separated, the working directory, the number of
+    host names to resolve and of arguments, those, then the environment's ``NAME=value``s."""
+    chunks, size = [], 0
+    while chunk := os.read(0, 65536):
+        size += len(chunk)
+        if size > MAX_REQUEST:
+            raise UsageError("the command on stdin is larger than 16 MiB")
+        chunks.append(chunk)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)  # the script's stdin, as a joined process's: never the request pipe
+    os.close(null)
+    if not chunks:
+        return None
+    words = [os.fsdecode(w) for w in b"".join(chunks).split(b"\0")]
+    try:
+        cwd, names, count = words[0], int(words[1]), int(words[2])
+    except (IndexError, ValueError):
+        raise UsageError("the command on stdin is not one the agent sends") from None
+    resolve, argv = words[3 : 3 + names], words[3 + names : 3 + names + count]
+    pairs = [w.partition("=") for w in words[3 + names + count :]]
+    if len(argv) != count or not argv or any(not sep for _name, sep, _value in pairs):
+        raise UsageError("the command on stdin is not one the agent sends")
+    return argv, {name: value for name, _sep, value in pairs}, cwd, resolve
+
+
+def _run_held(
+    args: Arguments, argv: list[str], env: dict[str, str], cwd: str, resolve: list[str]
+) -> int:
+    """As ``--join`` does, without a process of its own: the holder, already in the host's
+    namespaces, checks the host names, forks the script (its next child: in the PID
+    namespace, never its pid 1) and ends as the script ends; the init goes with it."""
+    if not _names_resolve(resolve):
+        return NAME_UNRESOLVED
+    child = os.fork()
+    if child == 0:
+        try:
+            os.environ.clear()
+            os.environ.update(env)
+            os.chdir(cwd)
+            os.environ["PWD"] = cwd
+            if args.opt_ml is not None:
+                _enter_under_opt_ml(args.opt_ml)
+        except OSError as exc:
+            print(f"trainops: cannot enter {cwd}: {exc.strerror or exc}", file=sys.stderr)
+            os._exit(1)
+        _run_contained(argv)  # never returns
+    return _end_as(_wait(child))
 
 
 def _devices() -> list[str]:

@@ -36,8 +36,9 @@ import subprocess
 import sys
 import tempfile
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from subprocess import Popen
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the channels import this module (no cycle at run time)
@@ -49,6 +50,7 @@ __all__ = [
     "NO_ISOLATION",
     "HostNamespace",
     "NamespaceError",
+    "held_request",
     "hold_arguments",
     "host_addresses",
     "mount_arguments",
@@ -95,12 +97,12 @@ class HostNamespace:
     @classmethod
     def start(cls, arguments: Sequence[str]) -> HostNamespace:
         """Start making them (``arguments``: the holder's, from :func:`hold_arguments`)."""
-        argv = [*HOSTNS_EXEC, "--hold"]
+        argv = [*HOSTNS_EXEC, "--hold", "--run"]
         argv += ["--die-with-parent", str(os.getpid()), *arguments]
         env = {k: v for k in ("PATH", "PYTHONPATH") if (v := os.environ.get(k)) is not None}
         holder = subprocess.Popen(  # a session of its own: a signal to the agent's group
             argv,  # (a stop) must not end the namespaces under the script
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE,  # where the host's one process may be sent (run_held)
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=env,
@@ -130,14 +132,16 @@ class HostNamespace:
             raise NamespaceError("the host's namespaces are gone")
         ready, _, _ = select.select([holder.stdout], [], [], HOLD_SECONDS)
         line = holder.stdout.readline().decode(errors="replace") if ready else ""
-        holder.stdout.close()
         if not line.startswith("ready "):
+            for stream in (holder.stdin, holder.stdout):
+                if stream is not None:
+                    stream.close()
             holder.kill()
             with holder.stderr:
                 error = holder.stderr.read().decode(errors="replace").strip()
             holder.wait()
             raise NamespaceError(error.removeprefix("trainops: ") or "it did not start in time")
-        holder.stderr.close()
+        # stdout and stderr stay open: the script's own, should the holder start it (run_held)
         self._init_pid = int(line.split()[1])
         self.inode = os.stat(f"/proc/{self._init_pid}/ns/mnt").st_ino
         return self._init_pid
@@ -149,14 +153,51 @@ class HostNamespace:
         join += [] if opt_ml is None else ["--opt-ml", str(opt_ml)]
         return [*HOSTNS_EXEC, *join, "--", *argv]
 
+    def run_held(
+        self, hosts: Sequence[str]
+    ) -> Callable[[Sequence[str], Path, Mapping[str, str], Callable[[int], None]], Popen[bytes]]:
+        """How the host's one process is started by the holder itself, already inside: no
+        process joins the namespaces for it (``--join`` costs a Python start-up before the
+        script). Once started, the holder ends as the script ends, and the namespaces with
+        it; its stdout and stderr are the script's. For one process only (a working directory
+        in the tree is seen under /opt/ml where the holder shows it there)."""
+        self.ready()
+
+        def start(
+            argv: Sequence[str], cwd: Path, env: Mapping[str, str], adopt: Callable[[int], None]
+        ) -> Popen[bytes]:
+            holder = self.holder
+            assert holder.stdin is not None
+            adopt(holder.pid)  # before the script is forked: it starts in the host's cgroup
+            with holder.stdin:
+                holder.stdin.write(held_request(argv, cwd, env, hosts))
+            holder.stdin = None  # sent and closed: the holder's input ends with the command
+            return holder
+
+        return start
+
     def close(self) -> None:
         """End the namespaces (the init, and with it every process left in them)."""
         if self.holder.poll() is None:
             self.holder.send_signal(signal.SIGKILL)
         self.holder.wait()
-        for stream in (self.holder.stdout, self.holder.stderr):
+        for stream in (self.holder.stdin, self.holder.stdout, self.holder.stderr):
             if stream is not None:
                 stream.close()
+
+
+def held_request(
+    argv: Sequence[str], cwd: Path, env: Mapping[str, str], hosts: Sequence[str]
+) -> bytes:
+    """The command ``_hostns_exec --hold --run`` reads on stdin (see ``_read_request`` there):
+    NUL-separated words, which no argument, path or variable can hold. Raises ``ValueError``
+    for a word that holds one (a path or argument exec could not take either)."""
+    words = [str(cwd), str(len(hosts)), str(len(argv)), *hosts, *argv]
+    words += [f"{name}={value}" for name, value in env.items()]
+    encoded = [os.fsencode(word) for word in words]
+    if any(b"\0" in word for word in encoded) or any("=" in name for name in env):
+        raise ValueError("an argument, path or variable of the command holds a NUL byte or '='")
+    return b"\0".join(encoded)
 
 
 def hold_arguments(
