@@ -24,6 +24,11 @@ A job's host is contained by two more forms (see ``trainops.agent._hostns``):
   (pid 1): it mounts a fresh ``/proc``, keeps only Docker's default capabilities
   (``trainops._hostns_caps``), reaps whatever is orphaned to it and never runs a script itself.
   The holder prints ``ready <init pid>`` once all is in place and lives as long as the init.
+- ``--hold --run [the options above]``: the same, and once ready the holder reads a command on
+  stdin (to its end; see ``_read_request``): it checks the job's host names, forks the command
+  (in the PID namespace, never pid 1) with its environment, working directory and Docker's
+  default capabilities, and ends as it ended, the init with it: the host's one process, started
+  without a ``--join`` process of its own. Input that ends with no command leaves it holding.
 - ``--join PID --ns-inode INODE [--resolve NAME …] [--opt-ml ROOT] -- argv``: one process of the
   host, run inside the namespaces of the init ``PID`` (refused when its mount namespace is no
   longer ``INODE``): it enters them, checks the job's host names, and forks ``argv`` with Docker's

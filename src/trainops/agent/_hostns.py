@@ -22,7 +22,9 @@ Every process of a job's host runs in them, one host or many (:class:`HostNamesp
 agent makes the host's namespaces once (``_hostns_exec --hold``: mount, UTS, PID, with
 ``$TRAINOPS_HOME`` and the other jobs' remote-shell sockets masked and a minimal init as pid 1),
 and each process of the host joins them (``_hostns_exec --join``) with Docker's default
-capabilities. See docs/isolation.md for what this hides and what it cannot.
+capabilities, but for a host of one process: the holder starts that one itself
+(:meth:`HostNamespace.run_held`), which spares the script's start an interpreter. See
+docs/isolation.md for what this hides and what it cannot.
 """
 
 from __future__ import annotations
