@@ -282,3 +282,32 @@ def test_a_checkpoint_under_opt_ml_is_refused_where_opt_ml_cannot_be_shown(
         tmp_path / "out", {"train.py": SAYS_WHERE}, checkpoint={"uri": remote}, mount_opt_ml=False
     )
     assert opted_out.run().outcome is HostOutcome.COMPLETED
+
+
+@pytest.mark.parametrize(
+    "request_bytes",
+    [
+        b"garbage",
+        b"/\0one\0two\0echo",  # counts that are not numbers
+        b"/\x000\x002\x00echo",  # fewer arguments than it says
+        b"/\x000\x001\x00/bin/true\x00NO_EQUALS_SIGN",  # a variable without its value
+        b"/\x000\x000",  # no command at all
+    ],
+)
+def test_a_holder_refuses_a_command_it_cannot_read_in_one_line(
+    arguments: list[str], request_bytes: bytes
+) -> None:
+    namespace = HostNamespace.hold(arguments)
+    try:
+        holder = namespace.holder
+        assert holder.stdin is not None and holder.stderr is not None
+        with holder.stdin:
+            holder.stdin.write(request_bytes)
+        assert holder.wait(timeout=60) == 2
+        lines = holder.stderr.read().decode().strip().splitlines()
+        assert lines == [
+            "python -m trainops._hostns_exec: error: "
+            "the command on stdin is not one the agent sends"
+        ]
+    finally:
+        namespace.close()
