@@ -387,9 +387,11 @@ def _read_request() -> tuple[list[str], dict[str, str], str, list[str]] | None:
         cwd, names, count = words[0], int(words[1]), int(words[2])
     except (IndexError, ValueError):
         raise UsageError("the command on stdin is not one the agent sends") from None
+    if names < 0 or count < 1:
+        raise UsageError("the command on stdin is not one the agent sends")
     resolve, argv = words[3 : 3 + names], words[3 + names : 3 + names + count]
     pairs = [w.partition("=") for w in words[3 + names + count :]]
-    if len(argv) != count or not argv or any(not sep for _name, sep, _value in pairs):
+    if len(resolve) != names or len(argv) != count or any(not sep for _n, sep, _v in pairs):
         raise UsageError("the command on stdin is not one the agent sends")
     return argv, {name: value for name, _sep, value in pairs}, cwd, resolve
 

@@ -292,6 +292,8 @@ def test_a_checkpoint_under_opt_ml_is_refused_where_opt_ml_cannot_be_shown(
         b"/\x000\x002\x00echo",  # fewer arguments than it says
         b"/\x000\x001\x00/bin/true\x00NO_EQUALS_SIGN",  # a variable without its value
         b"/\x000\x000",  # no command at all
+        b"/\x00-1\x001\x00/bin/true",  # a negative count
+        b"/\x005\x001\x00/bin/true",  # more host names than there are words
     ],
 )
 def test_a_holder_refuses_a_command_it_cannot_read_in_one_line(

@@ -40,10 +40,10 @@ import tempfile
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from subprocess import Popen
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the channels import this module (no cycle at run time)
+    from trainops.agent._process import Spawn
     from trainops.agent.channels._base import Bind
 
 __all__ = [
@@ -155,9 +155,7 @@ class HostNamespace:
         join += [] if opt_ml is None else ["--opt-ml", str(opt_ml)]
         return [*HOSTNS_EXEC, *join, "--", *argv]
 
-    def run_held(
-        self, hosts: Sequence[str]
-    ) -> Callable[[Sequence[str], Path, Mapping[str, str], Callable[[int], None]], Popen[bytes]]:
+    def run_held(self, hosts: Sequence[str]) -> Spawn:
         """How the host's one process is started by the holder itself, already inside: no
         process joins the namespaces for it (``--join`` costs a Python start-up before the
         script). Once started, the holder ends as the script ends, and the namespaces with
@@ -167,7 +165,7 @@ class HostNamespace:
 
         def start(
             argv: Sequence[str], cwd: Path, env: Mapping[str, str], adopt: Callable[[int], None]
-        ) -> Popen[bytes]:
+        ) -> subprocess.Popen[bytes]:
             holder = self.holder
             assert holder.stdin is not None
             adopt(holder.pid)  # before the script is forked: it starts in the host's cgroup
