@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-from pathlib import Path
 
 __all__ = ["DOCKER_DEFAULT", "contain", "effective_capabilities"]
 
@@ -30,7 +29,7 @@ PR_SET_NO_NEW_PRIVS = 38
 PR_CAP_AMBIENT = 47
 PR_CAP_AMBIENT_CLEAR_ALL = 4
 _CAPABILITY_VERSION_3 = 0x20080522
-_LAST_CAP_FILE = Path("/proc/sys/kernel/cap_last_cap")
+_LAST_CAP_FILE = "/proc/sys/kernel/cap_last_cap"
 _EINVAL = 22
 
 
@@ -58,7 +57,8 @@ def _check(result: int, what: str) -> None:
 
 def _last_capability() -> int:
     try:
-        return int(_LAST_CAP_FILE.read_text(encoding="ascii"))
+        with open(_LAST_CAP_FILE, encoding="ascii") as handle:
+            return int(handle.read())
     except (OSError, ValueError):
         return 40  # CAP_CHECKPOINT_RESTORE, the last one Linux 5.9 to 6.x know
 

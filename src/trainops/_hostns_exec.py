@@ -26,6 +26,11 @@ A job's host is contained by two more forms (see ``trainops.agent.supervision._h
   (pid 1): it mounts a fresh ``/proc``, keeps only Docker's default capabilities
   (``trainops._hostns_caps``), reaps whatever is orphaned to it and never runs a script itself.
   The holder prints ``ready <init pid>`` once all is in place and lives as long as the init.
+- ``--hold --run [the options above]``: the same, and once ready the holder reads a command on
+  stdin (to its end; see ``_read_request``): it checks the job's host names, forks the command
+  (in the PID namespace, never pid 1) with its environment, working directory and Docker's
+  default capabilities, and ends as it ended, the init with it: the host's one process, started
+  without a ``--join`` process of its own. Input that ends with no command leaves it holding.
 - ``--join PID --ns-inode INODE [--resolve NAME …] [--opt-ml ROOT] -- argv``: one process of the
   host, run inside the namespaces of the init ``PID`` (refused when its mount namespace is no
   longer ``INODE``): it enters them, checks the job's host names, and forks ``argv`` with Docker's
@@ -41,16 +46,15 @@ package's own ``__init__`` is imported first.
 
 from __future__ import annotations
 
-import argparse
 import ctypes
-import functools
 import os
 import signal
-import socket
 import sys
 import time
-from collections.abc import Sequence
-from pathlib import Path
+
+TYPE_CHECKING = False  # not typing's: this module imports as little as it can (see below)
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 if __package__:
     from trainops import _hostns_caps as caps
@@ -61,7 +65,7 @@ else:  # run by path with -S, as the agent runs it: no package (nor site) to imp
 
 __all__ = ["NAME_UNRESOLVED", "PROBE_NO_OPT_ML", "main"]
 
-HOSTS_FILE = Path("/etc/hosts")
+HOSTS_FILE = "/etc/hosts"
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUTS = 0x04000000
 CLONE_NEWUSER = 0x10000000
@@ -88,10 +92,14 @@ NAME_UNRESOLVED = 86  # the exit code when a job host name never resolves
 PROBE_NO_OPT_ML = 2  # --probe's exit code when the namespaces were made but not the mounts
 
 
-@functools.cache
+_LIBC: list[ctypes.CDLL] = []
+
+
 def _libc() -> ctypes.CDLL:
     # By its soname: ctypes.util.find_library would run ldconfig, before every rank's start.
-    return ctypes.CDLL("libc.so.6", use_errno=True)
+    if not _LIBC:
+        _LIBC.append(ctypes.CDLL("libc.so.6", use_errno=True))
+    return _LIBC[0]
 
 
 def _check(result: int, what: str) -> None:
@@ -100,7 +108,7 @@ def _check(result: int, what: str) -> None:
         raise OSError(errno, f"{what}: {os.strerror(errno)}")
 
 
-def _enter(hostname: str | None, hosts_file: Path | None, pids: bool = False) -> None:
+def _enter(hostname: str | None, hosts_file: str | None, pids: bool = False) -> None:
     libc = _libc()
     flags = CLONE_NEWNS | CLONE_NEWUTS | (CLONE_NEWPID if pids else 0)
     uid, gid = os.getuid(), os.getgid()
@@ -111,7 +119,7 @@ def _enter(hostname: str | None, hosts_file: Path | None, pids: bool = False) ->
         _map_ids(uid, gid)
     _check(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate /")
     if hosts_file is not None:
-        source, target = str(hosts_file).encode(), str(HOSTS_FILE).encode()
+        source, target = hosts_file.encode(), HOSTS_FILE.encode()
         _check(libc.mount(source, target, None, MS_BIND, None), "mount --bind /etc/hosts")
     if hostname is not None:
         name = hostname.encode()
@@ -120,21 +128,24 @@ def _enter(hostname: str | None, hosts_file: Path | None, pids: bool = False) ->
 
 def _map_ids(uid: int, gid: int) -> None:
     """In a user namespace of our own: the user stays itself (files it makes are its own)."""
-    Path("/proc/self/setgroups").write_text("deny", encoding="ascii")
-    Path("/proc/self/uid_map").write_text(f"{uid} {uid} 1", encoding="ascii")
-    Path("/proc/self/gid_map").write_text(f"{gid} {gid} 1", encoding="ascii")
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"),
+                       ("gid_map", f"{gid} {gid} 1")):  # fmt: skip
+        with open(f"/proc/self/{name}", "w", encoding="ascii") as handle:
+            handle.write(text)
 
 
 def _wait_for_names(names: Sequence[str]) -> str | None:
     """The first name that does not resolve within :data:`RESOLVE_SECONDS`, else None."""
+    import _socket  # the C module: socket.py (and its enums) is not needed for a look-up
+
     deadline = time.monotonic() + RESOLVE_SECONDS
     delay = 0.05
     for name in names:
         while True:
             try:
-                socket.getaddrinfo(name, None)
+                _socket.getaddrinfo(name, None)
                 break
-            except (socket.gaierror, UnicodeError):
+            except (_socket.gaierror, UnicodeError):
                 if time.monotonic() >= deadline:
                     return name
                 time.sleep(delay)
@@ -153,27 +164,71 @@ def _names_resolve(names: Sequence[str]) -> bool:
     return unresolved is None
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m trainops._hostns_exec")
-    parser.add_argument("--probe", action="store_true")
-    parser.add_argument("--hostname")
-    parser.add_argument("--hosts-file", type=Path)
-    parser.add_argument("--resolve", action="append", default=[])
-    parser.add_argument("--bind", nargs=3, action="append", default=[], metavar="SRC DST MODE")
-    parser.add_argument(
-        "--graft", nargs=5, action="append", default=[], metavar="NS INODE SRC DST MODE"
-    )
-    parser.add_argument("--opt-ml", type=Path)
-    parser.add_argument("--die-with-parent", type=int, metavar="PPID")
-    parser.add_argument("--expect-entries", type=Path)
-    parser.add_argument("--hold", action="store_true")
-    parser.add_argument("--mask", action="append", default=[], metavar="DIR")
-    parser.add_argument("--keep", action="append", default=[], metavar="PATH")
-    parser.add_argument("--keep-ro", action="append", default=[], metavar="PATH")
-    parser.add_argument("--join", type=int, metavar="PID")
-    parser.add_argument("--ns-inode", type=int, default=0, metavar="INODE")
-    parser.add_argument("command", nargs=argparse.REMAINDER)
-    return parser
+PROG = "python -m trainops._hostns_exec"
+_FLAGS = ("--probe", "--hold", "--run")
+_SINGLE = ("--hostname", "--hosts-file", "--opt-ml", "--expect-entries")
+_NUMBERS = ("--die-with-parent", "--join", "--ns-inode")
+_LISTS = {"--resolve": 1, "--bind": 3, "--graft": 5, "--mask": 1, "--keep": 1, "--keep-ro": 1}
+
+
+class UsageError(Exception):
+    """The command line is not one this program takes (exit status 2, as argparse's)."""
+
+
+class Arguments:
+    """The parsed command line (by hand: argparse alone costs more than ten milliseconds of
+    start-up, paid before every rank's process)."""
+
+    def __init__(self) -> None:
+        self.probe = self.hold = self.run = False
+        self.hostname: str | None = None
+        self.hosts_file: str | None = None
+        self.opt_ml: str | None = None
+        self.expect_entries: str | None = None
+        self.die_with_parent: int | None = None
+        self.join: int | None = None
+        self.ns_inode = 0
+        self.resolve: list[str] = []
+        self.bind: list[list[str]] = []
+        self.graft: list[list[str]] = []
+        self.mask: list[str] = []
+        self.keep: list[str] = []
+        self.keep_ro: list[str] = []
+        self.command: list[str] = []
+
+
+def parse(argv: Sequence[str]) -> Arguments:
+    """The options, then the command: after ``--``, or from the first word not an option."""
+    args, words, index = Arguments(), list(argv), 0
+    while index < len(words):
+        word = words[index]
+        if word == "--" or not word.startswith("-"):
+            args.command = words[index + (word == "--") :]
+            break
+        name = word[2:].replace("-", "_")
+        if word in _FLAGS:
+            setattr(args, name, True)
+            index += 1
+            continue
+        count = _LISTS.get(word, 1 if word in _SINGLE or word in _NUMBERS else 0)
+        values = words[index + 1 : index + 1 + count]
+        if count == 0:
+            raise UsageError(f"unrecognized argument: {word}")
+        if len(values) < count:
+            raise UsageError(f"argument {word}: expected {count} argument(s)")
+        if word in _LISTS:
+            getattr(args, name).append(values if count > 1 else values[0])
+        else:
+            setattr(args, name, _number(word, values[0]) if word in _NUMBERS else values[0])
+        index += 1 + count
+    return args
+
+
+def _number(option: str, value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise UsageError(f"argument {option}: invalid int value: {value!r}") from None
 
 
 def _die_with_parent(ppid: int) -> None:
@@ -189,29 +244,28 @@ def _mode(value: str) -> bool:
     return value == "ro"
 
 
-def _mount_all(args: argparse.Namespace) -> None:
+def _mount_all(args: Arguments) -> None:
     """The channels' binds and grafts (under the host's tree), then the tree at /opt/ml."""
     for source, target, mode in args.bind:
         mounts.bind(source, target, _mode(mode))
     for namespace, inode, source, target, mode in args.graft:
         mounts.graft(namespace, int(inode), source, target, _mode(mode))
     if args.opt_ml is not None:
-        mounts.show_opt_ml(str(args.opt_ml))
+        mounts.show_opt_ml(args.opt_ml)
         _enter_under_opt_ml(args.opt_ml)
 
 
-def _enter_under_opt_ml(root: Path) -> None:
+def _enter_under_opt_ml(root: str) -> None:
     """A working directory inside the tree is seen, and named, under /opt/ml from now on."""
-    try:
-        relative = Path(os.getcwd()).relative_to(root)
-    except ValueError:
+    cwd, root = os.getcwd(), os.path.normpath(root)
+    if cwd != root and not cwd.startswith(root.rstrip("/") + "/"):
         return
-    seen = mounts.OPT_ML / relative
+    seen = os.path.join(mounts.OPT_ML, os.path.relpath(cwd, root)).removesuffix("/.")
     os.chdir(seen)
-    os.environ["PWD"] = str(seen)  # what a shell's pwd prints
+    os.environ["PWD"] = seen  # what a shell's pwd prints
 
 
-def _has_entries(path: Path) -> int:
+def _has_entries(path: str) -> int:
     """0 when ``path`` lists entries, 3 when it lists none, 1 when it cannot be listed (a view
     whose storage refuses, say: not to be reported as an empty one)."""
     try:
@@ -226,10 +280,16 @@ def _has_entries(path: Path) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
+    try:
+        return _run(parse(sys.argv[1:] if argv is None else argv))
+    except UsageError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run(args: Arguments) -> int:
     if args.join is not None:
-        return _join(parser, args)
+        return _join(args.join, args)
     if args.hold:
         return _hold(args)
     try:
@@ -250,13 +310,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _has_entries(args.expect_entries)
     if not _names_resolve(args.resolve):
         return NAME_UNRESOLVED
-    return _exec(parser, args.command)
+    return _exec(args.command)
 
 
-def _exec(parser: argparse.ArgumentParser, words: list[str]) -> int:
-    command = words[1:] if words[:1] == ["--"] else words
+def _exec(command: list[str]) -> int:
     if not command:
-        parser.error("no command to run")
+        raise UsageError("no command to run")
     try:
         os.execvp(command[0], command)  # noqa: S606 (an argv list, never a shell string)
     except OSError as exc:  # as a shell says it: the program is missing or not runnable
@@ -273,7 +332,7 @@ DEVICES = (
 DEVICE_PREFIXES = ("nvidia", "neuron")
 
 
-def _hold(args: argparse.Namespace) -> int:
+def _hold(args: Arguments) -> int:
     """Make the host's namespaces, start their init, say ``ready <pid>`` and wait for it."""
     try:
         if args.die_with_parent is not None:
@@ -303,8 +362,69 @@ def _hold(args: argparse.Namespace) -> int:
     os.close(ready_read)
     if started:
         print(f"ready {init}", flush=True)
+        request = _read_request() if args.run else None
+        if request is not None:
+            return _run_held(args, *request)
     _, status = os.waitpid(init, 0)
     return os.waitstatus_to_exitcode(status) if started else 1
+
+
+# --hold --run: the host's one process, started by the holder itself -------------------------
+
+MAX_REQUEST = 16 * 1024 * 1024
+
+
+def _read_request() -> tuple[list[str], dict[str, str], str, list[str]] | None:
+    """The command sent on stdin, read to its end (``None`` at an end with none: the host
+    runs its processes by ``--join``): NUL-separated, the working directory, the number of
+    host names to resolve and of arguments, those, then the environment's ``NAME=value``s."""
+    chunks, size = [], 0
+    while chunk := os.read(0, 65536):
+        size += len(chunk)
+        if size > MAX_REQUEST:
+            raise UsageError("the command on stdin is larger than 16 MiB")
+        chunks.append(chunk)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)  # the script's stdin, as a joined process's: never the request pipe
+    os.close(null)
+    if not chunks:
+        return None
+    words = [os.fsdecode(w) for w in b"".join(chunks).split(b"\0")]
+    try:
+        cwd, names, count = words[0], int(words[1]), int(words[2])
+    except (IndexError, ValueError):
+        raise UsageError("the command on stdin is not one the agent sends") from None
+    if names < 0 or count < 1:
+        raise UsageError("the command on stdin is not one the agent sends")
+    resolve, argv = words[3 : 3 + names], words[3 + names : 3 + names + count]
+    pairs = [w.partition("=") for w in words[3 + names + count :]]
+    if len(resolve) != names or len(argv) != count or any(not sep for _n, sep, _v in pairs):
+        raise UsageError("the command on stdin is not one the agent sends")
+    return argv, {name: value for name, _sep, value in pairs}, cwd, resolve
+
+
+def _run_held(
+    args: Arguments, argv: list[str], env: dict[str, str], cwd: str, resolve: list[str]
+) -> int:
+    """As ``--join`` does, without a process of its own: the holder, already in the host's
+    namespaces, checks the host names, forks the script (its next child: in the PID
+    namespace, never its pid 1) and ends as the script ends; the init goes with it."""
+    if not _names_resolve(resolve):
+        return NAME_UNRESOLVED
+    child = os.fork()
+    if child == 0:
+        try:
+            os.environ.clear()
+            os.environ.update(env)
+            os.chdir(cwd)
+            os.environ["PWD"] = cwd
+            if args.opt_ml is not None:
+                _enter_under_opt_ml(args.opt_ml)
+        except OSError as exc:
+            print(f"trainops: cannot enter {cwd}: {exc.strerror or exc}", file=sys.stderr)
+            os._exit(1)
+        _run_contained(argv)  # never returns
+    return _end_as(_wait(child))
 
 
 def _devices() -> list[str]:
@@ -359,12 +479,12 @@ STOP_SIGNALS = (
 DEFAULT_IN_SCRIPT = (*STOP_SIGNALS, signal.SIGPIPE, signal.SIGXFSZ)
 
 
-def _join(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+def _join(init: int, args: Arguments) -> int:
+    command = args.command
     if not command:
-        parser.error("no command to run")
+        raise UsageError("no command to run")
     try:
-        _enter_host(args.join, args.ns_inode, args.opt_ml)
+        _enter_host(init, args.ns_inode, args.opt_ml)
     except OSError as exc:
         print(f"trainops: cannot enter this host's namespace: {exc}", file=sys.stderr)
         return 1
@@ -378,7 +498,7 @@ def _join(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     return _end_as(_wait(child))
 
 
-def _enter_host(pid: int, inode: int, opt_ml: Path | None) -> None:
+def _enter_host(pid: int, inode: int, opt_ml: str | None) -> None:
     """Enter the namespaces of the host's init ``pid`` (its mount namespace must be ``inode``);
     the next child is in its PID namespace."""
     cwd = os.getcwd()

@@ -25,7 +25,6 @@ from __future__ import annotations
 import ctypes
 import os
 import stat
-from pathlib import Path
 
 __all__ = [
     "OPT",
@@ -39,8 +38,8 @@ __all__ = [
     "show_opt_ml",
 ]
 
-OPT = Path("/opt")
-OPT_ML = OPT / "ml"
+OPT = "/opt"  # strings, not pathlib: it costs start-up before every rank (see _hostns_exec)
+OPT_ML = "/opt/ml"
 CLONE_NEWNS = 0x00020000
 MS_RDONLY = 1
 MS_NOSUID = 2
@@ -163,18 +162,18 @@ def graft(namespace: str, inode: int, source: str, target: str, read_only: bool)
 
 def show_opt_ml(root: str) -> None:
     """``root`` at ``/opt/ml`` in this namespace; refused where there is no ``/opt`` to use."""
-    if OPT_ML.is_dir() and not OPT_ML.is_symlink():
-        bind(root, str(OPT_ML), read_only=False)
+    if os.path.isdir(OPT_ML) and not os.path.islink(OPT_ML):
+        bind(root, OPT_ML, read_only=False)
         return
-    if not OPT.is_dir() or OPT.is_symlink() or OPT_ML.exists() or OPT_ML.is_symlink():
+    if not os.path.isdir(OPT) or os.path.islink(OPT) or os.path.lexists(OPT_ML):
         raise OSError(
             "/opt/ml cannot be shown here: /opt must be a directory (and /opt/ml absent or a "
             "directory) on this machine; nothing is created there"
         )
     _cover_opt()
-    OPT_ML.mkdir()
-    bind(root, str(OPT_ML), read_only=False)
-    _mount(None, str(OPT), None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    os.mkdir(OPT_ML)
+    bind(root, OPT_ML, read_only=False)
+    _mount(None, OPT, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
 
 
 def _cover_opt() -> None:
@@ -182,27 +181,35 @@ def _cover_opt() -> None:
     keep = os.open(OPT, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         names = os.listdir(f"/proc/self/fd/{keep}")
-        _mount("tmpfs", str(OPT), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
+        _mount("tmpfs", OPT, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
         for name in names:
-            _keep_entry(f"/proc/self/fd/{keep}/{name}", OPT / name)
+            _keep_entry(f"/proc/self/fd/{keep}/{name}", os.path.join(OPT, name))
     finally:
         os.close(keep)
 
 
-def _keep_entry(original: str, place: Path, read_only: bool = False, parents: bool = False) -> None:
+def _keep_entry(original: str, place: str, read_only: bool = False, parents: bool = False) -> None:
     """``original`` (reached through a ``/proc/self/fd`` descriptor) shown at ``place`` in a
     fresh tmpfs, with the directories above it made when ``parents``."""
     mode = os.lstat(original).st_mode if not parents else os.stat(original).st_mode
     if parents:
-        place.parent.mkdir(parents=True, exist_ok=True)
+        os.makedirs(os.path.dirname(place), exist_ok=True)
     if stat.S_ISLNK(mode):
-        place.symlink_to(os.readlink(original))
+        os.symlink(os.readlink(original), place)
         return
     if stat.S_ISDIR(mode):
-        place.mkdir(exist_ok=parents)
+        _mkdir(place, exist_ok=parents)
     else:
-        place.touch()
-    bind(original, str(place), read_only=read_only)
+        os.close(os.open(place, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o666))  # a touch
+    bind(original, place, read_only=read_only)
+
+
+def _mkdir(path: str, exist_ok: bool) -> None:
+    try:
+        os.mkdir(path)
+    except FileExistsError:
+        if not exist_ok or not os.path.isdir(path):
+            raise
 
 
 def make_read_only(target: str) -> None:
@@ -239,10 +246,10 @@ def mask_all(masks: list[str], keeps: list[tuple[str, bool]]) -> None:
         for mask in covered:
             _mount("tmpfs", mask, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
         for fd, path, ro in opened:
-            _keep_entry(f"/proc/self/fd/{fd}", Path(path), ro, parents=True)
+            _keep_entry(f"/proc/self/fd/{fd}", path, ro, parents=True)
         for path, target in links:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-            Path(path).symlink_to(target)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            os.symlink(target, path)
         for mask in covered:
             _mount(None, mask, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
     finally:

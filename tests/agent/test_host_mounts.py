@@ -18,7 +18,7 @@ from trainops.agent import _ranks
 from trainops.agent.channels import Bind
 from trainops.agent.contract._setup import ScriptCommand
 from trainops.agent.launchers import LaunchError
-from trainops.agent.supervision._hostns import mount_arguments, unwrap
+from trainops.agent.supervision._hostns import mount_arguments
 from trainops.protocol import Assignment, HostResources
 from trainops.spec import JobSpec
 
@@ -105,7 +105,7 @@ def _assignment(**spec: object) -> Assignment:
     )
 
 
-def test_a_single_host_job_with_mounts_joins_a_namespace_that_has_them(
+def test_a_single_host_job_with_mounts_runs_in_a_namespace_that_has_them(
     tmp_path: Path, tree: Path
 ) -> None:
     command = ScriptCommand([sys.executable, "train.py"], sys.executable, [])
@@ -113,16 +113,14 @@ def test_a_single_host_job_with_mounts_joins_a_namespace_that_has_them(
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "a.csv").write_text("1\n")
     launch = _ranks.host_processes(_assignment(), command, {}, tmp_path, binds=[bind], opt_ml=tree)
-    assert launch.namespace is not None
+    assert launch.namespace is not None and launch.spawn is not None
     try:
-        argv = list(launch.processes[0].argv)
-        assert "--join" in argv and unwrap(argv) == [sys.executable, "train.py"]
-        assert ["--opt-ml", str(tree)] == argv[argv.index("--opt-ml") : argv.index("--opt-ml") + 2]
-        assert unwrap(argv) == [sys.executable, "train.py"]
+        assert list(launch.processes[0].argv) == [sys.executable, "train.py"]
         shell = ["/bin/sh", "-c", "pwd; ls /opt/ml/input/data/train"]
-        seen = launch.namespace.join(shell, [], tree)
-        done = subprocess.run(seen, capture_output=True, text=True, cwd=tree / "code", timeout=60)
-        assert done.stdout.split() == ["/opt/ml/code", "a.csv"], done.stderr
+        # started by the holder, in the tree's code directory: seen under /opt/ml
+        process = launch.spawn(shell, tree / "code", dict(os.environ), lambda _pid: None)
+        out, err = process.communicate(timeout=60)
+        assert out.decode().split() == ["/opt/ml/code", "a.csv"], err.decode()
     finally:
         launch.namespace.close()
 

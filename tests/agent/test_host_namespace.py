@@ -14,7 +14,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -51,13 +51,31 @@ def home(tmp_path: Path) -> Path:
     return home
 
 
+Runner = Callable[[str], subprocess.CompletedProcess[str]]
+
+
 @pytest.fixture
-def namespace(tmp_path: Path, home: Path) -> Iterator[HostNamespace]:
+def arguments(tmp_path: Path, home: Path) -> list[str]:
     hosts = write_hosts_file(tmp_path / "hosts", {"algo-1": "127.9.9.1"})
     tree = home / "jobs" / "j" / "algo-1"
-    held = HostNamespace.hold(hold_arguments("algo-1", hosts, [], [home], [tree]))
+    return hold_arguments("algo-1", hosts, [], [home], [tree])
+
+
+@pytest.fixture
+def namespace(arguments: list[str]) -> Iterator[HostNamespace]:
+    held = HostNamespace.hold(arguments)
     yield held
     held.close()
+
+
+@pytest.fixture(params=["joined", "held"])
+def run(request: pytest.FixtureRequest, arguments: list[str]) -> Runner:
+    """A shell command run as the host's processes are: joined into the namespaces (``--join``,
+    a host of several processes) or started by the holder itself (a host of one process)."""
+    if request.param == "joined":
+        namespace: HostNamespace = request.getfixturevalue("namespace")
+        return lambda shell: _run(namespace, shell)
+    return lambda shell: _run_held(arguments, shell)
 
 
 def _run(
@@ -67,18 +85,78 @@ def _run(
     return subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=cwd, check=False)
 
 
-def test_the_script_is_not_pid_1_and_sees_its_host_only(namespace: HostNamespace) -> None:
-    done = _run(namespace, 'echo $$; hostname; ls /proc | grep -c "^[0-9]"; getent hosts algo-1')
+def _run_held(arguments: list[str], shell: str) -> subprocess.CompletedProcess[str]:
+    """``shell`` started by a fresh holder (one process per holder), which ends as it ends."""
+    namespace = HostNamespace.hold(arguments)
+    try:
+        adopted: list[int] = []
+        start = namespace.run_held(["algo-1"])
+        process = start(["/bin/sh", "-c", shell], Path.cwd(), dict(os.environ), adopted.append)
+        out, err = process.communicate(timeout=60)
+        assert adopted == [process.pid]  # told before the script started
+        return subprocess.CompletedProcess(
+            process.args, process.returncode, out.decode(), err.decode()
+        )
+    finally:
+        namespace.close()
+
+
+def test_the_script_is_not_pid_1_and_sees_its_host_only(run: Runner) -> None:
+    done = run('echo $$; hostname; ls /proc | grep -c "^[0-9]"; getent hosts algo-1')
     pid, hostname, count, resolved = done.stdout.split("\n", 3)
     assert done.returncode == 0, done.stderr
     assert int(pid) > 1 and hostname == "algo-1" and int(count) < 10
     assert resolved.startswith("127.9.9.1")
 
 
-def test_it_ends_as_the_script_ends(namespace: HostNamespace) -> None:
-    assert _run(namespace, "exit 7").returncode == 7
-    assert _run(namespace, "kill -USR1 $$").returncode == -signal.SIGUSR1
-    assert _run(namespace, "/no/such/program").returncode == 127
+def test_it_ends_as_the_script_ends(run: Runner) -> None:
+    assert run("exit 7").returncode == 7
+    assert run("kill -USR1 $$").returncode == -signal.SIGUSR1
+    assert run("/no/such/program").returncode == 127
+
+
+def test_a_held_script_gets_its_environment_and_directory_and_no_stdin(
+    arguments: list[str], tmp_path: Path
+) -> None:
+    shell = 'echo "$ONLY_HERE"; pwd; readlink /proc/self/fd/0; echo "$PATH"'
+    namespace = HostNamespace.hold(arguments)
+    try:
+        start = namespace.run_held(["algo-1"])
+        env = {"ONLY_HERE": "a b=c", "PATH": "/usr/bin:/bin"}
+        process = start(["/bin/sh", "-c", shell], tmp_path, env, lambda _pid: None)
+        out, _ = process.communicate(timeout=60)
+    finally:
+        namespace.close()
+    assert out.decode().splitlines() == ["a b=c", str(tmp_path), "/dev/null", "/usr/bin:/bin"]
+
+
+def test_a_held_script_s_group_gets_a_stop_and_what_it_left_goes_with_it(
+    arguments: list[str], tmp_path: Path
+) -> None:
+    ready = tmp_path / "ready"
+    daemon = "import os, time\nif os.fork() == 0:\n    time.sleep(600)\n"
+    shell = f"{sys.executable} -c '{daemon}'; touch {ready}; exec sleep 60"
+    namespace = HostNamespace.hold(arguments)
+    try:
+        start = namespace.run_held(["algo-1"])
+        process = start(["/bin/sh", "-c", shell], tmp_path, dict(os.environ), lambda _pid: None)
+        deadline = time.monotonic() + 30
+        while not ready.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        left = psutil.Process(namespace.init_pid).children()  # the orphan, adopted by the init
+        assert left, "nothing was left in the namespace"
+        os.killpg(process.pid, signal.SIGTERM)  # as a stop sends it: the script's default
+        assert process.wait(timeout=30) == -signal.SIGTERM
+        _, alive = psutil.wait_procs(left, timeout=30)  # the holder ended, and the init with it
+        assert not alive
+    finally:
+        namespace.close()
+
+
+def test_a_held_command_with_a_nul_byte_is_refused(namespace: HostNamespace) -> None:
+    start = namespace.run_held(["algo-1"])
+    with pytest.raises(ValueError, match="NUL byte"):
+        start(["/bin/echo", "a\0b"], Path.cwd(), {}, lambda _pid: None)
 
 
 def test_sigterm_to_the_group_ends_the_script_by_its_default_action(
@@ -94,18 +172,18 @@ def test_sigterm_to_the_group_ends_the_script_by_its_default_action(
     assert process.wait(timeout=30) == -signal.SIGTERM
 
 
-def test_the_home_is_masked_but_for_the_tree(namespace: HostNamespace, home: Path) -> None:
+def test_the_home_is_masked_but_for_the_tree(run: Runner, home: Path) -> None:
     tree = home / "jobs" / "j" / "algo-1"
     shell = f"ls {home}; ls {home}/jobs; cat {home}/token; touch {tree}/x; touch {home}/y"
-    done = _run(namespace, shell)
+    done = run(shell)
     assert done.stdout.split() == ["jobs", "j"]
     assert "token: No such file" in done.stderr and "Read-only file system" in done.stderr
     assert (tree / "x").exists() and not (home / "y").exists()
 
 
 @pytest.mark.skipif(os.getuid() != 0, reason="capabilities are reduced for a root script")
-def test_a_root_script_keeps_docker_s_default_capabilities(namespace: HostNamespace) -> None:
-    done = _run(namespace, "cat /proc/self/status; umount /proc")
+def test_a_root_script_keeps_docker_s_default_capabilities(run: Runner) -> None:
+    done = run("cat /proc/self/status; umount /proc")
     assert effective_capabilities(done.stdout) == sum(1 << cap for cap in DOCKER_DEFAULT)
     assert "umount" in done.stderr
 
@@ -139,14 +217,13 @@ def _assignment() -> Assignment:
     )
 
 
-def test_a_single_host_job_joins_its_namespace(tmp_path: Path) -> None:
+def test_a_host_of_one_process_has_it_started_by_the_holder(tmp_path: Path) -> None:
     command = ScriptCommand([sys.executable, "train.py"], sys.executable, [])
     launch = _ranks.host_processes(_assignment(), command, {}, tmp_path)
     try:
         argv = list(launch.processes[0].argv)
-        assert launch.namespace is not None and "--join" in argv and not launch.warnings
-        assert argv[argv.index("--resolve") :][:2] == ["--resolve", "algo-1"]
-        assert unwrap(argv) == [sys.executable, "train.py"]
+        assert launch.namespace is not None and launch.spawn is not None and not launch.warnings
+        assert argv == [sys.executable, "train.py"] == unwrap(argv)  # no process joins for it
     finally:
         if launch.namespace is not None:
             launch.namespace.close()
@@ -228,3 +305,34 @@ def test_a_holder_that_fails_after_the_probe_leaves_the_host_without_namespaces(
     assert "although this machine's probe allowed them" in note and "\n" not in note
     assert any(NO_ISOLATION in line for line in agent)  # what that leaves unprotected
     assert f"model dir {job.root / 'model'}" in job.reporter.lines("stdout")  # not /opt/ml
+
+
+@pytest.mark.parametrize(
+    "request_bytes",
+    [
+        b"garbage",
+        b"/\0one\0two\0echo",  # counts that are not numbers
+        b"/\x000\x002\x00echo",  # fewer arguments than it says
+        b"/\x000\x001\x00/bin/true\x00NO_EQUALS_SIGN",  # a variable without its value
+        b"/\x000\x000",  # no command at all
+        b"/\x00-1\x001\x00/bin/true",  # a negative count
+        b"/\x005\x001\x00/bin/true",  # more host names than there are words
+    ],
+)
+def test_a_holder_refuses_a_command_it_cannot_read_in_one_line(
+    arguments: list[str], request_bytes: bytes
+) -> None:
+    namespace = HostNamespace.hold(arguments)
+    try:
+        holder = namespace.holder
+        assert holder.stdin is not None and holder.stderr is not None
+        with holder.stdin:
+            holder.stdin.write(request_bytes)
+        assert holder.wait(timeout=60) == 2
+        lines = holder.stderr.read().decode().strip().splitlines()
+        assert lines == [
+            "python -m trainops._hostns_exec: error: "
+            "the command on stdin is not one the agent sends"
+        ]
+    finally:
+        namespace.close()

@@ -510,6 +510,7 @@ class HostAgent:
             cwd=self.tree.code_dir,
             on_line=self.log.rank_lines,
             marker=self._marker,
+            spawn=launch.spawn,
         )
         try:
             group.start()

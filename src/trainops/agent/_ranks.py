@@ -35,6 +35,7 @@ from trainops.agent.supervision._hostns import (
     namespaces_available,
     write_hosts_file,
 )
+from trainops.agent.supervision._process import Spawn
 from trainops.protocol import Assignment
 
 __all__ = [
@@ -66,12 +67,15 @@ class Isolation:
 @dataclass(frozen=True, slots=True)
 class HostLaunch:
     """What this host starts, the command to show for it, and warnings for the host log;
-    ``namespace``: the host's namespaces, to close once its processes are done."""
+    ``namespace``: the host's namespaces, to close once its processes are done; ``spawn``:
+    where the host runs one process, how the namespaces' holder starts it (see
+    :meth:`HostNamespace.run_held`) instead of a process that joins them."""
 
     processes: list[RankProcess]
     command: list[str]
     warnings: list[str]
     namespace: HostNamespace | None = field(default=None)
+    spawn: Spawn | None = field(default=None)
 
 
 def host_processes(
@@ -130,6 +134,10 @@ def host_processes(
     if namespace is None:
         namespace = hold_host_namespace(assignment, state_dir, binds, opt_ml, isolation)
     try:
+        if len(processes) == 1:  # the holder starts it: no process joins for it
+            spawn = namespace.run_held(assignment.hosts)
+            held = [_release_at_address(processes[0], addresses)]
+            return HostLaunch(held, shown, [], namespace if owned else None, spawn)
         joined = [_wrapped(p, namespace.join(p.argv, assignment.hosts, opt_ml)) for p in processes]
     except NamespaceError as exc:
         raise LaunchError(f"cannot make this host's namespaces: {exc}") from None

@@ -251,7 +251,11 @@ class JobController:
         self, job_name: str, host: str, attempt: int, token: str, events: Sequence[AgentEvent]
     ) -> EventReply:
         """Store an agent's events; the reply acknowledges them and carries its commands."""
-        self._authorize(job_name, host, attempt, token)
+        # The token, and that host and job live on (as _authorize), without reading the job and
+        # host records that _authorize returns: they are read below, under the lock, and this
+        # runs twice a second for every running host.
+        self.authenticate(job_name, host, token, attempt)
+        self.core.heartbeats.heard(job_name, host, attempt)
         with self.core.lock:
             record = self.store.host(job_name, host, attempt)
             if record is None or record.exited:  # it ended since: its token is revoked

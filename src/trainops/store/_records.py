@@ -6,6 +6,7 @@ lock stays consistent while the store moves on.
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 from dataclasses import dataclass, field
@@ -82,9 +83,17 @@ class JobRecord:
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> JobRecord:
         data = dict(zip(row.keys(), row, strict=True))
-        spec, order = SubmittedJob.from_json(json.loads(data.pop("spec"))), data.pop("id")
+        spec, order = _spec_of(data.pop("spec")), data.pop("id")
         data.pop("agent_token_hash", None)  # unused since schema version 11 (see HostRecord)
         return cls(spec=spec, order=order, **data)
+
+
+@functools.lru_cache(maxsize=128)
+def _spec_of(text: str) -> SubmittedJob:
+    """A stored spec, parsed once per text (it is never changed once stored; a frozen record
+    that no caller changes, so one parse is shared). The monitor's tick and every agent report
+    read a running job's record: parsing its spec was most of what they cost."""
+    return SubmittedJob.from_json(json.loads(text))
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from pathlib import Path
 from trainops.agent.launchers import RankProcess
 from trainops.agent.reporting._hostlog import LineSink
 from trainops.agent.supervision._hostns import unwrap
-from trainops.agent.supervision._process import ScriptProcess
+from trainops.agent.supervision._process import ScriptProcess, Spawn
 from trainops.agent.supervision._rank_report import (
     TAG_STYLES,
     LauncherReport,
@@ -92,9 +92,14 @@ class ProcessGroup:
         on_line: RankSink,
         marker: Callable[[], str],
         fail_fast_grace: float = FAIL_FAST_GRACE_SECONDS,
+        spawn: Spawn | None = None,
     ) -> None:
+        """``spawn``: how the one process of ``processes`` is started (the host's namespace
+        holder starts it), instead of a Popen of its own."""
         if not processes:
             raise ValueError("a process group needs at least one process")
+        if spawn is not None and len(processes) > 1:
+            raise ValueError("a spawn starts one process, not a group's")
         # Each process gets a marker of its own: the first to end sweeps up what it left
         # behind, and must not take its siblings with it.
         tails = [RankTails(report_for(p.output_tags) if p.output_tags else None) for p in processes]
@@ -107,6 +112,7 @@ class ProcessGroup:
                     env=spec.env,
                     on_line=_tagged(on_line, spec, tail),
                     marker=marker(),
+                    spawn=spawn,
                 ),
                 tails=tail,
             )

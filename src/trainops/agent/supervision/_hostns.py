@@ -24,7 +24,9 @@ Every process of a job's host runs in them, one host or many (:class:`HostNamesp
 agent makes the host's namespaces once (``_hostns_exec --hold``: mount, UTS, PID, with
 ``$TRAINOPS_HOME`` and the other jobs' remote-shell sockets masked and a minimal init as pid 1),
 and each process of the host joins them (``_hostns_exec --join``) with Docker's default
-capabilities. See docs/isolation.md for what this hides and what it cannot.
+capabilities, but for a host of one process: the holder starts that one itself
+(:meth:`HostNamespace.run_held`), which spares the script's start an interpreter. See
+docs/isolation.md for what this hides and what it cannot.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ import subprocess
 import sys
 import tempfile
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -46,6 +48,7 @@ from trainops._containment import containment
 
 if TYPE_CHECKING:  # the channels import this module (no cycle at run time)
     from trainops.agent.channels._base import Bind
+    from trainops.agent.supervision._process import Spawn
 
 __all__ = [
     "HOSTNS_EXEC",
@@ -54,6 +57,7 @@ __all__ = [
     "HostNamespace",
     "NamespaceError",
     "forgo_namespaces",
+    "held_request",
     "hold_arguments",
     "host_addresses",
     "mount_arguments",
@@ -100,12 +104,12 @@ class HostNamespace:
     @classmethod
     def start(cls, arguments: Sequence[str]) -> HostNamespace:
         """Start making them (``arguments``: the holder's, from :func:`hold_arguments`)."""
-        argv = [*HOSTNS_EXEC, "--hold"]
+        argv = [*HOSTNS_EXEC, "--hold", "--run"]
         argv += ["--die-with-parent", str(os.getpid()), *arguments]
         env = {k: v for k in ("PATH", "PYTHONPATH") if (v := os.environ.get(k)) is not None}
         holder = subprocess.Popen(  # a session of its own: a signal to the agent's group
             argv,  # (a stop) must not end the namespaces under the script
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE,  # where the host's one process may be sent (run_held)
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=env,
@@ -135,14 +139,16 @@ class HostNamespace:
             raise NamespaceError("the host's namespaces are gone")
         ready, _, _ = select.select([holder.stdout], [], [], HOLD_SECONDS)
         line = holder.stdout.readline().decode(errors="replace") if ready else ""
-        holder.stdout.close()
         if not line.startswith("ready "):
+            for stream in (holder.stdin, holder.stdout):
+                if stream is not None:
+                    stream.close()
             holder.kill()
             with holder.stderr:
                 error = holder.stderr.read().decode(errors="replace").strip()
             holder.wait()
             raise NamespaceError(error.removeprefix("trainops: ") or "it did not start in time")
-        holder.stderr.close()
+        # stdout and stderr stay open: the script's own, should the holder start it (run_held)
         self._init_pid = int(line.split()[1])
         self.inode = os.stat(f"/proc/{self._init_pid}/ns/mnt").st_ino
         return self._init_pid
@@ -154,14 +160,49 @@ class HostNamespace:
         join += [] if opt_ml is None else ["--opt-ml", str(opt_ml)]
         return [*HOSTNS_EXEC, *join, "--", *argv]
 
+    def run_held(self, hosts: Sequence[str]) -> Spawn:
+        """How the host's one process is started by the holder itself, already inside: no
+        process joins the namespaces for it (``--join`` costs a Python start-up before the
+        script). Once started, the holder ends as the script ends, and the namespaces with
+        it; its stdout and stderr are the script's. For one process only (a working directory
+        in the tree is seen under /opt/ml where the holder shows it there)."""
+        self.ready()
+
+        def start(
+            argv: Sequence[str], cwd: Path, env: Mapping[str, str], adopt: Callable[[int], None]
+        ) -> subprocess.Popen[bytes]:
+            holder = self.holder
+            assert holder.stdin is not None
+            adopt(holder.pid)  # before the script is forked: it starts in the host's cgroup
+            with holder.stdin:
+                holder.stdin.write(held_request(argv, cwd, env, hosts))
+            holder.stdin = None  # sent and closed: the holder's input ends with the command
+            return holder
+
+        return start
+
     def close(self) -> None:
         """End the namespaces (the init, and with it every process left in them)."""
         if self.holder.poll() is None:
             self.holder.send_signal(signal.SIGKILL)
         self.holder.wait()
-        for stream in (self.holder.stdout, self.holder.stderr):
+        for stream in (self.holder.stdin, self.holder.stdout, self.holder.stderr):
             if stream is not None:
                 stream.close()
+
+
+def held_request(
+    argv: Sequence[str], cwd: Path, env: Mapping[str, str], hosts: Sequence[str]
+) -> bytes:
+    """The command ``_hostns_exec --hold --run`` reads on stdin (see ``_read_request`` there):
+    NUL-separated words, which no argument, path or variable can hold. Raises ``ValueError``
+    for a word that holds one (a path or argument exec could not take either)."""
+    words = [str(cwd), str(len(hosts)), str(len(argv)), *hosts, *argv]
+    words += [f"{name}={value}" for name, value in env.items()]
+    encoded = [os.fsencode(word) for word in words]
+    if any(b"\0" in word for word in encoded) or any("=" in name for name in env):
+        raise ValueError("an argument, path or variable of the command holds a NUL byte or '='")
+    return b"\0".join(encoded)
 
 
 def hold_arguments(

@@ -32,7 +32,14 @@ from trainops.agent.reporting._hostlog import LineSink
 from trainops.agent.supervision._pipes import read_pipes
 from trainops.agent.supervision._reaper import MARKER_VARIABLE, ProcessTree, new_marker
 
-__all__ = ["MAX_LINE_BYTES", "ScriptProcess"]
+__all__ = ["MAX_LINE_BYTES", "ScriptProcess", "Spawn"]
+
+# How a command is started, where not by a Popen of its own: (argv, cwd, env, adopt) -> the
+# process to supervise, in a session of its own, stdout and stderr pipes; ``adopt`` must be
+# called with its pid before it starts the command (the host's namespace holder does so).
+Spawn = Callable[
+    [Sequence[str], Path, Mapping[str, str], Callable[[int], None]], "subprocess.Popen[bytes]"
+]
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
 READ_BYTES = 256 * 1024
@@ -58,8 +65,10 @@ class ScriptProcess:
         on_line: LineSink,
         marker: str | None = None,
         use_cgroup: bool = True,
+        spawn: Spawn | None = None,
     ) -> None:
         self.argv = list(argv)
+        self._spawn = spawn
         self._cwd = cwd
         self.marker = marker or new_marker("trainops")
         self._use_cgroup = use_cgroup
@@ -96,19 +105,22 @@ class ScriptProcess:
         """Start the command; raises ``OSError`` when it cannot be executed."""
         tree = ProcessTree(self.marker, use_cgroup=self._use_cgroup)
         try:
-            self._proc = subprocess.Popen(
-                self.argv,
-                cwd=self._cwd,
-                env=self._env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-            )
+            if self._spawn is not None:
+                self._proc = self._spawn(self.argv, self._cwd, self._env, tree.adopt)
+            else:
+                self._proc = subprocess.Popen(
+                    self.argv,
+                    cwd=self._cwd,
+                    env=self._env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    start_new_session=True,
+                )
+                tree.adopt(self._proc.pid)
         except OSError:
             tree.kill_all()  # nothing to kill; removes the cgroup
             raise
-        tree.adopt(self._proc.pid)
         self._tree = tree
         self._splitter.start()
         pipes: dict[int, str] = {}
