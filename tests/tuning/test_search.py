@@ -10,6 +10,8 @@ import pytest
 
 from tests.tuning.conftest import make_config
 from trainops.tuning import Proposal, Search, TrialRecord, TrialStatus, TuningJobConfig
+from trainops.tuning._limits import Strategy
+from trainops.tuning._strategies import STRATEGIES
 
 pytestmark = pytest.mark.usefixtures("optuna")
 
@@ -52,17 +54,29 @@ def _config(strategy: str, **changes: Any) -> TuningJobConfig:
     return make_config(strategy=strategy, **changes)
 
 
-@pytest.mark.parametrize(
-    ("strategy", "changes"),
-    [
-        ("Random", {}),
-        ("Bayesian", {}),
-        ("Bayesian", {"training_job_early_stopping_type": "Auto"}),
-        ("Hyperband", {}),
-        ("Grid", {"hyperparameter_ranges": {"o": ["a", "b", "c"], "b": [1, 2, 3, 4]},
-                  "resource_limits": {"max_parallel_training_jobs": 2}}),
-    ],
-)  # fmt: skip
+#: The strategies' conformance cases: every registered strategy needs at least one (checked).
+REBUILD_CASES: list[tuple[str, dict[str, Any]]] = [
+    ("Random", {}),
+    ("Bayesian", {}),
+    ("Bayesian", {"training_job_early_stopping_type": "Auto"}),
+    ("Hyperband", {}),
+    ("Grid", {"hyperparameter_ranges": {"o": ["a", "b", "c"], "b": [1, 2, 3, 4]},
+              "resource_limits": {"max_parallel_training_jobs": 2}}),
+]  # fmt: skip
+
+
+def test_every_registered_strategy_is_a_config_name_with_a_rebuild_case() -> None:
+    registered = set(STRATEGIES.names())
+    assert registered == {strategy.value for strategy in Strategy}  # the config's names
+    assert registered <= {name for name, _ in REBUILD_CASES}, "a strategy has no rebuild case"
+
+
+def test_an_unknown_strategy_is_refused_naming_the_known_ones() -> None:
+    with pytest.raises(ValueError, match=r"unknown strategy 'Annealing' \(known: Bayesian, "):
+        STRATEGIES.lookup("Annealing")
+
+
+@pytest.mark.parametrize(("strategy", "changes"), REBUILD_CASES)
 def test_a_rebuilt_search_proposes_what_the_uninterrupted_one_would(
     strategy: str, changes: dict[str, Any]
 ) -> None:

@@ -13,6 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from trainops._registry import Registry
 from trainops.tuning._config import Strategy, TuningJobConfig
 from trainops.tuning._limits import EarlyStoppingType, ObjectiveType
 from trainops.tuning._records import TunedValue
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     import optuna
 
 __all__ = [
+    "STRATEGIES",
     "BayesianStrategy",
     "GridStrategy",
     "HyperbandStrategy",
@@ -116,28 +118,24 @@ class GridStrategy(RandomStrategy):
 
 StrategyFactory = Callable[[TuningJobConfig, str], SearchStrategy]
 
-_STRATEGIES: dict[str, StrategyFactory] = {
-    Strategy.BAYESIAN.value: BayesianStrategy,
-    Strategy.RANDOM.value: RandomStrategy,
-    Strategy.GRID.value: GridStrategy,
-    Strategy.HYPERBAND.value: HyperbandStrategy,
-}
+#: strategy name (as in ``strategy:``) -> factory, in registration order.
+STRATEGIES: Registry[StrategyFactory] = Registry("strategy", error=ValueError)
+STRATEGIES.register(Strategy.BAYESIAN.value, BayesianStrategy)
+STRATEGIES.register(Strategy.RANDOM.value, RandomStrategy)
+STRATEGIES.register(Strategy.GRID.value, GridStrategy)
+STRATEGIES.register(Strategy.HYPERBAND.value, HyperbandStrategy)
 
 
-def register_strategy(name: str, factory: StrategyFactory) -> None:
-    """Add (or replace) the strategy called ``name``."""
-    _STRATEGIES[name] = factory
+def register_strategy(name: str, factory: StrategyFactory, *, replace: bool = False) -> None:
+    """Add the strategy called ``name`` (``replace``: in place of the one registered)."""
+    STRATEGIES.register(name, factory, replace=replace)
 
 
 def strategy_names() -> list[str]:
     """The registered strategies' names, in registration order."""
-    return list(_STRATEGIES)
+    return list(STRATEGIES.names())
 
 
 def strategy_for(config: TuningJobConfig, study_name: str) -> SearchStrategy:
     """The strategy ``config`` names, made for the tuning job ``study_name``."""
-    factory = _STRATEGIES.get(config.strategy.value)
-    if factory is None:
-        known = ", ".join(_STRATEGIES)
-        raise ValueError(f"strategy {config.strategy.value!r} is not registered; known: {known}")
-    return factory(config, study_name)
+    return STRATEGIES.lookup(config.strategy.value)(config, study_name)
