@@ -6,7 +6,9 @@ libraries (data, distributed, profiler, debugger: imported by training scripts, 
 analysis (cost, rules that read artifacts) > foundation (spec, store, storage, catalog, archive,
 protocol and the private top-level modules). A module may import its own package, anything in a
 lower layer, and a package of its own layer only where the table below allows it. Every package
-must be placed: a new one that is not fails the test until its layer is decided here.
+must be placed: a new one that is not fails the test until its layer is decided here. A
+component's own settings (``<package>/_settings.py``) are the one exception: leaves that import
+only the foundation, which the top-level ``_settings`` composes (docs/internals/settings.md).
 """
 
 from __future__ import annotations

@@ -252,7 +252,11 @@ def test_an_unknown_key_is_refused_with_the_known_ones(tmp_path: Path) -> None:
     assert message.endswith("known: address, autoscaling, namespace, placement")
     # Odd keys (numbers, huge ones) are named briefly, never crash the sorting.
     message = _refusal(tmp_path, f"1: a\n{'k' * 1000}: b\n")
-    assert "unknown key(s) 1, kkk" in message and len(message) < 1000
+    assert "unknown key(s) 1, 'kkk" in message and len(message) < 1000
+    many = "".join(f"x{i}: {i}\n" for i in range(1000))
+    assert "unknown key(s) x0, x1, x10, x100, x101 and 995 more;" in _refusal(tmp_path, many)
+    message = _refusal(tmp_path, '"a\\nb\\e[31m": 1\n')  # a key with a line break, an escape
+    assert "unknown key(s) 'a\\nb\\x1b[31m'" in message
 
 
 @pytest.mark.parametrize(

@@ -162,8 +162,10 @@ class SettingsSource:
             unknown = sorted(str(k) for k in mapping if str(k) not in known)
             if unknown:
                 where = f"{self.path} {section}".rstrip()
+                named = ", ".join(_shown_key(k) for k in unknown[:5])
+                more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
                 raise ConfigError(
-                    f"{where}: unknown key(s) {', '.join(_shown_key(k) for k in unknown[:5])}"
+                    f"{where}: unknown key(s) {named}{more}"
                     f"{_suggestion(unknown[0], known)}; known: {', '.join(sorted(known))}"
                 )
 
@@ -259,7 +261,8 @@ def _shown(value: object) -> str:
 
 
 def _shown_key(key: str) -> str:
-    return key if len(key) <= _SHOWN else f"{key[:_SHOWN]}…"
+    """A key as written when it is short and printable, else a short excerpt of its repr."""
+    return key if len(key) <= _SHOWN and key.isprintable() else _shown(key)
 
 
 def _suggestion(unknown: str, known: set[str]) -> str:
