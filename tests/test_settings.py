@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import re
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -341,3 +343,20 @@ def test_every_setting_is_documented(tmp_path: Path) -> None:
     missing = [k for k in sorted(settings) if f"`{k}`" not in page]
     missing += [v for v in sorted(variables | own_variables) if f"`{v}`" not in page]
     assert missing == []
+
+
+def _documented_config_files() -> list[tuple[str, str]]:
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    found = []
+    for page in sorted(docs.rglob("*.md")):
+        text = page.read_text(encoding="utf-8")
+        for block in re.findall(r"```yaml\n(.*?)```", text, re.DOTALL):
+            if block.lstrip(" ").startswith("# $TRAINOPS_HOME/config.yaml"):
+                found.append((page.name, textwrap.dedent(block)))
+    return found
+
+
+@pytest.mark.parametrize(("page", "text"), _documented_config_files())
+def test_every_config_file_the_docs_show_is_accepted(tmp_path: Path, page: str, text: str) -> None:
+    (tmp_path / "config.yaml").write_text(text)
+    Settings.load({"TRAINOPS_HOME": str(tmp_path)})
