@@ -54,7 +54,7 @@ SECTIONS: dict[str, Callable[[SettingsSource], object]] = {
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """Resolved settings for one process."""
+    """Resolved settings for one process: its own, and each component's (see :data:`SECTIONS`)."""
 
     home: Path
     server_url: str | None = None
@@ -76,25 +76,30 @@ class Settings:
     actions: ActionSettings = field(default_factory=ActionSettings)
     agent: AgentSettings = field(default_factory=AgentSettings)
 
-    # The settings that are top-level keys of config.yaml, by their names there.
+    # Components' settings that are top-level keys of config.yaml, by their names there.
     @property
     def heartbeat_timeout(self) -> int:
+        """``control.heartbeat_timeout``."""
         return self.control.heartbeat_timeout
 
     @property
     def keep_job_trees(self) -> int:
+        """``control.keep_job_trees``."""
         return self.control.keep_job_trees
 
     @property
     def allowed_hosts(self) -> tuple[str, ...]:
+        """``server.allowed_hosts``."""
         return self.server.allowed_hosts
 
     @property
     def webhook_networks(self) -> tuple[str, ...]:
+        """``actions.webhook_networks``."""
         return self.actions.webhook_networks
 
     @property
     def fastfile_fallback(self) -> bool:
+        """``agent.fastfile_fallback``."""
         return self.agent.fastfile_fallback
 
     @property
