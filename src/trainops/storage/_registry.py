@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from trainops._errors import StorageError
+from trainops._settings import Settings
 from trainops.storage._base import ObjectStore, split_uri
 from trainops.storage._file import FileStore
-
-if TYPE_CHECKING:  # the settings compose the storage's own (storage._settings)
-    from trainops._settings import Settings
 
 __all__ = ["STORES", "store_for"]
 
