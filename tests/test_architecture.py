@@ -6,9 +6,11 @@ libraries (data, distributed, profiler, debugger: imported by training scripts, 
 analysis (cost, rules that read artifacts) > foundation (spec, store, storage, catalog, archive,
 protocol and the private top-level modules). A module may import its own package, anything in a
 lower layer, and a package of its own layer only where the table below allows it. Every package
-must be placed: a new one that is not fails the test until its layer is decided here. A
-component's own settings (``<package>/_settings.py``) are the one exception: leaves that import
-only the foundation, which the top-level ``_settings`` composes (docs/internals/settings.md).
+must be placed: a new one that is not fails the test until its layer is decided here. Inside the
+agent the same holds for its parts (contract > supervision > reporting, and the three seams).
+A component's own settings (``<package>/_settings.py``) are the one exception to the layers:
+leaves that import only the foundation, which the top-level ``_settings`` composes
+(docs/internals/settings.md).
 """
 
 from __future__ import annotations
@@ -66,6 +68,18 @@ SAME_LAYER_ALLOWED = {
     "tensorboard": {"data", "profiler"},
     "spec": {"catalog", "protocol"},
     "store": {"protocol"},  # job records carry the typed view of their spec
+}
+# Inside the agent: what each part may import of the agent's other parts (its own part always).
+# The SageMaker contract asks the host's namespaces whether /opt/ml is shown; supervision writes
+# what it captures to the reporting side and starts what the launchers ask for (a channel's Bind
+# is a type it mounts); reporting is the bottom. _agent.py and _ranks.py, at the top, join them.
+AGENT_PART_ALLOWED = {
+    "contract": {"supervision"},
+    "supervision": {"reporting", "launchers", "channels"},
+    "reporting": set(),
+    "launchers": set(),
+    "channels": {"supervision"},
+    "sidecars": {"contract", "supervision", "reporting"},
 }
 # Packages that training scripts import: they must load without a server and without pulling in
 # heavy extras (torch is imported lazily, inside the functions that need it).
@@ -131,6 +145,48 @@ def test_imports_point_down_the_spine() -> None:
         for target in _imported_packages(path) - {own}:
             if not _allowed(own, target):
                 violations.append(f"{path.relative_to(PACKAGE_ROOT)} imports trainops.{target}")
+    assert violations == []
+
+
+def _agent_part_of(path: Path) -> str:
+    rel = path.relative_to(PACKAGE_ROOT / "agent").parts
+    return rel[0] if len(rel) > 1 else "<top>"
+
+
+def _imported_agent_parts(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = set()
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+            if node.module == "trainops.agent":
+                names = [f"trainops.agent.{alias.name}" for alias in node.names]
+        for name in names:
+            parts = name.split(".")
+            if parts[:2] == ["trainops", "agent"]:
+                found.add(parts[2] if len(parts) > 2 else "<top>")
+    return found
+
+
+def test_every_part_of_the_agent_is_placed() -> None:
+    parts = {p.parent.name for p in (PACKAGE_ROOT / "agent").glob("*/__init__.py")}
+    assert sorted(parts - set(AGENT_PART_ALLOWED)) == []
+
+
+def test_the_agent_parts_import_down() -> None:
+    violations = []
+    for path in sorted((PACKAGE_ROOT / "agent").rglob("*.py")):
+        own = _agent_part_of(path)
+        if own == "<top>":
+            continue
+        for target in _imported_agent_parts(path) - {own}:
+            if target not in AGENT_PART_ALLOWED.get(own, set()):
+                violations.append(
+                    f"{path.relative_to(PACKAGE_ROOT)} imports trainops.agent.{target}"
+                )
     assert violations == []
 
 

@@ -1,4 +1,4 @@
-"""Enter a job host's namespaces, then exec its process (see ``trainops.agent._hostns``).
+"""Enter a job host's namespaces, then exec its process (see ``agent.supervision._hostns``).
 
 ``python -m trainops._hostns_exec [--probe] [--hostname H --hosts-file F] [--resolve NAME …]
 [--bind SRC DST ro|rw …] [--graft NS INODE SRC DST ro|rw …] [--opt-ml ROOT]
@@ -13,7 +13,7 @@ agent that started it ends (a FUSE daemon, whose mount then goes with its namesp
 ``--expect-entries`` ends with status 3 when ``DIR`` has no entry and 1 when it cannot be
 listed (a check, run instead of a command).
 
-A job's host is contained by two more forms (see ``trainops.agent._hostns``):
+A job's host is contained by two more forms (see ``trainops.agent.supervision._hostns``):
 
 - ``--hold [the options above] [--mask DIR …] [--keep PATH …] [--keep-ro PATH …]``: the host's
   namespaces, made once: mount, UTS and PID (and user when not root). The mounts above are
@@ -33,8 +33,8 @@ A job's host is contained by two more forms (see ``trainops.agent._hostns``):
   is in this process's group), so this process ignores them rather than passing them twice.
 
 It imports only the standard library: it runs before every rank's process, by path and with
-``python -S`` (``trainops.agent._hostns.HOSTNS_EXEC``), so that not even the package's own
-``__init__`` is imported first.
+``python -S`` (``trainops.agent.supervision._hostns.HOSTNS_EXEC``), so that not even the
+package's own ``__init__`` is imported first.
 """
 
 from __future__ import annotations

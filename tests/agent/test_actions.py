@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from trainops.agent._actions import OUTPUT_BYTES, ActionRunner
+from trainops.agent.supervision._actions import OUTPUT_BYTES, ActionRunner
 from trainops.protocol import Command
 
 

@@ -22,8 +22,10 @@ import pytest
 
 from tests.agent._support import make_job
 from trainops._hostns_caps import DOCKER_DEFAULT, effective_capabilities
-from trainops.agent import _hostns, _ranks
-from trainops.agent._hostns import (
+from trainops.agent import _ranks
+from trainops.agent.contract._setup import ScriptCommand
+from trainops.agent.supervision import _hostns
+from trainops.agent.supervision._hostns import (
     NO_ISOLATION,
     HostNamespace,
     NamespaceError,
@@ -33,7 +35,6 @@ from trainops.agent._hostns import (
     unwrap,
     write_hosts_file,
 )
-from trainops.agent._setup import ScriptCommand
 from trainops.protocol import Assignment, HostOutcome, HostResources
 from trainops.spec import JobSpec
 

@@ -15,7 +15,7 @@ from tests._support.system import require, require_extra
 from tests.agent._support import make_hosts, make_job, run_together
 from trainops._hostns_exec import NAME_UNRESOLVED
 from trainops.agent import HostResult
-from trainops.agent._hostns import namespaces_available, wrap
+from trainops.agent.supervision._hostns import namespaces_available, wrap
 from trainops.protocol import Command, EventKind, HostOutcome
 
 PRINT_RANK = """
@@ -222,7 +222,7 @@ def test_a_failing_mpi_rank_fails_the_host(tmp_path: Path) -> None:
 
 
 def test_launcher_tags_become_ranks_and_streams() -> None:
-    from trainops.agent._group import _TAGS, TagParser
+    from trainops.agent.supervision._group import _TAGS, TagParser
 
     torchrun = ["[default0]:a", "[default0]:b", "[default1]:c", "launcher says hi"]
     assert TagParser(_TAGS["torchrun"], 4).feed(torchrun, "stdout") == [
@@ -255,7 +255,7 @@ def test_launcher_tags_become_ranks_and_streams() -> None:
 
 
 def test_a_rank_that_never_ends_its_line_is_not_held_without_bound() -> None:
-    from trainops.agent._group import _TAGS, MAX_HELD_CHARS, TagParser
+    from trainops.agent.supervision._group import _TAGS, MAX_HELD_CHARS, TagParser
 
     parser = TagParser(_TAGS["mpirun"], 0)
     piece = "x" * 4096

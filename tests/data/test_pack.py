@@ -25,10 +25,10 @@ from trainops.data import (
     read_idx,
     unpack_irheader,
 )
-from trainops.data._local_files import walk_local
-from trainops.data._pack import plan_shards
-from trainops.data._pack_formats import FORMATS
-from trainops.data._pack_source import SourceFile, SourceReader
+from trainops.data.packer._formats import FORMATS
+from trainops.data.packer._local_files import walk_local
+from trainops.data.packer._pack import plan_shards
+from trainops.data.packer._source import SourceFile, SourceReader
 
 
 def options(**kwargs: object) -> PackOptions:

@@ -21,13 +21,13 @@ from types import FrameType
 
 from trainops._settings import Settings
 from trainops.agent._agent import HostAgent
-from trainops.agent._client import AgentApiError, AgentClient, fetch_assignment
-from trainops.agent._hostns import namespaces_available
-from trainops.agent._nodump import forbid_memory_reads
-from trainops.agent._remote import HttpSpawnApi
-from trainops.agent._reporter import HttpReporter
-from trainops.agent._resources import pin_cpus
-from trainops.agent._standby import serve_launches, take_launch_fd
+from trainops.agent.contract._resources import pin_cpus
+from trainops.agent.reporting._client import AgentApiError, AgentClient, fetch_assignment
+from trainops.agent.reporting._reporter import HttpReporter
+from trainops.agent.supervision._hostns import namespaces_available
+from trainops.agent.supervision._nodump import forbid_memory_reads
+from trainops.agent.supervision._remote import HttpSpawnApi
+from trainops.agent.supervision._standby import serve_launches, take_launch_fd
 from trainops.catalog import load_catalog
 from trainops.protocol import PARENT_ENV, STANDBY_ENV, AgentLaunch, EventKind, HostOutcome
 

@@ -21,11 +21,40 @@ from pathlib import Path
 from trainops._errors import TrainopsError
 from trainops._redaction import Masker
 from trainops._settings import Settings
-from trainops.agent._actions import ActionRunner
-from trainops.agent._failure import exit_failure_reason, read_failure_file
-from trainops.agent._group import ProcessGroup
-from trainops.agent._hostlog import HostLog
-from trainops.agent._hostns import (
+from trainops.agent._ranks import (
+    HostLaunch,
+    Isolation,
+    hold_host_namespace,
+    host_processes,
+    start_host_namespace,
+)
+from trainops.agent.channels import (
+    ChannelContext,
+    ChannelSource,
+    channel_failure,
+    close_channels,
+    open_channel,
+)
+from trainops.agent.contract._failure import exit_failure_reason, read_failure_file
+from trainops.agent.contract._installer import JobFailure, JobInstaller
+from trainops.agent.contract._outputs import Artifact, OutputLayout, upload_archives, upload_log
+from trainops.agent.contract._resources import host_warnings
+from trainops.agent.contract._setup import (
+    ScriptCommand,
+    script_command,
+    script_environment,
+    write_configs,
+)
+from trainops.agent.contract._tree import HostTree
+from trainops.agent.launchers import LaunchError
+from trainops.agent.reporting._hostlog import HostLog
+from trainops.agent.reporting._metrics import MetricScraper
+from trainops.agent.reporting._priority import BackgroundPriority
+from trainops.agent.reporting._reporter import Reporter
+from trainops.agent.sidecars import SidecarContext, Sidecars
+from trainops.agent.supervision._actions import ActionRunner
+from trainops.agent.supervision._group import ProcessGroup
+from trainops.agent.supervision._hostns import (
     HostNamespace,
     NamespaceError,
     namespaces_available,
@@ -34,40 +63,16 @@ from trainops.agent._hostns import (
     socket_parent,
     unwrap,
 )
-from trainops.agent._installer import JobFailure, JobInstaller
-from trainops.agent._metrics import MetricScraper
-from trainops.agent._outputs import Artifact, OutputLayout, upload_archives, upload_log
-from trainops.agent._priority import BackgroundPriority
-from trainops.agent._process import ScriptProcess
-from trainops.agent._ranks import (
-    HostLaunch,
-    Isolation,
-    hold_host_namespace,
-    host_processes,
-    start_host_namespace,
+from trainops.agent.supervision._process import ScriptProcess
+from trainops.agent.supervision._reaper import new_marker
+from trainops.agent.supervision._remote import RemoteShell, SpawnApi
+from trainops.agent.supervision._space import (
+    disk_full,
+    free_paths,
+    is_out_of_space,
+    no_space_reason,
 )
-from trainops.agent._reaper import new_marker
-from trainops.agent._remote import RemoteShell, SpawnApi
-from trainops.agent._reporter import Reporter
-from trainops.agent._resources import host_warnings
-from trainops.agent._setup import (
-    ScriptCommand,
-    script_command,
-    script_environment,
-    write_configs,
-)
-from trainops.agent._space import disk_full, free_paths, is_out_of_space, no_space_reason
-from trainops.agent._stop import StopControl
-from trainops.agent._tree import HostTree
-from trainops.agent.channels import (
-    ChannelContext,
-    ChannelSource,
-    channel_failure,
-    close_channels,
-    open_channel,
-)
-from trainops.agent.launchers import LaunchError
-from trainops.agent.sidecars import SidecarContext, Sidecars
+from trainops.agent.supervision._stop import StopControl
 from trainops.archive import safe_extract
 from trainops.protocol import Assignment, EventKind, HostOutcome, Phase
 from trainops.storage import ObjectStore, store_for

@@ -165,7 +165,7 @@ class Backend(ABC):
     def host_address(self, reservation: Mapping[str, Any]) -> str | None:
         """The network address of the machine a host was placed on (from its reservation), for
         the job's host names to resolve to; ``None``: hosts share this machine, and each gets a
-        loopback address of its own (see ``agent/_hostns.py``)."""
+        loopback address of its own (see ``agent/supervision/_hostns.py``)."""
         return None
 
     def node_of(self, handle: AgentHandle) -> str | None:

@@ -55,7 +55,7 @@ class HostActor:
         """Start the agent (a fresh host tree and state directory) and say where it runs."""
         import ray
 
-        from trainops.agent._nodump import forbid_memory_reads
+        from trainops.agent.supervision._nodump import forbid_memory_reads
 
         # This worker holds the host's agent token (in ``env``), as the agent does: no process
         # of the same user (a job's script on this node) may read its memory.

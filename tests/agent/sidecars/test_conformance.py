@@ -22,8 +22,8 @@ import pytest
 
 from tests.agent._support import make_job
 from trainops._settings import Settings
-from trainops.agent._outputs import OutputLayout
-from trainops.agent._tree import HostTree
+from trainops.agent.contract._outputs import OutputLayout
+from trainops.agent.contract._tree import HostTree
 from trainops.agent.sidecars import SIDECARS, Sidecar, SidecarContext
 from trainops.profiler import profiler_prefix
 from trainops.storage import store_for

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
-from trainops.agent._outputs import Artifact
+from trainops.agent.contract._outputs import Artifact
 from trainops.agent.sidecars._base import Sidecar, SidecarContext, SidecarFactory
 
 __all__ = ["SIDECARS", "Sidecars", "register_sidecar"]
