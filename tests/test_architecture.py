@@ -16,11 +16,13 @@ leaves that import only the foundation, which the top-level ``_settings`` compos
 from __future__ import annotations
 
 import ast
+import importlib
 import subprocess
 import sys
 from pathlib import Path
 
 import trainops
+from trainops._registry import Registry
 
 PACKAGE_ROOT = Path(trainops.__file__).parent
 
@@ -66,7 +68,7 @@ SAME_LAYER_ALLOWED = {
     "report": {"rules", "control"},  # the report at job end is a control-plane service
     "monitor": {"profiler"},
     "tensorboard": {"data", "profiler"},
-    "spec": {"catalog", "protocol"},
+    "spec": {"catalog", "protocol", "storage"},  # locations are checked against STORES' schemes
     "store": {"protocol"},  # job records carry the typed view of their spec
 }
 # Inside the agent: what each part may import of the agent's other parts (its own part always).
@@ -293,3 +295,48 @@ def test_in_job_libraries_import_light() -> None:
     present = [name for name in IN_JOB_PACKAGES if (PACKAGE_ROOT / name / "__init__.py").exists()]
     heavy = {name: _modules_after_import(f"import trainops.{name}") for name in present}
     assert {name: found for name, found in heavy.items() if found} == {}
+
+
+# Every table of implementations, as (module, attribute): each is a trainops._registry.Registry.
+REGISTRIES = [
+    ("trainops.cli", "HANDLERS"),
+    ("trainops.backends._registry", "BACKENDS"),
+    ("trainops.storage._registry", "STORES"),
+    ("trainops.agent.launchers", "LAUNCHERS"),
+    ("trainops.agent.supervision._rank_report", "TAG_STYLES"),
+    ("trainops.agent.channels", "KINDS"),
+    ("trainops.agent.sidecars", "SIDECARS"),
+    ("trainops.control.services", "SERVICES"),
+    ("trainops.rules._registry", "RULES"),
+    ("trainops.actions._run", "ACTIONS"),
+    ("trainops.data.packer._formats", "FORMATS"),
+    ("trainops.data.pipe._dataset", "RECORD_FORMATS"),
+    ("trainops.data.streaming._dataset", "SHARD_SOURCES"),
+    ("trainops.profiler._windows", "WINDOWS"),
+]
+
+
+def _registry(module: str, attr: str) -> Registry[object]:
+    table = getattr(importlib.import_module(module), attr)
+    assert isinstance(table, Registry), f"{module}.{attr} is not a Registry"
+    return table
+
+
+def test_every_table_of_implementations_is_a_registry() -> None:
+    for module, attr in REGISTRIES:
+        _registry(module, attr)
+
+
+def test_every_lazy_entry_resolves_and_points_down_the_spine() -> None:
+    violations = []
+    for module, attr in REGISTRIES:
+        table = _registry(module, attr)
+        own = module.split(".")[1]
+        for name in table.names():
+            table.lookup(name)  # a moved or renamed module fails here, not in a user's job
+            target = table.target(name)
+            parts = (target or "").split(":")[0].split(".")
+            upward = target and parts[1] != own and not parts[1].startswith("_")
+            if upward and not _allowed(own, parts[1]):
+                violations.append(f"{module}.{attr}[{name!r}] -> {target}")
+    assert violations == []

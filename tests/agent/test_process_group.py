@@ -222,10 +222,11 @@ def test_a_failing_mpi_rank_fails_the_host(tmp_path: Path) -> None:
 
 
 def test_launcher_tags_become_ranks_and_streams() -> None:
-    from trainops.agent.supervision._group import _TAGS, TagParser
+    from trainops.agent.supervision._group import TagParser
+    from trainops.agent.supervision._rank_report import TAG_STYLES
 
     torchrun = ["[default0]:a", "[default0]:b", "[default1]:c", "launcher says hi"]
-    assert TagParser(_TAGS["torchrun"], 4).feed(torchrun, "stdout") == [
+    assert TagParser(TAG_STYLES["torchrun"].pattern, 4).feed(torchrun, "stdout") == [
         (4, "stdout", ["a", "b"]),
         (5, "stdout", ["c"]),
         (None, "stdout", ["launcher says hi"]),
@@ -233,18 +234,18 @@ def test_launcher_tags_become_ranks_and_streams() -> None:
     # torch's excepthook writes "[rank5]: " before the traceback of global rank 5 (local 1):
     # the rank's own text, never a second tag
     traceback = ["[default1]:[rank5]: Traceback (most recent call last):", "[rank9]: not a tag"]
-    assert TagParser(_TAGS["torchrun"], 4, 2).feed(traceback, "stderr") == [
+    assert TagParser(TAG_STYLES["torchrun"].pattern, 4, 2).feed(traceback, "stderr") == [
         (5, "stderr", ["[rank5]: Traceback (most recent call last):"]),
         (None, "stderr", ["[rank9]: not a tag"]),
     ]
     # a rank's own text that looks like a header of a rank this host does not run stays text
     hostile = ["[default1]:x [default7]: y [default99999999999999]: z", "[default0]:[default2]:"]
-    assert TagParser(_TAGS["torchrun"], 4, 2).feed(hostile, "stdout") == [
+    assert TagParser(TAG_STYLES["torchrun"].pattern, 4, 2).feed(hostile, "stdout") == [
         (5, "stdout", ["x [default7]: y [default99999999999999]: z"]),
         (4, "stdout", ["[default2]:"]),
     ]
     # mpirun: pieces of two ranks on one line, rank 0's newline on a line of its own
-    parser = TagParser(_TAGS["mpirun"], 0)
+    parser = TagParser(TAG_STYLES["mpirun"].pattern, 0)
     first = ["[1,0]<stdout>:x is[1,1]<stdout>:y", "[1,1]<stderr>:oops", "[1,1]<stdout>:[z]"]
     assert parser.feed(first, "stdout") == [
         (1, "stdout", ["y"]),
@@ -255,9 +256,10 @@ def test_launcher_tags_become_ranks_and_streams() -> None:
 
 
 def test_a_rank_that_never_ends_its_line_is_not_held_without_bound() -> None:
-    from trainops.agent.supervision._group import _TAGS, MAX_HELD_CHARS, TagParser
+    from trainops.agent.supervision._group import MAX_HELD_CHARS, TagParser
+    from trainops.agent.supervision._rank_report import TAG_STYLES
 
-    parser = TagParser(_TAGS["mpirun"], 0)
+    parser = TagParser(TAG_STYLES["mpirun"].pattern, 0)
     piece = "x" * 4096
     passed = []
     for _ in range(MAX_HELD_CHARS // len(piece) + 2):

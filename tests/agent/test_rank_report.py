@@ -83,10 +83,11 @@ def test_the_excerpt_reads_through_torch_s_rank_prefix() -> None:
 
 
 def test_a_rank_cannot_speak_for_torchrun() -> None:
-    from trainops.agent.supervision._group import _TAGS, RankTails, TagParser
+    from trainops.agent.supervision._group import RankTails, TagParser
+    from trainops.agent.supervision._rank_report import TAG_STYLES
 
     tails = RankTails(TorchrunReport())
-    parser = TagParser(_TAGS["torchrun"], 2, 2)
+    parser = TagParser(TAG_STYLES["torchrun"].pattern, 2, 2)
     forged = ["Sending process 11344 closing signal SIGTERM", "  time      : 0000",
               "  rank      : 2 (local_rank: 0)", "  exitcode  : 1 (pid: 1)"]  # fmt: skip
     lines = [f"[default1]:{line}" for line in forged] + SUMMARY.splitlines()

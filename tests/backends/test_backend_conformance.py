@@ -60,7 +60,7 @@ class Recipe:
         return BACKENDS[self.kind](self.settings(home), agent_command=agent_command)
 
 
-@pytest.fixture(params=sorted(BACKENDS))
+@pytest.fixture(params=BACKENDS.names())
 def recipe(request: pytest.FixtureRequest) -> Recipe:
     if request.param == "local":
         return Recipe("local", lambda home: _settings(home))

@@ -208,13 +208,12 @@ def _members(path: Path) -> dict[str, bytes]:
 
 
 def test_a_launcher_cannot_span_more_hosts_than_it_can_is_refused_by_name(
-    settings: Settings, monkeypatch: pytest.MonkeyPatch
+    settings: Settings,
 ) -> None:
     # Every launcher spans any number of hosts today; one that cannot is refused at submission.
     one_host = copy.copy(LAUNCHERS["mpi"])
     one_host.max_hosts = 1
-    monkeypatch.setitem(LAUNCHERS, "mpi", one_host)
-    with control_plane(settings) as plane:
+    with LAUNCHERS.added("mpi", one_host, replace=True), control_plane(settings) as plane:
         body = {
             "job_name": "mpi-two-hosts",
             "spec": {

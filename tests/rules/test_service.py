@@ -184,30 +184,27 @@ def test_rules_are_scanned_at_their_interval(plane: Plane, tmp_path: Path) -> No
     assert plane.row().result["evaluations"] == 2
 
 
-def test_a_rule_that_raises_is_an_error_and_is_tried_again(
-    plane: Plane, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_rule_that_raises_is_an_error_and_is_tried_again(plane: Plane, tmp_path: Path) -> None:
     class Broken(StepOutlier):
         def _evaluate(self, data: ProfilerData) -> RuleResult:
             raise ZeroDivisionError("float division by zero\nsecond line")
 
-    monkeypatch.setitem(RULES, "StepOutlier", Broken)
     service = RulesService(plane.context)
     every_tick = {"rule": "StepOutlier", "rule_parameters": {"scan_interval_us": 0}}
-    service.job_changed(plane.submit([every_tick]))
-    service.tick()
-    row = plane.row()
-    assert (row.status, row.status_details) == (
-        "Error",
-        "ZeroDivisionError: float division by zero",
-    )
-    plane.clock.now += 1
-    service.tick()  # tried at every scan
-    assert plane.row().last_modified_time == plane.clock.now
-    service.job_changed(plane.end())
-    assert plane.row().status == "Error"
+    with RULES.added("StepOutlier", Broken, replace=True):
+        service.job_changed(plane.submit([every_tick]))
+        service.tick()
+        row = plane.row()
+        assert (row.status, row.status_details) == (
+            "Error",
+            "ZeroDivisionError: float division by zero",
+        )
+        plane.clock.now += 1
+        service.tick()  # tried at every scan
+        assert plane.row().last_modified_time == plane.clock.now
+        service.job_changed(plane.end())
+        assert plane.row().status == "Error"
     # A control plane that made the rule again (fixed) settles it at the job's end.
-    monkeypatch.setitem(RULES, "StepOutlier", StepOutlier)
     RulesService(plane.context).job_changed(plane.store.get_job("job-a"))  # type: ignore[arg-type]
     assert plane.row().status == "NoIssuesFound"
 

@@ -1,7 +1,7 @@
 """Actions: what happens when a rule finds an issue, besides recording it.
 
 One mechanism for every kind of rule: :func:`run_actions` runs a :class:`Finding`'s actions
-(``stop_training``, ``webhook``, ``command``; see ``_run``) and returns an
+(``stop_training``, ``webhook``, ``command``: the runners registered in :data:`ACTIONS`) and returns an
 :class:`ActionResult` for each. A webhook goes only where a :class:`WebhookPolicy` allows; a
 command runs on the job's first host while it runs (``ActionContext.on_host``), else here with
 the job's recorded environment (:func:`job_environment`), never the server's. docs/internals/actions.md says how to add a kind.
@@ -20,12 +20,14 @@ if typing.TYPE_CHECKING:
     from trainops.actions._base import ActionContext, ActionResult, Finding, OnHost, display_url
     from trainops.actions._destinations import NETWORK_NAMES, WebhookPolicy
     from trainops.actions._environment import job_environment
-    from trainops.actions._run import run_actions
+    from trainops.actions._run import ACTIONS, ActionRunner, run_actions
 
 __all__ = [
+    "ACTIONS",
     "NETWORK_NAMES",
     "ActionContext",
     "ActionResult",
+    "ActionRunner",
     "Finding",
     "OnHost",
     "WebhookPolicy",
@@ -43,6 +45,8 @@ _MODULE_OF = {
     "NETWORK_NAMES": "trainops.actions._destinations",
     "WebhookPolicy": "trainops.actions._destinations",
     "job_environment": "trainops.actions._environment",
+    "ACTIONS": "trainops.actions._run",
+    "ActionRunner": "trainops.actions._run",
     "run_actions": "trainops.actions._run",
 }
 

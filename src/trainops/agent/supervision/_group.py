@@ -22,7 +22,12 @@ from trainops.agent.launchers import RankProcess
 from trainops.agent.reporting._hostlog import LineSink
 from trainops.agent.supervision._hostns import unwrap
 from trainops.agent.supervision._process import ScriptProcess
-from trainops.agent.supervision._rank_report import LauncherReport, RankFailure, report_for
+from trainops.agent.supervision._rank_report import (
+    TAG_STYLES,
+    LauncherReport,
+    RankFailure,
+    report_for,
+)
 
 __all__ = ["FAIL_FAST_GRACE_SECONDS", "FailedRank", "GroupMember", "ProcessGroup"]
 
@@ -31,13 +36,6 @@ POLL_SECONDS = 0.05
 RELEASE_CHECK_SECONDS = 1.0
 MAX_HELD_CHARS = 1 << 20  # a rank's unfinished line held back from interleaved pieces
 
-_TAGS = {
-    # torchrun's --tee header: its role ("default": the launcher passes no --role) and the
-    # local rank. Only that form: torch's own "[rank3]: " before a rank's traceback (the
-    # excepthook of init_process_group) is the rank's text, not a tag.
-    "torchrun": re.compile(r"\[default(?P<rank>\d{1,9})\]:(?P<stream>)"),
-    "mpirun": re.compile(r"\[\d+,(?P<rank>\d{1,9})\]<(?P<stream>stdout|stderr)>:"),
-}
 RANK_TAIL_LINES = 20
 
 RankSink = Callable[[int | None, str, list[str], float], None]
@@ -281,7 +279,9 @@ def _tagged(sink: RankSink, spec: RankProcess, tails: RankTails) -> LineSink:
 
         return on_line
 
-    parser = TagParser(_TAGS[spec.output_tags], spec.rank_base, spec.rank_count or None)
+    parser = TagParser(
+        TAG_STYLES.lookup(spec.output_tags).pattern, spec.rank_base, spec.rank_count or None
+    )
 
     def on_tagged_line(stream: str, lines: list[str], ts: float) -> None:
         for rank, tagged_stream, run in parser.feed(lines, stream):

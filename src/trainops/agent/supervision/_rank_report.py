@@ -13,10 +13,21 @@ the rank that failed first in its own message.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-__all__ = ["LauncherReport", "MpirunReport", "RankFailure", "TorchrunReport", "report_for"]
+from trainops._registry import Registry
+
+__all__ = [
+    "TAG_STYLES",
+    "LauncherReport",
+    "MpirunReport",
+    "RankFailure",
+    "TagStyle",
+    "TorchrunReport",
+    "report_for",
+]
 
 MAX_FAILURES = 65536  # ranks named in one summary (bounds what a garbled output can cost)
 
@@ -114,8 +125,30 @@ class MpirunReport:
         return {}
 
 
+@dataclass(frozen=True, slots=True)
+class TagStyle:
+    """How a launcher tags its ranks' lines (``RankProcess.output_tags``): the tag at a line's
+    start (groups ``rank``, the local rank, and ``stream``, empty when not said) and the reader
+    of the launcher's own lines."""
+
+    pattern: re.Pattern[str]
+    report: Callable[[], LauncherReport]
+
+
+#: ``output_tags`` -> its style.
+TAG_STYLES: Registry[TagStyle] = Registry("rank output tag style", error=ValueError)
+# torchrun's --tee header: its role ("default": the launcher passes no --role) and the local
+# rank. Only that form: torch's own "[rank3]: " before a rank's traceback (the excepthook of
+# init_process_group) is the rank's text, not a tag.
+TAG_STYLES.register(
+    "torchrun", TagStyle(re.compile(r"\[default(?P<rank>\d{1,9})\]:(?P<stream>)"), TorchrunReport)
+)
+TAG_STYLES.register(
+    "mpirun",
+    TagStyle(re.compile(r"\[\d+,(?P<rank>\d{1,9})\]<(?P<stream>stdout|stderr)>:"), MpirunReport),
+)
+
+
 def report_for(output_tags: str) -> LauncherReport:
     """The report reader of a launcher whose ranks' output is tagged ``output_tags``."""
-    if output_tags == "torchrun":
-        return TorchrunReport()
-    return MpirunReport()
+    return TAG_STYLES.lookup(output_tags).report()

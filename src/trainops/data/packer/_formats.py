@@ -13,7 +13,8 @@ and ``part-NNNNN.lst`` (im2rec's list: id, labels, path under SRC, one line per 
   records as for RecordIO.
 
 Records go out in SRC order; nothing here depends on timing or on the worker that runs it, so
-the same input gives byte-identical files. docs/internals/pack-formats.md says how to add one.
+the same input gives byte-identical files. Each format is registered in :data:`FORMATS`;
+docs/internals/pack-formats.md says how to add one.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from trainops._registry import Registry
 from trainops.data._errors import PackError
 from trainops.data.formats._example import encode_example
 from trainops.data.formats._recordio import (
@@ -198,12 +200,14 @@ def _write_tops(
     return ShardInfo(names[0], len(files), len(body), hashlib.sha256(body).hexdigest())
 
 
-FORMATS: dict[str, PackFormat] = {
-    "recordio": PackFormat(
-        "rec", ("idx", "lst"), "recordio", _framed(_recordio_into, _recordio_idx)
-    ),
-    "tfrecord": PackFormat(
-        "tfrecord", ("idx", "lst"), "tfrecord", _framed(_tfrecord_into, _tfrecord_idx)
-    ),
-    "shards": PackFormat("tops", ("lst",), SHARD_FORMAT, _write_tops),
-}
+#: ``--format`` value -> its format; ``trainops pack`` and tests/data/test_pack.py read it.
+FORMATS: Registry[PackFormat] = Registry("pack format", error=PackError)
+FORMATS.register(
+    "recordio",
+    PackFormat("rec", ("idx", "lst"), "recordio", _framed(_recordio_into, _recordio_idx)),
+)
+FORMATS.register(
+    "tfrecord",
+    PackFormat("tfrecord", ("idx", "lst"), "tfrecord", _framed(_tfrecord_into, _tfrecord_idx)),
+)
+FORMATS.register("shards", PackFormat("tops", ("lst",), SHARD_FORMAT, _write_tops))

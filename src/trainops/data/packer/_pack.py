@@ -125,8 +125,7 @@ def _pack(src: str, dest: str, options: PackOptions, pool: PackPool) -> PackResu
 
 
 def _check_options(options: PackOptions) -> None:
-    if options.format not in FORMATS:
-        raise PackError(f"--format must be one of {', '.join(FORMATS)}, not {options.format!r}")
+    FORMATS.lookup(options.format, where="--format: ")
     if options.shard_size < 1:
         raise PackError(f"--shard-size must be at least 1 byte, not {options.shard_size}")
     if options.workers < 1:

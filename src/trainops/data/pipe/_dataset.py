@@ -5,7 +5,8 @@ rule) for PyTorch or plain Python: the channel must be in Pipe mode in
 ``inputdataconfig.json``; each iteration opens the channel's next FIFO ``<channel>_<epoch>``
 (the epoch counter is shared by every process of the job, as the reference's pipe state is),
 waiting up to ``timeout`` seconds for it to appear and for its writer to start, and yields its
-records: RecordIO payloads, TFRecord payloads or text lines. A corrupt record is an error naming
+records: RecordIO payloads, TFRecord payloads or text lines (the readers registered in
+:data:`RECORD_FORMATS`). A corrupt record is an error naming
 the channel, the epoch and its byte offset in the stream (or is skipped, up to
 ``max_corrupt``). Leaving an iteration early closes the FIFO: the agent then moves to the next
 epoch.
@@ -14,9 +15,10 @@ epoch.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, BinaryIO, Literal
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal, Protocol
 
+from trainops._registry import Registry
 from trainops.data._torch import iterable_base, worker_slot
 from trainops.data.pipe._channel import PipeChannel
 
@@ -25,10 +27,22 @@ if TYPE_CHECKING:
 else:
     _Base = iterable_base()
 
-__all__ = ["PipeModeDataset", "RecordFormat"]
+__all__ = ["RECORD_FORMATS", "PipeModeDataset", "RecordFormat", "RecordReaderType"]
 
-RecordFormat = Literal["RecordIO", "TFRecord", "TextLine"]
-_FORMATS = ("RecordIO", "TFRecord", "TextLine")
+RecordFormat = Literal["RecordIO", "TFRecord", "TextLine"]  # RECORD_FORMATS' names (a test checks)
+
+
+class RecordReaderType(Protocol):
+    """Makes the reader of one stream: its records (bytes or text lines), in order."""
+
+    def __call__(self, stream: BinaryIO, *, source: str, max_corrupt: int) -> Iterable[Any]: ...
+
+
+#: ``record_format`` -> its reader; lazy, so a script imports only the reader it reads with.
+RECORD_FORMATS: Registry[RecordReaderType] = Registry("record format", error=ValueError)
+RECORD_FORMATS.register_lazy("RecordIO", "trainops.data.formats._recordio:RecordIOReader")
+RECORD_FORMATS.register_lazy("TFRecord", "trainops.data.formats._tfrecord:TFRecordReader")
+RECORD_FORMATS.register_lazy("TextLine", "trainops.data.formats._lines:LineReader")
 
 
 class PipeModeDataset(_Base):
@@ -46,8 +60,7 @@ class PipeModeDataset(_Base):
         timeout: float = 120.0,
         batch_size: int | None = None,
     ) -> None:
-        if record_format not in _FORMATS:
-            raise ValueError(f"record_format {record_format!r} is not one of {_FORMATS}")
+        RECORD_FORMATS.lookup(record_format, where="record_format: ")
         if max_corrupt < 0:
             raise ValueError(f"max_corrupt must be 0 or more, not {max_corrupt}")
         if batch_size is not None and batch_size < 1:
@@ -74,19 +87,9 @@ class PipeModeDataset(_Base):
             else:
                 yield from _batched(records, self.batch_size)
 
-    def _records(self, stream: BinaryIO, label: str) -> Iterator[bytes] | Iterator[str]:
-        skip = self.max_corrupt
-        if self.record_format == "RecordIO":
-            from trainops.data.formats._recordio import RecordIOReader
-
-            return iter(RecordIOReader(stream, source=label, max_corrupt=skip))
-        if self.record_format == "TFRecord":
-            from trainops.data.formats._tfrecord import TFRecordReader
-
-            return iter(TFRecordReader(stream, source=label, max_corrupt=skip))
-        from trainops.data.formats._lines import LineReader
-
-        return iter(LineReader(stream, source=label, max_corrupt=skip))
+    def _records(self, stream: BinaryIO, label: str) -> Iterator[Any]:
+        reader = RECORD_FORMATS.lookup(self.record_format)
+        return iter(reader(stream, source=label, max_corrupt=self.max_corrupt))
 
 
 def _batched(records: Iterator[bytes] | Iterator[str], size: int) -> Iterator[list[Any]]:

@@ -16,10 +16,12 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from trainops._registry import Registry
 from trainops.data._torch import iterable_base
 from trainops.data.pipe._channel import PipeChannel, channel_entry, pipe_root
 from trainops.data.shards._index import ShardIndex
@@ -208,6 +210,42 @@ def _check_single_reader(channel: PipeChannel, place: Placement) -> None:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class SourceOptions:
+    """What a :class:`StreamingDataset` passes on to the source it opens."""
+
+    cache_dir: str | os.PathLike[str] | None
+    cache_limit: int
+    prefetch: int
+    verify: bool
+
+
+#: Opens the shards at a location (a path, or the rest of a URI after ``scheme://``).
+ShardSourceOpener = Callable[[str, str, SourceOptions], ShardSource]
+
+#: URI scheme -> how to open a dataset there (a plain path is ``file``).
+SHARD_SOURCES: Registry[ShardSourceOpener] = Registry("shard source scheme", error=ValueError)
+
+
+@SHARD_SOURCES.register("file")
+def _local(uri: str, path: str, options: SourceOptions) -> ShardSource:
+    del uri
+    return LocalShards(path, verify=options.verify)
+
+
+@SHARD_SOURCES.register("s3")
+def _remote(uri: str, path: str, options: SourceOptions) -> ShardSource:
+    del path
+    # Imported here: a folder dataset never needs an object-store client.
+    from trainops.data.shards._cache import ShardCache
+    from trainops.data.shards._remote import RemoteShards
+
+    folder = Path(options.cache_dir) if options.cache_dir else _default_cache(uri)
+    return RemoteShards(
+        uri, cache=ShardCache(folder, options.cache_limit), prefetch=options.prefetch
+    )
+
+
 def _open_source(
     source: str | os.PathLike[str] | PipeChannel,
     cache_dir: str | os.PathLike[str] | None,
@@ -218,15 +256,11 @@ def _open_source(
     if isinstance(source, PipeChannel):
         return source
     text = os.fspath(source)
-    if "://" not in text:
-        return LocalShards(text, verify=verify)
-    if text.startswith("file://"):
-        return LocalShards(text.removeprefix("file://"), verify=verify)
-    from trainops.data.shards._cache import ShardCache
-    from trainops.data.shards._remote import RemoteShards
-
-    folder = Path(cache_dir) if cache_dir else _default_cache(text)
-    return RemoteShards(text, cache=ShardCache(folder, cache_limit), prefetch=prefetch)
+    scheme, sep, rest = text.partition("://")
+    if not sep:
+        scheme, rest = "file", text
+    opener = SHARD_SOURCES.lookup(scheme, where=f"{text!r}: ")
+    return opener(text, rest, SourceOptions(cache_dir, cache_limit, prefetch, verify))
 
 
 def _default_cache(uri: str) -> Path:
