@@ -8,6 +8,9 @@ protocol and the private top-level modules). A module may import its own package
 lower layer, and a package of its own layer only where the table below allows it. Every package
 must be placed: a new one that is not fails the test until its layer is decided here. Inside the
 agent the same holds for its parts (contract > supervision > reporting, and the three seams).
+A component's own settings (``<package>/_settings.py``) are the one exception to the layers:
+leaves that import only the foundation, which the top-level ``_settings`` composes
+(docs/internals/settings.md).
 """
 
 from __future__ import annotations
@@ -94,20 +97,33 @@ def _packages() -> set[str]:
     return {p.parent.name for p in PACKAGE_ROOT.glob("*/__init__.py")}
 
 
-def _imported_packages(path: Path) -> set[str]:
+def _imported_modules(path: Path) -> set[str]:
+    """The trainops modules ``path`` imports (anywhere in it, type-checking blocks included)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     found = set()
     for node in ast.walk(tree):
-        names = []
         if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
+            found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names = [node.module]
-        for name in names:
-            parts = name.split(".")
-            if parts[0] == "trainops" and len(parts) > 1 and not parts[1].startswith("_"):
-                found.add(parts[1])
-    return found
+            found.add(node.module)
+    return {name for name in found if name.startswith("trainops.")}
+
+
+def _package_of_module(module: str) -> str | None:
+    """The package of ``trainops.<package>…``; None for a private top-level module."""
+    part = module.split(".")[1]
+    return None if part.startswith("_") else part
+
+
+def _imported_packages(path: Path) -> set[str]:
+    return {p for p in map(_package_of_module, _imported_modules(path)) if p is not None}
+
+
+def _is_settings_section(module: str) -> bool:
+    """A component's own settings (``trainops.<package>[.<sub>]._settings``): the top-level
+    ``_settings`` composes them, so they sit in the foundation whatever their package's layer."""
+    parts = module.split(".")
+    return len(parts) > 2 and parts[-1] == "_settings"
 
 
 def _allowed(own: str, target: str) -> bool:
@@ -179,9 +195,25 @@ def test_the_agent_parts_import_down() -> None:
 def test_private_top_level_modules_import_only_the_foundation() -> None:
     violations = []
     for path in sorted(PACKAGE_ROOT.glob("*.py")):
-        for target in _imported_packages(path):
-            if LAYER.get(target, INTERFACES) != FOUNDATION and path.name != "__init__.py":
+        if path.name == "__init__.py":
+            continue
+        for module in _imported_modules(path):
+            target = _package_of_module(module)
+            if target is None or _is_settings_section(module):
+                continue
+            if LAYER.get(target, INTERFACES) != FOUNDATION:
                 violations.append(f"{path.name} imports trainops.{target}")
+    assert violations == []
+
+
+def test_component_settings_import_only_the_foundation_and_their_own_package() -> None:
+    # `_settings.py` may compose every component's settings only because these are leaves.
+    violations = []
+    for path in sorted(PACKAGE_ROOT.glob("*/**/_settings.py")):
+        own = _package_of(path)
+        for target in _imported_packages(path) - {own}:
+            if LAYER.get(target, INTERFACES) != FOUNDATION:
+                violations.append(f"{path.relative_to(PACKAGE_ROOT)} imports trainops.{target}")
     assert violations == []
 
 
@@ -204,6 +236,34 @@ def _modules_after_import(statement: str) -> set[str]:
 
 def test_bare_import_stays_light() -> None:
     assert _modules_after_import("import trainops") == set()
+
+
+def test_loading_settings_imports_only_the_settings_of_each_component() -> None:
+    # Every command loads them: a component's settings must not drag in the component.
+    load = (
+        "from trainops._settings import Settings; Settings.load({'TRAINOPS_HOME': '/nonexistent'})"
+    )
+    assert _modules_after_import(load) == set()
+    code = (
+        f"import sys\n{load}\nprint(' '.join(m for m in sys.modules if m.startswith('trainops.')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    sections = {
+        m for m in _imported_modules(PACKAGE_ROOT / "_settings.py") if _is_settings_section(m)
+    }
+    beside = {
+        m
+        for s in sections
+        for m in _imported_modules(PACKAGE_ROOT.joinpath(*s.split(".")[1:]).with_suffix(".py"))
+    }
+    extra = [
+        m
+        for m in out.stdout.split()
+        if LAYER.get(_package_of_module(m) or "", FOUNDATION) != FOUNDATION
+        and m.count(".") > 1
+        and m not in sections | beside
+    ]
+    assert extra == []
 
 
 def test_agent_import_stays_light() -> None:

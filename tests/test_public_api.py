@@ -54,13 +54,18 @@ def test_public_names_of_the_module_are_exported() -> None:
 def test_lazy_packages_resolve_every_exported_name() -> None:
     # trainops.spec and trainops.server import their names on first use (the CLI's run path
     # must not pay for the spec models or the server), and trainops.agent (the control plane only
-    # needs its launchers); every name they export must still resolve.
+    # needs its launchers), and trainops.control, .backends and .actions (every process reads
+    # their settings, few need the rest); every name they export must still resolve.
+    import trainops.actions
     import trainops.agent
+    import trainops.backends
+    import trainops.control
     import trainops.server
     import trainops.spec
     import trainops.storage
 
-    for package in (trainops.spec, trainops.server, trainops.storage, trainops.agent):
+    lazy = (trainops.spec, trainops.server, trainops.storage, trainops.agent, trainops.control)
+    for package in (*lazy, trainops.backends, trainops.actions):
         missing = [name for name in package.__all__ if getattr(package, name, None) is None]
         assert missing == [], package.__name__
 
@@ -70,7 +75,8 @@ def test_the_control_plane_does_not_import_the_agent() -> None:
     code = (
         "import sys, trainops.server._run, trainops.control; "
         "print(sorted(m for m in sys.modules if m.startswith('trainops.agent.')"
-        " and not m.startswith('trainops.agent.launchers')))"
+        " and not m.startswith('trainops.agent.launchers')"
+        " and m != 'trainops.agent._settings'))"  # its settings, a leaf every process reads
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]", done.stdout

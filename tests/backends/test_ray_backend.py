@@ -32,7 +32,7 @@ def test_ray_settings_come_from_config_and_environment(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"ray\.placement must be one of strict_spread, spread"):
         Settings.load({**env, "TRAINOPS_RAY_PLACEMENT": "pack"})
     with pytest.raises(
-        ConfigError, match=r"TRAINOPS_RAY_AUTOSCALING\) must be true or false, not .maybe."
+        ConfigError, match=r"variable TRAINOPS_RAY_AUTOSCALING: must be true or false, not .maybe."
     ):
         Settings.load({**env, "TRAINOPS_RAY_AUTOSCALING": "maybe"})
 

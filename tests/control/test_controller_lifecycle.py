@@ -20,6 +20,7 @@ from trainops._settings import Settings
 from trainops.agent.launchers import LAUNCHERS
 from trainops.backends import LocalBackend
 from trainops.backends._local import agent_process
+from trainops.control._settings import ControlSettings
 
 pytestmark = pytest.mark.slow
 
@@ -144,7 +145,7 @@ def test_the_job_fails_with_the_earliest_failure_by_time_not_the_first_host_to_e
 def test_a_host_whose_agent_goes_silent_is_lost_and_its_agent_ended(settings: Settings) -> None:
     # The agent process still runs (the backend sees it alive) but reports nothing any more:
     # a hung agent, or one cut off from the control plane. Heartbeats say what the pid cannot.
-    silent = dataclasses.replace(settings, heartbeat_timeout=1)
+    silent = dataclasses.replace(settings, control=ControlSettings(heartbeat_timeout=1))
     with control_plane(silent) as plane:
         plane.submit("silent", {"FAKE_SILENT_ATTEMPTS": "1", **HANG}, instance_count=2)
         job = plane.wait_ended("silent", timeout=30)

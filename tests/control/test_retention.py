@@ -9,6 +9,7 @@ import pytest
 
 from tests.control._harness import control_plane
 from trainops._settings import Settings
+from trainops.control._settings import ControlSettings
 
 pytestmark = pytest.mark.slow
 
@@ -18,7 +19,7 @@ HANG = {"FAKE_HANG_ATTEMPTS": "1", "FAKE_LINES": "1"}
 def test_old_trees_go_and_running_or_unknown_ones_stay(
     settings: Settings, caplog: pytest.LogCaptureFixture
 ) -> None:
-    keep_one = dataclasses.replace(settings, keep_job_trees=1)
+    keep_one = dataclasses.replace(settings, control=ControlSettings(keep_job_trees=1))
     stray = keep_one.jobs_dir / "not-a-job" / "attempt-1" / "algo-1"
     stray.mkdir(parents=True)
     with control_plane(keep_one) as plane:
@@ -50,7 +51,7 @@ def test_old_trees_go_and_running_or_unknown_ones_stay(
 
 
 def test_keeping_none_still_spares_a_running_job(settings: Settings) -> None:
-    keep_none = dataclasses.replace(settings, keep_job_trees=0)
+    keep_none = dataclasses.replace(settings, control=ControlSettings(keep_job_trees=0))
     with control_plane(keep_none) as plane:
         plane.submit("busy", HANG)
         plane.wait_secondary("busy", "Training")

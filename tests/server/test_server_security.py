@@ -22,6 +22,7 @@ from trainops._settings import Settings
 from trainops.client import Client
 from trainops.server import EmbeddedServer
 from trainops.server._guard import allowed_host_names, host_name
+from trainops.server._settings import ServerSettings
 
 API = "/api/v1"
 ATTACKER = "rebind.attacker.example"
@@ -128,7 +129,9 @@ def test_a_client_without_the_token_is_told_where_it_is(plane: ControlPlane) -> 
 
 def test_allowed_hosts_admit_more_names(settings: Settings) -> None:
     configured = Settings(
-        home=settings.home, capacity=settings.capacity, allowed_hosts=("trainops.internal",)
+        home=settings.home,
+        capacity=settings.capacity,
+        server=ServerSettings(allowed_hosts=("trainops.internal",)),
     )
     with control_plane(configured) as plane:
         ok = plane.client.get(f"{API}/jobs", headers={"Host": "trainops.internal:8470"})

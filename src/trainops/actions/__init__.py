@@ -5,14 +5,22 @@ One mechanism for every kind of rule: :func:`run_actions` runs a :class:`Finding
 :class:`ActionResult` for each. A webhook goes only where a :class:`WebhookPolicy` allows; a
 command runs on the job's first host while it runs (``ActionContext.on_host``), else here with
 the job's recorded environment (:func:`job_environment`), never the server's. docs/internals/actions.md says how to add a kind.
+
+Names are imported on first use, so that importing the package's settings (``_settings``,
+which every process reads) does not import the rest of it.
 """
 
 from __future__ import annotations
 
-from trainops.actions._base import ActionContext, ActionResult, Finding, OnHost, display_url
-from trainops.actions._destinations import NETWORK_NAMES, WebhookPolicy
-from trainops.actions._environment import job_environment
-from trainops.actions._run import ACTIONS, ActionRunner, run_actions
+import typing
+
+from trainops._lazy import lazy_names
+
+if typing.TYPE_CHECKING:
+    from trainops.actions._base import ActionContext, ActionResult, Finding, OnHost, display_url
+    from trainops.actions._destinations import NETWORK_NAMES, WebhookPolicy
+    from trainops.actions._environment import job_environment
+    from trainops.actions._run import ACTIONS, ActionRunner, run_actions
 
 __all__ = [
     "ACTIONS",
@@ -27,3 +35,19 @@ __all__ = [
     "job_environment",
     "run_actions",
 ]
+
+_MODULE_OF = {
+    "ActionContext": "trainops.actions._base",
+    "ActionResult": "trainops.actions._base",
+    "Finding": "trainops.actions._base",
+    "OnHost": "trainops.actions._base",
+    "display_url": "trainops.actions._base",
+    "NETWORK_NAMES": "trainops.actions._destinations",
+    "WebhookPolicy": "trainops.actions._destinations",
+    "job_environment": "trainops.actions._environment",
+    "ACTIONS": "trainops.actions._run",
+    "ActionRunner": "trainops.actions._run",
+    "run_actions": "trainops.actions._run",
+}
+
+__getattr__, __dir__ = lazy_names("trainops.actions", globals(), _MODULE_OF)

@@ -7,7 +7,9 @@ megabytes of gzip that expand to gigabytes, or a hundred thousand tiny files). T
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+
+from trainops._settings_source import SettingsSource
 
 __all__ = ["ArchiveLimits"]
 
@@ -31,6 +33,17 @@ class ArchiveLimits:
     """Any archive may expand to this much, whatever its ratio."""
     max_path_length: int = 1024
     """Characters in an entry's name (``PATH_MAX`` is 4096; components at most 255 bytes)."""
+
+    @classmethod
+    def read(cls, source: SettingsSource) -> ArchiveLimits:
+        """``archive:`` in config.yaml; each ``TRAINOPS_ARCHIVE_<KEY>`` variable wins."""
+        archive = source.within("archive")
+        default = cls()
+        values = {}
+        for limit in fields(cls):
+            found = archive.whole_number(limit.name, f"TRAINOPS_ARCHIVE_{limit.name.upper()}")
+            values[limit.name] = getattr(default, limit.name) if found is None else found
+        return cls(**values)
 
     def expansion_cap(self, archive_bytes: int) -> int:
         """The most bytes an archive of ``archive_bytes`` may extract to."""

@@ -48,6 +48,7 @@ from trainops.backends._ray_host import (
     probe_containment,
     remove_job_tree,
 )
+from trainops.backends._settings import RAY_PLACEMENTS
 from trainops.catalog import InstanceType
 from trainops.protocol import AgentEvent, AgentLaunch, HostResources
 
@@ -56,7 +57,6 @@ __all__ = ["RayBackend", "bundle_for"]
 _MIB = 1024 * 1024
 _CALL_TIMEOUT_S = 60.0
 _START_TIMEOUT_S = 300.0  # a node may have to start a worker process (or pull an image) first
-_STRATEGIES = {"strict_spread": "STRICT_SPREAD", "spread": "SPREAD"}
 _FIRST_WAIT_S = 2.0
 _PROBE_TIMEOUT_S = 5.0
 
@@ -168,7 +168,7 @@ class RayBackend(Backend):
         nodes = self._alive_nodes()
         declared = {name for n in nodes for name in n.get("Resources", {})}
         bundle = bundle_for(instance, declared)
-        strategy = _STRATEGIES[self.settings.ray.placement]
+        strategy = RAY_PLACEMENTS[self.settings.ray.placement]
         group, wait = self._group(job), 0.0
         if group is None:
             self._check_feasible(instance, count, bundle, strategy, nodes)

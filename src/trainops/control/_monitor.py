@@ -135,7 +135,7 @@ class Monitor:
 
     def _check_host(self, job: JobRecord, host: HostRecord) -> bool:
         """Whether ``host``, which has not reported its exit, was found gone (and recorded so)."""
-        timeout = self.core.settings.heartbeat_timeout
+        timeout = self.core.settings.control.heartbeat_timeout
         if not self.core.backend.is_alive(handle_of(host)):
             self.intake.host_gone(self.core.job(job.name), host)
             return True

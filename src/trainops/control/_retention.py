@@ -5,7 +5,7 @@ the code, the downloaded channels, the model and output before upload, and ``.ag
 agent's journal, log and per-job Python environment). Everything there that matters outlives the
 job elsewhere (artifacts and logs in object storage, logs, metrics and history in the store), so
 the directories of ended jobs are only kept for looking into recent jobs: the newest
-``Settings.keep_job_trees`` ended jobs (by end time) keep theirs, the others are deleted. A job
+``ControlSettings.keep_job_trees`` ended jobs (by end time) keep theirs, the others are deleted. A job
 is never touched while it is running or stopping, nor while any of its agents has not reported
 its exit, and directories that name no job in the store are left alone. The backend lists and
 removes the trees (``Backend.job_trees``, ``Backend.remove_job_tree``): they are on its machines.
@@ -38,7 +38,7 @@ class TreeRetention:
             ended = [job for job in found if job is not None and self._finished(job)]
         ended.sort(key=_end_time, reverse=True)
         removed = []
-        for job in ended[self.core.settings.keep_job_trees :]:
+        for job in ended[self.core.settings.control.keep_job_trees :]:
             if backend.remove_job_tree(job.name):
                 _log.info("removed the job tree of %s (ended %s)", job.name, job.status)
                 removed.append(job.name)

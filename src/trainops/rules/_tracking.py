@@ -173,7 +173,7 @@ class JobRules:
         hosts = [h.host for h in self.context.store.hosts(job.name, job.attempt)]
         return ActionContext(
             self.context.stop_job,
-            webhooks=WebhookPolicy.from_names(settings.webhook_networks),
+            webhooks=WebhookPolicy.from_names(settings.actions.webhook_networks),
             environment=job_environment(job.name, job.spec, hosts),
             on_host=self._on_host(job.name),
         )

@@ -48,7 +48,7 @@ def create_app(
     """The ASGI app serving ``controller``; ``settings.token`` guards the public API.
 
     Requests whose Host is not a name of a server bound to ``bind_host`` (or one of
-    ``settings.allowed_hosts``), or whose Origin is another site, are refused (403).
+    ``settings.server.allowed_hosts``), or whose Origin is another site, are refused (403).
     """
 
     waiter = LogWaiter(controller)
@@ -73,7 +73,9 @@ def create_app(
     return Starlette(
         routes=routes,
         middleware=[
-            Middleware(HostGuard, allowed=allowed_host_names(bind_host, settings.allowed_hosts))
+            Middleware(
+                HostGuard, allowed=allowed_host_names(bind_host, settings.server.allowed_hosts)
+            )
         ],
         exception_handlers={HTTPException: _http_error},
         lifespan=lifespan,

@@ -2,19 +2,20 @@
 
 Pick a store with :func:`store_for`; move many objects with :func:`download_objects` and
 :func:`upload_tree`. Implementations are registered in one table (``_registry.STORES``).
-The many-object transfers (thread pools, logging) are imported on first use: a command that
-uploads one file does not need them.
+Names are imported on first use: a command that uploads one file does not need the
+many-object transfers (thread pools, logging), and every process reads the storage's settings
+(``_settings``) without the rest.
 """
 
 from __future__ import annotations
 
-import importlib
 import typing
 
-from trainops.storage._base import ByteCallback, ObjectInfo, ObjectStore, join_uri, split_uri
-from trainops.storage._registry import STORES, store_for
+from trainops._lazy import lazy_names
 
 if typing.TYPE_CHECKING:
+    from trainops.storage._base import ByteCallback, ObjectInfo, ObjectStore, join_uri, split_uri
+    from trainops.storage._registry import STORES, store_for
     from trainops.storage._transfer import Progress, download_objects, upload_tree
 
 __all__ = [
@@ -30,12 +31,17 @@ __all__ = [
     "upload_tree",
 ]
 
-_LAZY = frozenset({"Progress", "download_objects", "upload_tree"})
+_MODULE_OF = {
+    "ByteCallback": "trainops.storage._base",
+    "ObjectInfo": "trainops.storage._base",
+    "ObjectStore": "trainops.storage._base",
+    "join_uri": "trainops.storage._base",
+    "split_uri": "trainops.storage._base",
+    "STORES": "trainops.storage._registry",
+    "store_for": "trainops.storage._registry",
+    "Progress": "trainops.storage._transfer",
+    "download_objects": "trainops.storage._transfer",
+    "upload_tree": "trainops.storage._transfer",
+}
 
-
-def __getattr__(name: str) -> typing.Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module 'trainops.storage' has no attribute {name!r}")
-    value = getattr(importlib.import_module("trainops.storage._transfer"), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_names("trainops.storage", globals(), _MODULE_OF)

@@ -25,6 +25,7 @@ from tests.agent.channels._support import Host, channel, wait_until
 from tests.agent.channels._views import fuse_mounts, seen_by_script
 from trainops import StorageError
 from trainops._settings import Settings
+from trainops.agent._settings import AgentSettings
 from trainops.agent.channels import FastFileChannel, assign_objects, open_channel
 from trainops.agent.channels._rclone import fuse_problem
 from trainops.storage import store_for
@@ -369,7 +370,9 @@ def test_without_rclone_the_job_fails_naming_the_channel_or_falls_back(
     assert str(caught.value).startswith("channel 'train': FastFile mode on s3:// needs FUSE")
     assert "rclone is not installed" in str(caught.value)
     source.close()
-    settings = Settings(home=tmp_path, s3=s3_server.s3_settings, fastfile_fallback=True)
+    settings = Settings(
+        home=tmp_path, s3=s3_server.s3_settings, agent=AgentSettings(fastfile_fallback=True)
+    )
     host = Host(tmp_path / "fallback", settings)
     source = open_channel(channel(uri, mode="FastFile"), host.context())
     source.prepare()

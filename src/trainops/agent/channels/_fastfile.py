@@ -174,7 +174,7 @@ class FastFileChannel:
 
     def _without_fuse(self, problem: str) -> None:
         name = self.channel.name
-        if not self._context.settings.fastfile_fallback:
+        if not self._context.settings.agent.fastfile_fallback:
             raise StorageError(
                 f"channel {name!r}: FastFile mode on s3:// needs FUSE, and {problem}; set "
                 "TRAINOPS_FASTFILE_FALLBACK=1 to download such channels as in File mode instead"
