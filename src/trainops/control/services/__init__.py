@@ -10,6 +10,7 @@ from __future__ import annotations
 from trainops.control.services._base import (
     ControlService,
     HostRunner,
+    JobSubmitter,
     ServiceContext,
     ServiceFactory,
 )
@@ -20,6 +21,7 @@ __all__ = [
     "SERVICES",
     "ControlService",
     "HostRunner",
+    "JobSubmitter",
     "RetentionService",
     "ServiceContext",
     "ServiceFactory",

@@ -1,0 +1,120 @@
+"""The tuning routes: create, list, describe and stop tuning jobs, and their best trial.
+
+A tuning job is declared as JSON (the tuning YAML read as data) plus the trials' uploaded code;
+the declaration is checked before anything is recorded, so an invalid one is a 422 naming each
+field. The tuner service (``trainops.tuner``) runs it from the store; a stop marks it Stopping
+and the tuner stops its running trials.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from trainops._errors import JobNotFoundError
+from trainops.control import JobController, JobEndedError
+from trainops.server._routing import Operation, Param
+from trainops.server.routes._shapes import API, STRING, json_object
+from trainops.store import TuningJobRecord
+from trainops.tuner import (
+    best_trial,
+    describe_tuning_job,
+    parse_plan,
+    trial_summary,
+    tuning_summary,
+)
+
+__all__ = ["TuningRequest", "TuningRoutes"]
+
+_STATUSES = ("InProgress", "Stopping", "Completed", "Stopped", "Failed")
+_TUNING = json_object(
+    "HyperParameterTuningJobName",
+    "HyperParameterTuningJobStatus",
+    HyperParameterTuningJobName=STRING,
+    HyperParameterTuningJobStatus={"type": "string", "enum": list(_STATUSES)},
+)
+_DESCRIBED = _TUNING | {
+    "description": "the tuning job, with the keys of DescribeHyperParameterTuningJob"
+}
+
+
+class TuningRequest(BaseModel):
+    """A tuning job to run: its declaration (``docs/tuning.md``) and the trials' code."""
+
+    config: dict[str, Any] = Field(description="the tuning job's declaration, as JSON")
+    code_uri: str = Field(description="URI of the packed source directory (sourcedir.tar.gz)")
+
+
+class TuningRoutes:
+    """The tuning jobs of ``controller``'s store."""
+
+    def __init__(self, controller: JobController) -> None:
+        self.controller = controller
+        self.store = controller.store
+
+    def create(self, body: TuningRequest) -> dict[str, Any]:
+        """Record a tuning job; the tuner starts its first trials within a second."""
+        plan = parse_plan(body.config)
+        self.controller.check_code(body.code_uri)
+        tuning = self.store.create_tuning_job(plan.name, body.config, body.code_uri, time.time())
+        return describe_tuning_job(self.store, tuning, plan)
+
+    def list_tuning_jobs(self, status: list[str] | None, limit: int) -> dict[str, Any]:
+        found = self.store.list_tuning_jobs(statuses=status or [], limit=limit)
+        return {"tuning_jobs": [tuning_summary(t) for t in found]}
+
+    def describe(self, name: str) -> dict[str, Any]:
+        tuning = self._tuning(name)
+        return describe_tuning_job(self.store, tuning, parse_plan(tuning.config))
+
+    def best(self, name: str) -> dict[str, Any]:
+        """The trial with the best final objective (404 while none has one)."""
+        tuning = self._tuning(name)
+        plan = parse_plan(tuning.config)
+        best = best_trial(plan, self.store.trials(name))
+        if best is None:
+            raise JobNotFoundError(f"tuning job {name!r} has no trial with an objective yet")
+        return trial_summary(self.store, plan, best)
+
+    def stop(self, name: str) -> dict[str, Any]:
+        """Stop the tuning job: its running trials are stopped, it ends Stopped."""
+        tuning = self._tuning(name)
+        if tuning.status not in ("InProgress", "Stopping"):
+            raise JobEndedError(f"tuning job {name!r} has already ended ({tuning.status})")
+        tuning = self.store.update_tuning_job(
+            name, time.time(), status="Stopping", stop_requested=True
+        )
+        return describe_tuning_job(self.store, tuning, parse_plan(tuning.config))
+
+    def _tuning(self, name: str) -> TuningJobRecord:
+        tuning = self.store.get_tuning_job(name)
+        if tuning is None:
+            raise JobNotFoundError(f"no tuning job named {name!r}")
+        return tuning
+
+    def operations(self) -> list[Operation]:
+        """``POST /tuning-jobs``, ``GET /tuning-jobs``, ``GET /tuning-jobs/{name}``,
+        ``GET /tuning-jobs/{name}/best`` and ``POST /tuning-jobs/{name}/stop``."""
+        path = f"{API}/tuning-jobs"
+        return [
+            Operation("POST", path, self.create, body=TuningRequest, max_body=4 * 1024 * 1024,
+                      status=201, errors=(400, 409, 422), auth="token", returns=_DESCRIBED),
+            Operation("GET", path, self.list_tuning_jobs, params=_LIST_PARAMS, errors=(400,),
+                      auth="token", description="The tuning jobs, newest first.",
+                      returns=json_object("tuning_jobs",
+                                          tuning_jobs={"type": "array", "items": _TUNING})),
+            Operation("GET", f"{path}/{{name}}", self.describe, errors=(404,), auth="token",
+                      returns=_DESCRIBED),
+            Operation("GET", f"{path}/{{name}}/best", self.best, errors=(404,), auth="token",
+                      returns=json_object("TrainingJobName", TrainingJobName=STRING)),
+            Operation("POST", f"{path}/{{name}}/stop", self.stop, status=202,
+                      errors=(404, 409), auth="token", returns=_DESCRIBED),
+        ]  # fmt: skip
+
+
+_LIST_PARAMS = (
+    Param("status", "array", choices=_STATUSES, description="only tuning jobs in these"),
+    Param("limit", "integer", default=50, ge=1, le=1000, description="at most this many"),
+)
