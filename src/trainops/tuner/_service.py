@@ -39,6 +39,8 @@ _log = logging.getLogger("trainops.tuner")
 _PERIOD_S = 0.5
 #: A training job that ended with this failure prefix was lost, not wrong: it is retried.
 _RETRYABLE_PREFIX = "InternalServerError"
+#: How many times one proposal is retried after such failures before it counts as failed.
+MAX_RETRIES = 2
 _EARLY_STOP = "Stopped early by the tuner: its objective is worse than the median of the others"
 
 
@@ -148,7 +150,7 @@ class TunerService(ControlService):
             retryable=retryable,
             end_time=job.training_end_time or job.last_modified_time,
         )
-        if retryable and not tuning.stop_requested:
+        if retryable and not tuning.stop_requested and _retries(trial, tuning, self) < MAX_RETRIES:
             self._retry(tuning, trial)
 
     def _retry(self, tuning: TuningJobRecord, trial: TuningTrialRecord) -> None:
@@ -247,6 +249,15 @@ class TunerService(ControlService):
             )
             return
         self.store.update_trial(tuning.name, trial.number, status="InProgress")
+
+
+def _retries(trial: TuningTrialRecord, tuning: TuningJobRecord, tuner: TunerService) -> int:
+    """How many retries led to ``trial`` (0 for a proposal's first try)."""
+    by_number = {t.number: t for t in tuner.store.trials(tuning.name)}
+    count, current = 0, trial
+    while current.retry_of is not None and current.retry_of in by_number:
+        count, current = count + 1, by_number[current.retry_of]
+    return count
 
 
 def _view(trial: TuningTrialRecord) -> TrialView:

@@ -11,6 +11,7 @@ median rule over running averages at the same epoch.
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import statistics
@@ -86,10 +87,13 @@ class TuningPlan(_Model):
 
     def job_spec(self, hyperparameters: dict[str, str]) -> JobSpec:
         """The training job of one trial: static, tuned and the objective's name."""
-        tuned = {**self.static_hyperparameters, **hyperparameters}
+        tuned = {
+            **self.static_hyperparameters,
+            **{k: _as_passed(v) for k, v in hyperparameters.items()},
+        }
         tuned["_tuning_objective_metric"] = self.objective.metric_name
         fields = {**self.training_job, "hyperparameters": tuned, "job_name": None}
-        return JobSpec(**fields)
+        return JobSpec.model_validate(fields, context={"tuning_trial": True})
 
     def better(self, value: float, than: float) -> bool:
         return value > than if self.objective.type == "Maximize" else value < than
@@ -136,11 +140,13 @@ class RandomSearch:
         self.plan = plan
         self.records = {r.number: r for r in records}
         self._next = max(self.records, default=0) + 1
+        self._counted = sum(1 for r in self.records.values() if r.counted)
 
     def ask(self) -> Proposal | None:
-        counted = sum(1 for r in self.records.values() if r.counted)
-        if counted >= self.plan.max_number_of_training_jobs:
+        """The next trial, or None once the maximum number of trials has been proposed."""
+        if self._counted >= self.plan.max_number_of_training_jobs:
             return None
+        self._counted += 1
         number, self._next = self._next, self._next + 1
         rng = random.Random(f"{self.plan.random_seed}:{number}")
         values = {
@@ -168,6 +174,19 @@ class RandomSearch:
     def completed(self, records: Sequence[TrialView]) -> str | None:
         del records
         return None
+
+
+def _as_passed(value: str) -> Any:
+    """A tuned value as SageMaker writes it to hyperparameters.json: its text unquoted. Job specs
+    JSON-encode their values, so a number's text is passed as that number (its encoding is the
+    same text); any other text stays a string."""
+    try:
+        decoded = json.loads(value)
+    except ValueError:
+        return value
+    if isinstance(decoded, int | float) and not isinstance(decoded, bool):
+        return decoded if json.dumps(decoded) == value else value
+    return value
 
 
 def _sample(r: ParameterRange, rng: random.Random) -> str:

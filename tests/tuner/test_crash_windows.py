@@ -1,0 +1,128 @@
+"""The tuner dying between any two of its writes, replayed step by step on a real store: whatever
+the rows say when it comes back, it submits each trial's job exactly once and makes no trial
+twice. Submissions go straight into the store, as the controller records them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.tuner.test_service import tuning_config
+from trainops._settings import Settings
+from trainops.control.services import ServiceContext
+from trainops.spec import JobSpec
+from trainops.store import JobRecord, MetadataStore, TuningTrialRecord
+from trainops.tuner import TunerService, trial_job_name
+
+
+class Plane:
+    """A store, the submissions the tuner made and the stops it asked for."""
+
+    def __init__(self, path: Path) -> None:
+        self.store = MetadataStore(path)
+        self.submitted: list[str] = []
+        self.stops: list[str] = []
+        self.now = 1000.0
+        context = ServiceContext(
+            self.store, Settings.load(), self._stop, lambda: self.now, submit_job=self._submit
+        )
+        self.tuner = TunerService(context)
+
+    def _submit(self, name: str, spec: JobSpec, code_uri: str) -> JobRecord:
+        self.submitted.append(name)
+        return self.store.create_job(
+            name=name,
+            spec=spec.view(),
+            code_uri=code_uri,
+            output_prefix=f"file:///out/{name}",
+            max_attempts=1,
+            status="InProgress",
+            secondary_status="Starting",
+            message="starting",
+            now=self.now,
+        )
+
+    def _stop(self, name: str, message: str) -> bool:
+        self.stops.append(name)
+        return True
+
+    def end(self, name: str, status: str = "Completed", reason: str | None = None) -> None:
+        self.store.set_secondary(
+            name, status, "done", self.now, final=True, status=status, failure_reason=reason
+        )
+
+
+@pytest.fixture
+def plane(tmp_path: Path) -> Iterator[Plane]:
+    made = Plane(tmp_path / "trainops.db")
+    made.store.create_tuning_job("tiny", tuning_config(jobs=3, parallel=2), "file:///c", 1.0)
+    yield made
+    made.store.close()
+
+
+def _pending(plane: Plane, number: int) -> TuningTrialRecord:
+    tuning = plane.store.get_tuning_job("tiny")
+    assert tuning is not None
+    trial = TuningTrialRecord(
+        "tiny", number, trial_job_name(tuning, number), {"lr": "0.01"}, "Pending", plane.now
+    )
+    plane.store.add_trial(trial)
+    return trial
+
+
+def test_died_after_recording_a_trial_before_submitting_it(plane: Plane) -> None:
+    trial = _pending(plane, 1)
+    plane.tuner.advance("tiny")  # the tuner that comes back
+    trials = plane.store.trials("tiny")
+    assert plane.submitted[0] == trial.training_job  # the recorded name, not a new trial
+    assert [t.number for t in trials] == [1, 2]  # and one more, up to the parallel limit
+    assert len(plane.submitted) == len(set(plane.submitted)) == 2
+
+
+def test_died_after_submitting_before_marking_the_trial_running(plane: Plane) -> None:
+    trial = _pending(plane, 1)
+    plane._submit(trial.training_job, JobSpec(entry_point="train.py"), "file:///c")
+    plane.submitted.clear()
+    plane.tuner.advance("tiny")
+    first = plane.store.trials("tiny")[0]
+    assert first.status == "InProgress"
+    assert trial.training_job not in plane.submitted  # never submitted twice
+
+
+def test_repeated_passes_make_no_trial_twice_and_end_at_the_maximum(plane: Plane) -> None:
+    for _ in range(3):
+        plane.tuner.advance("tiny")
+    assert len(plane.submitted) == 2  # the parallel limit, however often it runs
+    for name in list(plane.submitted):
+        plane.end(name)
+    plane.tuner.advance("tiny")
+    plane.tuner.advance("tiny")
+    assert len(plane.submitted) == 3
+    plane.end(plane.submitted[-1])
+    plane.tuner.advance("tiny")
+    tuning = plane.store.get_tuning_job("tiny")
+    assert tuning is not None and tuning.status == "Completed"
+    assert [t.status for t in plane.store.trials("tiny")] == ["Completed"] * 3
+
+
+def test_a_trial_that_cannot_be_submitted_fails_alone(plane: Plane) -> None:
+    config = tuning_config(name="bad", jobs=1, parallel=1)
+    config["training_job"]["instance_count"] = 2  # fine as a spec; refused by this submitter
+    plane.store.create_tuning_job("bad", config, "file:///c", 1.0)
+
+    def refuse(name: str, spec: JobSpec, code_uri: str) -> JobRecord:
+        from trainops._errors import SpecError
+
+        raise SpecError([("code_uri", "no object at file:///c: upload the code first")])
+
+    tuner = TunerService(
+        ServiceContext(plane.store, Settings.load(), lambda n, m: True, lambda: 5.0, None, refuse)
+    )
+    tuner.advance("bad")
+    tuner.advance("bad")
+    (trial,) = plane.store.trials("bad")
+    assert trial.status == "Failed" and "upload the code first" in (trial.failure_reason or "")
+    tuning = plane.store.get_tuning_job("bad")
+    assert tuning is not None and tuning.status == "Completed"

@@ -1,0 +1,161 @@
+"""The tuner inside a real control plane (fake agents as real processes): trials are training jobs
+run up to the parallel limit, their objective is the job's last reported metric, a stop stops
+them, a lost trial is retried without counting, and a control plane that dies resumes the tuning
+job with every trial run exactly once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.control._harness import ControlPlane, control_plane, wait_for
+from trainops._settings import Settings
+from trainops.store import JobRecord, MetadataStore
+from trainops.tuner import RandomSearch, parse_plan
+
+_LOSS = [{"name": "loss", "regex": "loss=([0-9.]+)"}]
+_ENDED = ("Completed", "Stopped", "Failed")
+
+
+def tuning_config(
+    name: str = "tiny", jobs: int = 4, parallel: int = 2, **env: str
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "training_job": {
+            "entry_point": "train.py",
+            "instance_type": "ml.m5.large",
+            "metric_definitions": _LOSS,
+            "environment": {"FAKE_LINES": "3", "FAKE_LINE_DELAY": "0.1", **env},
+        },
+        "objective": {"type": "Minimize", "metric_name": "loss"},
+        "hyperparameter_ranges": {
+            "lr": {
+                "type": "Continuous",
+                "min_value": 0.001,
+                "max_value": 0.1,
+                "scaling_type": "Logarithmic",
+            },
+            "optimizer": {"type": "Categorical", "values": ["sgd", "adam"]},
+        },
+        "static_hyperparameters": {"epochs": 3},
+        "max_number_of_training_jobs": jobs,
+        "max_parallel_training_jobs": parallel,
+        "random_seed": 7,
+    }
+
+
+def create(plane: ControlPlane, config: dict[str, Any]) -> dict[str, Any]:
+    body = {"config": config, "code_uri": plane.code_uri}
+    response = plane.client.post("/api/v1/tuning-jobs", json=body)
+    assert response.status_code == 201, response.text
+    data: dict[str, Any] = response.json()
+    return data
+
+
+def describe(plane: ControlPlane, name: str) -> dict[str, Any]:
+    response = plane.client.get(f"/api/v1/tuning-jobs/{name}")
+    assert response.status_code == 200, response.text
+    data: dict[str, Any] = response.json()
+    return data
+
+
+def wait_tuning(plane: ControlPlane, name: str, *statuses: str) -> dict[str, Any]:
+    def reached() -> dict[str, Any] | None:
+        described = describe(plane, name)
+        return described if described["HyperParameterTuningJobStatus"] in statuses else None
+
+    return wait_for(reached, 120, f"tuning job {name} in {statuses}")
+
+
+def trial_jobs(store: MetadataStore, name: str) -> list[JobRecord]:
+    return [j for j in store.list_jobs(limit=1000) if j.name.startswith(f"{name}-")]
+
+
+def most_at_once(jobs: list[JobRecord]) -> int:
+    """The most trial jobs that existed unended at one moment (from their recorded times)."""
+    spans = [(j.creation_time, j.last_modified_time) for j in jobs]
+    return max(sum(1 for s, e in spans if s <= start < e) for start, _ in spans)
+
+
+def test_trials_run_as_training_jobs_up_to_the_parallel_limit(settings: Settings) -> None:
+    with control_plane(settings) as plane:
+        created = create(plane, tuning_config(jobs=5, parallel=2))
+        assert created["HyperParameterTuningJobStatus"] == "InProgress"
+        done = wait_tuning(plane, "tiny", "Completed")
+        store = plane.server.controller.store
+        jobs = trial_jobs(store, "tiny")
+    assert len(jobs) == 5 and all(j.status == "Completed" for j in jobs)
+    assert most_at_once(jobs) == 2
+    assert done["TrainingJobStatusCounters"] == {
+        "Completed": 5, "InProgress": 0, "RetryableError": 0, "NonRetryableError": 0, "Stopped": 0,
+    }  # fmt: skip
+    assert done["ObjectiveStatusCounters"] == {"Succeeded": 5, "Pending": 0, "Failed": 0}
+    assert done["CompletionReason"] == "MaxNumberOfTrainingJobs reached"
+    first = done["TrainingJobs"][0]
+    assert first["TrainingJobName"].startswith("tiny-001-")
+    # The objective is the job's last reported loss (the fake agent's 1 / (i + 1), i = 0..2).
+    assert first["FinalHyperParameterTuningJobObjectiveMetric"] == {
+        "Type": "Minimize", "MetricName": "loss", "Value": 1 / 3,
+    }  # fmt: skip
+    job = next(j for j in jobs if j.name == first["TrainingJobName"])
+    hyperparameters = job.spec.hyperparameters
+    assert hyperparameters["_tuning_objective_metric"] == "loss"
+    assert hyperparameters["epochs"] == 3
+    # As SageMaker writes them to hyperparameters.json: a number's text unquoted, text as text.
+    tuned = first["TunedHyperParameters"]
+    assert isinstance(hyperparameters["lr"], float) and repr(hyperparameters["lr"]) == tuned["lr"]
+    assert hyperparameters["optimizer"] == tuned["optimizer"] in ("sgd", "adam")
+    assert done["BestTrainingJob"]["ObjectiveStatus"] == "Succeeded"
+
+
+def test_a_stop_stops_the_running_trials_and_starts_no_more(settings: Settings) -> None:
+    with control_plane(settings) as plane:
+        create(plane, tuning_config(jobs=6, parallel=2, FAKE_HANG_ATTEMPTS="1"))
+        wait_for(
+            lambda: describe(plane, "tiny")["TrainingJobStatusCounters"]["InProgress"] == 2,
+            60,
+            "two trials running",
+        )
+        stopped = plane.client.post("/api/v1/tuning-jobs/tiny/stop")
+        assert stopped.status_code == 202, stopped.text
+        done = wait_tuning(plane, "tiny", "Stopped")
+        again = plane.client.post("/api/v1/tuning-jobs/tiny/stop")
+        jobs = trial_jobs(plane.server.controller.store, "tiny")
+    assert again.status_code == 409 and "already ended (Stopped)" in again.text
+    assert len(jobs) == 2 and all(j.status == "Stopped" for j in jobs)
+    assert done["TrainingJobStatusCounters"]["Stopped"] == 2
+    assert done["CompletionReason"] == "Stop requested by the user"
+
+
+def test_a_lost_trial_is_retried_without_counting(settings: Settings) -> None:
+    # Every try of trial 1 reports an internal error: it is retried MAX_RETRIES (2) times.
+    with control_plane(settings) as plane:
+        create(plane, tuning_config(jobs=1, parallel=1, FAKE_INTERNAL_ATTEMPTS="1"))
+        done = wait_tuning(plane, "tiny", "Completed")
+    trials = done["TrainingJobs"]
+    assert [t.get("RetryOf") for t in trials] == [None, 1, 2]
+    assert len({t["TrainingJobName"] for t in trials}) == 3
+    assert len({str(t["TunedHyperParameters"]) for t in trials}) == 1
+    assert done["TrainingJobStatusCounters"]["RetryableError"] == 3
+    assert "BestTrainingJob" not in done
+
+
+def test_a_control_plane_that_dies_resumes_without_losing_or_repeating_a_trial(
+    settings: Settings,
+) -> None:
+    config = tuning_config(jobs=4, parallel=2, FAKE_LINE_DELAY="0.4")
+    with control_plane(settings) as plane:
+        create(plane, config)
+        wait_for(lambda: describe(plane, "tiny")["TrainingJobs"], 60, "the first trials recorded")
+    # The first control plane is gone (its trials' agents run on); a new one takes over.
+    with control_plane(settings) as plane:
+        done = wait_tuning(plane, "tiny", "Completed")
+        jobs = trial_jobs(plane.server.controller.store, "tiny")
+    trials = done["TrainingJobs"]
+    assert [t["TrialNumber"] for t in trials] == [1, 2, 3, 4]
+    assert sorted(j.name for j in jobs) == [t["TrainingJobName"] for t in trials]
+    assert all(j.status == "Completed" for j in jobs)
+    # Exactly what an uninterrupted search proposes, in order: nothing lost, nothing repeated.
+    search = RandomSearch(parse_plan(config), [])
+    expected = [search.ask() for _ in range(4)]
+    assert [t["TunedHyperParameters"] for t in trials] == [p.hyperparameters for p in expected if p]
