@@ -1,0 +1,181 @@
+"""The Optuna study behind a search, driven by ask-and-tell and rebuilt from trial records.
+
+Each range becomes an Optuna distribution on its scale (a ReverseLogarithmic range is searched
+as ``1 - x`` on a log scale). The study is in memory and never saved: :meth:`Engine.replay`
+re-adds recorded trials in their order (hyperparameters fixed, intermediate values reported,
+the outcome told), which is all the samplers learn from.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import zlib
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from trainops.tuning._records import TrialRecord, TrialStatus, TunedValue
+from trainops.tuning._space import ParameterRange, ParameterType, ScalingType, effective_scaling
+from trainops.tuning._strategies import SearchStrategy
+
+if TYPE_CHECKING:
+    from optuna.trial import Trial
+
+__all__ = ["Engine", "import_optuna", "trial_seed"]
+
+_INSTALL_HINT = "tuning needs Optuna: pip install 'trainops[tuning]'"
+
+
+def import_optuna() -> Any:
+    """The ``optuna`` module (quiet), or an ImportError that says how to install it."""
+    try:
+        import optuna
+    except ImportError as exc:
+        raise ImportError(_INSTALL_HINT) from exc
+    optuna.logging.set_verbosity(logging.ERROR)
+    return optuna
+
+
+def trial_seed(seed: int, number: int) -> int:
+    """The sampler seed of trial ``number``: fixed by the job's seed and the number alone."""
+    return zlib.crc32(f"{seed}:{number}".encode())
+
+
+def _distribution(rng: ParameterRange) -> Any:
+    optuna = import_optuna()
+    dists = optuna.distributions
+    if rng.type is ParameterType.CATEGORICAL:
+        return dists.CategoricalDistribution(list(rng.values or ()))
+    assert rng.min_value is not None and rng.max_value is not None
+    scaling = effective_scaling(rng)
+    log = scaling is not ScalingType.LINEAR
+    if rng.type is ParameterType.INTEGER:
+        return dists.IntDistribution(int(rng.min_value), int(rng.max_value), log=log)
+    if scaling is ScalingType.REVERSE_LOGARITHMIC:
+        return dists.FloatDistribution(1.0 - rng.max_value, 1.0 - rng.min_value, log=True)
+    return dists.FloatDistribution(rng.min_value, rng.max_value, log=log)
+
+
+def _reversed(rng: ParameterRange) -> bool:
+    return effective_scaling(rng) is ScalingType.REVERSE_LOGARITHMIC
+
+
+class Engine:
+    """An in-memory Optuna study over ``ranges`` for one tuning job."""
+
+    def __init__(
+        self,
+        ranges: Mapping[str, ParameterRange],
+        strategy: SearchStrategy,
+        maximize: bool,
+        seed: int,
+    ) -> None:
+        optuna = import_optuna()
+        self.ranges = dict(ranges)
+        self.strategy = strategy
+        self.seed = seed
+        self.distributions = {name: _distribution(rng) for name, rng in self.ranges.items()}
+        direction = "maximize" if maximize else "minimize"
+        self.study = optuna.create_study(study_name=strategy.study_name, direction=direction)
+        self.trials: dict[int, Trial] = {}
+        self.curves: dict[int, dict[int, float]] = {}
+
+    def ask(self, number: int) -> dict[str, TunedValue]:
+        """Sample trial ``number``'s hyperparameters (a fixed set for Grid)."""
+        fixed = self.strategy.fixed(number)
+        if fixed is not None:
+            return self._start(number, fixed)
+        self.study.sampler = self.strategy.sampler(trial_seed(self.seed, number))
+        trial = self.study.ask(self.distributions)
+        self.trials[number] = trial
+        self.curves[number] = {}
+        return self._decode(trial.params)
+
+    def _start(self, number: int, values: Mapping[str, TunedValue]) -> dict[str, TunedValue]:
+        """Add trial ``number`` with its hyperparameters fixed to ``values``."""
+        optuna = import_optuna()
+        self.study.sampler = optuna.samplers.RandomSampler(seed=0)
+        params = self._encode(values)
+        self.study.enqueue_trial(params)
+        trial = self.study.ask({k: self.distributions[k] for k in params})
+        self.trials[number] = trial
+        self.curves[number] = {}
+        return dict(values)
+
+    def report(self, number: int, step: int, value: float) -> None:
+        """Record trial ``number``'s objective ``value`` at ``step`` (once per step)."""
+        curve = self.curves[number]
+        if step not in curve:
+            curve[step] = value
+            self.trials[number].report(value, step)
+
+    def tell(self, number: int, status: TrialStatus, objective: float | None) -> None:
+        """End trial ``number`` as ``status`` (``objective`` is its final value)."""
+        state = import_optuna().trial.TrialState
+        trial = self.trials[number]
+        if status is TrialStatus.COMPLETED and objective is not None and math.isfinite(objective):
+            self.study.tell(trial, objective)
+        elif status is TrialStatus.STOPPED and self.curves[number]:
+            self.study.tell(trial, state=state.PRUNED)
+        else:
+            self.study.tell(trial, state=state.FAIL)
+
+    def replay(self, record: TrialRecord) -> None:
+        """Re-add a recorded trial of this job: hyperparameters, curve and outcome."""
+        self._start(record.number, record.hyperparameters)
+        for step, value in sorted(record.intermediate_values.items()):
+            self.report(record.number, step, value)
+        if record.status.finished:
+            self.tell(record.number, record.status, record.objective)
+
+    def add_prior(self, record: TrialRecord) -> bool:
+        """Add a parent job's finished trial as a prior one; whether it fit this space."""
+        optuna = import_optuna()
+        value = record.counted_objective
+        params = self._encode_fitting(record.hyperparameters)
+        if value is None or not math.isfinite(value) or not params:
+            return False
+        self.study.add_trial(
+            optuna.trial.create_trial(
+                params=params,
+                distributions={k: self.distributions[k] for k in params},
+                value=value,
+                intermediate_values=dict(record.intermediate_values),
+            )
+        )
+        return True
+
+    def _encode(self, values: Mapping[str, TunedValue]) -> dict[str, Any]:
+        return {name: self._encode_one(name, value) for name, value in values.items()}
+
+    def _encode_one(self, name: str, value: TunedValue) -> Any:
+        if not _reversed(self.ranges[name]):
+            return value
+        dist = self.distributions[name]  # 1 - (1 - y) may leave the range by a rounding step
+        return min(max(1.0 - float(value), dist.low), dist.high)
+
+    def _encode_fitting(self, values: Mapping[str, TunedValue]) -> dict[str, Any]:
+        """The ``values`` that are tuned here and inside this job's ranges, encoded."""
+        fitting = {}
+        for name, value in self._encode(
+            {k: v for k, v in values.items() if k in self.ranges}
+        ).items():
+            if _fits(self.distributions[name], value):
+                fitting[name] = value
+        return fitting
+
+    def _decode(self, params: Mapping[str, Any]) -> dict[str, TunedValue]:
+        return {
+            name: 1.0 - float(value) if _reversed(self.ranges[name]) else value
+            for name, value in params.items()
+        }
+
+
+def _fits(distribution: Any, value: Any) -> bool:
+    """Whether ``value`` is one of a Categorical's choices or inside a numeric range."""
+    choices = getattr(distribution, "choices", None)
+    if choices is not None:
+        return any(type(value) is type(c) and value == c for c in choices)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return bool(distribution.low <= value <= distribution.high)

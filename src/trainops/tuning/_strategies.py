@@ -1,0 +1,143 @@
+"""The search strategies, registered in one table: a strategy's name -> its factory.
+
+A strategy says how the next trial's hyperparameters are sampled (an Optuna sampler, made anew
+for each trial from a seed derived from the job's seed and the trial's number, so a rebuilt
+search proposes what the uninterrupted one would) and which rule stops trials early. Grid
+enumerates its combinations in order instead of sampling.
+"""
+
+from __future__ import annotations
+
+import warnings
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from trainops.tuning._config import Strategy, TuningJobConfig
+from trainops.tuning._limits import EarlyStoppingType, ObjectiveType
+from trainops.tuning._records import TunedValue
+from trainops.tuning._rules import HyperbandRule, MedianRule, StoppingRule
+from trainops.tuning._space import grid_size, grid_values
+
+if TYPE_CHECKING:
+    import optuna
+
+__all__ = [
+    "BayesianStrategy",
+    "GridStrategy",
+    "HyperbandStrategy",
+    "RandomStrategy",
+    "SearchStrategy",
+    "StrategyFactory",
+    "register_strategy",
+    "strategy_for",
+    "strategy_names",
+]
+
+BAYESIAN_STARTUP_TRIALS = 10  # random trials before the model (Optuna TPE's default)
+
+
+class SearchStrategy(ABC):
+    """How one tuning job chooses its trials."""
+
+    def __init__(self, config: TuningJobConfig, study_name: str) -> None:
+        self.config = config
+        self.study_name = study_name
+
+    @abstractmethod
+    def sampler(self, seed: int) -> optuna.samplers.BaseSampler:
+        """The Optuna sampler that proposes the trial seeded with ``seed``."""
+
+    def fixed(self, number: int) -> dict[str, TunedValue] | None:
+        """The hyperparameters of trial ``number`` if the strategy fixes them (Grid)."""
+        return None
+
+    def capacity(self) -> int | None:
+        """How many distinct trials the strategy can propose (``None``: unbounded)."""
+        return None
+
+    def stopping_rule(self) -> StoppingRule | None:
+        """The rule that stops trials early: the median rule with early stopping ``Auto``."""
+        if self.config.training_job_early_stopping_type is EarlyStoppingType.AUTO:
+            return MedianRule(self.config.objective.type is ObjectiveType.MAXIMIZE)
+        return None
+
+
+class RandomStrategy(SearchStrategy):
+    """Independent uniform draws (on each range's scale)."""
+
+    def sampler(self, seed: int) -> optuna.samplers.BaseSampler:
+        import optuna
+
+        return optuna.samplers.RandomSampler(seed=seed)
+
+
+class BayesianStrategy(SearchStrategy):
+    """Optuna's multivariate TPE; trials still running count as lies (constant liar)."""
+
+    def sampler(self, seed: int) -> optuna.samplers.BaseSampler:
+        import optuna
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            return optuna.samplers.TPESampler(
+                seed=seed,
+                multivariate=True,
+                group=True,
+                constant_liar=True,
+                n_startup_trials=BAYESIAN_STARTUP_TRIALS,
+            )
+
+
+class HyperbandStrategy(BayesianStrategy):
+    """Bayesian proposals, stopped by Hyperband's brackets of successive halving."""
+
+    def stopping_rule(self) -> StoppingRule | None:
+        resource = self.config.hyperband_resource()
+        assert resource is not None
+        return HyperbandRule(
+            self.config.objective.type is ObjectiveType.MAXIMIZE,
+            self.study_name,
+            resource.min_resource,
+            resource.max_resource,
+            resource.reduction_factor,
+        )
+
+
+class GridStrategy(RandomStrategy):
+    """Every combination of the Categorical ranges once, in order."""
+
+    def fixed(self, number: int) -> dict[str, TunedValue] | None:
+        return grid_values(self.config.hyperparameter_ranges, number)
+
+    def capacity(self) -> int | None:
+        return grid_size(self.config.hyperparameter_ranges)
+
+
+StrategyFactory = Callable[[TuningJobConfig, str], SearchStrategy]
+
+_STRATEGIES: dict[str, StrategyFactory] = {
+    Strategy.BAYESIAN.value: BayesianStrategy,
+    Strategy.RANDOM.value: RandomStrategy,
+    Strategy.GRID.value: GridStrategy,
+    Strategy.HYPERBAND.value: HyperbandStrategy,
+}
+
+
+def register_strategy(name: str, factory: StrategyFactory) -> None:
+    """Add (or replace) the strategy called ``name``."""
+    _STRATEGIES[name] = factory
+
+
+def strategy_names() -> list[str]:
+    """The registered strategies' names, in registration order."""
+    return list(_STRATEGIES)
+
+
+def strategy_for(config: TuningJobConfig, study_name: str) -> SearchStrategy:
+    """The strategy ``config`` names, made for the tuning job ``study_name``."""
+    factory = _STRATEGIES.get(config.strategy.value)
+    if factory is None:
+        known = ", ".join(_STRATEGIES)
+        raise ValueError(f"strategy {config.strategy.value!r} is not registered; known: {known}")
+    return factory(config, study_name)
