@@ -62,14 +62,29 @@ def test_tuning_rows_read_back_as_written(tmp_path: Path) -> None:
             False,
         )
         store.add_trial(_trial(1))
-        store.add_trial(_trial(2, retry_of=1, hyperparameters={"lr": "0.02"}))
+        store.add_trial(_trial(2, hyperparameters={"lr": 0.02, "opt": "sgd", "n": 3}))
         store.update_trial("tj", 1, status="Completed", objective=0.5, intermediate=[0.9, 0.5])
         first, second = store.trials("tj")
-        assert (first.status, first.objective, first.intermediate, first.counted) == (
-            "Completed", 0.5, [0.9, 0.5], True,
-        )  # fmt: skip
-        assert (second.status, second.retry_of, second.counted) == ("Pending", 1, False)
+        assert (first.status, first.objective, first.intermediate) == ("Completed", 0.5, [0.9, 0.5])
+        assert second.hyperparameters == {"lr": 0.02, "opt": "sgd", "n": 3}
         assert store.trial_of_job(second.training_job) == second
+        # A retry keeps the trial, starts a new try under a new job and remembers the old one.
+        assert not store.retry_trial("tj", 2, "tj-002-retry")  # not a retryable failure
+        store.update_trial(
+            "tj", 2, status="Failed", failure_reason="InternalServerError: lost", retryable=True
+        )
+        assert store.retry_trial("tj", 2, "tj-002-retry")
+        assert not store.retry_trial("tj", 2, "tj-002-again")  # done already
+        retried = store.trials("tj")[1]
+        assert (retried.status, retried.tries, retried.training_job) == (
+            "Pending",
+            2,
+            "tj-002-retry",
+        )
+        assert retried.earlier_jobs == [
+            {"name": second.training_job, "failure_reason": "InternalServerError: lost"}
+        ]
+        assert (retried.failure_reason, retried.retryable, retried.objective) == (None, False, None)
         stopped = store.update_tuning_job("tj", 9.0, status="Stopping", stop_requested=True)
         assert (stopped.status, stopped.stop_requested, stopped.last_modified_time) == (
             "Stopping", True, 9.0,

@@ -66,23 +66,23 @@ def _pending(plane: Plane, number: int) -> TuningTrialRecord:
     tuning = plane.store.get_tuning_job("tiny")
     assert tuning is not None
     trial = TuningTrialRecord(
-        "tiny", number, trial_job_name(tuning, number), {"lr": "0.01"}, "Pending", plane.now
+        "tiny", number, trial_job_name(tuning, number), {"lr": 0.01}, "Pending", plane.now
     )
     plane.store.add_trial(trial)
     return trial
 
 
 def test_died_after_recording_a_trial_before_submitting_it(plane: Plane) -> None:
-    trial = _pending(plane, 1)
+    trial = _pending(plane, 0)
     plane.tuner.advance("tiny")  # the tuner that comes back
     trials = plane.store.trials("tiny")
     assert plane.submitted[0] == trial.training_job  # the recorded name, not a new trial
-    assert [t.number for t in trials] == [1, 2]  # and one more, up to the parallel limit
+    assert [t.number for t in trials] == [0, 1]  # and one more, up to the parallel limit
     assert len(plane.submitted) == len(set(plane.submitted)) == 2
 
 
 def test_died_after_submitting_before_marking_the_trial_running(plane: Plane) -> None:
-    trial = _pending(plane, 1)
+    trial = _pending(plane, 0)
     plane._submit(trial.training_job, JobSpec(entry_point="train.py"), "file:///c")
     plane.submitted.clear()
     plane.tuner.advance("tiny")
@@ -109,7 +109,6 @@ def test_repeated_passes_make_no_trial_twice_and_end_at_the_maximum(plane: Plane
 
 def test_a_trial_that_cannot_be_submitted_fails_alone(plane: Plane) -> None:
     config = tuning_config(name="bad", jobs=1, parallel=1)
-    config["training_job"]["instance_count"] = 2  # fine as a spec; refused by this submitter
     plane.store.create_tuning_job("bad", config, "file:///c", 1.0)
 
     def refuse(name: str, spec: JobSpec, code_uri: str) -> JobRecord:

@@ -10,20 +10,23 @@ from typing import Any
 from tests.control._harness import ControlPlane, control_plane, wait_for
 from trainops._settings import Settings
 from trainops.store import JobRecord, MetadataStore
-from trainops.tuner import RandomSearch, parse_plan
+from trainops.tuner import MAX_TRIES
+from trainops.tuning import Search, TuningJobConfig
 
 _LOSS = [{"name": "loss", "regex": "loss=([0-9.]+)"}]
 _ENDED = ("Completed", "Stopped", "Failed")
 
 
 def tuning_config(
-    name: str = "tiny", jobs: int = 4, parallel: int = 2, **env: str
+    name: str = "tiny", jobs: int = 4, parallel: int = 2, strategy: str = "Random", **env: str
 ) -> dict[str, Any]:
     return {
-        "name": name,
+        "tuning_job_name": name,
+        "strategy": strategy,
         "training_job": {
             "entry_point": "train.py",
             "instance_type": "ml.m5.large",
+            "hyperparameters": {"epochs": 3},
             "metric_definitions": _LOSS,
             "environment": {"FAKE_LINES": "3", "FAKE_LINE_DELAY": "0.1", **env},
         },
@@ -35,11 +38,12 @@ def tuning_config(
                 "max_value": 0.1,
                 "scaling_type": "Logarithmic",
             },
-            "optimizer": {"type": "Categorical", "values": ["sgd", "adam"]},
+            "optimizer": ["sgd", "adam"],
         },
-        "static_hyperparameters": {"epochs": 3},
-        "max_number_of_training_jobs": jobs,
-        "max_parallel_training_jobs": parallel,
+        "resource_limits": {
+            "max_number_of_training_jobs": jobs,
+            "max_parallel_training_jobs": parallel,
+        },
         "random_seed": 7,
     }
 
@@ -90,7 +94,7 @@ def test_trials_run_as_training_jobs_up_to_the_parallel_limit(settings: Settings
         "Completed": 5, "InProgress": 0, "RetryableError": 0, "NonRetryableError": 0, "Stopped": 0,
     }  # fmt: skip
     assert done["ObjectiveStatusCounters"] == {"Succeeded": 5, "Pending": 0, "Failed": 0}
-    assert done["CompletionReason"] == "MaxNumberOfTrainingJobs reached"
+    assert done["CompletionReason"] == "MaxNumberOfTrainingJobsReached"
     first = done["TrainingJobs"][0]
     assert first["TrainingJobName"].startswith("tiny-001-")
     # The objective is the job's last reported loss (the fake agent's 1 / (i + 1), i = 0..2).
@@ -101,7 +105,7 @@ def test_trials_run_as_training_jobs_up_to_the_parallel_limit(settings: Settings
     hyperparameters = job.spec.hyperparameters
     assert hyperparameters["_tuning_objective_metric"] == "loss"
     assert hyperparameters["epochs"] == 3
-    # As SageMaker writes them to hyperparameters.json: a number's text unquoted, text as text.
+    # Typed in the spec (a number's JSON is its text, as SageMaker writes it), strings described.
     tuned = first["TunedHyperParameters"]
     assert isinstance(hyperparameters["lr"], float) and repr(hyperparameters["lr"]) == tuned["lr"]
     assert hyperparameters["optimizer"] == tuned["optimizer"] in ("sgd", "adam")
@@ -124,19 +128,22 @@ def test_a_stop_stops_the_running_trials_and_starts_no_more(settings: Settings) 
     assert again.status_code == 409 and "already ended (Stopped)" in again.text
     assert len(jobs) == 2 and all(j.status == "Stopped" for j in jobs)
     assert done["TrainingJobStatusCounters"]["Stopped"] == 2
-    assert done["CompletionReason"] == "Stop requested by the user"
+    assert done["CompletionReason"] == "StopRequested"
 
 
-def test_a_lost_trial_is_retried_without_counting(settings: Settings) -> None:
-    # Every try of trial 1 reports an internal error: it is retried MAX_RETRIES (2) times.
+def test_a_lost_trial_is_tried_again_as_the_same_trial(settings: Settings) -> None:
+    # Every try reports an internal error: the one trial takes MAX_TRIES (3) training jobs.
     with control_plane(settings) as plane:
         create(plane, tuning_config(jobs=1, parallel=1, FAKE_INTERNAL_ATTEMPTS="1"))
         done = wait_tuning(plane, "tiny", "Completed")
-    trials = done["TrainingJobs"]
-    assert [t.get("RetryOf") for t in trials] == [None, 1, 2]
-    assert len({t["TrainingJobName"] for t in trials}) == 3
-    assert len({str(t["TunedHyperParameters"]) for t in trials}) == 1
-    assert done["TrainingJobStatusCounters"]["RetryableError"] == 3
+        jobs = trial_jobs(plane.server.controller.store, "tiny")
+    (trial,) = done["TrainingJobs"]
+    earlier = [j["name"] for j in trial["EarlierTrainingJobs"]]
+    assert sorted(j.name for j in jobs) == sorted([*earlier, trial["TrainingJobName"]])
+    assert len(jobs) == MAX_TRIES and all(j.status == "Failed" for j in jobs)
+    assert all(n.startswith("tiny-001-") for n in earlier)
+    assert done["TrainingJobStatusCounters"]["RetryableError"] == MAX_TRIES
+    assert done["ObjectiveStatusCounters"]["Failed"] == 1
     assert "BestTrainingJob" not in done
 
 
@@ -152,10 +159,11 @@ def test_a_control_plane_that_dies_resumes_without_losing_or_repeating_a_trial(
         done = wait_tuning(plane, "tiny", "Completed")
         jobs = trial_jobs(plane.server.controller.store, "tiny")
     trials = done["TrainingJobs"]
-    assert [t["TrialNumber"] for t in trials] == [1, 2, 3, 4]
+    assert [t["TrialNumber"] for t in trials] == [0, 1, 2, 3]
     assert sorted(j.name for j in jobs) == [t["TrainingJobName"] for t in trials]
     assert all(j.status == "Completed" for j in jobs)
     # Exactly what an uninterrupted search proposes, in order: nothing lost, nothing repeated.
-    search = RandomSearch(parse_plan(config), [])
+    search = Search(TuningJobConfig(**config), [], name="tiny")
     expected = [search.ask() for _ in range(4)]
-    assert [t["TunedHyperParameters"] for t in trials] == [p.hyperparameters for p in expected if p]
+    strings = [Search.sagemaker_strings(p.hyperparameters) for p in expected if p]
+    assert [t["TunedHyperParameters"] for t in trials] == strings

@@ -458,15 +458,11 @@ class JobSpec(SpecModel):
 
     @field_validator("hyperparameters")
     @classmethod
-    def _hyperparameters(cls, value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+    def _hyperparameters(cls, value: dict[str, Any]) -> dict[str, Any]:
         if len(value) > MAX_HYPERPARAMETERS:
             raise ValueError(f"{len(value)} hyperparameters; at most {MAX_HYPERPARAMETERS}")
-        # A tuning job's trial carries the platform's `_tuning_objective_metric` (validated with
-        # context {"tuning_trial": True} by the tuner); a user's spec may not set it.
-        trial = isinstance(info.context, dict) and info.context.get("tuning_trial") is True
         for key in value:
-            if not (trial and key == TUNING_OBJECTIVE_METRIC):
-                _check_hyperparameter_name(key)
+            _check_hyperparameter_name(key)
         check_argument_size(value)
         return value
 
@@ -603,10 +599,6 @@ def _passable(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
-
-
-#: The hyperparameter a tuning job's trials receive naming the objective metric (reserved).
-TUNING_OBJECTIVE_METRIC = "_tuning_objective_metric"
 
 
 def _check_hyperparameter_name(key: str) -> None:

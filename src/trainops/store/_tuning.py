@@ -74,30 +74,27 @@ class TuningTrialRecord:
     tuning_job: str
     number: int
     training_job: str
-    hyperparameters: dict[str, str]
+    hyperparameters: dict[str, Any]
     status: str
     creation_time: float
     objective: float | None = None
     intermediate: list[float] = field(default_factory=list)
     failure_reason: str | None = None
     retryable: bool = False
-    retry_of: int | None = None
+    tries: int = 1
+    earlier_jobs: list[dict[str, Any]] = field(default_factory=list)
     end_time: float | None = None
 
     @property
     def ended(self) -> bool:
         return self.status in TRIAL_ENDED
 
-    @property
-    def counted(self) -> bool:
-        """Whether it counts against the tuning job's maximum (a retry does not)."""
-        return self.retry_of is None
-
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> TuningTrialRecord:
         data = {key: row[key] for key in row.keys()}  # noqa: SIM118 - a Row
         data["hyperparameters"] = json.loads(data["hyperparameters"])
         data["intermediate"] = json.loads(data["intermediate"])
+        data["earlier_jobs"] = json.loads(data["earlier_jobs"])
         data["retryable"] = bool(data["retryable"])
         return cls(**data)
 
@@ -157,8 +154,7 @@ class TuningTables:
             with self._write() as conn:
                 conn.execute(
                     "INSERT INTO tuning_trials (tuning_job, number, training_job,"
-                    " hyperparameters, status, creation_time, retry_of)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    " hyperparameters, status, creation_time) VALUES (?, ?, ?, ?, ?, ?)",
                     (
                         trial.tuning_job,
                         trial.number,
@@ -166,7 +162,6 @@ class TuningTables:
                         json.dumps(trial.hyperparameters),
                         trial.status,
                         trial.creation_time,
-                        trial.retry_of,
                     ),
                 )
         except sqlite3.IntegrityError:
@@ -194,6 +189,28 @@ class TuningTables:
             "tuning_trials", _TRIAL_FIELDS, changes, None, "tuning_job = ? AND number = ?",
             (tuning_job, number),
         )  # fmt: skip
+
+    def retry_trial(self, tuning_job: str, number: int, training_job: str) -> bool:
+        """Start trial ``number``'s next try as ``training_job`` (Pending, nothing measured),
+        keeping the ended try's job and failure in ``earlier_jobs``; False (and nothing changes)
+        when the trial is not an ended, retryable try any more (a second tuner pass)."""
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT training_job, failure_reason, earlier_jobs FROM tuning_trials"
+                " WHERE tuning_job = ? AND number = ? AND retryable = 1",
+                (tuning_job, number),
+            ).fetchone()
+            if row is None:
+                return False
+            earlier = json.loads(row["earlier_jobs"])
+            earlier.append({"name": row["training_job"], "failure_reason": row["failure_reason"]})
+            conn.execute(
+                "UPDATE tuning_trials SET training_job = ?, status = 'Pending', objective = NULL,"
+                " intermediate = '[]', failure_reason = NULL, retryable = 0, end_time = NULL,"
+                " tries = tries + 1, earlier_jobs = ? WHERE tuning_job = ? AND number = ?",
+                (training_job, json.dumps(earlier), tuning_job, number),
+            )
+        return True
 
     def _update(
         self,

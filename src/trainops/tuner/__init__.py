@@ -2,9 +2,9 @@
 
 A tuning job's trials are ordinary training jobs; the store's ``tuning_jobs`` and
 ``tuning_trials`` rows are the tuner's only state (see ``_service``). Importing this package
-registers the ``tuner`` control-plane service. Until the tuning library (``trainops.tuning``:
-the declaration's models and the strategies) is wired in, ``_standin`` declares the fields the
-tuner reads and proposes trials by seeded random search.
+registers the ``tuner`` control-plane service. The config, the search and its strategies are
+the tuning library's (``trainops.tuning``); ``_records`` converts between its records and the
+store's rows.
 """
 
 from __future__ import annotations
@@ -16,19 +16,19 @@ from trainops.tuner._describe import (
     trial_summary,
     tuning_summary,
 )
-from trainops.tuner._service import TunerService, trial_job_name, tuner_service
-from trainops.tuner._standin import Proposal, RandomSearch, TrialView, TuningPlan, parse_plan
+from trainops.tuner._records import MAX_TRIES, search_for, stored_config, trial_record
+from trainops.tuner._service import TunerService, trial_job_name, trial_spec, tuner_service
 
 __all__ = [
-    "Proposal",
-    "RandomSearch",
-    "TrialView",
+    "MAX_TRIES",
     "TunerService",
-    "TuningPlan",
     "best_trial",
     "describe_tuning_job",
-    "parse_plan",
+    "search_for",
+    "stored_config",
     "trial_job_name",
+    "trial_record",
+    "trial_spec",
     "trial_summary",
     "tuner_service",
     "tuning_summary",

@@ -12,7 +12,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from trainops.store import MetadataStore, TuningJobRecord, TuningTrialRecord
-from trainops.tuner._standin import TuningPlan
+from trainops.tuner._records import retry_due, search_for, trial_record
+from trainops.tuning import Search, TuningJobConfig
 
 __all__ = ["best_trial", "describe_tuning_job", "trial_summary", "tuning_summary"]
 
@@ -26,30 +27,29 @@ def _iso(ts: float | None) -> str | None:
 
 
 def training_status(trial: TuningTrialRecord) -> str:
-    """The trial's TrainingJobStatus (a trial not yet submitted is InProgress)."""
-    return "InProgress" if trial.status == "Pending" else trial.status
+    """The trial's TrainingJobStatus (one not yet submitted, or to be tried again, InProgress)."""
+    return "InProgress" if trial.status == "Pending" or retry_due(trial) else trial.status
 
 
 def objective_status(trial: TuningTrialRecord) -> str:
     """``ObjectiveStatus``: Succeeded once a final objective is known, Pending while running."""
-    if not trial.ended:
+    if not trial.ended or retry_due(trial):
         return "Pending"
     return "Succeeded" if trial.objective is not None and trial.status != "Failed" else "Failed"
 
 
-def best_trial(plan: TuningPlan, trials: list[TuningTrialRecord]) -> TuningTrialRecord | None:
-    """The trial with the best final objective (Completed or Stopped, as SageMaker counts)."""
-    best: TuningTrialRecord | None = None
-    for trial in trials:
-        if objective_status(trial) != "Succeeded" or trial.objective is None:
-            continue
-        if best is None or best.objective is None or plan.better(trial.objective, best.objective):
-            best = trial
-    return best
+def best_trial(
+    config: TuningJobConfig, trials: list[TuningTrialRecord]
+) -> TuningTrialRecord | None:
+    """The trial with the best counted objective (Completed, or Stopped with its last value)."""
+    from trainops.tuning import best_trial as best_record
+
+    best = best_record([trial_record(t) for t in trials], config.objective.type)
+    return None if best is None else next(t for t in trials if t.number == best.number)
 
 
 def trial_summary(
-    store: MetadataStore, plan: TuningPlan, trial: TuningTrialRecord
+    store: MetadataStore, config: TuningJobConfig, trial: TuningTrialRecord
 ) -> dict[str, Any]:
     """One trial as ``HyperParameterTrainingJobSummary``."""
     job = store.get_job(trial.training_job)
@@ -61,29 +61,31 @@ def trial_summary(
         "TrainingStartTime": _iso(job.training_start_time if job else None),
         "TrainingEndTime": _iso(trial.end_time),
         "TrainingJobStatus": training_status(trial),
-        "TunedHyperParameters": trial.hyperparameters,
+        "TunedHyperParameters": Search.sagemaker_strings(trial.hyperparameters),
         "ObjectiveStatus": objective_status(trial),
     }
     if trial.failure_reason:
         item["FailureReason"] = trial.failure_reason
     if trial.objective is not None:
         item["FinalHyperParameterTuningJobObjectiveMetric"] = {
-            "Type": plan.objective.type,
-            "MetricName": plan.objective.metric_name,
+            "Type": config.objective.type.value,
+            "MetricName": config.objective.metric_name,
             "Value": trial.objective,
         }
-    if trial.retry_of is not None:
-        item["RetryOf"] = trial.retry_of
+    if trial.earlier_jobs:
+        item["EarlierTrainingJobs"] = trial.earlier_jobs
     return item
 
 
 def _counters(trials: list[TuningTrialRecord]) -> dict[str, dict[str, int]]:
     training = Counter(
         ("RetryableError" if t.retryable else "NonRetryableError")
-        if t.status == "Failed"
+        if t.status == "Failed" and not retry_due(t)
         else training_status(t)
         for t in trials
     )
+    # Each earlier try of a trial is a training job that failed retryably.
+    training["RetryableError"] += sum(len(t.earlier_jobs) for t in trials)
     objective = Counter(objective_status(t) for t in trials)
     names = ("Completed", "InProgress", "RetryableError", "NonRetryableError", "Stopped")
     return {
@@ -92,34 +94,39 @@ def _counters(trials: list[TuningTrialRecord]) -> dict[str, dict[str, int]]:
     }
 
 
-def _config(plan: TuningPlan) -> dict[str, Any]:
+def _config(config: TuningJobConfig) -> dict[str, Any]:
     ranges: dict[str, list[dict[str, Any]]] = {
         "ContinuousParameterRanges": [],
         "IntegerParameterRanges": [],
         "CategoricalParameterRanges": [],
     }
-    for name, r in sorted(plan.hyperparameter_ranges.items()):
-        if r.type == "Categorical":
-            ranges["CategoricalParameterRanges"].append({"Name": name, "Values": r.values})
+    for name, r in sorted(config.hyperparameter_ranges.items()):
+        kind = r.type.value
+        if r.values is not None:
+            item: dict[str, Any] = {"Name": name, "Values": [str(v) for v in r.values]}
         else:
-            ranges[f"{r.type}ParameterRanges"].append(
-                {"Name": name, "MinValue": str(r.min_value), "MaxValue": str(r.max_value),
-                 "ScalingType": r.scaling_type}
-            )  # fmt: skip
-    return {
-        "Strategy": plan.strategy,
+            item = {"Name": name, "MinValue": str(r.min_value), "MaxValue": str(r.max_value),
+                    "ScalingType": r.scaling_type.value}  # fmt: skip
+        ranges[f"{kind}ParameterRanges"].append(item)
+    limits = config.resource_limits
+    described: dict[str, Any] = {
+        "Strategy": config.strategy.value,
         "HyperParameterTuningJobObjective": {
-            "Type": plan.objective.type,
-            "MetricName": plan.objective.metric_name,
+            "Type": config.objective.type.value,
+            "MetricName": config.objective.metric_name,
         },
         "ResourceLimits": {
-            "MaxNumberOfTrainingJobs": plan.max_number_of_training_jobs,
-            "MaxParallelTrainingJobs": plan.max_parallel_training_jobs,
+            "MaxNumberOfTrainingJobs": config.max_training_jobs,
+            "MaxParallelTrainingJobs": limits.max_parallel_training_jobs,
         },
         "ParameterRanges": ranges,
-        "TrainingJobEarlyStoppingType": plan.training_job_early_stopping_type,
-        "RandomSeed": plan.random_seed,
+        "TrainingJobEarlyStoppingType": config.training_job_early_stopping_type.value,
     }
+    if limits.max_runtime_in_seconds is not None:
+        described["ResourceLimits"]["MaxRuntimeInSeconds"] = limits.max_runtime_in_seconds
+    if config.random_seed is not None:
+        described["RandomSeed"] = config.random_seed
+    return described
 
 
 def tuning_summary(tuning: TuningJobRecord) -> dict[str, Any]:
@@ -133,39 +140,36 @@ def tuning_summary(tuning: TuningJobRecord) -> dict[str, Any]:
 
 
 def describe_tuning_job(
-    store: MetadataStore, tuning: TuningJobRecord, plan: TuningPlan
+    store: MetadataStore, tuning: TuningJobRecord, config: TuningJobConfig
 ) -> dict[str, Any]:
     """DescribeHyperParameterTuningJob's response for ``tuning``, plus its trials."""
     trials = store.trials(tuning.name)
-    best = best_trial(plan, trials)
+    search = search_for(store, tuning, config, trials)
+    details = search.completion_details()
+    best = best_trial(config, trials)
     described: dict[str, Any] = {
         **tuning_summary(tuning),
         "LastModifiedTime": _iso(tuning.last_modified_time),
-        "HyperParameterTuningJobConfig": _config(plan),
+        "HyperParameterTuningJobConfig": _config(config),
         **_counters(trials),
         "TuningJobCompletionDetails": {
-            "NumberOfTrainingJobsObjectiveNotImproving": _not_improving(plan, trials),
+            "NumberOfTrainingJobsObjectiveNotImproving": (
+                details.number_of_training_jobs_objective_not_improving
+            ),
+            "ConvergenceDetected": details.convergence_detected,
         },
         "CompletionReason": tuning.completion_reason,
-        "TrainingJobs": [trial_summary(store, plan, t) for t in trials],
+        "TrainingJobs": [trial_summary(store, config, t) for t in trials],
     }
     if tuning.failure_reason:
         described["FailureReason"] = tuning.failure_reason
+    if config.warm_start_config is not None:
+        described["WarmStartConfig"] = {
+            "ParentHyperParameterTuningJobs": [
+                {"HyperParameterTuningJobName": p} for p in config.warm_start_config.parents
+            ],
+            "WarmStartType": config.warm_start_config.warm_start_type.value,
+        }
     if best is not None:
-        described["BestTrainingJob"] = trial_summary(store, plan, best)
+        described["BestTrainingJob"] = trial_summary(store, config, best)
     return described
-
-
-def _not_improving(plan: TuningPlan, trials: list[TuningTrialRecord]) -> int:
-    """How many trials ended, in order, since the best objective last improved by 1 % or more."""
-    best: float | None = None
-    since = 0
-    for trial in sorted((t for t in trials if t.ended), key=lambda t: (t.end_time or 0, t.number)):
-        value = trial.objective
-        if value is None or trial.status == "Failed":
-            since += 1
-        elif best is None or (plan.better(value, best) and abs(value - best) >= 0.01 * abs(best)):
-            best, since = value, 0
-        else:
-            since += 1
-    return since

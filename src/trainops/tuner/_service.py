@@ -6,14 +6,14 @@ the rows say it was:
 
 1. reconcile each unfinished trial with its training job: a trial recorded but never submitted
    (the tuner died in between) is submitted now under the name its row already holds; a running
-   one gets its intermediate objective values (and may be stopped early); an ended one takes
-   its status and its last objective, read from the job's scraped metrics. A job that failed for
-   an internal reason (a lost host, a server that died) is retried as a new trial with the same
-   hyperparameters that does not count against the maximum;
-2. end the tuning job when it was asked to stop, reached its maximum or a completion criterion,
-   once its running trials have ended;
-3. otherwise ask the search (rebuilt from the recorded trials) for trials up to the parallel
-   limit: each trial's row is written *before* its job is submitted.
+   one gets its intermediate objective values (and may be stopped early by the search's rule);
+   an ended one takes its status and its last objective, read from the job's scraped metrics.
+   A job that failed for an internal reason (a lost host, a server that died) is tried again as
+   a new training job of the same trial: same number and hyperparameters, not counted twice;
+2. end the tuning job when it was asked to stop, ran out of time, or its search says it is
+   complete (every trial run, a target reached, no improvement), once its trials have ended;
+3. otherwise ask the search (rebuilt from the recorded trials, never pickled) for trials up to
+   the parallel limit: each trial's row is written *before* its job is submitted.
 """
 
 from __future__ import annotations
@@ -24,31 +24,43 @@ import logging
 from trainops._errors import TrainopsError
 from trainops.control import ENDED
 from trainops.control.services import ControlService, ServiceContext
+from trainops.spec import JobSpec
 from trainops.store import (
     JobExistsError,
     JobRecord,
+    MetadataStore,
     TrialExistsError,
     TuningJobRecord,
     TuningTrialRecord,
 )
-from trainops.tuner._standin import RandomSearch, TrialView, TuningPlan, parse_plan
+from trainops.tuner._records import MAX_TRIES, retry_due, search_for, stored_config
+from trainops.tuning import OBJECTIVE_HYPERPARAMETER, Search, TuningJobConfig
 
-__all__ = ["TunerService", "trial_job_name", "tuner_service"]
+__all__ = [
+    "MAX_RUNTIME",
+    "MAX_TRIES",
+    "STOP_REQUESTED",
+    "TunerService",
+    "trial_job_name",
+    "trial_spec",
+    "tuner_service",
+]
 
 _log = logging.getLogger("trainops.tuner")
 _PERIOD_S = 0.5
-#: A training job that ended with this failure prefix was lost, not wrong: it is retried.
+#: A training job that ended with this failure was lost, not wrong: its trial is tried again.
 _RETRYABLE_PREFIX = "InternalServerError"
-#: How many times one proposal is retried after such failures before it counts as failed.
-MAX_RETRIES = 2
-_EARLY_STOP = "Stopped early by the tuner: its objective is worse than the median of the others"
+_EARLY_STOP = "Stopped early by the tuner ({rule}): its objective trails the other trials'"
+STOP_REQUESTED = "StopRequested"
+MAX_RUNTIME = "MaxRuntimeInSecondsReached"
 
 
-def trial_job_name(tuning: TuningJobRecord, number: int) -> str:
-    """``<tuning job>-<NNN>-<8 hex>``, as SageMaker names a tuning job's training jobs; the hex
-    part comes from the tuning job's creation, so it is the same after a restart."""
-    digest = hashlib.sha256(f"{tuning.name}:{tuning.creation_time!r}".encode()).hexdigest()
-    return f"{tuning.name}-{number:03d}-{digest[:8]}"
+def trial_job_name(tuning: TuningJobRecord, number: int, tries: int = 1) -> str:
+    """``<tuning job>-<NNN>-<8 hex>`` (NNN from 001), as SageMaker names a tuning job's
+    training jobs; the hex part comes from the tuning job's creation and the try, so it is the
+    same after a restart and new for each retry."""
+    seed = f"{tuning.name}:{tuning.creation_time!r}:{number}:{tries}"
+    return f"{tuning.name}-{number + 1:03d}-{hashlib.sha256(seed.encode()).hexdigest()[:8]}"
 
 
 class TunerService(ControlService):
@@ -59,7 +71,7 @@ class TunerService(ControlService):
 
     def __init__(self, context: ServiceContext) -> None:
         self.context = context
-        self.store = context.store
+        self.store: MetadataStore = context.store
 
     def tick(self) -> None:
         for tuning in self.store.list_tuning_jobs(statuses=("InProgress", "Stopping"), limit=1000):
@@ -76,40 +88,41 @@ class TunerService(ControlService):
         if tuning is None or tuning.status not in ("InProgress", "Stopping"):
             return
         try:
-            plan = parse_plan(tuning.config)
-        except TrainopsError as exc:  # a declaration a newer trainops wrote: say so, end it
-            self._finish(tuning, "Failed", failure=f"the stored declaration is invalid: {exc}")
+            config = stored_config(tuning)
+        except TrainopsError as exc:  # e.g. written by another trainops: say so, end it
+            self._finish(tuning, "Failed", failure=f"its stored config is invalid: {exc}")
             return
         for trial in self.store.trials(name):
             if not trial.ended:
-                self._reconcile(tuning, plan, trial)
+                self._reconcile(tuning, config, trial)
+        if not tuning.stop_requested:
+            self._retry_lost(tuning)
         trials = self.store.trials(name)
+        search = search_for(self.store, tuning, config, trials)
         running = [t for t in trials if not t.ended]
-        reason = self._end_reason(tuning, plan, trials)
+        reason = self._end_reason(tuning, config, search)
         if reason is None:
-            self._launch(tuning, plan, trials, len(running))
+            self._launch(tuning, config, search, len(running))
         elif running:
             for trial in running:
-                self.context.stop_job(trial.training_job, f"The tuning job is ending: {reason}")
+                self._stop_trial(tuning, trial, f"The tuning job is ending: {reason}")
         else:
-            status = "Stopped" if tuning.stop_requested else "Completed"
+            status = "Stopped" if reason in (STOP_REQUESTED, MAX_RUNTIME) else "Completed"
             self._finish(tuning, status, reason=reason)
 
     # --- 1. reconcile -------------------------------------------------------------------------
 
     def _reconcile(
-        self, tuning: TuningJobRecord, plan: TuningPlan, trial: TuningTrialRecord
+        self, tuning: TuningJobRecord, config: TuningJobConfig, trial: TuningTrialRecord
     ) -> None:
         job = self.store.get_job(trial.training_job)
-        if job is None and tuning.stop_requested:
-            self.store.update_trial(
-                tuning.name, trial.number, status="Stopped", end_time=self.context.now()
-            )
-            return
         if job is None:
-            self._submit(tuning, plan, trial)
+            if tuning.stop_requested:
+                self._update(trial, status="Stopped", end_time=self.context.now())
+            else:
+                self._submit(tuning, config, trial)
             return
-        values = [p.value for p in self.store.metrics(job.name, plan.objective.metric_name)]
+        values = self._objective_values(job, config)
         if job.status in ENDED:
             self._ended(tuning, trial, job, values)
             return
@@ -119,69 +132,78 @@ class TunerService(ControlService):
         if values != trial.intermediate:
             changes.update(intermediate=values, objective=values[-1])
         if changes:
-            self.store.update_trial(tuning.name, trial.number, **changes)
-        if values and values != trial.intermediate and not job.stop_reason:
-            self._maybe_stop_early(tuning, plan, trial, values)
+            self._update(trial, **changes)
+        if len(values) > len(trial.intermediate) and not job.stop_reason:
+            self._maybe_stop_early(tuning, config, trial, values)
+
+    def _objective_values(self, job: JobRecord, config: TuningJobConfig) -> list[float]:
+        """The objective metric's values in order, as the first host reported them (one per
+        epoch for a script that reports each epoch)."""
+        points = self.store.metrics(job.name, config.objective.metric_name)
+        first = min((p.host for p in points), default="")
+        return [p.value for p in points if p.host == first]
 
     def _maybe_stop_early(
         self,
         tuning: TuningJobRecord,
-        plan: TuningPlan,
+        config: TuningJobConfig,
         trial: TuningTrialRecord,
         values: list[float],
     ) -> None:
-        search = _search(plan, self.store.trials(tuning.name))
-        if search.should_stop(trial.number, len(values) - 1, values[-1]):
-            self.context.stop_job(trial.training_job, _EARLY_STOP)
+        search = search_for(self.store, tuning, config, self.store.trials(tuning.name))
+        stop = False
+        for step in range(len(trial.intermediate) + 1, len(values) + 1):
+            stop = search.should_stop(trial.number, step, values[step - 1]) or stop
+        if stop:
+            rule = config.strategy.value if config.strategy.value == "Hyperband" else "median rule"
+            self._stop_trial(tuning, trial, _EARLY_STOP.format(rule=rule))
 
     def _ended(
-        self, tuning: TuningJobRecord, trial: TuningTrialRecord, job: JobRecord, values: list[float]
+        self,
+        tuning: TuningJobRecord,
+        trial: TuningTrialRecord,
+        job: JobRecord,
+        values: list[float],
     ) -> None:
-        retryable = job.status == "Failed" and (job.failure_reason or "").startswith(
-            _RETRYABLE_PREFIX
-        )
-        self.store.update_trial(
-            tuning.name,
-            trial.number,
+        reason = job.failure_reason or ""
+        retryable = job.status == "Failed" and reason.startswith(_RETRYABLE_PREFIX)
+        self._update(
+            trial,
             status=job.status,
             intermediate=values,
-            objective=values[-1] if values else None,
+            objective=values[-1] if values and job.status != "Failed" else None,
             failure_reason=job.failure_reason,
             retryable=retryable,
             end_time=job.training_end_time or job.last_modified_time,
         )
-        if retryable and not tuning.stop_requested and _retries(trial, tuning, self) < MAX_RETRIES:
-            self._retry(tuning, trial)
 
-    def _retry(self, tuning: TuningJobRecord, trial: TuningTrialRecord) -> None:
-        number = max(t.number for t in self.store.trials(tuning.name)) + 1
-        retry = TuningTrialRecord(
-            tuning_job=tuning.name,
-            number=number,
-            training_job=trial_job_name(tuning, number),
-            hyperparameters=trial.hyperparameters,
-            status="Pending",
-            creation_time=self.context.now(),
-            retry_of=trial.number,
-        )
-        try:
-            self.store.add_trial(retry)
-        except TrialExistsError:
-            return  # another pass made it
-        _log.info("tuning job %s: trial %d retried as %d", tuning.name, trial.number, number)
+    def _retry_lost(self, tuning: TuningJobRecord) -> None:
+        """Try again each trial whose job was lost (its next pass submits the new job)."""
+        for trial in self.store.trials(tuning.name):
+            if retry_due(trial):
+                next_job = trial_job_name(tuning, trial.number, trial.tries + 1)
+                if self.store.retry_trial(tuning.name, trial.number, next_job):
+                    _log.info("tuning job %s: trial %d tried again", tuning.name, trial.number)
 
     # --- 2. end -------------------------------------------------------------------------------
 
     def _end_reason(
-        self, tuning: TuningJobRecord, plan: TuningPlan, trials: list[TuningTrialRecord]
+        self, tuning: TuningJobRecord, config: TuningJobConfig, search: Search
     ) -> str | None:
         if tuning.stop_requested:
-            return "Stop requested by the user"
-        counted = sum(1 for t in trials if t.counted)
-        if counted >= plan.max_number_of_training_jobs and all(t.ended for t in trials):
-            return "MaxNumberOfTrainingJobs reached"
-        search = _search(plan, trials)
-        return search.completed([_view(t) for t in trials])
+            return STOP_REQUESTED
+        limit = config.resource_limits.max_runtime_in_seconds
+        if limit is not None and self.context.now() - tuning.creation_time > limit:
+            return MAX_RUNTIME
+        reason = search.completed()
+        return None if reason is None else reason.value
+
+    def _stop_trial(self, tuning: TuningJobRecord, trial: TuningTrialRecord, why: str) -> None:
+        job = self.store.get_job(trial.training_job)
+        if job is None:  # never submitted: nothing runs
+            self._update(trial, status="Stopped", end_time=self.context.now())
+        elif job.status not in ENDED:
+            self.context.stop_job(trial.training_job, why)
 
     def _finish(
         self,
@@ -205,14 +227,9 @@ class TunerService(ControlService):
     # --- 3. launch ----------------------------------------------------------------------------
 
     def _launch(
-        self,
-        tuning: TuningJobRecord,
-        plan: TuningPlan,
-        trials: list[TuningTrialRecord],
-        running: int,
+        self, tuning: TuningJobRecord, config: TuningJobConfig, search: Search, running: int
     ) -> None:
-        search = _search(plan, trials)
-        while running < plan.max_parallel_training_jobs:
+        while running < config.resource_limits.max_parallel_training_jobs:
             proposal = search.ask()
             if proposal is None:
                 return
@@ -220,7 +237,7 @@ class TunerService(ControlService):
                 tuning_job=tuning.name,
                 number=proposal.number,
                 training_job=trial_job_name(tuning, proposal.number),
-                hyperparameters=proposal.hyperparameters,
+                hyperparameters=dict(proposal.hyperparameters),
                 status="Pending",
                 creation_time=self.context.now(),
             )
@@ -228,56 +245,40 @@ class TunerService(ControlService):
                 self.store.add_trial(trial)
             except TrialExistsError:
                 return  # recorded meanwhile: the next pass sees it
-            self._submit(tuning, plan, trial)
+            self._submit(tuning, config, trial)
             running += 1
 
-    def _submit(self, tuning: TuningJobRecord, plan: TuningPlan, trial: TuningTrialRecord) -> None:
+    def _submit(
+        self, tuning: TuningJobRecord, config: TuningJobConfig, trial: TuningTrialRecord
+    ) -> None:
         submit = self.context.submit_job
         if submit is None:
             return
         try:
-            submit(trial.training_job, plan.job_spec(trial.hyperparameters), tuning.code_uri)
+            submit(trial.training_job, trial_spec(config, trial), tuning.code_uri)
         except JobExistsError:
             pass  # submitted before the tuner died: the next pass reconciles it
         except TrainopsError as exc:
-            self.store.update_trial(
-                tuning.name,
-                trial.number,
+            self._update(
+                trial,
                 status="Failed",
                 failure_reason=f"the training job could not be submitted: {exc}",
                 end_time=self.context.now(),
             )
             return
-        self.store.update_trial(tuning.name, trial.number, status="InProgress")
+        self._update(trial, status="InProgress")
+
+    def _update(self, trial: TuningTrialRecord, **changes: object) -> None:
+        self.store.update_trial(trial.tuning_job, trial.number, **changes)
 
 
-def _retries(trial: TuningTrialRecord, tuning: TuningJobRecord, tuner: TunerService) -> int:
-    """How many retries led to ``trial`` (0 for a proposal's first try)."""
-    by_number = {t.number: t for t in tuner.store.trials(tuning.name)}
-    count, current = 0, trial
-    while current.retry_of is not None and current.retry_of in by_number:
-        count, current = count + 1, by_number[current.retry_of]
-    return count
-
-
-def _view(trial: TuningTrialRecord) -> TrialView:
-    return TrialView(
-        trial.number,
-        trial.hyperparameters,
-        trial.status,
-        trial.objective,
-        trial.intermediate,
-        trial.counted,
-    )
-
-
-def _search(plan: TuningPlan, trials: list[TuningTrialRecord]) -> RandomSearch:
-    """The search, rebuilt from the recorded trials (retries are replays, not proposals)."""
-    search = RandomSearch(plan, [_view(t) for t in trials])
-    for trial in trials:
-        if trial.ended:
-            search.tell(trial.number, trial.status, trial.objective)
-    return search
+def trial_spec(config: TuningJobConfig, trial: TuningTrialRecord) -> JobSpec:
+    """The training job of one trial: the config's job with the static hyperparameters
+    (Hyperband's resource at its maximum), the tuned ones, and the objective's name (reserved:
+    only the platform sets it, so the validated spec is copied, not validated again)."""
+    values = {**config.static_hyperparameters, **trial.hyperparameters}
+    values[OBJECTIVE_HYPERPARAMETER] = config.objective.metric_name
+    return config.training_job.model_copy(update={"hyperparameters": values, "job_name": None})
 
 
 def tuner_service(context: ServiceContext) -> TunerService:

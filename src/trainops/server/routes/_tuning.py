@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from trainops._errors import JobNotFoundError
+from trainops._errors import JobNotFoundError, SpecError
 from trainops.control import JobController, JobEndedError
 from trainops.server._routing import Operation, Param
 from trainops.server.routes._shapes import API, STRING, json_object
@@ -21,10 +21,11 @@ from trainops.store import TuningJobRecord
 from trainops.tuner import (
     best_trial,
     describe_tuning_job,
-    parse_plan,
+    stored_config,
     trial_summary,
     tuning_summary,
 )
+from trainops.tuning import TuningJobConfig
 
 __all__ = ["TuningRequest", "TuningRoutes"]
 
@@ -56,10 +57,26 @@ class TuningRoutes:
 
     def create(self, body: TuningRequest) -> dict[str, Any]:
         """Record a tuning job; the tuner starts its first trials within a second."""
-        plan = parse_plan(body.config)
+        config = TuningJobConfig(**body.config)
+        name = config.tuning_job_name
+        if name is None:
+            raise SpecError([("tuning_job_name", "required here (the CLI and SDK make one)")])
+        self._check_parents(config)
         self.controller.check_code(body.code_uri)
-        tuning = self.store.create_tuning_job(plan.name, body.config, body.code_uri, time.time())
-        return describe_tuning_job(self.store, tuning, plan)
+        stored = config.model_dump(mode="json", exclude_none=True)
+        tuning = self.store.create_tuning_job(name, stored, body.code_uri, time.time())
+        return describe_tuning_job(self.store, tuning, config)
+
+    def _check_parents(self, config: TuningJobConfig) -> None:
+        """Warm start's parents must exist and have ended (SageMaker's rule)."""
+        warm = config.warm_start_config
+        for index, parent in enumerate([] if warm is None else warm.parents):
+            found = self.store.get_tuning_job(parent)
+            field = f"warm_start_config.parents.{index}"
+            if found is None:
+                raise SpecError([(field, f"no tuning job named {parent!r}")])
+            if found.status not in ("Completed", "Stopped", "Failed"):
+                raise SpecError([(field, f"{parent!r} is {found.status}: wait until it ends")])
 
     def list_tuning_jobs(self, status: list[str] | None, limit: int) -> dict[str, Any]:
         found = self.store.list_tuning_jobs(statuses=status or [], limit=limit)
@@ -67,16 +84,16 @@ class TuningRoutes:
 
     def describe(self, name: str) -> dict[str, Any]:
         tuning = self._tuning(name)
-        return describe_tuning_job(self.store, tuning, parse_plan(tuning.config))
+        return describe_tuning_job(self.store, tuning, stored_config(tuning))
 
     def best(self, name: str) -> dict[str, Any]:
         """The trial with the best final objective (404 while none has one)."""
         tuning = self._tuning(name)
-        plan = parse_plan(tuning.config)
-        best = best_trial(plan, self.store.trials(name))
+        config = stored_config(tuning)
+        best = best_trial(config, self.store.trials(name))
         if best is None:
             raise JobNotFoundError(f"tuning job {name!r} has no trial with an objective yet")
-        return trial_summary(self.store, plan, best)
+        return trial_summary(self.store, config, best)
 
     def stop(self, name: str) -> dict[str, Any]:
         """Stop the tuning job: its running trials are stopped, it ends Stopped."""
@@ -86,7 +103,7 @@ class TuningRoutes:
         tuning = self.store.update_tuning_job(
             name, time.time(), status="Stopping", stop_requested=True
         )
-        return describe_tuning_job(self.store, tuning, parse_plan(tuning.config))
+        return describe_tuning_job(self.store, tuning, stored_config(tuning))
 
     def _tuning(self, name: str) -> TuningJobRecord:
         tuning = self.store.get_tuning_job(name)
