@@ -35,6 +35,8 @@ HANDLERS = {
     "study": ("trainops.cli._study", "study"),
     "server": ("trainops.cli._commands", "server"),
     "pack": ("trainops.cli._pack", "pack"),
+    "tune": ("trainops.cli._tune", "tune"),
+    "tuning": ("trainops.cli._tune", "tuning"),
 }
 
 
