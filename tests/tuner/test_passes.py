@@ -1,6 +1,7 @@
-"""The tuner dying between any two of its writes, replayed step by step on a real store: whatever
-the rows say when it comes back, it submits each trial's job exactly once and makes no trial
-twice. Submissions go straight into the store, as the controller records them."""
+"""The tuner's passes, step by step on a real store. It dies between any two of its writes:
+whatever the rows say when it comes back, it submits each trial's job exactly once and makes no
+trial twice. Early stopping reads the trials' metrics as the agents' reports stored them.
+Submissions go straight into the store, as the controller records them."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ import pytest
 from tests.tuner.test_service import tuning_config
 from trainops._settings import Settings
 from trainops.control.services import ServiceContext
+from trainops.protocol import AgentEvent, EventKind
 from trainops.spec import JobSpec
-from trainops.store import JobRecord, MetadataStore, TuningTrialRecord
-from trainops.tuner import TunerService, trial_job_name
+from trainops.store import JobRecord, MetadataStore, NewHost, TuningTrialRecord
+from trainops.tuner import TunerService, describe_tuning_job, stored_config, trial_job_name
 
 
 class Plane:
@@ -47,6 +49,18 @@ class Plane:
     def _stop(self, name: str, message: str) -> bool:
         self.stops.append(name)
         return True
+
+    def report(self, name: str, *losses: float) -> None:
+        """Store ``losses`` as the job's host algo-1 reports its metric ``loss``."""
+        if not self.store.hosts(name, 1):
+            self.store.create_hosts(name, 1, [NewHost("algo-1", "/r", "/s")])
+        done = len(self.store.metrics(name, "loss"))
+        events = [
+            AgentEvent(done + i + 1, self.now, EventKind.METRIC, {"name": "loss", "value": v,
+                                                                  "timestamp": self.now})
+            for i, v in enumerate(losses)
+        ]  # fmt: skip
+        assert self.store.ingest(name, "algo-1", 1, events) is not None
 
     def end(self, name: str, status: str = "Completed", reason: str | None = None) -> None:
         self.store.set_secondary(
@@ -125,3 +139,32 @@ def test_a_trial_that_cannot_be_submitted_fails_alone(plane: Plane) -> None:
     assert trial.status == "Failed" and "upload the code first" in (trial.failure_reason or "")
     tuning = plane.store.get_tuning_job("bad")
     assert tuning is not None and tuning.status == "Completed"
+
+
+def test_the_median_rule_stops_a_trailing_trial_which_keeps_its_objective(plane: Plane) -> None:
+    config = tuning_config(name="early", jobs=5, parallel=5)
+    config["training_job_early_stopping_type"] = "Auto"
+    plane.store.create_tuning_job("early", config, "file:///c", 1.0)
+    plane.tuner.advance("early")
+    names = [t.training_job for t in plane.store.trials("early")]
+    assert len(names) == 5
+    for name in names[:3]:
+        plane.report(name, 1.0, 0.5, 0.3)
+        plane.end(name)
+    plane.report(names[3], 5.0)  # far worse than the others' running averages at epoch 1
+    plane.report(names[4], 0.9)
+    plane.tuner.advance("early")
+    assert plane.stops == [names[3]]
+    plane.end(names[3], "Stopped")
+    plane.tuner.advance("early")
+    stopped = plane.store.trials("early")[3]
+    assert (stopped.status, stopped.objective, stopped.intermediate) == ("Stopped", 5.0, [5.0])
+    plane.report(names[4], 0.4, 0.2)
+    plane.end(names[4])
+    plane.tuner.advance("early")
+    tuning = plane.store.get_tuning_job("early")
+    assert tuning is not None and tuning.status == "Completed"
+    described = describe_tuning_job(plane.store, tuning, stored_config(tuning))
+    assert described["TrainingJobStatusCounters"]["Stopped"] == 1
+    assert described["ObjectiveStatusCounters"]["Succeeded"] == 5  # a Stopped trial counts
+    assert described["BestTrainingJob"]["TrainingJobName"] == names[4]
