@@ -72,6 +72,10 @@ class TunerService(ControlService):
     def __init__(self, context: ServiceContext) -> None:
         self.context = context
         self.store: MetadataStore = context.store
+        # The last search rebuilt per tuning job, with the rows it was rebuilt from: a pass in
+        # which no row moved reuses it (a rebuild replays every trial into Optuna: ~50 ms at 100
+        # trials). Dropped whenever it is asked or told something the rows do not hold yet.
+        self._searches: dict[str, tuple[tuple[object, ...], Search]] = {}
 
     def tick(self) -> None:
         for tuning in self.store.list_tuning_jobs(statuses=("InProgress", "Stopping"), limit=1000):
@@ -98,7 +102,7 @@ class TunerService(ControlService):
         if not tuning.stop_requested:
             self._retry_lost(tuning)
         trials = self.store.trials(name)
-        search = search_for(self.store, tuning, config, trials)
+        search = self._search(tuning, config, trials)
         running = [t for t in trials if not t.ended]
         reason = self._end_reason(tuning, config, search)
         if reason is None:
@@ -126,6 +130,8 @@ class TunerService(ControlService):
         if job.status in ENDED:
             self._ended(tuning, trial, job, values)
             return
+        if len(values) > len(trial.intermediate) and not job.stop_reason:
+            self._maybe_stop_early(tuning, config, trial, values)
         changes: dict[str, object] = {}
         if trial.status == "Pending":
             changes["status"] = "InProgress"
@@ -133,8 +139,6 @@ class TunerService(ControlService):
             changes.update(intermediate=values, objective=values[-1])
         if changes:
             self._update(trial, **changes)
-        if len(values) > len(trial.intermediate) and not job.stop_reason:
-            self._maybe_stop_early(tuning, config, trial, values)
 
     def _objective_values(self, job: JobRecord, config: TuningJobConfig) -> list[float]:
         """The objective metric's values in order, as the first host reported them (one per
@@ -150,7 +154,8 @@ class TunerService(ControlService):
         trial: TuningTrialRecord,
         values: list[float],
     ) -> None:
-        search = search_for(self.store, tuning, config, self.store.trials(tuning.name))
+        search = self._search(tuning, config, self.store.trials(tuning.name))
+        self._searches.pop(tuning.name, None)  # it learns values the rows do not hold yet
         stop = False
         for step in range(len(trial.intermediate) + 1, len(values) + 1):
             stop = search.should_stop(trial.number, step, values[step - 1]) or stop
@@ -213,6 +218,7 @@ class TunerService(ControlService):
         reason: str | None = None,
         failure: str | None = None,
     ) -> None:
+        self._searches.pop(tuning.name, None)
         now = self.context.now()
         self.store.update_tuning_job(
             tuning.name,
@@ -231,6 +237,8 @@ class TunerService(ControlService):
     ) -> None:
         while running < config.resource_limits.max_parallel_training_jobs:
             proposal = search.ask()
+            if proposal is not None:
+                self._searches.pop(tuning.name, None)  # it holds a trial not yet recorded
             if proposal is None:
                 return
             trial = TuningTrialRecord(
@@ -267,6 +275,21 @@ class TunerService(ControlService):
             )
             return
         self._update(trial, status="InProgress")
+
+    def _search(
+        self, tuning: TuningJobRecord, config: TuningJobConfig, trials: list[TuningTrialRecord]
+    ) -> Search:
+        """The search rebuilt from ``trials``, or the last one where no row has moved since."""
+        key = tuple(
+            (t.number, t.status, t.objective, tuple(t.intermediate), t.tries, t.retryable)
+            for t in trials
+        )
+        cached = self._searches.get(tuning.name)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        search = search_for(self.store, tuning, config, trials)
+        self._searches[tuning.name] = (key, search)
+        return search
 
     def _update(self, trial: TuningTrialRecord, **changes: object) -> None:
         self.store.update_trial(trial.tuning_job, trial.number, **changes)
