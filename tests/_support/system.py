@@ -58,6 +58,7 @@ EXTRAS = {
     "ray": "ray",
     "tensorflow": "tensorflow",
     "torch": "torch",
+    "tuning": "optuna",
 }
 
 

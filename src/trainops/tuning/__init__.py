@@ -43,6 +43,7 @@ if typing.TYPE_CHECKING:
         register_strategy,
         strategy_names,
     )
+    from trainops.tuning._warmstart import check_warm_start
 
 __all__ = [
     "OBJECTIVE_HYPERPARAMETER",
@@ -76,6 +77,7 @@ __all__ = [
     "WarmStartConfig",
     "WarmStartType",
     "best_trial",
+    "check_warm_start",
     "load_tuning_config",
     "register_strategy",
     "strategy_names",
@@ -115,6 +117,7 @@ _MODULE_OF = {
     **dict.fromkeys(
         ["SearchStrategy", "register_strategy", "strategy_names"], "trainops.tuning._strategies"
     ),
+    "check_warm_start": "trainops.tuning._warmstart",
 }
 
 __getattr__, __dir__ = lazy_names("trainops.tuning", globals(), _MODULE_OF)

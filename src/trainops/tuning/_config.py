@@ -115,7 +115,13 @@ class TuningJobConfig(SpecModel):
     @model_validator(mode="after")
     def _whole(self) -> TuningJobConfig:
         # Raised as a SpecError (pydantic lets it through) so each problem keeps its field.
-        checks = (_check_objective, _check_counts, _check_strategy, _check_job_limit)
+        checks = (
+            _check_objective,
+            _check_counts,
+            _check_strategy,
+            _check_job_limit,
+            _check_trial_hyperparameters,
+        )
         problems = [problem for check in checks for problem in check(self)]
         if problems:
             raise SpecError(problems)
@@ -191,6 +197,36 @@ def _check_counts(config: TuningJobConfig) -> Problems:
         f"{total} hyperparameters (tuned and static); at most {MAX_HYPERPARAMETERS}: drop "
         "some static ones",
     )]  # fmt: skip
+
+
+def _check_trial_hyperparameters(config: TuningJobConfig) -> Problems:
+    """Every tuned value must be a hyperparameter a training job takes (no NUL, at most 2500
+    characters, all of them together small enough to start the script): trials are checked
+    with each categorical value in turn and the numeric ranges at their bounds."""
+    job = config.training_job.model_dump()
+    rounds = max(len(rng.values or (0, 0)) for rng in config.hyperparameter_ranges.values())
+    for index in range(rounds):
+        tuned = {name: _sample(rng, index) for name, rng in config.hyperparameter_ranges.items()}
+        try:
+            JobSpec(**{**job, "hyperparameters": {**config.static_hyperparameters, **tuned}})
+        except SpecError as exc:
+            return [(_tuned_path(config, path), reason) for path, reason in exc.problems]
+    return []
+
+
+def _tuned_path(config: TuningJobConfig, path: str) -> str:
+    """A trial's ``hyperparameters.<name>`` as the field of this config that set it."""
+    name = path.partition(".")[2]
+    if path == "hyperparameters" or name in config.hyperparameter_ranges:
+        return f"hyperparameter_ranges{'.' + name if name else ''}"
+    return f"training_job.{path}"
+
+
+def _sample(rng: ParameterRange, index: int) -> Any:
+    if rng.values is not None:
+        return rng.values[index % len(rng.values)]
+    bound = rng.max_value if index % 2 else rng.min_value
+    return int(bound or 0) if rng.type is ParameterType.INTEGER else bound
 
 
 def _check_strategy(config: TuningJobConfig) -> Problems:

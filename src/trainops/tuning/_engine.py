@@ -89,7 +89,19 @@ class Engine:
         trial = self.study.ask(self.distributions)
         self.trials[number] = trial
         self.curves[number] = {}
-        return self._decode(trial.params)
+        values = self._decode(trial.params)
+        self._round_trip(trial, values)
+        return values
+
+    def _round_trip(self, trial: Trial, values: Mapping[str, TunedValue]) -> None:
+        """Store a ReverseLogarithmic value as a replay will (``1 - x``, not the sampled ``y``:
+        ``1 - (1 - y)`` may differ from ``y`` in the last bit), so that a rebuilt study holds
+        exactly the same trials. Optuna has no public way to set a sampled value."""
+        for name, value in values.items():
+            if _reversed(self.ranges[name]):
+                dist = self.distributions[name]
+                internal = dist.to_internal_repr(self._encode_one(name, value))
+                self.study._storage.set_trial_param(trial._trial_id, name, internal, dist)
 
     def _start(self, number: int, values: Mapping[str, TunedValue]) -> dict[str, TunedValue]:
         """Add trial ``number`` with its hyperparameters fixed to ``values``."""
@@ -121,12 +133,32 @@ class Engine:
             self.study.tell(trial, state=state.FAIL)
 
     def replay(self, record: TrialRecord) -> None:
-        """Re-add a recorded trial of this job: hyperparameters, curve and outcome."""
+        """Re-add a recorded trial of this job: hyperparameters, curve and outcome (a
+        ValueError when its hyperparameters are not a point of this job's ranges)."""
+        problem = self.misfit(record.hyperparameters)
+        if problem is not None:
+            raise ValueError(f"trial {record.number}: {problem}")
         self._start(record.number, record.hyperparameters)
         for step, value in sorted(record.intermediate_values.items()):
             self.report(record.number, step, value)
         if record.status.finished:
             self.tell(record.number, record.status, record.objective)
+
+    def misfit(self, values: Mapping[str, TunedValue]) -> str | None:
+        """Why ``values`` are not one point of the ranges, or ``None``."""
+        if set(values) != set(self.ranges):
+            return f"hyperparameters {sorted(values)} are not the tuned ones {sorted(self.ranges)}"
+        outside = sorted(name for name, value in values.items() if not self._fits(name, value))
+        return f"{', '.join(outside)} outside their ranges" if outside else None
+
+    def _fits(self, name: str, value: TunedValue) -> bool:
+        rng = self.ranges[name]
+        if not _reversed(rng):
+            return _fits(self.distributions[name], value)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return False
+        assert rng.min_value is not None and rng.max_value is not None
+        return rng.min_value <= value <= rng.max_value
 
     def add_prior(self, record: TrialRecord) -> bool:
         """Add a parent job's finished trial as a prior one; whether it fit this space."""
@@ -149,20 +181,18 @@ class Engine:
         return {name: self._encode_one(name, value) for name, value in values.items()}
 
     def _encode_one(self, name: str, value: TunedValue) -> Any:
-        if not _reversed(self.ranges[name]):
+        if not _reversed(self.ranges[name]) or isinstance(value, str | bool):
             return value
         dist = self.distributions[name]  # 1 - (1 - y) may leave the range by a rounding step
         return min(max(1.0 - float(value), dist.low), dist.high)
 
     def _encode_fitting(self, values: Mapping[str, TunedValue]) -> dict[str, Any]:
         """The ``values`` that are tuned here and inside this job's ranges, encoded."""
-        fitting = {}
-        for name, value in self._encode(
-            {k: v for k, v in values.items() if k in self.ranges}
-        ).items():
-            if _fits(self.distributions[name], value):
-                fitting[name] = value
-        return fitting
+        return {
+            name: self._encode_one(name, value)
+            for name, value in values.items()
+            if name in self.ranges and self._fits(name, value)
+        }
 
     def _decode(self, params: Mapping[str, Any]) -> dict[str, TunedValue]:
         return {
@@ -178,4 +208,6 @@ def _fits(distribution: Any, value: Any) -> bool:
         return any(type(value) is type(c) and value == c for c in choices)
     if isinstance(value, bool) or not isinstance(value, int | float):
         return False
+    if isinstance(distribution.low, int) and not float(value).is_integer():
+        return False  # an Integer range's prior must be a whole number
     return bool(distribution.low <= value <= distribution.high)

@@ -46,7 +46,8 @@ class Search:
 
     ``records`` are this job's trials (numbered from 0 in proposal order); ``parents`` are the
     warm-start parents' trials, learnt from as prior trials (those outside this job's ranges
-    are left out). ``name`` seeds the search when the config has no ``random_seed``.
+    are left out). ``name`` seeds the search when the config has no ``random_seed``. A search
+    is used by one thread at a time (the tuner's).
     """
 
     def __init__(

@@ -89,6 +89,14 @@ class ParameterRange(SpecModel):
                 data["scaling_type"] = _canonical(data["scaling_type"], ScalingType)
         return data
 
+    @field_validator("values", mode="before")
+    @classmethod
+    def _booleans(cls, value: Any) -> Any:
+        # YAML's true/false: passed as SageMaker's JSON spells them (a script reads "true").
+        if isinstance(value, list):
+            return [("true" if v else "false") if isinstance(v, bool) else v for v in value]
+        return value
+
     @field_validator("values")
     @classmethod
     def _values(cls, value: list[TunedValue] | None) -> list[TunedValue] | None:
