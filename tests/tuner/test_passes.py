@@ -80,7 +80,12 @@ def _pending(plane: Plane, number: int) -> TuningTrialRecord:
     tuning = plane.store.get_tuning_job("tiny")
     assert tuning is not None
     trial = TuningTrialRecord(
-        "tiny", number, trial_job_name(tuning, number), {"lr": 0.01}, "Pending", plane.now
+        "tiny",
+        number,
+        trial_job_name(tuning, number),
+        {"lr": 0.01, "optimizer": "sgd"},
+        "Pending",
+        plane.now,
     )
     plane.store.add_trial(trial)
     return trial
@@ -168,3 +173,20 @@ def test_the_median_rule_stops_a_trailing_trial_which_keeps_its_objective(plane:
     assert described["TrainingJobStatusCounters"]["Stopped"] == 1
     assert described["ObjectiveStatusCounters"]["Succeeded"] == 5  # a Stopped trial counts
     assert described["BestTrainingJob"]["TrainingJobName"] == names[4]
+
+
+def test_a_job_someone_else_made_under_a_trial_s_name_is_not_adopted(plane: Plane) -> None:
+    tuning = plane.store.get_tuning_job("tiny")
+    assert tuning is not None
+    squatter = trial_job_name(tuning, 0)
+    plane.now = 500.0  # before the tuning job's trial is recorded
+    plane.store.create_job(
+        name=squatter, spec=JobSpec(entry_point="x.py").view(), code_uri="file:///other",
+        output_prefix="file:///o", max_attempts=1, status="InProgress",
+        secondary_status="Starting", message="m", now=plane.now,
+    )  # fmt: skip
+    plane.now = 1000.0
+    plane.tuner.advance("tiny")
+    first = plane.store.trials("tiny")[0]
+    assert first.status == "Failed"
+    assert f"a training job named {squatter} exists" in (first.failure_reason or "")

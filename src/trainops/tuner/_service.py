@@ -262,19 +262,32 @@ class TunerService(ControlService):
         submit = self.context.submit_job
         if submit is None:
             return
+        problem = None
         try:
             submit(trial.training_job, trial_spec(config, trial), tuning.code_uri)
         except JobExistsError:
-            pass  # submitted before the tuner died: the next pass reconciles it
+            problem = self._not_ours(tuning, trial)  # ours: submitted before the tuner died
         except TrainopsError as exc:
+            problem = f"the training job could not be submitted: {exc}"
+        if problem is None:
+            self._update(trial, status="InProgress")
+        else:
             self._update(
-                trial,
-                status="Failed",
-                failure_reason=f"the training job could not be submitted: {exc}",
-                end_time=self.context.now(),
+                trial, status="Failed", failure_reason=problem, end_time=self.context.now()
             )
-            return
-        self._update(trial, status="InProgress")
+
+    def _not_ours(self, tuning: TuningJobRecord, trial: TuningTrialRecord) -> str | None:
+        """Why the existing job named as the trial's is not the trial's (None: it is)."""
+        job = self.store.get_job(trial.training_job)
+        if (
+            job is not None
+            and job.code_uri == tuning.code_uri
+            and job.creation_time >= trial.creation_time
+        ):
+            return None
+        return (
+            f"a training job named {trial.training_job} exists that this tuning job did not submit"
+        )
 
     def _search(
         self, tuning: TuningJobRecord, config: TuningJobConfig, trials: list[TuningTrialRecord]
