@@ -1,6 +1,6 @@
 """End to end: `trainops tune` runs a tiny tuning job whose trials are real training jobs of a real
 script, `trainops tuning ...` reads it, and a server SIGKILLed while trials run resumes the tuning
-job with every trial run exactly once."""
+job with every trial run exactly once (on the local backend and on a Ray cluster)."""
 
 from __future__ import annotations
 
@@ -112,12 +112,12 @@ def test_tune_runs_trials_and_the_tuning_commands_read_them(tmp_path: Path) -> N
 
 
 def test_a_server_killed_mid_tuning_resumes_without_losing_or_repeating_a_trial(
-    tmp_path: Path,
+    tmp_path: Path, backend: dict[str, str]
 ) -> None:
     home = tmp_path / "home"
     go = tmp_path / "go"
     path = write_tuning(tmp_path, jobs=4, parallel=2, WAIT_FOR=str(go))
-    server = Server(home).start()
+    server = Server(home, **backend).start()
     follower = None
     try:
         follower = subprocess.Popen(
