@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import logging
 
-from trainops._errors import TrainopsError
+from trainops._errors import SpecError, TrainopsError
 from trainops.control import ENDED
 from trainops.control.services import ControlService, ServiceContext
 from trainops.spec import JobSpec
@@ -93,8 +93,9 @@ class TunerService(ControlService):
             return
         try:
             config = stored_config(tuning)
-        except TrainopsError as exc:  # e.g. written by another trainops: say so, end it
-            self._finish(tuning, "Failed", failure=f"its stored config is invalid: {exc}")
+        except SpecError as exc:  # e.g. written by another trainops: say so, end it
+            problems = "; ".join(f"{field}: {why}" for field, why in exc.problems)
+            self._finish(tuning, "Failed", failure=f"its stored config is invalid: {problems}")
             return
         for trial in self.store.trials(name):
             if not trial.ended:

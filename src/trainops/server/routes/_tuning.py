@@ -1,6 +1,7 @@
 """The tuning routes: create, list, describe and stop tuning jobs, and their best trial.
 
-A tuning job is declared as JSON (the tuning YAML read as data) plus the trials' uploaded code;
+The tuner and the tuning library are imported by the handlers that need them, not with the routes
+(every control plane builds the routes; few see a tuning job). A tuning job is declared as JSON (the tuning YAML read as data) plus the trials' uploaded code;
 the declaration is checked before anything is recorded, so an invalid one is a 422 naming each
 field. The tuner service (``trainops.tuner``) runs it from the store; a stop marks it Stopping
 and the tuner stops its running trials.
@@ -9,23 +10,19 @@ and the tuner stops its running trials.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
+from trainops import tuner
 from trainops._errors import JobNotFoundError, SpecError
 from trainops.control import JobController, JobEndedError
 from trainops.server._routing import Operation, Param
 from trainops.server.routes._shapes import API, STRING, json_object
 from trainops.store import TuningJobRecord
-from trainops.tuner import (
-    best_trial,
-    describe_tuning_job,
-    stored_config,
-    trial_summary,
-    tuning_summary,
-)
-from trainops.tuning import TuningJobConfig
+
+if TYPE_CHECKING:
+    from trainops.tuning import TuningJobConfig
 
 __all__ = ["TuningRequest", "TuningRoutes"]
 
@@ -57,6 +54,8 @@ class TuningRoutes:
 
     def create(self, body: TuningRequest) -> dict[str, Any]:
         """Record a tuning job; the tuner starts its first trials within a second."""
+        from trainops.tuning import TuningJobConfig
+
         config = TuningJobConfig(**body.config)
         name = config.tuning_job_name
         if name is None:
@@ -65,7 +64,7 @@ class TuningRoutes:
         self.controller.check_code(body.code_uri)
         stored = config.model_dump(mode="json", exclude_none=True)
         tuning = self.store.create_tuning_job(name, stored, body.code_uri, time.time())
-        return describe_tuning_job(self.store, tuning, config)
+        return tuner.describe_tuning_job(self.store, tuning, config)
 
     def _check_parents(self, config: TuningJobConfig) -> None:
         """Warm start's parents must exist and have ended (SageMaker's rule)."""
@@ -80,20 +79,20 @@ class TuningRoutes:
 
     def list_tuning_jobs(self, status: list[str] | None, limit: int) -> dict[str, Any]:
         found = self.store.list_tuning_jobs(statuses=status or [], limit=limit)
-        return {"tuning_jobs": [tuning_summary(t) for t in found]}
+        return {"tuning_jobs": [tuner.tuning_summary(t) for t in found]}
 
     def describe(self, name: str) -> dict[str, Any]:
         tuning = self._tuning(name)
-        return describe_tuning_job(self.store, tuning, stored_config(tuning))
+        return tuner.describe_tuning_job(self.store, tuning, tuner.stored_config(tuning))
 
     def best(self, name: str) -> dict[str, Any]:
         """The trial with the best final objective (404 while none has one)."""
         tuning = self._tuning(name)
-        config = stored_config(tuning)
-        best = best_trial(config, self.store.trials(name))
+        config = tuner.stored_config(tuning)
+        best = tuner.best_trial(config, self.store.trials(name))
         if best is None:
             raise JobNotFoundError(f"tuning job {name!r} has no trial with an objective yet")
-        return trial_summary(self.store, config, best)
+        return tuner.trial_summary(self.store, config, best)
 
     def stop(self, name: str) -> dict[str, Any]:
         """Stop the tuning job: its running trials are stopped, it ends Stopped."""
@@ -103,7 +102,7 @@ class TuningRoutes:
         tuning = self.store.update_tuning_job(
             name, time.time(), status="Stopping", stop_requested=True
         )
-        return describe_tuning_job(self.store, tuning, stored_config(tuning))
+        return tuner.describe_tuning_job(self.store, tuning, tuner.stored_config(tuning))
 
     def _tuning(self, name: str) -> TuningJobRecord:
         tuning = self.store.get_tuning_job(name)
