@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import signal
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -158,3 +159,32 @@ def test_a_server_killed_mid_tuning_resumes_without_losing_or_repeating_a_trial(
         names
     )
     assert len({json.dumps(t["TunedHyperParameters"]) for t in trials}) == 4
+
+
+def test_ctrl_c_stops_the_tuning_job_and_its_trials(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    path = write_tuning(tmp_path, jobs=4, parallel=2, WAIT_FOR=str(tmp_path / "never"))
+    proc = subprocess.Popen(
+        [*CLI, "tune", str(path)], env=cli_env(home),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        wait_for(
+            lambda: (
+                (r := trainops("tuning", "describe", "tiny", home=home)).returncode == 0
+                and json.loads(r.stdout)["TrainingJobStatusCounters"]["InProgress"] == 2
+            ),
+            timeout=120,
+        )
+        proc.send_signal(signal.SIGINT)
+        output, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 1, output
+    assert "Stopping the tuning job" in output
+    assert "Tuning job tiny Stopped: StopRequested" in output
+    described = describe(home)
+    assert described["TrainingJobStatusCounters"]["Stopped"] == 2
+    assert len(described["TrainingJobs"]) == 2

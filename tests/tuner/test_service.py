@@ -10,7 +10,7 @@ from typing import Any
 from tests.control._harness import ControlPlane, control_plane, wait_for
 from trainops._settings import Settings
 from trainops.store import JobRecord, MetadataStore
-from trainops.tuner import MAX_TRIES
+from trainops.tuner import MAX_TRIES, search_for, stored_config
 from trainops.tuning import Search, TuningJobConfig
 
 _LOSS = [{"name": "loss", "regex": "loss=([0-9.]+)"}]
@@ -167,3 +167,30 @@ def test_a_control_plane_that_dies_resumes_without_losing_or_repeating_a_trial(
     expected = [search.ask() for _ in range(4)]
     strings = [Search.sagemaker_strings(p.hyperparameters) for p in expected if p]
     assert [t["TunedHyperParameters"] for t in trials] == strings
+
+
+def test_warm_start_learns_from_its_parent_and_names_the_overall_best(settings: Settings) -> None:
+    with control_plane(settings) as plane:
+        create(plane, tuning_config(name="parent", jobs=2, parallel=2))
+        wait_tuning(plane, "parent", "Completed")
+        child = tuning_config(name="child", jobs=2, parallel=2)
+        child["warm_start_config"] = {
+            "parents": ["parent"], "warm_start_type": "IdenticalDataAndAlgorithm",
+        }  # fmt: skip
+        create(plane, child)
+        done = wait_tuning(plane, "child", "Completed")
+        store = plane.server.controller.store
+        tuning = store.get_tuning_job("child")
+        assert tuning is not None
+        search = search_for(store, tuning, stored_config(tuning), store.trials("child"))
+    assert search.priors == 2  # the parent's two trials, learnt from as prior trials
+    assert done["WarmStartConfig"] == {
+        "ParentHyperParameterTuningJobs": [{"HyperParameterTuningJobName": "parent"}],
+        "WarmStartType": "IdenticalDataAndAlgorithm",
+    }
+    assert done["BestTrainingJob"]["TuningJobName"] == "child"
+    # Every trial of both reaches the same loss: the first of the child's is the overall best.
+    assert (
+        done["OverallBestTrainingJob"]["TrainingJobName"]
+        == done["TrainingJobs"][0]["TrainingJobName"]
+    )

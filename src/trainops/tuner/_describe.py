@@ -45,7 +45,9 @@ def best_trial(
     from trainops.tuning import best_trial as best_record
 
     best = best_record([trial_record(t) for t in trials], config.objective.type)
-    return None if best is None else next(t for t in trials if t.number == best.number)
+    if best is None:
+        return None
+    return next(t for t in trials if t.training_job == best.training_job_name)
 
 
 def trial_summary(
@@ -172,4 +174,10 @@ def describe_tuning_job(
         }
     if best is not None:
         described["BestTrainingJob"] = trial_summary(store, config, best)
+    if config.warm_start_config is not None:
+        # With warm start, SageMaker also names the best of this job's and its parents' trials.
+        parents = [t for p in config.warm_start_config.parents for t in store.trials(p)]
+        overall = best_trial(config, [*trials, *parents])
+        if overall is not None:
+            described["OverallBestTrainingJob"] = trial_summary(store, config, overall)
     return described
