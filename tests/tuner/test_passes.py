@@ -190,3 +190,23 @@ def test_a_job_someone_else_made_under_a_trial_s_name_is_not_adopted(plane: Plan
     first = plane.store.trials("tiny")[0]
     assert first.status == "Failed"
     assert f"a training job named {squatter} exists" in (first.failure_reason or "")
+
+
+def test_a_trial_the_search_cannot_replay_fails_the_tuning_job_and_stops_its_trials(
+    plane: Plane,
+) -> None:
+    plane.tuner.advance("tiny")
+    running = plane.store.trials("tiny")[0].training_job
+    tuning = plane.store.get_tuning_job("tiny")
+    assert tuning is not None
+    outside = TuningTrialRecord(
+        "tiny", 2, trial_job_name(tuning, 2), {"lr": 5.0, "optimizer": "sgd"}, "Pending", plane.now
+    )  # e.g. written by an older trainops whose ranges differed
+    plane.store.add_trial(outside)
+    plane.tuner.advance("tiny")
+    failed = plane.store.get_tuning_job("tiny")
+    assert failed is not None and failed.status == "Failed"
+    assert (
+        failed.failure_reason == "its trials cannot be replayed: trial 2: lr outside their ranges"
+    )
+    assert running in plane.stops

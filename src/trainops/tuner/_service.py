@@ -95,8 +95,22 @@ class TunerService(ControlService):
             config = stored_config(tuning)
         except SpecError as exc:  # e.g. written by another trainops: say so, end it
             problems = "; ".join(f"{field}: {why}" for field, why in exc.problems)
-            self._finish(tuning, "Failed", failure=f"its stored config is invalid: {problems}")
+            self._fail(tuning, f"its stored config is invalid: {problems}")
             return
+        try:
+            self._advance(tuning, config)
+        except ValueError as exc:  # the search refuses a record (see Search): it would every pass
+            self._fail(tuning, f"its trials cannot be replayed: {exc}")
+
+    def _fail(self, tuning: TuningJobRecord, reason: str) -> None:
+        """End the tuning job Failed with ``reason``, stopping its running trials."""
+        for trial in self.store.trials(tuning.name):
+            if not trial.ended:
+                self._stop_trial(tuning, trial, f"The tuning job failed: {reason}")
+        self._finish(tuning, "Failed", failure=reason)
+
+    def _advance(self, tuning: TuningJobRecord, config: TuningJobConfig) -> None:
+        name = tuning.name
         for trial in self.store.trials(name):
             if not trial.ended:
                 self._reconcile(tuning, config, trial)
