@@ -85,12 +85,18 @@ def test_tuning_rows_read_back_as_written(tmp_path: Path) -> None:
             {"name": second.training_job, "failure_reason": "InternalServerError: lost"}
         ]
         assert (retried.failure_reason, retried.retryable, retried.objective) == (None, False, None)
-        stopped = store.update_tuning_job("tj", 9.0, status="Stopping", stop_requested=True)
+        assert store.request_tuning_stop("tj", 9.0)
+        stopped = store.get_tuning_job("tj")
+        assert stopped is not None
         assert (stopped.status, stopped.stop_requested, stopped.last_modified_time) == (
             "Stopping", True, 9.0,
         )  # fmt: skip
         assert [t.name for t in store.list_tuning_jobs(statuses=["Stopping"])] == ["tj"]
         assert store.list_tuning_jobs(statuses=["Completed"]) == []
+        store.update_tuning_job("tj", 10.0, status="Completed")
+        assert not store.request_tuning_stop("tj", 11.0)  # an ended one stays ended
+        ended = store.get_tuning_job("tj")
+        assert ended is not None and (ended.status, ended.last_modified_time) == ("Completed", 10.0)
     finally:
         store.close()
 

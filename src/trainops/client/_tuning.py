@@ -134,10 +134,10 @@ class TuningStoreReader:
     def stop_tuning_job(self, name: str) -> dict[str, Any]:
         from trainops.control import JobEndedError
 
-        store, tuning = self._tuning(name)
-        if tuning.status not in ("InProgress", "Stopping"):
-            raise JobEndedError(f"tuning job {name!r} has already ended ({tuning.status})")
-        store.update_tuning_job(name, time.time(), status="Stopping", stop_requested=True)
+        store, _ = self._tuning(name)
+        if not store.request_tuning_stop(name, time.time()):
+            ended = self._tuning(name)[1].status
+            raise JobEndedError(f"tuning job {name!r} has already ended ({ended})")
         return self.describe_tuning_job(name)
 
     def _tuning(self, name: str) -> tuple[Any, Any]:

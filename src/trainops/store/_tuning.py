@@ -148,6 +148,17 @@ class TuningTables:
         self._update("tuning_jobs", _JOB_FIELDS, changes, now, "name = ?", (name,))
         return self._tuning_job_or_fail(name)
 
+    def request_tuning_stop(self, name: str, now: float) -> bool:
+        """Mark a running tuning job Stopping; False (nothing changes) once it has ended, so a
+        stop racing the tuner's last pass never revives an ended tuning job."""
+        with self._write() as conn:
+            changed = conn.execute(
+                "UPDATE tuning_jobs SET status = 'Stopping', stop_requested = 1,"
+                " last_modified_time = ? WHERE name = ? AND status IN ('InProgress', 'Stopping')",
+                (now, name),
+            ).rowcount
+        return changed > 0
+
     def add_trial(self, trial: TuningTrialRecord) -> None:
         """Record a trial before its training job is submitted; refuses a taken number."""
         try:

@@ -97,11 +97,10 @@ class TuningRoutes:
     def stop(self, name: str) -> dict[str, Any]:
         """Stop the tuning job: its running trials are stopped, it ends Stopped."""
         tuning = self._tuning(name)
-        if tuning.status not in ("InProgress", "Stopping"):
-            raise JobEndedError(f"tuning job {name!r} has already ended ({tuning.status})")
-        tuning = self.store.update_tuning_job(
-            name, time.time(), status="Stopping", stop_requested=True
-        )
+        if not self.store.request_tuning_stop(name, time.time()):
+            ended = self._tuning(name).status
+            raise JobEndedError(f"tuning job {name!r} has already ended ({ended})")
+        tuning = self._tuning(name)
         return tuner.describe_tuning_job(self.store, tuning, tuner.stored_config(tuning))
 
     def _tuning(self, name: str) -> TuningJobRecord:
