@@ -3,7 +3,8 @@ times at random moments must end with exactly N counted trials, none repeated, n
 
     python bench/tuning_crash_safety.py [--trials 100] [--kills 10] [--parallel 2] [--seed 0]
 
-Starts a real `trainops server` on a loopback port with a fresh TRAINOPS_HOME, submits the
+Starts a real `trainops server` on a loopback port with a fresh TRAINOPS_HOME (local capacity
+2 x parallel CPUs, so that `parallel` ml.m5.large trials run at once), submits the
 tuning job with `trainops tune` (then leaves it: the tuning job lives on the server), and
 SIGKILLs the server after a random 1-4 s, K times, restarting it each time. Each trial is a real
 training job of a script that reports a loss for 3 epochs over ~0.3 s. Writes
@@ -60,7 +61,13 @@ def run(tmp: Path, trials: int, kills: int, parallel: int, rng: random.Random) -
     home = tmp / "home"
     tune = write_tuning(tmp, trials, parallel)
     port = free_port()
-    env = {**os.environ, "TRAINOPS_HOME": str(home), "TRAINOPS_SERVER": f"http://127.0.0.1:{port}"}
+    env = {
+        **os.environ,
+        "TRAINOPS_HOME": str(home),
+        "TRAINOPS_SERVER": f"http://127.0.0.1:{port}",
+        # Room for `parallel` ml.m5.large trials (2 vCPUs each) on a small machine.
+        "TRAINOPS_LOCAL_CPUS": str(2 * parallel),
+    }
     server = start_server(env, port, home)
     started = time.monotonic()
     follower = subprocess.Popen([*CLI, "tune", str(tune)], env=env, stdout=subprocess.DEVNULL,
