@@ -225,6 +225,14 @@ def test_a_missing_job_file_or_script_is_refused(tmp_path: Path) -> None:
         load_tuning_config(path)
 
 
+def test_a_device_or_directory_is_refused_not_read(tmp_path: Path) -> None:
+    path = _files(tmp_path, YAML.replace("job.yaml", "/dev/zero"))
+    with pytest.raises(SpecError, match=r"training_job \(line 2\): /dev/zero is not a regular"):
+        load_tuning_config(path)  # reading /dev/zero would never end
+    with pytest.raises(SpecError, match="is not a regular file"):
+        load_tuning_config(tmp_path)
+
+
 @pytest.mark.parametrize(
     "text",
     ["[1, 2]", "a: [", "training_job: 3\n", "!!python/object:os.system {}\n", "\x00", "{1: 2}"],

@@ -147,6 +147,11 @@ def test_ask_and_tell_refuse_what_makes_no_sense() -> None:
         search.tell(0, TrialStatus.COMPLETED, 1.0)
     with pytest.raises(ValueError, match="already ended"):
         search.should_stop(0, 1, 1.0)
+    search.ask()
+    with pytest.raises(ValueError, match="a step is a whole number from 0, not -1"):
+        search.should_stop(1, -1, 1.0)
+    with pytest.raises(ValueError, match=r"not 1\.5"):
+        search.should_stop(1, 1.5, 1.0)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="without gaps"):
         Search(_config("Random"), [TrialRecord(1, {"lr": 0.01})])
     with pytest.raises(ValueError, match="recorded twice"):

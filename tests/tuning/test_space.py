@@ -101,3 +101,24 @@ def test_grid_enumerates_every_combination_once_in_a_fixed_order() -> None:
     assert combos[-1] == {"bs": 64, "opt": "adam"}
     assert len({tuple(sorted(c.items())) for c in combos}) == 6
     assert math.prod([2, 3]) == len(combos)
+
+
+def test_the_sdk_style_parameters_make_the_same_ranges() -> None:
+    from trainops.tuning import CategoricalParameter, ContinuousParameter, IntegerParameter
+
+    assert ContinuousParameter(1e-4, 0.1, "Logarithmic") == _range(
+        type="Continuous", min_value=1e-4, max_value=0.1, scaling_type="Logarithmic"
+    )
+    assert IntegerParameter(16, 128) == _range(type="Integer", min_value=16, max_value=128)
+    assert CategoricalParameter(["sgd", "adam"]).values == ["sgd", "adam"]
+    with pytest.raises(SpecError, match="Logarithmic scaling needs values above 0"):
+        ContinuousParameter(0, 1, "Logarithmic")
+
+
+def test_a_python_config_takes_the_sdk_style_parameters() -> None:
+    from tests.tuning.conftest import make_config
+    from trainops.tuning import CategoricalParameter, ContinuousParameter
+
+    ranges = {"lr": ContinuousParameter(1e-4, 0.1), "optimizer": CategoricalParameter(["a", "b"])}
+    config = make_config(hyperparameter_ranges=ranges)
+    assert effective_scaling(config.hyperparameter_ranges["lr"]) is ScalingType.LOGARITHMIC

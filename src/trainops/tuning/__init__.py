@@ -14,21 +14,18 @@ from trainops._lazy import lazy_names
 
 if typing.TYPE_CHECKING:
     from trainops.tuning._completion import CompletionDetails, CompletionReason, best_trial
-    from trainops.tuning._config import (
-        HyperbandResource,
-        Strategy,
-        TuningJobConfig,
-        load_tuning_config,
-    )
+    from trainops.tuning._config import TuningJobConfig, load_tuning_config
     from trainops.tuning._limits import (
         BestObjectiveNotImproving,
         CompletionCriteria,
         ConvergenceDetected,
         EarlyStoppingType,
         Enabled,
+        HyperbandResource,
         HyperbandStrategyConfig,
         ObjectiveType,
         ResourceLimits,
+        Strategy,
         StrategyConfig,
         TuningObjective,
         WarmStartConfig,
@@ -37,7 +34,14 @@ if typing.TYPE_CHECKING:
     from trainops.tuning._records import Proposal, TrialRecord, TrialStatus, TunedValue
     from trainops.tuning._rules import HyperbandRule, MedianRule, StoppingRule
     from trainops.tuning._search import OBJECTIVE_HYPERPARAMETER, Search
-    from trainops.tuning._space import ParameterRange, ParameterType, ScalingType
+    from trainops.tuning._space import (
+        CategoricalParameter,
+        ContinuousParameter,
+        IntegerParameter,
+        ParameterRange,
+        ParameterType,
+        ScalingType,
+    )
     from trainops.tuning._strategies import (
         SearchStrategy,
         register_strategy,
@@ -48,15 +52,18 @@ if typing.TYPE_CHECKING:
 __all__ = [
     "OBJECTIVE_HYPERPARAMETER",
     "BestObjectiveNotImproving",
+    "CategoricalParameter",
     "CompletionCriteria",
     "CompletionDetails",
     "CompletionReason",
+    "ContinuousParameter",
     "ConvergenceDetected",
     "EarlyStoppingType",
     "Enabled",
     "HyperbandResource",
     "HyperbandRule",
     "HyperbandStrategyConfig",
+    "IntegerParameter",
     "MedianRule",
     "ObjectiveType",
     "ParameterRange",
@@ -88,7 +95,7 @@ _MODULE_OF = {
         ["CompletionDetails", "CompletionReason", "best_trial"], "trainops.tuning._completion"
     ),
     **dict.fromkeys(
-        ["HyperbandResource", "Strategy", "TuningJobConfig", "load_tuning_config"],
+        ["TuningJobConfig", "load_tuning_config"],
         "trainops.tuning._config",
     ),
     **dict.fromkeys(
@@ -98,9 +105,11 @@ _MODULE_OF = {
             "ConvergenceDetected",
             "EarlyStoppingType",
             "Enabled",
+            "HyperbandResource",
             "HyperbandStrategyConfig",
             "ObjectiveType",
             "ResourceLimits",
+            "Strategy",
             "StrategyConfig",
             "TuningObjective",
             "WarmStartConfig",
@@ -113,7 +122,17 @@ _MODULE_OF = {
     ),
     **dict.fromkeys(["HyperbandRule", "MedianRule", "StoppingRule"], "trainops.tuning._rules"),
     **dict.fromkeys(["OBJECTIVE_HYPERPARAMETER", "Search"], "trainops.tuning._search"),
-    **dict.fromkeys(["ParameterRange", "ParameterType", "ScalingType"], "trainops.tuning._space"),
+    **dict.fromkeys(
+        [
+            "CategoricalParameter",
+            "ContinuousParameter",
+            "IntegerParameter",
+            "ParameterRange",
+            "ParameterType",
+            "ScalingType",
+        ],
+        "trainops.tuning._space",
+    ),
     **dict.fromkeys(
         ["SearchStrategy", "register_strategy", "strategy_names"], "trainops.tuning._strategies"
     ),

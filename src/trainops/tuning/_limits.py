@@ -17,9 +17,11 @@ __all__ = [
     "ConvergenceDetected",
     "EarlyStoppingType",
     "Enabled",
+    "HyperbandResource",
     "HyperbandStrategyConfig",
     "ObjectiveType",
     "ResourceLimits",
+    "Strategy",
     "StrategyConfig",
     "TuningObjective",
     "WarmStartConfig",
@@ -55,6 +57,24 @@ def check_tuning_job_name(value: str) -> str:
             "ending with a letter or digit"
         )
     return value
+
+
+class Strategy(StrEnum):
+    """How the next trial's hyperparameters are chosen."""
+
+    BAYESIAN = "Bayesian"
+    RANDOM = "Random"
+    GRID = "Grid"
+    HYPERBAND = "Hyperband"
+
+
+class HyperbandResource(SpecModel):
+    """Hyperband's resolved resource: the hyperparameter trials run for and its bounds."""
+
+    hyperparameter: str | None
+    min_resource: int
+    max_resource: int
+    reduction_factor: int
 
 
 class _Canonical(SpecModel):

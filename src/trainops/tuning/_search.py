@@ -103,6 +103,8 @@ class Search:
         whether the trial should stop now (Hyperband, or the median rule with early stopping
         ``Auto``). A step already recorded keeps its first value."""
         record = self._running(trial)
+        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+            raise ValueError(f"trial {trial}: a step is a whole number from 0, not {step!r}")
         curve = dict(record.intermediate_values)
         curve.setdefault(step, float(value))
         record = dataclasses.replace(record, intermediate_values=curve)

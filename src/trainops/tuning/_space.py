@@ -28,6 +28,9 @@ from trainops.tuning._records import TunedValue
 
 __all__ = [
     "MAX_CATEGORICAL_VALUES",
+    "CategoricalParameter",
+    "ContinuousParameter",
+    "IntegerParameter",
     "ParameterRange",
     "ParameterType",
     "ScalingType",
@@ -158,6 +161,34 @@ def _check_scaling(kind: ParameterType, scaling: ScalingType, low: float, high: 
                 f"ReverseLogarithmic scaling needs 0 <= min_value and max_value < 1, "
                 f"not {low:g}..{high:g}: use Linear or Logarithmic for this range"
             )
+
+
+def ContinuousParameter(
+    min_value: float, max_value: float, scaling_type: str = "Auto"
+) -> ParameterRange:
+    """A Continuous range, as the SDK's ``ContinuousParameter(min_value, max_value, ...)``."""
+    return _numeric("Continuous", min_value, max_value, scaling_type)
+
+
+def IntegerParameter(min_value: int, max_value: int, scaling_type: str = "Auto") -> ParameterRange:
+    """An Integer range, as the SDK's ``IntegerParameter(min_value, max_value, ...)``."""
+    return _numeric("Integer", min_value, max_value, scaling_type)
+
+
+def CategoricalParameter(values: list[TunedValue]) -> ParameterRange:
+    """A Categorical range, as the SDK's ``CategoricalParameter(values)``."""
+    fields: dict[str, Any] = {"type": "Categorical", "values": list(values)}
+    return ParameterRange(**fields)
+
+
+def _numeric(kind: str, low: float, high: float, scaling: str) -> ParameterRange:
+    fields: dict[str, Any] = {
+        "type": kind,
+        "min_value": low,
+        "max_value": high,
+        "scaling_type": scaling,
+    }
+    return ParameterRange(**fields)
 
 
 def effective_scaling(rng: ParameterRange) -> ScalingType:
