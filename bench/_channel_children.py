@@ -146,7 +146,7 @@ def host(args: dict[str, Any]) -> dict[str, Any]:
     source.prepare()
     prepared = time.monotonic()
     if args["mode"] == "FastFile":
-        from trainops.agent._hostns import mount_arguments
+        from trainops.agent.supervision._hostns import mount_arguments
 
         (data / ".mounts").write_text(json.dumps(mount_arguments(source.binds())))
     if args["mode"] != "Pipe":

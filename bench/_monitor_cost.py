@@ -8,7 +8,7 @@ start-up and imports are outside the window. Kinds:
 - ``monitor``: :class:`trainops.monitor.SystemMonitor` as the agent's sidecar runs it (sampling,
   chunk encoding and writing into a temporary profiler tree, meta);
 - ``sidecar``: the monitor plus the profiler sidecar's mirror of its tree to a ``file://``
-  prefix (a :class:`~trainops.agent._sync.DirectorySync`: its uploader process's CPU time,
+  prefix (a :class:`~trainops.agent.reporting._sync.DirectorySync`: its uploader process's CPU time,
   start-up included, is added: the child waits for it and reads ``RUSAGE_CHILDREN``);
 - ``uploader`` (once per round, not per interval): that uploader process alone, started on a
   directory with one file and stopped once the file is uploaded: the mirror's fixed cost, which
@@ -153,7 +153,7 @@ def child(kind: str, interval_ms: int, seconds: float) -> dict[str, Any]:
 
 def _run_monitor(interval_ms: int, seconds: float, *, mirror: bool) -> dict[str, Any]:
     from trainops._settings import Settings
-    from trainops.agent._sync import DirectorySync
+    from trainops.agent.reporting._sync import DirectorySync
     from trainops.monitor import SystemMonitor
     from trainops.storage import store_for
 
@@ -180,7 +180,7 @@ def _run_monitor(interval_ms: int, seconds: float, *, mirror: bool) -> dict[str,
 def _run_uploader() -> dict[str, Any]:
     """The fixed cost of the mirror: its uploader process started, one file uploaded, stopped."""
     from trainops._settings import Settings
-    from trainops.agent._sync import DirectorySync
+    from trainops.agent.reporting._sync import DirectorySync
     from trainops.storage import store_for
 
     with tempfile.TemporaryDirectory() as folder:

@@ -209,8 +209,12 @@ READERS: dict[str, Callable[[Path, argparse.Namespace], Loop]] = {
 
 # Imported before the clock starts: time to first batch counts from the dataset's constructor.
 PRELOAD = {
-    "trainops": ("torch.utils.data", "trainops.data._streaming", "trainops.data._loader"),
-    "trainops_records": ("torch.utils.data", "trainops.data._streaming"),
+    "trainops": (
+        "torch.utils.data",
+        "trainops.data.streaming._dataset",
+        "trainops.data.streaming._loader",
+    ),
+    "trainops_records": ("torch.utils.data", "trainops.data.streaming._dataset"),
     "files": ("torch.utils.data",),
     "mosaicml": ("torch.utils.data", "streaming"),
     "litdata": ("torch.utils.data", "litdata"),

@@ -219,7 +219,7 @@ class S5cmdMirror:
         nice: int,
         idle: bool,
     ) -> None:
-        from trainops.agent._watch import Inotify
+        from trainops.agent.reporting._watch import Inotify
 
         self.local, self.prefix, self.s5cmd, self.env = local, prefix, s5cmd, env
         self.nice, self.idle = nice, idle
@@ -245,7 +245,7 @@ class S5cmdMirror:
                     self._send(event.rel)
 
     def _send(self, rel: str) -> None:
-        from trainops.agent._sync import _lower_priority
+        from trainops.agent.reporting._sync import _lower_priority
 
         argv = [*self.s5cmd, "cp", str(self.local / rel), f"{self.prefix}/{rel}"]
 
@@ -613,11 +613,12 @@ def _idle_tree(pid: int) -> None:
     threads (started already) would keep competing with the script. Threads started later
     inherit the policy from the thread that starts them. The session's autogroup: where the
     kernel groups by session, ``SCHED_IDLE`` threads in a session other than the script's would
-    otherwise take half of a contended core (see ``trainops.agent._priority.lower_session``).
+    otherwise take half of a contended core (see
+    ``trainops.agent.reporting._priority.lower_session``).
     """
     import psutil
 
-    from trainops.agent._priority import lower_session
+    from trainops.agent.reporting._priority import lower_session
 
     if not lower_session(pid):
         print("note: the server's autogroup could not be lowered", file=sys.stderr)

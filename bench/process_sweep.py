@@ -35,7 +35,7 @@ from pathlib import Path
 import psutil
 
 from trainops.agent import ScriptProcess
-from trainops.agent._reaper import ProcessTree
+from trainops.agent.supervision._reaper import ProcessTree
 
 WARM_BUDGET_S = 0.5
 COMMAND = [sys.executable, "-c", "pass"]

@@ -6,17 +6,20 @@ libraries (data, distributed, profiler, debugger: imported by training scripts, 
 analysis (cost, rules that read artifacts) > foundation (spec, store, storage, catalog, archive,
 protocol and the private top-level modules). A module may import its own package, anything in a
 lower layer, and a package of its own layer only where the table below allows it. Every package
-must be placed: a new one that is not fails the test until its layer is decided here.
+must be placed: a new one that is not fails the test until its layer is decided here. Inside the
+agent the same holds for its parts (contract > supervision > reporting, and the three seams).
 """
 
 from __future__ import annotations
 
 import ast
+import importlib
 import subprocess
 import sys
 from pathlib import Path
 
 import trainops
+from trainops._registry import Registry
 
 PACKAGE_ROOT = Path(trainops.__file__).parent
 
@@ -64,8 +67,20 @@ SAME_LAYER_ALLOWED = {
     "report": {"rules", "control"},  # the report at job end is a control-plane service
     "monitor": {"profiler"},
     "tensorboard": {"data", "profiler"},
-    "spec": {"catalog", "protocol"},
+    "spec": {"catalog", "protocol", "storage"},  # locations are checked against STORES' schemes
     "store": {"protocol"},  # job records carry the typed view of their spec
+}
+# Inside the agent: what each part may import of the agent's other parts (its own part always).
+# The SageMaker contract asks the host's namespaces whether /opt/ml is shown; supervision writes
+# what it captures to the reporting side and starts what the launchers ask for (a channel's Bind
+# is a type it mounts); reporting is the bottom. _agent.py and _ranks.py, at the top, join them.
+AGENT_PART_ALLOWED = {
+    "contract": {"supervision"},
+    "supervision": {"reporting", "launchers", "channels"},
+    "reporting": set(),
+    "launchers": set(),
+    "channels": {"supervision"},
+    "sidecars": {"contract", "supervision", "reporting"},
 }
 # Packages that training scripts import: they must load without a server and without pulling in
 # heavy extras (torch is imported lazily, inside the functions that need it).
@@ -118,6 +133,48 @@ def test_imports_point_down_the_spine() -> None:
         for target in _imported_packages(path) - {own}:
             if not _allowed(own, target):
                 violations.append(f"{path.relative_to(PACKAGE_ROOT)} imports trainops.{target}")
+    assert violations == []
+
+
+def _agent_part_of(path: Path) -> str:
+    rel = path.relative_to(PACKAGE_ROOT / "agent").parts
+    return rel[0] if len(rel) > 1 else "<top>"
+
+
+def _imported_agent_parts(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = set()
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+            if node.module == "trainops.agent":
+                names = [f"trainops.agent.{alias.name}" for alias in node.names]
+        for name in names:
+            parts = name.split(".")
+            if parts[:2] == ["trainops", "agent"]:
+                found.add(parts[2] if len(parts) > 2 else "<top>")
+    return found
+
+
+def test_every_part_of_the_agent_is_placed() -> None:
+    parts = {p.parent.name for p in (PACKAGE_ROOT / "agent").glob("*/__init__.py")}
+    assert sorted(parts - set(AGENT_PART_ALLOWED)) == []
+
+
+def test_the_agent_parts_import_down() -> None:
+    violations = []
+    for path in sorted((PACKAGE_ROOT / "agent").rglob("*.py")):
+        own = _agent_part_of(path)
+        if own == "<top>":
+            continue
+        for target in _imported_agent_parts(path) - {own}:
+            if target not in AGENT_PART_ALLOWED.get(own, set()):
+                violations.append(
+                    f"{path.relative_to(PACKAGE_ROOT)} imports trainops.agent.{target}"
+                )
     assert violations == []
 
 
@@ -180,3 +237,48 @@ def test_in_job_libraries_import_light() -> None:
     present = [name for name in IN_JOB_PACKAGES if (PACKAGE_ROOT / name / "__init__.py").exists()]
     heavy = {name: _modules_after_import(f"import trainops.{name}") for name in present}
     assert {name: found for name, found in heavy.items() if found} == {}
+
+
+# Every table of implementations, as (module, attribute): each is a trainops._registry.Registry.
+REGISTRIES = [
+    ("trainops.cli", "HANDLERS"),
+    ("trainops.backends._registry", "BACKENDS"),
+    ("trainops.storage._registry", "STORES"),
+    ("trainops.agent.launchers", "LAUNCHERS"),
+    ("trainops.agent.supervision._rank_report", "TAG_STYLES"),
+    ("trainops.agent.channels", "KINDS"),
+    ("trainops.agent.sidecars", "SIDECARS"),
+    ("trainops.control.services", "SERVICES"),
+    ("trainops.rules._registry", "RULES"),
+    ("trainops.actions._run", "ACTIONS"),
+    ("trainops.data.packer._formats", "FORMATS"),
+    ("trainops.data.pipe._dataset", "RECORD_FORMATS"),
+    ("trainops.data.streaming._dataset", "SHARD_SOURCES"),
+    ("trainops.profiler._windows", "WINDOWS"),
+]
+
+
+def _registry(module: str, attr: str) -> Registry[object]:
+    table = getattr(importlib.import_module(module), attr)
+    assert isinstance(table, Registry), f"{module}.{attr} is not a Registry"
+    return table
+
+
+def test_every_table_of_implementations_is_a_registry() -> None:
+    for module, attr in REGISTRIES:
+        _registry(module, attr)
+
+
+def test_every_lazy_entry_resolves_and_points_down_the_spine() -> None:
+    violations = []
+    for module, attr in REGISTRIES:
+        table = _registry(module, attr)
+        own = module.split(".")[1]
+        for name in table.names():
+            table.lookup(name)  # a moved or renamed module fails here, not in a user's job
+            target = table.target(name)
+            parts = (target or "").split(":")[0].split(".")
+            upward = target and parts[1] != own and not parts[1].startswith("_")
+            if upward and not _allowed(own, parts[1]):
+                violations.append(f"{module}.{attr}[{name!r}] -> {target}")
+    assert violations == []

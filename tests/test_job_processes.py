@@ -15,7 +15,7 @@ import pytest
 
 from tests._support.processes import _cgroup_of, assert_nothing_left, job_processes
 from tests.e2e._harness import CLI, cli_env, trainops, wait_for, write_job
-from trainops.agent._reaper import MARKER_VARIABLE, ProcessTree
+from trainops.agent.supervision._reaper import MARKER_VARIABLE, ProcessTree
 
 SLEEP = [sys.executable, "-c", "import time; time.sleep(600)"]
 

@@ -1,4 +1,4 @@
-"""Enter a job host's namespaces, then exec its process (see ``trainops.agent._hostns``).
+"""Enter a job host's namespaces, then exec its process (see ``agent.supervision._hostns``).
 
 ``python -m trainops._hostns_exec [--probe] [--hostname H --hosts-file F] [--resolve NAME …]
 [--bind SRC DST ro|rw …] [--graft NS INODE SRC DST ro|rw …] [--opt-ml ROOT]
@@ -11,9 +11,11 @@ toolkit checks its hosts before the script), then ``argv`` exec'd in the same di
 under ``/opt/ml`` when it is in the tree). ``--die-with-parent`` makes the process end when the
 agent that started it ends (a FUSE daemon, whose mount then goes with its namespace);
 ``--expect-entries`` ends with status 3 when ``DIR`` has no entry and 1 when it cannot be
-listed (a check, run instead of a command).
+listed (a check, run instead of a command). ``--probe`` makes the namespaces (and the mounts
+asked for) and ends: 0 when all was made, 1 when the namespaces were refused,
+:data:`PROBE_NO_OPT_ML` when only the mounts were (``trainops._containment`` asks so).
 
-A job's host is contained by two more forms (see ``trainops.agent._hostns``):
+A job's host is contained by two more forms (see ``trainops.agent.supervision._hostns``):
 
 - ``--hold [the options above] [--mask DIR …] [--keep PATH …] [--keep-ro PATH …]``: the host's
   namespaces, made once: mount, UTS and PID (and user when not root). The mounts above are
@@ -33,8 +35,8 @@ A job's host is contained by two more forms (see ``trainops.agent._hostns``):
   is in this process's group), so this process ignores them rather than passing them twice.
 
 It imports only the standard library: it runs before every rank's process, by path and with
-``python -S`` (``trainops.agent._hostns.HOSTNS_EXEC``), so that not even the package's own
-``__init__`` is imported first.
+``python -S`` (``trainops.agent.supervision._hostns.HOSTNS_EXEC``), so that not even the
+package's own ``__init__`` is imported first.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ else:  # run by path with -S, as the agent runs it: no package (nor site) to imp
     import _hostns_caps as caps  # type: ignore[import-not-found, no-redef]
     import _hostns_mounts as mounts  # type: ignore[import-not-found, no-redef]
 
-__all__ = ["NAME_UNRESOLVED", "main"]
+__all__ = ["NAME_UNRESOLVED", "PROBE_NO_OPT_ML", "main"]
 
 HOSTS_FILE = Path("/etc/hosts")
 CLONE_NEWNS = 0x00020000
@@ -83,6 +85,7 @@ def _resolve_seconds(raw: str | None) -> float:
 
 RESOLVE_SECONDS = _resolve_seconds(os.environ.get("TRAINOPS_RESOLVE_SECONDS"))
 NAME_UNRESOLVED = 86  # the exit code when a job host name never resolves
+PROBE_NO_OPT_ML = 2  # --probe's exit code when the namespaces were made but not the mounts
 
 
 @functools.cache
@@ -233,10 +236,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.die_with_parent is not None:
             _die_with_parent(args.die_with_parent)
         _enter(args.hostname, args.hosts_file, pids=args.probe)
-        _mount_all(args)
     except (OSError, ValueError) as exc:
         print(f"trainops: cannot give this host its own namespace: {exc}", file=sys.stderr)
         return 1
+    try:
+        _mount_all(args)
+    except (OSError, ValueError) as exc:
+        print(f"trainops: cannot give this host its own namespace: {exc}", file=sys.stderr)
+        return PROBE_NO_OPT_ML if args.probe else 1  # the probe's: namespaces, but no /opt/ml
     if args.probe:
         return 0
     if args.expect_entries is not None:

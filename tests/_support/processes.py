@@ -3,7 +3,7 @@ checks.
 
 A script's command line rarely names its job or its folder (``python train.py``, a daemon's
 ``python -c ...``), so matching command lines finds nothing while a job's processes run. What
-does mark them (see ``trainops.agent._reaper``):
+does mark them (see ``trainops.agent.supervision._reaper``):
 
 - the environment: every process a job's command starts inherits ``TRAINOPS_PROCESS_MARKER``,
   ``<job>/attempt-<n>/<host>/<random>``; an agent's own environment names its job
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import psutil
 
-from trainops.agent._reaper import MARKER_VARIABLE
+from trainops.agent.supervision._reaper import MARKER_VARIABLE
 from trainops.protocol._launch import ENV_JOB
 
 __all__ = ["JobProcess", "assert_nothing_left", "job_processes"]

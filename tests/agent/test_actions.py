@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from trainops.agent._actions import OUTPUT_BYTES, ActionRunner
+from trainops.agent.supervision._actions import OUTPUT_BYTES, ActionRunner
 from trainops.protocol import Command
 
 
@@ -81,11 +81,34 @@ def test_each_action_runs_once(tmp_path: Path) -> None:
     runner = Runner(tmp_path)
     count = tmp_path / "count"
     command = _action("a2", sys.executable, "-c", f"open({str(count)!r}, 'a').write('x')")
-    runner.run(command)
-    assert runner.runner.take(command)  # sent again in the next reply: already taken
+    [first] = runner.run(command)
+    # Sent again (a restarted control plane lost the report): the same report, no second run.
+    assert runner.runner.take(command)
     runner.runner.join(30)
-    assert count.read_text() == "x" and len(runner.reports) == 1
+    assert count.read_text() == "x" and runner.reports == [first, first]
     assert not runner.runner.take(Command(kind="stop"))  # not an action: left to others
+
+
+def test_an_action_sent_again_while_it_runs_runs_once_and_reports_once(tmp_path: Path) -> None:
+    runner = Runner(tmp_path)
+    gate = tmp_path / "gate"
+    code = f"import os, time\nwhile not os.path.exists({str(gate)!r}): time.sleep(0.02)"
+    command = _action("a4", sys.executable, "-c", code)
+    assert runner.runner.take(command)
+    assert runner.runner.take(command)  # the next reply, while it runs: nothing more
+    gate.touch()
+    runner.runner.join(30)
+    assert len(runner.reports) == 1 and runner.reports[0]["exit_code"] == 0
+
+
+def test_a_declined_action_may_be_taken_once_the_script_runs(tmp_path: Path) -> None:
+    runner = Runner(tmp_path, contained=False)
+    command = _action("a5", sys.executable, "-c", "pass")
+    [declined] = runner.run(command)
+    assert declined["declined"] is True and declined["ran"] is False
+    runner.contained = True
+    ran = runner.run(command, count=2)[1]
+    assert (ran["ran"], ran["exit_code"]) == (True, 0)
 
 
 def test_a_command_is_killed_at_its_timeout_with_what_it_started(tmp_path: Path) -> None:

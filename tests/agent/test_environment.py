@@ -17,7 +17,7 @@ from trainops.agent import (
     resource_config,
     training_env,
 )
-from trainops.agent._hyperparameters import decode_hyperparameters
+from trainops.agent.contract._hyperparameters import decode_hyperparameters
 from trainops.protocol import HostResources
 from trainops.spec import JobSpec
 

@@ -12,11 +12,11 @@ import pytest
 
 from trainops.agent import (
     MetricScraper,
-    _scrape_worker,
     exit_failure_reason,
     read_failure_file,
     stderr_excerpt,
 )
+from trainops.agent.reporting import _scrape_worker
 from trainops.protocol import MetricSpec
 
 FAILING = """

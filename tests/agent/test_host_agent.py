@@ -15,7 +15,7 @@ import pytest
 
 from tests.agent._support import JobFixture, RecordingReporter, make_job
 from trainops.agent import HostResult
-from trainops.agent._hostns import namespaces_available
+from trainops.agent.supervision._hostns import namespaces_available
 from trainops.protocol import Command, EventKind, HostOutcome, HostResources
 
 HELLO = """

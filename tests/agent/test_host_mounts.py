@@ -15,10 +15,10 @@ import pytest
 
 from trainops._hostns_mounts import mounts_under
 from trainops.agent import _ranks
-from trainops.agent._hostns import mount_arguments, unwrap
-from trainops.agent._setup import ScriptCommand
 from trainops.agent.channels import Bind
+from trainops.agent.contract._setup import ScriptCommand
 from trainops.agent.launchers import LaunchError
+from trainops.agent.supervision._hostns import mount_arguments, unwrap
 from trainops.protocol import Assignment, HostResources
 from trainops.spec import JobSpec
 

@@ -16,14 +16,17 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
 
 from tests.agent._support import make_job
 from trainops._hostns_caps import DOCKER_DEFAULT, effective_capabilities
-from trainops.agent import _hostns, _ranks
-from trainops.agent._hostns import (
+from trainops.agent import _ranks
+from trainops.agent.contract._setup import ScriptCommand
+from trainops.agent.supervision import _hostns
+from trainops.agent.supervision._hostns import (
     NO_ISOLATION,
     HostNamespace,
     NamespaceError,
@@ -33,7 +36,6 @@ from trainops.agent._hostns import (
     unwrap,
     write_hosts_file,
 )
-from trainops.agent._setup import ScriptCommand
 from trainops.protocol import Assignment, HostOutcome, HostResources
 from trainops.spec import JobSpec
 
@@ -165,7 +167,7 @@ def test_where_no_namespace_can_be_made_the_log_says_what_is_not_protected(
     ("failure", "shown", "asked", "says"),
     [
         ("FileNotFoundError: ... '/opt/ml/input/x'", False, False, "set `mount_opt_ml: true`"),
-        ("No such file or directory: '/opt/ml/model'", False, True, "cannot mount"),
+        ("No such file or directory: '/opt/ml/model'", False, True, "cannot show"),
         ("FileNotFoundError: ... '/opt/ml/input/x'", True, True, None),
         ("FileNotFoundError: ... '/data/x'", False, False, None),
         ("PermissionError: '/opt/ml/x'", False, False, None),
@@ -205,3 +207,24 @@ def test_a_checkpoint_under_opt_ml_is_refused_where_opt_ml_cannot_be_shown(
         tmp_path / "out", {"train.py": SAYS_WHERE}, checkpoint={"uri": remote}, mount_opt_ml=False
     )
     assert opted_out.run().outcome is HostOutcome.COMPLETED
+
+
+def test_a_holder_that_fails_after_the_probe_leaves_the_host_without_namespaces(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_hostns, "_available", True)  # restored after: the fallback clears it
+    real = _ranks.hold_arguments
+    gone = tmp_path / "gone"
+
+    def with_a_bind_that_fails(*args: Any, **kwargs: Any) -> list[str]:
+        # A bind whose source is gone: the real holder fails after the probe passed.
+        return [*real(*args, **kwargs), "--bind", str(gone), str(tmp_path), "ro"]
+
+    monkeypatch.setattr(_ranks, "hold_arguments", with_a_bind_that_fails)
+    job = make_job(tmp_path / "job", {"train.py": SAYS_WHERE})
+    assert job.run().outcome is HostOutcome.COMPLETED
+    agent = job.reporter.lines("agent")
+    [note] = [line for line in agent if "namespaces could not be made" in line]
+    assert "although this machine's probe allowed them" in note and "\n" not in note
+    assert any(NO_ISOLATION in line for line in agent)  # what that leaves unprotected
+    assert f"model dir {job.root / 'model'}" in job.reporter.lines("stdout")  # not /opt/ml

@@ -23,6 +23,7 @@ from trainops.agent.launchers import (
     remote_shell_paths,
 )
 from trainops.agent.launchers.remote_shell import SOCKET_ENV
+from trainops.agent.supervision._rank_report import TAG_STYLES
 from trainops.spec import JobSpec
 
 HOSTS = ("algo-1", "algo-2")
@@ -99,7 +100,7 @@ def _per_host(launcher: str) -> int:
 
 
 @pytest.fixture(
-    params=[(name, index) for name in sorted(LAUNCHERS) for index in (0, -1)],
+    params=[(name, index) for name in LAUNCHERS.names() for index in (0, -1)],
     ids=lambda p: f"{p[0]}-{'first' if p[1] == 0 else 'other'}-host",
 )
 def launched(request: pytest.FixtureRequest) -> Launched:
@@ -112,6 +113,11 @@ def launched(request: pytest.FixtureRequest) -> Launched:
 
 def _scripts(launched: Launched) -> list[RankProcess]:
     return [p for p in launched.processes if not p.auxiliary and not launched.is_keeper(p)]
+
+
+def test_tagged_output_is_in_a_registered_tag_style(launched: Launched) -> None:
+    for process in launched.processes:
+        assert process.output_tags is None or process.output_tags in TAG_STYLES.names()
 
 
 def test_argv_is_a_list_of_plain_arguments(launched: Launched) -> None:
@@ -222,7 +228,7 @@ def test_tf_config_names_every_host_and_this_task(name: str) -> None:
 
 def test_every_spec_launcher_is_in_the_table_or_refused() -> None:
     assert available_launchers() == frozenset(LAUNCHERS)
-    with pytest.raises(ValueError, match="no launcher 'pytorchxla'"):
+    with pytest.raises(ValueError, match=r"unknown launcher 'pytorchxla' \(known: plain, "):
         launcher_for("pytorchxla")
 
 

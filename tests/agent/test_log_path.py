@@ -11,9 +11,9 @@ from pathlib import Path
 
 from tests.agent._support import RecordingAgentApi, RecordingReporter, make_job
 from trainops.agent import AgentClient, EventJournal, HostAgent, HttpReporter, MetricScraper
-from trainops.agent._hostlog import MAX_REPORTED_CHARS, HostLog
-from trainops.agent._metrics import MetricScanner
-from trainops.agent._reporter import JOURNAL_BUFFER_BYTES
+from trainops.agent.reporting._hostlog import MAX_REPORTED_CHARS, HostLog
+from trainops.agent.reporting._metrics import MetricScanner
+from trainops.agent.reporting._reporter import JOURNAL_BUFFER_BYTES
 from trainops.protocol import Command, EventKind, HostOutcome
 
 TOKEN = "agent-token"

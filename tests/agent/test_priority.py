@@ -15,7 +15,7 @@ import pytest
 # the script, then lower() and restore().
 PROBE = """
 import json, os, subprocess, sys, threading
-from trainops.agent._priority import BackgroundPriority, _autogroup_nice
+from trainops.agent.reporting._priority import BackgroundPriority, _autogroup_nice
 
 def nice(target):
     return os.getpriority(os.PRIO_PROCESS, target)
@@ -78,7 +78,7 @@ def test_everything_but_the_script_and_the_caller_is_lowered_then_restored() -> 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/autogroup"), reason="a kernel with autogroups")
 def test_a_child_in_a_session_of_its_own_gets_its_autogroup_lowered() -> None:
-    from trainops.agent import _priority
+    from trainops.agent.reporting import _priority
 
     ours = _priority._autogroup_nice()
     child = subprocess.Popen(
@@ -98,7 +98,7 @@ def test_a_child_in_a_session_of_its_own_gets_its_autogroup_lowered() -> None:
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/autogroup"), reason="a kernel with autogroups")
 def test_a_child_in_the_caller_s_session_is_refused_so_the_caller_keeps_its_autogroup() -> None:
-    from trainops.agent import _priority
+    from trainops.agent.reporting import _priority
 
     ours = _priority._autogroup_nice()
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])

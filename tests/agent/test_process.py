@@ -10,8 +10,8 @@ from pathlib import Path
 
 from tests.agent._support import RecordingReporter
 from trainops.agent import ScriptProcess
-from trainops.agent._process import MAX_LINE_BYTES
-from trainops.agent._stop import StopControl
+from trainops.agent.supervision._process import MAX_LINE_BYTES
+from trainops.agent.supervision._stop import StopControl
 from trainops.protocol import Command
 
 

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from tests._support.system import require, require_extra
 from tests.agent._support import make_hosts, make_job, run_together
 from trainops._hostns_exec import NAME_UNRESOLVED
 from trainops.agent import HostResult
-from trainops.agent._hostns import namespaces_available, wrap
+from trainops.agent.supervision._hostns import namespaces_available, wrap
 from trainops.protocol import Command, EventKind, HostOutcome
 
 PRINT_RANK = """
@@ -222,10 +223,11 @@ def test_a_failing_mpi_rank_fails_the_host(tmp_path: Path) -> None:
 
 
 def test_launcher_tags_become_ranks_and_streams() -> None:
-    from trainops.agent._group import _TAGS, TagParser
+    from trainops.agent.supervision._group import TagParser
+    from trainops.agent.supervision._rank_report import TAG_STYLES
 
     torchrun = ["[default0]:a", "[default0]:b", "[default1]:c", "launcher says hi"]
-    assert TagParser(_TAGS["torchrun"], 4).feed(torchrun, "stdout") == [
+    assert TagParser(TAG_STYLES["torchrun"].pattern, 4).feed(torchrun, "stdout") == [
         (4, "stdout", ["a", "b"]),
         (5, "stdout", ["c"]),
         (None, "stdout", ["launcher says hi"]),
@@ -233,18 +235,18 @@ def test_launcher_tags_become_ranks_and_streams() -> None:
     # torch's excepthook writes "[rank5]: " before the traceback of global rank 5 (local 1):
     # the rank's own text, never a second tag
     traceback = ["[default1]:[rank5]: Traceback (most recent call last):", "[rank9]: not a tag"]
-    assert TagParser(_TAGS["torchrun"], 4, 2).feed(traceback, "stderr") == [
+    assert TagParser(TAG_STYLES["torchrun"].pattern, 4, 2).feed(traceback, "stderr") == [
         (5, "stderr", ["[rank5]: Traceback (most recent call last):"]),
         (None, "stderr", ["[rank9]: not a tag"]),
     ]
     # a rank's own text that looks like a header of a rank this host does not run stays text
     hostile = ["[default1]:x [default7]: y [default99999999999999]: z", "[default0]:[default2]:"]
-    assert TagParser(_TAGS["torchrun"], 4, 2).feed(hostile, "stdout") == [
+    assert TagParser(TAG_STYLES["torchrun"].pattern, 4, 2).feed(hostile, "stdout") == [
         (5, "stdout", ["x [default7]: y [default99999999999999]: z"]),
         (4, "stdout", ["[default2]:"]),
     ]
     # mpirun: pieces of two ranks on one line, rank 0's newline on a line of its own
-    parser = TagParser(_TAGS["mpirun"], 0)
+    parser = TagParser(TAG_STYLES["mpirun"].pattern, 0)
     first = ["[1,0]<stdout>:x is[1,1]<stdout>:y", "[1,1]<stderr>:oops", "[1,1]<stdout>:[z]"]
     assert parser.feed(first, "stdout") == [
         (1, "stdout", ["y"]),
@@ -255,9 +257,10 @@ def test_launcher_tags_become_ranks_and_streams() -> None:
 
 
 def test_a_rank_that_never_ends_its_line_is_not_held_without_bound() -> None:
-    from trainops.agent._group import _TAGS, MAX_HELD_CHARS, TagParser
+    from trainops.agent.supervision._group import MAX_HELD_CHARS, TagParser
+    from trainops.agent.supervision._rank_report import TAG_STYLES
 
-    parser = TagParser(_TAGS["mpirun"], 0)
+    parser = TagParser(TAG_STYLES["mpirun"].pattern, 0)
     piece = "x" * 4096
     passed = []
     for _ in range(MAX_HELD_CHARS // len(piece) + 2):
@@ -300,3 +303,46 @@ def test_a_rank_is_sent_sigterm_once(tmp_path: Path) -> None:
     assert [ln for ln in job.reporter.lines("stdout") if "SIGTERM" in ln] == [
         "rank 0 SIGTERM number 1"
     ]
+
+
+# Rank 1 fails; rank 0 ignores the group's SIGTERM (the host is slow to end) while the control
+# plane's stop arrives, sent because another host of the job ended first.
+RANK_ONE_FAILS_THEN_THE_HOST_LINGERS = """
+import os, signal, sys, time
+rank = int(os.environ["RANK"])
+ready = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rank0-ready")
+if rank == 1:
+    deadline = time.monotonic() + 60
+    while not os.path.exists(ready) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    print("RuntimeError: rank 1 ran out of data", file=sys.stderr, flush=True)
+    sys.exit(3)
+def on_term(signum, frame):
+    print(f"rank {rank} got SIGTERM, finishing slowly", flush=True)
+signal.signal(signal.SIGTERM, on_term)
+open(ready, "w").close()
+while True:
+    time.sleep(0.05)
+"""
+
+
+def test_a_host_whose_rank_failed_before_the_stop_came_ends_failed_with_the_time(
+    tmp_path: Path,
+) -> None:
+    job = make_job(
+        tmp_path,
+        {"train.py": RANK_ONE_FAILS_THEN_THE_HOST_LINGERS},
+        distribution={"processes_per_host": 2},
+    )
+    results: list[HostResult] = []
+    runner = threading.Thread(target=lambda: results.append(job.run()))
+    runner.start()
+    job.reporter.wait_for_line("rank 0 got SIGTERM")  # the group saw rank 1 fail
+    stopped_at = time.time()
+    job.reporter.push(Command("stop", reason="The job has failed", grace_seconds=0.5))
+    runner.join(120)
+    [result] = results
+    assert (result.outcome, result.exit_code) == (HostOutcome.FAILED, 3)
+    assert result.failure_reason is not None and result.failure_reason.startswith("rank 1 on ")
+    [exit_event] = job.reporter.of(EventKind.EXIT)
+    assert exit_event["outcome"] == "Failed" and exit_event["failed_at"] < stopped_at

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from trainops.agent._failure import stderr_excerpt
-from trainops.agent._rank_report import MpirunReport, RankFailure, TorchrunReport
+from trainops.agent.contract._failure import stderr_excerpt
+from trainops.agent.supervision._rank_report import MpirunReport, RankFailure, TorchrunReport
 
 # torchrun 2.x on the second host of 2 x 2 after rank 3 raised: it ended rank 2 itself, and
 # both ended in the same second, so its own "Root Cause" could have been either of them.
@@ -83,10 +83,11 @@ def test_the_excerpt_reads_through_torch_s_rank_prefix() -> None:
 
 
 def test_a_rank_cannot_speak_for_torchrun() -> None:
-    from trainops.agent._group import _TAGS, RankTails, TagParser
+    from trainops.agent.supervision._group import RankTails, TagParser
+    from trainops.agent.supervision._rank_report import TAG_STYLES
 
     tails = RankTails(TorchrunReport())
-    parser = TagParser(_TAGS["torchrun"], 2, 2)
+    parser = TagParser(TAG_STYLES["torchrun"].pattern, 2, 2)
     forged = ["Sending process 11344 closing signal SIGTERM", "  time      : 0000",
               "  rank      : 2 (local_rank: 0)", "  exitcode  : 1 (pid: 1)"]  # fmt: skip
     lines = [f"[default1]:{line}" for line in forged] + SUMMARY.splitlines()

@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from trainops.agent import ScriptProcess
-from trainops.agent._reaper import MARKER_VARIABLE, ProcessTree
+from trainops.agent.supervision._reaper import MARKER_VARIABLE, ProcessTree
 
 # The script double-forks a daemon in a session of its own that keeps the script's stdout and
 # stderr open and sleeps; the daemon prints its pid, then the script exits at once.

@@ -21,8 +21,6 @@ from typing import Any
 import psutil
 import pytest
 
-from trainops.agent._client import AgentApiError
-from trainops.agent._remote import RemoteShell
 from trainops.agent.launchers.remote_shell import (
     KEY_ENV,
     SOCKET_ENV,
@@ -31,6 +29,8 @@ from trainops.agent.launchers.remote_shell import (
     read_lines,
     send_line,
 )
+from trainops.agent.reporting._client import AgentApiError
+from trainops.agent.supervision._remote import RemoteShell
 from trainops.control._relay import SpawnRelay
 from trainops.protocol import SpawnState
 

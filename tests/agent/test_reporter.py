@@ -198,3 +198,33 @@ def test_the_token_is_sent_but_never_in_error_messages(tmp_path: Path) -> None:
             client.post_events(1, [])
         client.close()
     assert "s3cr3t-value" not in str(caught.value)
+
+
+@pytest.mark.parametrize("server", ["store full", "unreachable"])
+def test_a_journal_that_stays_full_is_given_up_on_saying_what_is_lost(
+    tiny_disk: Path, server: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    journal = tiny_disk / "journal.jsonl"
+    with RecordingAgentApi(None, TOKEN) as api:
+        api.full = True
+        url = api.url if server == "store full" else _dead_url()
+        reporter = HttpReporter(
+            _client(url), 1, journal, heartbeat=0.05, give_up_seconds=0.5
+        ).start()
+        _fill(tiny_disk)  # and it stays full
+        for i in range(3000):
+            reporter.emit(EventKind.LOG, {"stream": "stdout", "line": f"line {i}"})
+        reporter.emit(EventKind.EXIT, {"outcome": "Completed", "exit_code": 0})
+        closed: list[bool] = []
+        closing = threading.Thread(target=lambda: closed.append(reporter.close(timeout=0.2)))
+        closing.start()
+        closing.join(timeout=60)
+        still_open = closing.is_alive()
+        api.full = False  # lets a reporter that did not give up end
+        closing.join(timeout=60)
+    assert not still_open and closed == [False] and reporter.gave_up
+    [line] = [x for x in capfd.readouterr().err.splitlines() if "giving up" in x]
+    assert line.startswith("trainops agent: giving up after 0.5 s more: 3001 events")
+    assert f"the journal {journal} cannot be written" in line and "No space left" in line
+    says = "store is full (HTTP 507)" if server == "store full" else "cannot reach"
+    assert says in line and line.endswith("free space on the journal's disk")

@@ -19,8 +19,8 @@ import pytest
 
 from trainops._settings import Settings, TransferSettings
 from trainops.agent import DirectorySync
-from trainops.agent._priority import _autogroup_nice
-from trainops.agent._sync import _background
+from trainops.agent.reporting._priority import _autogroup_nice
+from trainops.agent.reporting._sync import _background
 from trainops.storage import ObjectStore, store_for
 
 DEADLINE = 30.0  # generous: a wait that never ends is a failure, not a timing figure
@@ -357,7 +357,7 @@ def test_the_uploader_and_its_threads_run_at_the_chosen_low_priority(
 def test_the_agent_lowers_the_uploader_before_its_interpreter_has_started(tmp_path: Path) -> None:
     # The uploader's start-up and imports run when the first checkpoint appears, mid-training:
     # the agent lowers the new process itself, at once, with what the uploader sets again later.
-    from trainops.agent._sync import _lower_priority
+    from trainops.agent.reporting._sync import _lower_priority
 
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:

@@ -10,7 +10,7 @@ import pytest
 
 from tests._support.system import require_extra
 from tests.agent._support import JobFixture, make_hosts, run_together
-from trainops.agent._hostns import namespaces_available
+from trainops.agent.supervision._hostns import namespaces_available
 from trainops.protocol import HostOutcome
 
 pytestmark = pytest.mark.slow

@@ -18,6 +18,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tests._support.ray_cluster import RayCluster
+from trainops._containment import Containment, containment
 from trainops._settings import LocalCapacity, Settings
 from trainops.backends import (
     BACKENDS,
@@ -29,6 +31,7 @@ from trainops.backends import (
     parse_journal,
 )
 from trainops.backends._local import LocalBackend, agent_process
+from trainops.backends._ray import RayBackend
 from trainops.catalog import get_instance_type
 from trainops.protocol import AgentEvent, AgentLaunch, EventKind, HostResources
 
@@ -60,7 +63,7 @@ class Recipe:
         return BACKENDS[self.kind](self.settings(home), agent_command=agent_command)
 
 
-@pytest.fixture(params=sorted(BACKENDS))
+@pytest.fixture(params=BACKENDS.names())
 def recipe(request: pytest.FixtureRequest) -> Recipe:
     if request.param == "local":
         return Recipe("local", lambda home: _settings(home))
@@ -119,6 +122,35 @@ def started(
 def test_machine_capacity_is_positive(recipe: Recipe, trainops_home: Path) -> None:
     capacity = recipe.make(trainops_home).capacity()
     assert capacity.cpus >= 1 and capacity.memory_mb > 0 and capacity.gpus >= 0
+
+
+def test_where_agents_run_is_asked_what_a_job_cannot_have_there(
+    recipe: Recipe, trainops_home: Path
+) -> None:
+    # Every node here is this machine, which the suite's own probe asks: the same answer.
+    backend = recipe.make(trainops_home)
+    for mount_opt_ml in (True, False):
+        expected = containment().note(mount_opt_ml)
+        note = backend.containment_note(mount_opt_ml)
+        if expected is None:
+            assert note is None
+        else:
+            assert note is not None and note.endswith(expected) and "\n" not in note
+
+
+def test_ray_names_the_nodes_that_cannot_contain_a_job(
+    ray_cluster: RayCluster, trainops_home: Path
+) -> None:
+    backend = Recipe("ray", lambda home: ray_cluster.settings(home)).make(trainops_home)
+    assert isinstance(backend, RayBackend)
+    assert backend.containment_note(True) is None  # each node asked: they all allow namespaces
+    asked = sorted(backend._containment)
+    assert len(asked) >= 2
+    refused = Containment(False, False, "[Errno 1] unshare: Operation not permitted")
+    backend._containment[asked[0]] = refused  # what such a node answered (it is asked once)
+    note = backend.containment_note(True)
+    assert note is not None and note.startswith(f"on 1 of {len(asked)} Ray nodes (")
+    assert note.endswith(f"): {refused.note(True)}")
 
 
 def test_a_job_needs_all_its_hosts_at_once(recipe: Recipe, trainops_home: Path) -> None:

@@ -23,7 +23,7 @@ ECHO_AGENT = [
     sys.executable,
     "-c",
     "import os, sys\n"
-    "from trainops.agent._standby import serve_launches\n"
+    "from trainops.agent.supervision._standby import serve_launches\n"
     "env = serve_launches()\n"
     "if env is None: sys.exit(0)\n"
     "print('launched', os.environ['TRAINOPS_AGENT_HOST'], os.getsid(0) == os.getpid(),\n"

@@ -60,7 +60,8 @@ def test_every_command_has_a_handler() -> None:
     for command in set(EXPECTED) - {""}:
         operands = {"jobs": [], "server": [], "cluster": [], "pack": ["x", "y"], "tuning": ["list"]}
         args = build_parser().parse_args([command, *operands.get(command, ["x"])])
-        assert args.handler in HANDLERS
+        assert callable(HANDLERS.lookup(args.handler))
+    assert set(HANDLERS.names()) == set(EXPECTED) - {""}
 
 
 def test_parsing_jobs_filters() -> None:

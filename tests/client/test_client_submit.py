@@ -168,3 +168,47 @@ def test_missing_entry_point_fails_before_anything_is_sent(
     with Client(api.url) as client, pytest.raises(SpecError, match="entry_point"):
         submit_job(client, spec, settings, base_dir=tmp_path)
     assert api.requests == []
+
+
+def test_the_servers_warnings_are_said_once_each_on_stderr_or_to_the_caller(
+    api: ScriptedAPI, settings: Settings, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    note = "this machine allows no private namespaces (unshare: Operation not permitted; …)"
+    _server(api, settings.default_output_uri)
+
+    def create(request: Request) -> tuple[int, Any]:
+        return 201, {"TrainingJobName": request.body["job_name"], "Warnings": [note]}
+
+    api.routes[("POST", f"{API}/jobs")] = create
+    (tmp_path / "train.py").write_text("print('hi')\n")
+    spec = JobSpec(entry_point="train.py", base_job_name="demo")
+    with Client(api.url) as client:
+        submit_job(client, spec, settings, base_dir=tmp_path, progress=False)
+        assert capsys.readouterr().err == f"warning: {note}\n"
+        heard: list[str] = []
+        submit_job(
+            client, spec, settings, base_dir=tmp_path, progress=False, on_warning=heard.append
+        )
+    assert heard == [note] and capsys.readouterr().err == ""
+
+
+def test_a_servers_warning_cannot_write_escapes_or_lines_to_the_terminal(
+    api: ScriptedAPI, settings: Settings, tmp_path: Path
+) -> None:
+    _server(api, settings.default_output_uri)
+    hostile = "ok\x1b]0;owned\x07\nsecond line\r" + "x" * 5000
+
+    def create(request: Request) -> tuple[int, Any]:
+        return 201, {"TrainingJobName": request.body["job_name"], "Warnings": [hostile]}
+
+    api.routes[("POST", f"{API}/jobs")] = create
+    (tmp_path / "train.py").write_text("print('hi')\n")
+    heard: list[str] = []
+    with Client(api.url) as client:
+        spec = JobSpec(entry_point="train.py", base_job_name="demo")
+        submit_job(
+            client, spec, settings, base_dir=tmp_path, progress=False, on_warning=heard.append
+        )
+    [line] = heard
+    assert line.startswith("ok?]0;owned??second line?x") and line.endswith("x…")
+    assert len(line) == 1001 and line.isprintable()

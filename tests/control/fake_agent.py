@@ -6,6 +6,10 @@ It runs no script. Its behaviour comes from the job's ``environment`` (in the as
   reports metrics ``step = i`` and ``loss = 1 / (i + 1)``;
 - ``FAKE_FAIL_HOST`` + ``FAKE_FAIL_REASON``: that host exits Failed with that reason after its
   lines (before any hang);
+- ``FAKE_FAILED_EARLIER_HOST`` + ``FAKE_FAILED_EARLIER_REASON``: that host stays in Training
+  until told to stop, then exits Failed with that reason and a ``failed_at`` an hour before it
+  started (a rank that failed first, on a host slow to end); with ``FAKE_READY_FILE``, it
+  makes that file once it is in Training, and the ``FAKE_FAIL_HOST`` fails only once it exists;
 - ``FAKE_HANG_ATTEMPTS`` ("1,2"): in these attempts, stay in Training until told to stop;
 - ``FAKE_IGNORE_STOP`` ("1"): never obey a stop (the control plane must kill the agent);
 - ``FAKE_SILENT_ATTEMPTS``: in these attempts, stop reporting after the lines and stay alive
@@ -130,9 +134,19 @@ class FakeAgent:
             self.post()
             time.sleep(0.1)
 
-    def finish(self, outcome: str, exit_code: int | None, reason: str | None = None) -> None:
-        self.emit(EventKind.EXIT, outcome=outcome, exit_code=exit_code, failure_reason=reason)
+    def finish(
+        self, outcome: str, exit_code: int | None, reason: str | None = None, **more: Any
+    ) -> None:
+        self.emit(
+            EventKind.EXIT, outcome=outcome, exit_code=exit_code, failure_reason=reason, **more
+        )
         self.flush()
+
+
+def wait_for_file(path: str | None) -> None:
+    deadline = time.monotonic() + FLUSH_DEADLINE_S
+    while path and not Path(path).exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
 
 
 def attempts(env: dict[str, str], key: str) -> set[int]:
@@ -173,8 +187,17 @@ def run(agent: FakeAgent) -> int:
             break
         time.sleep(float(env.get("FAKE_LINE_DELAY", "0")))
     if env.get("FAKE_FAIL_HOST") == host:
+        wait_for_file(env.get("FAKE_READY_FILE"))
         upload_parts(agent, assignment)
         agent.finish("Failed", 1, env.get("FAKE_FAIL_REASON", "it failed"))
+        return 0
+    if env.get("FAKE_FAILED_EARLIER_HOST") == host:
+        started = time.time()
+        if ready := env.get("FAKE_READY_FILE"):
+            Path(ready).touch()
+        agent.wait_for_stop(ignore=False)
+        reason = env.get("FAKE_FAILED_EARLIER_REASON", "it failed first")
+        agent.finish("Failed", 1, reason, failed_at=started - 3600)
         return 0
     if attempt in attempts(env, "FAKE_SILENT_ATTEMPTS"):
         while True:  # no more reports, ever; only a kill ends this

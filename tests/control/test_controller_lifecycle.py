@@ -118,6 +118,29 @@ def test_a_failing_host_tears_down_the_others(settings: Settings) -> None:
     assert {h["Host"]: h["Status"] for h in hosts} == {"algo-1": "Stopped", "algo-2": "Failed"}
 
 
+def test_the_job_fails_with_the_earliest_failure_by_time_not_the_first_host_to_end(
+    settings: Settings,
+) -> None:
+    # algo-1 ends first, failing because its peer is gone; algo-2's rank failed before that,
+    # but algo-2 was slow to end: its reason is the job's.
+    env = {
+        "FAKE_FAIL_HOST": "algo-1",
+        "FAKE_FAIL_REASON": "rank 0 on algo-1: RuntimeError: Connection closed by peer",
+        "FAKE_FAILED_EARLIER_HOST": "algo-2",
+        "FAKE_FAILED_EARLIER_REASON": "rank 3 on algo-2: RuntimeError: rank 3 ran out of data",
+        "FAKE_READY_FILE": str(settings.home / "algo-2-training"),  # algo-1 fails after that
+    }
+    with control_plane(settings) as plane:
+        plane.submit("blame", env, instance_count=2)
+        job = plane.wait_ended("blame")
+        hosts = plane.wait_for_hosts_down("blame")
+        left = dict(plane.server.controller.core.failure_times)
+    assert {h["Host"]: h["Status"] for h in hosts} == {"algo-1": "Failed", "algo-2": "Failed"}
+    assert job["TrainingJobStatus"] == "Failed"
+    assert job["FailureReason"] == "rank 3 on algo-2: RuntimeError: rank 3 ran out of data"
+    assert left == {}  # forgotten once the job ended
+
+
 def test_a_host_whose_agent_goes_silent_is_lost_and_its_agent_ended(settings: Settings) -> None:
     # The agent process still runs (the backend sees it alive) but reports nothing any more:
     # a hung agent, or one cut off from the control plane. Heartbeats say what the pid cannot.
@@ -207,13 +230,12 @@ def _members(path: Path) -> dict[str, bytes]:
 
 
 def test_a_launcher_cannot_span_more_hosts_than_it_can_is_refused_by_name(
-    settings: Settings, monkeypatch: pytest.MonkeyPatch
+    settings: Settings,
 ) -> None:
     # Every launcher spans any number of hosts today; one that cannot is refused at submission.
     one_host = copy.copy(LAUNCHERS["mpi"])
     one_host.max_hosts = 1
-    monkeypatch.setitem(LAUNCHERS, "mpi", one_host)
-    with control_plane(settings) as plane:
+    with LAUNCHERS.added("mpi", one_host, replace=True), control_plane(settings) as plane:
         body = {
             "job_name": "mpi-two-hosts",
             "spec": {

@@ -9,7 +9,7 @@ import pytest
 
 from tests.control._harness import ControlPlane, control_plane, wait_for
 from trainops._settings import Settings
-from trainops.control._host_actions import MAX_OPEN_ACTIONS, HostActions
+from trainops.control._host_actions import MAX_OPEN_ACTIONS, HostActions, make_action_id
 
 
 def test_an_action_is_sent_to_its_host_until_it_reports() -> None:
@@ -48,12 +48,33 @@ def test_only_the_host_it_was_sent_to_reports_it() -> None:
     assert actions.commands_for("job", 1, "algo-1") == []
 
 
+def test_an_action_sent_again_has_the_id_the_host_has_seen() -> None:
+    # A restarted control plane sends a finding's actions again: a host that ran one already
+    # knows its id and reports that run instead of running it twice (agent/supervision/_actions.py).
+    before = HostActions().open("job", 1, "algo-1", ["notify"], '{"time": 1.5}', {"R": "r"}, 5.0)
+    actions = HostActions()
+    again = actions.open("job", 1, "algo-1", ["notify"], '{"time": 1.5}', {"R": "r"}, 5.0)
+    assert again.action_id == before.action_id
+    with pytest.raises(ValueError, match="already waiting"):
+        actions.open("job", 1, "algo-1", ["notify"], '{"time": 1.5}', {"R": "r"}, 5.0)
+    others = [
+        ("other", 1, "algo-1", ["notify"], '{"time": 1.5}', {"R": "r"}),
+        ("job", 2, "algo-1", ["notify"], '{"time": 1.5}', {"R": "r"}),
+        ("job", 1, "algo-2", ["notify"], '{"time": 1.5}', {"R": "r"}),
+        ("job", 1, "algo-1", ["notify", "x"], '{"time": 1.5}', {"R": "r"}),
+        ("job", 1, "algo-1", ["notify"], '{"time": 2.5}', {"R": "r"}),
+        ("job", 1, "algo-1", ["notify"], '{"time": 1.5}', {"R": "s"}),
+    ]
+    ids = {make_action_id(*other) for other in others}
+    assert len(ids) == len(others) and before.action_id not in ids
+
+
 def test_a_job_has_a_bounded_number_of_open_actions() -> None:
     actions = HostActions()
-    for _ in range(MAX_OPEN_ACTIONS):
-        actions.open("job", 1, "algo-1", ["notify"], "{}", {}, 5.0)
+    for number in range(MAX_OPEN_ACTIONS):
+        actions.open("job", 1, "algo-1", ["notify"], str(number), {}, 5.0)
     with pytest.raises(ValueError, match="unfinished actions"):
-        actions.open("job", 1, "algo-1", ["notify"], "{}", {}, 5.0)
+        actions.open("job", 1, "algo-1", ["notify"], "more", {}, 5.0)
     actions.open("other", 1, "algo-1", ["notify"], "{}", {}, 5.0)  # another job's are its own
 
 

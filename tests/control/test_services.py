@@ -29,7 +29,7 @@ HANG = {"FAKE_HANG_ATTEMPTS": "1", "FAKE_LINES": "1"}
 class Recorder(ControlService):
     """Keeps what it hears; raises on the first change of each job when ``explode``."""
 
-    name = "recorder"
+    name = "test-recorder"
     period = 0.1
 
     def __init__(self, context: ServiceContext, explode: bool = False) -> None:
@@ -61,13 +61,8 @@ def recorders() -> Iterator[list[Recorder]]:
         made.append(Recorder(context, explode=len(made) % 2 == 1))
         return made[-1]
 
-    register_service("test-recorder", factory)
-    register_service("test-declines", lambda context: None)
-    try:
+    with SERVICES.added("test-recorder", factory), SERVICES.added("test-declines", _declines):
         yield made
-    finally:
-        SERVICES.pop("test-recorder")
-        SERVICES.pop("test-declines")
 
 
 def test_register_twice_is_refused(recorders: list[Recorder]) -> None:
@@ -150,6 +145,10 @@ def test_changes_arriving_while_busy_are_coalesced() -> None:
     finally:
         hub.close()
     assert heard == ["first", "x", "y"]
+
+
+def _declines(context: ServiceContext) -> None:
+    del context
 
 
 def _record(name: str) -> Any:

@@ -37,7 +37,7 @@ def test_importing_the_package_imports_none_of_its_modules_or_extras() -> None:
 def test_reading_records_does_not_import_the_packer() -> None:
     code = (
         "import sys; from trainops.data import RecordIOReader, ShardReader, LineReader; "
-        "print(sorted(m for m in sys.modules if m.startswith(('trainops.data._pack', 'tqdm', "
+        "print(sorted(m for m in sys.modules if m.startswith(('trainops.data.packer', 'tqdm', "
         "'trainops.storage', 'torch'))))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

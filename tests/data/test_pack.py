@@ -25,10 +25,11 @@ from trainops.data import (
     read_idx,
     unpack_irheader,
 )
-from trainops.data._local_files import walk_local
-from trainops.data._pack import plan_shards
-from trainops.data._pack_formats import FORMATS
-from trainops.data._pack_source import SourceFile, SourceReader
+from trainops.data.packer._formats import FORMATS
+from trainops.data.packer._local_files import walk_local
+from trainops.data.packer._pack import plan_shards
+from trainops.data.packer._source import SourceFile, SourceReader
+from trainops.data.shards._index import FORMATS as INDEX_FORMATS
 
 
 def options(**kwargs: object) -> PackOptions:
@@ -89,13 +90,23 @@ def _records(dest: Path, fmt: str) -> list[tuple[int, tuple[float, ...] | float,
 ROUND_TRIPPED = ["shards", "recordio", "tfrecord"]
 
 
-def test_every_format_is_round_tripped_here_and_offered_by_the_cli() -> None:
+def test_every_format_is_round_tripped_here_and_offered_by_the_cli(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     assert sorted(FORMATS) == sorted(ROUND_TRIPPED)
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["pack", "--help"])
+    pack_help = capsys.readouterr().out
     for name in FORMATS:
         assert build_parser().parse_args(["pack", "a", "b", "--format", name]).format == name
+        assert name in pack_help
 
 
-@pytest.mark.parametrize("fmt", ROUND_TRIPPED)
+def test_every_format_writes_an_index_format_the_index_accepts() -> None:
+    assert {fmt.index_format for fmt in FORMATS.values()} == set(INDEX_FORMATS)
+
+
+@pytest.mark.parametrize("fmt", FORMATS.names())
 def test_every_format_round_trips_with_folder_labels(tmp_path: Path, fmt: str) -> None:
     files = make_tree(tmp_path / "src", {"cat": 30, "dog": 25, "emu": 5})
     result = pack(str(tmp_path / "src"), str(tmp_path / "out"), options(format=fmt))
@@ -321,7 +332,10 @@ def test_an_unfinished_pack_is_continued_only_with_its_own_configuration(tmp_pat
 
 def test_bad_options_are_named(tmp_path: Path) -> None:
     make_tree(tmp_path / "src", {"a": 1})
-    with pytest.raises(PackError, match="--format must be one of recordio, tfrecord, shards"):
+    with pytest.raises(
+        PackError,
+        match=r"^--format: unknown pack format 'tar' \(known: recordio, tfrecord, shards\)$",
+    ):
         pack(str(tmp_path / "src"), str(tmp_path / "out"), options(format="tar"))
     with pytest.raises(PackError, match="--workers must be 1 or more"):
         pack(str(tmp_path / "src"), str(tmp_path / "out"), options(workers=0))

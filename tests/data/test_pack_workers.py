@@ -15,12 +15,12 @@ import pytest
 
 from tests.data._tree import make_tree
 from trainops.data import PackError, ShardReader
-from trainops.data._pack_dest import LocalDest
-from trainops.data._pack_formats import _lst_text
-from trainops.data._pack_pool import run_pool
-from trainops.data._pack_source import SourceFile, list_source
-from trainops.data._pack_worker import ShardTask, claimed, pack_shards
-from trainops.data._source_lst import format_lst_line
+from trainops.data.packer._dest import LocalDest
+from trainops.data.packer._formats import _lst_text
+from trainops.data.packer._pool import run_pool
+from trainops.data.packer._source import SourceFile, list_source
+from trainops.data.packer._source_lst import format_lst_line
+from trainops.data.packer._worker import ShardTask, claimed, pack_shards
 
 
 def _tasks(src: Path, dest: Path, per_shard: int, broken: int | None) -> list[ShardTask]:

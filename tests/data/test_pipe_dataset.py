@@ -7,6 +7,7 @@ import os
 import threading
 import time
 from pathlib import Path
+from typing import get_args
 
 import pytest
 import torch.utils.data
@@ -19,6 +20,7 @@ from trainops.data import (
     recordio_frame,
     tfrecord_frame,
 )
+from trainops.data.pipe._dataset import RECORD_FORMATS, RecordFormat
 
 EPOCHS = [[b"a0", b"bb0", b"c" * 70_000], [b"x1", b"", b"yy1"]]
 
@@ -172,8 +174,15 @@ def test_a_channel_not_in_pipe_mode_is_refused(
 def test_bad_arguments_are_named(job: Path) -> None:
     with pytest.raises(PipeChannelError, match="not a channel name"):
         PipeModeDataset("../train")
-    with pytest.raises(ValueError, match="record_format 'CSV'"):
+    with pytest.raises(
+        ValueError,
+        match=r"^record_format: unknown record format 'CSV' \(known: RecordIO, TFRecord, TextLine\)$",
+    ):
         PipeModeDataset("train", "CSV")  # type: ignore[arg-type]
+
+
+def test_the_typed_record_formats_are_the_registered_ones() -> None:
+    assert get_args(RecordFormat) == RECORD_FORMATS.names()
 
 
 def test_a_damaged_epoch_counter_is_named(job: Path) -> None:

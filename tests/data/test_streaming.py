@@ -11,7 +11,7 @@ import pytest
 
 from tests.data._streams import ids, make_dataset
 from trainops.data import RecordBatch, StreamingDataset
-from trainops.data._shuffle import Windows, default_window, permutation
+from trainops.data.streaming._shuffle import Windows, default_window, permutation
 
 COUNTS = [40, 0, 25, 60, 7, 33, 50]  # an empty shard and uneven sizes on purpose
 TOTAL = sum(COUNTS)

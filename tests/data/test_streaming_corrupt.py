@@ -110,7 +110,7 @@ def test_a_fifo_in_place_of_a_shard_is_refused_without_blocking(folder: Path) ->
 
 
 def test_a_cache_folder_others_may_write_in_is_refused(tmp_path: Path) -> None:
-    from trainops.data._shard_cache import ShardCache
+    from trainops.data.shards._cache import ShardCache
 
     (tmp_path / "open").mkdir()
     (tmp_path / "open").chmod(0o777)

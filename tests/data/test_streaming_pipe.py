@@ -11,7 +11,7 @@ import torch.utils.data
 
 from tests.data._streams import FifoWriter, ids, make_dataset, pipe_env
 from trainops.data import CorruptRecordError, StreamingDataset, recordio_frame
-from trainops.data._shuffle import Windows
+from trainops.data.streaming._shuffle import Windows
 
 COUNTS = [20, 35, 0, 12, 28]
 ORDER = [3, 0, 4, 1, 2]  # the order the agent streams the shards in (its shuffle)

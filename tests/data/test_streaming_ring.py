@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from trainops.data import ShardIndex, StreamingDataset, write_shard
-from trainops.data._shm_ring import Ring, receive
+from trainops.data.streaming._shm_ring import Ring, receive
 
 RECORD = 64 << 10
 COUNT = 600  # 37.5 MiB: more than twice a worker's smallest ring (16 MiB)

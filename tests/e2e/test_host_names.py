@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e._harness import describe, trainops, write_job
-from trainops.agent._hostns import namespaces_available
+from trainops.agent.supervision._hostns import namespaces_available
 
 pytestmark = [
     pytest.mark.slow,

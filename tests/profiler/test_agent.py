@@ -19,9 +19,9 @@ import pytest
 from tests.agent._support import make_job
 from tests.profiler._support import SRC, rows, series
 from trainops.agent import HostResult
-from trainops.agent._hostns import opt_ml_shown
-from trainops.agent._outputs import Artifact
+from trainops.agent.contract._outputs import Artifact
 from trainops.agent.sidecars import SIDECARS, Sidecar, SidecarContext
+from trainops.agent.supervision._hostns import opt_ml_shown
 from trainops.profiler._bootstrap import BOOTSTRAP_DIR
 from trainops.protocol import HostOutcome
 

@@ -24,6 +24,8 @@ from tests.profiler._support import (
     window,
 )
 from trainops.profiler import DATALOADER_COLUMNS
+from trainops.profiler._settings import WINDOW_KINDS
+from trainops.profiler._windows import WINDOWS
 
 
 def _trace(path: Path) -> dict[str, Any]:
@@ -183,3 +185,7 @@ def test_the_profilers_are_off_once_their_windows_close(tmp_path: Path) -> None:
         (False, False),
     ]
     assert _files(root, "detailed") == ["1-step1-2.pt.trace.json.gz"]
+
+
+def test_every_window_kind_the_settings_know_has_a_runner() -> None:
+    assert WINDOWS.names() == WINDOW_KINDS

@@ -226,7 +226,7 @@ def test_profiler_report_runs_every_rule_with_overrides() -> None:
 def test_bad_parameters_are_refused_by_name() -> None:
     with pytest.raises(ValueError, match="StepOutlier has no parameter 'std'"):
         make_rule("StepOutlier", {"std": 2})
-    with pytest.raises(KeyError, match="not a profiler rule"):
+    with pytest.raises(KeyError, match="unknown profiler rule 'NoSuchRule'"):
         make_rule("NoSuchRule")
 
 

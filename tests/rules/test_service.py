@@ -6,6 +6,7 @@ each step is explicit: what a tick evaluates, when actions run, what the rows sa
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from collections.abc import Iterator
@@ -184,30 +185,27 @@ def test_rules_are_scanned_at_their_interval(plane: Plane, tmp_path: Path) -> No
     assert plane.row().result["evaluations"] == 2
 
 
-def test_a_rule_that_raises_is_an_error_and_is_tried_again(
-    plane: Plane, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_rule_that_raises_is_an_error_and_is_tried_again(plane: Plane, tmp_path: Path) -> None:
     class Broken(StepOutlier):
         def _evaluate(self, data: ProfilerData) -> RuleResult:
             raise ZeroDivisionError("float division by zero\nsecond line")
 
-    monkeypatch.setitem(RULES, "StepOutlier", Broken)
     service = RulesService(plane.context)
     every_tick = {"rule": "StepOutlier", "rule_parameters": {"scan_interval_us": 0}}
-    service.job_changed(plane.submit([every_tick]))
-    service.tick()
-    row = plane.row()
-    assert (row.status, row.status_details) == (
-        "Error",
-        "ZeroDivisionError: float division by zero",
-    )
-    plane.clock.now += 1
-    service.tick()  # tried at every scan
-    assert plane.row().last_modified_time == plane.clock.now
-    service.job_changed(plane.end())
-    assert plane.row().status == "Error"
+    with RULES.added("StepOutlier", Broken, replace=True):
+        service.job_changed(plane.submit([every_tick]))
+        service.tick()
+        row = plane.row()
+        assert (row.status, row.status_details) == (
+            "Error",
+            "ZeroDivisionError: float division by zero",
+        )
+        plane.clock.now += 1
+        service.tick()  # tried at every scan
+        assert plane.row().last_modified_time == plane.clock.now
+        service.job_changed(plane.end())
+        assert plane.row().status == "Error"
     # A control plane that made the rule again (fixed) settles it at the job's end.
-    monkeypatch.setitem(RULES, "StepOutlier", StepOutlier)
     RulesService(plane.context).job_changed(plane.store.get_job("job-a"))  # type: ignore[arg-type]
     assert plane.row().status == "NoIssuesFound"
 
@@ -263,3 +261,47 @@ def test_a_job_whose_data_cannot_be_read_shows_errors(
         f"cannot read the job's profiler data: ConfigError: no credentials for {plane.output}"
     )
     assert service.jobs == {}
+
+
+class ControlPlaneDied(BaseException):
+    """The control plane's process ending at this point (nothing after it runs)."""
+
+
+def test_a_finding_whose_actions_a_stopped_control_plane_left_is_acted_on_by_the_next(
+    plane: Plane, tmp_path: Path
+) -> None:
+    # The first control plane queues the command for the job's host and dies while it waits:
+    # the queue was in its memory. The next one sends the same action again (same finding,
+    # same time, so the same action id on the host) and records what it did, once.
+    sent: list[tuple[list[str], str, dict[str, str]]] = []
+
+    def dies_waiting(job: str, argv: list[str], stdin: str, variables: Any, timeout: float) -> Any:
+        sent.append((argv, stdin, variables))
+        raise ControlPlaneDied
+
+    def host_ran_it(job: str, argv: list[str], stdin: str, variables: Any, timeout: float) -> Any:
+        sent.append((argv, stdin, variables))
+        return {"host": "algo-1", "ran": True, "exit_code": 0, "output": "notified"}
+
+    rule = {"rule": "StepOutlier", "rule_parameters": {"scan_interval_us": 0}}
+    job = plane.submit([rule | {"actions": [{"command": ["notify"]}]}])
+    first = RulesService(dataclasses.replace(plane.context, run_on_host=dies_waiting))
+    first.job_changed(job)
+    plane.write_steps(_data.outlier_steps(300), 0)
+    with pytest.raises(ControlPlaneDied):
+        first.tick()
+    left = plane.row()
+    assert left.status == "IssuesFound" and left.result["acting"] is True
+    assert left.result["actions"] == []
+
+    plane.clock.now += 60
+    restarted = RulesService(dataclasses.replace(plane.context, run_on_host=host_ran_it))
+    restarted.tick()  # adopts the running job and acts on its finding
+    row = plane.row()
+    assert row.result["acting"] is False
+    assert row.result["actions"] == [
+        {"type": "command", "ok": True, "detail": "notify exited with 0 on algo-1: notified"}
+    ]
+    assert len(sent) == 2 and sent[0] == sent[1]  # the very same action: one run on the host
+    restarted.tick()
+    assert len(sent) == 2

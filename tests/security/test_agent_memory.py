@@ -16,10 +16,11 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
-from trainops.agent._nodump import forbid_memory_reads
+from trainops.agent.supervision._nodump import forbid_memory_reads
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux") or os.geteuid() != 0,
@@ -66,6 +67,24 @@ def _a_mapped_address(pid: int) -> int:
     return 0
 
 
+def _child_readable(pid: int) -> bool:
+    """Whether the agent reads its exec'd child's ``environ`` and ``status``.
+
+    ``Popen`` returns once the child's close-on-exec pipe closes, a moment before the kernel
+    makes the new program dumpable again: until then a read is refused. Wait for the exec to
+    finish (bounded), not for a clock.
+    """
+    for _ in range(500):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as environ:
+                environ.read()
+            with open(f"/proc/{pid}/status") as status:
+                return "Pid:" in status.read()
+        except PermissionError:
+            time.sleep(0.01)
+    return False
+
+
 def _play_agent(undumpable: bool) -> dict[str, object]:
     """In a forked process become ``nobody``, play the agent, and report what was read."""
     read_end, write_end = os.pipe()
@@ -81,10 +100,7 @@ def _play_agent(undumpable: bool) -> dict[str, object]:
                 assert forbid_memory_reads()
             script = subprocess.Popen([shutil.which("sleep") or "/bin/sleep", "60"])
             try:
-                with open(f"/proc/{script.pid}/environ", "rb") as environ:
-                    reads_child = environ.read() is not None
-                with open(f"/proc/{script.pid}/status") as status:
-                    reads_child = reads_child and "Pid:" in status.read()
+                reads_child = _child_readable(script.pid)
                 report = {"reads_child": reads_child, "sibling": _sibling_reads(os.getpid())}
             finally:
                 script.kill()

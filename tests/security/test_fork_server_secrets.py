@@ -39,8 +39,8 @@ HOLD_AGENT = [
     sys.executable,
     "-c",
     "import os, sys, time\n"
-    "from trainops.agent._nodump import forbid_memory_reads\n"
-    "from trainops.agent._standby import serve_launches\n"
+    "from trainops.agent.supervision._nodump import forbid_memory_reads\n"
+    "from trainops.agent.supervision._standby import serve_launches\n"
     "forbid_memory_reads()\n"
     "env = serve_launches()\n"
     "if env is None: sys.exit(0)\n"

@@ -23,7 +23,7 @@ import psutil
 import pytest
 
 from tests.e2e._harness import Server, describe, trainops, wait_for, write_job
-from trainops.agent._hostns import namespaces_available
+from trainops.agent.supervision._hostns import namespaces_available
 
 pytestmark = pytest.mark.slow
 

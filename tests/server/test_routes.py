@@ -15,7 +15,8 @@ import pytest
 
 import trainops.server.routes as routes
 from tests.control._harness import code_uri, fake_backend, job_spec
-from trainops import JobNotFoundError, SpecError
+from trainops import JobNotFoundError, SpecError, _containment
+from trainops._containment import Containment
 from trainops._settings import Settings
 from trainops._version import __version__
 from trainops.control import JobController, JobEndedError
@@ -198,3 +199,16 @@ def test_a_job_without_profiler_data_has_no_report(
     with pytest.raises(ApiError) as caught:
         ReportRoutes(controller, settings).profiler_report("quiet")
     assert (caught.value.status, caught.value.error) == (404, "not_found")
+
+
+def test_submission_says_in_one_line_what_the_machine_cannot_give(
+    jobs: JobRoutes, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    refused = Containment(False, False, "[Errno 1] unshare: Operation not permitted")
+    monkeypatch.setattr(_containment, "_probed", refused)  # the probe's answer on such a machine
+    submitted = _submit(jobs, settings, "contained")
+    [warning] = submitted["Warnings"]
+    assert warning == refused.note(True) and "unshare: Operation not permitted" in warning
+    assert "/opt/ml" not in _submit(jobs, settings, "no-opt-ml", mount_opt_ml=False)["Warnings"][0]
+    monkeypatch.setattr(_containment, "_probed", Containment(True, True))
+    assert _submit(jobs, settings, "free")["Warnings"] == []

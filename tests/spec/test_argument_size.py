@@ -24,7 +24,7 @@ from trainops.agent import (
     resource_config,
     to_cmd_args,
 )
-from trainops.agent._hyperparameters import decode_hyperparameters, split_hyperparameters
+from trainops.agent.contract._hyperparameters import decode_hyperparameters, split_hyperparameters
 from trainops.protocol import ChannelSpec, HostResources
 from trainops.spec import parse_spec
 from trainops.spec._argsize import (

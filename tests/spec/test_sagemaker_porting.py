@@ -124,7 +124,7 @@ def test_local_instance_type_is_this_machine_at_no_cost() -> None:
 
 
 def test_a_local_job_host_is_not_warned_that_it_is_smaller_than_itself() -> None:
-    from trainops.agent._resources import capacity_warnings, machine_memory_mb
+    from trainops.agent.contract._resources import capacity_warnings, machine_memory_mb
     from trainops.protocol import HostResources
 
     for name in ("local", "local_gpu"):

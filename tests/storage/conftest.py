@@ -49,7 +49,7 @@ RECIPES: dict[str, Callable[[pytest.FixtureRequest, Path], StoreCase]] = {
 MARKS = {"s3": [pytest.mark.s3]}
 
 
-@pytest.fixture(params=[pytest.param(s, marks=MARKS.get(s, []), id=s) for s in sorted(STORES)])
+@pytest.fixture(params=[pytest.param(s, marks=MARKS.get(s, []), id=s) for s in STORES.names()])
 def case(request: pytest.FixtureRequest, trainops_home: Path) -> StoreCase:
     scheme: str = request.param
     recipe = RECIPES.get(scheme)

@@ -83,6 +83,34 @@ def test_a_file_prefix_lists_no_links(tmp_path: Path) -> None:
     assert [o.key for o in found] == ["real"]
 
 
+def test_a_link_swapped_in_after_the_listing_is_never_read_through(tmp_path: Path) -> None:
+    # A hostile writer under the prefix lists a harmless file, then swaps it for a link to a
+    # secret (or a FIFO, to hang the reader) before the read: every read refuses it.
+    (tmp_path / "secret").write_text("the api token")
+    prefix = tmp_path / "objects"
+    prefix.mkdir()
+    (prefix / "data.txt").write_text("harmless")
+    store = store_for(prefix.as_uri(), Settings(home=tmp_path))
+    [listed] = store.list_objects(prefix.as_uri())
+    (prefix / "data.txt").unlink()
+    (prefix / "data.txt").symlink_to(tmp_path / "secret")
+    reads = {
+        "get_bytes": lambda: store.get_bytes(listed.uri),
+        "get_range": lambda: store.get_range(listed.uri, 0, 5),
+        "download": lambda: store.download(listed.uri, tmp_path / "got" / "data.txt"),
+    }
+    for read in reads.values():
+        with pytest.raises(StorageError, match="a symbolic link, not an object"):
+            read()
+    assert not (tmp_path / "got" / "data.txt").exists()
+    assert not store.exists(listed.uri) and store.list_objects(listed.uri) == []
+    (prefix / "data.txt").unlink()
+    os.mkfifo(prefix / "data.txt")
+    for read in reads.values():
+        with pytest.raises(StorageError, match="not a regular file"):
+            read()
+
+
 def test_file_objects_with_spaces_percent_and_unicode_in_their_names_are_read_back(
     tmp_path: Path,
 ) -> None:
@@ -435,7 +463,9 @@ def test_a_store_refuses_other_schemes_and_empty_paths(case: StoreCase) -> None:
 
 def test_unknown_scheme_names_the_known_ones(trainops_home: Path) -> None:
     settings = Settings(home=trainops_home)
-    with pytest.raises(StorageError, match=r"unsupported scheme.*file://.*s3://"):
+    with pytest.raises(
+        StorageError, match=r"unknown storage scheme 'gs' \(known: file://, s3://\)"
+    ):
         store_for("gs://bucket/key", settings)
     with pytest.raises(StorageError, match="not a URI"):
         store_for("bucket/key", settings)

@@ -12,7 +12,7 @@ from tests._support.system import require_extra
 from tests.agent._support import make_job
 from tests.e2e._harness import wait_for
 from tests.tensorboard._read import scalars, values
-from trainops.agent._hostns import opt_ml_shown
+from trainops.agent.supervision._hostns import opt_ml_shown
 from trainops.protocol import HostOutcome
 
 METRICS = [{"name": "loss", "regex": "loss=([0-9.]+)"}]

@@ -1,5 +1,8 @@
 """Running a finding's actions: stop the job, POST to a webhook, or run a local command.
 
+Each kind is a runner registered in :data:`ACTIONS` under the spec's action type; an action of a
+kind that is not registered is a failed result naming the known kinds.
+
 Each action is bounded by its ``timeout_seconds`` and its failure is a result, never an
 exception: one broken webhook does not keep the job from being stopped. A webhook goes only
 to an address the server's settings allow (``_destinations.py``: public addresses, and the
@@ -20,19 +23,28 @@ import socket
 import ssl
 import subprocess
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
+from trainops._registry import Registry
 from trainops.actions._base import ActionContext, ActionResult, Finding, display_url
 from trainops.actions._destinations import WebhookPolicy, resolve_checked
 from trainops.actions._environment import base_variables
 from trainops.protocol import ActionSpec
 
-__all__ = ["run_actions"]
+__all__ = ["ACTIONS", "ActionRunner", "run_actions"]
 
 _OUTPUT_TAIL = 400
 _RESPONSE_LIMIT = 64 * 1024
+
+
+#: ``run(finding, action, context)``: does one action of its kind, returns what it did (an
+#: incomplete action, e.g. a webhook without ``url``, is a failed result).
+ActionRunner = Callable[[Finding, ActionSpec, ActionContext], ActionResult]
+
+#: action kind (``ActionSpec.type``, the spec's ``ActionKind``) -> its runner, in the spec's order.
+ACTIONS: Registry[ActionRunner] = Registry("action kind", error=ValueError)
 
 
 def run_actions(
@@ -44,22 +56,36 @@ def run_actions(
 
 def _run_one(finding: Finding, action: ActionSpec, context: ActionContext) -> ActionResult:
     try:
-        if action.type == "stop_training":
-            return _stop(finding, context)
-        if action.type == "webhook" and action.url is not None:
-            return _webhook(finding, action.url, action.timeout_seconds, context.webhooks)
-        if action.type == "command" and action.argv:
-            return _command(finding, list(action.argv), action.timeout_seconds, context)
+        return ACTIONS.lookup(action.type)(finding, action, context)
     except Exception as exc:  # an action's failure is its result
         return ActionResult(action.type, False, f"{type(exc).__name__}: {exc}")
+
+
+def _incomplete(action: ActionSpec) -> ActionResult:
     return ActionResult(action.type, False, "not a complete action")
 
 
-def _stop(finding: Finding, context: ActionContext) -> ActionResult:
+@ACTIONS.register("stop_training")
+def _stop(finding: Finding, action: ActionSpec, context: ActionContext) -> ActionResult:
+    del action
     message = f"Stopped by rule {finding.rule_name}: {finding.details}"[:1024]
     if context.stop_job(finding.job, message):
         return ActionResult("stop_training", True, "the job is stopping")
     return ActionResult("stop_training", True, "the job had ended or was stopping already")
+
+
+@ACTIONS.register("webhook")
+def _post(finding: Finding, action: ActionSpec, context: ActionContext) -> ActionResult:
+    if action.url is None:
+        return _incomplete(action)
+    return _webhook(finding, action.url, action.timeout_seconds, context.webhooks)
+
+
+@ACTIONS.register("command")
+def _run_command(finding: Finding, action: ActionSpec, context: ActionContext) -> ActionResult:
+    if not action.argv:
+        return _incomplete(action)
+    return _command(finding, list(action.argv), action.timeout_seconds, context)
 
 
 def _webhook(finding: Finding, url: str, timeout: float, policy: WebhookPolicy) -> ActionResult:

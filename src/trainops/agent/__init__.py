@@ -17,28 +17,27 @@ from trainops._lazy import lazy_names
 
 if typing.TYPE_CHECKING:
     from trainops.agent._agent import HostAgent, HostResult
-    from trainops.agent._client import AgentApiError, AgentClient, fetch_assignment
-    from trainops.agent._entry_point import (
+    from trainops.agent.channels import ProgressLine, assign_objects, download_channel
+    from trainops.agent.contract._entry_point import (
         EntryPointKind,
         entry_point_command,
         entry_point_kind,
         module_name,
     )
-    from trainops.agent._environment import (
+    from trainops.agent.contract._environment import (
         HostContext,
         build_environment,
         count_machine_gpus,
         sm_variables,
         training_env,
     )
-    from trainops.agent._failure import (
+    from trainops.agent.contract._failure import (
         called_process_error,
         exit_failure_reason,
         read_failure_file,
         stderr_excerpt,
     )
-    from trainops.agent._hostlog import HostLog
-    from trainops.agent._hyperparameters import (
+    from trainops.agent.contract._hyperparameters import (
         SAGEMAKER_HYPERPARAMETERS,
         decode_hyperparameters,
         encode_hyperparameters,
@@ -46,20 +45,21 @@ if typing.TYPE_CHECKING:
         to_cmd_args,
         to_env_vars,
     )
-    from trainops.agent._installer import (
+    from trainops.agent.contract._installer import (
         InstallModuleError,
         InstallRequirementsError,
         JobFailure,
         JobInstaller,
     )
-    from trainops.agent._metrics import MetricScraper
-    from trainops.agent._outputs import Artifact, OutputLayout, upload_archives, upload_log
-    from trainops.agent._process import ScriptProcess
-    from trainops.agent._reporter import EventJournal, HttpReporter, Reporter
-    from trainops.agent._resources import capacity_warnings, pin_cpus
-    from trainops.agent._sync import DirectorySync, SyncResult
-    from trainops.agent._tree import HostTree, input_data_config, resource_config
-    from trainops.agent.channels import ProgressLine, assign_objects, download_channel
+    from trainops.agent.contract._outputs import Artifact, OutputLayout, upload_archives, upload_log
+    from trainops.agent.contract._resources import capacity_warnings, pin_cpus
+    from trainops.agent.contract._tree import HostTree, input_data_config, resource_config
+    from trainops.agent.reporting._client import AgentApiError, AgentClient, fetch_assignment
+    from trainops.agent.reporting._hostlog import HostLog
+    from trainops.agent.reporting._metrics import MetricScraper
+    from trainops.agent.reporting._reporter import EventJournal, HttpReporter, Reporter
+    from trainops.agent.reporting._sync import DirectorySync, SyncResult
+    from trainops.agent.supervision._process import ScriptProcess
 
 __all__ = [
     "SAGEMAKER_HYPERPARAMETERS",
@@ -113,54 +113,54 @@ __all__ = [
 ]
 
 _MODULE_OF = {
-    "AgentApiError": "trainops.agent._client",
-    "AgentClient": "trainops.agent._client",
-    "Artifact": "trainops.agent._outputs",
-    "DirectorySync": "trainops.agent._sync",
-    "EntryPointKind": "trainops.agent._entry_point",
-    "EventJournal": "trainops.agent._reporter",
+    "AgentApiError": "trainops.agent.reporting._client",
+    "AgentClient": "trainops.agent.reporting._client",
+    "Artifact": "trainops.agent.contract._outputs",
+    "DirectorySync": "trainops.agent.reporting._sync",
+    "EntryPointKind": "trainops.agent.contract._entry_point",
+    "EventJournal": "trainops.agent.reporting._reporter",
     "HostAgent": "trainops.agent._agent",
-    "HostContext": "trainops.agent._environment",
-    "HostLog": "trainops.agent._hostlog",
+    "HostContext": "trainops.agent.contract._environment",
+    "HostLog": "trainops.agent.reporting._hostlog",
     "HostResult": "trainops.agent._agent",
-    "HostTree": "trainops.agent._tree",
-    "HttpReporter": "trainops.agent._reporter",
-    "InstallModuleError": "trainops.agent._installer",
-    "InstallRequirementsError": "trainops.agent._installer",
-    "JobFailure": "trainops.agent._installer",
-    "JobInstaller": "trainops.agent._installer",
-    "MetricScraper": "trainops.agent._metrics",
-    "OutputLayout": "trainops.agent._outputs",
+    "HostTree": "trainops.agent.contract._tree",
+    "HttpReporter": "trainops.agent.reporting._reporter",
+    "InstallModuleError": "trainops.agent.contract._installer",
+    "InstallRequirementsError": "trainops.agent.contract._installer",
+    "JobFailure": "trainops.agent.contract._installer",
+    "JobInstaller": "trainops.agent.contract._installer",
+    "MetricScraper": "trainops.agent.reporting._metrics",
+    "OutputLayout": "trainops.agent.contract._outputs",
     "ProgressLine": "trainops.agent.channels",
-    "Reporter": "trainops.agent._reporter",
-    "SAGEMAKER_HYPERPARAMETERS": "trainops.agent._hyperparameters",
-    "ScriptProcess": "trainops.agent._process",
-    "SyncResult": "trainops.agent._sync",
+    "Reporter": "trainops.agent.reporting._reporter",
+    "SAGEMAKER_HYPERPARAMETERS": "trainops.agent.contract._hyperparameters",
+    "ScriptProcess": "trainops.agent.supervision._process",
+    "SyncResult": "trainops.agent.reporting._sync",
     "assign_objects": "trainops.agent.channels",
-    "build_environment": "trainops.agent._environment",
-    "called_process_error": "trainops.agent._failure",
-    "capacity_warnings": "trainops.agent._resources",
-    "count_machine_gpus": "trainops.agent._environment",
-    "decode_hyperparameters": "trainops.agent._hyperparameters",
+    "build_environment": "trainops.agent.contract._environment",
+    "called_process_error": "trainops.agent.contract._failure",
+    "capacity_warnings": "trainops.agent.contract._resources",
+    "count_machine_gpus": "trainops.agent.contract._environment",
+    "decode_hyperparameters": "trainops.agent.contract._hyperparameters",
     "download_channel": "trainops.agent.channels",
-    "encode_hyperparameters": "trainops.agent._hyperparameters",
-    "entry_point_command": "trainops.agent._entry_point",
-    "entry_point_kind": "trainops.agent._entry_point",
-    "exit_failure_reason": "trainops.agent._failure",
-    "fetch_assignment": "trainops.agent._client",
-    "input_data_config": "trainops.agent._tree",
-    "module_name": "trainops.agent._entry_point",
-    "pin_cpus": "trainops.agent._resources",
-    "read_failure_file": "trainops.agent._failure",
-    "resource_config": "trainops.agent._tree",
-    "sm_variables": "trainops.agent._environment",
-    "split_hyperparameters": "trainops.agent._hyperparameters",
-    "stderr_excerpt": "trainops.agent._failure",
-    "to_cmd_args": "trainops.agent._hyperparameters",
-    "to_env_vars": "trainops.agent._hyperparameters",
-    "training_env": "trainops.agent._environment",
-    "upload_archives": "trainops.agent._outputs",
-    "upload_log": "trainops.agent._outputs",
+    "encode_hyperparameters": "trainops.agent.contract._hyperparameters",
+    "entry_point_command": "trainops.agent.contract._entry_point",
+    "entry_point_kind": "trainops.agent.contract._entry_point",
+    "exit_failure_reason": "trainops.agent.contract._failure",
+    "fetch_assignment": "trainops.agent.reporting._client",
+    "input_data_config": "trainops.agent.contract._tree",
+    "module_name": "trainops.agent.contract._entry_point",
+    "pin_cpus": "trainops.agent.contract._resources",
+    "read_failure_file": "trainops.agent.contract._failure",
+    "resource_config": "trainops.agent.contract._tree",
+    "sm_variables": "trainops.agent.contract._environment",
+    "split_hyperparameters": "trainops.agent.contract._hyperparameters",
+    "stderr_excerpt": "trainops.agent.contract._failure",
+    "to_cmd_args": "trainops.agent.contract._hyperparameters",
+    "to_env_vars": "trainops.agent.contract._hyperparameters",
+    "training_env": "trainops.agent.contract._environment",
+    "upload_archives": "trainops.agent.contract._outputs",
+    "upload_log": "trainops.agent.contract._outputs",
 }
 
 __getattr__, __dir__ = lazy_names(__name__, globals(), _MODULE_OF)

@@ -21,13 +21,13 @@ from types import FrameType
 
 from trainops._settings import Settings
 from trainops.agent._agent import HostAgent
-from trainops.agent._client import AgentApiError, AgentClient, fetch_assignment
-from trainops.agent._hostns import namespaces_available
-from trainops.agent._nodump import forbid_memory_reads
-from trainops.agent._remote import HttpSpawnApi
-from trainops.agent._reporter import HttpReporter
-from trainops.agent._resources import pin_cpus
-from trainops.agent._standby import serve_launches, take_launch_fd
+from trainops.agent.contract._resources import pin_cpus
+from trainops.agent.reporting._client import AgentApiError, AgentClient, fetch_assignment
+from trainops.agent.reporting._reporter import HttpReporter
+from trainops.agent.supervision._hostns import namespaces_available
+from trainops.agent.supervision._nodump import forbid_memory_reads
+from trainops.agent.supervision._remote import HttpSpawnApi
+from trainops.agent.supervision._standby import serve_launches, take_launch_fd
 from trainops.catalog import load_catalog
 from trainops.protocol import PARENT_ENV, STANDBY_ENV, AgentLaunch, EventKind, HostOutcome
 
@@ -123,7 +123,12 @@ def _client(launch: AgentLaunch, settings: Settings) -> AgentClient:
 
 def _reporter(launch: AgentLaunch, settings: Settings) -> HttpReporter:
     journal = launch.state_dir / "journal.jsonl"
-    return HttpReporter(_client(launch, settings), launch.attempt, journal).start()
+    # A journal that stays full is given up on the control plane's heartbeat timeout after the
+    # close's own, rather than never exiting (what is lost is said on stderr, in one line).
+    give_up = float(settings.heartbeat_timeout)
+    return HttpReporter(
+        _client(launch, settings), launch.attempt, journal, give_up_seconds=give_up
+    ).start()
 
 
 def _report_crash(

@@ -18,27 +18,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from trainops._containment import containment
 from trainops._errors import TrainopsError
 from trainops._redaction import Masker
 from trainops._settings import Settings
-from trainops.agent._actions import ActionRunner
-from trainops.agent._failure import exit_failure_reason, read_failure_file
-from trainops.agent._group import ProcessGroup
-from trainops.agent._hostlog import HostLog
-from trainops.agent._hostns import (
-    HostNamespace,
-    NamespaceError,
-    namespaces_available,
-    opt_ml_hint,
-    opt_ml_shown,
-    socket_parent,
-    unwrap,
-)
-from trainops.agent._installer import JobFailure, JobInstaller
-from trainops.agent._metrics import MetricScraper
-from trainops.agent._outputs import Artifact, OutputLayout, upload_archives, upload_log
-from trainops.agent._priority import BackgroundPriority
-from trainops.agent._process import ScriptProcess
 from trainops.agent._ranks import (
     HostLaunch,
     Isolation,
@@ -46,19 +29,6 @@ from trainops.agent._ranks import (
     host_processes,
     start_host_namespace,
 )
-from trainops.agent._reaper import new_marker
-from trainops.agent._remote import RemoteShell, SpawnApi
-from trainops.agent._reporter import Reporter
-from trainops.agent._resources import host_warnings
-from trainops.agent._setup import (
-    ScriptCommand,
-    script_command,
-    script_environment,
-    write_configs,
-)
-from trainops.agent._space import disk_full, free_paths, is_out_of_space, no_space_reason
-from trainops.agent._stop import StopControl
-from trainops.agent._tree import HostTree
 from trainops.agent.channels import (
     ChannelContext,
     ChannelSource,
@@ -66,8 +36,45 @@ from trainops.agent.channels import (
     close_channels,
     open_channel,
 )
+from trainops.agent.contract._failure import exit_failure_reason, read_failure_file
+from trainops.agent.contract._installer import JobFailure, JobInstaller
+from trainops.agent.contract._outputs import Artifact, OutputLayout, upload_archives, upload_log
+from trainops.agent.contract._resources import host_warnings
+from trainops.agent.contract._setup import (
+    ScriptCommand,
+    script_command,
+    script_environment,
+    write_configs,
+)
+from trainops.agent.contract._tree import HostTree
 from trainops.agent.launchers import LaunchError
+from trainops.agent.reporting._hostlog import HostLog
+from trainops.agent.reporting._metrics import MetricScraper
+from trainops.agent.reporting._priority import BackgroundPriority
+from trainops.agent.reporting._reporter import Reporter
 from trainops.agent.sidecars import SidecarContext, Sidecars
+from trainops.agent.supervision._actions import ActionRunner
+from trainops.agent.supervision._group import ProcessGroup
+from trainops.agent.supervision._hostns import (
+    HostNamespace,
+    NamespaceError,
+    forgo_namespaces,
+    namespaces_available,
+    opt_ml_hint,
+    opt_ml_shown,
+    socket_parent,
+    unwrap,
+)
+from trainops.agent.supervision._process import ScriptProcess
+from trainops.agent.supervision._reaper import new_marker
+from trainops.agent.supervision._remote import RemoteShell, SpawnApi
+from trainops.agent.supervision._space import (
+    disk_full,
+    free_paths,
+    is_out_of_space,
+    no_space_reason,
+)
+from trainops.agent.supervision._stop import StopControl
 from trainops.archive import safe_extract
 from trainops.protocol import Assignment, EventKind, HostOutcome, Phase
 from trainops.storage import ObjectStore, store_for
@@ -138,6 +145,7 @@ class HostAgent:
         self._namespace: HostNamespace | None = None  # made early (_start_namespace_early)
         self._tool_namespace: HostNamespace | None = None  # else the installer's, while it runs
         self._rank_exits: list[dict[str, int | None]] = []  # how each rank ended
+        self._failed_at: float | None = None  # when a rank of this host failed (Unix time)
         self._doing = "preparing the host"  # what the host is busy with, for a full disk's reason
         self._live_namespace: HostNamespace | None = None  # the script's, while it runs
         self._actions = ActionRunner(
@@ -183,7 +191,8 @@ class HostAgent:
                 "exit_code": result.exit_code,
                 "failure_reason": result.failure_reason,
             }
-            | ({"ranks": self._rank_exits} if len(self._rank_exits) > 1 else {}),
+            | ({"ranks": self._rank_exits} if len(self._rank_exits) > 1 else {})
+            | self._failure_time(result),
         )
         return result
 
@@ -215,7 +224,8 @@ class HostAgent:
                 raise
             result = HostResult(HostOutcome.FAILED, None, self._failure_of(exc))
         result = self._masked(self._blame_a_full_disk(result))
-        if self.stop_requested:
+        failed = result.outcome is HostOutcome.FAILED and self._failed_before_stop()
+        if self.stop_requested and not failed:
             result = HostResult(HostOutcome.STOPPED, result.exit_code, None)
         self._mark_outcome(result)
         return self._upload(result)
@@ -264,6 +274,7 @@ class HostAgent:
         self._fetch_code()
         self._doing = "writing the configuration files"
         write_configs(self.tree, self.assignment, self.job)
+        self._namespace_made()  # before anything says where the script sees its tree
         self._doing = "restoring the checkpoints"
         self._sidecars = Sidecars(self._sidecar_context())
         self._sidecars.prepare()
@@ -293,23 +304,43 @@ class HostAgent:
                 self.assignment, self.state_dir, (), opt_ml, self._isolation()
             )
         except (LaunchError, OSError) as exc:
-            raise JobFailure(str(exc)) from None
+            self._without_namespaces(str(exc))
+
+    def _namespace_made(self) -> None:
+        """The early namespaces, in place; a holder that failed although the machine's probe
+        allowed them leaves this host without namespaces (one line says so), as on a machine
+        without them, rather than failing the job."""
+        if self._namespace is None:
+            return
+        try:
+            self._namespace.ready()
+        except NamespaceError as exc:
+            self._namespace.close()
+            self._namespace = None
+            self._without_namespaces(str(exc))
+
+    def _without_namespaces(self, why: str) -> None:
+        forgo_namespaces()
+        self.log.agent(
+            f"WARNING: this host's namespaces could not be made ({why}) although this "
+            "machine's probe allowed them: its processes run without them"
+        )
 
     def _check_opt_ml(self) -> None:
         """/opt/ml is shown by default; where it cannot be, the host log says so in one line,
         and a checkpoint directory under /opt/ml is refused rather than silently moved."""
-        if not self.job.mount_opt_ml or namespaces_available():
+        if not self.job.mount_opt_ml or opt_ml_shown(True):
             return
+        why = containment().why or "no private mount namespace"
         if self.job.checkpoint_uri is not None:
             raise JobFailure(
-                f"checkpoint local_path {self.job.checkpoint_local_path}: this machine does not "
-                "let the agent make a private mount namespace (needs root or user namespaces), "
-                "so /opt/ml cannot be shown; set `mount_opt_ml: false` to have it re-rooted in "
-                "the host's tree (SM_CHECKPOINT_DIR names it)"
+                f"checkpoint local_path {self.job.checkpoint_local_path}: /opt/ml cannot be "
+                f"shown on this machine ({why}); set `mount_opt_ml: false` to have it re-rooted "
+                "in the host's tree (SM_CHECKPOINT_DIR names it)"
             )
         self.log.agent(
-            "WARNING: /opt/ml is not shown: this machine allows no private mount namespace "
-            "(needs root or user namespaces); the SM_* variables name the host's tree instead"
+            f"WARNING: /opt/ml is not shown ({why}): the SM_* variables name the host's tree "
+            "instead"
         )
 
     def _isolation(self) -> Isolation:
@@ -522,8 +553,24 @@ class HostAgent:
         self._running = None
         return returncode
 
+    def _failure_time(self, result: HostResult) -> dict[str, float]:
+        """``failed_at`` for the exit event of a host whose rank failed: the control plane
+        names the job's failure after the earliest across hosts, not the first host to end."""
+        if result.outcome is not HostOutcome.FAILED or self._failed_at is None:
+            return {}
+        return {"failed_at": self._failed_at}
+
+    def _failed_before_stop(self) -> bool:
+        """A rank failed on its own before the stop came (the control plane stopping the job
+        for another host's failure): the host failed, and says why, rather than Stopped."""
+        stopped_at = self._stop.requested_at
+        return (
+            self._failed_at is not None and stopped_at is not None and self._failed_at < stopped_at
+        )
+
     def _result_of(self, returncode: int, group: ProcessGroup) -> HostResult:
-        if self.stop_requested:
+        self._failed_at = group.failed_at if returncode != 0 else None
+        if self.stop_requested and not self._failed_before_stop():
             return HostResult(HostOutcome.STOPPED, returncode)
         if returncode == 0:
             return HostResult(HostOutcome.COMPLETED, 0)

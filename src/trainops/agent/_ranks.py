@@ -15,7 +15,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from trainops.agent._hostns import (
+from trainops.agent.channels import Bind
+from trainops.agent.contract._setup import ScriptCommand
+from trainops.agent.launchers import (
+    LaunchContext,
+    LaunchError,
+    RankProcess,
+    RemoteShellPaths,
+    job_port,
+    launcher_for,
+)
+from trainops.agent.supervision._hostns import (
     NO_ISOLATION,
     HostNamespace,
     NamespaceError,
@@ -24,16 +34,6 @@ from trainops.agent._hostns import (
     mount_arguments,
     namespaces_available,
     write_hosts_file,
-)
-from trainops.agent._setup import ScriptCommand
-from trainops.agent.channels import Bind
-from trainops.agent.launchers import (
-    LaunchContext,
-    LaunchError,
-    RankProcess,
-    RemoteShellPaths,
-    job_port,
-    launcher_for,
 )
 from trainops.protocol import Assignment
 

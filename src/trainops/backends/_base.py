@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from trainops._containment import containment
 from trainops._settings import Settings
 from trainops.backends._capacity import Allocator, Capacity, Slots
 from trainops.catalog import InstanceType
@@ -157,6 +158,15 @@ class Backend(ABC):
         shutil.rmtree(tree, ignore_errors=True)
         return not tree.exists()
 
+    def containment_note(self, mount_opt_ml: bool) -> str | None:
+        """One line saying what a job's hosts cannot have where this backend runs them (private
+        namespaces; the tree at /opt/ml when ``mount_opt_ml``) and why, else ``None``.
+
+        The base class's agents run on this machine, so this machine is asked (once); a backend
+        whose agents run elsewhere asks its machines.
+        """
+        return containment().note(mount_opt_ml)
+
     def gone_reason(self, handle: AgentHandle) -> str | None:
         """Why an agent that :meth:`is_alive` found gone is gone, where the backend knows more
         than that it ended (an engine's word on a lost node); ``None`` otherwise."""
@@ -165,7 +175,7 @@ class Backend(ABC):
     def host_address(self, reservation: Mapping[str, Any]) -> str | None:
         """The network address of the machine a host was placed on (from its reservation), for
         the job's host names to resolve to; ``None``: hosts share this machine, and each gets a
-        loopback address of its own (see ``agent/_hostns.py``)."""
+        loopback address of its own (see ``agent/supervision/_hostns.py``)."""
         return None
 
     def node_of(self, handle: AgentHandle) -> str | None:

@@ -21,6 +21,7 @@ from typing import Any
 
 import psutil
 
+from trainops._containment import containment
 from trainops._settings import Settings
 from trainops.backends._base import JOURNAL_FILE, AgentHandle, Backend, ProcessRef, parse_journal
 from trainops.backends._capacity import Capacity, Slots
@@ -59,6 +60,9 @@ class LocalBackend(Backend):
 
     def open(self) -> None:
         self._start_fork_server()
+        # Asked now, beside the fork server's start, so that the first submission's note
+        # (Backend.containment_note) does not wait for the probe's interpreter.
+        threading.Thread(target=containment, name="trainops-containment", daemon=True).start()
 
     def close(self) -> None:
         with self._forks_lock:

@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from trainops._containment import Containment
 from trainops._errors import ConfigError
 from trainops._settings import Settings
 from trainops.backends._base import (
@@ -40,7 +41,13 @@ from trainops.backends._base import (
     parse_journal,
 )
 from trainops.backends._capacity import Capacity, CapacityNeverFits, CapacityShortage
-from trainops.backends._ray_host import AGENT_OUTPUT, HostActor, list_job_trees, remove_job_tree
+from trainops.backends._ray_host import (
+    AGENT_OUTPUT,
+    HostActor,
+    list_job_trees,
+    probe_containment,
+    remove_job_tree,
+)
 from trainops.catalog import InstanceType
 from trainops.protocol import AgentEvent, AgentLaunch, HostResources
 
@@ -80,6 +87,7 @@ class RayBackend(Backend):
         self._lock = threading.Lock()
         self._waits: dict[str, Any] = {}  # actor name -> the ObjectRef of its `wait` call
         self._gone: dict[str, str] = {}  # actor name -> why it died, as Ray said
+        self._containment: dict[str, Containment] = {}  # node id -> what it allows
 
     # Connecting ------------------------------------------------------------------------
 
@@ -393,6 +401,11 @@ class RayBackend(Backend):
         return all(r is True for r in results)
 
     def _on_every_node(self, function: Any, *args: Any) -> list[Any]:
+        return self._on_nodes(self._alive_nodes(), function, *args)
+
+    def _on_nodes(self, nodes: list[dict[str, Any]], function: Any, *args: Any) -> list[Any]:
+        """``function(*args)`` run as a task on each of ``nodes``; ``None`` for one that did
+        not answer."""
         ray = self._ray()
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -401,9 +414,38 @@ class RayBackend(Backend):
             task.options(
                 scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)
             ).remote(*args)
-            for node in self._alive_nodes()
+            for node in nodes
         ]
         return [self._call(ref) for ref in refs]
+
+    # What the nodes allow ----------------------------------------------------------------
+
+    def containment_note(self, mount_opt_ml: bool) -> str | None:
+        """What the nodes cannot give a job's hosts: each node is asked once, by a task on it
+        that runs the probe its agents run (``trainops._containment``)."""
+        found = self._node_containment()
+        lacking = sorted(name for name, answer in found.items() if answer.note(mount_opt_ml))
+        if not lacking:
+            return None
+        note = found[lacking[0]].note(mount_opt_ml)
+        names = ", ".join(lacking[:3]) + (", …" if len(lacking) > 3 else "")
+        return f"on {len(lacking)} of {len(found)} Ray nodes ({names}): {note}"
+
+    def _node_containment(self) -> dict[str, Containment]:
+        """Each alive node's answer by its name, asking the nodes not asked before."""
+        nodes = self._alive_nodes()
+        with self._lock:
+            new = [node for node in nodes if node["NodeID"] not in self._containment]
+        for node, answer in zip(new, self._on_nodes(new, probe_containment), strict=True):
+            if isinstance(answer, dict):  # a node that did not answer is asked next time
+                with self._lock:
+                    self._containment[node["NodeID"]] = Containment.from_json(answer)
+        with self._lock:
+            return {
+                _node_name(node): self._containment[node["NodeID"]]
+                for node in nodes
+                if node["NodeID"] in self._containment
+            }
 
 
 def _probe(address: str) -> None:

@@ -29,7 +29,7 @@ import psutil
 
 from trainops.protocol import PARENT_ENV
 
-__all__ = ["AGENT_OUTPUT", "HostActor", "list_job_trees", "remove_job_tree"]
+__all__ = ["AGENT_OUTPUT", "HostActor", "list_job_trees", "probe_containment", "remove_job_tree"]
 
 AGENT_OUTPUT = "agent.out"
 # Ray's own variables stay with the worker: a training script must not find (and join) the
@@ -55,7 +55,7 @@ class HostActor:
         """Start the agent (a fresh host tree and state directory) and say where it runs."""
         import ray
 
-        from trainops.agent._nodump import forbid_memory_reads
+        from trainops.agent.supervision._nodump import forbid_memory_reads
 
         # This worker holds the host's agent token (in ``env``), as the agent does: no process
         # of the same user (a job's script on this node) may read its memory.
@@ -156,3 +156,11 @@ def remove_job_tree(jobs_dir: str, job: str) -> bool:
     tree = Path(jobs_dir) / job
     shutil.rmtree(tree, ignore_errors=True)
     return not tree.exists()
+
+
+def probe_containment() -> dict[str, Any]:
+    """What this node lets a job's hosts have (namespaces, /opt/ml), as its agents find it (a
+    Ray task's body)."""
+    from trainops._containment import containment
+
+    return containment().to_json()

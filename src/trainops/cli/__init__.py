@@ -7,14 +7,15 @@ imported only once a command runs.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
-import importlib
 import io
 import os
 import sys
 from collections.abc import Callable, Sequence
 
 from trainops._errors import TrainopsError
+from trainops._registry import Registry
 from trainops.cli._parser import build_parser
 
 __all__ = ["entry", "main"]
@@ -22,30 +23,29 @@ __all__ = ["entry", "main"]
 ERROR_EXIT = 2
 INTERRUPTED = 130
 FULL_BELOW_BYTES = 1 << 20
-HANDLERS = {
-    "run": ("trainops.cli._run", "run"),
-    "submit": ("trainops.cli._commands", "submit"),
-    "jobs": ("trainops.cli._commands", "jobs"),
-    "describe": ("trainops.cli._commands", "describe"),
-    "logs": ("trainops.cli._commands", "logs"),
-    "metrics": ("trainops.cli._commands", "metrics"),
-    "stop": ("trainops.cli._commands", "stop"),
-    "report": ("trainops.cli._report", "report"),
-    "cluster": ("trainops.cli._commands", "cluster"),
-    "study": ("trainops.cli._study", "study"),
-    "server": ("trainops.cli._commands", "server"),
-    "pack": ("trainops.cli._pack", "pack"),
-    "tune": ("trainops.cli._tune", "tune"),
-    "tuning": ("trainops.cli._tune", "tuning"),
-}
+#: Each command's handler, imported only when the command runs.
+HANDLERS: Registry[Callable[[argparse.Namespace], int]] = Registry("command")
+HANDLERS.register_lazy("run", "trainops.cli._run:run")
+HANDLERS.register_lazy("submit", "trainops.cli._commands:submit")
+HANDLERS.register_lazy("jobs", "trainops.cli._commands:jobs")
+HANDLERS.register_lazy("describe", "trainops.cli._commands:describe")
+HANDLERS.register_lazy("logs", "trainops.cli._commands:logs")
+HANDLERS.register_lazy("metrics", "trainops.cli._commands:metrics")
+HANDLERS.register_lazy("stop", "trainops.cli._commands:stop")
+HANDLERS.register_lazy("report", "trainops.cli._report:report")
+HANDLERS.register_lazy("cluster", "trainops.cli._commands:cluster")
+HANDLERS.register_lazy("study", "trainops.cli._study:study")
+HANDLERS.register_lazy("server", "trainops.cli._commands:server")
+HANDLERS.register_lazy("pack", "trainops.cli._pack:pack")
+HANDLERS.register_lazy("tune", "trainops.cli._tune:tune")
+HANDLERS.register_lazy("tuning", "trainops.cli._tune:tuning")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``trainops`` with ``argv`` (default: the process arguments); returns the exit code."""
     args = build_parser().parse_args(argv)
     _tolerate_narrow_terminals()
-    module, attr = HANDLERS[args.handler]
-    handler: Callable[..., int] = getattr(importlib.import_module(module), attr)
+    handler = HANDLERS.lookup(args.handler)
     try:
         return handler(args)
     except TrainopsError as exc:

@@ -13,8 +13,8 @@ __all__ = ["pack"]
 
 
 def pack(args: argparse.Namespace) -> int:
-    from trainops.data._pack import PackOptions, default_workers
-    from trainops.data._pack import pack as run_pack
+    from trainops.data.packer._pack import PackOptions, default_workers
+    from trainops.data.packer._pack import pack as run_pack
 
     options = PackOptions(
         format=args.format,

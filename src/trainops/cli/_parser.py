@@ -167,7 +167,7 @@ def _add_pack(commands: Commands) -> None:
     sub.add_argument("src", metavar="SRC", help="a directory, file:// or s3:// prefix")
     sub.add_argument("dest", metavar="DEST", help="a new directory, file:// or s3:// prefix")
     sub.add_argument(
-        "--format", choices=("recordio", "tfrecord", "shards"), default="shards",
+        "--format", default="shards", metavar="FORMAT",
         help="recordio (.rec/.idx/.lst as im2rec), tfrecord (tf.train.Example) or shards "
         "(trainops' format for its streaming dataset; the default)",
     )  # fmt: skip

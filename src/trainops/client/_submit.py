@@ -10,12 +10,15 @@ command the spec models' import): the server validates it, and its problems come
 file's line numbers, as local validation gives them. A refused spec's uploaded source is removed.
 
 Local (``file://``) channel sources are checked first, before a name is asked for or anything is
-uploaded: a missing or empty one is a :class:`SpecError` naming the field and the path.
+uploaded: a missing or empty one is a :class:`SpecError` naming the field and the path. What the
+server says the job will not get where it runs (its ``Warnings``: private namespaces, /opt/ml)
+goes to ``on_warning``, one line each (by default to stderr, as ``warning: …``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import sys
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -39,6 +42,7 @@ SOURCE_ARCHIVE = "source/sourcedir.tar.gz"
 # A generated name the server handed out is only taken if someone submitted that exact name
 # explicitly in between; a few fresh names are plenty.
 NAME_TRIES = 3
+WARNING_CHARS = 1000  # of one server warning shown
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,13 +68,15 @@ def submit_job(
     *,
     base_dir: Path | str | None = None,
     progress: bool = True,
+    on_warning: Callable[[str], None] | None = None,
 ) -> str:
     """Upload ``spec``'s code and create the job; returns the job name.
 
     Relative paths in ``spec`` are resolved against ``base_dir`` (default: the current directory).
     Without a ``job_name`` the server names the job (``<base>-<timestamp>``, unique however many
     submissions run at once) before the code is uploaded under that name; an explicit
-    ``job_name`` that exists is an error.
+    ``job_name`` that exists is an error. The server's warnings go to ``on_warning`` (default:
+    stderr).
     """
     # The caller has the models imported already.
     from trainops.spec import check_channel_sources, resolve_paths
@@ -87,10 +93,17 @@ def submit_job(
         spec.entry_point,
         base,
     )
-    return _create(client, job, settings, progress, lambda exc: exc)
+    return _create(client, job, settings, progress, lambda exc: exc, on_warning)
 
 
-def submit_spec(client: Client, spec: RawSpec, settings: Settings, *, progress: bool = True) -> str:
+def submit_spec(
+    client: Client,
+    spec: RawSpec,
+    settings: Settings,
+    *,
+    progress: bool = True,
+    on_warning: Callable[[str], None] | None = None,
+) -> str:
     """Like :func:`submit_job` for a spec read with :func:`~trainops.spec.load_raw_spec`.
 
     The server validates the fields; a refusal is a :class:`SpecError` naming each field's line
@@ -100,7 +113,12 @@ def submit_spec(client: Client, spec: RawSpec, settings: Settings, *, progress: 
     spec.check_sources()
     if not spec.sendable:
         return submit_job(
-            client, spec.validate(), settings, base_dir=spec.base_dir, progress=progress
+            client,
+            spec.validate(),
+            settings,
+            base_dir=spec.base_dir,
+            progress=progress,
+            on_warning=on_warning,
         )
     job = _Job(
         spec.data,
@@ -112,7 +130,9 @@ def submit_spec(client: Client, spec: RawSpec, settings: Settings, *, progress: 
         spec.base_dir,
         spec.validate,
     )
-    return _create(client, job, settings, progress, lambda exc: spec.error(exc.problems))
+    return _create(
+        client, job, settings, progress, lambda exc: spec.error(exc.problems), on_warning
+    )
 
 
 def code_uri_for(output_prefix: str) -> str:
@@ -151,6 +171,7 @@ def _create(
     settings: Settings,
     progress: bool,
     refused: Callable[[SpecError], SpecError],
+    on_warning: Callable[[str], None] | None,
 ) -> str:
     """Name, stage and create ``job``; ``refused`` turns the server's SpecError into the one raised."""
     if job.job_name is not None:
@@ -160,7 +181,7 @@ def _create(
         name = job.job_name or client.new_job_name(job.base_job_name)
         code_uri, uploaded = _stage_code(job, join_uri(output, name), settings, progress)
         try:
-            client.submit(name, job.fields, code_uri)
+            created = client.submit(name, job.fields, code_uri)
         except JobNameTakenError:
             if job.job_name or attempt == NAME_TRIES:
                 raise
@@ -169,8 +190,20 @@ def _create(
             if uploaded:
                 _discard(code_uri, settings)
             raise refused(exc) from None
+        for line in created.get("Warnings") or []:
+            (on_warning or _warn)(_one_line(str(line)))
         return name
     raise AssertionError("unreachable")
+
+
+def _warn(line: str) -> None:
+    print(f"warning: {line}", file=sys.stderr, flush=True)
+
+
+def _one_line(text: str) -> str:
+    """A server's warning as one bounded line of printable text (no terminal escapes)."""
+    shown = "".join(c if c.isprintable() else "?" for c in text[:WARNING_CHARS])
+    return shown + ("…" if len(text) > WARNING_CHARS else "")
 
 
 def _refuse_taken(client: Client, job: _Job) -> None:

@@ -182,6 +182,15 @@ class JobController:
         self._scheduler.wake()
         return job
 
+    def submission_warnings(self, spec: JobSpec) -> list[str]:
+        """What a job of ``spec`` will not get where the backend runs it (private namespaces,
+        /opt/ml), one line each; the backend asks its machines once and keeps the answer."""
+        try:
+            note = self.backend.containment_note(spec.mount_opt_ml)
+        except (TrainopsError, OSError) as exc:  # never a reason to refuse the job
+            note = f"cannot tell whether the job's hosts get private namespaces here: {exc}"
+        return [] if note is None else [note]
+
     def stop(self, job_name: str) -> JobRecord:
         """Ask every host to stop; the job ends Stopped when they are down."""
         with self.core.lock:

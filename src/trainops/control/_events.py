@@ -8,6 +8,7 @@ Callers hold ``core.lock``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -57,12 +58,22 @@ class EventIntake:
                 self._remember_process(host, event)
             elif event.kind == EventKind.ACTION:  # how a rule's command went (_host_actions)
                 self.core.host_actions.finish(host.job, host.attempt, host.host, event.data)
+            elif event.kind == EventKind.EXIT:
+                self._remember_failure_time(host, event)
             exited = exited or event.kind == EventKind.EXIT
         self.core.notify()
         if exited:
             self.core.heartbeats.forget(host.job, host.host, host.attempt)
             self.lifecycle.evaluate(host.job)
         return result.acked_seq
+
+    def _remember_failure_time(self, host: HostRecord, event: EventLike) -> None:
+        """A failed host's ``failed_at`` (a finite Unix time; anything else is ignored)."""
+        failed_at = event.data.get("failed_at")
+        if event.data.get("outcome") != HostOutcome.FAILED or isinstance(failed_at, bool):
+            return
+        if isinstance(failed_at, (int, float)) and math.isfinite(failed_at):
+            self.core.failure_times[(host.job, host.attempt, host.host)] = float(failed_at)
 
     def commands_for(self, job: JobRecord, host: HostRecord) -> list[Command]:
         """A stop command while the job (or this host's attempt) should not go on."""

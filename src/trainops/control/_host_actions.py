@@ -9,19 +9,26 @@ once) and reports how it went as an ``action`` event, which :meth:`HostActions.f
 only from the host it was sent to, in the attempt it was sent to. The rules service waits for
 that (:meth:`HostAction.wait`). Nothing here runs a command.
 
-Actions live in memory: one is needed only while its rule's evaluation waits for it.
+Actions live in memory: one is needed only while its rule's evaluation waits for it. A control
+plane that stops meanwhile loses them; the rule's row says its finding's actions have not been
+recorded yet (``trainops.rules._tracking``), and the next control plane runs them again. An
+action's id is derived from what it is (job, attempt, host, command, input, variables: the
+finding's time is in its input), so the action sent again has the id the host has seen, and an
+agent that ran it already reports that run again rather than running it twice
+(``trainops.agent.supervision._actions``). Identical actions of one finding therefore run once.
 """
 
 from __future__ import annotations
 
-import secrets
+import hashlib
+import json
 import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 from trainops.protocol import Command
 
-__all__ = ["MAX_OPEN_ACTIONS", "OUTPUT_LIMIT", "HostAction", "HostActions"]
+__all__ = ["MAX_OPEN_ACTIONS", "OUTPUT_LIMIT", "HostAction", "HostActions", "make_action_id"]
 
 MAX_OPEN_ACTIONS = 64  # unfinished host actions of one job at a time
 OUTPUT_LIMIT = 400  # characters of a command's output kept in its result
@@ -62,8 +69,8 @@ class HostActions:
         variables: dict[str, str],
         timeout: float,
     ) -> HostAction:
-        """Queue ``argv`` for ``host`` of ``job``'s ``attempt``."""
-        action_id = secrets.token_hex(8)
+        """Queue ``argv`` for ``host`` of ``job``'s ``attempt``; its id is :func:`make_action_id`."""
+        action_id = make_action_id(job, attempt, host, argv, stdin, variables)
         command = Command(
             kind="action",
             action_id=action_id,
@@ -76,6 +83,8 @@ class HostActions:
         with self._lock:
             if sum(1 for a in self._actions.values() if a.job == job) >= MAX_OPEN_ACTIONS:
                 raise ValueError(f"job {job!r} already has {MAX_OPEN_ACTIONS} unfinished actions")
+            if action_id in self._actions:
+                raise ValueError(f"the same action is already waiting for host {host}")
             self._actions[action_id] = action
         return action
 
@@ -112,3 +121,12 @@ class HostActions:
         with self._lock:
             self._actions.pop(action.action_id, None)
             return action.delivered
+
+
+def make_action_id(
+    job: str, attempt: int, host: str, argv: list[str], stdin: str, variables: dict[str, str]
+) -> str:
+    """The id of an action: the same for the same action sent again (by a restarted control
+    plane), another for any other."""
+    what = json.dumps([job, attempt, host, argv, stdin, variables], sort_keys=True)
+    return hashlib.sha256(what.encode()).hexdigest()[:16]

@@ -81,7 +81,8 @@ class Lifecycle:
                 self._relaunch(job)
         elif job.status == PrimaryStatus.IN_PROGRESS and job.stop_reason == StopReason.FAILED:
             if all_down:
-                self._conclude(job, hosts, self._failed_ending(job.failure_reason or ""))
+                reason = self._earliest_failure(hosts) or job.failure_reason or ""
+                self._conclude(job, hosts, self._failed_ending(reason))
         elif job.status == PrimaryStatus.IN_PROGRESS and job.stop_reason is None and hosts:
             self._judge(job, hosts)
         if hosts and all_down:
@@ -110,8 +111,19 @@ class Lifecycle:
         """End a job that never got hosts (the backend can never hold it) Failed with ``reason``."""
         self._conclude(job, [], self._failed_ending(reason))
 
+    def _failed_at(self, host: HostRecord) -> float:
+        """When ``host`` failed: its first rank's failure where it said, else its end."""
+        at = self.core.failure_times.get((host.job, host.attempt, host.host))
+        return at if at is not None else host.exit_time or 0.0
+
+    def _earliest_failure(self, hosts: list[HostRecord]) -> str | None:
+        """The reason of the host that failed first by time (its rank's failure, not its end:
+        a host whose peer died may end first, failing on its own account)."""
+        failed = [h for h in hosts if h.outcome == HostOutcome.FAILED and h.failure_reason]
+        return min(failed, key=self._failed_at).failure_reason if failed else None
+
     def _judge(self, job: JobRecord, hosts: list[HostRecord]) -> None:
-        ended = sorted((h for h in hosts if h.exited), key=lambda h: h.exit_time or 0.0)
+        ended = sorted((h for h in hosts if h.exited), key=self._failed_at)
         culprit = next((h for h in ended if h.outcome != HostOutcome.COMPLETED), None)
         if culprit is not None and culprit.outcome == HostOutcome.FAILED:
             reason = culprit.failure_reason or (
@@ -266,6 +278,8 @@ class Lifecycle:
             **fields,
         )
         self.core.store.revoke_agent_tokens(job.name)  # nothing may speak for an ended job
+        for key in [k for k in self.core.failure_times if k[0] == job.name]:
+            del self.core.failure_times[key]
         self._signal_running_hosts(job)
         _log.info("job %s ended %s/%s", job.name, ending.status, ending.secondary)
 

@@ -20,23 +20,10 @@ import typing
 from trainops._lazy import lazy_names
 
 if typing.TYPE_CHECKING:
-    from trainops.data._batch import RecordBatch
     from trainops.data._errors import CorruptBudget, CorruptRecordError, PackError
-    from trainops.data._example import Feature, decode_example, encode_example
-    from trainops.data._index import (
-        INDEX_NAME,
-        SHARD_FORMAT,
-        DatasetIndexError,
-        ShardIndex,
-        ShardInfo,
-    )
-    from trainops.data._lines import LineReader
-    from trainops.data._loader import StreamingLoader
-    from trainops.data._pack import PackOptions, PackResult, pack
-    from trainops.data._partition import PlacementError
-    from trainops.data._pipe_channel import PipeChannelError
-    from trainops.data._pipe_dataset import PipeModeDataset
-    from trainops.data._recordio import (
+    from trainops.data.formats._example import Feature, decode_example, encode_example
+    from trainops.data.formats._lines import LineReader
+    from trainops.data.formats._recordio import (
         RECORDIO_MAGIC,
         IRHeader,
         RecordIOReader,
@@ -49,21 +36,34 @@ if typing.TYPE_CHECKING:
         unpack_irheader,
         write_idx,
     )
-    from trainops.data._shards import (
-        SHARD_MAGIC,
-        RecordBlock,
-        ShardReader,
-        encode_shard,
-        write_shard,
-    )
-    from trainops.data._streaming import StreamingDataset
-    from trainops.data._tfrecord import (
+    from trainops.data.formats._tfrecord import (
         TFRecordReader,
         TFRecordWriter,
         Verify,
         masked_crc32c,
         tfrecord_frame,
     )
+    from trainops.data.packer._pack import PackOptions, PackResult, pack
+    from trainops.data.pipe._channel import PipeChannelError
+    from trainops.data.pipe._dataset import PipeModeDataset
+    from trainops.data.shards._format import (
+        SHARD_MAGIC,
+        RecordBlock,
+        ShardReader,
+        encode_shard,
+        write_shard,
+    )
+    from trainops.data.shards._index import (
+        INDEX_NAME,
+        SHARD_FORMAT,
+        DatasetIndexError,
+        ShardIndex,
+        ShardInfo,
+    )
+    from trainops.data.streaming._batch import RecordBatch
+    from trainops.data.streaming._dataset import StreamingDataset
+    from trainops.data.streaming._loader import StreamingLoader
+    from trainops.data.streaming._partition import PlacementError
 
 __all__ = [
     "INDEX_NAME",
@@ -113,46 +113,46 @@ __all__ = [
 _MODULE_OF = {
     "CorruptBudget": "trainops.data._errors",
     "CorruptRecordError": "trainops.data._errors",
-    "DatasetIndexError": "trainops.data._index",
-    "Feature": "trainops.data._example",
-    "TFRecordReader": "trainops.data._tfrecord",
-    "TFRecordWriter": "trainops.data._tfrecord",
-    "Verify": "trainops.data._tfrecord",
-    "decode_example": "trainops.data._example",
-    "encode_example": "trainops.data._example",
-    "masked_crc32c": "trainops.data._tfrecord",
-    "tfrecord_frame": "trainops.data._tfrecord",
-    "INDEX_NAME": "trainops.data._index",
-    "IRHeader": "trainops.data._recordio",
-    "LineReader": "trainops.data._lines",
+    "DatasetIndexError": "trainops.data.shards._index",
+    "Feature": "trainops.data.formats._example",
+    "TFRecordReader": "trainops.data.formats._tfrecord",
+    "TFRecordWriter": "trainops.data.formats._tfrecord",
+    "Verify": "trainops.data.formats._tfrecord",
+    "decode_example": "trainops.data.formats._example",
+    "encode_example": "trainops.data.formats._example",
+    "masked_crc32c": "trainops.data.formats._tfrecord",
+    "tfrecord_frame": "trainops.data.formats._tfrecord",
+    "INDEX_NAME": "trainops.data.shards._index",
+    "IRHeader": "trainops.data.formats._recordio",
+    "LineReader": "trainops.data.formats._lines",
     "PackError": "trainops.data._errors",
-    "PackOptions": "trainops.data._pack",
-    "PackResult": "trainops.data._pack",
-    "pack": "trainops.data._pack",
-    "RECORDIO_MAGIC": "trainops.data._recordio",
-    "RecordBlock": "trainops.data._shards",
-    "RecordIOReader": "trainops.data._recordio",
-    "RecordIOWriter": "trainops.data._recordio",
-    "SHARD_FORMAT": "trainops.data._index",
-    "SHARD_MAGIC": "trainops.data._shards",
-    "ShardIndex": "trainops.data._index",
-    "ShardInfo": "trainops.data._index",
-    "ShardReader": "trainops.data._shards",
-    "encode_shard": "trainops.data._shards",
-    "pack_irheader": "trainops.data._recordio",
-    "read_idx": "trainops.data._recordio",
-    "recordio_frame": "trainops.data._recordio",
-    "recordio_header": "trainops.data._recordio",
-    "recordio_padding": "trainops.data._recordio",
-    "unpack_irheader": "trainops.data._recordio",
-    "write_idx": "trainops.data._recordio",
-    "write_shard": "trainops.data._shards",
-    "PipeChannelError": "trainops.data._pipe_channel",
-    "PipeModeDataset": "trainops.data._pipe_dataset",
-    "PlacementError": "trainops.data._partition",
-    "RecordBatch": "trainops.data._batch",
-    "StreamingDataset": "trainops.data._streaming",
-    "StreamingLoader": "trainops.data._loader",
+    "PackOptions": "trainops.data.packer._pack",
+    "PackResult": "trainops.data.packer._pack",
+    "pack": "trainops.data.packer._pack",
+    "RECORDIO_MAGIC": "trainops.data.formats._recordio",
+    "RecordBlock": "trainops.data.shards._format",
+    "RecordIOReader": "trainops.data.formats._recordio",
+    "RecordIOWriter": "trainops.data.formats._recordio",
+    "SHARD_FORMAT": "trainops.data.shards._index",
+    "SHARD_MAGIC": "trainops.data.shards._format",
+    "ShardIndex": "trainops.data.shards._index",
+    "ShardInfo": "trainops.data.shards._index",
+    "ShardReader": "trainops.data.shards._format",
+    "encode_shard": "trainops.data.shards._format",
+    "pack_irheader": "trainops.data.formats._recordio",
+    "read_idx": "trainops.data.formats._recordio",
+    "recordio_frame": "trainops.data.formats._recordio",
+    "recordio_header": "trainops.data.formats._recordio",
+    "recordio_padding": "trainops.data.formats._recordio",
+    "unpack_irheader": "trainops.data.formats._recordio",
+    "write_idx": "trainops.data.formats._recordio",
+    "write_shard": "trainops.data.shards._format",
+    "PipeChannelError": "trainops.data.pipe._channel",
+    "PipeModeDataset": "trainops.data.pipe._dataset",
+    "PlacementError": "trainops.data.streaming._partition",
+    "RecordBatch": "trainops.data.streaming._batch",
+    "StreamingDataset": "trainops.data.streaming._dataset",
+    "StreamingLoader": "trainops.data.streaming._loader",
 }
 
 

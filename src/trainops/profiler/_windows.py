@@ -19,6 +19,7 @@ from inspect import signature
 from pathlib import Path
 from typing import Any
 
+from trainops._registry import Registry
 from trainops.profiler._files import hidden_temporary, say, write_atomic
 from trainops.profiler._layout import chunk_prefix, dataloader_dir, detailed_dir, python_dir
 from trainops.profiler._names import DATALOADER_COLUMNS
@@ -26,7 +27,14 @@ from trainops.profiler._pystats import TIMERS, write_python_stats
 from trainops.profiler._series import SeriesWriter
 from trainops.profiler._settings import Window
 
-__all__ = ["DataloaderWindow", "DetailedWindow", "PythonWindow", "WindowRunner", "make_runner"]
+__all__ = [
+    "WINDOWS",
+    "DataloaderWindow",
+    "DetailedWindow",
+    "PythonWindow",
+    "WindowRunner",
+    "make_runner",
+]
 
 
 class WindowRunner(ABC):
@@ -233,10 +241,12 @@ def _pyinstrument_files(profiler: Any, directory: Path, window: dict[str, Any]) 
     ]
 
 
+#: ``Window.kind`` -> its runner (the kinds are profiler._settings' ``WINDOW_KINDS``).
+WINDOWS: Registry[type[WindowRunner]] = Registry("profiling window kind", error=ValueError)
+WINDOWS.register("detailed", DetailedWindow)
+WINDOWS.register("dataloader", DataloaderWindow)
+WINDOWS.register("python", PythonWindow)
+
+
 def make_runner(window: Window, root: Path, host: str, rank: int, attempt: int) -> WindowRunner:
-    kinds: dict[str, type[WindowRunner]] = {
-        "detailed": DetailedWindow,
-        "dataloader": DataloaderWindow,
-        "python": PythonWindow,
-    }
-    return kinds[window.kind](window, root, host, rank, attempt)
+    return WINDOWS.lookup(window.kind)(window, root, host, rank, attempt)

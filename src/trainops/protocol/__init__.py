@@ -6,6 +6,7 @@ actors) starts and hears from agents the same way.
 
 from trainops.protocol._job import (
     DEFAULT_CHECKPOINT_PATH,
+    LAUNCHER_FLAGS,
     ChannelSpec,
     CheckpointSpec,
     DataParallelSpec,
@@ -54,6 +55,7 @@ from trainops.protocol._observe import (
 __all__ = [
     "AGENT_API_PREFIX",
     "DEFAULT_CHECKPOINT_PATH",
+    "LAUNCHER_FLAGS",
     "LAUNCH_FD_ENV",
     "LAUNCH_MARK",
     "PARENT_ENV",

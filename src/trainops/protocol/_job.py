@@ -17,6 +17,7 @@ from trainops.protocol._observe import ProfilerSpec, RuleSpec, TensorBoardSpec
 
 __all__ = [
     "DEFAULT_CHECKPOINT_PATH",
+    "LAUNCHER_FLAGS",
     "ChannelSpec",
     "CheckpointSpec",
     "DataParallelSpec",
@@ -178,8 +179,9 @@ class SmDistributedSpec:
     modelparallel: ModelParallelSpec
 
 
-# Spec launcher switch -> the SageMaker hyperparameter the SDK sets for it.
-_LAUNCHER_FLAGS = {
+#: Spec launcher switch (``distribution.<name>.enabled``) -> the SageMaker hyperparameter the
+#: SDK sets for it; the spec reads the switches from here (``smdistributed.dataparallel`` aside).
+LAUNCHER_FLAGS = {
     "torch_distributed": "sagemaker_torch_distributed_enabled",
     "pytorchddp": "sagemaker_pytorch_ddp_enabled",
     "mpi": "sagemaker_mpi_enabled",
@@ -204,7 +206,7 @@ class DistributionSpec:
     @property
     def launcher(self) -> str:
         """The enabled launcher's spec name, ``smdistributed.dataparallel``, or ``plain``."""
-        for name in _LAUNCHER_FLAGS:
+        for name in LAUNCHER_FLAGS:
             if getattr(self, name).enabled:
                 return name
         return "smdistributed.dataparallel" if self.smdistributed.dataparallel.enabled else "plain"
@@ -212,7 +214,7 @@ class DistributionSpec:
     def framework_hyperparameters(self) -> dict[str, Any]:
         """The ``sagemaker_*`` (and ``mp_parameters``) hyperparameters the SDK would send."""
         found: dict[str, Any] = {
-            flag: True for name, flag in _LAUNCHER_FLAGS.items() if getattr(self, name).enabled
+            flag: True for name, flag in LAUNCHER_FLAGS.items() if getattr(self, name).enabled
         }
         if self.mpi.enabled:
             found["sagemaker_mpi_num_of_processes_per_host"] = self.processes_per_host

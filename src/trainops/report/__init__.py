@@ -9,7 +9,7 @@ which writes the report when a job with the ProfilerReport rule ends.
 
 from __future__ import annotations
 
-from trainops.control.services import SERVICES, register_service
+from trainops.control.services import SERVICES
 from trainops.report._build import (
     REPORT_HTML,
     REPORT_JSON,
@@ -45,5 +45,4 @@ __all__ = [
     "write_report",
 ]
 
-if SERVICE_NAME not in SERVICES:
-    register_service(SERVICE_NAME, profiler_report_service)
+SERVICES.register(SERVICE_NAME, profiler_report_service)

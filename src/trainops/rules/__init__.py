@@ -11,7 +11,7 @@ docs/profiling-rules.md describes the rules; docs/internals/rules.md how to add 
 
 from __future__ import annotations
 
-from trainops.control.services import SERVICES, register_service
+from trainops.control.services import SERVICES
 from trainops.rules._base import (
     IN_PROGRESS,
     ISSUES_FOUND,
@@ -63,8 +63,7 @@ __all__ = [
     "make_rule",
 ]
 
-if "rules" not in SERVICES:
-    register_service("rules", rules_service)
+SERVICES.register("rules", rules_service)
 
 
 def evaluate_rules(data: ProfilerData, names: list[str] | None = None) -> dict[str, RuleResult]:

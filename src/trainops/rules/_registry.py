@@ -1,10 +1,13 @@
-"""The table of profiler rules: name -> class, one entry per built-in rule of the catalog."""
+"""The registry of profiler rules: name -> class, one entry per built-in rule of the catalog
+(``trainops.spec``'s ``PROFILER_RULES`` holds their names and defaults; the conformance suite
+checks that the two agree)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+from trainops._registry import Registry
 from trainops.rules._base import ProfilerRule
 from trainops.rules._batch_size import BatchSize
 from trainops.rules._bottleneck import CPUBottleneck, IOBottleneck
@@ -20,29 +23,24 @@ from trainops.rules._step_outlier import StepOutlier
 
 __all__ = ["RULES", "make_rule"]
 
-RULES: dict[str, type[ProfilerRule]] = {
-    rule.name: rule
-    for rule in (
-        BatchSize,
-        CPUBottleneck,
-        IOBottleneck,
-        GPUMemoryIncrease,
-        LoadBalancing,
-        LowGPUUtilization,
-        MaxInitializationTime,
-        OverallSystemUsage,
-        OverallFrameworkMetrics,
-        StepOutlier,
-        Dataloader,
-        ProfilerReport,
-    )
-}
+RULES: Registry[type[ProfilerRule]] = Registry("profiler rule", error=KeyError)
+for _rule in (
+    BatchSize,
+    CPUBottleneck,
+    IOBottleneck,
+    GPUMemoryIncrease,
+    LoadBalancing,
+    LowGPUUtilization,
+    MaxInitializationTime,
+    OverallSystemUsage,
+    OverallFrameworkMetrics,
+    StepOutlier,
+    Dataloader,
+    ProfilerReport,
+):
+    RULES.register(_rule.name, _rule)
 
 
 def make_rule(name: str, parameters: Mapping[str, Any] | None = None) -> ProfilerRule:
     """The rule called ``name``, made with ``parameters`` (checked; defaults filled)."""
-    try:
-        cls = RULES[name]
-    except KeyError:
-        raise KeyError(f"{name!r} is not a profiler rule; known: {', '.join(RULES)}") from None
-    return cls(parameters)
+    return RULES.lookup(name)(parameters)

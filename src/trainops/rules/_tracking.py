@@ -9,7 +9,15 @@ again at its next scan. The row's ``result`` JSON::
 
     {"rule": ..., "parameters": {...}, "result": <RuleResult JSON of the latest evaluation>,
      "found": <RuleResult JSON of the first finding> | null, "found_time": <Unix s> | null,
-     "actions": [<ActionResult JSON>...], "evaluations": <n>, "output": <URI of the JSON>}
+     "actions": [<ActionResult JSON>...], "acting": <bool>, "evaluations": <n>,
+     "output": <URI of the JSON>}
+
+``acting`` is true from the moment a finding is recorded until what its actions did is: a
+control plane that stopped in between (a command action queued for the job's host is held in
+memory only) leaves it true, and the next one runs the finding's actions at its first scan. The
+finding is rebuilt as it was (its time included), so a command action sent to a host again has
+the same action id, and a host that ran it already reports that run again instead of running it
+twice (``trainops.control._host_actions``).
 """
 
 from __future__ import annotations
@@ -58,6 +66,7 @@ class RuleState:
     found: dict[str, Any] | None = None
     found_time: float | None = None
     actions: list[dict[str, Any]] = field(default_factory=list)
+    acting: bool = False  # the finding is recorded, what its actions did not yet
 
     @property
     def interval(self) -> float:
@@ -73,6 +82,7 @@ class RuleState:
             state.found = row.result.get("found") or {"details": row.status_details}
             state.found_time = row.result.get("found_time")
             state.actions = list(row.result.get("actions") or [])
+            state.acting = row.result.get("acting") is True
         return state
 
 
@@ -96,6 +106,9 @@ class JobRules:
     def scan(self, job: JobRecord, *, final: bool = False) -> None:
         """Evaluate the rules that are due (every one when ``final``: the job has ended)."""
         self.job = job
+        for state in self.rules:
+            if state.acting and state.found is not None:  # an earlier control plane stopped
+                self._act_on_finding(state, RuleResult.from_json(state.found), final)
         now = self.context.now()
         due = [s for s in self.rules if final or now >= s.due]
         if not due:
@@ -125,23 +138,30 @@ class JobRules:
         first = result.found and state.found is None
         if first:
             state.found, state.found_time = result.to_json(), self.context.now()
+            state.acting = bool(state.spec.actions)
         self._write(state, result, self.context.now(), final=final)
         if first:
-            state.actions = [a.to_json() for a in self._act(state, result)]
-            self._write(state, result, self.context.now(), final=final)
+            self._act_on_finding(state, result, final)
+
+    def _act_on_finding(self, state: RuleState, result: RuleResult, final: bool) -> None:
+        """Run the actions of the rule's finding (``result``), then record what they did."""
+        state.actions = [a.to_json() for a in self._act(state, result)]
+        state.acting = False
+        self._write(state, result, self.context.now(), final=final)
 
     def _act(self, state: RuleState, result: RuleResult) -> list[Any]:
         if not state.spec.actions:
             return []
+        found = RuleResult.from_json(state.found) if state.found is not None else result
         finding = Finding(
             job=self.job.name,
             rule_name=state.spec.name,
             rule=state.spec.rule,
-            status=result.status,
-            details=result.details,
-            recommendation=result.recommendation,
-            evidence=result.to_json()["evidence"],
-            time=self.context.now(),
+            status=found.status,
+            details=found.details,
+            recommendation=found.recommendation,
+            evidence=found.to_json()["evidence"],
+            time=self.context.now() if state.found_time is None else state.found_time,
         )
         return run_actions(finding, state.spec.actions, self._action_context())
 
@@ -187,6 +207,7 @@ class JobRules:
             "found": state.found,
             "found_time": state.found_time,
             "actions": state.actions,
+            "acting": state.acting,
             "evaluations": state.evaluations,
             "output": output,
         }

@@ -108,7 +108,8 @@ def _bytes(text: str) -> int:
     return len(text.encode("utf-8", "surrogateescape"))
 
 
-# The agent's (the toolkit's) encodings: agent/_hyperparameters.py to_cmd_args / to_env_vars.
+# The agent's (the toolkit's) encodings: agent/contract/_hyperparameters.py to_cmd_args and
+# to_env_vars.
 def _cmd_args(mapping: Mapping[str, Any]) -> list[str]:
     args: list[str] = []
     for key in sorted(mapping):

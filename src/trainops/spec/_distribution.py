@@ -18,6 +18,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, Field, field_validator
 
 from trainops.catalog import InstanceType
+from trainops.protocol import LAUNCHER_FLAGS
 from trainops.spec._base import SpecModel
 
 __all__ = [
@@ -155,17 +156,7 @@ class DistributionConfig(SpecModel):
 
 def launchers_enabled(config: DistributionConfig) -> list[str]:
     """The spec paths of every launcher switched on (more than one is an error)."""
-    found = [
-        name
-        for name in (
-            "torch_distributed",
-            "pytorchddp",
-            "mpi",
-            "parameter_server",
-            "multi_worker_mirrored_strategy",
-        )
-        if getattr(config, name).enabled
-    ]
+    found = [name for name in LAUNCHER_FLAGS if getattr(config, name).enabled]
     if config.smdistributed.dataparallel.enabled:
         found.append("smdistributed.dataparallel")
     return found

@@ -201,12 +201,17 @@ class ProfilerConfig(SpecModel):
 
 
 class ActionKind(StrEnum):
+    """The kinds of action a rule may take; each has a runner in ``trainops.actions.ACTIONS``
+    (tests/actions/test_action_conformance.py checks that the two agree)."""
+
     STOP_TRAINING = "stop_training"
     WEBHOOK = "webhook"
     COMMAND = "command"
 
 
 _ACTION_ALIASES = {"stoptraining": "stop_training", "stop": "stop_training"}
+# ``{kind: value}`` shorthand: the field the value fills (``{webhook: URL}``, ``{command: argv}``).
+_SHORTHAND_FIELD: dict[str, str] = {ActionKind.WEBHOOK: "url", ActionKind.COMMAND: "argv"}
 
 
 class ActionSpecModel(SpecModel):
@@ -237,11 +242,9 @@ class ActionSpecModel(SpecModel):
         if isinstance(value, dict) and "type" not in value and len(value) == 1:
             ((key, item),) = value.items()
             kind = _ACTION_ALIASES.get(key.replace("_", "").lower(), key)
-            if kind == "webhook":
-                return {"type": kind, "url": item}
-            if kind == "command":
-                return {"type": kind, "argv": item}
-            if kind == "stop_training" and item in (None, {}, True):
+            if kind in _SHORTHAND_FIELD:
+                return {"type": kind, _SHORTHAND_FIELD[kind]: item}
+            if kind == ActionKind.STOP_TRAINING and item in (None, {}, True):
                 return {"type": kind}
         return value
 

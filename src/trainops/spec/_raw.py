@@ -18,6 +18,7 @@ from trainops._errors import SpecError
 from trainops.spec._lines import read_spec_text, read_spec_yaml, with_lines
 from trainops.spec._names import base_name_for, is_job_name
 from trainops.spec._sources import raw_source_problems
+from trainops.storage import STORES
 
 if TYPE_CHECKING:
     from trainops.spec._job import JobSpec
@@ -123,8 +124,9 @@ def uri_problem(value: str) -> str | None:
     if "\x00" in value:
         return "must not contain a NUL character"
     scheme, sep, _ = value.partition("://")
-    if sep and scheme not in ("s3", "file"):
-        return f"scheme {scheme!r} is not supported; use s3://, file:// or a local path"
+    if sep and scheme not in STORES:
+        known = ", ".join(f"{name}://" for name in STORES.names())
+        return f"scheme {scheme!r} is not supported; use {known} or a local path"
     if sep and scheme == "s3" and not value[len("s3://") :].split("/")[0]:
         return "s3 URI needs a bucket, e.g. s3://bucket/prefix/"
     return None

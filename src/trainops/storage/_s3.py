@@ -23,14 +23,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
 from trainops._errors import StorageError
-from trainops._settings import S3Settings, TransferSettings
+from trainops._settings import S3Settings, Settings, TransferSettings
 from trainops.storage._base import ByteCallback, ObjectInfo, ObjectStore, split_uri
 from trainops.storage._budget import ByteBudget
 
 if TYPE_CHECKING:
     from obstore.store import ClientConfig, RetryConfig
 
-__all__ = ["S3Store"]
+__all__ = ["S3Store", "s3_store"]
 
 T = TypeVar("T")
 _MISSING_BUCKET = "NoSuchBucket"
@@ -274,6 +274,11 @@ class S3Store(ObjectStore):
             if kind == "PreconditionError":
                 raise ObjectChangedError(f"{uri}: the object changed during the {what}") from None
             raise StorageError(f"{uri}: cannot {what} ({_describe(exc)})") from None
+
+
+def s3_store(settings: Settings) -> S3Store:
+    """The ``s3`` entry of the scheme table: a store with the settings' S3 and transfer parts."""
+    return S3Store(settings.s3, settings.transfer)
 
 
 def _split(uri: str) -> tuple[str, str]:

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from trainops.agent._hostns import mount_arguments
 from trainops.agent.channels import Bind
+from trainops.agent.supervision._hostns import mount_arguments
 from trainops.protocol import ChannelSpec
 from trainops.spec import JobSpec
 

@@ -8,6 +8,7 @@ does. Every test also checks that nothing the source started is left running.
 
 from __future__ import annotations
 
+import dataclasses
 import stat
 import time
 from collections.abc import Callable, Iterator
@@ -22,6 +23,7 @@ from tests.agent.channels._views import filesystem_channel, sees_files
 from trainops import StorageError
 from trainops.agent.channels import KINDS, ChannelSource, open_channel
 from trainops.protocol import ChannelSpec
+from trainops.spec import InputMode
 
 
 @dataclass(frozen=True)
@@ -53,9 +55,12 @@ CASES: dict[str, KindCase] = {
 }
 
 
-@pytest.fixture(params=sorted(CASES))
+@pytest.fixture(params=KINDS.names())
 def case(request: pytest.FixtureRequest) -> KindCase:
-    return CASES[request.param]
+    kind: str = request.param
+    if kind not in CASES:
+        pytest.fail(f"no conformance case for the {kind} channel kind: add one to {__file__}")
+    return CASES[kind]
 
 
 @pytest.fixture
@@ -90,6 +95,20 @@ def _source(case: KindCase, host: Host, uri: str) -> ChannelSource:
 
 def test_every_registered_kind_has_a_case() -> None:
     assert set(CASES) == set(KINDS)
+
+
+def test_every_input_mode_the_spec_accepts_has_a_kind() -> None:
+    assert {mode.value for mode in InputMode} <= set(KINDS.names())
+
+
+def test_an_unregistered_kind_is_refused_naming_the_channel_and_the_known_kinds(
+    host: Host, dataset: str
+) -> None:
+    spec = dataclasses.replace(channel(dataset), mode="Tape")
+    with pytest.raises(
+        StorageError, match=r"^channel 'train': unknown channel kind 'Tape' \(known: File, "
+    ):
+        open_channel(spec, host.context())
 
 
 def test_prepare_then_close(case: KindCase, host: Host, dataset: str) -> None:

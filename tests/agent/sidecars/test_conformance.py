@@ -22,8 +22,8 @@ import pytest
 
 from tests.agent._support import make_job
 from trainops._settings import Settings
-from trainops.agent._outputs import OutputLayout
-from trainops.agent._tree import HostTree
+from trainops.agent.contract._outputs import OutputLayout
+from trainops.agent.contract._tree import HostTree
 from trainops.agent.sidecars import SIDECARS, Sidecar, SidecarContext
 from trainops.profiler import profiler_prefix
 from trainops.storage import store_for
@@ -168,6 +168,12 @@ CASES: dict[str, SidecarCase] = {
 ALWAYS_ON = {"intermediate"}
 
 
+def _case(name: str) -> SidecarCase:
+    if name not in CASES:
+        pytest.fail(f"no SidecarCase for the {name!r} sidecar: add one to {__file__}")
+    return CASES[name]
+
+
 def _made(name: str, host: Host) -> Sidecar | None:
     return SIDECARS[name](host.context)
 
@@ -198,16 +204,16 @@ def test_every_registered_sidecar_has_a_case() -> None:
     assert set(SIDECARS) == set(CASES), "add a SidecarCase for each registered sidecar"
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("name", SIDECARS.names())
 def test_declines_a_job_that_does_not_ask(name: str, tmp_path: Path) -> None:
     if name in ALWAYS_ON:
         pytest.skip(f"{name} runs for every job")
     assert _made(name, make_host(tmp_path)) is None
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("name", SIDECARS.names())
 def test_full_cycle_leaves_its_artifacts_and_nothing_running(name: str, tmp_path: Path) -> None:
-    case = CASES[name]
+    case = _case(name)
     host = make_host(tmp_path, **case.spec(tmp_path))
     threads, children = _baseline()
     sidecar = _made(name, host)
@@ -229,9 +235,9 @@ def test_full_cycle_leaves_its_artifacts_and_nothing_running(name: str, tmp_path
     _settled(threads, children)
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("name", SIDECARS.names())
 def test_finish_without_start_is_harmless(name: str, tmp_path: Path) -> None:
-    host = make_host(tmp_path, **CASES[name].spec(tmp_path))
+    host = make_host(tmp_path, **_case(name).spec(tmp_path))
     threads, children = _baseline()
     sidecar = _made(name, host)
     assert sidecar is not None
@@ -240,9 +246,9 @@ def test_finish_without_start_is_harmless(name: str, tmp_path: Path) -> None:
     _settled(threads, children)
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("name", SIDECARS.names())
 def test_abort_stops_it(name: str, tmp_path: Path) -> None:
-    case = CASES[name]
+    case = _case(name)
     host = make_host(tmp_path, **case.spec(tmp_path))
     threads, children = _baseline()
     sidecar = _made(name, host)

@@ -2,7 +2,8 @@
 
 Kinds: ``File`` (downloaded before the script starts), ``Pipe`` (streamed through one FIFO per
 epoch while the script runs), ``FastFile`` (a lazy read-only view of the prefix) and
-``FileSystem`` (a shared directory shown without copying). Each kind registers its factory in :data:`KINDS`;
+``FileSystem`` (a shared directory shown without copying). Each kind's factory is registered in :data:`KINDS` (a
+:class:`~trainops._registry.Registry`);
 :func:`open_channel` makes a channel's source, :func:`close_channels` closes them all, and
 :func:`channel_failure` says whether one that streams while the script runs had to give up.
 See ``trainops.agent.channels._base`` for the contract.
@@ -14,6 +15,7 @@ import contextlib
 from collections.abc import Sequence
 
 from trainops._errors import StorageError
+from trainops._registry import Registry
 from trainops.agent.channels._base import (
     Bind,
     ChannelContext,
@@ -52,21 +54,17 @@ __all__ = [
     "open_channel",
 ]
 
-KINDS: dict[str, ChannelFactory] = {
-    "File": FileChannel,
-    "Pipe": PipeChannel,
-    "FastFile": FastFileChannel,
-    "FileSystem": FileSystemChannel,
-}
+KINDS: Registry[ChannelFactory] = Registry("channel kind", error=StorageError)
+KINDS.register("File", FileChannel)
+KINDS.register("Pipe", PipeChannel)
+KINDS.register("FastFile", FastFileChannel)
+KINDS.register("FileSystem", FileSystemChannel)
 
 
 def open_channel(channel: ChannelSpec, context: ChannelContext) -> ChannelSource:
     """The source for ``channel`` (not yet prepared)."""
     check_channel_name(channel.name)
-    kind = channel_kind(channel)
-    factory = KINDS.get(kind)
-    if factory is None:
-        raise StorageError(f"channel {channel.name!r}: {kind} channels are not supported here")
+    factory = KINDS.lookup(channel_kind(channel), where=f"channel {channel.name!r}: ")
     return factory(channel, context)
 
 

@@ -24,12 +24,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from trainops._errors import StorageError
-from trainops.agent._hostns import mount_arguments
 from trainops.agent.channels._base import Bind, ChannelContext, check_channel_name
 from trainops.agent.channels._file import FileChannel
 from trainops.agent.channels._filesystem import remove_link, show_directory
 from trainops.agent.channels._rclone import RcloneMount, fuse_problem
 from trainops.agent.channels._view import View, link_tree, plan_view, write_key_list
+from trainops.agent.supervision._hostns import mount_arguments
 from trainops.protocol import ChannelSpec
 
 __all__ = ["FastFileChannel"]

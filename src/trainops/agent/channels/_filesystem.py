@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from trainops._errors import StorageError
-from trainops.agent._hostns import namespaces_available
 from trainops.agent.channels._base import Bind, ChannelContext, check_channel_name
+from trainops.agent.supervision._hostns import namespaces_available
 from trainops.protocol import ChannelSpec
 
 __all__ = ["FileSystemChannel", "checked_directory", "remove_link", "show_directory"]

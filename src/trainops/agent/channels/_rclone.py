@@ -25,7 +25,7 @@ from pathlib import Path
 
 from trainops._errors import StorageError
 from trainops._settings import S3Settings
-from trainops.agent._hostns import namespaces_available
+from trainops.agent.supervision._hostns import namespaces_available
 
 __all__ = ["MOUNT_FLAGS", "REMOTE", "RcloneMount", "fuse_problem", "rclone_env"]
 

@@ -33,7 +33,7 @@ from trainops._errors import StorageError
 from trainops.agent.channels._fifo import FifoWriter
 from trainops.agent.channels._manifest import Piece
 from trainops.agent.channels._objects import ReadAhead, Span, spans_of
-from trainops.data._recordio import recordio_header, recordio_padding
+from trainops.data.formats._recordio import recordio_header, recordio_padding
 from trainops.storage import ObjectInfo, ObjectStore, split_uri
 
 __all__ = ["EpochWriter", "StreamOptions"]

@@ -1,10 +1,11 @@
 """Launchers: what processes a host starts for a job, one private module per launcher.
 
-The table maps the spec's launcher (``SubmittedJob.distribution.launcher``) to its
+The registry :data:`LAUNCHERS` maps the spec's launcher (``SubmittedJob.distribution.launcher``) to its
 implementation. To add one, see docs/internals/launchers.md; every launcher passes
 tests/agent/test_launchers.py.
 """
 
+from trainops._registry import Registry
 from trainops.agent.launchers._base import (
     LaunchContext,
     Launcher,
@@ -37,26 +38,20 @@ __all__ = [
     "rendezvous_env",
 ]
 
-_PLAIN = PlainLauncher()
-LAUNCHERS: dict[str, Launcher] = {
-    "plain": _PLAIN,
-    "pytorchddp": _PLAIN,
-    "smdistributed.dataparallel": _PLAIN,
-    "torch_distributed": TorchrunLauncher(),
-    "multi_worker_mirrored_strategy": MultiWorkerMirroredLauncher(),
-    "parameter_server": ParameterServerLauncher(),
-    "mpi": MpiLauncher(),
-}
+LAUNCHERS: Registry[Launcher] = Registry("launcher", error=ValueError)
+_PLAIN = LAUNCHERS.register("plain", PlainLauncher())
+LAUNCHERS.register("pytorchddp", _PLAIN)
+LAUNCHERS.register("smdistributed.dataparallel", _PLAIN)
+LAUNCHERS.register("torch_distributed", TorchrunLauncher())
+LAUNCHERS.register("multi_worker_mirrored_strategy", MultiWorkerMirroredLauncher())
+LAUNCHERS.register("parameter_server", ParameterServerLauncher())
+LAUNCHERS.register("mpi", MpiLauncher())
 
 
 def available_launchers() -> frozenset[str]:
     """The spec launcher names a host agent can start."""
-    return frozenset(LAUNCHERS)
+    return frozenset(LAUNCHERS.names())
 
 
 def launcher_for(name: str) -> Launcher:
-    try:
-        return LAUNCHERS[name]
-    except KeyError:
-        known = ", ".join(sorted(LAUNCHERS))
-        raise ValueError(f"no launcher {name!r} (available: {known})") from None
+    return LAUNCHERS.lookup(name)

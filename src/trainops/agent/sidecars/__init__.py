@@ -1,6 +1,6 @@
 """Sidecars: what runs beside the training script on every host (see ``_base`` for the contract).
 
-Each kind registers a factory in :data:`SIDECARS` (in the order they start; they finish in the
+Each kind's factory is registered in :data:`SIDECARS` (a :class:`~trainops._registry.Registry`) (in the order they start; they finish in the
 reverse order); :class:`Sidecars` runs a job's set through the agent's phases. Implementations:
 checkpoint sync and intermediate-output sync (``_sync``), the system monitor and the profiler
 data's mirror (``_profiler``). docs/internals/sidecars.md says how to add one.
@@ -58,10 +58,10 @@ def _tensorboard(context: SidecarContext) -> Sidecar | None:
     return tensorboard_sidecar(context)
 
 
-register_sidecar("checkpoints", checkpoint_sync)
-register_sidecar("intermediate", intermediate_sync)
+SIDECARS.register("checkpoints", checkpoint_sync)
+SIDECARS.register("intermediate", intermediate_sync)
 # TensorBoard before the profiler's sidecars, so that it finishes after them: it turns their
 # last chunks (written when they finish) into scalars too.
-register_sidecar("tensorboard", _tensorboard)
-register_sidecar("profiler", _profiler)
-register_sidecar("framework", _framework)
+SIDECARS.register("tensorboard", _tensorboard)
+SIDECARS.register("profiler", _profiler)
+SIDECARS.register("framework", _framework)

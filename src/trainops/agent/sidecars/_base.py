@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trainops._settings import Settings
-from trainops.agent._outputs import Artifact, OutputLayout
-from trainops.agent._tree import HostTree
+from trainops.agent.contract._outputs import Artifact, OutputLayout
+from trainops.agent.contract._tree import HostTree
 from trainops.protocol import Assignment, SubmittedJob
 from trainops.storage import ObjectStore
 

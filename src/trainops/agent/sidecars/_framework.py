@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from trainops.agent._outputs import Artifact
+from trainops.agent.contract._outputs import Artifact
 from trainops.agent.sidecars._base import Sidecar, SidecarContext
 from trainops.profiler import DIR_ENV
 from trainops.profiler._bootstrap import BOOTSTRAP_DIR

@@ -11,9 +11,9 @@ On every host of a job that profiles (``profiler_config`` given, ``disable_profi
   while the script runs, into ``system/<host>/`` and ``meta/<host>.json``;
 - mirrors the whole directory, file by finished file, to the job's profiler prefix
   (``profiler_config.s3_output_path``, default ``<output prefix>/profiler-output``) with a
-  :class:`~trainops.agent._sync.DirectorySync`: a separate uploader process at the lowest CPU
-  and I/O priority, never making a torn object visible (chunks are renamed into place when
-  complete, and the upload checks the file did not change under it);
+  :class:`~trainops.agent.reporting._sync.DirectorySync`: a separate uploader process at the
+  lowest CPU and I/O priority, never making a torn object visible (chunks are renamed into place
+  when complete, and the upload checks the file did not change under it);
 - at the end, stops the monitor (its last chunk is written), uploads what is left and reports
   the prefix as the ``profiler`` artifact.
 
@@ -48,11 +48,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from trainops.agent._hostns import opt_ml_shown
-from trainops.agent._outputs import Artifact
-from trainops.agent._sync import DirectorySync
-from trainops.agent._tree import OPT_ML, HostTree
+from trainops.agent.contract._outputs import Artifact
+from trainops.agent.contract._tree import OPT_ML, HostTree
+from trainops.agent.reporting._sync import DirectorySync
 from trainops.agent.sidecars._base import Sidecar, SidecarContext
+from trainops.agent.supervision._hostns import opt_ml_shown
 from trainops.monitor import SystemMonitor
 from trainops.profiler import CONFIG_ENV, CONFIG_FILE, DIR_ENV, profiler_prefix
 from trainops.protocol import ProfilerSpec

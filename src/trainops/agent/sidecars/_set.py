@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
-from trainops.agent._outputs import Artifact
+from trainops._registry import Registry
+from trainops.agent.contract._outputs import Artifact
 from trainops.agent.sidecars._base import Sidecar, SidecarContext, SidecarFactory
 
 __all__ = ["SIDECARS", "Sidecars", "register_sidecar"]
@@ -17,14 +18,12 @@ __all__ = ["SIDECARS", "Sidecars", "register_sidecar"]
 T = TypeVar("T")
 
 #: name -> factory, in start order.
-SIDECARS: dict[str, SidecarFactory] = {}
+SIDECARS: Registry[SidecarFactory] = Registry("sidecar", error=ValueError)
 
 
 def register_sidecar(name: str, factory: SidecarFactory) -> None:
-    """Add a kind of sidecar; a name registered twice is a programming error."""
-    if name in SIDECARS:
-        raise ValueError(f"a sidecar named {name!r} is registered already")
-    SIDECARS[name] = factory
+    """Add a kind of sidecar (``SIDECARS.register``); a name taken already is refused."""
+    SIDECARS.register(name, factory)
 
 
 class Sidecars:

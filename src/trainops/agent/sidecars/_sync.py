@@ -1,16 +1,16 @@
 """The sync sidecars: checkpoints (restored at start, mirrored while training, deletions
 propagated) and intermediate outputs (mirrored while training, never deleted remotely).
 
-Both run a :class:`~trainops.agent._sync.DirectorySync`; its module says how files are found
-finished, uploaded at the lowest priority and never shown torn.
+Both run a :class:`~trainops.agent.reporting._sync.DirectorySync`; its module says how files are
+found finished, uploaded at the lowest priority and never shown torn.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from trainops.agent._outputs import Artifact
-from trainops.agent._sync import DirectorySync
+from trainops.agent.contract._outputs import Artifact
+from trainops.agent.reporting._sync import DirectorySync
 from trainops.agent.sidecars._base import Sidecar, SidecarContext
 
 __all__ = ["CheckpointSync", "IntermediateSync", "checkpoint_sync", "intermediate_sync"]

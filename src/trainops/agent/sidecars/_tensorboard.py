@@ -29,9 +29,9 @@ import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from trainops.agent._hostns import opt_ml_shown
-from trainops.agent._outputs import Artifact
+from trainops.agent.contract._outputs import Artifact
 from trainops.agent.sidecars._base import Sidecar, SidecarContext
+from trainops.agent.supervision._hostns import opt_ml_shown
 from trainops.protocol import TensorBoardSpec
 from trainops.storage import join_uri
 from trainops.tensorboard import DIR_ENV, EventSync, ProfilerScalars, SummaryWriter

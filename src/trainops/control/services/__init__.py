@@ -1,12 +1,15 @@
 """Control-plane services: work beside the scheduler and monitor (see ``_base`` for the contract).
 
-Kinds register a factory in :data:`SERVICES`; the controller makes one of each (a factory may
-decline) plus its own tree retention, and runs them in a :class:`ServiceHub`.
-docs/internals/services.md says how to add one.
+Each kind's factory is registered in :data:`SERVICES` (a :class:`~trainops._registry.Registry`,
+in start order) by the package that owns it; the controller makes one of each (a factory may
+decline) plus its own tree retention, and runs them in a :class:`ServiceHub`. Every registered
+service passes tests/control/test_service_conformance.py. docs/internals/services.md says how to
+add one.
 """
 
 from __future__ import annotations
 
+from trainops._registry import Registry
 from trainops.control.services._base import (
     ControlService,
     HostRunner,
@@ -30,11 +33,9 @@ __all__ = [
 ]
 
 #: name -> factory, in start order.
-SERVICES: dict[str, ServiceFactory] = {}
+SERVICES: Registry[ServiceFactory] = Registry("service", error=ValueError)
 
 
 def register_service(name: str, factory: ServiceFactory) -> None:
-    """Add a kind of service; a name registered twice is a programming error."""
-    if name in SERVICES:
-        raise ValueError(f"a service named {name!r} is registered already")
-    SERVICES[name] = factory
+    """Add a kind of service (``SERVICES.register``); a name taken already is refused."""
+    SERVICES.register(name, factory)

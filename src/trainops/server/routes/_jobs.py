@@ -16,7 +16,7 @@ from trainops._settings import Settings
 from trainops.control import JobController, PrimaryStatus
 from trainops.server._routing import Operation, Param
 from trainops.server._views import describe, summary
-from trainops.server.routes._shapes import API, DESCRIBED, JOB, STRING, json_object
+from trainops.server.routes._shapes import API, DESCRIBED, JOB, STRING, SUBMITTED, json_object
 from trainops.spec import JobNamer, JobSpec
 
 __all__ = ["JobRoutes", "NameRequest", "SubmitRequest", "parse_timestamp"]
@@ -55,8 +55,12 @@ class JobRoutes:
         return {"job_name": self._namer.name(body.base_job_name)}
 
     def submit(self, body: SubmitRequest) -> dict[str, Any]:
-        job = self.controller.submit(body.job_name, JobSpec(**body.spec), body.code_uri)
-        return describe(self.store, job, self.settings, time.time())
+        """Create the job; its description, with ``Warnings``: what it will not get where it
+        runs (private namespaces, /opt/ml), one line each, said now rather than in its log."""
+        spec = JobSpec(**body.spec)
+        job = self.controller.submit(body.job_name, spec, body.code_uri)
+        described = describe(self.store, job, self.settings, time.time())
+        return described | {"Warnings": self.controller.submission_warnings(spec)}
 
     def list_jobs(
         self,
@@ -103,7 +107,7 @@ class JobRoutes:
                 status=201,
                 errors=(400, 409, 422),
                 auth="token",
-                returns=DESCRIBED,
+                returns=SUBMITTED,
             ),
             Operation(
                 "GET",

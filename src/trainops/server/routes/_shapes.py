@@ -10,7 +10,17 @@ from typing import Any
 
 from trainops.backends import Capacity
 
-__all__ = ["AMOUNTS", "API", "DESCRIBED", "INTEGER", "JOB", "STRING", "amounts", "json_object"]
+__all__ = [
+    "AMOUNTS",
+    "API",
+    "DESCRIBED",
+    "INTEGER",
+    "JOB",
+    "STRING",
+    "SUBMITTED",
+    "amounts",
+    "json_object",
+]
 
 API = "/api/v1"
 
@@ -58,3 +68,13 @@ DESCRIBED = json_object(
     **JOB["properties"],
     ProfilerRuleEvaluationStatuses={"type": "array", "items": _RULE_STATUS},
 ) | {"description": "the job, with the keys of SageMaker's DescribeTrainingJob"}
+SUBMITTED = json_object(
+    *DESCRIBED["required"],
+    **DESCRIBED["properties"],
+    Warnings={
+        "type": "array",
+        "items": STRING,
+        "description": "what the job will not get where it runs (private namespaces, /opt/ml) "
+        "and why, one line each; empty when it gets all it asks for",
+    },
+) | {"description": "the job as submitted, with the keys of SageMaker's DescribeTrainingJob"}

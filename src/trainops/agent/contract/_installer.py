@@ -1,0 +1,109 @@
+"""The job's Python: the current interpreter, or a per-job environment layered over it.
+
+Without ``requirements.txt`` or a package the script runs with ``sys.executable`` (the fast path:
+nothing to create). Otherwise the agent creates ``<state>/env`` with ``venv
+--system-site-packages --without-pip``, adds a ``.pth`` file that appends the current
+interpreter's site-packages (``--system-site-packages`` alone would only reach the base
+interpreter when the agent itself runs in a virtual environment), and installs into it with the
+current interpreter's pip (``pip --python``). The new environment's own packages come first on
+``sys.path``; the user's environment is never written to.
+"""
+
+from __future__ import annotations
+
+import site
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from trainops._errors import TrainopsError
+from trainops.agent.contract._entry_point import EntryPointKind
+from trainops.agent.contract._failure import called_process_error, stderr_excerpt
+
+__all__ = [
+    "InstallModuleError",
+    "InstallRequirementsError",
+    "JobFailure",
+    "JobInstaller",
+    "RunCommand",
+]
+
+REQUIREMENTS = "requirements.txt"
+LAYER_FILE = "_trainops_layer.pth"
+PIP_FLAGS = ("--disable-pip-version-check", "--no-input")
+
+RunCommand = Callable[[Sequence[str]], tuple[int, list[str]]]
+"""Runs an argv in the code directory, streaming its output; returns (exit code, stderr tail)."""
+
+
+class JobFailure(TrainopsError):
+    """The job failed for a reason of the user's; ``reason`` is the complete failure reason."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class InstallRequirementsError(JobFailure):
+    """``pip install -r requirements.txt`` failed."""
+
+
+class InstallModuleError(JobFailure):
+    """Installing the source directory as a package failed."""
+
+
+class JobInstaller:
+    """Prepares the interpreter that runs the job's script."""
+
+    def __init__(self, code_dir: Path, env_dir: Path, run: RunCommand) -> None:
+        self.code_dir = code_dir
+        self.env_dir = env_dir
+        self._run = run
+
+    def needs_environment(self, kind: EntryPointKind) -> bool:
+        """As the toolkit: packages always install; Python programs only with requirements."""
+        if kind is EntryPointKind.PACKAGE:
+            return True
+        return kind is EntryPointKind.PYTHON and (self.code_dir / REQUIREMENTS).is_file()
+
+    def prepare(self, kind: EntryPointKind) -> str:
+        """The interpreter to run the script with, installing what the source dir asks for."""
+        if not self.needs_environment(kind):
+            return sys.executable
+        python = self.create_environment()
+        if (self.code_dir / REQUIREMENTS).is_file():
+            self._pip(python, ["-r", REQUIREMENTS], InstallRequirementsError)
+        if kind is EntryPointKind.PACKAGE:
+            self._pip(python, ["."], InstallModuleError)
+        return python
+
+    def create_environment(self) -> str:
+        command = [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip"]
+        done = subprocess.run(
+            [*command, str(self.env_dir)], capture_output=True, text=True, check=False
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"creating the job environment failed: {done.stderr.strip()}")
+        layer = _site_packages(self.env_dir) / LAYER_FILE
+        layer.write_text(_layer_lines(), encoding="utf-8")
+        return str(self.env_dir / "bin" / "python")
+
+    def _pip(self, python: str, args: list[str], error: type[JobFailure]) -> None:
+        command = [sys.executable, "-m", "pip", "--python", python, "install", *PIP_FLAGS, *args]
+        returncode, tail = self._run(command)
+        if returncode != 0:
+            excerpt = stderr_excerpt(tail)
+            raise error(called_process_error(error.__name__, returncode, excerpt, command))
+
+
+def _site_packages(env_dir: Path) -> Path:
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    return env_dir / "lib" / version / "site-packages"
+
+
+def _layer_lines() -> str:
+    """``import`` lines run at start-up: ``addsitedir`` also processes the parent's ``.pth``
+    files (editable installs), which a plain path line would not."""
+    dirs = [d for d in site.getsitepackages() if Path(d).is_dir()]
+    return "".join(f"import site; site.addsitedir({d!r})\n" for d in dirs)

@@ -1,0 +1,79 @@
+"""Where a host's outputs go under the job's output prefix, and uploading them.
+
+One host uploads ``output/model.tar.gz`` and ``output/output.tar.gz``; with several hosts each
+uploads ``output/model-parts/<host>.tar.gz`` and ``output/output-parts/<host>.tar.gz`` and the
+control plane merges the parts. Intermediate files go to ``output/intermediate/`` (plus
+``<host>/`` with several hosts) and the host log to ``logs/<host>.log``
+(``<host>-attempt-N.log`` on retries).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from trainops.agent.contract._tree import HostTree
+from trainops.archive import pack
+from trainops.storage import ObjectStore, join_uri
+
+__all__ = ["Artifact", "OutputLayout", "upload_archives", "upload_log"]
+
+
+@dataclass(frozen=True, slots=True)
+class Artifact:
+    """One uploaded artifact, as reported in an ``artifact`` event."""
+
+    name: str
+    uri: str
+
+
+@dataclass(frozen=True, slots=True)
+class OutputLayout:
+    """The object names of one host's outputs."""
+
+    output_prefix: str
+    host: str
+    host_count: int
+    attempt: int = 1
+
+    @property
+    def multi_host(self) -> bool:
+        return self.host_count > 1
+
+    def archive(self, kind: str) -> Artifact:
+        """``kind`` is ``model`` or ``output``."""
+        if self.multi_host:
+            uri = join_uri(self.output_prefix, "output", f"{kind}-parts", f"{self.host}.tar.gz")
+            return Artifact(f"{kind}_part", uri)
+        return Artifact(kind, join_uri(self.output_prefix, "output", f"{kind}.tar.gz"))
+
+    @property
+    def intermediate_prefix(self) -> str:
+        base = join_uri(self.output_prefix, "output", "intermediate")
+        return join_uri(base, self.host) if self.multi_host else base
+
+    @property
+    def log(self) -> Artifact:
+        name = self.host if self.attempt <= 1 else f"{self.host}-attempt-{self.attempt}"
+        return Artifact("log", join_uri(self.output_prefix, "logs", f"{name}.log"))
+
+
+def upload_archives(
+    store: ObjectStore, tree: HostTree, layout: OutputLayout, work_dir: Path
+) -> list[Artifact]:
+    """Pack ``model/`` and ``output/data/`` and upload them."""
+    uploaded = []
+    for kind, source in (("model", tree.model_dir), ("output", tree.output_data_dir)):
+        artifact = layout.archive(kind)
+        source.mkdir(parents=True, exist_ok=True)
+        archive = pack(source, work_dir / f"{kind}.tar.gz")
+        store.upload(archive, artifact.uri)
+        archive.unlink()
+        uploaded.append(artifact)
+    return uploaded
+
+
+def upload_log(store: ObjectStore, log_file: Path, layout: OutputLayout) -> Artifact:
+    artifact = layout.log
+    store.upload(log_file, artifact.uri)
+    return artifact
