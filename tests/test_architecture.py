@@ -34,6 +34,7 @@ LAYER = {
     "sdk": INTERFACES,
     "control": CONTROL,
     "tuning": CONTROL,
+    "tuner": CONTROL,  # the service that runs tuning jobs (trials are training jobs)
     "notifications": CONTROL,
     "rules": CONTROL,  # evaluated live beside the controller, on the profiler's data
     "actions": CONTROL,  # what a rule's finding does (stop, webhook, command)
@@ -62,6 +63,7 @@ SAME_LAYER_ALLOWED = {
     "sdk": {"client"},
     "control": set(),
     "tuning": {"control"},
+    "tuner": {"control", "tuning"},
     "notifications": {"control"},
     "rules": {"control", "actions"},  # a service of the control plane that runs actions
     "actions": set(),

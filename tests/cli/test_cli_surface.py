@@ -29,6 +29,8 @@ EXPECTED = {
     "server": {"-h", "--help", "--host", "--port", "--backend", "--ray-address"},
     # a deliberate command: packing files is no job, so its knobs cannot live in a spec
     "pack": {"-h", "--help", "SRC", "DEST", "--format", "--shard-size", "--workers", "--labels"},
+    "tune": {"-h", "--help", "TUNE"},  # a deliberate command: its knobs are in the tuning config
+    "tuning": {"-h", "--help", "ACTION", "NAME"},  # list | describe | stop | best | export
 }
 
 
@@ -56,7 +58,7 @@ def test_no_new_cli_options() -> None:
 
 def test_every_command_has_a_handler() -> None:
     for command in set(EXPECTED) - {""}:
-        operands = {"jobs": [], "server": [], "cluster": [], "pack": ["x", "y"]}
+        operands = {"jobs": [], "server": [], "cluster": [], "pack": ["x", "y"], "tuning": ["list"]}
         args = build_parser().parse_args([command, *operands.get(command, ["x"])])
         assert callable(HANDLERS.lookup(args.handler))
     assert set(HANDLERS.names()) == set(EXPECTED) - {""}

@@ -77,6 +77,11 @@ def test_the_table_lists_every_public_route_once_in_document_order(
         ("GET", "/jobs/{name}/logs", "logs"),
         ("GET", "/jobs/{name}/metrics", "metrics"),
         ("GET", "/jobs/{name}/profiler-report", "profiler_report"),
+        ("POST", "/tuning-jobs", "create"),
+        ("GET", "/tuning-jobs", "list_tuning_jobs"),
+        ("GET", "/tuning-jobs/{name}", "describe"),
+        ("GET", "/tuning-jobs/{name}/best", "best"),
+        ("POST", "/tuning-jobs/{name}/stop", "stop"),
     ]
     assert [op.path for op in table if op.auth is None] == ["/api/v1/health"]
 

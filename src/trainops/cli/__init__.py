@@ -37,6 +37,8 @@ HANDLERS.register_lazy("cluster", "trainops.cli._commands:cluster")
 HANDLERS.register_lazy("study", "trainops.cli._study:study")
 HANDLERS.register_lazy("server", "trainops.cli._commands:server")
 HANDLERS.register_lazy("pack", "trainops.cli._pack:pack")
+HANDLERS.register_lazy("tune", "trainops.cli._tune:tune")
+HANDLERS.register_lazy("tuning", "trainops.cli._tune:tuning")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -37,6 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_study(commands)
     _add_server(commands)
     _add_pack(commands)
+    _add_tune(commands)
+    _add_tuning(commands)
     return parser
 
 
@@ -223,3 +225,29 @@ def _bounded(text: str, low: int, high: int) -> int:
     if not low <= value <= high:
         raise argparse.ArgumentTypeError(f"{value} is not between {low} and {high}")
     return value
+
+
+def _add_tune(commands: Commands) -> None:
+    sub = _command(
+        commands,
+        "tune",
+        "tune",
+        "Run a tuning job: many training jobs of one spec, one best; a live table of its trials.",
+    )
+    sub.add_argument("tune", metavar="TUNE", help="tuning job config (YAML, docs/tuning.md)")
+
+
+TUNING_ACTIONS = ("list", "describe", "stop", "best", "export")
+
+
+def _add_tuning(commands: Commands) -> None:
+    sub = _command(
+        commands,
+        "tuning",
+        "tuning",
+        "Tuning jobs: list them; describe, stop, show the best trial of, or export (CSV) one.",
+    )
+    sub.add_argument(
+        "action", metavar="ACTION", choices=TUNING_ACTIONS, help=", ".join(TUNING_ACTIONS)
+    )
+    sub.add_argument("name", metavar="NAME", nargs="?", help="the tuning job's name")

@@ -25,7 +25,7 @@ from trainops.cli._render import format_job_summary
 from trainops.client import Client, JobFollower, connect, submit_spec
 from trainops.spec import load_raw_spec
 
-__all__ = ["INTERRUPTED", "run"]
+__all__ = ["INTERRUPTED", "run", "signals_as_ctrl_c"]
 
 INTERRUPTED = 130
 _LIKE_CTRL_C = (signal.SIGTERM, signal.SIGHUP)
@@ -102,6 +102,10 @@ def _signals_as_ctrl_c() -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+#: For the other following commands (``trainops tune``).
+signals_as_ctrl_c = _signals_as_ctrl_c
 
 
 def _interrupt(signum: int, _frame: FrameType | None) -> None:

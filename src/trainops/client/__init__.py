@@ -6,7 +6,7 @@ data, validated by the server) pack and upload a spec's code and create the job;
 job's log and status transitions until it ends. :func:`read_jobs` gives the reading commands a
 :class:`JobReader`: a server's client, or with none running the home's store read directly
 (:class:`StoreReader`); :func:`resolve_job_name` turns the start of a name or ``latest`` into a
-job's whole name.
+job's whole name. :func:`submit_tuning` and :func:`read_tuning` do the same for tuning jobs.
 """
 
 from trainops.client._connect import connect, running_server
@@ -17,8 +17,18 @@ from trainops.client._local import JobReader, StoreReader, read_jobs
 from trainops.client._names import AmbiguousJobNameError, resolve_job_name
 from trainops.client._progress import TransferBar
 from trainops.client._submit import code_uri_for, pack_source, submit_job, submit_spec
+from trainops.client._tuning import (
+    ANALYTICS_COLUMNS,
+    TuningReader,
+    TuningStoreReader,
+    analytics_rows,
+    new_tuning_job_name,
+    read_tuning,
+    submit_tuning,
+)
 
 __all__ = [
+    "ANALYTICS_COLUMNS",
     "TERMINAL_STATUSES",
     "AmbiguousJobNameError",
     "Client",
@@ -27,17 +37,23 @@ __all__ = [
     "JobReader",
     "StoreReader",
     "TransferBar",
+    "TuningReader",
+    "TuningStoreReader",
+    "analytics_rows",
     "code_uri_for",
     "connect",
     "follow",
     "format_log_line",
     "format_time",
     "format_transition",
+    "new_tuning_job_name",
     "pack_source",
     "page_lines",
     "read_jobs",
+    "read_tuning",
     "resolve_job_name",
     "running_server",
     "submit_job",
     "submit_spec",
+    "submit_tuning",
 ]

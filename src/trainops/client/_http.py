@@ -162,6 +162,35 @@ class Client:
         :class:`JobNotFoundError` for an unknown job or one without profiler data."""
         return self._json("GET", _job_path(name, "profiler-report"), timeout=REPORT_TIMEOUT_S)
 
+    # --- tuning jobs (server/routes/_tuning.py) -----------------------------------------------
+
+    def create_tuning_job(self, config: Mapping[str, Any], code_uri: str) -> dict[str, Any]:
+        """Create a tuning job from its config (as JSON); returns its description."""
+        body = {"config": dict(config), "code_uri": code_uri}
+        try:
+            return self._json("POST", "/tuning-jobs", body=body)
+        except _Conflict as exc:
+            raise JobNameTakenError(str(exc)) from None
+
+    def list_tuning_jobs(self, limit: int = 50) -> list[dict[str, Any]]:
+        """Tuning job summaries, newest first."""
+        found: list[dict[str, Any]] = self._json("GET", "/tuning-jobs", params=[("limit", limit)])[
+            "tuning_jobs"
+        ]
+        return found
+
+    def describe_tuning_job(self, name: str) -> dict[str, Any]:
+        """The DescribeHyperParameterTuningJob-shaped description, with its trials."""
+        return self._json("GET", _tuning_path(name))
+
+    def best_tuning_trial(self, name: str) -> dict[str, Any]:
+        """The best trial's summary; :class:`JobNotFoundError` while none has an objective."""
+        return self._json("GET", _tuning_path(name, "best"))
+
+    def stop_tuning_job(self, name: str) -> dict[str, Any]:
+        """Stop the tuning job and its running trials; returns its description (Stopping)."""
+        return self._json("POST", _tuning_path(name, "stop"))
+
     def _json(
         self,
         method: str,
@@ -187,6 +216,10 @@ class Client:
 
 class _Conflict(ServerError):
     """A 409 answer (a name taken, a job already ended)."""
+
+
+def _tuning_path(name: str, *rest: str) -> str:
+    return "/".join([f"/tuning-jobs/{quote(name, safe='')}", *rest])
 
 
 def _job_path(name: str, *rest: str) -> str:

@@ -141,6 +141,7 @@ class JobController:
             stop_job=self._stop_for_service,
             now=self.core.now,
             run_on_host=self.run_on_host,
+            submit_job=self.submit,
         )
         made = [factory(context) for factory in SERVICES.values()]
         return [RetentionService(self.retention), *(s for s in made if s is not None)]
@@ -160,7 +161,7 @@ class JobController:
         """Record a new job (InProgress/Starting); the scheduler starts it when it fits."""
         check_job_name(job_name)
         _check_launcher(spec)
-        self._check_code(code_uri)
+        self.check_code(code_uri)
         output = spec.output_path or self.settings.default_output_uri
         if self.backend.spans_machines:
             _check_shared_storage(spec, code_uri, output, self.settings.shared_paths)
@@ -220,7 +221,8 @@ class JobController:
         """True once :meth:`close` began: waiters should answer now."""
         return self.core.closing
 
-    def _check_code(self, code_uri: str) -> None:
+    def check_code(self, code_uri: str) -> None:
+        """Refuse a ``code_uri`` with no object behind it (:class:`SpecError` on ``code_uri``)."""
         try:
             found = store_for(code_uri, self.settings).exists(code_uri)
         except StorageError as exc:

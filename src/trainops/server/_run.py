@@ -28,6 +28,7 @@ from trainops.report import ProfilerReportService as ProfilerReportService  # re
 from trainops.rules import RulesService as RulesService  # registers the live rules service
 from trainops.server._server_file import HomeLock, advertise, withdraw
 from trainops.store import MetadataStore
+from trainops.tuner import TunerHook as TunerHook  # registers the tuner service
 
 if TYPE_CHECKING:
     from trainops.server._uvicorn import Uvicorn

@@ -1,4 +1,4 @@
-"""The metadata store: jobs, transitions, hosts, logs, metrics and artifacts in SQLite.
+"""The metadata store: jobs, transitions, hosts, logs, metrics, artifacts and tuning jobs in SQLite.
 
 Owned by the control plane (agents never open it). The schema is versioned: numbered SQL files
 in ``migrations/`` are applied in order when a database is opened, and a database written by a
@@ -23,8 +23,16 @@ from trainops.store._records import (
 )
 from trainops.store._schema import Migration, SchemaVersionError, apply_migrations, load_migrations
 from trainops.store._store import MetadataStore
+from trainops.store._tuning import (
+    TRIAL_ENDED,
+    TrialExistsError,
+    TuningJobExistsError,
+    TuningJobRecord,
+    TuningTrialRecord,
+)
 
 __all__ = [
+    "TRIAL_ENDED",
     "AgentCredential",
     "ArtifactRecord",
     "EventLike",
@@ -42,6 +50,10 @@ __all__ = [
     "RuleEvaluation",
     "SchemaVersionError",
     "Transition",
+    "TrialExistsError",
+    "TuningJobExistsError",
+    "TuningJobRecord",
+    "TuningTrialRecord",
     "apply_migrations",
     "load_migrations",
 ]

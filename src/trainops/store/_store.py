@@ -41,6 +41,7 @@ from trainops.store._records import (
     Transition,
 )
 from trainops.store._schema import Migration, apply_migrations, load_migrations
+from trainops.store._tuning import TuningTables
 
 __all__ = ["MetadataStore"]
 
@@ -49,7 +50,7 @@ _HOST_FIELDS = frozenset(HostRecord.__slots__) - {"job", "host", "attempt"}
 _JSON_FIELDS = frozenset({"resources", "reservation", "processes", "handle"})
 
 
-class MetadataStore:
+class MetadataStore(TuningTables):
     """Jobs, their transitions, hosts, logs, metrics and artifacts in ``path``."""
 
     def __init__(

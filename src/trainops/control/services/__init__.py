@@ -13,6 +13,7 @@ from trainops._registry import Registry
 from trainops.control.services._base import (
     ControlService,
     HostRunner,
+    JobSubmitter,
     ServiceContext,
     ServiceFactory,
 )
@@ -23,6 +24,7 @@ __all__ = [
     "SERVICES",
     "ControlService",
     "HostRunner",
+    "JobSubmitter",
     "RetentionService",
     "ServiceContext",
     "ServiceFactory",

@@ -21,10 +21,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainops._settings import Settings
+from trainops.spec import JobSpec
 from trainops.store import JobRecord, MetadataStore
 
-__all__ = ["ControlService", "HostRunner", "ServiceContext", "ServiceFactory"]
+__all__ = [
+    "ControlService",
+    "HostRunner",
+    "JobSubmitter",
+    "ServiceContext",
+    "ServiceFactory",
+]
 
+
+#: ``submit_job(name, spec, code_uri)``: the new job's record (raises as a submission does).
+JobSubmitter = Callable[[str, JobSpec, str], JobRecord]
 
 #: ``run_on_host(job name, argv, stdin, variables, timeout)``: the host's ``action`` event
 #: data (with ``host``), or why no host ran it.
@@ -40,13 +50,15 @@ class ServiceContext:
     already. ``now()`` is the control plane's clock. ``run_on_host(name, argv, stdin,
     variables, timeout)`` runs a rule's command action on the job's first host (as its processes
     run) and returns how it went, or, as a string, why no host could run it (None: no hosts
-    here, e.g. a service tested alone)."""
+    here, e.g. a service tested alone). ``submit_job(name, spec, code_uri)`` submits a training
+    job as a user's submission does (the tuner's trials); None where the service runs alone."""
 
     store: MetadataStore
     settings: Settings
     stop_job: Callable[[str, str], bool]
     now: Callable[[], float]
     run_on_host: HostRunner | None = None
+    submit_job: JobSubmitter | None = None
 
 
 class ControlService(ABC):  # noqa: B024 - every hook is optional; a service overrides some

@@ -13,6 +13,7 @@ all but ``/health`` need that token. docs/internals/routes.md says how to add a 
 - ``_jobs``: job names, submit, list, describe and stop;
 - ``_output``: a job's log lines (long-polled) and metrics;
 - ``_reports``: a job's profiler report;
+- ``_tuning``: tuning jobs (create, list, describe, best trial, stop);
 - ``_shapes``: the JSON schemas the answers share.
 """
 
@@ -26,6 +27,7 @@ from trainops.server.routes._cluster import ClusterRoutes
 from trainops.server.routes._jobs import JobRoutes, NameRequest, SubmitRequest, parse_timestamp
 from trainops.server.routes._output import JobOutputRoutes
 from trainops.server.routes._reports import ReportRoutes
+from trainops.server.routes._tuning import TuningRequest, TuningRoutes
 
 __all__ = [
     "ClusterRoutes",
@@ -34,6 +36,8 @@ __all__ = [
     "NameRequest",
     "ReportRoutes",
     "SubmitRequest",
+    "TuningRequest",
+    "TuningRoutes",
     "parse_timestamp",
     "public_operations",
 ]
@@ -48,4 +52,5 @@ def public_operations(
         *JobRoutes(controller, settings).operations(),
         *JobOutputRoutes(controller, waiter).operations(),
         *ReportRoutes(controller, settings).operations(),
+        *TuningRoutes(controller).operations(),
     ]

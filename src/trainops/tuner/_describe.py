@@ -1,0 +1,183 @@
+"""A tuning job as DescribeHyperParameterTuningJob gives it, and its trials as
+HyperParameterTrainingJobSummary items.
+
+The declaration's training job (its environment may hold credentials) is never echoed: the
+trials' own descriptions are one ``trainops describe`` away.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import UTC, datetime
+from typing import Any
+
+from trainops.store import MetadataStore, TuningJobRecord, TuningTrialRecord
+from trainops.tuner._records import retry_due, search_for, trial_record
+from trainops.tuning import Search, TuningJobConfig
+
+__all__ = ["best_trial", "describe_tuning_job", "trial_summary", "tuning_summary"]
+
+
+def _iso(ts: float | None) -> str | None:
+    return (
+        None
+        if ts is None
+        else datetime.fromtimestamp(ts, tz=UTC).isoformat(timespec="milliseconds")
+    )
+
+
+def training_status(trial: TuningTrialRecord) -> str:
+    """The trial's TrainingJobStatus (one not yet submitted, or to be tried again, InProgress)."""
+    return "InProgress" if trial.status == "Pending" or retry_due(trial) else trial.status
+
+
+def objective_status(trial: TuningTrialRecord) -> str:
+    """``ObjectiveStatus``: Succeeded once a final objective is known, Pending while running."""
+    if not trial.ended or retry_due(trial):
+        return "Pending"
+    return "Succeeded" if trial.objective is not None and trial.status != "Failed" else "Failed"
+
+
+def best_trial(
+    config: TuningJobConfig, trials: list[TuningTrialRecord]
+) -> TuningTrialRecord | None:
+    """The trial with the best counted objective (Completed, or Stopped with its last value)."""
+    from trainops.tuning import best_trial as best_record
+
+    best = best_record([trial_record(t) for t in trials], config.objective.type)
+    if best is None:
+        return None
+    return next(t for t in trials if t.training_job == best.training_job_name)
+
+
+def trial_summary(
+    store: MetadataStore, config: TuningJobConfig, trial: TuningTrialRecord
+) -> dict[str, Any]:
+    """One trial as ``HyperParameterTrainingJobSummary``."""
+    job = store.get_job(trial.training_job)
+    item: dict[str, Any] = {
+        "TrainingJobName": trial.training_job,
+        "TuningJobName": trial.tuning_job,
+        "TrialNumber": trial.number,
+        "CreationTime": _iso(trial.creation_time),
+        "TrainingStartTime": _iso(job.training_start_time if job else None),
+        "TrainingEndTime": _iso(trial.end_time),
+        "TrainingJobStatus": training_status(trial),
+        "TunedHyperParameters": Search.sagemaker_strings(trial.hyperparameters),
+        "ObjectiveStatus": objective_status(trial),
+    }
+    if trial.failure_reason:
+        item["FailureReason"] = trial.failure_reason
+    if trial.objective is not None:
+        item["FinalHyperParameterTuningJobObjectiveMetric"] = {
+            "Type": config.objective.type.value,
+            "MetricName": config.objective.metric_name,
+            "Value": trial.objective,
+        }
+    if trial.earlier_jobs:
+        item["EarlierTrainingJobs"] = trial.earlier_jobs
+    return item
+
+
+def _counters(trials: list[TuningTrialRecord]) -> dict[str, dict[str, int]]:
+    training = Counter(
+        ("RetryableError" if t.retryable else "NonRetryableError")
+        if t.status == "Failed" and not retry_due(t)
+        else training_status(t)
+        for t in trials
+    )
+    # Each earlier try of a trial is a training job that failed retryably.
+    training["RetryableError"] += sum(len(t.earlier_jobs) for t in trials)
+    objective = Counter(objective_status(t) for t in trials)
+    names = ("Completed", "InProgress", "RetryableError", "NonRetryableError", "Stopped")
+    return {
+        "TrainingJobStatusCounters": {name: training[name] for name in names},
+        "ObjectiveStatusCounters": {n: objective[n] for n in ("Succeeded", "Pending", "Failed")},
+    }
+
+
+def _config(config: TuningJobConfig) -> dict[str, Any]:
+    ranges: dict[str, list[dict[str, Any]]] = {
+        "ContinuousParameterRanges": [],
+        "IntegerParameterRanges": [],
+        "CategoricalParameterRanges": [],
+    }
+    for name, r in sorted(config.hyperparameter_ranges.items()):
+        kind = r.type.value
+        if r.values is not None:
+            item: dict[str, Any] = {"Name": name, "Values": [str(v) for v in r.values]}
+        else:
+            item = {"Name": name, "MinValue": str(r.min_value), "MaxValue": str(r.max_value),
+                    "ScalingType": r.scaling_type.value}  # fmt: skip
+        ranges[f"{kind}ParameterRanges"].append(item)
+    limits = config.resource_limits
+    described: dict[str, Any] = {
+        "Strategy": config.strategy.value,
+        "HyperParameterTuningJobObjective": {
+            "Type": config.objective.type.value,
+            "MetricName": config.objective.metric_name,
+        },
+        "ResourceLimits": {
+            "MaxNumberOfTrainingJobs": config.max_training_jobs,
+            "MaxParallelTrainingJobs": limits.max_parallel_training_jobs,
+        },
+        "ParameterRanges": ranges,
+        "TrainingJobEarlyStoppingType": config.training_job_early_stopping_type.value,
+    }
+    if limits.max_runtime_in_seconds is not None:
+        described["ResourceLimits"]["MaxRuntimeInSeconds"] = limits.max_runtime_in_seconds
+    if config.random_seed is not None:
+        described["RandomSeed"] = config.random_seed
+    return described
+
+
+def tuning_summary(tuning: TuningJobRecord) -> dict[str, Any]:
+    """One line of ``trainops tuning list``."""
+    return {
+        "HyperParameterTuningJobName": tuning.name,
+        "HyperParameterTuningJobStatus": tuning.status,
+        "CreationTime": _iso(tuning.creation_time),
+        "HyperParameterTuningEndTime": _iso(tuning.end_time),
+    }
+
+
+def describe_tuning_job(
+    store: MetadataStore, tuning: TuningJobRecord, config: TuningJobConfig
+) -> dict[str, Any]:
+    """DescribeHyperParameterTuningJob's response for ``tuning``, plus its trials."""
+    trials = store.trials(tuning.name)
+    search = search_for(store, tuning, config, trials)
+    details = search.completion_details()
+    best = best_trial(config, trials)
+    described: dict[str, Any] = {
+        **tuning_summary(tuning),
+        "LastModifiedTime": _iso(tuning.last_modified_time),
+        "HyperParameterTuningJobConfig": _config(config),
+        **_counters(trials),
+        "TuningJobCompletionDetails": {
+            "NumberOfTrainingJobsObjectiveNotImproving": (
+                details.number_of_training_jobs_objective_not_improving
+            ),
+            "ConvergenceDetected": details.convergence_detected,
+        },
+        "CompletionReason": tuning.completion_reason,
+        "TrainingJobs": [trial_summary(store, config, t) for t in trials],
+    }
+    if tuning.failure_reason:
+        described["FailureReason"] = tuning.failure_reason
+    if config.warm_start_config is not None:
+        described["WarmStartConfig"] = {
+            "ParentHyperParameterTuningJobs": [
+                {"HyperParameterTuningJobName": p} for p in config.warm_start_config.parents
+            ],
+            "WarmStartType": config.warm_start_config.warm_start_type.value,
+        }
+    if best is not None:
+        described["BestTrainingJob"] = trial_summary(store, config, best)
+    if config.warm_start_config is not None:
+        # With warm start, SageMaker also names the best of this job's and its parents' trials.
+        parents = [t for p in config.warm_start_config.parents for t in store.trials(p)]
+        overall = best_trial(config, [*trials, *parents])
+        if overall is not None:
+            described["OverallBestTrainingJob"] = trial_summary(store, config, overall)
+    return described

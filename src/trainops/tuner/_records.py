@@ -1,0 +1,59 @@
+"""Between the store's tuning rows and the tuning library: a stored config read back, a trial
+row as the search's :class:`~trainops.tuning.TrialRecord`, and a search rebuilt from the rows
+(with its warm-start parents' trials as prior ones)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from trainops._errors import SpecError
+from trainops.store import MetadataStore, TuningJobRecord, TuningTrialRecord
+from trainops.tuning import Search, TrialRecord, TrialStatus, TuningJobConfig
+
+__all__ = ["MAX_TRIES", "retry_due", "search_for", "stored_config", "trial_record"]
+
+#: How many training jobs one trial may take (its first try and the retries).
+MAX_TRIES = 3
+
+
+def retry_due(trial: TuningTrialRecord) -> bool:
+    """Whether the trial's try failed for a reason another try may cure, and tries are left."""
+    return trial.status == "Failed" and trial.retryable and trial.tries < MAX_TRIES
+
+
+def stored_config(tuning: TuningJobRecord) -> TuningJobConfig:
+    """The tuning job's config as it was accepted (:class:`SpecError` if it no longer is)."""
+    try:
+        return TuningJobConfig(**tuning.config)
+    except SpecError:
+        raise
+    except ValueError as exc:  # pydantic's ValidationError
+        raise SpecError([("config", str(exc).splitlines()[0])]) from None
+
+
+def trial_record(trial: TuningTrialRecord) -> TrialRecord:
+    """A trial row as the search sees it: a try that is being retried is still InProgress."""
+    ended = trial.ended and not retry_due(trial)
+    status = TrialStatus(trial.status) if ended else TrialStatus.IN_PROGRESS
+    return TrialRecord(
+        number=trial.number,
+        hyperparameters=dict(trial.hyperparameters),
+        status=status,
+        objective=trial.objective if ended and status is not TrialStatus.FAILED else None,
+        intermediate_values={step: v for step, v in enumerate(trial.intermediate, start=1)},
+        training_job_name=trial.training_job,
+    )
+
+
+def search_for(
+    store: MetadataStore,
+    tuning: TuningJobRecord,
+    config: TuningJobConfig,
+    trials: Sequence[TuningTrialRecord],
+) -> Search:
+    """The search of ``tuning`` rebuilt from its ``trials`` and its parents' ended trials."""
+    parents: list[TrialRecord] = []
+    if config.warm_start_config is not None:
+        for parent in config.warm_start_config.parents:
+            parents += [trial_record(t) for t in store.trials(parent) if t.ended]
+    return Search(config, [trial_record(t) for t in trials], parents=parents, name=tuning.name)

@@ -1,0 +1,337 @@
+"""The tuner: a control-plane service that runs tuning jobs as ordinary training jobs.
+
+Each tick (and whenever one of its trials' training jobs changes) the tuner *advances* every
+running tuning job from the store alone, so a tuner that died at any moment resumes from where
+the rows say it was:
+
+1. reconcile each unfinished trial with its training job: a trial recorded but never submitted
+   (the tuner died in between) is submitted now under the name its row already holds; a running
+   one gets its intermediate objective values (and may be stopped early by the search's rule);
+   an ended one takes its status and its last objective, read from the job's scraped metrics.
+   A job that failed for an internal reason (a lost host, a server that died) is tried again as
+   a new training job of the same trial: same number and hyperparameters, not counted twice;
+2. end the tuning job when it was asked to stop, ran out of time, or its search says it is
+   complete (every trial run, a target reached, no improvement), once its trials have ended;
+3. otherwise ask the search (rebuilt from the recorded trials, never pickled) for trials up to
+   the parallel limit: each trial's row is written *before* its job is submitted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+
+from trainops._errors import SpecError, TrainopsError
+from trainops.control import ENDED
+from trainops.control.services import ControlService, ServiceContext
+from trainops.spec import JobSpec
+from trainops.store import (
+    JobExistsError,
+    JobRecord,
+    MetadataStore,
+    TrialExistsError,
+    TuningJobRecord,
+    TuningTrialRecord,
+)
+from trainops.tuner._records import MAX_TRIES, retry_due, search_for, stored_config
+from trainops.tuning import OBJECTIVE_HYPERPARAMETER, Search, TuningJobConfig
+
+__all__ = [
+    "MAX_RUNTIME",
+    "MAX_TRIES",
+    "STOP_REQUESTED",
+    "TunerService",
+    "trial_job_name",
+    "trial_spec",
+    "tuner_service",
+]
+
+_log = logging.getLogger("trainops.tuner")
+_PERIOD_S = 0.5
+#: A training job that ended with this failure was lost, not wrong: its trial is tried again.
+_RETRYABLE_PREFIX = "InternalServerError"
+_EARLY_STOP = "Stopped early by the tuner ({rule}): its objective trails the other trials'"
+STOP_REQUESTED = "StopRequested"
+MAX_RUNTIME = "MaxRuntimeInSecondsReached"
+
+
+def trial_job_name(tuning: TuningJobRecord, number: int, tries: int = 1) -> str:
+    """``<tuning job>-<NNN>-<8 hex>`` (NNN from 001), as SageMaker names a tuning job's
+    training jobs; the hex part comes from the tuning job's creation and the try, so it is the
+    same after a restart and new for each retry."""
+    seed = f"{tuning.name}:{tuning.creation_time!r}:{number}:{tries}"
+    return f"{tuning.name}-{number + 1:03d}-{hashlib.sha256(seed.encode()).hexdigest()[:8]}"
+
+
+class TunerService(ControlService):
+    """Advances every running tuning job; the store holds all of its state."""
+
+    name = "tuner"
+    period = _PERIOD_S
+
+    def __init__(self, context: ServiceContext) -> None:
+        self.context = context
+        self.store: MetadataStore = context.store
+        # The last search rebuilt per tuning job, with the rows it was rebuilt from: a pass in
+        # which no row moved reuses it (a rebuild replays every trial into Optuna: ~50 ms at 100
+        # trials). Dropped whenever it is asked or told something the rows do not hold yet.
+        self._searches: dict[str, tuple[tuple[object, ...], Search]] = {}
+
+    def tick(self) -> None:
+        for tuning in self.store.list_tuning_jobs(statuses=("InProgress", "Stopping"), limit=1000):
+            self.advance(tuning.name)
+
+    def job_changed(self, job: JobRecord) -> None:
+        trial = self.store.trial_of_job(job.name)
+        if trial is not None:
+            self.advance(trial.tuning_job)
+
+    def advance(self, name: str) -> None:
+        """Move tuning job ``name`` on as far as its trials allow."""
+        tuning = self.store.get_tuning_job(name)
+        if tuning is None or tuning.status not in ("InProgress", "Stopping"):
+            return
+        try:
+            config = stored_config(tuning)
+        except SpecError as exc:  # e.g. written by another trainops: say so, end it
+            problems = "; ".join(f"{field}: {why}" for field, why in exc.problems)
+            self._fail(tuning, f"its stored config is invalid: {problems}")
+            return
+        try:
+            self._advance(tuning, config)
+        except ValueError as exc:  # the search refuses a record (see Search): it would every pass
+            self._fail(tuning, f"its trials cannot be replayed: {exc}")
+
+    def _fail(self, tuning: TuningJobRecord, reason: str) -> None:
+        """End the tuning job Failed with ``reason``, stopping its running trials."""
+        for trial in self.store.trials(tuning.name):
+            if not trial.ended:
+                self._stop_trial(tuning, trial, f"The tuning job failed: {reason}")
+        self._finish(tuning, "Failed", failure=reason)
+
+    def _advance(self, tuning: TuningJobRecord, config: TuningJobConfig) -> None:
+        name = tuning.name
+        for trial in self.store.trials(name):
+            if not trial.ended:
+                self._reconcile(tuning, config, trial)
+        if not tuning.stop_requested:
+            self._retry_lost(tuning)
+        trials = self.store.trials(name)
+        search = self._search(tuning, config, trials)
+        running = [t for t in trials if not t.ended]
+        reason = self._end_reason(tuning, config, search)
+        if reason is None:
+            self._launch(tuning, config, search, len(running))
+        elif running:
+            for trial in running:
+                self._stop_trial(tuning, trial, f"The tuning job is ending: {reason}")
+        else:
+            status = "Stopped" if reason in (STOP_REQUESTED, MAX_RUNTIME) else "Completed"
+            self._finish(tuning, status, reason=reason)
+
+    # --- 1. reconcile -------------------------------------------------------------------------
+
+    def _reconcile(
+        self, tuning: TuningJobRecord, config: TuningJobConfig, trial: TuningTrialRecord
+    ) -> None:
+        job = self.store.get_job(trial.training_job)
+        if job is None:
+            if tuning.stop_requested:
+                self._update(trial, status="Stopped", end_time=self.context.now())
+            else:
+                self._submit(tuning, config, trial)
+            return
+        values = self._objective_values(job, config)
+        if job.status in ENDED:
+            self._ended(tuning, trial, job, values)
+            return
+        if len(values) > len(trial.intermediate) and not job.stop_reason:
+            self._maybe_stop_early(tuning, config, trial, values)
+        changes: dict[str, object] = {}
+        if trial.status == "Pending":
+            changes["status"] = "InProgress"
+        if values != trial.intermediate:
+            changes.update(intermediate=values, objective=values[-1])
+        if changes:
+            self._update(trial, **changes)
+
+    def _objective_values(self, job: JobRecord, config: TuningJobConfig) -> list[float]:
+        """The objective metric's values in order, as the first host reported them (one per
+        epoch for a script that reports each epoch)."""
+        points = self.store.metrics(job.name, config.objective.metric_name)
+        first = min((p.host for p in points), default="")
+        return [p.value for p in points if p.host == first]
+
+    def _maybe_stop_early(
+        self,
+        tuning: TuningJobRecord,
+        config: TuningJobConfig,
+        trial: TuningTrialRecord,
+        values: list[float],
+    ) -> None:
+        search = self._search(tuning, config, self.store.trials(tuning.name))
+        self._searches.pop(tuning.name, None)  # it learns values the rows do not hold yet
+        stop = False
+        for step in range(len(trial.intermediate) + 1, len(values) + 1):
+            stop = search.should_stop(trial.number, step, values[step - 1]) or stop
+        if stop:
+            rule = config.strategy.value if config.strategy.value == "Hyperband" else "median rule"
+            self._stop_trial(tuning, trial, _EARLY_STOP.format(rule=rule))
+
+    def _ended(
+        self,
+        tuning: TuningJobRecord,
+        trial: TuningTrialRecord,
+        job: JobRecord,
+        values: list[float],
+    ) -> None:
+        reason = job.failure_reason or ""
+        retryable = job.status == "Failed" and reason.startswith(_RETRYABLE_PREFIX)
+        self._update(
+            trial,
+            status=job.status,
+            intermediate=values,
+            objective=values[-1] if values and job.status != "Failed" else None,
+            failure_reason=job.failure_reason,
+            retryable=retryable,
+            end_time=job.training_end_time or job.last_modified_time,
+        )
+
+    def _retry_lost(self, tuning: TuningJobRecord) -> None:
+        """Try again each trial whose job was lost (its next pass submits the new job)."""
+        for trial in self.store.trials(tuning.name):
+            if retry_due(trial):
+                next_job = trial_job_name(tuning, trial.number, trial.tries + 1)
+                if self.store.retry_trial(tuning.name, trial.number, next_job):
+                    _log.info("tuning job %s: trial %d tried again", tuning.name, trial.number)
+
+    # --- 2. end -------------------------------------------------------------------------------
+
+    def _end_reason(
+        self, tuning: TuningJobRecord, config: TuningJobConfig, search: Search
+    ) -> str | None:
+        if tuning.stop_requested:
+            return STOP_REQUESTED
+        limit = config.resource_limits.max_runtime_in_seconds
+        if limit is not None and self.context.now() - tuning.creation_time > limit:
+            return MAX_RUNTIME
+        reason = search.completed()
+        return None if reason is None else reason.value
+
+    def _stop_trial(self, tuning: TuningJobRecord, trial: TuningTrialRecord, why: str) -> None:
+        job = self.store.get_job(trial.training_job)
+        if job is None:  # never submitted: nothing runs
+            self._update(trial, status="Stopped", end_time=self.context.now())
+        elif job.status not in ENDED:
+            self.context.stop_job(trial.training_job, why)
+
+    def _finish(
+        self,
+        tuning: TuningJobRecord,
+        status: str,
+        *,
+        reason: str | None = None,
+        failure: str | None = None,
+    ) -> None:
+        self._searches.pop(tuning.name, None)
+        now = self.context.now()
+        self.store.update_tuning_job(
+            tuning.name,
+            now,
+            status=status,
+            end_time=now,
+            completion_reason=reason,
+            failure_reason=failure,
+        )
+        _log.info("tuning job %s ended %s: %s", tuning.name, status, reason or failure)
+
+    # --- 3. launch ----------------------------------------------------------------------------
+
+    def _launch(
+        self, tuning: TuningJobRecord, config: TuningJobConfig, search: Search, running: int
+    ) -> None:
+        while running < config.resource_limits.max_parallel_training_jobs:
+            proposal = search.ask()
+            if proposal is not None:
+                self._searches.pop(tuning.name, None)  # it holds a trial not yet recorded
+            if proposal is None:
+                return
+            trial = TuningTrialRecord(
+                tuning_job=tuning.name,
+                number=proposal.number,
+                training_job=trial_job_name(tuning, proposal.number),
+                hyperparameters=dict(proposal.hyperparameters),
+                status="Pending",
+                creation_time=self.context.now(),
+            )
+            try:
+                self.store.add_trial(trial)
+            except TrialExistsError:
+                return  # recorded meanwhile: the next pass sees it
+            self._submit(tuning, config, trial)
+            running += 1
+
+    def _submit(
+        self, tuning: TuningJobRecord, config: TuningJobConfig, trial: TuningTrialRecord
+    ) -> None:
+        submit = self.context.submit_job
+        if submit is None:
+            return
+        problem = None
+        try:
+            submit(trial.training_job, trial_spec(config, trial), tuning.code_uri)
+        except JobExistsError:
+            problem = self._not_ours(tuning, trial)  # ours: submitted before the tuner died
+        except TrainopsError as exc:
+            problem = f"the training job could not be submitted: {exc}"
+        if problem is None:
+            self._update(trial, status="InProgress")
+        else:
+            self._update(
+                trial, status="Failed", failure_reason=problem, end_time=self.context.now()
+            )
+
+    def _not_ours(self, tuning: TuningJobRecord, trial: TuningTrialRecord) -> str | None:
+        """Why the existing job named as the trial's is not the trial's (None: it is)."""
+        job = self.store.get_job(trial.training_job)
+        if (
+            job is not None
+            and job.code_uri == tuning.code_uri
+            and job.creation_time >= trial.creation_time
+        ):
+            return None
+        return (
+            f"a training job named {trial.training_job} exists that this tuning job did not submit"
+        )
+
+    def _search(
+        self, tuning: TuningJobRecord, config: TuningJobConfig, trials: list[TuningTrialRecord]
+    ) -> Search:
+        """The search rebuilt from ``trials``, or the last one where no row has moved since."""
+        key = tuple(
+            (t.number, t.status, t.objective, tuple(t.intermediate), t.tries, t.retryable)
+            for t in trials
+        )
+        cached = self._searches.get(tuning.name)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        search = search_for(self.store, tuning, config, trials)
+        self._searches[tuning.name] = (key, search)
+        return search
+
+    def _update(self, trial: TuningTrialRecord, **changes: object) -> None:
+        self.store.update_trial(trial.tuning_job, trial.number, **changes)
+
+
+def trial_spec(config: TuningJobConfig, trial: TuningTrialRecord) -> JobSpec:
+    """The training job of one trial: the config's job with the static hyperparameters
+    (Hyperband's resource at its maximum), the tuned ones, and the objective's name (reserved:
+    only the platform sets it, so the validated spec is copied, not validated again)."""
+    values = {**config.static_hyperparameters, **trial.hyperparameters}
+    values[OBJECTIVE_HYPERPARAMETER] = config.objective.metric_name
+    return config.training_job.model_copy(update={"hyperparameters": values, "job_name": None})
+
+
+def tuner_service(context: ServiceContext) -> TunerService:
+    """The factory the service table holds."""
+    return TunerService(context)

@@ -1,0 +1,212 @@
+"""The tuner's passes, step by step on a real store. It dies between any two of its writes:
+whatever the rows say when it comes back, it submits each trial's job exactly once and makes no
+trial twice. Early stopping reads the trials' metrics as the agents' reports stored them.
+Submissions go straight into the store, as the controller records them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.tuner.test_service import tuning_config
+from trainops._settings import Settings
+from trainops.control.services import ServiceContext
+from trainops.protocol import AgentEvent, EventKind
+from trainops.spec import JobSpec
+from trainops.store import JobRecord, MetadataStore, NewHost, TuningTrialRecord
+from trainops.tuner import TunerService, describe_tuning_job, stored_config, trial_job_name
+
+
+class Plane:
+    """A store, the submissions the tuner made and the stops it asked for."""
+
+    def __init__(self, path: Path) -> None:
+        self.store = MetadataStore(path)
+        self.submitted: list[str] = []
+        self.stops: list[str] = []
+        self.now = 1000.0
+        context = ServiceContext(
+            self.store, Settings.load(), self._stop, lambda: self.now, submit_job=self._submit
+        )
+        self.tuner = TunerService(context)
+
+    def _submit(self, name: str, spec: JobSpec, code_uri: str) -> JobRecord:
+        self.submitted.append(name)
+        return self.store.create_job(
+            name=name,
+            spec=spec.view(),
+            code_uri=code_uri,
+            output_prefix=f"file:///out/{name}",
+            max_attempts=1,
+            status="InProgress",
+            secondary_status="Starting",
+            message="starting",
+            now=self.now,
+        )
+
+    def _stop(self, name: str, message: str) -> bool:
+        self.stops.append(name)
+        return True
+
+    def report(self, name: str, *losses: float) -> None:
+        """Store ``losses`` as the job's host algo-1 reports its metric ``loss``."""
+        if not self.store.hosts(name, 1):
+            self.store.create_hosts(name, 1, [NewHost("algo-1", "/r", "/s")])
+        done = len(self.store.metrics(name, "loss"))
+        events = [
+            AgentEvent(done + i + 1, self.now, EventKind.METRIC, {"name": "loss", "value": v,
+                                                                  "timestamp": self.now})
+            for i, v in enumerate(losses)
+        ]  # fmt: skip
+        assert self.store.ingest(name, "algo-1", 1, events) is not None
+
+    def end(self, name: str, status: str = "Completed", reason: str | None = None) -> None:
+        self.store.set_secondary(
+            name, status, "done", self.now, final=True, status=status, failure_reason=reason
+        )
+
+
+@pytest.fixture
+def plane(tmp_path: Path) -> Iterator[Plane]:
+    made = Plane(tmp_path / "trainops.db")
+    made.store.create_tuning_job("tiny", tuning_config(jobs=3, parallel=2), "file:///c", 1.0)
+    yield made
+    made.store.close()
+
+
+def _pending(plane: Plane, number: int) -> TuningTrialRecord:
+    tuning = plane.store.get_tuning_job("tiny")
+    assert tuning is not None
+    trial = TuningTrialRecord(
+        "tiny",
+        number,
+        trial_job_name(tuning, number),
+        {"lr": 0.01, "optimizer": "sgd"},
+        "Pending",
+        plane.now,
+    )
+    plane.store.add_trial(trial)
+    return trial
+
+
+def test_died_after_recording_a_trial_before_submitting_it(plane: Plane) -> None:
+    trial = _pending(plane, 0)
+    plane.tuner.advance("tiny")  # the tuner that comes back
+    trials = plane.store.trials("tiny")
+    assert plane.submitted[0] == trial.training_job  # the recorded name, not a new trial
+    assert [t.number for t in trials] == [0, 1]  # and one more, up to the parallel limit
+    assert len(plane.submitted) == len(set(plane.submitted)) == 2
+
+
+def test_died_after_submitting_before_marking_the_trial_running(plane: Plane) -> None:
+    trial = _pending(plane, 0)
+    plane._submit(trial.training_job, JobSpec(entry_point="train.py"), "file:///c")
+    plane.submitted.clear()
+    plane.tuner.advance("tiny")
+    first = plane.store.trials("tiny")[0]
+    assert first.status == "InProgress"
+    assert trial.training_job not in plane.submitted  # never submitted twice
+
+
+def test_repeated_passes_make_no_trial_twice_and_end_at_the_maximum(plane: Plane) -> None:
+    for _ in range(3):
+        plane.tuner.advance("tiny")
+    assert len(plane.submitted) == 2  # the parallel limit, however often it runs
+    for name in list(plane.submitted):
+        plane.end(name)
+    plane.tuner.advance("tiny")
+    plane.tuner.advance("tiny")
+    assert len(plane.submitted) == 3
+    plane.end(plane.submitted[-1])
+    plane.tuner.advance("tiny")
+    tuning = plane.store.get_tuning_job("tiny")
+    assert tuning is not None and tuning.status == "Completed"
+    assert [t.status for t in plane.store.trials("tiny")] == ["Completed"] * 3
+
+
+def test_a_trial_that_cannot_be_submitted_fails_alone(plane: Plane) -> None:
+    config = tuning_config(name="bad", jobs=1, parallel=1)
+    plane.store.create_tuning_job("bad", config, "file:///c", 1.0)
+
+    def refuse(name: str, spec: JobSpec, code_uri: str) -> JobRecord:
+        from trainops._errors import SpecError
+
+        raise SpecError([("code_uri", "no object at file:///c: upload the code first")])
+
+    tuner = TunerService(
+        ServiceContext(plane.store, Settings.load(), lambda n, m: True, lambda: 5.0, None, refuse)
+    )
+    tuner.advance("bad")
+    tuner.advance("bad")
+    (trial,) = plane.store.trials("bad")
+    assert trial.status == "Failed" and "upload the code first" in (trial.failure_reason or "")
+    tuning = plane.store.get_tuning_job("bad")
+    assert tuning is not None and tuning.status == "Completed"
+
+
+def test_the_median_rule_stops_a_trailing_trial_which_keeps_its_objective(plane: Plane) -> None:
+    config = tuning_config(name="early", jobs=5, parallel=5)
+    config["training_job_early_stopping_type"] = "Auto"
+    plane.store.create_tuning_job("early", config, "file:///c", 1.0)
+    plane.tuner.advance("early")
+    names = [t.training_job for t in plane.store.trials("early")]
+    assert len(names) == 5
+    for name in names[:3]:
+        plane.report(name, 1.0, 0.5, 0.3)
+        plane.end(name)
+    plane.report(names[3], 5.0)  # far worse than the others' running averages at epoch 1
+    plane.report(names[4], 0.9)
+    plane.tuner.advance("early")
+    assert plane.stops == [names[3]]
+    plane.end(names[3], "Stopped")
+    plane.tuner.advance("early")
+    stopped = plane.store.trials("early")[3]
+    assert (stopped.status, stopped.objective, stopped.intermediate) == ("Stopped", 5.0, [5.0])
+    plane.report(names[4], 0.4, 0.2)
+    plane.end(names[4])
+    plane.tuner.advance("early")
+    tuning = plane.store.get_tuning_job("early")
+    assert tuning is not None and tuning.status == "Completed"
+    described = describe_tuning_job(plane.store, tuning, stored_config(tuning))
+    assert described["TrainingJobStatusCounters"]["Stopped"] == 1
+    assert described["ObjectiveStatusCounters"]["Succeeded"] == 5  # a Stopped trial counts
+    assert described["BestTrainingJob"]["TrainingJobName"] == names[4]
+
+
+def test_a_job_someone_else_made_under_a_trial_s_name_is_not_adopted(plane: Plane) -> None:
+    tuning = plane.store.get_tuning_job("tiny")
+    assert tuning is not None
+    squatter = trial_job_name(tuning, 0)
+    plane.now = 500.0  # before the tuning job's trial is recorded
+    plane.store.create_job(
+        name=squatter, spec=JobSpec(entry_point="x.py").view(), code_uri="file:///other",
+        output_prefix="file:///o", max_attempts=1, status="InProgress",
+        secondary_status="Starting", message="m", now=plane.now,
+    )  # fmt: skip
+    plane.now = 1000.0
+    plane.tuner.advance("tiny")
+    first = plane.store.trials("tiny")[0]
+    assert first.status == "Failed"
+    assert f"a training job named {squatter} exists" in (first.failure_reason or "")
+
+
+def test_a_trial_the_search_cannot_replay_fails_the_tuning_job_and_stops_its_trials(
+    plane: Plane,
+) -> None:
+    plane.tuner.advance("tiny")
+    running = plane.store.trials("tiny")[0].training_job
+    tuning = plane.store.get_tuning_job("tiny")
+    assert tuning is not None
+    outside = TuningTrialRecord(
+        "tiny", 2, trial_job_name(tuning, 2), {"lr": 5.0, "optimizer": "sgd"}, "Pending", plane.now
+    )  # e.g. written by an older trainops whose ranges differed
+    plane.store.add_trial(outside)
+    plane.tuner.advance("tiny")
+    failed = plane.store.get_tuning_job("tiny")
+    assert failed is not None and failed.status == "Failed"
+    assert (
+        failed.failure_reason == "its trials cannot be replayed: trial 2: lr outside their ranges"
+    )
+    assert running in plane.stops
