@@ -60,7 +60,9 @@ def test_the_backend_is_chosen_by_name_and_a_wrong_name_touches_nothing(
         timeout=60,
         check=False,
     )
-    assert cli.returncode == 2 and "unknown backend 'nope' (known: local, ray)" in cli.stderr, cli.stderr
+    assert cli.returncode == 2 and "unknown backend 'nope' (known: local, ray)" in cli.stderr, (
+        cli.stderr
+    )
     assert not (settings.home / "other" / "trainops.db").exists()
 
 
