@@ -7,6 +7,7 @@ the CLI prints the message (never a traceback) and exits non-zero.
 from __future__ import annotations
 
 __all__ = [
+    "TUNING_JOB",
     "ArchiveError",
     "ConfigError",
     "JobNotFoundError",
@@ -15,6 +16,9 @@ __all__ = [
     "StorageError",
     "TrainopsError",
 ]
+
+#: The subject of a tuning job's refusals: ``invalid tuning job in tune.yaml:``.
+TUNING_JOB = "tuning job"
 
 
 class TrainopsError(Exception):
@@ -26,13 +30,25 @@ class ConfigError(TrainopsError):
 
 
 class SpecError(TrainopsError):
-    """A job spec is invalid. ``problems`` lists ``(field path, reason)`` pairs."""
+    """A job spec is invalid. ``problems`` lists ``(field path, reason)`` pairs.
 
-    def __init__(self, problems: list[tuple[str, str]], source: str | None = None) -> None:
+    ``subject`` is what was declared (the message's heading says ``invalid <subject>``): a job
+    spec, or another declaration checked the same way, such as a tuning job.
+    """
+
+    def __init__(
+        self,
+        problems: list[tuple[str, str]],
+        source: str | None = None,
+        *,
+        subject: str = "job spec",
+    ) -> None:
         self.problems = problems
         self.source = source
-        head = f"invalid job spec{f' in {source}' if source else ''}"
-        lines = [f"  {path or '<spec>'}: {reason}" for path, reason in problems]
+        self.subject = subject
+        head = f"invalid {subject}{f' in {source}' if source else ''}"
+        whole = "<spec>" if subject == "job spec" else f"<{subject}>"  # a problem of no field
+        lines = [f"  {path or whole}: {reason}" for path, reason in problems]
         super().__init__("\n".join([head + ":", *lines]))
 
 

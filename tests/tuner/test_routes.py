@@ -29,6 +29,7 @@ def _refused(plane: ControlPlane, config: Any, field: str, words: str) -> None:
     assert response.status_code == 422, response.text
     problems = response.json()["detail"]["problems"]
     assert any(path == field and words in reason for path, reason in problems), problems
+    assert response.json()["detail"]["message"].startswith("invalid tuning job:\n")
     assert plane.server.controller.store.list_tuning_jobs() == []
 
 

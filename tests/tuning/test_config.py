@@ -217,12 +217,75 @@ def test_an_inline_job_problem_carries_its_line(tmp_path: Path) -> None:
 
 def test_a_missing_job_file_or_script_is_refused(tmp_path: Path) -> None:
     path = _files(tmp_path, YAML.replace("job.yaml", "nojob.yaml"))
-    with pytest.raises(SpecError, match="cannot read file"):
+    with pytest.raises(SpecError, match=r"training_job \(line 2\): no job spec file .*nojob"):
         load_tuning_config(path)
     path = _files(tmp_path, YAML)
     (tmp_path / "train.py").unlink()
     with pytest.raises(SpecError, match=r"train\.py not found"):
         load_tuning_config(path)
+    inline = YAML.replace("training_job: job.yaml", "training_job:\n" + _indent(JOB))
+    path = _files(tmp_path, inline)
+    (tmp_path / "train.py").unlink()
+    with pytest.raises(SpecError, match=r"training_job\.entry_point \(line 3\): .*train\.py"):
+        load_tuning_config(path)  # the inline job's script: said at its line in the tuning file
+
+
+def test_refusals_are_headed_invalid_tuning_job_with_the_file(tmp_path: Path) -> None:
+    cases = {
+        "a: [": "<tuning job>: line 1, column 5: not valid YAML",
+        "[1, 2]": "a tuning job must be a mapping",
+        YAML.replace("type: Minimize", "type: Lowest"): "objective.type (line 5)",
+        YAML.replace("job.yaml", "nojob.yaml"): "training_job (line 2): no job spec file",
+        YAML.replace("job.yaml", '"a\\0b"'): "no job spec file '" + str(tmp_path / "a\\x00b'"),
+    }
+    for text, problem in cases.items():
+        path = _files(tmp_path, text)
+        with pytest.raises(SpecError) as caught:
+            load_tuning_config(path)
+        head, *problems = str(caught.value).splitlines()
+        assert head == f"invalid tuning job in {path}:"
+        assert any(problem in line for line in problems), (text, problems)
+    with pytest.raises(SpecError, match=r"^invalid tuning job:\n  objective"):
+        make_config(objective={"metric_name": "loss", "type": "Lowest"})  # from Python: no file
+    broken_job = _files(tmp_path, YAML, JOB.replace("epochs: 9", "sagemaker_program: 9"))
+    with pytest.raises(SpecError, match=r"^invalid job spec in .*job\.yaml:\n  hyperparameters"):
+        load_tuning_config(broken_job)  # the job file's own problem, at its line there
+
+
+NESTED = """\
+tuning_job_name: nested
+training_job: job.yaml
+objective: {metric_name: loss, type: Minimize}
+hyperparameter_ranges:
+  lr:
+    type: Continuous
+    min_value: 0
+    max_value: 0.1
+    scaling_type: Logarithmic
+  momentum:
+    type: Continuous
+    min_value: 0.5
+    max_value: 1.5
+    scaling_type: ReverseLogarithmic
+  layers: {type: Integer, min_value: 1, max_value: 2.5}
+  optimizer:
+    type: Categorical
+    values: [sgd, adam]
+    scaling_type: Linear
+resource_limits: {max_number_of_training_jobs: 12, max_parallel_training_jobs: 2}
+"""
+
+
+def test_a_nested_range_problem_carries_the_line_of_its_field(tmp_path: Path) -> None:
+    with pytest.raises(SpecError) as caught:
+        load_tuning_config(_files(tmp_path, NESTED))
+    problems = str(caught.value).splitlines()[1:]
+    assert [line.partition(":")[0].strip() for line in problems] == [
+        "hyperparameter_ranges.lr.min_value (line 7)",
+        "hyperparameter_ranges.momentum.max_value (line 13)",
+        "hyperparameter_ranges.layers.max_value (line 15)",
+        "hyperparameter_ranges.optimizer.scaling_type (line 19)",
+    ]
 
 
 def test_a_device_or_directory_is_refused_not_read(tmp_path: Path) -> None:

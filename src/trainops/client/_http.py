@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from trainops._errors import JobNotFoundError, ServerError, SpecError
+from trainops._errors import TUNING_JOB, JobNotFoundError, ServerError, SpecError
 from trainops._transport import HttpResponse, HttpTransport, TransportError, TransportTimeout
 
 if TYPE_CHECKING:
@@ -171,6 +171,8 @@ class Client:
             return self._json("POST", "/tuning-jobs", body=body)
         except _Conflict as exc:
             raise JobNameTakenError(str(exc)) from None
+        except SpecError as exc:
+            raise SpecError(exc.problems, subject=TUNING_JOB) from None
 
     def list_tuning_jobs(self, limit: int = 50) -> list[dict[str, Any]]:
         """Tuning job summaries, newest first."""

@@ -13,13 +13,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from trainops._errors import JobNotFoundError, SpecError
+from trainops._errors import TUNING_JOB, JobNotFoundError, SpecError
 from trainops._home import lock_is_held
 from trainops._settings import Settings
 from trainops.client._connect import connect
 from trainops.client._http import Client
 from trainops.client._progress import TransferBar
 from trainops.client._submit import code_uri_for, pack_source
+from trainops.spec._lines import read_spec_text, read_spec_yaml, with_lines
 from trainops.storage import join_uri, store_for
 
 __all__ = [
@@ -67,9 +68,19 @@ def submit_tuning(client: Client, path: Path, settings: Settings, *, progress: b
     fields = config.model_dump(mode="json", exclude_none=True) | {"tuning_job_name": name}
     try:
         client.create_tuning_job(fields, code_uri)
-    except SpecError as exc:
-        raise SpecError(exc.problems, str(path)) from None
+    except SpecError as exc:  # e.g. a warm-start parent the server does not have
+        raise _refused(exc, path) from None
     return name
+
+
+def _refused(exc: SpecError, path: Path) -> SpecError:
+    """The server's refusal of the tuning file at ``path``, each field at its line there."""
+    try:
+        _, lines = read_spec_yaml(read_spec_text(path), str(path))
+    except SpecError:  # changed since it was read: no lines then
+        lines = {}
+    located = with_lines(exc.problems, lines, str(path)).problems
+    return SpecError(located, str(path), subject=TUNING_JOB)
 
 
 class TuningReader(Protocol):

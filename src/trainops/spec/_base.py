@@ -14,7 +14,16 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from trainops._errors import SpecError
 from trainops.spec._sagemaker import sagemaker_hint
 
-__all__ = ["SpecModel", "problems_from"]
+__all__ = ["FieldValueError", "SpecModel", "problems_from"]
+
+
+class FieldValueError(ValueError):
+    """A model check's problem with one of the model's fields: reported at that field's path
+    (``ranges.lr.min_value``, not ``ranges.lr``), so a YAML file's refusal names its line."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class SpecModel(BaseModel):
@@ -40,6 +49,9 @@ def problems_from(exc: ValidationError, model: type[BaseModel]) -> list[tuple[st
     problems = []
     for err in exc.errors():
         loc = [str(part) for part in err["loc"]]
+        cause = (err.get("ctx") or {}).get("error")
+        if isinstance(cause, FieldValueError):
+            loc.append(cause.field)
         path = ".".join(loc)
         if err["type"] == "extra_forbidden":
             reason = _unknown_field(model, loc)

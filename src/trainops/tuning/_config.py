@@ -22,10 +22,10 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
-from trainops._errors import SpecError
+from trainops._errors import TUNING_JOB, SpecError
 from trainops.spec import JobSpec
 from trainops.spec._base import SpecModel
-from trainops.spec._lines import read_spec_text, read_spec_yaml, with_line, with_lines
+from trainops.spec._lines import read_spec_text, read_spec_yaml, with_lines
 from trainops.spec._load import load_spec, resolve_paths
 from trainops.tuning._checks import (
     CONFIG_CHECKS,
@@ -66,6 +66,14 @@ class TuningJobConfig(SpecModel):
     training_job_early_stopping_type: EarlyStoppingType = EarlyStoppingType.OFF
     completion_criteria: CompletionCriteria | None = None
     warm_start_config: WarmStartConfig | None = None
+
+    def __init__(self, /, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except SpecError as exc:  # a job spec's heading: said of the tuning job instead
+            raise SpecError(exc.problems, exc.source, subject=TUNING_JOB) from None
+
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
 
     @model_validator(mode="before")
     @classmethod
@@ -136,30 +144,59 @@ def load_tuning_config(path: str | Path) -> TuningJobConfig:
     """Read and validate a tuning job's YAML at ``path``; problems name the field and line.
 
     ``training_job`` is a job spec file (relative to ``path``) or an inline job spec; local
-    paths in it are resolved against the folder of the file that declares them.
+    paths in it are resolved against the folder of the file that declares them. A refusal is a
+    :class:`SpecError` headed ``invalid tuning job in <path>``, except one of the job spec file,
+    which names that file (its lines are that file's).
     """
     path = Path(path)
     source = str(path)
-    _check_regular_file(path, "", source)
-    data, lines = read_spec_yaml(
-        read_spec_text(path), source, "a tuning job must be a mapping, e.g. 'strategy: Random'"
-    )
+    try:
+        _check_regular_file(path)
+        data, lines = read_spec_yaml(
+            read_spec_text(path), source, "a tuning job must be a mapping, e.g. 'strategy: Random'"
+        )
+    except SpecError as exc:
+        raise SpecError(exc.problems, source, subject=TUNING_JOB) from None
+    return _validated(data, lines, path.resolve().parent, source)
+
+
+def _validated(
+    data: dict[str, Any], lines: dict[str, int], base: Path, source: str
+) -> TuningJobConfig:
     job = data.get("training_job")
-    base = path.resolve().parent
+    try:
+        if isinstance(job, str):
+            _check_regular_file(base / job, must_exist=True)
+    except SpecError as exc:
+        raise _refusal([("training_job", why) for _, why in exc.problems], lines, source) from None
     if isinstance(job, str):
-        _check_regular_file(base / job, with_line("training_job", lines), source)
         data["training_job"] = load_spec(base / job)
     try:
         config = TuningJobConfig(**data)
     except SpecError as exc:
-        raise with_lines(exc.problems, lines, source) from None
-    if not isinstance(job, str):
-        resolved = resolve_paths(config.training_job, base, source)
-        config = config.model_copy(update={"training_job": resolved})
-    return config
+        raise _refusal(exc.problems, lines, source) from None
+    if isinstance(job, str):
+        return config
+    try:
+        resolved = resolve_paths(config.training_job, base)
+    except SpecError as exc:  # the inline job's code: its fields are under training_job
+        inline = [(f"training_job.{path}".rstrip("."), why) for path, why in exc.problems]
+        raise _refusal(inline, lines, source) from None
+    return config.model_copy(update={"training_job": resolved})
 
 
-def _check_regular_file(path: Path, field: str, source: str) -> None:
+def _refusal(problems: list[tuple[str, str]], lines: dict[str, int], source: str) -> SpecError:
+    """A tuning job's refusal about ``source`` whose field paths carry their lines."""
+    return SpecError(with_lines(problems, lines, source).problems, source, subject=TUNING_JOB)
+
+
+def _check_regular_file(path: Path, *, must_exist: bool = False) -> None:
     """Refuse what is not a regular file (a device such as /dev/zero would never end)."""
-    if path.exists() and not path.is_file():
-        raise SpecError([(field, f"{path} is not a regular file")], source)
+    try:
+        exists, regular = path.exists(), path.is_file()
+    except (OSError, ValueError) as exc:  # a NUL in the name, a name too long
+        raise SpecError([("", f"cannot read {str(path)!r}: {exc}")]) from None
+    if exists and not regular:
+        raise SpecError([("", f"{path} is not a regular file")])
+    if must_exist and not exists:
+        raise SpecError([("", f"no job spec file {str(path)!r}")])

@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
-from trainops.spec._base import SpecModel
+from trainops.spec._base import FieldValueError, SpecModel
 from trainops.tuning._records import TunedValue
 
 __all__ = [
@@ -124,42 +124,54 @@ class ParameterRange(SpecModel):
 
 def _check_categorical(rng: ParameterRange) -> None:
     if rng.values is None:
-        raise ValueError("a Categorical range needs 'values', e.g. values: [sgd, adam]")
+        raise FieldValueError("values", "a Categorical range needs 'values', e.g. [sgd, adam]")
     if rng.min_value is not None or rng.max_value is not None:
-        raise ValueError("a Categorical range takes 'values', not min_value/max_value")
+        field = "min_value" if rng.min_value is not None else "max_value"
+        raise FieldValueError(field, "a Categorical range takes 'values', not min_value/max_value")
     if rng.scaling_type is not ScalingType.AUTO:
-        raise ValueError("a Categorical range has no scaling_type")
+        raise FieldValueError("scaling_type", "a Categorical range has no scaling_type")
 
 
 def _check_numeric(rng: ParameterRange) -> None:
     kind = rng.type.value
     if rng.values is not None:
-        raise ValueError(f"a {kind} range takes min_value and max_value, not 'values'")
+        raise FieldValueError(
+            "values", f"a {kind} range takes min_value and max_value, not 'values'"
+        )
     if rng.min_value is None or rng.max_value is None:
-        raise ValueError(f"a {kind} range needs min_value and max_value")
+        missing = "min_value" if rng.min_value is None else "max_value"
+        raise FieldValueError(missing, f"a {kind} range needs min_value and max_value")
     low, high = rng.min_value, rng.max_value
     if not (math.isfinite(low) and math.isfinite(high)):
-        raise ValueError("min_value and max_value must be finite numbers")
+        field = "max_value" if math.isfinite(low) else "min_value"
+        raise FieldValueError(field, "min_value and max_value must be finite numbers")
     if rng.type is ParameterType.INTEGER and not (low.is_integer() and high.is_integer()):
-        raise ValueError(f"an Integer range needs whole numbers, not {low:g}..{high:g}")
+        field = "max_value" if low.is_integer() else "min_value"
+        raise FieldValueError(field, f"an Integer range needs whole numbers, not {low:g}..{high:g}")
     if low > high:
-        raise ValueError(f"min_value {low:g} is above max_value {high:g}; swap them")
+        raise FieldValueError(
+            "min_value", f"min_value {low:g} is above max_value {high:g}; swap them"
+        )
     _check_scaling(rng.type, rng.scaling_type, low, high)
 
 
 def _check_scaling(kind: ParameterType, scaling: ScalingType, low: float, high: float) -> None:
     if scaling is ScalingType.LOGARITHMIC and low <= 0:
-        raise ValueError(
+        raise FieldValueError(
+            "min_value",
             f"Logarithmic scaling needs values above 0, but min_value is {low:g}: "
-            "raise min_value above 0 or use scaling_type: Linear"
+            "raise min_value above 0 or use scaling_type: Linear",
         )
     if scaling is ScalingType.REVERSE_LOGARITHMIC:
         if kind is not ParameterType.CONTINUOUS:
-            raise ValueError("ReverseLogarithmic scaling is for Continuous ranges only")
+            raise FieldValueError(
+                "scaling_type", "ReverseLogarithmic scaling is for Continuous ranges only"
+            )
         if not (low >= 0 and high < 1):
-            raise ValueError(
+            raise FieldValueError(
+                "max_value" if low >= 0 else "min_value",
                 f"ReverseLogarithmic scaling needs 0 <= min_value and max_value < 1, "
-                f"not {low:g}..{high:g}: use Linear or Logarithmic for this range"
+                f"not {low:g}..{high:g}: use Linear or Logarithmic for this range",
             )
 
 

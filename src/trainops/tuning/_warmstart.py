@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from trainops._errors import SpecError
+from trainops._errors import TUNING_JOB, SpecError
 from trainops.tuning._config import TuningJobConfig
 from trainops.tuning._limits import WarmStartType
 
@@ -39,7 +39,7 @@ def check_warm_start(config: TuningJobConfig, parents: Mapping[str, TuningJobCon
             for reason in _differences(config, parent, warm.warm_start_type)
         ]
     if problems:
-        raise SpecError(problems)
+        raise SpecError(problems, subject=TUNING_JOB)
 
 
 def _differences(

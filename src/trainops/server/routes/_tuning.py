@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from trainops import tuner
-from trainops._errors import JobNotFoundError, SpecError
+from trainops._errors import TUNING_JOB, JobNotFoundError, SpecError
 from trainops.control import JobController, JobEndedError
 from trainops.server._routing import Operation, Param
 from trainops.server.routes._shapes import API, STRING, json_object
@@ -59,7 +59,8 @@ class TuningRoutes:
         config = TuningJobConfig(**body.config)
         name = config.tuning_job_name
         if name is None:
-            raise SpecError([("tuning_job_name", "required here (the CLI and SDK make one)")])
+            problem = ("tuning_job_name", "required here (the CLI and SDK make one)")
+            raise SpecError([problem], subject=TUNING_JOB)
         self._check_parents(config)
         self.controller.check_code(body.code_uri)
         stored = config.model_dump(mode="json", exclude_none=True)
@@ -73,9 +74,10 @@ class TuningRoutes:
             found = self.store.get_tuning_job(parent)
             field = f"warm_start_config.parents.{index}"
             if found is None:
-                raise SpecError([(field, f"no tuning job named {parent!r}")])
+                raise SpecError([(field, f"no tuning job named {parent!r}")], subject=TUNING_JOB)
             if found.status not in ("Completed", "Stopped", "Failed"):
-                raise SpecError([(field, f"{parent!r} is {found.status}: wait until it ends")])
+                why = f"{parent!r} is {found.status}: wait until it ends"
+                raise SpecError([(field, why)], subject=TUNING_JOB)
 
     def list_tuning_jobs(self, status: list[str] | None, limit: int) -> dict[str, Any]:
         found = self.store.list_tuning_jobs(statuses=status or [], limit=limit)
