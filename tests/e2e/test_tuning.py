@@ -43,7 +43,10 @@ for epoch in range(1, args.epochs + 1):
 """
 
 
-def write_tuning(folder: Path, jobs: int, parallel: int, **env: str) -> Path:
+def write_tuning(
+    folder: Path, jobs: int, parallel: int, changes: dict[str, Any] | None = None, **env: str
+) -> Path:
+    """The tiny tuning job's file in ``folder``, its fields updated with ``changes``."""
     src = folder / "src"
     src.mkdir(parents=True, exist_ok=True)
     (src / "train.py").write_text(SCRIPT)
@@ -69,6 +72,7 @@ def write_tuning(folder: Path, jobs: int, parallel: int, **env: str) -> Path:
             "max_parallel_training_jobs": parallel,
         },
     }  # fmt: skip
+    doc.update(changes or {})
     path = folder / "tune.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     return path
@@ -87,8 +91,10 @@ def test_tune_runs_trials_and_the_tuning_commands_read_them(tmp_path: Path) -> N
     result = trainops("tune", str(path), home=home)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Submitted tuning job tiny" in result.stdout
-    assert "Tuning job tiny Completed: MaxNumberOfTrainingJobsReached; best: tiny-" in result.stdout
+    assert "Tuning job tiny Completed: MaxNumberOfTrainingJobsReached; best: #" in result.stdout
     assert "TRAINING JOB" in result.stdout and "OBJECTIVE" in result.stdout
+    assert result.stdout.count("TRAINING JOB") == 1  # not a terminal: the table once, at the end
+    assert "Completed after" in result.stdout  # and a line per trial as it ends
     described = describe(home)
     assert described["TrainingJobStatusCounters"]["Completed"] == 3
     assert described["ObjectiveStatusCounters"] == {"Succeeded": 3, "Pending": 0, "Failed": 0}
@@ -188,3 +194,44 @@ def test_ctrl_c_stops_the_tuning_job_and_its_trials(tmp_path: Path) -> None:
     described = describe(home)
     assert described["TrainingJobStatusCounters"]["Stopped"] == 2
     assert len(described["TrainingJobs"]) == 2
+
+
+STRATEGIES = [
+    ({"strategy": "Grid", "hyperparameter_ranges": {"lr": [0.01, 0.1], "optimizer": ["sgd", "adam"]},
+      "resource_limits": {"max_parallel_training_jobs": 2}}, 4),
+    ({"strategy": "Bayesian"}, 3),
+    ({"strategy": "Hyperband", "strategy_config": {"hyperband_strategy_config":
+      {"min_resource": 1, "reduction_factor": 3}}}, 3),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("changes", "jobs"), STRATEGIES, ids=["Grid", "Bayesian", "Hyperband"])
+def test_each_strategy_runs_its_trials_through_trainops_tune(
+    tmp_path: Path, changes: dict[str, Any], jobs: int
+) -> None:
+    home = tmp_path / "home"
+    result = trainops("tune", str(write_tuning(tmp_path, jobs, 2, changes)), home=home)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Tuning job tiny Completed: MaxNumberOfTrainingJobsReached" in result.stdout
+    described = describe(home)
+    assert described["HyperParameterTuningJobConfig"]["Strategy"] == changes["strategy"]
+    trials = described["TrainingJobs"]
+    assert [t["TrialNumber"] for t in trials] == list(range(jobs))
+    assert all(t["TrainingJobStatus"] in ("Completed", "Stopped") for t in trials), trials
+    assert all("FinalHyperParameterTuningJobObjectiveMetric" in t for t in trials)
+    tried = {tuple(sorted(t["TunedHyperParameters"].items())) for t in trials}
+    assert len(tried) == jobs  # no combination twice
+    if changes["strategy"] == "Grid":  # every combination, as SageMaker passes the values
+        assert {dict(t)["lr"] + dict(t)["optimizer"] for t in tried} == {
+            "0.01sgd", "0.01adam", "0.1sgd", "0.1adam"}  # fmt: skip
+
+
+def test_a_target_objective_value_completes_the_tuning_job(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    target = {"completion_criteria": {"target_objective_metric_value": 10.0}}
+    result = trainops("tune", str(write_tuning(tmp_path, 4, 1, target)), home=home)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Tuning job tiny Completed: TargetObjectiveMetricValueReached" in result.stdout
+    described = describe(home)
+    assert described["CompletionReason"] == "TargetObjectiveMetricValueReached"
+    assert len(described["TrainingJobs"]) == 1  # every loss is below 10: the first one ends it

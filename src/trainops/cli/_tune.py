@@ -1,8 +1,9 @@
 """``trainops tune TUNE`` (run a tuning job with a live table of its trials) and
 ``trainops tuning list|describe|stop|best|export [NAME]``.
 
-``tune`` prints the table again whenever a trial's status or objective moves, with the counts by
-status and the best so far, and at the end why the job ended. Ctrl-C (or SIGTERM / SIGHUP) stops
+``tune`` shows the table of trials with the counts by status and the best so far: redrawn in place
+on a terminal, otherwise as a line per trial that starts or ends and the table at the end (see
+``_tune_table``); then why the job ended. Ctrl-C (or SIGTERM / SIGHUP) stops
 the tuning job and waits for its trials to stop; a second Ctrl-C exits at once (with an
 embedded server the trials then stop with it).
 """
@@ -23,6 +24,7 @@ from trainops._settings import Settings
 from trainops.cli._parser import TUNING_ACTIONS
 from trainops.cli._render import format_table
 from trainops.cli._run import INTERRUPTED, signals_as_ctrl_c
+from trainops.cli._tune_table import format_ending, format_trials, trial_events, trial_states
 from trainops.client import (
     Client,
     analytics_rows,
@@ -36,7 +38,6 @@ __all__ = ["TUNING_ACTIONS", "format_trials", "tune", "tuning"]
 
 _ENDED = ("Completed", "Stopped", "Failed")
 _POLL_S = 1.0
-_COUNTED = ("Completed", "InProgress", "RetryableError", "NonRetryableError", "Stopped")
 
 
 def tune(args: argparse.Namespace) -> int:
@@ -55,18 +56,15 @@ def tune(args: argparse.Namespace) -> int:
 
 
 def _follow(client: Client, name: str) -> dict[str, Any] | None:
-    """Print the table as it moves until the job ends; Ctrl-C stops the job and waits."""
-    shown: object = None
+    """Show the trials as they move until the job ends; Ctrl-C stops the job and waits."""
+    display = _Display(sys.stdout.isatty())
     stopping = False
     while True:
         try:
             described = client.describe_tuning_job(name)
-            seen = _progress(described)
-            if seen != shown:
-                print(format_trials(described), flush=True)
-                shown = seen
+            display.show(described)
             if described["HyperParameterTuningJobStatus"] in _ENDED:
-                print(_ending(described), flush=True)
+                display.end(described)
                 return described
             time.sleep(_POLL_S)
         except KeyboardInterrupt:
@@ -74,76 +72,40 @@ def _follow(client: Client, name: str) -> dict[str, Any] | None:
                 return None
             stopping = True
             print("Stopping the tuning job (Ctrl-C again to leave now)...", flush=True)
+            display.forget()
             with contextlib.suppress(TrainopsError):  # it ended meanwhile: the next pass shows how
                 client.stop_tuning_job(name)
 
 
-def _progress(described: dict[str, Any]) -> object:
-    trials = described.get("TrainingJobs", [])
-    moving = [(t["TrainingJobName"], t["TrainingJobStatus"], _objective(t)) for t in trials]
-    return described["HyperParameterTuningJobStatus"], moving
+class _Display:
+    """On a terminal, the table redrawn in place; otherwise a line per trial that moves, and
+    the table once at the end (a log or a pipe gets no repeated tables)."""
 
+    def __init__(self, terminal: bool) -> None:
+        self.terminal = terminal
+        self.drawn = 0  # lines of the table on the terminal, to draw over
+        self.states: dict[str, str] = {}
+        self.headline = ""
 
-def _objective(trial: dict[str, Any]) -> float | None:
-    metric = trial.get("FinalHyperParameterTuningJobObjectiveMetric") or {}
-    value = metric.get("Value")
-    return None if value is None else float(value)
+    def show(self, described: dict[str, Any]) -> None:
+        if self.terminal:
+            table = format_trials(described)
+            clear = f"\x1b[{self.drawn}F\x1b[J" if self.drawn else ""
+            print(clear + table, flush=True)
+            self.drawn = table.count("\n") + 1
+            return
+        for line in trial_events(self.states, described):
+            print(line, flush=True)
+        self.states = trial_states(described)
 
+    def forget(self) -> None:
+        """Leave what is drawn (a message was printed under it)."""
+        self.drawn = 0
 
-def format_trials(described: dict[str, Any]) -> str:
-    """The live table: each trial's hyperparameters, status, objective and elapsed time, the
-    counts by status and the best so far."""
-    trials = described.get("TrainingJobs", [])
-    tuned = sorted({k for t in trials for k in t.get("TunedHyperParameters", {})})
-    rows = [
-        [
-            str(t["TrialNumber"]),
-            t["TrainingJobName"],
-            *(_short(t["TunedHyperParameters"].get(k, "")) for k in tuned),
-            t["TrainingJobStatus"],
-            "" if _objective(t) is None else f"{_objective(t):.6g}",
-            _elapsed(t),
-        ]
-        for t in trials
-    ]
-    header = ["#", "TRAINING JOB", *(k.upper() for k in tuned), "STATUS", "OBJECTIVE", "ELAPSED"]
-    counters = described.get("TrainingJobStatusCounters", {})
-    counts = ", ".join(f"{k} {counters.get(k, 0)}" for k in _COUNTED)
-    lines = [
-        f"{described['HyperParameterTuningJobName']}: "
-        f"{described['HyperParameterTuningJobStatus']} ({counts})",
-        format_table(header, rows) if rows else "No trials yet.",
-    ]
-    best = described.get("BestTrainingJob")
-    if best is not None:
-        lines.append(f"Best so far: {best['TrainingJobName']} ({_objective(best):.6g})")
-    return "\n".join(lines)
-
-
-def _short(value: str) -> str:
-    try:
-        return f"{float(value):.4g}"
-    except ValueError:
-        return value[:24]
-
-
-def _elapsed(trial: dict[str, Any]) -> str:
-    start = trial.get("TrainingStartTime") or trial.get("CreationTime")
-    if not start:
-        return ""
-    from datetime import UTC, datetime
-
-    end_text = trial.get("TrainingEndTime")
-    end = datetime.fromisoformat(end_text) if end_text else datetime.now(UTC)
-    return f"{(end - datetime.fromisoformat(start)).total_seconds():.0f}s"
-
-
-def _ending(described: dict[str, Any]) -> str:
-    status = described["HyperParameterTuningJobStatus"]
-    why = described.get("CompletionReason") or described.get("FailureReason") or "no reason given"
-    best = described.get("BestTrainingJob")
-    found = "no trial has an objective" if best is None else f"best: {best['TrainingJobName']}"
-    return f"Tuning job {described['HyperParameterTuningJobName']} {status}: {why}; {found}"
+    def end(self, described: dict[str, Any]) -> None:
+        if not self.terminal:
+            print(format_trials(described), flush=True)
+        print(format_ending(described), flush=True)
 
 
 def tuning(args: argparse.Namespace) -> int:
