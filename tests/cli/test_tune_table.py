@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
+
 from trainops.cli._tune_table import format_ending, format_trials, trial_events, trial_states
 
 
@@ -99,3 +101,25 @@ def test_tuned_names_and_values_are_shown_without_control_characters() -> None:
     assert "\x1b" not in shown and "\x07" not in shown
     assert "\\x1b]0;owned\\x07" in shown
     assert all(len(cell) <= 24 for line in shown.splitlines()[2:3] for cell in line.split("  "))
+
+
+def test_a_terminal_gets_the_table_drawn_over_in_place_and_cut_to_its_width(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from trainops.cli._tune import _Display
+
+    monkeypatch.setenv("COLUMNS", "40")
+    display = _Display(terminal=True)
+    described = _described(_trial(0, "InProgress", None, lr="0.1"))
+    display.show(described)
+    first = capsys.readouterr().out
+    display.show(described)
+    again = capsys.readouterr().out
+    assert "\x1b" not in first
+    drawn = len(first.splitlines())
+    assert again.startswith(f"\x1b[{drawn}F\x1b[J")  # back to the table's first line, cleared
+    assert all(len(line) <= 40 for line in again.removeprefix(f"\x1b[{drawn}F\x1b[J").splitlines())
+    piped = _Display(terminal=False)
+    piped.show(described)
+    piped.show(described)
+    assert capsys.readouterr().out == "#0 tj-000 InProgress (lr=0.1)\n"  # once, not per poll

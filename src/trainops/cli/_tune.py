@@ -14,6 +14,7 @@ import argparse
 import contextlib
 import csv
 import json
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -89,10 +90,12 @@ class _Display:
 
     def show(self, described: dict[str, Any]) -> None:
         if self.terminal:
-            table = format_trials(described)
+            # Cut to the terminal's width: a wrapped line would throw off the lines drawn over.
+            width = shutil.get_terminal_size().columns
+            lines = [line[:width] for line in format_trials(described).splitlines()]
             clear = f"\x1b[{self.drawn}F\x1b[J" if self.drawn else ""
-            print(clear + table, flush=True)
-            self.drawn = table.count("\n") + 1
+            print(clear + "\n".join(lines), flush=True)
+            self.drawn = len(lines)
             return
         for line in trial_events(self.states, described):
             print(line, flush=True)
