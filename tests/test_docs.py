@@ -29,3 +29,9 @@ def test_the_scaling_example_s_outputs_are_not_tracked_but_its_measured_result_i
     for linked in re.findall(r"\]\(([^)]+\.(?:png|json))\)", readme):
         assert linked.startswith("measured/"), linked
         assert (ROOT / "examples" / "scaling" / linked).is_file(), linked
+
+
+def test_the_tuning_page_shows_the_digits_tuning_file() -> None:
+    page = (ROOT / "docs" / "tuning.md").read_text(encoding="utf-8")
+    shown = _block_after(page, "[examples/digits/tune.yaml](../examples/digits/tune.yaml):")
+    assert shown == (ROOT / "examples" / "digits" / "tune.yaml").read_text(encoding="utf-8")

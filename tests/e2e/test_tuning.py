@@ -7,8 +7,10 @@ from __future__ import annotations
 import csv
 import io
 import json
+import shutil
 import signal
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ import yaml
 from tests.e2e._harness import CLI, Server, cli_env, trainops, wait_for
 
 pytestmark = pytest.mark.slow
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "digits"
 
 # Reports a loss per epoch that depends on the tuned learning rate and optimizer, and checks
 # that it got its hyperparameters as a SageMaker training container passes them.
@@ -235,3 +238,26 @@ def test_a_target_objective_value_completes_the_tuning_job(tmp_path: Path) -> No
     described = describe(home)
     assert described["CompletionReason"] == "TargetObjectiveMetricValueReached"
     assert len(described["TrainingJobs"]) == 1  # every loss is below 10: the first one ends it
+
+
+def test_the_digits_example_tunes_the_cnn_with_hyperband(tmp_path: Path) -> None:
+    """examples/digits/tune.yaml, smaller: 3 trials of at most 3 epochs, one at a time."""
+    work = tmp_path / "digits"
+    shutil.copytree(EXAMPLE, work, ignore=shutil.ignore_patterns("data", "checkpoints"))
+    subprocess.run([sys.executable, "prepare_data.py"], check=True, cwd=work, capture_output=True)
+    doc = yaml.safe_load((work / "tune.yaml").read_text())
+    doc["resource_limits"] = {"max_number_of_training_jobs": 3, "max_parallel_training_jobs": 1}
+    doc["training_job"]["hyperparameters"]["epochs"] = 3
+    (work / "tune.yaml").write_text(yaml.safe_dump(doc))
+    home = tmp_path / "home"
+    result = trainops("tune", str(work / "tune.yaml"), home=home, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Completed: MaxNumberOfTrainingJobsReached; best: #" in result.stdout
+    name = result.stdout.split("Submitted tuning job ", 1)[1].split()[0]
+    described = json.loads(trainops("tuning", "describe", name, home=home).stdout)
+    assert described["HyperParameterTuningJobConfig"]["Strategy"] == "Hyperband"
+    trials = described["TrainingJobs"]
+    assert len(trials) == 3
+    assert all(t["TrainingJobStatus"] in ("Completed", "Stopped") for t in trials), trials
+    assert all(t["TunedHyperParameters"]["optimizer"] in ("adam", "sgd", "rmsprop") for t in trials)
+    assert all("FinalHyperParameterTuningJobObjectiveMetric" in t for t in trials)

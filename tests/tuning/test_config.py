@@ -325,3 +325,14 @@ def test_hostile_tuned_names_and_values_are_refused(
 def test_yaml_booleans_in_a_categorical_range_are_passed_as_true_and_false() -> None:
     config = make_config(hyperparameter_ranges={"flag": [True, False]})
     assert config.hyperparameter_ranges["flag"].values == ["true", "false"]
+
+
+def test_the_digits_example_is_a_valid_hyperband_tuning_job() -> None:
+    example = Path(__file__).resolve().parents[2] / "examples" / "digits" / "tune.yaml"
+    config = load_tuning_config(example)
+    resource = config.hyperband_resource()
+    assert resource is not None and (resource.hyperparameter, resource.max_resource) == (
+        "epochs",
+        9,
+    )
+    assert sorted(config.hyperparameter_ranges) == ["batch-size", "lr", "optimizer"]

@@ -24,6 +24,12 @@ import numpy as np
 import torch
 from torch import nn
 
+# The optimizers --optimizer chooses from (a tuning job's categorical range: tune.yaml).
+OPTIMIZERS: dict[str, Any] = {
+    "adam": torch.optim.Adam,
+    "rmsprop": torch.optim.RMSprop,
+    "sgd": lambda params, lr: torch.optim.SGD(params, lr=lr, momentum=0.9),
+}
 CHECKPOINT = re.compile(r"^checkpoint-epoch-(\d+)\.pt$")
 KEEP_CHECKPOINTS = 2
 
@@ -33,6 +39,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--lr", type=float, default=0.003)
     parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--optimizer", choices=sorted(OPTIMIZERS), default="adam")
     parser.add_argument("--seed", type=int, default=0)
     env = os.environ.get
     parser.add_argument("--model-dir", default=env("SM_MODEL_DIR", "/opt/ml/model"))
@@ -177,7 +184,7 @@ def main(argv: list[str] | None = None) -> None:
     train, test = load_channel(args.train), load_channel(args.test)
     print(f"train={len(train[1])} test={len(test[1])} images", flush=True)
     model = build_model()
-    optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
+    optimizer = OPTIMIZERS[args.optimizer](model.parameters(), lr=args.lr)
     checkpoint_dir = Path(args.checkpoint_dir)
     state = restore(checkpoint_dir, model, optimizer)
     history: list[dict[str, float]] = list(state["history"])
