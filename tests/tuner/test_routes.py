@@ -48,6 +48,7 @@ def test_invalid_configs_are_refused_naming_the_field(plane: ControlPlane) -> No
     _refused(plane, warm, "warm_start_config.parents.0", "no tuning job named 'ghost'")
     response = _post(plane, config, code_uri="file:///nowhere/sourcedir.tar.gz")
     assert response.status_code == 422 and "upload the code first" in response.text
+    assert response.json()["detail"]["message"].startswith("invalid tuning job:\n  code_uri:")
     not_mapping = _post(plane, ["not", "a", "mapping"])
     assert not_mapping.status_code == 400 and "body.config" in not_mapping.text
 

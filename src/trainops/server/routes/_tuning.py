@@ -62,7 +62,10 @@ class TuningRoutes:
             problem = ("tuning_job_name", "required here (the CLI and SDK make one)")
             raise SpecError([problem], subject=TUNING_JOB)
         self._check_parents(config)
-        self.controller.check_code(body.code_uri)
+        try:
+            self.controller.check_code(body.code_uri)
+        except SpecError as exc:  # the request's code_uri: a refusal of this tuning job
+            raise SpecError(exc.problems, subject=TUNING_JOB) from None
         stored = config.model_dump(mode="json", exclude_none=True)
         tuning = self.store.create_tuning_job(name, stored, body.code_uri, time.time())
         return tuner.describe_tuning_job(self.store, tuning, config)
