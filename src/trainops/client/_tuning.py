@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from trainops._errors import JobNotFoundError, SpecError
 from trainops._home import lock_is_held
@@ -22,6 +22,9 @@ from trainops.client._progress import TransferBar
 from trainops.client._submit import code_uri_for, pack_source
 from trainops.storage import join_uri, store_for
 
+if TYPE_CHECKING:
+    from trainops.tuning import TuningJobConfig
+
 __all__ = [
     "ANALYTICS_COLUMNS",
     "TuningReader",
@@ -30,6 +33,7 @@ __all__ = [
     "new_tuning_job_name",
     "read_tuning",
     "submit_tuning",
+    "submit_tuning_config",
 ]
 
 #: The columns HyperparameterTuningJobAnalytics.dataframe() has besides the tuned ones.
@@ -56,19 +60,34 @@ def submit_tuning(client: Client, path: Path, settings: Settings, *, progress: b
     from trainops.tuning import load_tuning_config
 
     config = load_tuning_config(path)
+    try:
+        return submit_tuning_config(
+            client, config, settings, base_dir=path.resolve().parent, progress=progress
+        )
+    except SpecError as exc:
+        raise SpecError(exc.problems, str(path)) from None
+
+
+def submit_tuning_config(
+    client: Client,
+    config: TuningJobConfig,
+    settings: Settings,
+    *,
+    base_dir: Path,
+    progress: bool = True,
+) -> str:
+    """Create the tuning job ``config`` declares (named ``tune-<time>`` without a name), its
+    training job's code packed from ``base_dir`` and uploaded once; returns its name."""
     name = config.tuning_job_name or new_tuning_job_name()
     job = config.training_job
     output = job.output_path or str(client.info()["default_output_uri"])
     code_uri = code_uri_for(join_uri(output, name))
     with tempfile.TemporaryDirectory(prefix="trainops-source-") as tmp:
-        archive = pack_source(job, path.resolve().parent, Path(tmp) / "sourcedir.tar.gz", settings)
+        archive = pack_source(job, base_dir, Path(tmp) / "sourcedir.tar.gz", settings)
         with TransferBar(archive.stat().st_size, "uploading source", enabled=progress) as bar:
             store_for(code_uri, settings).upload(archive, code_uri, on_bytes=bar)
     fields = config.model_dump(mode="json", exclude_none=True) | {"tuning_job_name": name}
-    try:
-        client.create_tuning_job(fields, code_uri)
-    except SpecError as exc:
-        raise SpecError(exc.problems, str(path)) from None
+    client.create_tuning_job(fields, code_uri)
     return name
 
 

@@ -128,6 +128,40 @@ def _config(config: TuningJobConfig) -> dict[str, Any]:
         described["ResourceLimits"]["MaxRuntimeInSeconds"] = limits.max_runtime_in_seconds
     if config.random_seed is not None:
         described["RandomSeed"] = config.random_seed
+    if config.strategy_config is not None:
+        described["StrategyConfig"] = _strategy_config(config)
+    if config.completion_criteria is not None:
+        described["TuningJobCompletionCriteria"] = _completion_criteria(config)
+    return described
+
+
+def _strategy_config(config: TuningJobConfig) -> dict[str, Any]:
+    """``StrategyConfig`` as declared (the API's keys; the resource's name and the reduction
+    factor are trainops' own)."""
+    assert config.strategy_config is not None
+    hyperband = config.strategy_config.hyperband_strategy_config
+    fields = {
+        "MinResource": hyperband.min_resource,
+        "MaxResource": hyperband.max_resource,
+        "ResourceHyperparameter": hyperband.resource_hyperparameter,
+        "ReductionFactor": hyperband.reduction_factor,
+    }
+    return {"HyperbandStrategyConfig": {k: v for k, v in fields.items() if v is not None}}
+
+
+def _completion_criteria(config: TuningJobConfig) -> dict[str, Any]:
+    """``TuningJobCompletionCriteria`` as declared."""
+    criteria = config.completion_criteria
+    assert criteria is not None
+    described: dict[str, Any] = {}
+    if criteria.target_objective_metric_value is not None:
+        described["TargetObjectiveMetricValue"] = criteria.target_objective_metric_value
+    if criteria.best_objective_not_improving is not None:
+        jobs = criteria.best_objective_not_improving.max_number_of_training_jobs_not_improving
+        described["BestObjectiveNotImproving"] = {"MaxNumberOfTrainingJobsNotImproving": jobs}
+    if criteria.convergence_detected is not None:
+        switch = criteria.convergence_detected.complete_on_convergence.value
+        described["ConvergenceDetected"] = {"CompleteOnConvergence": switch}
     return described
 
 
