@@ -147,7 +147,9 @@ def test_a_tuning_job_left_running_is_stopped_when_the_process_exits(
     tmp_path: Path, trainops_home: Path
 ) -> None:
     require_extra("tuning")
-    (tmp_path / "train.py").write_text("import time\nprint('loss=1', flush=True)\ntime.sleep(300)\n")
+    (tmp_path / "train.py").write_text(
+        "import time\nprint('loss=1', flush=True)\ntime.sleep(300)\n"
+    )
     program = (
         "from trainops import HyperparameterTuner, TrainingJob\n"
         "from trainops.sdk import CategoricalParameter\n"
