@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests._support.system import require_extra
-from trainops import HyperparameterTuner, SpecError, TrainingJob, TrainopsError
+from trainops import HyperparameterTuner, MetricDefinition, SpecError, TrainingJob, TrainopsError
 from trainops._settings import Settings
 from trainops.sdk import (
     CategoricalParameter,
@@ -31,7 +31,7 @@ from trainops.store import MetadataStore, TuningTrialRecord
 JOB = TrainingJob(
     entry_point="train.py",
     hyperparameters={"epochs": 4, "lr": 0.5},
-    metric_definitions=[{"name": "loss", "regex": "loss=([0-9.]+)"}],  # type: ignore[list-item]
+    metric_definitions=[MetricDefinition(name="loss", regex="loss=([0-9.]+)")],
 )
 RANGES = {
     "lr": ContinuousParameter(1e-4, 0.1, "Logarithmic"),
@@ -127,6 +127,10 @@ def test_refusals_name_the_tuner_s_arguments() -> None:
         "a tuning job's tags has no meaning in trainops (no AWS account is involved); remove it",
     )
     assert problems(base_tuning_job_name="my_tune")[0][0] == "base_tuning_job_name"
+    assert problems(estimator="train.py")[0] == (
+        "estimator",
+        "a TrainingJob (or JobSpec), not a str",
+    )
     assert problems(random_seed=-1)[0][0] == "random_seed"
     ranges = {**RANGES, "lr": {"type": "Continuous", "min_value": 0, "max_value": 1,
                                "scaling_type": "Logarithmic"}}  # fmt: skip

@@ -85,6 +85,7 @@ class HyperparameterTuner:
     ) -> None:
         refuse_tags(tags)
         _check_base_name(base_tuning_job_name)
+        _check_estimator(estimator)
         self.estimator = estimator
         self.objective_metric_name = objective_metric_name
         self._hyperparameter_ranges = dict(hyperparameter_ranges)
@@ -291,6 +292,12 @@ class HyperparameterTuner:
                 "with HyperparameterTuner(estimator, ...)"
             )
         return self.estimator
+
+
+def _check_estimator(estimator: object) -> None:
+    if estimator is not None and not isinstance(estimator, JobSpec):
+        kind = type(estimator).__name__
+        raise SpecError([("estimator", f"a TrainingJob (or JobSpec), not a {kind}")])
 
 
 def _check_base_name(base: str | None) -> None:
