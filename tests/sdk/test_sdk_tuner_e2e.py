@@ -171,3 +171,26 @@ def test_a_tuning_job_left_running_is_stopped_when_the_process_exits(
     assert "stopping tuning job left-running: the embedded server ends" in result.stderr
     described = trainops("tuning", "describe", "left-running", home=trainops_home)
     assert '"HyperParameterTuningJobStatus": "Stopped"' in described.stdout, described.stderr
+
+
+def test_fit_without_waiting_then_stop_and_wait(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (workdir / "train.py").write_text("import time\nprint('loss=1', flush=True)\ntime.sleep(300)\n")
+    job = TrainingJob(
+        entry_point="train.py",
+        metric_definitions=[{"name": "loss", "regex": "loss=([0-9]+)"}],  # type: ignore[list-item]
+    )
+    tuner = HyperparameterTuner(
+        job, "loss", {"x": CategoricalParameter(["a", "b", "c"])}, strategy="Grid",
+        max_parallel_jobs=2,
+    )  # fmt: skip
+    first = tuner.fit(job_name="sdk-stop", wait=False)
+    assert first["HyperParameterTuningJobName"] == "sdk-stop"
+    assert first["HyperParameterTuningJobStatus"] == "InProgress"
+    assert tuner.stop_tuning_job()["HyperParameterTuningJobStatus"] == "Stopping"
+    final = tuner.wait()
+    assert final["HyperParameterTuningJobStatus"] == "Stopped"
+    assert final["TrainingJobStatusCounters"]["InProgress"] == 0
+    assert tuner.describe()["HyperParameterTuningJobStatus"] == "Stopped"
+    assert "sdk-stop: Stopped (" in capsys.readouterr().out
