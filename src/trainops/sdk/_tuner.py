@@ -12,7 +12,6 @@ running server, or with none to the home's store: no control plane is started to
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,8 +27,8 @@ from trainops.sdk._tuner_config import (
     WarmStartConfig,
     WarmStartTypes,
     build_config,
+    check_arguments,
     metric_definitions,
-    refuse_tags,
 )
 from trainops.sdk._tuner_described import tuner_arguments, typed_values
 from trainops.spec import JobSpec, check_channel_sources, resolve_paths
@@ -43,7 +42,6 @@ from trainops.tuning import WarmStartConfig as _WarmStart
 
 __all__ = ["HyperparameterTuner", "LatestTuningJob"]
 
-_BASE_NAME = re.compile(r"^[A-Za-z0-9](-*[A-Za-z0-9])*$")
 _STAMP = len(new_tuning_job_name()) - len("tune-")  # YYMMDD-HHMMSS-mmm
 _MAX_NAME = 32
 
@@ -83,9 +81,7 @@ class HyperparameterTuner:
         early_stopping_type: str = "Off",
         random_seed: int | None = None,
     ) -> None:
-        refuse_tags(tags)
-        _check_base_name(base_tuning_job_name)
-        _check_estimator(estimator)
+        check_arguments(estimator, tags, base_tuning_job_name)
         self.estimator = estimator
         self.objective_metric_name = objective_metric_name
         self._hyperparameter_ranges = dict(hyperparameter_ranges)
@@ -292,20 +288,6 @@ class HyperparameterTuner:
                 "with HyperparameterTuner(estimator, ...)"
             )
         return self.estimator
-
-
-def _check_estimator(estimator: object) -> None:
-    if estimator is not None and not isinstance(estimator, JobSpec):
-        kind = type(estimator).__name__
-        raise SpecError([("estimator", f"a TrainingJob (or JobSpec), not a {kind}")])
-
-
-def _check_base_name(base: str | None) -> None:
-    if base is not None and not _BASE_NAME.match(base):
-        raise SpecError([(
-            "base_tuning_job_name",
-            f"{base!r}: letters, digits or hyphens, starting and ending with a letter or digit",
-        )])  # fmt: skip
 
 
 def _resolved(estimator: JobSpec) -> JobSpec:

@@ -9,6 +9,7 @@ rather than the YAML field. The SDK's helper classes are here too: ``WarmStartCo
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -29,10 +30,11 @@ __all__ = [
     "WarmStartConfig",
     "WarmStartTypes",
     "build_config",
+    "check_arguments",
     "metric_definitions",
-    "refuse_tags",
 ]
 
+_BASE_NAME = re.compile(r"^[A-Za-z0-9](-*[A-Za-z0-9])*$")
 _NO_TAGS = ESTIMATOR_ARGUMENTS["tags"]  # "has no meaning in trainops (...); remove it"
 
 #: The SDK's ``WarmStartTypes`` (same members, same values).
@@ -108,10 +110,20 @@ def metric_definitions(given: Sequence[Any]) -> list[MetricDefinition]:
     return found
 
 
-def refuse_tags(tags: object) -> None:
-    """Tags mean nothing here (no AWS account), as an estimator's ``tags`` do not."""
+def check_arguments(estimator: object, tags: object, base_tuning_job_name: str | None) -> None:
+    """What the tuning job's config does not check: the estimator is a job spec, no tags (they
+    mean nothing here, as an estimator's do not), a base name that makes valid names."""
+    if estimator is not None and not isinstance(estimator, JobSpec):
+        kind = type(estimator).__name__
+        raise SpecError([("estimator", f"a TrainingJob (or JobSpec), not a {kind}")])
     if tags:
         raise SpecError([("tags", f"a tuning job's tags {_NO_TAGS}")])
+    base = base_tuning_job_name
+    if base is not None and not _BASE_NAME.match(base):
+        raise SpecError([(
+            "base_tuning_job_name",
+            f"{base!r}: letters, digits or hyphens, starting and ending with a letter or digit",
+        )])  # fmt: skip
 
 
 def build_config(
