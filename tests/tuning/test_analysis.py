@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import math
 import random
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -179,3 +181,14 @@ def test_the_report_is_written_as_pngs_a_page_and_its_data(tmp_path: Any) -> Non
     ]  # fmt: skip
     assert json.loads((tmp_path / "out" / "analysis.json").read_text())["name"] == "hostile"
     assert not [p for p in (tmp_path / "out").iterdir() if p.name.startswith(".")]
+
+
+def test_the_public_names_resolve_and_matplotlib_waits_for_a_figure() -> None:
+    import trainops.tuner as tuner
+    import trainops.tuning.analysis as analysis
+
+    assert [n for n in analysis.__all__ if getattr(analysis, n, None) is None] == []
+    assert tuner.analyse_tuning_job is not None and tuner.EARLY_STOP_PREFIX
+    code = "import sys, trainops.tuning.analysis; print('matplotlib' in sys.modules)"
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert found.stdout.strip() == "False"

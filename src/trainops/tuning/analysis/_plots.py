@@ -1,8 +1,9 @@
 """The tuning report's figures as PNG, drawn with matplotlib (the ``plot`` extra, imported here
 only when a figure is drawn) from :class:`~trainops.tuning.analysis.TuningAnalysis` data.
 
-User strings (parameter names, categorical values) are drawn as plain text: matplotlib's math
-mode is off, so a ``$`` in a name is a dollar sign, not a formula that could fail to parse.
+User strings (the job's and metric's names, parameter names, categorical values) are drawn as
+plain text: each ``$`` is escaped, so it is a dollar sign, not the start of a formula that could
+fail to parse (math mode stays on for the axes' own tick labels, such as a log axis's 10^-2).
 """
 
 from __future__ import annotations
@@ -36,13 +37,17 @@ def _pyplot() -> Any:
 def plot_pngs(analysis: TuningAnalysis) -> dict[str, bytes]:
     """Each figure of :data:`PLOT_NAMES` as PNG bytes (ImportError without matplotlib)."""
     plt = _pyplot()
-    with plt.rc_context({"text.parse_math": False, "svg.fonttype": "none"}):
-        drawn = {
-            "objective": _objective(plt, analysis),
-            "slices": _slices(plt, analysis),
-            "importance": _importance(plt, analysis),
-        }
-        return {name: _png(plt, figure) for name, figure in drawn.items()}
+    drawn = {
+        "objective": _objective(plt, analysis),
+        "slices": _slices(plt, analysis),
+        "importance": _importance(plt, analysis),
+    }
+    return {name: _png(plt, figure) for name, figure in drawn.items()}
+
+
+def _plain(text: str, limit: int = 40) -> str:
+    """A user string shown as itself: at most ``limit`` characters, every ``$`` escaped."""
+    return text[:limit].replace("$", r"\$")
 
 
 def _png(plt: Any, figure: Any) -> bytes:
@@ -67,8 +72,8 @@ def _objective(plt: Any, analysis: TuningAnalysis) -> Any:
                   label="best so far")  # fmt: skip
         axes.legend(loc="best", fontsize=8)
     axes.set_xlabel("trial number")
-    axes.set_ylabel(f"{analysis.metric_name} ({analysis.objective_type})")
-    axes.set_title(f"Objective per trial: {analysis.name}", fontsize=10)
+    axes.set_ylabel(f"{_plain(analysis.metric_name)} ({analysis.objective_type})")
+    axes.set_title(f"Objective per trial: {_plain(analysis.name)}", fontsize=10)
     return figure
 
 
@@ -80,7 +85,7 @@ def _slices(plt: Any, analysis: TuningAnalysis) -> Any:
                                 squeeze=False)  # fmt: skip
     for index, axes in enumerate(grid.flat):
         if index < len(analysis.slices):
-            _slice(axes, analysis.slices[index], analysis.metric_name)
+            _slice(axes, analysis.slices[index], _plain(analysis.metric_name))
         else:
             axes.set_visible(False)
     return figure
@@ -91,22 +96,22 @@ def _slice(axes: Any, found: Slice, metric: str) -> None:
         labels = sorted({str(p.value) for p in found.points})
         where = {label: i for i, label in enumerate(labels)}
         xs: list[float] = [float(where[str(p.value)]) for p in found.points]
-        axes.set_xticks(range(len(labels)), [label[:20] for label in labels], fontsize=8)
+        axes.set_xticks(range(len(labels)), [_plain(label, 20) for label in labels], fontsize=8)
     else:
         xs = [float(p.value) for p in found.points]
         if found.scale == "Logarithmic" and xs and min(xs) > 0:
             axes.set_xscale("log")
     colours = [_COLOURS.get(p.status, "tab:grey") for p in found.points]
     axes.scatter(xs, [p.objective for p in found.points], s=16, c=colours)
-    axes.set_xlabel(found.parameter[:40], fontsize=9)
-    axes.set_ylabel(metric[:40], fontsize=9)
+    axes.set_xlabel(_plain(found.parameter), fontsize=9)
+    axes.set_ylabel(metric, fontsize=9)
 
 
 def _importance(plt: Any, analysis: TuningAnalysis) -> Any:
     ranked = analysis.importance
     figure, axes = plt.subplots(figsize=(6, 0.5 + 0.4 * max(1, len(ranked))), dpi=100)
     if ranked:
-        names = [i.parameter[:40] for i in reversed(ranked)]
+        names = [_plain(i.parameter) for i in reversed(ranked)]
         axes.barh(range(len(ranked)), [i.importance for i in reversed(ranked)])
         axes.set_yticks(range(len(ranked)), names, fontsize=8)
         axes.set_xlim(0, 1)
