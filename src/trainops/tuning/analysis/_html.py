@@ -102,7 +102,7 @@ def render_html(analysis: TuningAnalysis, pngs: Mapping[str, bytes] | None = Non
         f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body>"
         f"<h1>{_e(title)}</h1>{_summary(analysis)}{_images(pngs or {})}"
         f"<h2>Parameter importance</h2><p class=note>{_e(IMPORTANCE_METHOD)}; "
-        f"{analysis.importance_trials} trials.</p>{importance}"
+        f"{analysis.importance_trials} Completed trials.</p>{importance}"
         f"<h2>Trials</h2>{trials}</body></html>\n"
     )
 
