@@ -192,3 +192,14 @@ def test_the_public_names_resolve_and_matplotlib_waits_for_a_figure() -> None:
     code = "import sys, trainops.tuning.analysis; print('matplotlib' in sys.modules)"
     found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert found.stdout.strip() == "False"
+
+
+def test_the_data_of_a_newer_server_is_read_leaving_out_what_it_added() -> None:
+    data = analyse("t", make_config(), [_facts(0, 0.5), _facts(1, 0.4)]).to_json()
+    data["added_later"] = 1
+    data["trials"][0]["added_later"] = 2
+    data["early_stopping"]["added_later"] = 3
+    assert TuningAnalysis.from_json(data).trials[0].number == 0
+    del data["trials"]
+    with pytest.raises(KeyError):
+        TuningAnalysis.from_json(data)

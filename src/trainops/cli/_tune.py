@@ -174,7 +174,13 @@ def _report(name: str, data: dict[str, Any], out: str | None) -> None:
     folder = Path(out or f"{name}-report")
     if folder.exists() and not folder.is_dir():
         raise TrainopsError(f"{folder}: not a folder (--out names the folder to write)")
-    analysis = TuningAnalysis.from_json(data)
+    try:
+        analysis = TuningAnalysis.from_json(data)
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise TrainopsError(
+            f"the analysis of {name} is not one this trainops reads (missing or odd {exc}): "
+            "is the server another version?"
+        ) from None
     try:
         written = write_report(analysis, folder)
     except OSError as exc:

@@ -14,6 +14,7 @@ seconds per step); its saved cost is those seconds at its instances' rate.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from collections.abc import Sequence
@@ -138,16 +139,25 @@ class TuningAnalysis:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TuningAnalysis:
-        """The analysis :meth:`to_json` gave (as a client reads it from the REST route)."""
-        fields = {k: v for k, v in data.items() if k != "importance_method"}
-        saved = {k: v for k, v in fields["early_stopping"].items() if k != "saved_share"}
+        """The analysis :meth:`to_json` gave (as a client reads it from the REST route); keys
+        this version does not know (a newer server's) are left out. A ``KeyError`` or
+        ``TypeError`` says the data is not an analysis."""
+        fields = _known(cls, data)
         return cls(
-            **{**fields, "trials": [TrialPoint(**t) for t in fields["trials"]],
+            **{**fields, "trials": [TrialPoint(**_known(TrialPoint, t)) for t in fields["trials"]],
                "slices": [Slice(s["parameter"], s["scale"],
-                                [SlicePoint(**p) for p in s["points"]]) for s in fields["slices"]],
-               "importance": [Importance(**i) for i in fields["importance"]],
-               "early_stopping": EarlyStoppingSavings(**saved)},
+                                [SlicePoint(**_known(SlicePoint, p)) for p in s["points"]])
+                          for s in fields["slices"]],
+               "importance": [Importance(**_known(Importance, i)) for i in fields["importance"]],
+               "early_stopping": EarlyStoppingSavings(
+                   **_known(EarlyStoppingSavings, fields["early_stopping"]))},
         )  # fmt: skip
+
+
+def _known(kind: type, data: dict[str, Any]) -> dict[str, Any]:
+    """The items of ``data`` that are fields of dataclass ``kind``."""
+    names = {f.name for f in dataclasses.fields(kind)}
+    return {k: v for k, v in data.items() if k in names}
 
 
 def _finite(value: Any) -> Any:
