@@ -102,6 +102,8 @@ class TuningReader(Protocol):
 
     def stop_tuning_job(self, name: str) -> dict[str, Any]: ...
 
+    def tuning_analysis(self, name: str) -> dict[str, Any]: ...
+
 
 @contextmanager
 def read_tuning(settings: Settings | None = None) -> Iterator[TuningReader]:
@@ -149,6 +151,12 @@ class TuningStoreReader:
             raise JobNotFoundError(f"tuning job {name!r} has no trial with an objective yet")
         found: dict[str, Any] = best
         return found
+
+    def tuning_analysis(self, name: str) -> dict[str, Any]:
+        from trainops.tuner import analyse_tuning_job, stored_config
+
+        store, tuning = self._tuning(name)
+        return analyse_tuning_job(store, tuning, stored_config(tuning)).to_json()
 
     def stop_tuning_job(self, name: str) -> dict[str, Any]:
         from trainops.control import JobEndedError
