@@ -14,6 +14,7 @@ EXPECTED = {
     "CheckpointConfig",
     "Client",
     "ConfigError",
+    "HyperparameterTuner",
     "JobNotFoundError",
     "JobSpec",
     "MetricDefinition",

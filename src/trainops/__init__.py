@@ -22,7 +22,7 @@ from trainops._version import __version__
 
 if _typing.TYPE_CHECKING:
     from trainops.client import Client, connect
-    from trainops.sdk import TrainingJob
+    from trainops.sdk import HyperparameterTuner, TrainingJob
     from trainops.spec import (
         Channel,
         CheckpointConfig,
@@ -39,6 +39,7 @@ __all__ = [
     "CheckpointConfig",
     "Client",
     "ConfigError",
+    "HyperparameterTuner",
     "JobNotFoundError",
     "JobSpec",
     "MetricDefinition",
@@ -57,6 +58,7 @@ __all__ = [
 _LAZY = {
     "Client": "trainops.client",
     "connect": "trainops.client",
+    "HyperparameterTuner": "trainops.sdk",
     "TrainingJob": "trainops.sdk",
     **dict.fromkeys(
         [

@@ -51,6 +51,7 @@ PARTS = {
 
 # The extras of pyproject.toml the tests import, each with its main module (others are named).
 EXTRAS = {
+    "analytics": "pandas",
     "dev": "httpx",  # tensorboard, tbparse and matplotlib come with it too
     "mpi": "mpi4py",
     "nvml": "pynvml",

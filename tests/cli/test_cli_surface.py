@@ -30,7 +30,8 @@ EXPECTED = {
     # a deliberate command: packing files is no job, so its knobs cannot live in a spec
     "pack": {"-h", "--help", "SRC", "DEST", "--format", "--shard-size", "--workers", "--labels"},
     "tune": {"-h", "--help", "TUNE"},  # a deliberate command: its knobs are in the tuning config
-    "tuning": {"-h", "--help", "ACTION", "NAME"},  # list | describe | stop | best | export
+    # list | describe | stop | best | export | report (--out: where report writes)
+    "tuning": {"-h", "--help", "ACTION", "NAME", "--out"},
 }
 
 

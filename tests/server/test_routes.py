@@ -81,6 +81,7 @@ def test_the_table_lists_every_public_route_once_in_document_order(
         ("GET", "/tuning-jobs", "list_tuning_jobs"),
         ("GET", "/tuning-jobs/{name}", "describe"),
         ("GET", "/tuning-jobs/{name}/best", "best"),
+        ("GET", "/tuning-jobs/{name}/analysis", "analysis"),
         ("POST", "/tuning-jobs/{name}/stop", "stop"),
     ]
     assert [op.path for op in table if op.auth is None] == ["/api/v1/health"]

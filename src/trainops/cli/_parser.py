@@ -237,7 +237,7 @@ def _add_tune(commands: Commands) -> None:
     sub.add_argument("tune", metavar="TUNE", help="tuning job config (YAML, docs/tuning.md)")
 
 
-TUNING_ACTIONS = ("list", "describe", "stop", "best", "export")
+TUNING_ACTIONS = ("list", "describe", "stop", "best", "export", "report")
 
 
 def _add_tuning(commands: Commands) -> None:
@@ -245,9 +245,13 @@ def _add_tuning(commands: Commands) -> None:
         commands,
         "tuning",
         "tuning",
-        "Tuning jobs: list them; describe, stop, show the best trial of, or export (CSV) one.",
+        "Tuning jobs: list them; describe, stop, show the best trial of, export (CSV) or "
+        "report on (plots as PNG and HTML, cost, early stopping's savings) one.",
     )
     sub.add_argument(
         "action", metavar="ACTION", choices=TUNING_ACTIONS, help=", ".join(TUNING_ACTIONS)
     )
     sub.add_argument("name", metavar="NAME", nargs="?", help="the tuning job's name")
+    sub.add_argument(
+        "--out", metavar="DIR", help="report: the folder to write (default: ./<NAME>-report)"
+    )

@@ -1,5 +1,6 @@
 """``trainops tune TUNE`` (run a tuning job with a live table of its trials) and
-``trainops tuning list|describe|stop|best|export [NAME]``.
+``trainops tuning list|describe|stop|best|export|report [NAME]`` (``report`` writes the
+job's plots as PNG, an HTML page and the data as JSON into ``--out DIR``).
 
 ``tune`` shows the table of trials with the counts by status and the best so far: redrawn in place
 on a terminal, otherwise as a line per trial that starts or ends and the table at the end (see
@@ -124,9 +125,40 @@ def tuning(args: argparse.Namespace) -> int:
             print(reader.stop_tuning_job(name)["HyperParameterTuningJobStatus"])
         elif action == "best":
             print(json.dumps(reader.best_tuning_trial(name), indent=2))
+        elif action == "report":
+            _report(name, reader.tuning_analysis(name), args.out)
         else:
             _export(reader.describe_tuning_job(name))
     return 0
+
+
+def _report(name: str, data: dict[str, Any], out: str | None) -> None:
+    """Write the tuning job's report (PNGs, index.html, analysis.json) into ``out``."""
+    from trainops.tuning.analysis import TuningAnalysis, write_report
+
+    folder = Path(out or f"{name}-report")
+    if folder.exists() and not folder.is_dir():
+        raise TrainopsError(f"{folder}: not a folder (--out names the folder to write)")
+    try:
+        analysis = TuningAnalysis.from_json(data)
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise TrainopsError(
+            f"the analysis of {name} is not one this trainops reads (missing or odd {exc}): "
+            "is the server another version?"
+        ) from None
+    try:
+        written = write_report(analysis, folder)
+    except OSError as exc:
+        raise TrainopsError(
+            f"cannot write the report into {folder}: {exc.strerror or exc}"
+        ) from None
+    saved = analysis.early_stopping
+    print(f"{name}: {len(analysis.trials)} trials, cost {analysis.total_cost_usd:.6f} "
+          f"{analysis.currency}; early stopping saved {saved.saved_steps} steps "
+          f"(about {saved.saved_seconds:.0f} s)")  # fmt: skip
+    if not any(p.suffix == ".png" for p in written):
+        print("No PNGs: the plots need matplotlib (pip install 'trainops[plot]').")
+    print(f"Wrote {', '.join(p.name for p in written)} in {folder.resolve()}")
 
 
 def _list_table(found: list[dict[str, Any]]) -> str:

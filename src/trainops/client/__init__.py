@@ -25,6 +25,7 @@ from trainops.client._tuning import (
     new_tuning_job_name,
     read_tuning,
     submit_tuning,
+    submit_tuning_config,
 )
 
 __all__ = [
@@ -56,4 +57,5 @@ __all__ = [
     "submit_job",
     "submit_spec",
     "submit_tuning",
+    "submit_tuning_config",
 ]

@@ -189,6 +189,10 @@ class Client:
         """The best trial's summary; :class:`JobNotFoundError` while none has an objective."""
         return self._json("GET", _tuning_path(name, "best"))
 
+    def tuning_analysis(self, name: str) -> dict[str, Any]:
+        """The tuning job's report as data (``TuningAnalysis.to_json``)."""
+        return self._json("GET", _tuning_path(name, "analysis"))
+
     def stop_tuning_job(self, name: str) -> dict[str, Any]:
         """Stop the tuning job and its running trials; returns its description (Stopping)."""
         return self._json("POST", _tuning_path(name, "stop"))

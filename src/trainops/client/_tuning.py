@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from trainops._errors import TUNING_JOB, JobNotFoundError, SpecError
 from trainops._home import lock_is_held
@@ -23,6 +23,9 @@ from trainops.client._submit import code_uri_for, pack_source
 from trainops.spec._lines import read_spec_text, read_spec_yaml, with_lines
 from trainops.storage import join_uri, store_for
 
+if TYPE_CHECKING:
+    from trainops.tuning import TuningJobConfig
+
 __all__ = [
     "ANALYTICS_COLUMNS",
     "TuningReader",
@@ -31,6 +34,7 @@ __all__ = [
     "new_tuning_job_name",
     "read_tuning",
     "submit_tuning",
+    "submit_tuning_config",
 ]
 
 #: The columns HyperparameterTuningJobAnalytics.dataframe() has besides the tuned ones.
@@ -57,19 +61,34 @@ def submit_tuning(client: Client, path: Path, settings: Settings, *, progress: b
     from trainops.tuning import load_tuning_config
 
     config = load_tuning_config(path)
+    try:
+        return submit_tuning_config(
+            client, config, settings, base_dir=path.resolve().parent, progress=progress
+        )
+    except SpecError as exc:  # e.g. a warm-start parent the server does not have
+        raise _refused(exc, path) from None
+
+
+def submit_tuning_config(
+    client: Client,
+    config: TuningJobConfig,
+    settings: Settings,
+    *,
+    base_dir: Path,
+    progress: bool = True,
+) -> str:
+    """Create the tuning job ``config`` declares (named ``tune-<time>`` without a name), its
+    training job's code packed from ``base_dir`` and uploaded once; returns its name."""
     name = config.tuning_job_name or new_tuning_job_name()
     job = config.training_job
     output = job.output_path or str(client.info()["default_output_uri"])
     code_uri = code_uri_for(join_uri(output, name))
     with tempfile.TemporaryDirectory(prefix="trainops-source-") as tmp:
-        archive = pack_source(job, path.resolve().parent, Path(tmp) / "sourcedir.tar.gz", settings)
+        archive = pack_source(job, base_dir, Path(tmp) / "sourcedir.tar.gz", settings)
         with TransferBar(archive.stat().st_size, "uploading source", enabled=progress) as bar:
             store_for(code_uri, settings).upload(archive, code_uri, on_bytes=bar)
     fields = config.model_dump(mode="json", exclude_none=True) | {"tuning_job_name": name}
-    try:
-        client.create_tuning_job(fields, code_uri)
-    except SpecError as exc:  # e.g. a warm-start parent the server does not have
-        raise _refused(exc, path) from None
+    client.create_tuning_job(fields, code_uri)
     return name
 
 
@@ -93,6 +112,8 @@ class TuningReader(Protocol):
     def best_tuning_trial(self, name: str) -> dict[str, Any]: ...
 
     def stop_tuning_job(self, name: str) -> dict[str, Any]: ...
+
+    def tuning_analysis(self, name: str) -> dict[str, Any]: ...
 
 
 @contextmanager
@@ -141,6 +162,12 @@ class TuningStoreReader:
             raise JobNotFoundError(f"tuning job {name!r} has no trial with an objective yet")
         found: dict[str, Any] = best
         return found
+
+    def tuning_analysis(self, name: str) -> dict[str, Any]:
+        from trainops.tuner import analyse_tuning_job, stored_config
+
+        store, tuning = self._tuning(name)
+        return analyse_tuning_job(store, tuning, stored_config(tuning)).to_json()
 
     def stop_tuning_job(self, name: str) -> dict[str, Any]:
         from trainops.control import JobEndedError

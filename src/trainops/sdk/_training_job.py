@@ -25,7 +25,7 @@ from trainops.spec import (
     sagemaker_hint,
 )
 
-__all__ = ["TrainingJob"]
+__all__ = ["TrainingJob", "attach_job"]
 
 
 class TrainingJob(JobSpec):
@@ -126,6 +126,13 @@ class TrainingJob(JobSpec):
     def _client(self) -> Client:
         self._require_name()
         return session_for(self._run_settings or Settings.load()).client
+
+
+def attach_job(job: TrainingJob, name: str, settings: Settings) -> TrainingJob:
+    """``job`` as if its ``fit()`` had submitted job ``name`` (a tuning job's trial, say):
+    ``describe()``, ``logs()``, ``metrics()`` and ``wait()`` read that job."""
+    job._submitted_name, job._run_settings = name, settings
+    return job
 
 
 def _print_line(line: dict[str, Any]) -> None:

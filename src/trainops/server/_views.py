@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from trainops._settings import Settings
-from trainops.catalog import load_catalog
+from trainops.cost import job_cost
 from trainops.protocol import ChannelSpec, SubmittedJob
 from trainops.server._redaction import Masker, hyperparameter_text, mask_text, redact
 from trainops.server._rule_views import profiler_sections
@@ -165,20 +165,15 @@ def _artifact_list(artifacts: list[ArtifactRecord]) -> list[dict[str, str]]:
 
 
 def _cost(job: JobRecord, now: float) -> dict[str, Any]:
-    """Billable seconds x price x count; while running, the time so far."""
-    catalog = load_catalog()
-    instance = catalog.get(job.spec.instance_type)
-    count = job.spec.instance_count
-    seconds: float = job.billable_seconds or 0
-    if job.billable_seconds is None and job.training_start_time is not None:
-        seconds = max(0.0, now - job.training_start_time)
+    """Billable seconds x price x count; while running, the time so far (``job_cost``)."""
+    cost = job_cost(job, now)
     return {
-        "Currency": catalog.currency,
-        "OnDemandUsdPerHour": instance.on_demand_usd_per_hour,
-        "InstanceCount": count,
-        "EstimatedCostUsd": round(instance.cost_usd(seconds, count), 6),
-        "PricesAsOf": catalog.prices_as_of,
-        "Region": catalog.region,
+        "Currency": cost.currency,
+        "OnDemandUsdPerHour": cost.usd_per_hour,
+        "InstanceCount": cost.instance_count,
+        "EstimatedCostUsd": round(cost.usd, 6),
+        "PricesAsOf": cost.prices_as_of,
+        "Region": cost.region,
     }
 
 

@@ -4,7 +4,8 @@ A tuning job's trials are ordinary training jobs; the store's ``tuning_jobs`` an
 ``tuning_trials`` rows are the tuner's only state (see ``_service``). Importing this package
 registers the ``tuner`` control-plane service as a light hook (``_hook``) that loads the tuner
 once a tuning job exists. The config, the search and its strategies are the tuning library's
-(``trainops.tuning``); ``_records`` converts between its records and the store's rows. Names are
+(``trainops.tuning``); ``_analysis`` gathers a job's trials for its analysis (cost, early
+stopping; ``trainops.tuning.analysis``); ``_records`` converts between its records and the store's rows. Names are
 imported on first use, so a control plane without tuning jobs never imports that library.
 """
 
@@ -17,6 +18,7 @@ from trainops.control.services import SERVICES, register_service
 from trainops.tuner._hook import TunerHook, tuner_hook
 
 if typing.TYPE_CHECKING:
+    from trainops.tuner._analysis import EARLY_STOP_PREFIX, analyse_tuning_job
     from trainops.tuner._describe import (
         best_trial,
         describe_tuning_job,
@@ -27,9 +29,11 @@ if typing.TYPE_CHECKING:
     from trainops.tuner._service import TunerService, trial_job_name, trial_spec, tuner_service
 
 __all__ = [
+    "EARLY_STOP_PREFIX",
     "MAX_TRIES",
     "TunerHook",
     "TunerService",
+    "analyse_tuning_job",
     "best_trial",
     "describe_tuning_job",
     "search_for",
@@ -44,6 +48,7 @@ __all__ = [
 ]
 
 _MODULE_OF = {
+    **dict.fromkeys(["EARLY_STOP_PREFIX", "analyse_tuning_job"], "trainops.tuner._analysis"),
     **dict.fromkeys(
         ["best_trial", "describe_tuning_job", "trial_summary", "tuning_summary"],
         "trainops.tuner._describe",

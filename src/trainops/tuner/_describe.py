@@ -7,11 +7,14 @@ trials' own descriptions are one ``trainops describe`` away.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
+from trainops.catalog import load_catalog
 from trainops.store import MetadataStore, TuningJobRecord, TuningTrialRecord
+from trainops.tuner._analysis import trial_cost, trial_jobs
 from trainops.tuner._records import retry_due, search_for, trial_record
 from trainops.tuning import Search, TuningJobConfig
 
@@ -51,10 +54,16 @@ def best_trial(
 
 
 def trial_summary(
-    store: MetadataStore, config: TuningJobConfig, trial: TuningTrialRecord
+    store: MetadataStore,
+    config: TuningJobConfig,
+    trial: TuningTrialRecord,
+    now: float | None = None,
 ) -> dict[str, Any]:
-    """One trial as ``HyperParameterTrainingJobSummary``."""
-    job = store.get_job(trial.training_job)
+    """One trial as ``HyperParameterTrainingJobSummary``, plus what its training jobs cost
+    (``BillableTimeInSeconds`` and ``EstimatedCostUsd``, its earlier tries included)."""
+    jobs = trial_jobs(store, trial)
+    job = next((j for j in jobs if j.name == trial.training_job), None)
+    seconds, usd = trial_cost(jobs, time.time() if now is None else now)
     item: dict[str, Any] = {
         "TrainingJobName": trial.training_job,
         "TuningJobName": trial.tuning_job,
@@ -65,6 +74,8 @@ def trial_summary(
         "TrainingJobStatus": training_status(trial),
         "TunedHyperParameters": Search.sagemaker_strings(trial.hyperparameters),
         "ObjectiveStatus": objective_status(trial),
+        "BillableTimeInSeconds": round(seconds),
+        "EstimatedCostUsd": round(usd, 6),
     }
     if trial.failure_reason:
         item["FailureReason"] = trial.failure_reason
@@ -128,6 +139,40 @@ def _config(config: TuningJobConfig) -> dict[str, Any]:
         described["ResourceLimits"]["MaxRuntimeInSeconds"] = limits.max_runtime_in_seconds
     if config.random_seed is not None:
         described["RandomSeed"] = config.random_seed
+    if config.strategy_config is not None:
+        described["StrategyConfig"] = _strategy_config(config)
+    if config.completion_criteria is not None:
+        described["TuningJobCompletionCriteria"] = _completion_criteria(config)
+    return described
+
+
+def _strategy_config(config: TuningJobConfig) -> dict[str, Any]:
+    """``StrategyConfig`` as declared (the API's keys; the resource's name and the reduction
+    factor are trainops' own)."""
+    assert config.strategy_config is not None
+    hyperband = config.strategy_config.hyperband_strategy_config
+    fields = {
+        "MinResource": hyperband.min_resource,
+        "MaxResource": hyperband.max_resource,
+        "ResourceHyperparameter": hyperband.resource_hyperparameter,
+        "ReductionFactor": hyperband.reduction_factor,
+    }
+    return {"HyperbandStrategyConfig": {k: v for k, v in fields.items() if v is not None}}
+
+
+def _completion_criteria(config: TuningJobConfig) -> dict[str, Any]:
+    """``TuningJobCompletionCriteria`` as declared."""
+    criteria = config.completion_criteria
+    assert criteria is not None
+    described: dict[str, Any] = {}
+    if criteria.target_objective_metric_value is not None:
+        described["TargetObjectiveMetricValue"] = criteria.target_objective_metric_value
+    if criteria.best_objective_not_improving is not None:
+        jobs = criteria.best_objective_not_improving.max_number_of_training_jobs_not_improving
+        described["BestObjectiveNotImproving"] = {"MaxNumberOfTrainingJobsNotImproving": jobs}
+    if criteria.convergence_detected is not None:
+        switch = criteria.convergence_detected.complete_on_convergence.value
+        described["ConvergenceDetected"] = {"CompleteOnConvergence": switch}
     return described
 
 
@@ -141,11 +186,29 @@ def tuning_summary(tuning: TuningJobRecord) -> dict[str, Any]:
     }
 
 
+def _cost(summaries: list[dict[str, Any]]) -> dict[str, Any]:
+    """The tuning job's cost: the sum of its trials' (``trainops.cost.job_cost`` per job)."""
+    catalog = load_catalog()
+    return {
+        "Currency": catalog.currency,
+        "BillableTimeInSeconds": sum(s["BillableTimeInSeconds"] for s in summaries),
+        "EstimatedCostUsd": round(sum(s["EstimatedCostUsd"] for s in summaries), 6),
+        "PricesAsOf": catalog.prices_as_of,
+        "Region": catalog.region,
+    }
+
+
 def describe_tuning_job(
-    store: MetadataStore, tuning: TuningJobRecord, config: TuningJobConfig
+    store: MetadataStore,
+    tuning: TuningJobRecord,
+    config: TuningJobConfig,
+    now: float | None = None,
 ) -> dict[str, Any]:
-    """DescribeHyperParameterTuningJob's response for ``tuning``, plus its trials."""
+    """DescribeHyperParameterTuningJob's response for ``tuning``, plus its trials and ``Cost``
+    (what its trials' training jobs cost so far: billed seconds at the catalog's prices)."""
+    moment = time.time() if now is None else now
     trials = store.trials(tuning.name)
+    summaries = [trial_summary(store, config, t, moment) for t in trials]
     search = search_for(store, tuning, config, trials)
     details = search.completion_details()
     best = best_trial(config, trials)
@@ -161,7 +224,8 @@ def describe_tuning_job(
             "ConvergenceDetected": details.convergence_detected,
         },
         "CompletionReason": tuning.completion_reason,
-        "TrainingJobs": [trial_summary(store, config, t) for t in trials],
+        "TrainingJobs": summaries,
+        "Cost": _cost(summaries),
     }
     if tuning.failure_reason:
         described["FailureReason"] = tuning.failure_reason
@@ -173,11 +237,11 @@ def describe_tuning_job(
             "WarmStartType": config.warm_start_config.warm_start_type.value,
         }
     if best is not None:
-        described["BestTrainingJob"] = trial_summary(store, config, best)
+        described["BestTrainingJob"] = trial_summary(store, config, best, moment)
     if config.warm_start_config is not None:
         # With warm start, SageMaker also names the best of this job's and its parents' trials.
         parents = [t for p in config.warm_start_config.parents for t in store.trials(p)]
         overall = best_trial(config, [*trials, *parents])
         if overall is not None:
-            described["OverallBestTrainingJob"] = trial_summary(store, config, overall)
+            described["OverallBestTrainingJob"] = trial_summary(store, config, overall, moment)
     return described

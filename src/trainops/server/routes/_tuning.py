@@ -99,6 +99,14 @@ class TuningRoutes:
             raise JobNotFoundError(f"tuning job {name!r} has no trial with an objective yet")
         return tuner.trial_summary(self.store, config, best)
 
+    def analysis(self, name: str) -> dict[str, Any]:
+        """The tuning job's report as data: objective per trial and best so far, slices,
+        parameter importance, each trial's cost and the total, compute saved by early stopping
+        (``trainops tuning report`` draws it; docs/tuning-jobs.md)."""
+        tuning = self._tuning(name)
+        found = tuner.analyse_tuning_job(self.store, tuning, tuner.stored_config(tuning))
+        return found.to_json()
+
     def stop(self, name: str) -> dict[str, Any]:
         """Stop the tuning job: its running trials are stopped, it ends Stopped."""
         tuning = self._tuning(name)
@@ -116,7 +124,7 @@ class TuningRoutes:
 
     def operations(self) -> list[Operation]:
         """``POST /tuning-jobs``, ``GET /tuning-jobs``, ``GET /tuning-jobs/{name}``,
-        ``GET /tuning-jobs/{name}/best`` and ``POST /tuning-jobs/{name}/stop``."""
+        ``GET /tuning-jobs/{name}/best``, ``GET /tuning-jobs/{name}/analysis`` and ``POST /tuning-jobs/{name}/stop``."""
         path = f"{API}/tuning-jobs"
         return [
             Operation("POST", path, self.create, body=TuningRequest, max_body=4 * 1024 * 1024,
@@ -129,6 +137,8 @@ class TuningRoutes:
                       returns=_DESCRIBED),
             Operation("GET", f"{path}/{{name}}/best", self.best, errors=(404,), auth="token",
                       returns=json_object("TrainingJobName", TrainingJobName=STRING)),
+            Operation("GET", f"{path}/{{name}}/analysis", self.analysis, errors=(404,),
+                      auth="token", returns=json_object("name", "trials", name=STRING)),
             Operation("POST", f"{path}/{{name}}/stop", self.stop, status=202,
                       errors=(404, 409), auth="token", returns=_DESCRIBED),
         ]  # fmt: skip
