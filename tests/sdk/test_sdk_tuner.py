@@ -127,6 +127,10 @@ def test_refusals_name_the_tuner_s_arguments() -> None:
         "a tuning job's tags has no meaning in trainops (no AWS account is involved); remove it",
     )
     assert problems(base_tuning_job_name="my_tune")[0][0] == "base_tuning_job_name"
+    for arguments in ({"tags": [{"Key": "a"}]}, {"metric_definitions": [3]}, {"estimator": "x"}):
+        with pytest.raises(SpecError, match=r"^invalid tuning job:\n"):  # never "job spec"
+            HyperparameterTuner(**{"estimator": JOB, "objective_metric_name": "loss",
+                                   "hyperparameter_ranges": RANGES, **arguments})  # fmt: skip
     assert problems(estimator="train.py")[0] == (
         "estimator",
         "a TrainingJob (or JobSpec), not a str",
@@ -148,6 +152,7 @@ def test_fit_refuses_a_missing_local_channel_before_anything_starts(
     made = tuner()
     with pytest.raises(SpecError) as caught:
         made.fit({"train": "data/"})
+    assert str(caught.value).startswith("invalid tuning job:\n")
     assert caught.value.problems == [
         ("estimator.inputs.train.uri", f"channel 'train': {tmp_path}/data/ does not exist")
     ]

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainops._errors import SpecError, TrainopsError
+from trainops._errors import TUNING_JOB, SpecError, TrainopsError
 from trainops._settings import Settings
 from trainops.client import new_tuning_job_name, read_tuning, submit_tuning_config
 from trainops.sdk._analytics import HyperparameterTuningJobAnalytics
@@ -297,7 +297,8 @@ def _resolved(estimator: JobSpec) -> JobSpec:
         spec = resolve_paths(estimator, Path.cwd())
         check_channel_sources(spec)
     except SpecError as exc:
-        raise SpecError([(f"estimator.{p}", r) for p, r in exc.problems]) from None
+        problems = [(f"estimator.{p}", r) for p, r in exc.problems]
+        raise SpecError(problems, subject=TUNING_JOB) from None
     return spec
 
 

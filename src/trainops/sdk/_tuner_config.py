@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from trainops._errors import SpecError
+from trainops._errors import TUNING_JOB, SpecError
 from trainops.spec import ESTIMATOR_ARGUMENTS, JobSpec, MetricDefinition
 from trainops.tuning import (
     BestObjectiveNotImproving,
@@ -93,7 +93,10 @@ def metric_definitions(given: Sequence[Any]) -> list[MetricDefinition]:
     """The tuner's ``metric_definitions``: the SDK's ``{"Name": ..., "Regex": ...}`` dicts (any
     key case) or :class:`MetricDefinition` objects."""
     if isinstance(given, str | bytes | Mapping):
-        raise SpecError([("metric_definitions", "a list, e.g. [{'Name': 'loss', 'Regex': ...}]")])
+        raise SpecError(
+            [("metric_definitions", "a list, e.g. [{'Name': 'loss', 'Regex': ...}]")],
+            subject=TUNING_JOB,
+        )
     found = []
     for index, item in enumerate(given):
         if isinstance(item, MetricDefinition):
@@ -101,7 +104,7 @@ def metric_definitions(given: Sequence[Any]) -> list[MetricDefinition]:
             continue
         if not isinstance(item, Mapping):
             reason = f"{type(item).__name__}: each is a dict with 'Name' and 'Regex'"
-            raise SpecError([(f"metric_definitions.{index}", reason)])
+            raise SpecError([(f"metric_definitions.{index}", reason)], subject=TUNING_JOB)
         fields = {str(k).lower(): v for k, v in item.items()}
         try:
             found.append(MetricDefinition(**fields))
@@ -115,15 +118,17 @@ def check_arguments(estimator: object, tags: object, base_tuning_job_name: str |
     mean nothing here, as an estimator's do not), a base name that makes valid names."""
     if estimator is not None and not isinstance(estimator, JobSpec):
         kind = type(estimator).__name__
-        raise SpecError([("estimator", f"a TrainingJob (or JobSpec), not a {kind}")])
+        raise SpecError(
+            [("estimator", f"a TrainingJob (or JobSpec), not a {kind}")], subject=TUNING_JOB
+        )
     if tags:
-        raise SpecError([("tags", f"a tuning job's tags {_NO_TAGS}")])
+        raise SpecError([("tags", f"a tuning job's tags {_NO_TAGS}")], subject=TUNING_JOB)
     base = base_tuning_job_name
     if base is not None and not _BASE_NAME.match(base):
         raise SpecError([(
             "base_tuning_job_name",
             f"{base!r}: letters, digits or hyphens, starting and ending with a letter or digit",
-        )])  # fmt: skip
+        )], subject=TUNING_JOB)  # fmt: skip
 
 
 def build_config(
@@ -152,4 +157,5 @@ def _under(path: str, field: str) -> bool:
 
 
 def _renamed(exc: SpecError, prefix: str) -> SpecError:
-    return SpecError([(f"{prefix}.{path}" if path else prefix, r) for path, r in exc.problems])
+    problems = [(f"{prefix}.{path}" if path else prefix, r) for path, r in exc.problems]
+    return SpecError(problems, subject=TUNING_JOB)
