@@ -112,9 +112,11 @@ def test_added_registers_for_a_block_only_and_unregister_removes() -> None:
 def test_added_with_replace_puts_the_old_entry_back() -> None:
     table: Registry[int] = Registry("launcher")
     table.register("mpi", 1)
+    table.register("plain", 3)
     with table.added("mpi", 2, replace=True):
-        assert table["mpi"] == 2
-    assert table["mpi"] == 1 and table.names() == ("mpi",)
+        assert table["mpi"] == 2 and table.names() == ("mpi", "plain")
+    # back in its place: for sidecars the order is the start order
+    assert table["mpi"] == 1 and table.names() == ("mpi", "plain")
 
 
 def test_a_hostile_name_is_escaped_and_cut_in_the_refusal() -> None:

@@ -110,9 +110,10 @@ class Registry(Mapping[str, T], Generic[T]):
         try:
             yield item
         finally:
-            self._items.pop(name, None)
             self._targets.pop(name, None)
-            if previous is not None:
+            if previous is None:
+                self._items.pop(name, None)
+            else:  # put back in its place: the order is the start order of some seams
                 self._items[name] = previous
             if previous_target is not None:
                 self._targets[name] = previous_target

@@ -74,12 +74,12 @@ def test_the_framework_sidecar_times_a_plain_script(
         made.append(StandInProfiler(context))
         return made[-1]
 
-    monkeypatch.setitem(SIDECARS, "profiler", stand_in)
     job = make_job(
         tmp_path, {"train.py": SCRIPT}, profiler_config={"system_monitor_interval_millis": 100}
     )
     environ = dict(os.environ, PYTHONPATH=str(SRC))
-    assert job.run(environ) == HostResult(HostOutcome.COMPLETED, 0, None)
+    with SIDECARS.added("profiler", stand_in, replace=True):
+        assert job.run(environ) == HostResult(HostOutcome.COMPLETED, 0, None)
     (profiler,) = made
     found = rows(series(profiler.directory, "steps"))
     assert [(r["step"], r["samples"]) for r in found] == [(s, 5.0) for s in range(8)]
