@@ -4,10 +4,15 @@ A strategy says how the next trial's hyperparameters are sampled (an Optuna samp
 for each trial from a seed derived from the job's seed and the trial's number, so a rebuilt
 search proposes what the uninterrupted one would) and which rule stops trials early. Grid
 enumerates its combinations in order instead of sampling.
+
+Bayesian is Optuna's Gaussian-process sampler where torch and scipy are installed (they are
+optional: without them, and for Hyperband, whose stopped trials only TPE learns from, it is
+Optuna's TPE). bench/tuning_quality.py measures both.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -31,12 +36,20 @@ __all__ = [
     "RandomStrategy",
     "SearchStrategy",
     "StrategyFactory",
+    "gp_available",
     "register_strategy",
     "strategy_for",
     "strategy_names",
 ]
 
-BAYESIAN_STARTUP_TRIALS = 10  # random trials before the model (Optuna TPE's default)
+BAYESIAN_STARTUP_TRIALS = 10  # random trials before the model (Optuna's default for both)
+_GP_MODULES = ("torch", "scipy")  # what Optuna's GPSampler imports (the `tuning` extra's gp part)
+
+
+def gp_available() -> bool:
+    """Whether Optuna's GP sampler can run here: torch and scipy are importable (found, not
+    imported: importing torch takes seconds, and the sampler imports it when it first fits)."""
+    return all(importlib.util.find_spec(module) is not None for module in _GP_MODULES)
 
 
 class SearchStrategy(ABC):
@@ -75,24 +88,44 @@ class RandomStrategy(SearchStrategy):
 
 
 class BayesianStrategy(SearchStrategy):
-    """Optuna's multivariate TPE; trials still running count as lies (constant liar)."""
+    """Optuna's GP sampler (log expected improvement; trials still running are kept apart by
+    its q-batch acquisition) where :func:`gp_available`, else :func:`tpe_sampler`'s TPE."""
+
+    def __init__(self, config: TuningJobConfig, study_name: str) -> None:
+        super().__init__(config, study_name)
+        self.uses_gp = gp_available()
 
     def sampler(self, seed: int) -> optuna.samplers.BaseSampler:
+        if not self.uses_gp:
+            return tpe_sampler(seed)
         import optuna
 
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            return optuna.samplers.TPESampler(
-                seed=seed,
-                multivariate=True,
-                group=True,
-                constant_liar=True,
-                n_startup_trials=BAYESIAN_STARTUP_TRIALS,
-            )
+        return optuna.samplers.GPSampler(
+            seed=seed, n_startup_trials=BAYESIAN_STARTUP_TRIALS, warn_independent_sampling=False
+        )
 
 
-class HyperbandStrategy(BayesianStrategy):
-    """Bayesian proposals, stopped by Hyperband's brackets of successive halving."""
+def tpe_sampler(seed: int) -> optuna.samplers.BaseSampler:
+    """Optuna's multivariate TPE; trials still running count as lies (constant liar)."""
+    import optuna
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return optuna.samplers.TPESampler(
+            seed=seed,
+            multivariate=True,
+            group=True,
+            constant_liar=True,
+            n_startup_trials=BAYESIAN_STARTUP_TRIALS,
+        )
+
+
+class HyperbandStrategy(SearchStrategy):
+    """TPE proposals (it learns from stopped trials' curves; the GP only from completed ones),
+    stopped by Hyperband's brackets of successive halving."""
+
+    def sampler(self, seed: int) -> optuna.samplers.BaseSampler:
+        return tpe_sampler(seed)
 
     def stopping_rule(self) -> StoppingRule | None:
         resource = self.config.hyperband_resource()

@@ -1,0 +1,91 @@
+"""The Bayesian strategy: Optuna's GP sampler where torch is installed, TPE without it (and for
+Hyperband); torch imported only once the model is needed; parallel trials kept apart; and a
+rebuilt search without torch proposing what the uninterrupted one would."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import pytest
+
+from tests.tuning.test_search import _config, _run
+from trainops.tuning import Search, TrialStatus
+from trainops.tuning._strategies import strategy_for
+
+pytestmark = pytest.mark.usefixtures("optuna")
+
+SQUARE = {
+    "x": {"type": "Continuous", "min_value": 0.0, "max_value": 1.0},
+    "y": {"type": "Continuous", "min_value": 0.0, "max_value": 1.0},
+}
+
+
+def _sampler_name(strategy: str) -> str:
+    return type(strategy_for(_config(strategy), "job").sampler(1)).__name__
+
+
+def test_bayesian_is_the_gp_with_torch_and_tpe_without(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("torch")
+    assert _sampler_name("Bayesian") == "GPSampler"
+    assert _sampler_name("Hyperband") == "TPESampler"  # learns from the stopped trials too
+    monkeypatch.setitem(sys.modules, "torch", None)  # as if not installed
+    assert _sampler_name("Bayesian") == "TPESampler"
+
+
+def test_without_torch_a_rebuilt_search_proposes_what_the_uninterrupted_one_would(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "torch", None)
+    config = _config("Bayesian")
+    first = Search(config)
+    _run(first, 14)
+    rebuilt = Search(config, first.records)
+    assert _run(first, 5) == _run(rebuilt, 5)
+
+
+def _ask_four(then: TrialStatus | None) -> list[tuple[float, float]]:
+    """Four proposals after ten completed trials of a bowl; ``then``: how each ends at once
+    (``None``: they stay running, as parallel trials do)."""
+    limits = {"max_number_of_training_jobs": 20, "max_parallel_training_jobs": 4}
+    search = Search(_config("Bayesian", hyperparameter_ranges=SQUARE, resource_limits=limits))
+    for _ in range(10):
+        proposal = search.ask()
+        assert proposal is not None
+        x, y = (float(proposal.hyperparameters[k]) for k in ("x", "y"))
+        search.tell(proposal.number, TrialStatus.COMPLETED, (x - 0.3) ** 2 + (y - 0.6) ** 2)
+    points = []
+    for _ in range(4):
+        proposal = search.ask()
+        assert proposal is not None
+        points.append((float(proposal.hyperparameters["x"]), float(proposal.hyperparameters["y"])))
+        if then is not None:
+            search.tell(proposal.number, then)
+    return points
+
+
+def _closest(points: list[tuple[float, float]]) -> float:
+    return min(math.dist(a, b) for i, a in enumerate(points) for b in points[i + 1 :])
+
+
+@pytest.mark.slow
+def test_the_gp_keeps_running_trials_apart() -> None:
+    pytest.importorskip("torch")
+    # trials that failed teach the GP nothing: it proposes the same point again and again...
+    assert _closest(_ask_four(then=TrialStatus.FAILED)) < 1e-3
+    # ...while running ones are taken into account (q-batch expected improvement)
+    assert _closest(_ask_four(then=None)) > 0.01
+
+
+def _loaded_after(statement: str) -> bool:
+    code = f"import sys\n{statement}\nprint('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return out.stdout.split()[-1] == "True"
+
+
+def test_torch_is_imported_only_once_the_gp_models() -> None:
+    pytest.importorskip("torch")
+    start = "from tests.tuning.test_search import _config; from trainops.tuning import Search\n"
+    start += "s = Search(_config('Bayesian'))\n"
+    assert not _loaded_after(start + "[s.ask() for _ in range(3)]")  # random startup trials
