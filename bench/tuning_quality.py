@@ -166,32 +166,48 @@ ENGINES: dict[str, tuple[str, Runner, int]] = {
 }  # fmt: skip
 
 
-def measure_one(task: Task, engine: str, seeds: int, budget: int) -> dict[str, Any]:
-    """One engine over ``seeds`` seeds of one task: regret quartiles at the checkpoints."""
+def measure_one(
+    task: Task, engine: str, seeds: int, budget: int, saved: Callable[[dict[str, Any]], None]
+) -> dict[str, Any]:
+    """One engine over ``seeds`` seeds of one task: regret quartiles at the checkpoints,
+    passed to ``saved`` after each seed from the second on (a run cut short keeps them)."""
     _label, run, factor = ENGINES[engine]
     started = time.perf_counter()
-    curves = [regret_curve(run(task, budget * factor, seed), task.minimum) for seed in range(seeds)]
+    curves: list[list[float]] = []
+    figures: dict[str, Any] = {}
+    for seed in range(seeds):
+        curves.append(regret_curve(run(task, budget * factor, seed), task.minimum))
+        if len(curves) >= 2:
+            figures = _figures(curves, budget, factor, time.perf_counter() - started)
+            saved(figures)
+    return figures
+
+
+def _figures(curves: list[list[float]], budget: int, factor: int, seconds: float) -> dict[str, Any]:
     checkpoints = sorted({10, budget // 2, budget, budget * factor})
     return {
         "evaluations": budget * factor,
-        "seeds": seeds,
-        "seconds": round(time.perf_counter() - started, 2),
+        "seeds": len(curves),
+        "seconds": round(seconds, 2),
         "regret": {str(n): _quartiles([c[n - 1] for c in curves]) for n in checkpoints},
         "final_regrets": [c[-1] for c in curves],
     }
 
 
 def measure(tasks: list[Task], engines: list[str], seeds: int, budget: int, out: Path) -> None:
-    """Each engine on each task, saved to ``out`` after each (a run cut short keeps them)."""
+    """Each engine on each task, saved to ``out`` as it goes."""
     result = _load(out) or _header(budget)
     for task in tasks:
         for engine in engines:
             if engine == "smac_hpo" and not _importable("smac"):
                 print(f"{task.name} {engine}: skipped (smac is not installed)", flush=True)
                 continue
-            figures = measure_one(task, engine, seeds, budget)
-            result["tasks"].setdefault(task.name, {})[engine] = figures
-            _save(out, result)
+
+            def saved(figures: dict[str, Any], task: str = task.name, engine: str = engine) -> None:
+                result["tasks"].setdefault(task, {})[engine] = figures
+                _save(out, result)
+
+            figures = measure_one(task, engine, seeds, budget, saved)
             print(f"{task.name} {engine}: {figures['regret'][str(budget)]}", flush=True)
 
 

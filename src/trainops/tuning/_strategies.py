@@ -40,10 +40,11 @@ __all__ = [
     "register_strategy",
     "strategy_for",
     "strategy_names",
+    "tpe_sampler",
 ]
 
 BAYESIAN_STARTUP_TRIALS = 10  # random trials before the model (Optuna's default for both)
-_GP_MODULES = ("torch", "scipy")  # what Optuna's GPSampler imports (the `tuning` extra's gp part)
+_GP_MODULES = ("torch", "scipy")  # what Optuna's GPSampler imports (the `torch` extra brings both)
 
 
 def gp_available() -> bool:
