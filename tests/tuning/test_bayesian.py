@@ -1,21 +1,35 @@
-"""The Bayesian strategy: Optuna's GP sampler where torch is installed, TPE without it (and for
-Hyperband); torch imported only once the model is needed; parallel trials kept apart; and a
-rebuilt search without torch proposing what the uninterrupted one would."""
+"""The Bayesian strategy: Optuna's GP sampler where torch is installed, TPE without it or with a
+broken install (and for Hyperband); torch imported only once a Bayesian job proposes; parallel
+trials kept apart; and a rebuilt search without torch proposing what the uninterrupted one
+would."""
 
 from __future__ import annotations
 
 import math
+import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from tests._support.system import require_extra
 from tests.tuning.test_search import _config, _run
 from trainops.tuning import Search, TrialStatus
-from trainops.tuning._strategies import strategy_for
+from trainops.tuning._strategies import _gp_imports, strategy_for
 
 pytestmark = pytest.mark.usefixtures("optuna")
+
+
+@pytest.fixture
+def no_torch(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """torch as if it were not installed (the GP check is made again, and again after)."""
+    _gp_imports.cache_clear()
+    monkeypatch.setitem(sys.modules, "torch", None)
+    yield
+    _gp_imports.cache_clear()
+
 
 SQUARE = {
     "x": {"type": "Continuous", "min_value": 0.0, "max_value": 1.0},
@@ -27,18 +41,19 @@ def _sampler_name(strategy: str) -> str:
     return type(strategy_for(_config(strategy), "job").sampler(1)).__name__
 
 
-def test_bayesian_is_the_gp_with_torch_and_tpe_without(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bayesian_is_the_gp_with_torch() -> None:
     require_extra("torch")
     assert _sampler_name("Bayesian") == "GPSampler"
     assert _sampler_name("Hyperband") == "TPESampler"  # learns from the stopped trials too
-    monkeypatch.setitem(sys.modules, "torch", None)  # as if not installed
+
+
+@pytest.mark.usefixtures("no_torch")
+def test_bayesian_is_tpe_without_torch() -> None:
     assert _sampler_name("Bayesian") == "TPESampler"
 
 
-def test_without_torch_a_rebuilt_search_proposes_what_the_uninterrupted_one_would(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setitem(sys.modules, "torch", None)
+@pytest.mark.usefixtures("no_torch")
+def test_without_torch_a_rebuilt_search_proposes_what_the_uninterrupted_one_would() -> None:
     config = _config("Bayesian")
     first = Search(config)
     _run(first, 14)
@@ -85,8 +100,23 @@ def _loaded_after(statement: str) -> bool:
     return out.stdout.split()[-1] == "True"
 
 
-def test_torch_is_imported_only_once_the_gp_models() -> None:
-    require_extra("torch")
-    start = "from tests.tuning.test_search import _config; from trainops.tuning import Search\n"
-    start += "s = Search(_config('Bayesian'))\n"
-    assert not _loaded_after(start + "[s.ask() for _ in range(3)]")  # random startup trials
+def test_a_search_is_made_without_importing_torch() -> None:
+    statement = "from tests.tuning.test_search import _config; from trainops.tuning import Search"
+    assert not _loaded_after(statement + "\nSearch(_config('Bayesian'))")
+
+
+def test_a_broken_torch_means_tpe_not_a_failed_tuning_job(tmp_path: Path) -> None:
+    broken = tmp_path / "torch"
+    broken.mkdir()
+    (broken / "__init__.py").write_text('raise ImportError("libtorch_cpu.so: no such file")\n')
+    code = (
+        "from tests.tuning.test_search import _config, _run\n"
+        "from trainops.tuning import Search\n"
+        "search = Search(_config('Bayesian'))\n"
+        "_run(search, 16, leave_running=False)\n"
+        "print(type(search._strategy.sampler(1)).__name__, len(search.records))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr[-500:]
+    assert out.stdout.split() == ["TPESampler", "16"]

@@ -12,6 +12,8 @@ Optuna's TPE). bench/tuning_quality.py measures both.
 
 from __future__ import annotations
 
+import functools
+import importlib
 import importlib.util
 import warnings
 from abc import ABC, abstractmethod
@@ -48,9 +50,21 @@ _GP_MODULES = ("torch", "scipy")  # what Optuna's GPSampler imports (the `torch`
 
 
 def gp_available() -> bool:
-    """Whether Optuna's GP sampler can run here: torch and scipy are importable (found, not
-    imported: importing torch takes seconds, and the sampler imports it when it first fits)."""
-    return all(importlib.util.find_spec(module) is not None for module in _GP_MODULES)
+    """Whether Optuna's GP sampler can run here: torch and scipy import (once per process, on
+    a Bayesian job's first proposal; a missing or broken install means TPE, on every restart)."""
+    return _gp_imports()
+
+
+@functools.cache
+def _gp_imports() -> bool:
+    if any(importlib.util.find_spec(module) is None for module in _GP_MODULES):
+        return False
+    try:
+        for module in _GP_MODULES:
+            importlib.import_module(module)
+    except Exception:  # a broken install (a missing shared library, an ABI mismatch) is no GP
+        return False
+    return True
 
 
 class SearchStrategy(ABC):
@@ -94,9 +108,11 @@ class BayesianStrategy(SearchStrategy):
 
     def __init__(self, config: TuningJobConfig, study_name: str) -> None:
         super().__init__(config, study_name)
-        self.uses_gp = gp_available()
+        self.uses_gp: bool | None = None  # decided on the first proposal (imports torch)
 
     def sampler(self, seed: int) -> optuna.samplers.BaseSampler:
+        if self.uses_gp is None:
+            self.uses_gp = gp_available()
         if not self.uses_gp:
             return tpe_sampler(seed)
         import optuna
