@@ -71,8 +71,8 @@ def run_trainops(task: Task, strategy: str, budget: int, seed: int, gp: bool = T
     from trainops.tuning import Search, TrialStatus
 
     search = Search(_config(task, strategy, budget, seed))
-    if not gp:
-        search._strategy.uses_gp = False  # the fallback where torch is not installed
+    if strategy == "Bayesian":  # either sampler on any task (as shipped: GP on Continuous only)
+        search._strategy.uses_gp = gp
     values = []
     while (proposal := search.ask()) is not None:
         value = task.objective(proposal.hyperparameters)
@@ -158,10 +158,10 @@ Runner = Callable[[Task, int, int], list[float]]
 #: engine -> (label, run(task, budget, seed), budget factor), cheapest first
 ENGINES: dict[str, tuple[str, Runner, int]] = {
     "trainops_random_2x": ("trainops Random, 2x budget", lambda t, b, s: run_trainops(t, "Random", b, s), 2),
-    "trainops_bayesian_tpe": ("trainops Bayesian without torch (TPE)", lambda t, b, s: run_trainops(t, "Bayesian", b, s, gp=False), 1),
+    "trainops_bayesian_tpe": ("trainops Bayesian, TPE", lambda t, b, s: run_trainops(t, "Bayesian", b, s, gp=False), 1),
     "optuna_tpe": ("Optuna TPE (defaults)", lambda t, b, s: run_optuna(t, "tpe", b, s), 1),
     "smac_hpo": ("SMAC3 HPO facade (RF)", run_smac, 1),
-    "trainops_bayesian": ("trainops Bayesian (GP)", lambda t, b, s: run_trainops(t, "Bayesian", b, s), 1),
+    "trainops_bayesian": ("trainops Bayesian, GP", lambda t, b, s: run_trainops(t, "Bayesian", b, s), 1),
     "optuna_gp": ("Optuna GP (defaults)", lambda t, b, s: run_optuna(t, "gp", b, s), 1),
 }  # fmt: skip
 

@@ -11,11 +11,12 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests._support.system import require_extra
-from tests.tuning.test_search import _config, _run
+from tests.tuning.test_search import RANGES, _config, _run
 from trainops.tuning import Search, TrialStatus
 from trainops.tuning._strategies import _gp_imports, strategy_for
 
@@ -31,20 +32,26 @@ def no_torch(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     _gp_imports.cache_clear()
 
 
+#: the search tests' Continuous ranges (log and reverse log), which their curve reads
+CONTINUOUS = {k: RANGES[k] for k in ("lr", "momentum")}
 SQUARE = {
     "x": {"type": "Continuous", "min_value": 0.0, "max_value": 1.0},
     "y": {"type": "Continuous", "min_value": 0.0, "max_value": 1.0},
 }
 
 
-def _sampler_name(strategy: str) -> str:
-    return type(strategy_for(_config(strategy), "job").sampler(1)).__name__
+def _sampler_name(strategy: str, ranges: dict[str, Any] = SQUARE) -> str:
+    config = _config(strategy, hyperparameter_ranges=ranges)
+    return type(strategy_for(config, "job").sampler(1)).__name__
 
 
-def test_bayesian_is_the_gp_with_torch() -> None:
+def test_bayesian_is_the_gp_over_continuous_ranges_with_torch() -> None:
     require_extra("torch")
     assert _sampler_name("Bayesian") == "GPSampler"
     assert _sampler_name("Hyperband") == "TPESampler"  # learns from the stopped trials too
+    assert _sampler_name("Bayesian", dict(SQUARE, n={"type": "Integer", "min_value": 1,
+                                                     "max_value": 9})) == "TPESampler"  # fmt: skip
+    assert _sampler_name("Bayesian", dict(SQUARE, o=["a", "b"])) == "TPESampler"
 
 
 @pytest.mark.usefixtures("no_torch")
@@ -54,7 +61,7 @@ def test_bayesian_is_tpe_without_torch() -> None:
 
 @pytest.mark.usefixtures("no_torch")
 def test_without_torch_a_rebuilt_search_proposes_what_the_uninterrupted_one_would() -> None:
-    config = _config("Bayesian")
+    config = _config("Bayesian", hyperparameter_ranges=CONTINUOUS)
     first = Search(config)
     _run(first, 14)
     rebuilt = Search(config, first.records)
@@ -102,7 +109,10 @@ def _loaded_after(statement: str) -> bool:
 
 def test_a_search_is_made_without_importing_torch() -> None:
     statement = "from tests.tuning.test_search import _config; from trainops.tuning import Search"
-    assert not _loaded_after(statement + "\nSearch(_config('Bayesian'))")
+    statement += "\nfrom tests.tuning.test_bayesian import SQUARE"
+    assert not _loaded_after(
+        statement + "\nSearch(_config('Bayesian', hyperparameter_ranges=SQUARE))"
+    )
 
 
 def test_a_broken_torch_means_tpe_not_a_failed_tuning_job(tmp_path: Path) -> None:
@@ -110,9 +120,10 @@ def test_a_broken_torch_means_tpe_not_a_failed_tuning_job(tmp_path: Path) -> Non
     broken.mkdir()
     (broken / "__init__.py").write_text('raise ImportError("libtorch_cpu.so: no such file")\n')
     code = (
-        "from tests.tuning.test_search import _config, _run\n"
+        "from tests.tuning.test_search import RANGES, _config, _run\n"
         "from trainops.tuning import Search\n"
-        "search = Search(_config('Bayesian'))\n"
+        "from tests.tuning.test_bayesian import CONTINUOUS\n"
+        "search = Search(_config('Bayesian', hyperparameter_ranges=CONTINUOUS))\n"
         "_run(search, 16, leave_running=False)\n"
         "print(type(search._strategy.sampler(1)).__name__, len(search.records))\n"
     )
