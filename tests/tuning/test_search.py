@@ -27,7 +27,7 @@ RANGES = {
 def _curve(proposal: Proposal, epoch: int) -> float:
     """A learning curve whose end is best near lr=3e-3 with adam."""
     hp = proposal.hyperparameters
-    gap = abs(math.log10(float(hp["lr"])) + 2.5) + (0.2 if hp["optimizer"] == "sgd" else 0.0)
+    gap = abs(math.log10(float(hp["lr"])) + 2.5) + (0.2 if hp.get("optimizer") == "sgd" else 0.0)
     return gap + 1.0 / epoch
 
 
@@ -57,7 +57,8 @@ def _config(strategy: str, **changes: Any) -> TuningJobConfig:
 #: The strategies' conformance cases: every registered strategy needs at least one (checked).
 REBUILD_CASES: list[tuple[str, dict[str, Any]]] = [
     ("Random", {}),
-    ("Bayesian", {}),
+    ("Bayesian", {}),  # TPE: not every range is Continuous
+    ("Bayesian", {"hyperparameter_ranges": {k: RANGES[k] for k in ("lr", "momentum")}}),  # GP
     ("Bayesian", {"training_job_early_stopping_type": "Auto"}),
     ("Hyperband", {}),
     ("Grid", {"hyperparameter_ranges": {"o": ["a", "b", "c"], "b": [1, 2, 3, 4]},
