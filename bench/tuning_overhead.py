@@ -11,8 +11,9 @@ medians over the rounds and each variant's ratio to the ideal.
 
 - trainops: a fresh `trainops server` per round (local capacity 2 x parallel CPUs so that
   `parallel` ml.m5.large trials fit), the tuning job submitted with `trainops tune`; its wall
-  time is the tuning job's CreationTime to HyperParameterTuningEndTime. `--baseline REF` adds
-  the same with `src/` of a git ref (the code before a change). The trials' own times (training
+  time is the tuning job's CreationTime to HyperParameterTuningEndTime. The working tree's
+  `src/` is copied at the start; `--baseline REF` adds the same with `src/` of a git ref (the
+  code before a change). The trials' own times (training
   start to end, as recorded) split the overhead into the part inside a job and the part between
   jobs (tuner, submission, scheduling).
 - Ray Tune: `ray.init(num_cpus=parallel)` per round, then `Tuner.fit()` of a function trainable
@@ -29,6 +30,7 @@ import argparse
 import csv
 import io
 import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -86,7 +88,9 @@ def main() -> None:
 
 def make_variants(tmp: Path, args: argparse.Namespace) -> dict[str, Variant]:
     trials, parallel = args.trials, args.parallel
-    head = REPO / "src"
+    # A copy, so that editing src/ while the benchmark runs changes no later round.
+    head = Path(shutil.copytree(REPO / "src", tmp / "head" / "src",
+                                ignore=shutil.ignore_patterns("__pycache__")))  # fmt: skip
     variants: dict[str, Variant] = {
         "trainops": lambda work, i: trainops_round(head, work, trials, parallel),
         "ray_tune": lambda work, i: ray_tune_round(work, trials, parallel, reuse=True),

@@ -115,3 +115,14 @@ def test_a_diverged_trial_s_nan_is_the_same_value_each_pass() -> None:
     row = dataclasses.replace(proposal.record(), intermediate_values={1: math.nan})
     assert catch_up(kept, [row])
     assert catch_up(kept, [row])
+
+
+@pytest.mark.parametrize(
+    ("strategy", "early_stopping", "stops"),
+    [("Random", "Off", False), ("Random", "Auto", True), ("Hyperband", "Off", True)],
+)
+def test_a_search_says_whether_a_rule_may_stop_its_trials(
+    strategy: str, early_stopping: str, stops: bool
+) -> None:
+    config = make_config(strategy=strategy, training_job_early_stopping_type=early_stopping)
+    assert Search(config).stops_early is stops
