@@ -74,10 +74,17 @@ def main() -> None:
     parser.add_argument("--max-epochs", type=int, default=27)
     args = parser.parse_args()
     data = digits()
-    runs = [run_seed(data, seed, args.trials, args.max_epochs) for seed in range(args.seeds)]
+    runs: list[dict[str, Any]] = []
+    for seed in range(args.seeds):
+        runs.append(run_seed(data, seed, args.trials, args.max_epochs))
+        write(runs, args)  # after each seed: a long run interrupted keeps the seeds it finished
+    print(json.dumps(summarise(runs), indent=2))
+
+
+def write(runs: list[dict[str, Any]], args: argparse.Namespace) -> None:
     result = {
         "task": "MLP on scikit-learn digits, validation log-loss, epochs as the resource",
-        "seeds": args.seeds,
+        "seeds": len(runs),
         "random_trials": args.trials,
         "max_epochs": args.max_epochs,
         "budget_epochs": args.trials * args.max_epochs,
@@ -89,7 +96,6 @@ def main() -> None:
     }
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps(result["summary"], indent=2))
 
 
 def digits() -> Data:
