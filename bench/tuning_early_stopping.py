@@ -69,9 +69,9 @@ Data = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--trials", type=int, default=30, help="random search's trials")
-    parser.add_argument("--max-epochs", type=int, default=27)
+    parser.add_argument("--seeds", type=positive, default=5)
+    parser.add_argument("--trials", type=positive, default=30, help="random search's trials")
+    parser.add_argument("--max-epochs", type=positive, default=27)
     args = parser.parse_args()
     data = digits()
     runs: list[dict[str, Any]] = []
@@ -229,6 +229,14 @@ def _median(values: list[float | None]) -> float | None:
         return None
     middle = statistics.median(known)
     return round(middle, 4) if math.isfinite(middle) else None
+
+
+def positive(text: str) -> int:
+    """An argument that must be a whole number from 1 (argparse says which one it is not)."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a whole number from 1")
+    return value
 
 
 if __name__ == "__main__":

@@ -62,9 +62,9 @@ Variant = Callable[[Path, int], dict[str, float]]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--trials", type=int, default=500)
-    parser.add_argument("--parallel", type=int, default=2)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--trials", type=positive, default=500)
+    parser.add_argument("--parallel", type=positive, default=2)
+    parser.add_argument("--rounds", type=positive, default=3)
     parser.add_argument("--baseline", help="also run the tuner of this git ref's src/")
     parser.add_argument("--ray-no-reuse", action="store_true", help="also Ray's default actors")
     args = parser.parse_args()
@@ -214,6 +214,14 @@ def summary(
         "versions": versions(),
         "measured": datetime.now().astimezone().isoformat(timespec="seconds"),
     }
+
+
+def positive(text: str) -> int:
+    """An argument that must be a whole number from 1 (argparse says which one it is not)."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a whole number from 1")
+    return value
 
 
 if __name__ == "__main__":
