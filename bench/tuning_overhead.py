@@ -80,9 +80,9 @@ def main() -> None:
                 figures = {**variants[name](work, index), "load_1min_before": load}
                 rounds.setdefault(name, []).append(figures)
                 print(f"round {index + 1} {name}: {figures}", file=sys.stderr, flush=True)
-    result = summary(rounds, args, ideal)
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=2) + "\n")
+            result = summary(rounds, args, ideal)  # after each round: an interrupted run keeps it
+            RESULTS.parent.mkdir(exist_ok=True)
+            RESULTS.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result["summary"], indent=2))
 
 
@@ -199,7 +199,7 @@ def summary(
     return {
         "trials": args.trials,
         "parallel": args.parallel,
-        "rounds": args.rounds,
+        "rounds": len(next(iter(rounds.values()))),
         "trial_seconds": TRIAL_S,
         "ideal_s": ideal,
         "baseline": args.baseline,
