@@ -67,6 +67,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=positive, default=3)
     parser.add_argument("--baseline", help="also run the tuner of this git ref's src/")
     parser.add_argument("--ray-no-reuse", action="store_true", help="also Ray's default actors")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="the results file")
     args = parser.parse_args()
     ideal = args.trials * TRIAL_S / args.parallel
     rounds: dict[str, list[dict[str, float]]] = {}
@@ -81,8 +82,8 @@ def main() -> None:
                 rounds.setdefault(name, []).append(figures)
                 print(f"round {index + 1} {name}: {figures}", file=sys.stderr, flush=True)
             result = summary(rounds, args, ideal)  # after each round: an interrupted run keeps it
-            RESULTS.parent.mkdir(exist_ok=True)
-            RESULTS.write_text(json.dumps(result, indent=2) + "\n")
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result["summary"], indent=2))
 
 
