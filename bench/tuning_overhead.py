@@ -1,34 +1,52 @@
 """Overhead per trial of a tuning job: N trials of a 0.1 s job at parallelism 2 through the full
 job path (each trial a real training job), against the ideal (N x 0.1 s / 2), and Ray Tune
-running the same trivial trial in the same run.
+running the same trivial trial in the same run, rounds interleaved (A, B, A, B, ...).
 
-    python bench/tuning_overhead.py [--trials 500] [--parallel 2]
+    python bench/tuning_overhead.py [--trials 500] [--parallel 2] [--rounds 3]
+                                    [--baseline REF] [--ray-no-reuse]
 
-trainops: a `trainops server` started once (warm; local capacity 2 x parallel CPUs so that
-`parallel` ml.m5.large trials fit), the tuning job submitted with `trainops tune`; its wall time is the tuning job's CreationTime to HyperParameterTuningEndTime. Ray Tune:
-`ray.init(num_cpus=parallel)` once, then `Tuner.fit()` of a function trainable that sleeps 0.1 s
-and reports once, `max_concurrent_trials=parallel`; its wall time is fit()'s. Writes
-results/tuning_overhead.json.
+Each round runs every variant once, the order rotating from round to round, so the machine's
+load (shared, and moving from minute to minute) falls on all of them alike; the figures are the
+medians over the rounds and each variant's ratio to the ideal.
+
+- trainops: a fresh `trainops server` per round (local capacity 2 x parallel CPUs so that
+  `parallel` ml.m5.large trials fit), the tuning job submitted with `trainops tune`; its wall
+  time is the tuning job's CreationTime to HyperParameterTuningEndTime. The working tree's
+  `src/` is copied at the start; `--baseline REF` adds the same with `src/` of a git ref (the
+  code before a change). The trials' own times (training
+  start to end, as recorded) split the overhead into the part inside a job and the part between
+  jobs (tuner, submission, scheduling).
+- Ray Tune: `ray.init(num_cpus=parallel)` per round, then `Tuner.fit()` of a function trainable
+  that sleeps 0.1 s and reports once, `max_concurrent_trials=parallel`, with `reuse_actors=True`
+  (Ray's advice for short trials: its fastest setting); `--ray-no-reuse` adds its default (a new
+  actor per trial). Its wall time is fit()'s.
+
+Writes results/tuning_overhead.json (every round's figures).
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import io
 import json
-import os
-import platform
-import socket
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import psutil
 import yaml
+from _processes import ProcessSweeper, tool
+from _report import machine, versions
+from ab_compare import REPO, baseline_tree, rotated, server, variant_env
 
-CLI = [sys.executable, "-m", "trainops.cli"]
 RESULTS = Path(__file__).with_name("results") / "tuning_overhead.json"
 TRIAL_S = 0.1
 SCRIPT = """
@@ -39,38 +57,58 @@ time.sleep(0.1)
 print(f"loss={a.lr:.6f}", flush=True)
 """
 
+Variant = Callable[[Path, int], dict[str, float]]
+
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trials", type=int, default=500)
-    parser.add_argument("--parallel", type=int, default=2)
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--trials", type=positive, default=500)
+    parser.add_argument("--parallel", type=positive, default=2)
+    parser.add_argument("--rounds", type=positive, default=3)
+    parser.add_argument("--baseline", help="also run the tuner of this git ref's src/")
+    parser.add_argument("--ray-no-reuse", action="store_true", help="also Ray's default actors")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="the results file")
     args = parser.parse_args()
     ideal = args.trials * TRIAL_S / args.parallel
+    rounds: dict[str, list[dict[str, float]]] = {}
     with tempfile.TemporaryDirectory(prefix="trainops-tuning-overhead-") as tmp:
-        ours = trainops_wall(Path(tmp), args.trials, args.parallel)
-        ray = ray_tune_wall(Path(tmp) / "ray", args.trials, args.parallel)
-    result = {
-        "trials": args.trials,
-        "parallel": args.parallel,
-        "trial_seconds": TRIAL_S,
-        "ideal_s": ideal,
-        "trainops_wall_s": round(ours, 2),
-        "ray_tune_wall_s": round(ray, 2),
-        "trainops_over_ideal": round(ours / ideal, 2),
-        "ray_tune_over_ideal": round(ray / ideal, 2),
-        "trainops_overhead_per_trial_s": round((ours - ideal) * args.parallel / args.trials, 3),
-        "ray_tune_overhead_per_trial_s": round((ray - ideal) * args.parallel / args.trials, 3),
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
-        "measured": datetime.now().astimezone().isoformat(timespec="seconds"),
+        variants = make_variants(Path(tmp), args)
+        for index in range(args.rounds):
+            for name in rotated(list(variants), index):
+                load = psutil.getloadavg()[0]
+                work = Path(tmp) / f"{name}-{index}"
+                work.mkdir()
+                figures = {**variants[name](work, index), "load_1min_before": load}
+                rounds.setdefault(name, []).append(figures)
+                print(f"round {index + 1} {name}: {figures}", file=sys.stderr, flush=True)
+            result = summary(rounds, args, ideal)  # after each round: an interrupted run keeps it
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result["summary"], indent=2))
+
+
+def make_variants(tmp: Path, args: argparse.Namespace) -> dict[str, Variant]:
+    trials, parallel = args.trials, args.parallel
+    # A copy, so that editing src/ while the benchmark runs changes no later round.
+    head = Path(shutil.copytree(REPO / "src", tmp / "head" / "src",
+                                ignore=shutil.ignore_patterns("__pycache__")))  # fmt: skip
+    variants: dict[str, Variant] = {
+        "trainops": lambda work, i: trainops_round(head, work, trials, parallel),
+        "ray_tune": lambda work, i: ray_tune_round(work, trials, parallel, reuse=True),
     }
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps(result, indent=2))
+    if args.baseline:
+        before = baseline_tree(args.baseline, tmp / "baseline")
+        variants["trainops_baseline"] = lambda work, i: trainops_round(
+            before, work, trials, parallel
+        )
+    if args.ray_no_reuse:
+        variants["ray_tune_no_reuse"] = lambda work, i: ray_tune_round(
+            work, trials, parallel, reuse=False
+        )
+    return variants
 
 
-def trainops_wall(tmp: Path, trials: int, parallel: int) -> float:
-    (tmp / "src").mkdir()
-    (tmp / "src" / "train.py").write_text(SCRIPT)
+def tune_yaml(trials: int, parallel: int) -> str:
     doc = {
         "tuning_job_name": "overhead",
         "strategy": "Random",
@@ -83,34 +121,41 @@ def trainops_wall(tmp: Path, trials: int, parallel: int) -> float:
         "resource_limits": {"max_number_of_training_jobs": trials,
                             "max_parallel_training_jobs": parallel},
     }  # fmt: skip
-    (tmp / "tune.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
-    port = free_port()
-    home = tmp / "home"
-    # Room for `parallel` ml.m5.large trials (2 vCPUs each) on the local backend of a small
-    # machine, as Ray is given `parallel` CPUs for as many 1-CPU trials.
-    env = {**os.environ, "TRAINOPS_HOME": str(home), "TRAINOPS_LOCAL_CPUS": str(2 * parallel)}
-    server = subprocess.Popen([*CLI, "server", "--host", "127.0.0.1", "--port", str(port)],
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    return yaml.safe_dump(doc, sort_keys=False)
+
+
+def trainops_round(src: Path, work: Path, trials: int, parallel: int) -> dict[str, float]:
+    (work / "src").mkdir()
+    (work / "src" / "train.py").write_text(SCRIPT)
+    (work / "tune.yaml").write_text(tune_yaml(trials, parallel))
+    home = work / "home"
+    sweeper = ProcessSweeper()
     try:
-        deadline = time.monotonic() + 60
-        while not listening(port) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        client_env = {**env, "TRAINOPS_SERVER": f"http://127.0.0.1:{port}"}
-        subprocess.run([*CLI, "tune", str(tmp / "tune.yaml")], env=client_env, check=True,
-                       stdout=subprocess.DEVNULL)  # fmt: skip
-        described = json.loads(subprocess.run(
-            [*CLI, "tuning", "describe", "overhead"], env=client_env, capture_output=True,
-            text=True, check=True).stdout)  # fmt: skip
+        # Room for `parallel` ml.m5.large trials (2 vCPUs each), as Ray gets `parallel` CPUs.
+        env = {**variant_env(src, home), "TRAINOPS_LOCAL_CPUS": str(2 * parallel)}
+        with server(src, home, sweeper, work / "server.log") as url:
+            env["TRAINOPS_SERVER"] = url
+            cli = tool("trainops")
+            subprocess.run([*cli, "tune", str(work / "tune.yaml")], env=env, check=True,
+                           stdout=subprocess.DEVNULL)  # fmt: skip
+            described = json.loads(_out([*cli, "tuning", "describe", "overhead"], env))
+            exported = _out([*cli, "tuning", "export", "overhead"], env)
     finally:
-        server.terminate()
-        server.wait()
-    assert described["TrainingJobStatusCounters"]["Completed"] == trials, described
+        sweeper.stop_all()
+    counters = described["TrainingJobStatusCounters"]
+    assert counters["Completed"] == trials, counters
     start = datetime.fromisoformat(described["CreationTime"])
     end = datetime.fromisoformat(described["HyperParameterTuningEndTime"])
-    return (end - start).total_seconds()
+    rows = list(csv.DictReader(io.StringIO(exported)))
+    in_job = statistics.fmean(float(r["TrainingElapsedTimeSeconds"]) for r in rows)
+    return {"wall_s": (end - start).total_seconds(), "mean_trial_training_s": in_job}
 
 
-def ray_tune_wall(storage: Path, trials: int, parallel: int) -> float:
+def _out(argv: list[str], env: dict[str, str]) -> str:
+    return subprocess.run(argv, env=env, capture_output=True, text=True, check=True).stdout
+
+
+def ray_tune_round(storage: Path, trials: int, parallel: int, reuse: bool) -> dict[str, float]:
     import ray
     from ray import tune
 
@@ -123,33 +168,61 @@ def ray_tune_wall(storage: Path, trials: int, parallel: int) -> float:
         tuner = tune.Tuner(
             trainable,
             param_space={"lr": tune.loguniform(1e-3, 1e-1)},
-            tune_config=tune.TuneConfig(
-                num_samples=trials, max_concurrent_trials=parallel, metric="loss", mode="min"
-            ),
+            tune_config=tune.TuneConfig(num_samples=trials, max_concurrent_trials=parallel,
+                                        metric="loss", mode="min", reuse_actors=reuse),
             run_config=tune.RunConfig(storage_path=str(storage), verbose=0),
-        )
+        )  # fmt: skip
         started = time.monotonic()
         results = tuner.fit()
         wall = time.monotonic() - started
     finally:
         ray.shutdown()
     assert len(results) == trials and not results.errors, results.errors
-    return wall
+    return {"wall_s": wall}
 
 
-def listening(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-            return True
-    except OSError:
-        return False
+def summary(
+    rounds: dict[str, list[dict[str, float]]], args: argparse.Namespace, ideal: float
+) -> dict[str, Any]:
+    per_trial = {}
+    for name, figures in rounds.items():
+        wall = statistics.median(f["wall_s"] for f in figures)
+        row = {
+            "wall_s_median": round(wall, 2),
+            "over_ideal": round(wall / ideal, 2),
+            "overhead_per_trial_s": round((wall - ideal) * args.parallel / args.trials, 3),
+        }
+        if "mean_trial_training_s" in figures[0]:
+            in_job = statistics.median(f["mean_trial_training_s"] for f in figures)
+            row["overhead_inside_a_job_s"] = round(in_job - TRIAL_S, 3)
+        per_trial[name] = row
+    ours, ray = per_trial["trainops"], per_trial["ray_tune"]
+    return {
+        "trials": args.trials,
+        "parallel": args.parallel,
+        "rounds": len(next(iter(rounds.values()))),
+        "trial_seconds": TRIAL_S,
+        "ideal_s": ideal,
+        "baseline": args.baseline,
+        "summary": {
+            **per_trial,
+            "trainops_overhead_vs_ray_tune": round(
+                ours["overhead_per_trial_s"] / ray["overhead_per_trial_s"], 2
+            ),
+        },
+        "rounds_raw": rounds,
+        "machine": machine(),
+        "versions": versions(),
+        "measured": datetime.now().astimezone().isoformat(timespec="seconds"),
+    }
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+def positive(text: str) -> int:
+    """An argument that must be a whole number from 1 (argparse says which one it is not)."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a whole number from 1")
+    return value
 
 
 if __name__ == "__main__":

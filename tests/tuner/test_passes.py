@@ -210,3 +210,17 @@ def test_a_trial_the_search_cannot_replay_fails_the_tuning_job_and_stops_its_tri
         failed.failure_reason == "its trials cannot be replayed: trial 2: lr outside their ranges"
     )
     assert running in plane.stops
+
+
+def test_only_an_ended_trial_s_job_moves_the_tuning_job_between_ticks(plane: Plane) -> None:
+    plane.tuner.advance("tiny")
+    first, second = plane.submitted
+    plane.end(second)
+    running = plane.store.get_job(first)
+    assert running is not None
+    plane.tuner.job_changed(running)  # a running trial's change waits for the next tick
+    assert len(plane.submitted) == 2
+    ended = plane.store.get_job(second)
+    assert ended is not None
+    plane.tuner.job_changed(ended)  # an end frees its slot at once
+    assert len(plane.submitted) == 3

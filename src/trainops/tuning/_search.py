@@ -87,6 +87,12 @@ class Search:
         """This job's trials as the search knows them, in number order."""
         return [self._records[n] for n in sorted(self._records)]
 
+    @property
+    def stops_early(self) -> bool:
+        """Whether a rule may stop trials early (Hyperband, or the median rule with early
+        stopping ``Auto``): without one, :meth:`should_stop` only records a value."""
+        return self._rule is not None
+
     def ask(self) -> Proposal | None:
         """The next trial to start, or ``None`` when the job limit (or Grid) is reached."""
         number = len(self._records)
