@@ -6,6 +6,7 @@ them (the JSON file keeps every raw sample; the README keeps one table between m
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import json
 import os
@@ -160,3 +161,11 @@ def update_section(readme: Path, name: str, table: str) -> None:
     if not sep_begin or not sep_end:
         raise SystemExit(f"{readme}: markers {begin} and {end} not found")
     readme.write_text(f"{head}{begin}\n{table}\n{end}{tail}", encoding="utf-8")
+
+
+def positive(text: str) -> int:
+    """An argument that must be a whole number from 1 (argparse says which one it is not)."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a whole number from 1")
+    return value

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _report import machine, versions
+from _report import machine, positive, versions
 
 from trainops.tuning import Search, TrialStatus, TunedValue, TuningJobConfig
 
@@ -229,14 +229,6 @@ def _median(values: list[float | None]) -> float | None:
         return None
     middle = statistics.median(known)
     return round(middle, 4) if math.isfinite(middle) else None
-
-
-def positive(text: str) -> int:
-    """An argument that must be a whole number from 1 (argparse says which one it is not)."""
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text} is not a whole number from 1")
-    return value
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ from typing import Any
 import psutil
 import yaml
 from _processes import ProcessSweeper, tool
-from _report import machine, versions
+from _report import machine, positive, versions
 from ab_compare import REPO, baseline_tree, rotated, server, variant_env
 
 RESULTS = Path(__file__).with_name("results") / "tuning_overhead.json"
@@ -215,14 +215,6 @@ def summary(
         "versions": versions(),
         "measured": datetime.now().astimezone().isoformat(timespec="seconds"),
     }
-
-
-def positive(text: str) -> int:
-    """An argument that must be a whole number from 1 (argparse says which one it is not)."""
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text} is not a whole number from 1")
-    return value
 
 
 if __name__ == "__main__":
