@@ -7,6 +7,7 @@ import json
 import socket
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -63,6 +64,26 @@ def test_heartbeats_carry_commands_back(tmp_path: Path) -> None:
         assert reporter.close(timeout=5)
     assert received == [Command("stop", reason="user", grace_seconds=3)]
     assert api.stored == {}
+
+
+def test_a_quiet_host_s_heartbeat_slows_and_news_brings_it_back(tmp_path: Path) -> None:
+    with RecordingAgentApi(None, TOKEN) as api:
+        reporter = HttpReporter(
+            _client(api.url), 1, tmp_path / "journal.jsonl", heartbeat=0.05, quiet_after=0.3
+        )
+        now = time.monotonic()
+        assert reporter._interval(now) == 0.05  # busy until proven quiet
+        assert reporter._interval(now + 0.3) == 0.1  # nothing sent or received for a while
+        reporter.start()
+        api.wait_for(lambda: reporter._interval(time.monotonic()) == 0.1)  # heartbeats alone
+        api.commands.append(Command("stop", reason="user", grace_seconds=3))
+        api.wait_for(lambda: bool(reporter.commands()))  # a command: busy again
+        assert reporter._interval(time.monotonic()) == 0.05
+        api.wait_for(lambda: reporter._interval(time.monotonic()) == 0.1)
+        reporter.emit(EventKind.PHASE, {"phase": "Training", "message": ""})
+        api.wait_for(lambda: bool(api.events(EventKind.PHASE)))  # an event: busy again
+        assert reporter._interval(time.monotonic()) == 0.05
+        assert reporter.close(timeout=5)
 
 
 def test_a_moved_server_is_found_through_server_json(tmp_path: Path) -> None:

@@ -3,9 +3,10 @@
 :class:`Reporter` is what :class:`~trainops.agent.HostAgent` talks to. :class:`HttpReporter`
 numbers events from 1 and appends each to ``journal.jsonl`` (one JSON event a line); the journal
 is the only record of what is unsent: a sender thread reads it back by offset and posts it in
-batches of up to 1 MiB, at least every 0.5 s (a heartbeat, possibly empty). After a failure it
-resends from the first event above the acknowledged sequence number, so the control plane, which
-stores each sequence number once, sees every event exactly once.
+batches of up to 1 MiB, at least every 0.5 s (a heartbeat, possibly empty; every 1 s once nothing
+was sent or received for 5 s). After a failure it resends from the first event above the
+acknowledged sequence number, so the control plane, which stores each sequence number once, sees
+every event exactly once.
 
 Emitting never waits for the network: an event is encoded and buffered under a lock that the
 sender only holds to swap buffers, never while it writes a file or posts. The buffer is written
@@ -52,6 +53,10 @@ JOURNAL_BUFFER_BYTES = 1024 * 1024
 JOURNAL_FLUSH_SECONDS = 0.2
 DEFAULT_JOURNAL_CAP = 1024 * 1024 * 1024
 HEARTBEAT_SECONDS = 0.5
+#: After this long with nothing sent and no command received, heartbeats come at twice the
+#: interval (a sleeping script's host costs the control plane half the requests); an event or a
+#: command brings the interval back at once.
+QUIET_AFTER_SECONDS = 5.0
 MIN_POST_GAP_SECONDS = 0.05
 MAX_BACKOFF_SECONDS = 2.0
 INSUFFICIENT_STORAGE = 507
@@ -126,11 +131,14 @@ class HttpReporter:
         journal_cap: int = DEFAULT_JOURNAL_CAP,
         max_batch_bytes: int = MAX_BATCH_BYTES,
         give_up_seconds: float | None = None,
+        quiet_after: float = QUIET_AFTER_SECONDS,
     ) -> None:
         self._client = client
         self._attempt = attempt
         self._journal = EventJournal(journal_path)
         self._heartbeat = heartbeat
+        self._quiet_after = quiet_after
+        self._last_busy = time.monotonic()  # when a post last carried events or got commands
         self._min_gap = min_gap
         self._cap = journal_cap
         self._max_batch = max_batch_bytes
@@ -323,6 +331,8 @@ class HttpReporter:
             self._acked = max(self._acked, reply.acked_seq)
             self._commands.extend(reply.commands)
             acked = self._acked
+        if batch or reply.commands:
+            self._last_busy = time.monotonic()
         if acked >= written_seq:  # the usual case: all that was sent is acknowledged
             offset = written
         elif batch and acked < _seq_of(batch) - 1:  # the server knows less: start over
@@ -445,10 +455,15 @@ class HttpReporter:
             closing = self._closing_until is not None
         if more and (closing or self._end - self._send_offset >= self._max_batch):
             return
-        self._wake.wait(max(0.0, self._heartbeat - (time.monotonic() - started)))
+        self._wake.wait(max(0.0, self._interval(started) - (time.monotonic() - started)))
         self._wake.clear()
         # Coalesce bursts of lines into fewer posts, except when closing.
         self._closed.wait(max(0.0, self._min_gap - (time.monotonic() - started)))
+
+    def _interval(self, now: float) -> float:
+        """The heartbeat's interval: doubled once nothing was sent or received for a while."""
+        quiet = now - self._last_busy >= self._quiet_after
+        return self._heartbeat * 2 if quiet else self._heartbeat
 
     def _sleep_unless_closing(self, seconds: float) -> None:
         with self._lock:
