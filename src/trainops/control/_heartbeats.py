@@ -1,8 +1,9 @@
 """When each host agent was last heard from: liveness that works for every backend.
 
-Agents report at least every 0.5 s (a heartbeat, possibly with no events), so a host whose agent
-has not been heard from for ``ControlSettings.heartbeat_timeout`` seconds is lost, wherever it runs and
-whatever the backend believes; the backend's own signal (a process that exited, an actor that
+Agents report at least every second (every 0.5 s while they have news; a heartbeat, possibly
+with no events), so a host whose agent has not been heard from for
+``ControlSettings.heartbeat_timeout`` seconds is lost, wherever it runs and whatever the backend
+believes; the backend's own signal (a process that exited, an actor that
 died) is only a faster hint. The clock of a host starts when the control plane first looks at it
 (its launch, or the adoption of a running agent after a restart), so a restarted control plane
 gives every agent the whole timeout to find it again. Kept in memory: it is about this process's

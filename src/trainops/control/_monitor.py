@@ -142,7 +142,7 @@ class Monitor:
         if self.core.heartbeats.silent_for(job.name, host.host, host.attempt) > timeout:
             reason = (
                 f"the host agent of {host.host} sent no report for {timeout} s "
-                "(agents report every 0.5 s): the host is lost"
+                "(agents report at least every second): the host is lost"
             )
             self.intake.host_gone(self.core.job(job.name), host, reason)
             return True

@@ -12,7 +12,8 @@ from trainops._settings_source import SettingsSource
 
 __all__ = ["MIN_HEARTBEAT_TIMEOUT", "ControlSettings"]
 
-# An agent reports at least every 0.5 s and retries a failed report within 2 s.
+# An agent reports at least every second (0.5 s while it has news) and retries a failed report
+# within 2 s.
 MIN_HEARTBEAT_TIMEOUT = 5
 
 
