@@ -12,7 +12,7 @@ import sqlite3
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainops._errors import TrainopsError
 from trainops.store._records import JobExistsError
@@ -102,11 +102,11 @@ class TuningTrialRecord:
 class TuningTables:
     """The tuning half of :class:`~trainops.store.MetadataStore` (mixed into it)."""
 
-    def _write(self) -> AbstractContextManager[sqlite3.Connection]:
-        raise NotImplementedError
+    if TYPE_CHECKING:  # what it uses of the store it is mixed into (declared, not defined here)
 
-    def _read(self, sql: str, args: Sequence[Any] = ()) -> list[sqlite3.Row]:
-        raise NotImplementedError
+        def _write(self) -> AbstractContextManager[sqlite3.Connection]: ...
+
+        def _read(self, sql: str, args: Sequence[Any] = ()) -> list[sqlite3.Row]: ...
 
     def create_tuning_job(
         self, name: str, config: dict[str, Any], code_uri: str, now: float
