@@ -119,6 +119,7 @@ class Trial:
         self._workers: set[str] = set()
         self._end_seen_at: float | None = None
         self._last_complete = -1
+        self._cursor: str | None = None  # index keys up to this one (relative) are settled
         self.refresh()
 
     # -- refreshing ------------------------------------------------------------------------
@@ -167,7 +168,8 @@ class Trial:
         self._manager.num_workers = max(self._manager.num_workers, manager.num_workers)
 
     def _load_new_indexes(self, *, final: bool) -> None:
-        new = [k for k in self.source.list(INDEX_DIR) if k not in self._seen]
+        listed = self.source.list(INDEX_DIR, self._cursor)
+        new = [k for k in listed if k not in self._seen]
         for key in new:
             parsed = parse_index_key(key)
             if parsed is None or not self._in_range(parsed.step):
@@ -178,6 +180,22 @@ class Trial:
             except DebugFormatError as err:
                 self._seen.add(key)
                 self._skip(str(err))
+        self._advance_cursor(listed)
+
+    def _advance_cursor(self, listed: list[str]) -> None:
+        """Move the listing's start past keys that are settled: seen, not waiting for their
+        event file, and of a complete step (a slower worker's index of a later step may still
+        come, so the cursor stays at the last complete step, as smdebug's index token does)."""
+        self._update_complete()
+        first_pending = min(self._pending, default=None)
+        for key in reversed(listed):
+            parsed = parse_index_key(key)
+            settled = parsed is None or parsed.step <= self._last_complete
+            if key in self._seen and settled and (first_pending is None or key < first_pending):
+                relative = key[len(INDEX_DIR) + 1 :]
+                if self._cursor is None or relative > self._cursor:
+                    self._cursor = relative
+                return
 
     def _skip(self, error: str) -> None:
         """Leave a bad file out: the trial goes on with the rest, and says so once."""
