@@ -132,3 +132,11 @@ def test_an_index_pointing_past_the_file_is_cut_short(tmp_path: Path) -> None:
     write_index(tmp_path, 0, index_for(key, 16, start=10_000))
     with pytest.raises(DebugFormatError, match=rf"{key} \(record at byte 10000\): .*no complete"):
         create_trial(tmp_path).tensor("w").value(0)
+
+
+def test_a_step_claiming_more_bytes_than_the_limit_is_left_out(tmp_path: Path) -> None:
+    entries = [{"tensorname": f"t{i}", "start_idx": 0, "length": 1 << 29} for i in range(40)]
+    meta = {"mode": "TRAIN", "mode_step": 0, "event_file_name": "events/x.tfevents"}
+    write_index(tmp_path, 0, {"meta": meta, "tensor_payload": entries})
+    trial = create_trial(tmp_path)
+    assert trial.steps() == [] and "add up to 21474836480 bytes" in trial.errors[0]

@@ -136,3 +136,21 @@ def test_steps_across_index_folders_arrive_in_order(tmp_path: Path) -> None:
         seen.append(step)
         assert trial.steps() == seen
     assert [float(v) for v in trial.tensor("loss").values().values()] == seen
+
+
+def test_range_steps_keeps_only_the_steps_asked_for(tmp_path: Path) -> None:
+    write_run(tmp_path, steps=6)
+    assert create_trial(tmp_path, range_steps=(2, 5)).steps() == [2, 3, 4]
+    assert create_trial(tmp_path, range_steps=(4, None)).steps() == [4, 5]
+
+
+def test_too_many_incomplete_steps_mark_the_older_half_complete(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SMDEBUG_INCOMPLETE_STEP_WAIT_WINDOW", "4")
+    write_run(tmp_path, steps=7, workers=1)
+    (tmp_path / "collections/000000000/worker_0_collections.json").unlink()
+    TensorFileWriter(tmp_path, "worker_0").write_collections(CollectionManager(), num_workers=2)
+    trial = create_trial(tmp_path)  # worker_1 never writes: 7 incomplete steps, window 4
+    assert trial.steps() == [0, 1, 2, 3]
+    assert trial.steps(show_incomplete_steps=True) == list(range(7))

@@ -27,6 +27,7 @@ class IndexLimits:
     max_tensors: int = 100_000
     max_name: int = 1024
     max_record_bytes: int = 1 << 30
+    max_step_bytes: int = 16 << 30  # all of one step's records of one worker
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,9 @@ def parse_index(raw: bytes, limits: IndexLimits = IndexLimits()) -> StepIndex:
     tensors = [_tensor(item, limits) for item in _list(data, "tensor_payload", limits)]
     if tensors and event_file is None:
         raise ValueError("tensor_payload without meta.event_file_name")
+    total = sum(entry.length for entry in tensors)
+    if total > limits.max_step_bytes:
+        raise ValueError(f"the step's records add up to {total} bytes, over {limits.max_step_bytes}")
     shapes = [_shape(item, limits) for item in _list(data, "shape_payload", limits)]
     return StepIndex(mode, mode_step, event_file, tuple(tensors), tuple(shapes))
 
