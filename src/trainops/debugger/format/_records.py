@@ -15,7 +15,14 @@ import struct
 from trainops.data import masked_crc32c, tfrecord_frame
 from trainops.debugger.exceptions import DebugFormatError
 
-__all__ = ["SMDEBUG_NO_CHECKSUM_CRC", "frame_record", "read_record", "records"]
+__all__ = [
+    "SMDEBUG_NO_CHECKSUM_CRC",
+    "frame_record",
+    "read_record",
+    "record_footer",
+    "record_header",
+    "records",
+]
 
 _HEAD = struct.Struct("<QI")
 _CRC = struct.Struct("<I")
@@ -27,8 +34,20 @@ def frame_record(payload: bytes, *, write_checksum: bool = False) -> bytes:
     """One TFRecord around ``payload``: with the payload's CRC, or smdebug's constant one."""
     if write_checksum:
         return tfrecord_frame(payload)
-    length = struct.pack("<Q", len(payload))
-    return b"".join([length, _CRC.pack(masked_crc32c(length)), payload, _NO_CHECKSUM])
+    return b"".join([record_header(len(payload)), payload, _NO_CHECKSUM])
+
+
+def record_header(length: int) -> bytes:
+    """The 12 bytes before a payload of ``length`` bytes."""
+    raw = struct.pack("<Q", length)
+    return raw + _CRC.pack(masked_crc32c(raw))
+
+
+def record_footer(parts: tuple[bytes, memoryview] | None = None) -> bytes:
+    """The 4 bytes after a payload: the CRC of ``parts`` (joined), or smdebug's constant."""
+    if parts is None:
+        return _NO_CHECKSUM
+    return _CRC.pack(masked_crc32c(parts[0] + bytes(parts[1])))
 
 
 def read_record(
