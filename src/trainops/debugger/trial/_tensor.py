@@ -154,11 +154,18 @@ class Tensor:
         found = self.trial._global_of(step, mode)
         return -1 if found is None else found
 
+    def _has(self, at: int) -> bool:
+        return at in self._raw or at in self._reductions or at in self._shapes
+
     def _at(self, step: int, mode: ModeKeys) -> dict[str, object]:
-        """This tensor's records at ``step``, or the right exception."""
-        self.trial.maybe_refresh()
+        """This tensor's records at ``step``, or the right exception. The trial looks for new
+        files only when the step is not there complete yet (as smdebug's tensor does): reading
+        many values of loaded steps costs no listing."""
         at = self.trial._global_of(step, mode)
-        if at is not None and at in self._global_steps():
+        if at is None or not self.trial._complete(at):
+            self.trial.maybe_refresh()
+            at = self.trial._global_of(step, mode)
+        if at is not None and self._has(at):
             return {
                 **self._raw.get(at, {}),
                 **self._reductions.get(at, {}),

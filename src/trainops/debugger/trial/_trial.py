@@ -46,6 +46,7 @@ from trainops.debugger.format import (
 )
 from trainops.debugger.format._wire import WireError
 from trainops.debugger.modes import ModeKeys, parse_mode
+from trainops.debugger.trial._records import RecordReader
 from trainops.debugger.trial._source import TrialSource
 from trainops.debugger.trial._state import StepState
 from trainops.debugger.trial._tensor import Location, Tensor
@@ -120,6 +121,7 @@ class Trial:
         self._end_seen_at: float | None = None
         self._last_complete = -1
         self._cursor: str | None = None  # index keys up to this one (relative) are settled
+        self._records = RecordReader(source)
         self.refresh()
 
     # -- refreshing ------------------------------------------------------------------------
@@ -238,6 +240,7 @@ class Trial:
             self._by_mode[index.mode][index.mode_step] = step
         for entry in index.tensors:
             location = Location(index.event_file or "", entry.start, entry.length)
+            self._records.note(location)
             self._file_tensor(entry.name, step, worker, location)
         for shape in index.shapes:
             self._tensor_named(shape.name)._add_shape(step, worker, shape.shape)
@@ -270,9 +273,7 @@ class Trial:
         where = f"{self.path}/{location.event_file}"
         if location.length > self.limits.index.max_record_bytes:
             raise DebugFormatError(f"{where}: byte {location.start}: record too large")
-        raw = self.source.read_range(
-            location.event_file, location.start, location.start + location.length
-        )
+        raw = self._records.read(location)
         payload = read_record(raw, 0, f"{where} (record at byte {location.start})")
         try:
             events = decode_tensor_event(payload, self.limits.tensor)
@@ -367,7 +368,7 @@ class Trial:
         names = set(self._tensors)
         if step is not None:
             at = self._global_of(step, parse_mode(mode))
-            names = {n for n in names if at is not None and at in self._tensors[n]._global_steps()}
+            names = {n for n in names if at is not None and self._tensors[n]._has(at)}
         if regex is not None:
             patterns = [re.compile(p) for p in ([regex] if isinstance(regex, str) else regex)]
             names = {n for n in names if any(p.match(n) for p in patterns)}
@@ -379,7 +380,8 @@ class Trial:
         return sorted(names)
 
     def tensor(self, name: str) -> Tensor:
-        self.maybe_refresh()
+        if name not in self._tensors:
+            self.maybe_refresh()
         found = self._tensors.get(name)
         if found is None:
             raise TensorUnavailable(name)
