@@ -23,9 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _storage_bench import BENCH, header, publish, seaweed
-
 import numpy as np
+from _storage_bench import BENCH, header, publish, seaweed
 
 from trainops.debugger import CollectionManager, create_trial, modes
 from trainops.debugger.format import TensorFileWriter, mark_training_end, reduction_tensor_name
