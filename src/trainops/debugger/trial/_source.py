@@ -41,6 +41,11 @@ class TrialSource(ABC):
     @abstractmethod
     def exists(self, key: str) -> bool: ...
 
+    def existing(self, keys: set[str]) -> set[str]:
+        """Which of ``keys`` exist (a store answers with one listing rather than one request
+        per key)."""
+        return {key for key in keys if self.exists(key)}
+
 
 class LocalSource(TrialSource):
     """A directory on this machine."""
@@ -121,6 +126,17 @@ class StorageSource(TrialSource):
 
     def exists(self, key: str) -> bool:
         return self._store.exists(self._uri(key))
+
+    def existing(self, keys: set[str]) -> set[str]:
+        if len(keys) <= 2:
+            return super().existing(keys)
+        folders = {key.partition("/")[0] for key in keys}
+        if len(folders) != 1:
+            return super().existing(keys)
+        (folder,) = folders
+        first = min(key[len(folder) + 1 :] for key in keys)
+        listed = set(self.list(folder, first[:-1]))
+        return keys & listed
 
 
 def source_for(location: str, settings: Settings | None = None) -> TrialSource:

@@ -37,6 +37,7 @@ from trainops.debugger.format import (
     INDEX_DIR,
     IndexLimits,
     StepIndex,
+    StepKey,
     TensorLimits,
     decode_tensor_event,
     parse_index,
@@ -49,6 +50,7 @@ from trainops.debugger.modes import ModeKeys, parse_mode
 from trainops.debugger.trial._records import RecordReader
 from trainops.debugger.trial._source import TrialSource
 from trainops.debugger.trial._state import StepState
+from trainops.debugger.trial._steps import StepBook
 from trainops.debugger.trial._tensor import Location, Tensor
 
 __all__ = ["Trial", "TrialLimits", "no_refresh", "refresh"]
@@ -69,13 +71,6 @@ class TrialLimits:
     max_collections_bytes: int = 16 << 20
     max_collection_files: int = 4096
     max_workers: int = 100_000
-
-
-@dataclass
-class _StepRecord:
-    mode: ModeKeys
-    mode_step: int
-    workers: set[str] = field(default_factory=set)
 
 
 def _env_number(name: str, default: float) -> float:
@@ -108,18 +103,15 @@ class Trial:
         self.loaded_all_steps = False
         self.errors: list[str] = []  # one line per file left out (corrupt, too big, ...)
         self.dynamic_refresh = True
-        self._wait_window = int(_env_number(_WAIT_WINDOW_ENV, 1000))
         self._missing_retries = int(_env_number(_MISSING_RETRIES_ENV, 100))
         self._seen: set[str] = set()
-        self._pending: dict[str, int] = {}
-        self._steps: dict[int, _StepRecord] = {}
-        self._by_mode: dict[ModeKeys, dict[int, int]] = {mode: {} for mode in ModeKeys}
+        self._pending: dict[str, int] = {}  # index key -> refreshes spent awaiting its events
+        self._waiting: dict[str, StepIndex] = {}  # those indexes, parsed
+        self._book = StepBook(int(_env_number(_WAIT_WINDOW_ENV, 1000)))
         self._tensors: dict[str, Tensor] = {}
         self._manager: CollectionManager | None = None
         self._collection_keys: set[str] = set()
-        self._workers: set[str] = set()
         self._end_seen_at: float | None = None
-        self._last_complete = -1
         self._cursor: str | None = None  # index keys up to this one (relative) are settled
         self._records = RecordReader(source)
         self.refresh()
@@ -142,7 +134,6 @@ class Trial:
         self._load_new_indexes(final=ended)
         if ended:
             self.loaded_all_steps = True
-        self._update_complete()
 
     def _load_collections(self) -> None:
         keys = [k for k in self.source.list(COLLECTIONS_DIR) if k.endswith("_collections.json")]
@@ -164,21 +155,32 @@ class Trial:
     def _merge_collections(self, manager: CollectionManager) -> None:
         if self._manager is None:
             self._manager = manager
-            return
-        for collection in manager.collections.values():
-            self._manager.collections.setdefault(collection.name, collection)
-        self._manager.num_workers = max(self._manager.num_workers, manager.num_workers)
+        else:
+            for collection in manager.collections.values():
+                self._manager.collections.setdefault(collection.name, collection)
+            self._manager.num_workers = max(self._manager.num_workers, manager.num_workers)
+        self._book.set_num_workers(self._manager.num_workers)
 
     def _load_new_indexes(self, *, final: bool) -> None:
         listed = self.source.list(INDEX_DIR, self._cursor)
-        new = [k for k in listed if k not in self._seen]
-        for key in new:
+        loaded: list[tuple[str, StepKey, StepIndex]] = []
+        for key in listed:
             parsed = parse_index_key(key)
+            if key in self._seen:
+                continue
             if parsed is None or not self._in_range(parsed.step):
                 self._seen.add(key)
                 continue
             try:
-                self._load_index(key, parsed.step, parsed.worker, final=final)
+                loaded.append((key, parsed, self._index(key)))
+            except DebugFormatError as err:
+                self._seen.add(key)
+                self._skip(str(err))
+        wanted = {index.event_file for _, _, index in loaded if index.event_file is not None}
+        present = self.source.existing(wanted)  # one listing on a store, not a request each
+        for key, parsed, index in loaded:
+            try:
+                self._place(key, parsed, index, present, final=final)
             except DebugFormatError as err:
                 self._seen.add(key)
                 self._skip(str(err))
@@ -188,11 +190,10 @@ class Trial:
         """Move the listing's start past keys that are settled: seen, not waiting for their
         event file, and of a complete step (a slower worker's index of a later step may still
         come, so the cursor stays at the last complete step, as smdebug's index token does)."""
-        self._update_complete()
         first_pending = min(self._pending, default=None)
         for key in reversed(listed):
             parsed = parse_index_key(key)
-            settled = parsed is None or parsed.step <= self._last_complete
+            settled = parsed is None or parsed.step <= self._book.last_complete
             if key in self._seen and settled and (first_pending is None or key < first_pending):
                 relative = key[len(INDEX_DIR) + 1 :]
                 if self._cursor is None or relative > self._cursor:
@@ -211,33 +212,38 @@ class Trial:
         start, end = self.range_steps
         return step >= start and (end is None or step < end)
 
-    def _load_index(self, key: str, step: int, worker: str, *, final: bool) -> None:
+    def _index(self, key: str) -> StepIndex:
+        """The parsed index ``key`` (kept while its event file is awaited: read once)."""
+        found = self._waiting.get(key)
+        if found is not None:
+            return found
         raw = self.source.read(key, self.limits.index.max_bytes)
         try:
-            index = parse_index(raw, self.limits.index)
+            return parse_index(raw, self.limits.index)
         except ValueError as err:
             raise DebugFormatError(f"{self.path}/{key}: {err}") from None
-        if index.event_file is not None and not self.source.exists(index.event_file):
+
+    def _place(
+        self, key: str, parsed: StepKey, index: StepIndex, present: set[str], *, final: bool
+    ) -> None:
+        if index.event_file is not None and index.event_file not in present:
             tries = self._pending.get(key, 0) + 1
             if tries <= self._missing_retries and not final:
                 self._pending[key] = tries  # an uploader may copy the index before its events
+                self._waiting[key] = index
                 return
             raise DebugFormatError(
                 f"{self.path}/{key}: its event file {index.event_file} is missing"
             )
         self._seen.add(key)
         self._pending.pop(key, None)
-        self._add_step(step, worker, index)
+        self._waiting.pop(key, None)
+        self._add_step(parsed.step, parsed.worker, index)
 
     def _add_step(self, step: int, worker: str, index: StepIndex) -> None:
-        if len(self._workers | {worker}) > self.limits.max_workers:
+        if worker not in self._book.workers and len(self._book.workers) >= self.limits.max_workers:
             raise DebugFormatError(f"{self.path}: more than {self.limits.max_workers} workers")
-        record = self._steps.setdefault(step, _StepRecord(index.mode, index.mode_step))
-        record.workers.add(worker)
-        self._workers.add(worker)
-        self._by_mode[ModeKeys.GLOBAL][step] = step
-        if index.mode != ModeKeys.GLOBAL:
-            self._by_mode[index.mode][index.mode_step] = step
+        self._book.add(step, worker, index.mode, index.mode_step)
         for entry in index.tensors:
             location = Location(index.event_file or "", entry.start, entry.length)
             self._records.note(location)
@@ -258,15 +264,6 @@ class Trial:
         if found is None:
             found = self._tensors[name] = Tensor(name, self)
         return found
-
-    def _update_complete(self) -> None:
-        need = self.num_workers
-        complete = [s for s, r in self._steps.items() if len(r.workers) >= need]
-        if complete:
-            self._last_complete = max(self._last_complete, max(complete))
-        incomplete = sorted(s for s in self._steps if s > self._last_complete)
-        if len(incomplete) > self._wait_window:  # smdebug gives up on the older half
-            self._last_complete = incomplete[len(incomplete) // 2]
 
     # -- reading values (the tensors call this) --------------------------------------------
     def _read_value(self, location: Location, name: str | None) -> np.ndarray:
@@ -290,54 +287,41 @@ class Trial:
         return self._manager.num_workers if self._manager is not None else 1
 
     def _complete(self, step: int) -> bool:
-        return self.loaded_all_steps or step <= self._last_complete
+        return self._book.complete(step, self.loaded_all_steps)
 
     def _global_of(self, step: int, mode: ModeKeys) -> int | None:
-        return self._by_mode[mode].get(step)
+        return self._book.global_of(step, mode)
 
     def _steps_of(
         self, global_steps: Iterable[int], mode: ModeKeys, show_incomplete: bool
     ) -> list[int]:
-        out = []
-        for step in global_steps:
-            record = self._steps[step]
-            if not show_incomplete and not self._complete(step):
-                continue
-            if mode == ModeKeys.GLOBAL:
-                out.append(step)
-            elif record.mode == mode:
-                out.append(record.mode_step)
-        return sorted(out)
+        return self._book.steps_of(global_steps, mode, show_incomplete, self.loaded_all_steps)
 
     def _step_passed(self, step: int, mode: ModeKeys) -> bool:
-        """Whether ``step`` of ``mode`` will never come (a later one is complete, or the end)."""
-        if self.loaded_all_steps:
-            return True
-        later = [m for m, g in self._by_mode[mode].items() if self._complete(g)]
-        return bool(later) and max(later) > step
+        return self._book.passed(step, mode, self.loaded_all_steps)
 
     def steps(
         self, mode: ModeKeys | int | str = ModeKeys.GLOBAL, show_incomplete_steps: bool = False
     ) -> list[int]:
         """The saved steps of ``mode`` (mode steps; global steps for GLOBAL)."""
         self.maybe_refresh()
-        return self._steps_of(self._steps, parse_mode(mode), show_incomplete_steps)
+        return self._steps_of(self._book.steps, parse_mode(mode), show_incomplete_steps)
 
     def modes(self) -> list[ModeKeys]:
         self.maybe_refresh()
-        return sorted({record.mode for record in self._steps.values()})
+        return sorted({record.mode for record in self._book.steps.values()})
 
     def mode(self, global_step: int) -> ModeKeys:
         self.maybe_refresh()
-        if global_step not in self._steps:
+        if global_step not in self._book.steps:
             raise StepUnavailable(global_step, ModeKeys.GLOBAL)
-        return self._steps[global_step].mode
+        return self._book.steps[global_step].mode
 
     def mode_step(self, global_step: int) -> int:
         self.maybe_refresh()
-        if global_step not in self._steps:
+        if global_step not in self._book.steps:
             raise StepUnavailable(global_step, ModeKeys.GLOBAL)
-        return self._steps[global_step].mode_step
+        return self._book.steps[global_step].mode_step
 
     def global_step(self, mode: ModeKeys | int | str, mode_step: int) -> int:
         self.maybe_refresh()
@@ -349,10 +333,10 @@ class Trial:
 
     def workers(self) -> list[str]:
         self.maybe_refresh()
-        return sorted(self._workers)
+        return sorted(self._book.workers)
 
     def last_complete_step(self) -> int:
-        return self._last_complete
+        return self._book.last_complete
 
     # -- tensors and collections -----------------------------------------------------------
     def tensor_names(
@@ -435,7 +419,7 @@ class Trial:
                 time.sleep(self.poll_interval)
 
     def __repr__(self) -> str:
-        return f"Trial({self.name!r}, steps={len(self._steps)}, workers={sorted(self._workers)})"
+        return f"Trial({self.name!r}, steps={len(self._book.steps)}, workers={sorted(self._book.workers)})"
 
 
 @contextmanager
