@@ -136,6 +136,8 @@ class Trial:
             self.loaded_all_steps = True
 
     def _load_collections(self) -> None:
+        if self._manager is not None and len(self._collection_keys) >= self._manager.num_workers:
+            return  # every worker's file is in: no need to list them again
         keys = [k for k in self.source.list(COLLECTIONS_DIR) if k.endswith("_collections.json")]
         for key in keys[: self.limits.max_collection_files]:
             if key in self._collection_keys:
