@@ -17,6 +17,7 @@ for the values.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import tempfile
 import time
@@ -73,7 +74,8 @@ def table(result: dict[str, Any]) -> str:
         f"Measured {result['date']}: {args['steps']} steps of {args['tensors']} float32 tensors of "
         f"{args['elements']} elements (+ a reduction each and a loss), median of {args['rounds']} "
         f"interleaved rounds, one process, on {result['machine']['cpu_model']} "
-        f"({result['machine']['usable_cores']} usable cores). Raw samples: "
+        f"({result['machine']['usable_cores']} usable cores, shared: load average "
+        f"{result['load_average']:.1f} when it ended). Raw samples: "
         "[results/debugger_trial_read.json](results/debugger_trial_read.json)."
     )
     return "\n".join(rows)
@@ -98,6 +100,7 @@ def main() -> None:
             samples["file"].append(read_once(str(local), settings))
             samples["s3"].append(read_once(prefix, settings))
     result["samples"] = samples
+    result["load_average"] = os.getloadavg()[0]
     result["median"] = {
         scheme: {
             "index_steps_per_s": statistics.median(n / i for i, _, n in runs),
