@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from trainops._protowire import len_field, varint_field
 from trainops.debugger import modes
 from trainops.debugger.config import Collection, CollectionManager
 from trainops.debugger.exceptions import DebugFormatError
@@ -25,7 +26,6 @@ from trainops.debugger.format import (
     reverse_reduction_tensor_name,
     worker_name,
 )
-from trainops.debugger.format._wire import len_field, varint_field
 
 DTYPES = [
     "float16",

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from trainops._protowire import len_field, varint_field
 from trainops.debugger import DebugFormatError, create_trial, modes
 from trainops.debugger.format import (
     IndexLimits,
@@ -20,7 +21,6 @@ from trainops.debugger.format import (
     index_key,
 )
 from trainops.debugger.format._records import frame_record
-from trainops.debugger.format._wire import len_field, varint_field
 from trainops.debugger.trial import LocalSource, Trial, TrialLimits
 
 

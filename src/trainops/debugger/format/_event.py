@@ -19,8 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from trainops.debugger.format._tensor_proto import TensorLimits, decode_tensor, tensor_parts
-from trainops.debugger.format._wire import (
+from trainops._protowire import (
     WireError,
     double_field,
     fields,
@@ -28,6 +27,7 @@ from trainops.debugger.format._wire import (
     len_head,
     varint_field,
 )
+from trainops.debugger.format._tensor_proto import TensorLimits, decode_tensor, tensor_parts
 from trainops.debugger.modes import MODE_PLUGIN_NAME, MODE_STEP_PLUGIN_NAME, ModeKeys
 
 __all__ = [

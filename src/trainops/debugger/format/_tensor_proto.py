@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from trainops.debugger.format._wire import (
+from trainops._protowire import (
     WireError,
     fields,
     len_field,

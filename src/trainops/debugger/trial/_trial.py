@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from trainops._protowire import WireError
 from trainops.debugger.config import Collection, CollectionManager
 from trainops.debugger.exceptions import (
     DebugFormatError,
@@ -45,7 +46,6 @@ from trainops.debugger.format import (
     read_record,
     reverse_reduction_tensor_name,
 )
-from trainops.debugger.format._wire import WireError
 from trainops.debugger.modes import ModeKeys, parse_mode
 from trainops.debugger.trial._records import RecordReader
 from trainops.debugger.trial._source import TrialSource

@@ -1,4 +1,5 @@
-"""The protobuf wire format, by hand: just enough to encode and decode the debugger's events.
+"""The protobuf wire format, by hand: encoders, and a bounded decoder (the debugger's events use
+it; any package writing or reading protobuf messages without a protobuf runtime may).
 
 Encoding writes fields as protobuf's serializer does (tag varint, then a varint, a fixed
 64-bit value or a length-delimited body). Decoding walks a message's fields with every length
