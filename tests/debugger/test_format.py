@@ -13,6 +13,7 @@ from trainops.debugger import modes
 from trainops.debugger.config import Collection, CollectionManager
 from trainops.debugger.exceptions import DebugFormatError
 from trainops.debugger.format import (
+    BFLOAT16_BITS,
     TensorFileWriter,
     compute_reduction,
     decode_tensor,
@@ -65,6 +66,15 @@ def test_bfloat16_reads_back_as_float32() -> None:
     back = decode_tensor(memoryview(encode_tensor(array)))
     assert back.dtype == np.float32
     np.testing.assert_array_equal(back, [1.5, -2.0, 3.25])
+
+
+def test_bfloat16_from_a_torch_tensors_bits() -> None:
+    torch = pytest.importorskip("torch")
+    tensor = torch.tensor([[1.5, -2.0], [0.25, 3e38]], dtype=torch.bfloat16)
+    bits = tensor.view(torch.uint16).numpy().view(BFLOAT16_BITS)
+    back = decode_tensor(memoryview(encode_tensor(bits)))
+    assert back.dtype == np.float32 and back.shape == (2, 2)
+    np.testing.assert_array_equal(back, tensor.float().numpy())
 
 
 def test_strings_round_trip() -> None:

@@ -37,10 +37,16 @@ from trainops.debugger.format._reductions import (
     reduction_tensor_name,
     reverse_reduction_tensor_name,
 )
-from trainops.debugger.format._tensor_proto import TensorLimits, decode_tensor, encode_tensor
+from trainops.debugger.format._tensor_proto import (
+    BFLOAT16_BITS,
+    TensorLimits,
+    decode_tensor,
+    encode_tensor,
+)
 from trainops.debugger.format._writer import TensorFileWriter, mark_training_end
 
 __all__ = [
+    "BFLOAT16_BITS",
     "COLLECTIONS_DIR",
     "DEFAULT_WORKER",
     "END_MARKER",

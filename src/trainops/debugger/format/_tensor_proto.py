@@ -11,7 +11,8 @@ Field numbers (tensorflow/core/framework/tensor.proto, tensor_shape.proto, types
 Numbers go in ``tensor_content`` (little-endian, as smdebug writes them); strings in
 ``string_val`` with no dtype (``DT_INVALID``), as smdebug writes them and its reader wants
 (``DT_STRING`` reads too). bfloat16 (``DT_BFLOAT16``) is read back as float32, the value it holds exactly;
-it is written from an ``ml_dtypes.bfloat16`` array where that package is present.
+it is written from an ``ml_dtypes.bfloat16`` array, or from its raw bits as :data:`BFLOAT16_BITS`
+(what a torch ``bfloat16`` tensor gives without ``ml_dtypes``).
 """
 
 from __future__ import annotations
@@ -30,7 +31,14 @@ from trainops._protowire import (
     varint_field,
 )
 
-__all__ = ["DTYPES", "TensorLimits", "decode_tensor", "encode_tensor", "tensor_parts"]
+__all__ = [
+    "BFLOAT16_BITS",
+    "DTYPES",
+    "TensorLimits",
+    "decode_tensor",
+    "encode_tensor",
+    "tensor_parts",
+]
 
 # DataType enum value -> numpy dtype (little-endian); DT_STRING (7) and DT_BFLOAT16 (14) apart.
 DTYPES: dict[int, np.dtype[np.generic]] = {
@@ -52,6 +60,9 @@ DTYPES: dict[int, np.dtype[np.generic]] = {
 _CODE = {
     dtype.newbyteorder("=") if dtype.itemsize > 1 else dtype: code for code, dtype in DTYPES.items()
 }
+BFLOAT16_BITS = np.dtype([("bfloat16", "<u2")])
+"""bfloat16 values as their raw 16 bits, for a writer without ``ml_dtypes``: from torch,
+``tensor.view(torch.uint16).numpy().view(BFLOAT16_BITS)``."""
 _CODE_OF: dict[np.dtype[np.generic], int] = {}  # every dtype seen, by its code (a cache)
 _INVALID, _STRING, _BFLOAT16 = 0, 7, 14
 _VALUE_FIELDS = {5: "<f4", 6: "<f8", 7: "<i4", 10: "<i8", 11: "?", 13: "<i4"}
@@ -76,7 +87,7 @@ def _dtype_code(array: np.ndarray) -> int:
 def _find_code(dtype: np.dtype[np.generic]) -> int:
     if dtype.kind in "USO":
         return _STRING
-    if dtype.name == "bfloat16":
+    if dtype.name == "bfloat16" or dtype == BFLOAT16_BITS:
         return _BFLOAT16
     code = _CODE.get(dtype.newbyteorder("=") if dtype.itemsize > 1 else dtype)
     if code is None:
