@@ -12,7 +12,14 @@ import numpy as np
 import pytest
 
 from trainops._protowire import len_field, varint_field
-from trainops.debugger import DebugFormatError, create_trial, modes
+from trainops.debugger import (
+    Collection,
+    CollectionManager,
+    DebugFormatError,
+    MissingCollectionFiles,
+    create_trial,
+    modes,
+)
 from trainops.debugger.format import (
     IndexLimits,
     TensorFileWriter,
@@ -140,3 +147,27 @@ def test_a_step_claiming_more_bytes_than_the_limit_is_left_out(tmp_path: Path) -
     write_index(tmp_path, 0, {"meta": meta, "tensor_payload": entries})
     trial = create_trial(tmp_path)
     assert trial.steps() == [] and "add up to 21474836480 bytes" in trial.errors[0]
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["(a+)+$", "((ab)*)*", "(a|a)*$", ".*a.*a.*a.*b", "(x{1,100}){2,}", ".*a.{0,1000}b.*c"],
+)
+def test_a_job_cannot_hand_the_reader_a_regex_that_blows_up(tmp_path: Path, pattern: str) -> None:
+    manager = CollectionManager([Collection("evil", include_regex=[pattern])])
+    TensorFileWriter(tmp_path, "worker_0").write_collections(manager)
+    TensorFileWriter(tmp_path, "worker_0").write_step(0, modes.TRAIN, 0, [("a" * 1000, np.ones(1))])
+    trial = create_trial(tmp_path)
+    assert "include_regex" in trial.errors[0]
+    with pytest.raises(MissingCollectionFiles):
+        trial.tensor_names(collection="evil")
+
+
+@pytest.mark.parametrize(
+    "pattern", [".*relu_output", "fc.*weight", ".*conv.*", "^layer[0-9]+\\.bias$"]
+)
+def test_ordinary_collection_regexes_are_read(tmp_path: Path, pattern: str) -> None:
+    manager = CollectionManager([Collection("fine", include_regex=[pattern])])
+    TensorFileWriter(tmp_path, "worker_0").write_collections(manager)
+    trial = create_trial(tmp_path)
+    assert trial.errors == [] and trial.collection("fine").include_regex == [pattern]

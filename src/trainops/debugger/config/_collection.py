@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from trainops.debugger.config._reduction_config import ReductionConfig, parse_bool
+from trainops.debugger.config._regex import check_untrusted_regex
 from trainops.debugger.config._save_config import SaveConfig
 
 __all__ = [
@@ -27,6 +28,8 @@ __all__ = [
 
 _MAX_REGEX = 1_000
 _MAX_REGEXES = 100
+_MAX_NAMES = 100_000
+_MAX_COLLECTIONS = 1_000
 
 
 class CollectionKeys:
@@ -145,13 +148,26 @@ class Collection:
         }
 
     @classmethod
-    def from_dict(cls, params: Mapping[str, Any]) -> Collection:
+    def from_dict(cls, params: Mapping[str, Any], *, untrusted: bool = False) -> Collection:
+        """From the JSON form; ``untrusted`` (a job's file, read by someone else) also refuses
+        patterns whose matching could blow up and more than 100,000 tensor names."""
         if not isinstance(params, Mapping):
             raise ValueError(f"a collection must be a mapping, not {type(params).__name__}")
         names = params.get("tensor_names") or []
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
             raise ValueError("a collection's tensor_names must be a list of strings")
+        if untrusted and len(names) > _MAX_NAMES:
+            raise ValueError(f"a collection lists {len(names)} tensor names, at most {_MAX_NAMES}")
         reduction, save = params.get("reduction_config"), params.get("save_config")
+        collection = cls._build(params, names, reduction, save)
+        for pattern in collection.include_regex if untrusted else ():
+            check_untrusted_regex(pattern)
+        return collection
+
+    @classmethod
+    def _build(
+        cls, params: Mapping[str, Any], names: list[str], reduction: Any, save: Any
+    ) -> Collection:
         return cls(
             name=params.get("name"),  # type: ignore[arg-type]  # checked by the constructor
             include_regex=params.get("include_regex"),
@@ -210,9 +226,14 @@ class CollectionManager:
         }
 
     @classmethod
-    def from_dict(cls, params: Mapping[str, Any]) -> CollectionManager:
+    def from_dict(cls, params: Mapping[str, Any], *, untrusted: bool = False) -> CollectionManager:
+        """From the JSON form (``untrusted``: see :meth:`Collection.from_dict`; also at most
+        1,000 collections)."""
         if not isinstance(params, Mapping) or not isinstance(params.get("collections"), Mapping):
             raise ValueError("a collections file must be an object with a 'collections' object")
+        found = params["collections"]
+        if untrusted and len(found) > _MAX_COLLECTIONS:
+            raise ValueError(f"{len(found)} collections, at most {_MAX_COLLECTIONS}")
         meta = params.get("_meta") or {}
         if not isinstance(meta, Mapping):
             raise ValueError("a collections file's '_meta' must be an object")
@@ -223,8 +244,7 @@ class CollectionManager:
             or not 1 <= workers <= 1_000_000
         ):
             raise ValueError(f"_meta.num_workers must be an integer from 1, not {workers!r}")
-        manager = cls(
-            (Collection.from_dict(c) for c in params["collections"].values()), num_workers=workers
-        )
+        collections = (Collection.from_dict(c, untrusted=untrusted) for c in found.values())
+        manager = cls(collections, num_workers=workers)
         manager.meta = {k: v for k, v in meta.items() if k != "num_workers"}
         return manager

@@ -145,7 +145,7 @@ class Trial:
             self._collection_keys.add(key)
             try:
                 raw = self.source.read(key, self.limits.max_collections_bytes)
-                manager = CollectionManager.from_dict(json.loads(raw))
+                manager = CollectionManager.from_dict(json.loads(raw), untrusted=True)
             except DebugFormatError as err:
                 self._skip(str(err))
                 continue
