@@ -171,3 +171,12 @@ def test_ordinary_collection_regexes_are_read(tmp_path: Path, pattern: str) -> N
     TensorFileWriter(tmp_path, "worker_0").write_collections(manager)
     trial = create_trial(tmp_path)
     assert trial.errors == [] and trial.collection("fine").include_regex == [pattern]
+
+
+def test_a_trial_keeps_track_of_a_bounded_number_of_records(tmp_path: Path) -> None:
+    writer = TensorFileWriter(tmp_path, "worker_0", sync=False)
+    for step in range(4):
+        writer.write_step(step, modes.TRAIN, step, [(f"t{i}", np.ones(1)) for i in range(10)])
+    trial = Trial(LocalSource(tmp_path), limits=TrialLimits(max_records=25))
+    assert trial.steps() == [0, 1]
+    assert "more than 25 tensor records; step 2 of worker_0" in trial.errors[0]

@@ -71,6 +71,7 @@ class TrialLimits:
     max_collections_bytes: int = 16 << 20
     max_collection_files: int = 4096
     max_workers: int = 100_000
+    max_records: int = 5_000_000  # tensor records a trial keeps track of (its memory)
 
 
 def _env_number(name: str, default: float) -> float:
@@ -114,6 +115,7 @@ class Trial:
         self._end_seen_at: float | None = None
         self._cursor: str | None = None  # index keys up to this one (relative) are settled
         self._records = RecordReader(source)
+        self._records_held = 0
         self.refresh()
 
     # -- refreshing ------------------------------------------------------------------------
@@ -245,6 +247,12 @@ class Trial:
     def _add_step(self, step: int, worker: str, index: StepIndex) -> None:
         if worker not in self._book.workers and len(self._book.workers) >= self.limits.max_workers:
             raise DebugFormatError(f"{self.path}: more than {self.limits.max_workers} workers")
+        if self._records_held + len(index.tensors) > self.limits.max_records:
+            raise DebugFormatError(
+                f"{self.path}: more than {self.limits.max_records} tensor records; "
+                f"step {step} of {worker} and later ones are left out"
+            )
+        self._records_held += len(index.tensors)
         self._book.add(step, worker, index.mode, index.mode_step)
         for entry in index.tensors:
             location = Location(index.event_file or "", entry.start, entry.length)
