@@ -355,7 +355,6 @@ class Trial:
         mode: ModeKeys | int | str = ModeKeys.GLOBAL,
         regex: str | Iterable[str] | None = None,
         collection: str | Collection | None = None,
-        show_incomplete_steps: bool = False,
     ) -> list[str]:
         """Names of the saved tensors, narrowed by step, regex (any of) and collection."""
         self.maybe_refresh()
