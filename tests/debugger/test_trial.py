@@ -156,3 +156,17 @@ def test_too_many_incomplete_steps_mark_the_older_half_complete(
     trial = create_trial(tmp_path)
     assert trial.steps() == [0, 1, 2]
     assert trial.steps(show_incomplete_steps=True) == list(range(7))
+
+
+def test_steps_read_before_the_collections_file_wait_for_every_worker(tmp_path: Path) -> None:
+    first, second = TensorFileWriter(tmp_path, "worker_0"), TensorFileWriter(tmp_path, "worker_1")
+    for step in range(3):
+        first.write_step(step, modes.TRAIN, step, [("loss", np.ones(1))])
+    trial = create_trial(tmp_path)
+    assert trial.steps() == [0, 1, 2]  # one worker, as far as the trial knows yet
+    first.write_collections(CollectionManager(), num_workers=2)
+    assert trial.steps() == []  # now it knows: none of them is complete
+    for step in range(3):
+        second.write_step(step, modes.TRAIN, step, [("loss", np.ones(1))])
+    assert trial.steps() == [0, 1, 2]
+    assert all(trial.tensor("loss").workers(s) == ["worker_0", "worker_1"] for s in range(3))

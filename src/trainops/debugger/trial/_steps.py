@@ -48,7 +48,8 @@ class StepBook:
         if num_workers != self.num_workers:
             self.num_workers = num_workers
             self._incomplete = set()
-            for step in self.steps:
+            self.last_complete = -1  # counted against the wrong number of workers until now
+            for step in sorted(self.steps):
                 self._settle(step)
 
     def _settle(self, step: int) -> None:

@@ -194,6 +194,8 @@ class Trial:
         """Move the listing's start past keys that are settled: seen, not waiting for their
         event file, and of a complete step (a slower worker's index of a later step may still
         come, so the cursor stays at the last complete step, as smdebug's index token does)."""
+        if self._manager is None:
+            return  # until the collections file says how many workers write, nothing is settled
         first_pending = min(self._pending, default=None)
         for key in reversed(listed):
             parsed = parse_index_key(key)
