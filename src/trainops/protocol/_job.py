@@ -339,6 +339,16 @@ class SubmittedJob:
         return None if config is None or config.disable_profiler else config
 
     @property
+    def profiler_rules(self) -> tuple[RuleSpec, ...]:
+        """The rules that read the profiler's data (``kind`` ``profiler``)."""
+        return tuple(rule for rule in self.rules if rule.kind == "profiler")
+
+    @property
+    def debugger_rules(self) -> tuple[RuleSpec, ...]:
+        """The rules that read the saved tensors (``kind`` ``debugger``)."""
+        return tuple(rule for rule in self.rules if rule.kind == "debugger")
+
+    @property
     def grace_seconds(self) -> float:
         """SIGTERM to SIGKILL delay when the job is stopped."""
         return float(self.stopping_condition.grace_period_in_seconds)

@@ -172,15 +172,19 @@ class ActionSpec:
 
 @dataclass(frozen=True, slots=True)
 class RuleSpec:
-    """A rule to evaluate: its built-in ``rule``, ``name``, resolved parameters and actions."""
+    """A rule to evaluate: its built-in ``rule``, ``name``, resolved parameters, actions and
+    ``kind`` (``profiler`` or ``debugger``)."""
 
     rule: str
     name: str
     rule_parameters: Mapping[str, Any]
     actions: tuple[ActionSpec, ...]
+    kind: str = "profiler"
 
     @classmethod
     def from_json(cls, raw: Any, where: str) -> RuleSpec:
+        if isinstance(raw, Mapping) and "kind" not in raw:
+            raw = {**raw, "kind": "profiler"}  # stored before debugger rules existed
         data = _fields_of(cls, raw, where)
         data["rule_parameters"] = dict(data["rule_parameters"])
         data["actions"] = tuple(
@@ -194,6 +198,7 @@ class RuleSpec:
             "name": self.name,
             "rule_parameters": dict(self.rule_parameters),
             "actions": [a.to_json() for a in self.actions],
+            "kind": self.kind,
         }
 
 

@@ -41,7 +41,7 @@ class RulesService(ControlService):
         self._adopted = False
 
     def job_changed(self, job: JobRecord) -> None:
-        if not job.spec.rules:
+        if not job.spec.profiler_rules:
             return
         if job.status in ENDED:
             self._finish(job)
@@ -66,11 +66,11 @@ class RulesService(ControlService):
         rules of jobs that ended while it closed (a job's end heard as it shut down)."""
         store = self.context.store
         for job in store.list_jobs(statuses=_RUNNING, limit=_ADOPT_LIMIT):
-            if job.spec.rules and job.name not in self.jobs:
+            if job.spec.profiler_rules and job.name not in self.jobs:
                 self._track(job)
         since = self.context.now() - _SETTLE_WITHIN_S
         for job in store.list_jobs(statuses=_ENDED, created_after=since, limit=_ADOPT_LIMIT):
-            if job.spec.rules:
+            if job.spec.profiler_rules:
                 self._finish(job)
 
     def _finish(self, job: JobRecord) -> None:
@@ -78,7 +78,7 @@ class RulesService(ControlService):
         if rules is None:
             rows = self.context.store.rule_evaluations(job.name)
             settled = {row.name for row in rows if row.status in _VERDICTS}
-            if all(spec.name in settled for spec in job.spec.rules):
+            if all(spec.name in settled for spec in job.spec.profiler_rules):
                 return  # evaluated to the end already (or by an earlier control plane)
             rules = self._rules_of(job)
             if rules is None:

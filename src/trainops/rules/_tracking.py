@@ -97,7 +97,7 @@ class JobRules:
         prefix = profiler_prefix(config.s3_output_path if config else None, job.output_prefix)
         self.reader = ProfilerReader(store_for(prefix, context.settings), prefix)
         rows = {row.name: row for row in context.store.rule_evaluations(job.name)}
-        self.rules = [RuleState.make(spec, rows.get(spec.name)) for spec in job.spec.rules]
+        self.rules = [RuleState.make(spec, rows.get(spec.name)) for spec in job.spec.profiler_rules]
         now = context.now()
         for state in self.rules:
             if state.spec.name not in rows:
@@ -256,7 +256,7 @@ def _exception_line(exc: BaseException) -> str:
 
 def write_errors(job: JobRecord, context: ServiceContext, line: str) -> None:
     """Every rule of ``job`` is Error with ``line`` (its data cannot be read at all)."""
-    for spec in job.spec.rules:
+    for spec in job.spec.profiler_rules:
         body = {"rule": spec.rule, "parameters": dict(spec.rule_parameters), "result": None}
         row = RuleEvaluation(
             job.name, spec.name, spec.rule, KIND, ERROR, line[:1024], context.now(), body

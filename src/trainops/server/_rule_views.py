@@ -27,7 +27,7 @@ def profiler_sections(
     spec = job.spec
     rows = {row.name: row for row in store.rule_evaluations(job.name) if row.kind == _KIND}
     statuses = []
-    for rule in spec.rules:
+    for rule in spec.profiler_rules:
         row = rows.get(rule.name)
         statuses.append(_status(row, iso) if row else _pending(rule.name, rule.rule, job, iso))
     return {
@@ -41,7 +41,7 @@ def profiler_sections(
                     **{k: _text(v) for k, v in rule.rule_parameters.items()},
                 },
             }
-            for rule in spec.rules
+            for rule in spec.profiler_rules
         ],
         "ProfilerRuleEvaluationStatuses": statuses,
     }

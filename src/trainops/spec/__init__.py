@@ -64,12 +64,14 @@ if typing.TYPE_CHECKING:
     )
     from trainops.spec._raw import RawSpec, load_raw_spec
     from trainops.spec._rule_catalog import (
+        DEBUGGER_RULES,
         PROFILER_REPORT,
         PROFILER_RULES,
         REPORT_MEMBERS,
         RuleDefinition,
         check_rule_parameters,
         rule_definition,
+        rule_name,
     )
     from trainops.spec._sagemaker import (
         CHANNEL_ARGUMENTS,
@@ -81,6 +83,7 @@ if typing.TYPE_CHECKING:
 
 __all__ = [
     "CHANNEL_ARGUMENTS",
+    "DEBUGGER_RULES",
     "ESTIMATOR_ARGUMENTS",
     "FILE_SYSTEM_ARGUMENTS",
     "PROFILER_REPORT",
@@ -134,6 +137,7 @@ __all__ = [
     "parse_spec",
     "resolve_paths",
     "rule_definition",
+    "rule_name",
     "sagemaker_hint",
     "validate_spec",
 ]
@@ -154,12 +158,14 @@ _MODULE_OF = {
     ),
     **dict.fromkeys(
         [
+            "DEBUGGER_RULES",
             "PROFILER_REPORT",
             "PROFILER_RULES",
             "REPORT_MEMBERS",
             "RuleDefinition",
             "check_rule_parameters",
             "rule_definition",
+            "rule_name",
         ],
         "trainops.spec._rule_catalog",
     ),

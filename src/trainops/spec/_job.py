@@ -30,6 +30,7 @@ from trainops.spec._profiler import (
     check_rules,
 )
 from trainops.spec._raw import uri_problem
+from trainops.spec._rule_catalog import PROFILER
 from trainops.spec._sagemaker import (
     CHANNEL_ARGUMENTS,
     ESTIMATOR_ARGUMENTS,
@@ -530,7 +531,7 @@ class JobSpec(SpecModel):
     def _profiling(self) -> JobSpec:
         """Profiler rules read the profiler's data: they turn it on at its defaults, and
         cannot run when it is disabled."""
-        if not self.rules:
+        if not any(rule.kind == PROFILER for rule in self.rules):
             return self
         if self.profiler_config is None:
             object.__setattr__(self, "profiler_config", ProfilerConfig())
