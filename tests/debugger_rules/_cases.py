@@ -162,7 +162,9 @@ CASES: dict[str, Case] = {
     "Overtraining": Case(
         {"patience_train": 2, "patience_validation": 2},
         lambda: _train_then_eval([1.0] * 6, [0.8] * 4),
-        lambda: _train_then_eval([1.0 / (1 + s) for s in range(6)], [0.8 / (1 + s) for s in range(4)]),
+        lambda: _train_then_eval(
+            [1.0 / (1 + s) for s in range(6)], [0.8 / (1 + s) for s in range(4)]
+        ),
     ),
     "PoorWeightInitialization": Case({}, lambda: _poor_init(1000.0), lambda: _poor_init(1.5)),
     "SaturatedActivation": Case(

@@ -32,8 +32,16 @@ class Series:
     steps: dict[int, dict[str, Any]] = field(default_factory=dict)
     modes: dict[int, tuple[ModeKeys, int]] = field(default_factory=dict)
 
-    def add(self, step: int, mode: ModeKeys = ModeKeys.TRAIN, mode_step: int | None = None, **tensors: Any) -> Series:
-        self.steps.setdefault(step, {}).update({k.replace("__", "/"): v for k, v in tensors.items()})
+    def add(
+        self,
+        step: int,
+        mode: ModeKeys = ModeKeys.TRAIN,
+        mode_step: int | None = None,
+        **tensors: Any,
+    ) -> Series:
+        self.steps.setdefault(step, {}).update(
+            {k.replace("__", "/"): v for k, v in tensors.items()}
+        )
         self.modes[step] = (mode, step if mode_step is None else mode_step)
         return self
 
@@ -48,7 +56,9 @@ def write_series(
 ) -> Path:
     """Write ``series`` under ``path`` (collections first, then each step, then the end mark)."""
     writer = TensorFileWriter(path, worker, sync=False)
-    manager = CollectionManager([Collection(name, list(regexes)) for name, regexes in collections.items()])
+    manager = CollectionManager(
+        [Collection(name, list(regexes)) for name, regexes in collections.items()]
+    )
     writer.write_collections(manager, 1)
     for step in sorted(series.steps):
         mode, mode_step = series.modes.get(step, (ModeKeys.TRAIN, step))

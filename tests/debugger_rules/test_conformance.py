@@ -97,7 +97,12 @@ def test_takes_its_parameters_as_strings(name: str, tmp_path: Path) -> None:
         for key, value in CATALOG[name].defaults.items()
         if key != "other_trials"
     }
-    strings.update({k: str(v) if not isinstance(v, list) else ",".join(v) for k, v in CASES[name].parameters.items()})
+    strings.update(
+        {
+            k: str(v) if not isinstance(v, list) else ",".join(v)
+            for k, v in CASES[name].parameters.items()
+        }
+    )
     rule = _rule(name, tmp_path, True, strings)
     runner = RuleRunner(rule)
     if runner.advance(_NOW).status != ISSUES_FOUND:

@@ -138,12 +138,36 @@ def test_vanishing_gradient_reads_saved_reductions_without_the_raw_tensor(tmp_pa
 @pytest.mark.parametrize(
     ("rule", "parameters", "message"),
     [
-        ("VanishingGradient", {"threshold": "lots"}, "VanishingGradient.threshold must be a finite number"),
-        ("VanishingGradient", {"threshold": "nan"}, "VanishingGradient.threshold must be a finite number"),
-        ("UnchangedTensor", {"num_steps": "1"}, "UnchangedTensor.num_steps must be a whole number of 2"),
-        ("DeadRelu", {"tensor_regex": "(["}, "DeadRelu.tensor_regex: '\\(\\[' is not a regular expression"),
-        ("ExplodingTensor", {"only_nan": "perhaps"}, "ExplodingTensor.only_nan must be true or false"),
-        ("NLPSequenceRatio", {"token_values": "0,1", "token_thresholds_percent": "1,2,3"}, "one per token"),
+        (
+            "VanishingGradient",
+            {"threshold": "lots"},
+            "VanishingGradient.threshold must be a finite number",
+        ),
+        (
+            "VanishingGradient",
+            {"threshold": "nan"},
+            "VanishingGradient.threshold must be a finite number",
+        ),
+        (
+            "UnchangedTensor",
+            {"num_steps": "1"},
+            "UnchangedTensor.num_steps must be a whole number of 2",
+        ),
+        (
+            "DeadRelu",
+            {"tensor_regex": "(["},
+            "DeadRelu.tensor_regex: '\\(\\[' is not a regular expression",
+        ),
+        (
+            "ExplodingTensor",
+            {"only_nan": "perhaps"},
+            "ExplodingTensor.only_nan must be true or false",
+        ),
+        (
+            "NLPSequenceRatio",
+            {"token_values": "0,1", "token_thresholds_percent": "1,2,3"},
+            "one per token",
+        ),
         ("SimilarAcrossRuns", {}, "SimilarAcrossRuns needs other_trials"),
     ],
 )

@@ -48,6 +48,7 @@ DESCRIBE_KEYS = {
     "ProfilingStatus",
     "ProfilerRuleConfigurations",
     "ProfilerRuleEvaluationStatuses",
+    "DebugRuleEvaluationStatuses",
 }
 
 

@@ -14,8 +14,8 @@ import logging
 
 from trainops.control import ENDED
 from trainops.control.services import ControlService, ServiceContext
-from trainops.rules._base import ISSUES_FOUND, NO_ISSUES_FOUND
 from trainops.protocol import RuleSpec
+from trainops.rules._base import ISSUES_FOUND, NO_ISSUES_FOUND
 from trainops.rules._tracking import KIND, JobRules, rules_of_kind, write_errors
 from trainops.store import JobRecord
 

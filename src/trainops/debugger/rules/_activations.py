@@ -25,7 +25,11 @@ def _inactive_percent(active: Any, threshold_inactivity: float) -> float:
     if mask.ndim < 2:
         mask = mask.reshape(1, -1)
     per_node = 100.0 * mask.reshape(mask.shape[0], -1).mean(axis=0)
-    return 100.0 * float(np.count_nonzero(per_node < threshold_inactivity)) / max(per_node.size, 1)
+    return (
+        100.0
+        * float(np.count_nonzero(per_node < threshold_inactivity))
+        / max(int(per_node.size), 1)
+    )
 
 
 class _ActivationRule(BuiltinRule):

@@ -28,6 +28,7 @@ from trainops.debugger.exceptions import (
     TensorUnavailable,
     TensorUnavailableForStep,
 )
+from trainops.debugger.format import compute_reduction
 from trainops.debugger.modes import ModeKeys
 
 __all__ = ["UNAVAILABLE", "BuiltinRule", "Rule"]
@@ -163,7 +164,7 @@ class BuiltinRule(Rule):
         reduction saved for it), or None."""
         raw = self.value(name, step)
         if raw is not None:
-            return reduce_array(raw, reduction, absolute)
+            return float(compute_reduction(raw, reduction, absolute)) if raw.size else None
         try:
             stored = self.base_trial.tensor(name).reduction_value(step, reduction, abs=absolute)
         except UNAVAILABLE:
@@ -175,30 +176,6 @@ def matching(names: Iterable[str], regexes: Sequence[str]) -> list[str]:
     """The names that one of ``regexes`` matches (``re.match``, as smdebug)."""
     compiled = [re.compile(r) for r in regexes]
     return [n for n in names if any(c.match(n) for c in compiled)]
-
-
-def reduce_array(array: Any, reduction: str, absolute: bool) -> float:
-    """``reduction`` (min, max, mean, std, variance, sum, prod, l1, l2) of ``array``."""
-    values = np.asarray(array, dtype=np.float64)
-    if absolute:
-        values = np.abs(values)
-    if values.size == 0:
-        return float("nan")
-    if reduction == "l1":
-        return float(np.sum(np.abs(values)))
-    if reduction == "l2":
-        return float(np.sqrt(np.sum(values * values)))
-    functions = {
-        "min": np.min,
-        "max": np.max,
-        "mean": np.mean,
-        "median": np.median,
-        "std": np.std,
-        "variance": np.var,
-        "sum": np.sum,
-        "prod": np.prod,
-    }
-    return float(functions[reduction](values))
 
 
 def checked_regexes(rule: str, key: str, regexes: Sequence[str]) -> list[str]:

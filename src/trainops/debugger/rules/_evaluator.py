@@ -47,7 +47,11 @@ def _error(line: str) -> dict[str, Any]:
 
 def _readable(request: dict[str, Any], src_root: Path) -> list[str]:
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, str(src_root)}
-    paths.update(v for k, v in sysconfig.get_paths().items() if k in ("stdlib", "platstdlib", "purelib", "platlib"))
+    paths.update(
+        v
+        for k, v in sysconfig.get_paths().items()
+        if k in ("stdlib", "platstdlib", "purelib", "platlib")
+    )
     paths.update(_SYSTEM_READABLE)
     paths.update({str(request["code"]), str(request["trial"])})
     return sorted(paths)
@@ -66,7 +70,9 @@ def _load_rule(request: dict[str, Any]) -> type:
     spec.loader.exec_module(module)
     found = getattr(module, str(request["rule_to_invoke"]), None)
     if not isinstance(found, type) or not callable(getattr(found, "invoke_at_step", None)):
-        raise ValueError(f"{source.name} has no rule class {request['rule_to_invoke']!r} with invoke_at_step")
+        raise ValueError(
+            f"{source.name} has no rule class {request['rule_to_invoke']!r} with invoke_at_step"
+        )
     return found
 
 
@@ -83,7 +89,12 @@ def _run(request: dict[str, Any], ended: threading.Event) -> dict[str, Any]:
     while True:
         final = ended.is_set()
         verdict = runner.advance(time.time(), ended=final)
-        shown = {"status": verdict.status, "details": verdict.details[:_MAX_DETAILS], "step": verdict.step, "evidence": verdict.evidence}
+        shown = {
+            "status": verdict.status,
+            "details": verdict.details[:_MAX_DETAILS],
+            "step": verdict.step,
+            "evidence": verdict.evidence,
+        }
         if verdict.status in (ISSUES_FOUND, NO_ISSUES_FOUND):
             return shown
         if shown != last:

@@ -84,7 +84,9 @@ def confine(
         raise SandboxError(f"prctl(no_new_privs) failed: {os.strerror(ctypes.get_errno())}")
     abi = landlock_abi()
     if abi < 1:
-        raise SandboxError("this kernel has no Landlock (Linux 5.13+): a custom rule cannot be confined")
+        raise SandboxError(
+            "this kernel has no Landlock (Linux 5.13+): a custom rule cannot be confined"
+        )
     attr = _RulesetAttr(_handled_fs(abi), 0, 0)
     if abi >= 4:
         attr.handled_access_net = _NET_BIND_TCP | _NET_CONNECT_TCP
