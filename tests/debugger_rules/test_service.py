@@ -38,12 +38,12 @@ class Plane:
         self.stops.append((name, message))
         return True
 
-    def submit(self, rules: list[Any]) -> JobRecord:
+    def submit(self, rules: list[Any], code_uri: str = "file:///code.tar.gz") -> JobRecord:
         spec = JobSpec(entry_point="train.py", rules=rules).view()
         return self.store.create_job(
             name="job-a",
             spec=spec,
-            code_uri="file:///code.tar.gz",
+            code_uri=code_uri,
             output_prefix=self.output,
             max_attempts=1,
             status="InProgress",

@@ -99,7 +99,10 @@ class RulesService(ControlService):
             rules = self._rules_of(job)
             if rules is None:
                 return
-        rules.scan(job, final=True)
+        try:
+            rules.scan(job, final=True)
+        finally:
+            rules.close()
 
     def _track(self, job: JobRecord) -> None:
         rules = self._rules_of(job)
@@ -119,6 +122,8 @@ class RulesService(ControlService):
             return None
 
     def close(self) -> None:
+        for rules in self.jobs.values():
+            rules.close()
         self.jobs.clear()
 
 

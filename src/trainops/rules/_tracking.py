@@ -40,8 +40,10 @@ from trainops.control.services import ServiceContext
 from trainops.profiler import ProfilerReader, profiler_prefix
 from trainops.protocol import RuleSpec
 from trainops.rules._base import ISSUES_FOUND, ProfilerData, RuleResult
+from trainops.rules._custom import CustomRuleEvaluation
 from trainops.rules._debugger import DebuggerRuleEvaluation, Evaluates
 from trainops.rules._registry import make_rule
+from trainops.spec._debugger_catalog import CUSTOM
 from trainops.storage import ObjectStore, join_uri, store_for
 from trainops.store import JobRecord, RuleEvaluation
 
@@ -85,9 +87,11 @@ class RuleState:
         try:
             if kind == KIND:
                 state = cls(spec, make_rule(spec.rule, spec.rule_parameters))
+            elif spec.rule == CUSTOM:
+                state = cls(spec, CustomRuleEvaluation(spec, job, context), kind=kind)
             else:
                 state = cls(spec, DebuggerRuleEvaluation(spec, job, context), kind=kind)
-        except (KeyError, ValueError) as exc:
+        except Exception as exc:  # a rule that cannot be made is an Error row
             state = cls(spec, None, f"{type(exc).__name__}: {exc}", kind=kind)
         if row is not None and row.status == ISSUES_FOUND:  # a restarted control plane
             state.found = row.result.get("found") or {"details": row.status_details}
@@ -114,6 +118,13 @@ class JobRules:
         for state in self.rules:
             if state.spec.name not in rows:
                 self._write(state, None, now)
+
+    def close(self) -> None:
+        """Release what the rules hold (a custom rule's process)."""
+        for state in self.rules:
+            close = getattr(state.rule, "close", None)
+            if close is not None:
+                close()
 
     def scan(self, job: JobRecord, *, final: bool = False) -> None:
         """Evaluate the rules that are due (every one when ``final``: the job has ended)."""

@@ -27,6 +27,7 @@ from trainops.spec._rule_definition import RuleDefinition
 
 __all__ = [
     "COLLECTION_NAME",
+    "CUSTOM",
     "DEBUGGER_RULES",
     "LATER_RULES",
     "MAX_TEXT",
@@ -226,6 +227,21 @@ _RULES = (
 
 DEBUGGER_RULES: dict[str, RuleDefinition] = {rule.name: rule for rule in _RULES}
 
+#: A custom rule (SageMaker's ``Rule.custom``): ``source`` (a ``.py`` file of the job's source
+#: folder, relative to it) defines the class ``rule_to_invoke`` (smdebug's ``Rule``); every other
+#: parameter is passed to its constructor as a string.
+CUSTOM = "Custom"
+DEBUGGER_RULES[CUSTOM] = RuleDefinition(
+    CUSTOM,
+    "debugger",
+    {"source": None, "rule_to_invoke": None},
+    "a rule class from the job's source, run confined beside the control plane",
+    (),
+    "custom",
+)
+_CUSTOM_PARAMETERS = 100
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+
 _XGBOOST = "is an XGBoost rule trainops does not evaluate yet"
 LATER_RULES: dict[str, str] = {
     "TreeDepth": _XGBOOST,
@@ -363,6 +379,8 @@ def _kind_of(key: str, default: Any) -> Callable[[Any], Any]:
 def check_debugger_parameters(rule: RuleDefinition, given: Mapping[str, Any]) -> dict[str, Any]:
     """``given`` checked against debugger rule ``rule``'s parameters; all of them, defaults
     filled and values typed. Raises ValueError naming the parameter."""
+    if rule.name == CUSTOM:
+        return _custom_parameters(given)
     resolved = dict(rule.defaults)
     for key, value in given.items():
         if key not in rule.defaults:
@@ -378,4 +396,34 @@ def check_debugger_parameters(rule: RuleDefinition, given: Mapping[str, Any]) ->
     for key in _REQUIRED.get(rule.name, ()):
         if resolved[key] is None:
             raise ValueError(f"{rule.name} needs {key}")
+    return resolved
+
+
+def _custom_parameters(given: Mapping[str, Any]) -> dict[str, Any]:
+    """A custom rule's parameters: ``source`` (a relative ``.py`` path without ``..``),
+    ``rule_to_invoke`` (a class name), and at most 100 more, each a printable string."""
+    if len(given) > _CUSTOM_PARAMETERS:
+        raise ValueError(f"{CUSTOM} takes at most {_CUSTOM_PARAMETERS} parameters")
+    resolved: dict[str, Any] = {}
+    for key, value in given.items():
+        if not isinstance(key, str) or not _IDENTIFIER.match(key):
+            raise ValueError(f"{CUSTOM}: parameter name {str(key)[:64]!r} is not an identifier")
+        text = str(value).lower() if isinstance(value, bool) else value
+        if isinstance(text, int | float):
+            text = str(text)
+        try:
+            resolved[key] = _text(text)
+        except ValueError as exc:
+            raise ValueError(f"{CUSTOM}.{key} {exc}") from None
+    for key in ("source", "rule_to_invoke"):
+        if key not in resolved:
+            raise ValueError(f"{CUSTOM} needs {key}")
+    source = resolved["source"]
+    parts = source.replace("\\", "/").split("/")
+    if source.startswith("/") or ".." in parts or not source.endswith(".py"):
+        raise ValueError(
+            f"{CUSTOM}.source must be a .py file inside the job's source folder, not {source!r}"
+        )
+    if not _IDENTIFIER.match(resolved["rule_to_invoke"]):
+        raise ValueError(f"{CUSTOM}.rule_to_invoke must be a class name")
     return resolved
