@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sys
 import sysconfig
 import threading
@@ -63,6 +64,9 @@ def _load_rule(request: dict[str, Any]) -> type:
     if not source.is_relative_to(code) or source.suffix != ".py":
         raise ValueError("the rule's source must be a .py file inside the job's source folder")
     sys.path.insert(0, str(code))
+    compat = Path(__file__).resolve().parents[1] / "_compat"
+    if compat.is_dir():  # ``import smdebug`` works as in the job, after the job's own code
+        sys.path.insert(1, str(compat))
     spec = importlib.util.spec_from_file_location("trainops_custom_rule", source)
     if spec is None or spec.loader is None:
         raise ValueError(f"cannot load {source.name}")
@@ -113,6 +117,7 @@ def main() -> int:
     src_root = Path(__file__).resolve().parents[3]
     sys.path.insert(0, str(src_root))
     raw = sys.stdin.buffer.readline(_MAX_REQUEST)
+    os.nice(10)  # the rule yields to the control plane
     try:
         request = json.loads(raw)
         from trainops.debugger.rules._sandbox import confine
