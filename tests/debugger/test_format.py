@@ -138,7 +138,7 @@ def test_reductions_compute_over_the_flat_tensor() -> None:
 
 
 def test_a_corrupt_record_names_the_file_and_byte(tmp_path: Path) -> None:
-    writer = TensorFileWriter(tmp_path, "worker_0")
+    writer = TensorFileWriter(tmp_path, "worker_0", write_checksum=True)
     writer.write_step(0, modes.GLOBAL, 0, [("a", np.zeros(3)), ("b", np.ones(3))])
     data = bytearray((tmp_path / "events/000000000000/000000000000_worker_0.tfevents").read_bytes())
     first = len(read_record(data, 0, "f")) + 16

@@ -3,7 +3,8 @@
 :class:`TensorFileWriter` writes ``events/<step>/<step>_<worker>.tfevents`` through a hidden
 temporary name, fsyncs it and renames it into place, and only then writes the step's index the
 same way: a reader lists index files, so it never sees a step whose events are not all there.
-A crash mid-step leaves at most a hidden temporary file, which no reader lists.
+A crash mid-step leaves at most a hidden temporary file, which no reader lists. Records carry
+smdebug's constant data CRC unless ``write_checksum`` (smdebug's reader refuses anything else).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 
-from trainops.data import tfrecord_frame
 from trainops.debugger.config import CollectionManager
 from trainops.debugger.format._event import encode_tensor_event
 from trainops.debugger.format._index import IndexEntry, ShapeEntry, encode_index
@@ -28,6 +28,7 @@ from trainops.debugger.format._layout import (
     event_file_key,
     index_key,
 )
+from trainops.debugger.format._records import frame_record
 from trainops.debugger.modes import ModeKeys, parse_mode
 
 __all__ = ["TensorFileWriter", "mark_training_end", "write_whole"]
@@ -53,10 +54,18 @@ def write_whole(path: Path, data: bytes, *, sync: bool = True) -> None:
 class TensorFileWriter:
     """Writes one worker's steps under ``out_dir`` in smdebug's layout."""
 
-    def __init__(self, out_dir: str | os.PathLike[str], worker: str, *, sync: bool = True) -> None:
+    def __init__(
+        self,
+        out_dir: str | os.PathLike[str],
+        worker: str,
+        *,
+        sync: bool = True,
+        write_checksum: bool = False,
+    ) -> None:
         self.out_dir = Path(out_dir)
         self.worker = check_worker(worker)
         self._sync = sync
+        self._checksum = write_checksum
 
     def write_step(
         self,
@@ -96,9 +105,8 @@ class TensorFileWriter:
         entries: list[IndexEntry] = []
         offset = 0
         for name, value in tensors:
-            frame = tfrecord_frame(
-                encode_tensor_event(name, np.asarray(value), step, mode, mode_step, now)
-            )
+            payload = encode_tensor_event(name, np.asarray(value), step, mode, mode_step, now)
+            frame = frame_record(payload, write_checksum=self._checksum)
             entries.append(IndexEntry(name, offset, len(frame)))
             frames.append(frame)
             offset += len(frame)
