@@ -48,6 +48,10 @@ DESCRIBE_KEYS = {
     "ProfilingStatus",
     "ProfilerRuleConfigurations",
     "ProfilerRuleEvaluationStatuses",
+    "DebugHookConfig",
+    "DebugOutputPath",
+    "DebugRuleConfigurations",
+    "TensorBoardOutputConfig",
 }
 
 

@@ -563,7 +563,7 @@ class JobSpec(SpecModel):
         if isinstance(value, dict) and value.get("debugger_hook_config") is False:
             rules = value.get("rules") or []
             for rule in [rules] if isinstance(rules, str | dict) else rules:
-                name = rule.get("rule") if isinstance(rule, dict) else rule
+                name = rule.get("rule") if isinstance(rule, dict) else getattr(rule, "rule", rule)
                 with contextlib.suppress(KeyError, TypeError):
                     if rule_definition(str(name)).kind == DEBUGGER:
                         raise FieldValueError(
