@@ -49,6 +49,10 @@ DESCRIBE_KEYS = {
     "ProfilerRuleConfigurations",
     "ProfilerRuleEvaluationStatuses",
     "DebugRuleEvaluationStatuses",
+    "DebugHookConfig",
+    "DebugOutputPath",
+    "DebugRuleConfigurations",
+    "TensorBoardOutputConfig",
 }
 
 

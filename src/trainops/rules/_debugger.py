@@ -62,11 +62,12 @@ class Evaluates(Protocol):
 
 
 def debug_output_prefix(job: JobRecord) -> str:
-    """Where the job's tensors are uploaded: its hook config's ``s3_output_path`` (as the spec
-    resolved it), else ``<job's output prefix>/debug-output``."""
-    config = getattr(job.spec, "debugger_hook_config", None)
-    given = getattr(config, "s3_output_path", None) if config is not None else None
-    return str(given) if given else join_uri(job.output_prefix, DEBUG_OUTPUT)
+    """Where the job's tensors are synced: ``<s3_output_path>/<job>/debug-output`` of its hook
+    config, by default ``<output_path>/<job>/debug-output`` (SageMaker's places)."""
+    hook = job.spec.debugger_hook_config
+    if hook is not None:
+        return hook.output_prefix(job.output_prefix, job.name)
+    return join_uri(job.output_prefix, DEBUG_OUTPUT)
 
 
 class DebuggerRuleEvaluation:

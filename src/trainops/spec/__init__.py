@@ -12,6 +12,11 @@ import typing
 from trainops._lazy import lazy_names
 
 if typing.TYPE_CHECKING:
+    from trainops.spec._debugger import (
+        DEFAULT_TENSORS_LOCAL_PATH,
+        CollectionConfig,
+        DebuggerHookConfig,
+    )
     from trainops.spec._distribution import (
         DataParallelConfig,
         DistributionConfig,
@@ -84,6 +89,7 @@ if typing.TYPE_CHECKING:
 __all__ = [
     "CHANNEL_ARGUMENTS",
     "DEBUGGER_RULES",
+    "DEFAULT_TENSORS_LOCAL_PATH",
     "ESTIMATOR_ARGUMENTS",
     "FILE_SYSTEM_ARGUMENTS",
     "PROFILER_REPORT",
@@ -94,10 +100,12 @@ __all__ = [
     "ActionSpecModel",
     "Channel",
     "CheckpointConfig",
+    "CollectionConfig",
     "Compression",
     "DataParallelConfig",
     "DataType",
     "DataloaderProfilingConfig",
+    "DebuggerHookConfig",
     "DetailedProfilingConfig",
     "Distribution",
     "DistributionConfig",
@@ -143,6 +151,10 @@ __all__ = [
 ]
 
 _MODULE_OF = {
+    **dict.fromkeys(
+        ["CollectionConfig", "DEFAULT_TENSORS_LOCAL_PATH", "DebuggerHookConfig"],
+        "trainops.spec._debugger",
+    ),
     **dict.fromkeys(
         [
             "ActionSpecModel",
