@@ -100,7 +100,9 @@ def parse_index(raw: bytes, limits: IndexLimits = IndexLimits()) -> StepIndex:
         raise ValueError("tensor_payload without meta.event_file_name")
     total = sum(entry.length for entry in tensors)
     if total > limits.max_step_bytes:
-        raise ValueError(f"the step's records add up to {total} bytes, over {limits.max_step_bytes}")
+        raise ValueError(
+            f"the step's records add up to {total} bytes, over {limits.max_step_bytes}"
+        )
     shapes = [_shape(item, limits) for item in _list(data, "shape_payload", limits)]
     return StepIndex(mode, mode_step, event_file, tuple(tensors), tuple(shapes))
 
