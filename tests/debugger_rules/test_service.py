@@ -216,3 +216,23 @@ def test_the_verdict_follows_a_step_within_a_tick(plane: Plane) -> None:
     elapsed = time.perf_counter() - started
     assert plane.row("ExplodingTensor").status == "IssuesFound"
     print(f"one tick read and judged the step in {elapsed * 1000:.1f} ms")
+
+
+def test_a_hostile_step_is_an_error_line_and_the_rule_goes_on(plane: Plane) -> None:
+    """Labels that are not class ids (NaN) make the rule's row Error with one line; the next
+    step is evaluated at the next tick."""
+    service = DebuggerRulesService(plane.context)
+    service.job_changed(plane.submit(["Confusion"]))
+    bad = Series().add(0, labels=np.array([np.nan, 1.0]), predictions=np.array([0.0, 1.0]))
+    write_series(plane.tensors, bad, end=False)
+    service.tick()
+    row = plane.row("Confusion")
+    assert (row.status, row.status_details) == (
+        "Error",
+        "ValueError: labels are not finite class ids",
+    )
+    confused = Series().add(1, labels=np.arange(10), predictions=np.zeros(10, dtype=np.int64))
+    write_series(plane.tensors, confused, end=False)
+    plane.now += 1
+    service.tick()
+    assert plane.row("Confusion").status == "IssuesFound"

@@ -30,6 +30,7 @@ from trainops.debugger.exceptions import (
 )
 from trainops.debugger.format import compute_reduction
 from trainops.debugger.modes import ModeKeys
+from trainops.debugger.trial import no_refresh
 
 __all__ = ["UNAVAILABLE", "BuiltinRule", "Rule"]
 
@@ -79,7 +80,7 @@ class Rule(ABC):
             raise RuleEvaluationConditionMet(self.rule_name, step)
 
     def _at_step(self, step: int) -> bool:
-        with _NoRefresh(self.trials):
+        with no_refresh(self.trials):
             return bool(self.invoke_at_step(step))
 
     def found(self, details: str, **evidence: Any) -> bool:
@@ -92,23 +93,6 @@ class Rule(ABC):
         """Whether the condition holds with no new step (a rule on time, not on tensors)."""
         del now
         return False
-
-
-class _NoRefresh:
-    """Turn refresh off on every trial for the block (trials without the switch are left)."""
-
-    def __init__(self, trials: Sequence[Any]) -> None:
-        self.trials = [t for t in trials if hasattr(t, "dynamic_refresh")]
-        self.before: list[bool] = []
-
-    def __enter__(self) -> None:
-        self.before = [bool(t.dynamic_refresh) for t in self.trials]
-        for trial in self.trials:
-            trial.dynamic_refresh = False
-
-    def __exit__(self, *exc: object) -> None:
-        for trial, before in zip(self.trials, self.before, strict=True):
-            trial.dynamic_refresh = before
 
 
 class BuiltinRule(Rule):
