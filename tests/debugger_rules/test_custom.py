@@ -133,13 +133,23 @@ def test_a_healthy_custom_rule_ends_with_no_issues(custom: CustomPlane, tmp_path
     ("target", "action", "refused"),
     [
         ("the store", "open(TARGET).read()", "PermissionError"),
-        ("a file", "open('/tmp/escaped-by-rule', 'w').write('x')", "PermissionError"),
+        ("a file", "open(ESCAPED, 'w').write('x')", "PermissionError"),
         (
             "the network",
             "__import__('socket').create_connection(('127.0.0.1', 9))",
             "PermissionError",
         ),
         ("memory", "bytearray(4 << 30)", "ran out of memory"),
+        (
+            "the server's process",
+            "__import__('os').kill(__import__('os').getppid(), 0)",
+            "PermissionError",
+        ),
+        (
+            "the server's memory",
+            "open(f'/proc/{__import__(\"os\").getppid()}/environ').read()",
+            "PermissionError",
+        ),
         ("the environment", "raise RuntimeError(sorted(__import__('os').environ))", "PATH"),
     ],
 )
@@ -147,7 +157,9 @@ def test_a_hostile_custom_rule_is_confined(
     custom: CustomPlane, tmp_path: Path, target: str, action: str, refused: str
 ) -> None:
     db = str(tmp_path / "trainops.db")
-    text = _SMDEBUG_STYLE.format(target=target, action=action.replace("TARGET", repr(db)))
+    escaped = tmp_path / "escaped-by-rule"
+    action = action.replace("TARGET", repr(db)).replace("ESCAPED", repr(str(escaped)))
+    text = _SMDEBUG_STYLE.format(target=target, action=action)
     job = custom.submit_custom(_code(tmp_path, text), "rules/mine.py", "Reads")
     service = DebuggerRulesService(custom.context)
     service.job_changed(job)
@@ -156,7 +168,7 @@ def test_a_hostile_custom_rule_is_confined(
     service.close()
     assert row.status == "Error", row.status_details
     assert refused in row.status_details
-    assert not Path("/tmp/escaped-by-rule").exists()
+    assert not escaped.exists()
     if target == "the environment":
         assert "TRAINOPS" not in row.status_details and "AWS" not in row.status_details
 
