@@ -82,3 +82,47 @@ def test_a_debugger_rule_stops_a_running_job(tmp_path: Path) -> None:
     row = {r.name: r for r in store.rule_evaluations("vanishing")}["VanishingGradient"]
     store.close()
     print(f"lag from the step's files to the verdict: {row.result['found_time'] - written:.2f} s")
+
+
+SYNCED = """
+import os, time
+import numpy as np
+from pathlib import Path
+from trainops.debugger import Collection, CollectionManager, load_hook_config
+from trainops.debugger.format import TensorFileWriter
+
+out = Path(load_hook_config(os.environ["SMDEBUG_CONFIG_FILE_PATH"]).local_path)
+writer = TensorFileWriter(out, "worker_0")
+writer.write_collections(CollectionManager([Collection("weights", [".*weight$"])]), 1)
+for step in range(3000):
+    value = np.nan if step == 30 else 0.5
+    writer.write_step(step, "TRAIN", step, [("fc.weight", np.full((8, 8), value, np.float32))])
+    time.sleep(0.05)
+print("finished without being stopped", flush=True)
+"""
+
+
+def test_a_rule_reads_what_the_hosts_sync_while_the_job_runs(tmp_path: Path) -> None:
+    """The whole path: the script writes into the hook config's LocalPath on its host, the
+    host's debugger sidecar syncs it to the job's debug-output prefix, the rule reads it there."""
+    spec = write_job(
+        tmp_path,
+        SYNCED,
+        job_name="exploding",
+        output_path=(tmp_path / "out").as_uri(),
+        rules=[{"rule": "ExplodingTensor", "actions": ["stop_training"]}],
+        stopping_condition={"grace_period_in_seconds": 5},
+    )
+    home = tmp_path / "home"
+    home.mkdir()
+    run = trainops("run", str(spec), home=home, timeout=240)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "finished without being stopped" not in run.stdout
+    assert (
+        "ExplodingTensor: IssuesFound: fc.weight holds 64 NaN and 0 infinite values at step 30"
+        in run.stdout
+    )
+    job = describe("exploding", home)
+    assert job["TrainingJobStatus"] == "Stopped"
+    synced = Path(job["DebugOutputPath"].removeprefix("file://"))
+    assert (synced / "index").is_dir()
