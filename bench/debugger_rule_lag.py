@@ -1,8 +1,10 @@
 """Debugger rule lag: from a tensor's step on storage to the live rule's verdict.
 
 A real job (``trainops run``, embedded server) writes gradients with the job-side writer
-(``TensorFileWriter``) into its debug-output prefix, one step every ``--step-ms``, saving every
-``--save-interval``-th step; from step 200 on its gradients vanish. The debugger-rules service
+(``TensorFileWriter``), one step every ``--step-ms``, saving every ``--intervals``-th step,
+either straight into its debug-output prefix (``direct``) or into the host's tensors directory
+(the hook config's ``LocalPath``) that the host's agent syncs to the prefix every second
+(``synced``: the whole path); from step 200 on its gradients vanish. The debugger-rules service
 evaluates VanishingGradient on the steps as they arrive and stops the job. The lag is the
 rule's ``found_time`` (when the control plane recorded the finding) minus the wall time at
 which the script finished writing the first vanishing step it saved. Target (issue 22): at most
@@ -37,7 +39,13 @@ from trainops.debugger import Collection, CollectionManager
 from trainops.debugger.format import TensorFileWriter
 
 args = dict(zip(sys.argv[1::2], sys.argv[2::2]))
-out, every, pause = Path(args["--tensors"]), int(args["--every"]), float(args["--step-ms"]) / 1000
+every, pause = int(args["--every"]), float(args["--step-ms"]) / 1000
+if args["--tensors"] == "hook":  # the host's tensors dir, synced to the prefix by its agent
+    import os
+    from trainops.debugger import load_hook_config
+    out = Path(load_hook_config(os.environ["SMDEBUG_CONFIG_FILE_PATH"]).local_path)
+else:
+    out = Path(args["--tensors"])
 writer = TensorFileWriter(out, "worker_0")
 writer.write_collections(CollectionManager([Collection("gradients", ["^gradient/.*"])]), 1)
 for step in range(100000):
@@ -53,7 +61,7 @@ for step in range(100000):
 """
 
 
-def run_once(folder: Path, every: int, step_ms: float) -> float:
+def run_once(folder: Path, every: int, step_ms: float, synced: bool) -> float:
     """One job; the lag in seconds."""
     folder.mkdir(parents=True)
     (folder / "src").mkdir()
@@ -65,7 +73,7 @@ def run_once(folder: Path, every: int, step_ms: float) -> float:
         "source_dir": "src",
         "output_path": output.as_uri(),
         "hyperparameters": {
-            "tensors": str(output / "lag" / "debug-output"),
+            "tensors": "hook" if synced else str(output / "lag" / "debug-output"),
             "every": every,
             "step-ms": step_ms,
         },
@@ -109,25 +117,28 @@ def main() -> None:
     parser.add_argument("--step-ms", type=float, default=20.0)
     args = parser.parse_args()
     intervals = [int(i) for i in args.intervals.split(",")]
-    lags: dict[int, list[float]] = {i: [] for i in intervals}
+    cases = [(path, every) for every in intervals for path in ("direct", "synced")]
+    lags: dict[tuple[str, int], list[float]] = {case: [] for case in cases}
     with tempfile.TemporaryDirectory(prefix="rule-lag-") as scratch:
         for round_ in range(args.rounds):
-            for every in intervals:
-                lag = run_once(Path(scratch) / f"{round_}-{every}", every, args.step_ms)
-                lags[every].append(lag)
-                print(f"save_interval {every}: lag {lag:.3f} s", flush=True)
+            for path, every in cases:
+                folder = Path(scratch) / f"{round_}-{path}-{every}"
+                lag = run_once(folder, every, args.step_ms, path == "synced")
+                lags[(path, every)].append(lag)
+                print(f"{path}, save_interval {every}: lag {lag:.3f} s", flush=True)
     result = _result(lags, args.step_ms)
     write_json(result, BENCH / "results" / "debugger_rule_lag.json")
     update_section(BENCH / "README.md", "Debugger rule lag", _table(result))
     print(_table(result))
 
 
-def _result(lags: dict[int, list[float]], step_ms: float) -> dict[str, Any]:
+def _result(lags: dict[tuple[str, int], list[float]], step_ms: float) -> dict[str, Any]:
     rows = {}
-    for every, values in lags.items():
+    for (path, every), values in lags.items():
         interval_s = every * step_ms / 1000
         median = statistics.median(values)
-        rows[str(every)] = {
+        rows[f"{path}-{every}"] = {
+            "path": path,
             "save_interval_steps": every,
             "save_interval_s": interval_s,
             "lag_s": [round(v, 3) for v in values],
@@ -147,12 +158,12 @@ def _result(lags: dict[int, list[float]], step_ms: float) -> dict[str, Any]:
 
 def _table(result: dict[str, Any]) -> str:
     lines = [
-        "| save interval | median lag (s) | runs (s) | target (s) | met |",
-        "|---|---|---|---|---|",
+        "| path | save interval | median lag (s) | runs (s) | target (s) | met |",
+        "|---|---|---|---|---|---|",
     ]
     for row in result["rows"].values():
         lines.append(
-            f"| {row['save_interval_steps']} steps ({row['save_interval_s']:.2f} s) | "
+            f"| {row['path']} | {row['save_interval_steps']} steps ({row['save_interval_s']:.2f} s) | "
             f"{row['median_lag_s']:.2f} | {', '.join(f'{v:.2f}' for v in row['lag_s'])} | "
             f"≤ {row['target_s']:.2f} | {'yes' if row['met'] else 'no'} |"
         )
