@@ -94,6 +94,9 @@ def test_in_progress_then_issues_found_then_stays(plane: Plane) -> None:
     service.tick()  # nothing written yet
     assert plane.row("VanishingGradient").status == "InProgress"
     plane.gradients(range(3), 0.1)
+    service.tick()  # progress is written at most every 5 s
+    assert plane.row("VanishingGradient").status_details == "waiting for the first evaluation"
+    plane.now += 5
     service.tick()
     row = plane.row("VanishingGradient")
     assert (row.status, row.status_details) == (

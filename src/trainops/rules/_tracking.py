@@ -53,6 +53,8 @@ _log = logging.getLogger("trainops.rules")
 
 ERROR = "Error"
 KIND = "profiler"
+#: How often a debugger rule still InProgress has its row rewritten with its progress, at most.
+PROGRESS_EVERY_S = 5.0
 RULE_OUTPUT = "rule-output"
 _MICROSECONDS = 1_000_000
 
@@ -71,6 +73,8 @@ class RuleState:
     found_time: float | None = None
     actions: list[dict[str, Any]] = field(default_factory=list)
     acting: bool = False  # the finding is recorded, what its actions did not yet
+    shown: tuple[str, str] = ("", "")  # the status and details last written
+    shown_at: float = 0.0
 
     @property
     def interval(self) -> float:
@@ -180,9 +184,22 @@ class JobRules:
         if first:
             state.found, state.found_time = result.to_json(), self.context.now()
             state.acting = bool(state.spec.actions)
-        self._write(state, result, self.context.now(), final=final)
+        if first or final or not self._quiet(state, result):
+            self._write(state, result, self.context.now(), final=final)
         if first:
             self._act_on_finding(state, result, final)
+
+    def _quiet(self, state: RuleState, result: RuleResult) -> bool:
+        """Whether a debugger rule's evaluation need not be written: it says what its row says,
+        or it is still InProgress and the row is younger than :data:`PROGRESS_EVERY_S` (such a
+        rule is evaluated every tick; its row would be rewritten every second)."""
+        if state.kind == KIND:
+            return False
+        status, details = _status(state, result, False, None)
+        if (status, details) == state.shown:
+            return True
+        fresh = self.context.now() - state.shown_at < PROGRESS_EVERY_S
+        return status == state.shown[0] == "InProgress" and fresh
 
     def _act_on_finding(self, state: RuleState, result: RuleResult, final: bool) -> None:
         """Run the actions of the rule's finding (``result``), then record what they did."""
@@ -256,6 +273,7 @@ class JobRules:
             self.job.name, state.spec.name, state.spec.rule, state.kind, status, details, now, body
         )
         self.context.store.set_rule_evaluation(row)
+        state.shown, state.shown_at = (status, details), now
         self._publish(output, row)
 
     def _publish(self, uri: str, row: RuleEvaluation) -> None:
