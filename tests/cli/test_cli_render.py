@@ -195,3 +195,17 @@ def test_rule_statuses() -> None:
   LowGPUUtilization: NoIssuesFound: no GPU metrics were recorded"""
     assert format_rule_statuses(described) == expected
     assert expected in format_job_summary(described)
+    debug = described | {
+        "DebugRuleEvaluationStatuses": [
+            {
+                "RuleConfigurationName": "VanishingGradient",
+                "RuleEvaluationStatus": "IssuesFound",
+                "StatusDetails": "gradient fc.weight vanishes at step 3",
+                "Evaluation": {"Recommendation": "check the initialization", "Actions": []},
+            }
+        ]
+    }
+    assert format_rule_statuses(debug) == expected + (
+        "\nDebugger rules:\n  VanishingGradient: IssuesFound: gradient fc.weight vanishes at step 3"
+        "\n    Recommendation: check the initialization"
+    )

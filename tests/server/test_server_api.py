@@ -48,6 +48,11 @@ DESCRIBE_KEYS = {
     "ProfilingStatus",
     "ProfilerRuleConfigurations",
     "ProfilerRuleEvaluationStatuses",
+    "DebugRuleEvaluationStatuses",
+    "DebugHookConfig",
+    "DebugOutputPath",
+    "DebugRuleConfigurations",
+    "TensorBoardOutputConfig",
 }
 
 

@@ -98,7 +98,10 @@ def test_only_the_given_sub_configs_run_and_a_time_window_stays_a_time_window() 
             {"profiler_config": {"framework_profile_params": {"local_path": "/tmp/x"}}},
             "must be a directory under /opt/ml/",
         ),
-        ({"rules": ["CPUBottlenek"]}, "'CPUBottlenek' is not a built-in rule; known: BatchSize"),
+        (
+            {"rules": ["CPUBottlenek"]},
+            "'CPUBottlenek' is not a built-in rule; profiler rules: BatchSize",
+        ),
         (
             {"rules": [{"rule": "CPUBottleneck", "rule_parameters": {"treshold": 5}}]},
             "CPUBottleneck has no parameter 'treshold'; its parameters: cpu_threshold",

@@ -185,13 +185,24 @@ def _seconds(value: Any) -> str:
 
 
 def format_rule_statuses(description: dict[str, Any]) -> str | None:
-    """The profiler rules of a description (``ProfilerRuleEvaluationStatuses``): a line each
-    (name, status, details), then for a rule that found issues its recommendation and what its
-    actions did; None when the job has no rules."""
-    statuses = description.get("ProfilerRuleEvaluationStatuses") or []
+    """The rules of a description (``ProfilerRuleEvaluationStatuses``, then
+    ``DebugRuleEvaluationStatuses``): a line each (name, status, details), then for a rule that
+    found issues its recommendation and what its actions did; None when the job has no rules."""
+    blocks = [
+        _rule_block(title, description.get(key) or [])
+        for title, key in (
+            ("Profiler rules:", "ProfilerRuleEvaluationStatuses"),
+            ("Debugger rules:", "DebugRuleEvaluationStatuses"),
+        )
+    ]
+    shown = [block for block in blocks if block]
+    return "\n".join(shown) if shown else None
+
+
+def _rule_block(title: str, statuses: list[dict[str, Any]]) -> str | None:
     if not statuses:
         return None
-    lines = ["Profiler rules:"]
+    lines = [title]
     for status in statuses:
         lines.append(
             f"  {status.get('RuleConfigurationName', '?')}: "

@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _rules_settled(client: Client, description: dict[str, Any]) -> dict[str, Any]:
-    """The description once every profiler rule has its final verdict (the rules service
+    """The description once every rule has its final verdict (the rules service
     evaluates them once more when the job ends), or as it is after ``_RULES_WAIT_S``."""
     deadline = time.monotonic() + _RULES_WAIT_S
     try:
@@ -66,7 +66,10 @@ def _rules_settled(client: Client, description: dict[str, Any]) -> dict[str, Any
 
 
 def _rules_pending(description: dict[str, Any]) -> bool:
-    statuses = description.get("ProfilerRuleEvaluationStatuses") or []
+    statuses = [
+        *(description.get("ProfilerRuleEvaluationStatuses") or []),
+        *(description.get("DebugRuleEvaluationStatuses") or []),
+    ]
     return any(status.get("RuleEvaluationStatus") == "InProgress" for status in statuses)
 
 

@@ -45,6 +45,8 @@ from trainops.protocol._messages import (
 )
 from trainops.protocol._observe import (
     ActionSpec,
+    CollectionSpec,
+    DebugHookSpec,
     FrameworkProfileSpec,
     ProfilerSpec,
     ProfilingWindow,
@@ -67,8 +69,10 @@ __all__ = [
     "Assignment",
     "ChannelSpec",
     "CheckpointSpec",
+    "CollectionSpec",
     "Command",
     "DataParallelSpec",
+    "DebugHookSpec",
     "DistributionSpec",
     "EnabledSpec",
     "EventKind",

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any, TypeVar
 
-from trainops.protocol._observe import ProfilerSpec, RuleSpec, TensorBoardSpec
+from trainops.protocol._observe import DebugHookSpec, ProfilerSpec, RuleSpec, TensorBoardSpec
 
 __all__ = [
     "DEFAULT_CHECKPOINT_PATH",
@@ -273,11 +273,14 @@ class SubmittedJob:
     mount_opt_ml: bool
     profiler_config: ProfilerSpec | None
     rules: tuple[RuleSpec, ...]
+    debugger_hook_config: DebugHookSpec | None
     tensorboard_output_config: TensorBoardSpec | None
     distribution: DistributionSpec
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> SubmittedJob:
+        if isinstance(raw, Mapping) and "debugger_hook_config" not in raw:
+            raw = {**raw, "debugger_hook_config": None}  # stored before the debugger existed
         data = _fields(cls, raw, "spec")
         inputs = _mapping(data["inputs"], "inputs")
         data["inputs"] = tuple(ChannelSpec.from_json(k, v) for k, v in inputs.items())
@@ -305,6 +308,8 @@ class SubmittedJob:
         data["rules"] = tuple(
             RuleSpec.from_json(r, f"rules[{i}]") for i, r in enumerate(data["rules"])
         )
+        if data["debugger_hook_config"] is not None:
+            data["debugger_hook_config"] = DebugHookSpec.from_json(data["debugger_hook_config"])
         if data["tensorboard_output_config"] is not None:
             data["tensorboard_output_config"] = TensorBoardSpec.from_json(
                 data["tensorboard_output_config"]
@@ -329,6 +334,8 @@ class SubmittedJob:
         data["profiler_config"] = None if profiler is None else profiler.to_json()
         data["rules"] = [rule.to_json() for rule in self.rules]
         data["tensorboard_output_config"] = None if board is None else board.to_json()
+        hook = self.debugger_hook_config
+        data["debugger_hook_config"] = None if hook is None else hook.to_json()
         return data
 
     @property
@@ -337,6 +344,16 @@ class SubmittedJob:
         disabled), else None."""
         config = self.profiler_config
         return None if config is None or config.disable_profiler else config
+
+    @property
+    def profiler_rules(self) -> tuple[RuleSpec, ...]:
+        """The rules that read the profiler's data (``kind`` ``profiler``)."""
+        return tuple(rule for rule in self.rules if rule.kind == "profiler")
+
+    @property
+    def debugger_rules(self) -> tuple[RuleSpec, ...]:
+        """The rules that read the saved tensors (``kind`` ``debugger``)."""
+        return tuple(rule for rule in self.rules if rule.kind == "debugger")
 
     @property
     def grace_seconds(self) -> float:

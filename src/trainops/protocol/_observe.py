@@ -11,13 +11,18 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 __all__ = [
+    "DEBUG_OUTPUT",
     "ActionSpec",
+    "CollectionSpec",
+    "DebugHookSpec",
     "FrameworkProfileSpec",
     "ProfilerSpec",
     "ProfilingWindow",
     "RuleSpec",
     "TensorBoardSpec",
 ]
+
+DEBUG_OUTPUT = "debug-output"
 
 
 def _fields_of(cls: type, raw: Any, where: str) -> dict[str, Any]:
@@ -172,15 +177,19 @@ class ActionSpec:
 
 @dataclass(frozen=True, slots=True)
 class RuleSpec:
-    """A rule to evaluate: its built-in ``rule``, ``name``, resolved parameters and actions."""
+    """A rule to evaluate: its built-in ``rule``, ``name``, resolved parameters, actions and
+    ``kind`` (``profiler`` or ``debugger``)."""
 
     rule: str
     name: str
     rule_parameters: Mapping[str, Any]
     actions: tuple[ActionSpec, ...]
+    kind: str = "profiler"
 
     @classmethod
     def from_json(cls, raw: Any, where: str) -> RuleSpec:
+        if isinstance(raw, Mapping) and "kind" not in raw:
+            raw = {**raw, "kind": "profiler"}  # stored before debugger rules existed
         data = _fields_of(cls, raw, where)
         data["rule_parameters"] = dict(data["rule_parameters"])
         data["actions"] = tuple(
@@ -194,6 +203,7 @@ class RuleSpec:
             "name": self.name,
             "rule_parameters": dict(self.rule_parameters),
             "actions": [a.to_json() for a in self.actions],
+            "kind": self.kind,
         }
 
 
@@ -210,3 +220,79 @@ class TensorBoardSpec:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class CollectionSpec:
+    """One collection the debugger hook saves, with its parameters (strings, as the API's)."""
+
+    name: str
+    parameters: Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class DebugHookSpec:
+    """The job's debugger hook: where each host saves tensors and where they are synced, the
+    hook's parameters and its collections (rule collections merged in)."""
+
+    s3_output_path: str | None
+    container_local_output_path: str
+    hook_parameters: Mapping[str, str]
+    collection_configs: tuple[CollectionSpec, ...]
+
+    @classmethod
+    def from_json(cls, raw: Any, where: str = "debugger_hook_config") -> DebugHookSpec:
+        data = _fields_of(cls, raw, where)
+        data["hook_parameters"] = {
+            str(k): str(v) for k, v in _mapping_of(data["hook_parameters"], where).items()
+        }
+        if not isinstance(data["collection_configs"], list | tuple):
+            from trainops.protocol._job import SpecViewError
+
+            raise SpecViewError(f"{where}.collection_configs: expected a list")
+        collections = []
+        for i, item in enumerate(data["collection_configs"]):
+            fields = _fields_of(CollectionSpec, item, f"{where}.collection_configs[{i}]")
+            parameters = _mapping_of(fields["parameters"], where)
+            collections.append(
+                CollectionSpec(str(fields["name"]), {str(k): str(v) for k, v in parameters.items()})
+            )
+        data["collection_configs"] = tuple(collections)
+        return cls(**data)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "s3_output_path": self.s3_output_path,
+            "container_local_output_path": self.container_local_output_path,
+            "hook_parameters": dict(self.hook_parameters),
+            "collection_configs": [
+                {"name": c.name, "parameters": dict(c.parameters)} for c in self.collection_configs
+            ],
+        }
+
+    def output_prefix(self, job_output_prefix: str, job_name: str) -> str:
+        """Where the job's tensors go, as SageMaker places them: ``<s3_output_path>/<job>/
+        debug-output``, by default ``<output_path>/<job>/debug-output`` (``job_output_prefix``
+        is ``<output_path>/<job>``)."""
+        if self.s3_output_path:
+            return f"{self.s3_output_path.rstrip('/')}/{job_name}/{DEBUG_OUTPUT}"
+        return f"{job_output_prefix.rstrip('/')}/{DEBUG_OUTPUT}"
+
+    def api_shape(self, local_path: str, s3_output_path: str) -> dict[str, Any]:
+        """SageMaker's ``DebugHookConfig`` (``debughookconfig.json``'s and DescribeTrainingJob's
+        shape), with the resolved ``LocalPath`` and ``S3OutputPath``."""
+        return {
+            "LocalPath": local_path,
+            "S3OutputPath": s3_output_path,
+            "HookParameters": dict(self.hook_parameters),
+            "CollectionConfigurations": [
+                {"CollectionName": c.name, "CollectionParameters": dict(c.parameters)}
+                for c in self.collection_configs
+            ],
+        }
+
+
+def _mapping_of(raw: Any, where: str) -> Mapping[str, Any]:
+    from trainops.protocol._job import _mapping
+
+    return _mapping(raw, where)

@@ -47,7 +47,9 @@ def report_prefix(job: JobRecord) -> str:
     """Where the ProfilerReport rule leaves the report, SageMaker's layout:
     ``<output prefix>/rule-output/<the rule's name, ProfilerReport by default>/profiler-output``
     (beside the rules service's ``result.json`` of the same rule)."""
-    name = next((r.name for r in job.spec.rules if r.rule == PROFILER_REPORT), PROFILER_REPORT)
+    name = next(
+        (r.name for r in job.spec.profiler_rules if r.rule == PROFILER_REPORT), PROFILER_REPORT
+    )
     return join_uri(job.output_prefix, "rule-output", name, "profiler-output")
 
 

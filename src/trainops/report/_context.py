@@ -37,7 +37,7 @@ class ReportContext:
     def rule_parameter(self, rule: str, parameter: str) -> Any:
         """``rule``'s ``parameter`` as the job configured it (the rule itself, or ProfilerReport's
         ``<Rule>_<parameter>`` override), else the rule's default."""
-        for spec in self.job.spec.rules:
+        for spec in self.job.spec.profiler_rules:
             params = spec.rule_parameters
             if spec.rule == rule and parameter in params:
                 return params[parameter]

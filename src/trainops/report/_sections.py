@@ -239,7 +239,7 @@ def rules_section(job: JobRecord, evaluations: list[RuleEvaluation]) -> dict[str
     """Each rule with its status, details, recommendation and evidence, as the rules service
     recorded them; ProfilerReport's members (its evidence's ``rules``) each get their own row
     under it, and a configured rule without a record yet is listed as not evaluated."""
-    configured = [(rule.name, rule.rule) for rule in job.spec.rules]
+    configured = [(rule.name, rule.rule) for rule in job.spec.profiler_rules]
     if not configured and not evaluations:
         return {
             "available": False,

@@ -50,7 +50,7 @@ class ProfilerReportService(ControlService):
     def job_changed(self, job: JobRecord) -> None:
         if job.name in self._done or job.status not in ENDED:
             return
-        if not any(rule.rule == PROFILER_REPORT for rule in job.spec.rules):
+        if not any(rule.rule == PROFILER_REPORT for rule in job.spec.profiler_rules):
             return
         self._pending.setdefault(job.name, self.context.now())
         self._attempt(job.name)

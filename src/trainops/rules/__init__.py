@@ -5,7 +5,10 @@ defaults from the catalog) and evaluated on a :class:`ProfilerData` view into a
 :class:`RuleResult` (status, details, recommendation, evidence). :data:`RULES` is the table of
 every rule by name. Importing this package registers the ``rules`` control-plane service
 (``_service``), which evaluates a running job's rules every ``scan_interval_us``, records them
-(``describe``'s ``ProfilerRuleEvaluationStatuses``) and runs their actions.
+(``describe``'s ``ProfilerRuleEvaluationStatuses``) and runs their actions, and the
+``debugger-rules`` service, which does the same for the job's debugger rules
+(``trainops.debugger.rules``) on its saved tensors, as they arrive
+(``DebugRuleEvaluationStatuses``).
 docs/profiling-rules.md describes the rules; docs/internals/rules.md how to add one.
 """
 
@@ -32,7 +35,12 @@ from trainops.rules._low_gpu import LowGPUUtilization
 from trainops.rules._overall_system import OverallSystemUsage
 from trainops.rules._registry import RULES, make_rule
 from trainops.rules._report import ProfilerReport
-from trainops.rules._service import RulesService, rules_service
+from trainops.rules._service import (
+    DebuggerRulesService,
+    RulesService,
+    debugger_rules_service,
+    rules_service,
+)
 from trainops.rules._step_outlier import StepOutlier
 from trainops.rules._tracking import ERROR
 
@@ -46,6 +54,7 @@ __all__ = [
     "BatchSize",
     "CPUBottleneck",
     "Dataloader",
+    "DebuggerRulesService",
     "GPUMemoryIncrease",
     "IOBottleneck",
     "LoadBalancing",
@@ -64,6 +73,7 @@ __all__ = [
 ]
 
 SERVICES.register("rules", rules_service)
+SERVICES.register("debugger-rules", debugger_rules_service)
 
 
 def evaluate_rules(data: ProfilerData, names: list[str] | None = None) -> dict[str, RuleResult]:

@@ -39,17 +39,22 @@ from trainops.actions import (
 from trainops.control.services import ServiceContext
 from trainops.profiler import ProfilerReader, profiler_prefix
 from trainops.protocol import RuleSpec
-from trainops.rules._base import ISSUES_FOUND, ProfilerData, ProfilerRule, RuleResult
+from trainops.rules._base import ISSUES_FOUND, ProfilerData, RuleResult
+from trainops.rules._custom import CustomRuleEvaluation
+from trainops.rules._debugger import DebuggerRuleEvaluation, Evaluates
 from trainops.rules._registry import make_rule
+from trainops.spec._debugger_catalog import CUSTOM
 from trainops.storage import ObjectStore, join_uri, store_for
 from trainops.store import JobRecord, RuleEvaluation
 
-__all__ = ["ERROR", "KIND", "RULE_OUTPUT", "JobRules", "RuleState", "write_errors"]
+__all__ = ["ERROR", "KIND", "RULE_OUTPUT", "JobRules", "RuleState", "rules_of_kind", "write_errors"]
 
 _log = logging.getLogger("trainops.rules")
 
 ERROR = "Error"
 KIND = "profiler"
+#: How often a debugger rule still InProgress has its row rewritten with its progress, at most.
+PROGRESS_EVERY_S = 5.0
 RULE_OUTPUT = "rule-output"
 _MICROSECONDS = 1_000_000
 
@@ -59,25 +64,39 @@ class RuleState:
     """One rule of one job: the rule, its next due time and what it has found so far."""
 
     spec: RuleSpec
-    rule: ProfilerRule | None
+    rule: Evaluates | None
     error: str | None = None
+    kind: str = KIND
     due: float = 0.0
     evaluations: int = 0
     found: dict[str, Any] | None = None
     found_time: float | None = None
     actions: list[dict[str, Any]] = field(default_factory=list)
     acting: bool = False  # the finding is recorded, what its actions did not yet
+    shown: tuple[str, str] = ("", "")  # the status and details last written
+    shown_at: float = 0.0
 
     @property
     def interval(self) -> float:
-        return float(self.spec.rule_parameters.get("scan_interval_us", 60_000_000)) / _MICROSECONDS
+        """Seconds between evaluations: ``scan_interval_us`` (a debugger rule without it: every
+        tick, as its steps arrive)."""
+        default = 60_000_000 if self.kind == KIND else 0
+        return float(self.spec.rule_parameters.get("scan_interval_us", default)) / _MICROSECONDS
 
     @classmethod
-    def make(cls, spec: RuleSpec, row: RuleEvaluation | None) -> RuleState:
+    def make(
+        cls, spec: RuleSpec, row: RuleEvaluation | None, job: JobRecord, context: ServiceContext
+    ) -> RuleState:
+        kind = spec.kind
         try:
-            state = cls(spec, make_rule(spec.rule, spec.rule_parameters))
-        except (KeyError, ValueError) as exc:
-            state = cls(spec, None, f"{type(exc).__name__}: {exc}")
+            if kind == KIND:
+                state = cls(spec, make_rule(spec.rule, spec.rule_parameters))
+            elif spec.rule == CUSTOM:
+                state = cls(spec, CustomRuleEvaluation(spec, job, context), kind=kind)
+            else:
+                state = cls(spec, DebuggerRuleEvaluation(spec, job, context), kind=kind)
+        except Exception as exc:  # a rule that cannot be made is an Error row
+            state = cls(spec, None, f"{type(exc).__name__}: {exc}", kind=kind)
         if row is not None and row.status == ISSUES_FOUND:  # a restarted control plane
             state.found = row.result.get("found") or {"details": row.status_details}
             state.found_time = row.result.get("found_time")
@@ -89,19 +108,27 @@ class RuleState:
 class JobRules:
     """The rules of one job, evaluated on its profiler data."""
 
-    def __init__(self, job: JobRecord, context: ServiceContext) -> None:
+    def __init__(self, job: JobRecord, context: ServiceContext, kind: str = KIND) -> None:
         self.job = job
         self.context = context
         self.store: ObjectStore = store_for(job.output_prefix, context.settings)
-        config = job.spec.profiler_config
-        prefix = profiler_prefix(config.s3_output_path if config else None, job.output_prefix)
-        self.reader = ProfilerReader(store_for(prefix, context.settings), prefix)
+        self._reader: ProfilerReader | None = None
         rows = {row.name: row for row in context.store.rule_evaluations(job.name)}
-        self.rules = [RuleState.make(spec, rows.get(spec.name)) for spec in job.spec.rules]
+        specs = rules_of_kind(job, kind)
+        self.rules = [RuleState.make(s, rows.get(s.name), job, context) for s in specs]
+        if kind == KIND:
+            assert self.reader is not None  # made now: a prefix that cannot be read fails here
         now = context.now()
         for state in self.rules:
             if state.spec.name not in rows:
                 self._write(state, None, now)
+
+    def close(self) -> None:
+        """Release what the rules hold (a custom rule's process)."""
+        for state in self.rules:
+            close = getattr(state.rule, "close", None)
+            if close is not None:
+                close()
 
     def scan(self, job: JobRecord, *, final: bool = False) -> None:
         """Evaluate the rules that are due (every one when ``final``: the job has ended)."""
@@ -113,16 +140,34 @@ class JobRules:
         due = [s for s in self.rules if final or now >= s.due]
         if not due:
             return
-        self.reader.refresh()
-        data = ProfilerData.from_reader(
-            self.reader,
-            job_start=job.training_start_time or job.creation_time,
-            job_end=(job.training_end_time or job.last_modified_time) if final else None,
-            now=now,
-        )
+        data = self._data(job, now, final, profiler=any(s.kind == KIND for s in due))
         for state in due:
             state.due = now + state.interval
             self._evaluate(state, data, final)
+
+    def _data(self, job: JobRecord, now: float, final: bool, *, profiler: bool) -> ProfilerData:
+        """The job's profiler data read so far (read only when a profiler rule is due; a
+        debugger rule reads its own trial and takes only the times from here)."""
+        times: dict[str, Any] = {
+            "job_start": job.training_start_time or job.creation_time,
+            "job_end": (job.training_end_time or job.last_modified_time) if final else None,
+            "now": now,
+        }
+        if not profiler:
+            return ProfilerData(**times)
+        self.reader.refresh()
+        return ProfilerData.from_reader(self.reader, **times)
+
+    @property
+    def reader(self) -> ProfilerReader:
+        """The job's profiler reader, made when first needed."""
+        if self._reader is None:
+            config = self.job.spec.profiler_config
+            prefix = profiler_prefix(
+                config.s3_output_path if config else None, self.job.output_prefix
+            )
+            self._reader = ProfilerReader(store_for(prefix, self.context.settings), prefix)
+        return self._reader
 
     def _evaluate(self, state: RuleState, data: ProfilerData, final: bool) -> None:
         if state.rule is None:
@@ -139,9 +184,22 @@ class JobRules:
         if first:
             state.found, state.found_time = result.to_json(), self.context.now()
             state.acting = bool(state.spec.actions)
-        self._write(state, result, self.context.now(), final=final)
+        if first or final or not self._quiet(state, result):
+            self._write(state, result, self.context.now(), final=final)
         if first:
             self._act_on_finding(state, result, final)
+
+    def _quiet(self, state: RuleState, result: RuleResult) -> bool:
+        """Whether a debugger rule's evaluation need not be written: it says what its row says,
+        or it is still InProgress and the row is younger than :data:`PROGRESS_EVERY_S` (such a
+        rule is evaluated every tick; its row would be rewritten every second)."""
+        if state.kind == KIND:
+            return False
+        status, details = _status(state, result, False, None)
+        if (status, details) == state.shown:
+            return True
+        fresh = self.context.now() - state.shown_at < PROGRESS_EVERY_S
+        return status == state.shown[0] == "InProgress" and fresh
 
     def _act_on_finding(self, state: RuleState, result: RuleResult, final: bool) -> None:
         """Run the actions of the rule's finding (``result``), then record what they did."""
@@ -212,9 +270,10 @@ class JobRules:
             "output": output,
         }
         row = RuleEvaluation(
-            self.job.name, state.spec.name, state.spec.rule, KIND, status, details, now, body
+            self.job.name, state.spec.name, state.spec.rule, state.kind, status, details, now, body
         )
         self.context.store.set_rule_evaluation(row)
+        state.shown, state.shown_at = (status, details), now
         self._publish(output, row)
 
     def _publish(self, uri: str, row: RuleEvaluation) -> None:
@@ -254,11 +313,16 @@ def _exception_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {lines[0] if lines else ''}".rstrip(": ")
 
 
-def write_errors(job: JobRecord, context: ServiceContext, line: str) -> None:
-    """Every rule of ``job`` is Error with ``line`` (its data cannot be read at all)."""
-    for spec in job.spec.rules:
+def rules_of_kind(job: JobRecord, kind: str) -> tuple[RuleSpec, ...]:
+    """The rules of ``job`` of ``kind`` (``profiler`` or ``debugger``)."""
+    return job.spec.profiler_rules if kind == KIND else job.spec.debugger_rules
+
+
+def write_errors(job: JobRecord, context: ServiceContext, line: str, kind: str = KIND) -> None:
+    """Every rule of ``job`` of ``kind`` is Error with ``line`` (its data cannot be read)."""
+    for spec in rules_of_kind(job, kind):
         body = {"rule": spec.rule, "parameters": dict(spec.rule_parameters), "result": None}
         row = RuleEvaluation(
-            job.name, spec.name, spec.rule, KIND, ERROR, line[:1024], context.now(), body
+            job.name, spec.name, spec.rule, kind, ERROR, line[:1024], context.now(), body
         )
         context.store.set_rule_evaluation(row)

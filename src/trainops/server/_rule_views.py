@@ -1,10 +1,14 @@
-"""The profiler-rule keys of a job's description, as DescribeTrainingJob shows them.
+"""The rule keys of a job's description, as DescribeTrainingJob shows them.
 
 ``ProfilerRuleConfigurations`` (each rule and its parameters, as strings like SageMaker's),
 ``ProfilerRuleEvaluationStatuses`` (where each rule stands: ``RuleConfigurationName``,
 ``RuleEvaluationStatus``, ``StatusDetails``, ``LastModifiedTime``, and trainops' own
 ``Evaluation``: the rule, its recommendation, evidence and what its actions did) and
 ``ProfilingStatus``. A rule the rules service has not evaluated yet shows as InProgress.
+The debugger rules of the job (the catalog's kind ``debugger``) are shown the same way under
+``DebugRuleEvaluationStatuses`` (:func:`debugger_sections`), each with a
+``RuleEvaluationJobArn`` naming its evaluation (trainops evaluates rules in the control plane,
+not in processing jobs: the name is stable, no job of that name exists).
 """
 
 from __future__ import annotations
@@ -16,9 +20,25 @@ from typing import Any
 from trainops.server._redaction import mask_text
 from trainops.store import JobRecord, MetadataStore, RuleEvaluation
 
-__all__ = ["profiler_sections"]
+__all__ = ["debugger_sections", "profiler_sections"]
 
 _KIND = "profiler"
+_DEBUGGER = "debugger"
+_ARN = "arn:trainops:sagemaker:local:000000000000:processing-job/{job}-{rule}"
+
+
+def debugger_sections(
+    store: MetadataStore, job: JobRecord, iso: Callable[[float | None], str | None]
+) -> dict[str, Any]:
+    """``DebugRuleEvaluationStatuses``: where each debugger rule of ``job`` stands."""
+    rows = {row.name: row for row in store.rule_evaluations(job.name) if row.kind == _DEBUGGER}
+    statuses = []
+    for rule in job.spec.debugger_rules:
+        row = rows.get(rule.name)
+        status = _status(row, iso) if row else _pending(rule.name, rule.rule, job, iso)
+        arn = _ARN.format(job=job.name, rule=rule.name)
+        statuses.append({"RuleConfigurationName": rule.name, "RuleEvaluationJobArn": arn} | status)
+    return {"DebugRuleEvaluationStatuses": statuses}
 
 
 def profiler_sections(
@@ -27,7 +47,7 @@ def profiler_sections(
     spec = job.spec
     rows = {row.name: row for row in store.rule_evaluations(job.name) if row.kind == _KIND}
     statuses = []
-    for rule in spec.rules:
+    for rule in spec.profiler_rules:
         row = rows.get(rule.name)
         statuses.append(_status(row, iso) if row else _pending(rule.name, rule.rule, job, iso))
     return {
@@ -41,7 +61,7 @@ def profiler_sections(
                     **{k: _text(v) for k, v in rule.rule_parameters.items()},
                 },
             }
-            for rule in spec.rules
+            for rule in spec.profiler_rules
         ],
         "ProfilerRuleEvaluationStatuses": statuses,
     }

@@ -13,8 +13,9 @@ from typing import Any
 from trainops._settings import Settings
 from trainops.cost import job_cost
 from trainops.protocol import ChannelSpec, SubmittedJob
+from trainops.server._debug_views import debug_sections
 from trainops.server._redaction import Masker, hyperparameter_text, mask_text, redact
-from trainops.server._rule_views import profiler_sections
+from trainops.server._rule_views import debugger_sections, profiler_sections
 from trainops.store import ArtifactRecord, HostRecord, JobRecord, LogChunk, MetadataStore
 
 __all__ = ["describe", "iso", "log_page", "metric_points", "redact", "summary"]
@@ -84,6 +85,8 @@ def describe(
         "Attempt": job.attempt,
         "Hosts": [_host(h) for h in store.hosts(job.name, job.attempt)],
         **profiler_sections(store, job, iso),
+        **debug_sections(job, settings.default_output_uri),
+        **debugger_sections(store, job, iso),
     }
 
 

@@ -12,6 +12,11 @@ import typing
 from trainops._lazy import lazy_names
 
 if typing.TYPE_CHECKING:
+    from trainops.spec._debugger import (
+        DEFAULT_TENSORS_LOCAL_PATH,
+        CollectionConfig,
+        DebuggerHookConfig,
+    )
     from trainops.spec._distribution import (
         DataParallelConfig,
         DistributionConfig,
@@ -64,12 +69,14 @@ if typing.TYPE_CHECKING:
     )
     from trainops.spec._raw import RawSpec, load_raw_spec
     from trainops.spec._rule_catalog import (
+        DEBUGGER_RULES,
         PROFILER_REPORT,
         PROFILER_RULES,
         REPORT_MEMBERS,
         RuleDefinition,
         check_rule_parameters,
         rule_definition,
+        rule_name,
     )
     from trainops.spec._sagemaker import (
         CHANNEL_ARGUMENTS,
@@ -81,6 +88,8 @@ if typing.TYPE_CHECKING:
 
 __all__ = [
     "CHANNEL_ARGUMENTS",
+    "DEBUGGER_RULES",
+    "DEFAULT_TENSORS_LOCAL_PATH",
     "ESTIMATOR_ARGUMENTS",
     "FILE_SYSTEM_ARGUMENTS",
     "PROFILER_REPORT",
@@ -91,10 +100,12 @@ __all__ = [
     "ActionSpecModel",
     "Channel",
     "CheckpointConfig",
+    "CollectionConfig",
     "Compression",
     "DataParallelConfig",
     "DataType",
     "DataloaderProfilingConfig",
+    "DebuggerHookConfig",
     "DetailedProfilingConfig",
     "Distribution",
     "DistributionConfig",
@@ -134,11 +145,16 @@ __all__ = [
     "parse_spec",
     "resolve_paths",
     "rule_definition",
+    "rule_name",
     "sagemaker_hint",
     "validate_spec",
 ]
 
 _MODULE_OF = {
+    **dict.fromkeys(
+        ["CollectionConfig", "DEFAULT_TENSORS_LOCAL_PATH", "DebuggerHookConfig"],
+        "trainops.spec._debugger",
+    ),
     **dict.fromkeys(
         [
             "ActionSpecModel",
@@ -154,12 +170,14 @@ _MODULE_OF = {
     ),
     **dict.fromkeys(
         [
+            "DEBUGGER_RULES",
             "PROFILER_REPORT",
             "PROFILER_RULES",
             "REPORT_MEMBERS",
             "RuleDefinition",
             "check_rule_parameters",
             "rule_definition",
+            "rule_name",
         ],
         "trainops.spec._rule_catalog",
     ),

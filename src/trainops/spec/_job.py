@@ -8,6 +8,7 @@ otherwise (``stopping_condition``, ``retry_strategy``, ``checkpoint``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -20,7 +21,8 @@ from pydantic import AfterValidator, Field, ValidationInfo, field_validator, mod
 from trainops.catalog import InstanceType, load_catalog
 from trainops.protocol import DEFAULT_CHECKPOINT_PATH, RESERVED_HYPERPARAMETERS, SubmittedJob
 from trainops.spec._argsize import argument_text, check_argument_size
-from trainops.spec._base import SpecModel
+from trainops.spec._base import FieldValueError, SpecModel
+from trainops.spec._debugger import DebuggerHookConfig, with_rule_collections
 from trainops.spec._distribution import DistributionConfig, check_distribution
 from trainops.spec._names import JOB_NAME
 from trainops.spec._profiler import (
@@ -30,6 +32,7 @@ from trainops.spec._profiler import (
     check_rules,
 )
 from trainops.spec._raw import uri_problem
+from trainops.spec._rule_catalog import DEBUGGER, PROFILER, rule_definition
 from trainops.spec._sagemaker import (
     CHANNEL_ARGUMENTS,
     ESTIMATOR_ARGUMENTS,
@@ -418,6 +421,11 @@ class JobSpec(SpecModel):
     )
     profiler_config: ProfilerConfig | None = None
     rules: list[RuleConfig] = Field(default_factory=list)
+    debugger_hook_config: DebuggerHookConfig | None = Field(
+        default=None,
+        description="SageMaker's DebuggerHookConfig; debugger rules add the collections they "
+        "need (and a default hook configuration where none is given); false: none",
+    )
     tensorboard_output_config: TensorBoardOutputConfig | None = None
     # Last: its checks read entry_point, instance_type and instance_count, validated before it.
     distribution: DistributionConfig = Field(default_factory=DistributionConfig)
@@ -530,7 +538,7 @@ class JobSpec(SpecModel):
     def _profiling(self) -> JobSpec:
         """Profiler rules read the profiler's data: they turn it on at its defaults, and
         cannot run when it is disabled."""
-        if not self.rules:
+        if not any(rule.kind == PROFILER for rule in self.rules):
             return self
         if self.profiler_config is None:
             object.__setattr__(self, "profiler_config", ProfilerConfig())
@@ -539,6 +547,41 @@ class JobSpec(SpecModel):
                 "rules: profiler rules need the profiler, but profiler_config.disable_profiler "
                 "is true"
             )
+        return self
+
+    @field_validator("debugger_hook_config", mode="before")
+    @classmethod
+    def _hook_switch(cls, value: Any) -> Any:
+        """``true``: a hook at its defaults; ``false``: none (see :meth:`_no_hook`)."""
+        return {} if value is True else (None if value is False else value)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_hook(cls, value: Any) -> Any:
+        """``debugger_hook_config: false`` (the SDK's way to turn the hook off) cannot stand
+        beside debugger rules, which read what it saves."""
+        if isinstance(value, dict) and value.get("debugger_hook_config") is False:
+            rules = value.get("rules") or []
+            for rule in [rules] if isinstance(rules, str | dict) else rules:
+                name = rule.get("rule") if isinstance(rule, dict) else getattr(rule, "rule", rule)
+                with contextlib.suppress(KeyError, TypeError):
+                    if rule_definition(str(name)).kind == DEBUGGER:
+                        raise FieldValueError(
+                            "debugger_hook_config",
+                            "is false, but debugger rules read the tensors the debugger hook saves",
+                        )
+        return value
+
+    @model_validator(mode="after")
+    def _debugger(self) -> JobSpec:
+        """Debugger rules read the tensors the hook saves: their collections join the hook's
+        configuration (one at its defaults where none is given), as the SDK does."""
+        rules = [rule_definition(r.rule) for r in self.rules if r.kind == DEBUGGER]
+        try:
+            merged = with_rule_collections(self.debugger_hook_config, rules)
+        except ValueError as exc:
+            raise FieldValueError("debugger_hook_config.collection_configs", str(exc)) from None
+        object.__setattr__(self, "debugger_hook_config", merged)
         return self
 
     @field_validator("distribution")

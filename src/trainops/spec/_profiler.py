@@ -16,11 +16,18 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, computed_field, field_validator, model_validator
 
 from trainops.spec._base import SpecModel
 from trainops.spec._raw import uri_problem
-from trainops.spec._rule_catalog import PROFILER_REPORT, check_rule_parameters, rule_definition
+from trainops.spec._rule_catalog import (
+    DEBUGGER,
+    PROFILER,
+    PROFILER_REPORT,
+    check_rule_parameters,
+    rule_definition,
+    rule_name,
+)
 
 __all__ = [
     "DEFAULT_PROFILER_LOCAL_PATH",
@@ -279,9 +286,11 @@ class ActionSpecModel(SpecModel):
 
 
 class RuleConfig(SpecModel):
-    """One rule to evaluate while the job runs (``ProfilerRule.sagemaker(rule_configs.X())``):
-    the built-in ``rule``, an optional ``name`` (default: the rule's), its parameters, and the
-    actions to take when it finds an issue."""
+    """One rule to evaluate while the job runs (``ProfilerRule.sagemaker(rule_configs.X())``
+    or ``Rule.sagemaker(rule_configs.x())``): the built-in ``rule`` (a debugger rule may be
+    named by its SDK function, ``vanishing_gradient``), an optional ``name`` (default: the
+    rule's), its parameters, and the actions to take when it finds an issue. ``kind`` (not an
+    input) says whether it is a ``profiler`` or a ``debugger`` rule."""
 
     rule: str
     name: str | None = None
@@ -291,16 +300,34 @@ class RuleConfig(SpecModel):
     @model_validator(mode="before")
     @classmethod
     def _shorthand(cls, value: Any) -> Any:
-        return {"rule": value} if isinstance(value, str) else value
+        """A rule's name alone; ``kind`` (as a stored spec's dump has it) is dropped once it
+        agrees with the rule's."""
+        if isinstance(value, str):
+            return {"rule": value}
+        if isinstance(value, dict) and "kind" in value:
+            value = dict(value)
+            kind = value.pop("kind")
+            try:
+                actual = rule_definition(str(value.get("rule"))).kind
+            except KeyError:
+                return value  # the rule's own check says what is wrong
+            if kind != actual:
+                raise ValueError(f"kind: {value.get('rule')} is a {actual} rule, not {kind!r}")
+        return value
 
     @field_validator("rule")
     @classmethod
     def _rule(cls, value: str) -> str:
         try:
-            rule_definition(value)
+            return rule_name(value)
         except KeyError as exc:
             raise ValueError(str(exc.args[0])) from None
-        return value
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def kind(self) -> str:
+        """``profiler`` or ``debugger`` (the catalog's word for the rule)."""
+        return rule_definition(self.rule).kind
 
     @field_validator("name")
     @classmethod
@@ -344,9 +371,12 @@ class TensorBoardOutputConfig(SpecModel):
 
 
 def check_rules(rules: list[RuleConfig]) -> list[RuleConfig]:
-    """At most ``MAX_RULES``, distinct names, and ProfilerReport at most once."""
-    if len(rules) > MAX_RULES:
-        raise ValueError(f"{len(rules)} rules; at most {MAX_RULES}")
+    """At most ``MAX_RULES`` of each kind (SageMaker's 20 ``Rule`` and 20 ``ProfilerRule``),
+    distinct names, and ProfilerReport at most once."""
+    for kind in (PROFILER, DEBUGGER):
+        count = sum(rule.kind == kind for rule in rules)
+        if count > MAX_RULES:
+            raise ValueError(f"{count} {kind} rules; at most {MAX_RULES}")
     names = [rule.name for rule in rules]
     dupes = sorted({n for n in names if n is not None and names.count(n) > 1})
     if dupes:

@@ -1,40 +1,44 @@
 """The built-in rules and their parameters, as the SageMaker SDK's ``rule_configs`` names them.
 
 Only names, kinds and defaults live here, with the spec that validates ``rules:`` against them
-(the rules themselves are ``trainops.rules``, far above the spec). Profiler rules (reference/sagemaker.md §6.2) use the defaults of
-the ``smdebug_rulesconfig`` code, which the SDK sends; every rule also takes
+(the rules themselves are ``trainops.rules`` and ``trainops.debugger.rules``, far above the
+spec). Profiler rules (reference/sagemaker.md §6.2) use the defaults of the
+``smdebug_rulesconfig`` code, which the SDK sends; every profiler rule also takes
 ``scan_interval_us`` (how often it is evaluated while the job runs). ``ProfilerReport`` runs the
 ten others and takes ``<RuleName>_<parameter>`` overrides (``CPUBottleneck_threshold: 90``).
+Debugger rules (§5.6) are in ``_debugger_catalog``: their parameters, defaults and the
+collections their default configuration saves.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from trainops.spec._debugger_catalog import (
+    DEBUGGER_RULES,
+    LATER_RULES,
+    check_debugger_parameters,
+)
+from trainops.spec._rule_definition import RuleDefinition
+
 __all__ = [
+    "DEBUGGER",
+    "DEBUGGER_RULES",
+    "PROFILER",
     "PROFILER_REPORT",
     "PROFILER_RULES",
     "REPORT_MEMBERS",
     "RuleDefinition",
     "check_rule_parameters",
     "rule_definition",
+    "rule_name",
 ]
 
+PROFILER = "profiler"
+DEBUGGER = "debugger"
 SCAN_INTERVAL_US = 60_000_000
 PROFILER_REPORT = "ProfilerReport"
-
-
-@dataclass(frozen=True, slots=True)
-class RuleDefinition:
-    """One built-in rule: its name, kind (``profiler``), parameters with defaults, and a line
-    saying what it looks for."""
-
-    name: str
-    kind: str
-    defaults: Mapping[str, Any]
-    summary: str
 
 
 def _profiler(name: str, summary: str, **defaults: Any) -> RuleDefinition:
@@ -123,15 +127,30 @@ PROFILER_RULES[PROFILER_REPORT] = RuleDefinition(
 )
 _MODES = ("TRAIN", "EVAL", "GLOBAL")
 _WHOLE = frozenset({"patience", "window", "n_outliers", "scan_interval_us"})
+_SDK_NAMES = {rule.sdk_name: name for name, rule in DEBUGGER_RULES.items() if rule.sdk_name}
+
+
+def rule_name(name: str) -> str:
+    """The rule's own name for ``name``, which may also be its SDK function's name
+    (``vanishing_gradient`` is ``VanishingGradient``); a KeyError listing the rules otherwise."""
+    if name in PROFILER_RULES or name in DEBUGGER_RULES:
+        return name
+    if name in _SDK_NAMES:
+        return _SDK_NAMES[name]
+    later = LATER_RULES.get(name)
+    if later is not None:
+        raise KeyError(f"{name!r} {later}")
+    profiler, debugger = ", ".join(PROFILER_RULES), ", ".join(DEBUGGER_RULES)
+    raise KeyError(
+        f"{name!r} is not a built-in rule; profiler rules: {profiler}; debugger rules: {debugger}"
+    )
 
 
 def rule_definition(name: str) -> RuleDefinition:
-    """The built-in rule called ``name``; a KeyError that lists them otherwise."""
-    try:
-        return PROFILER_RULES[name]
-    except KeyError:
-        known = ", ".join(PROFILER_RULES)
-        raise KeyError(f"{name!r} is not a built-in rule; known: {known}") from None
+    """The built-in rule called ``name`` (or its SDK function's name); a KeyError that lists
+    them otherwise."""
+    name = rule_name(name)
+    return PROFILER_RULES.get(name) or DEBUGGER_RULES[name]
 
 
 def check_rule_parameters(name: str, given: Mapping[str, Any]) -> dict[str, Any]:
@@ -139,6 +158,8 @@ def check_rule_parameters(name: str, given: Mapping[str, Any]) -> dict[str, Any]
 
     Raises ValueError naming the parameter that is unknown or of the wrong kind."""
     rule = rule_definition(name)
+    if rule.kind == DEBUGGER:
+        return check_debugger_parameters(rule, given)
     if name == PROFILER_REPORT:
         return _report_parameters(given)
     resolved = dict(rule.defaults)

@@ -83,7 +83,6 @@ ESTIMATOR_ARGUMENTS: dict[str, str] = {
     "keep_alive_period_in_seconds": (
         "has no meaning in trainops: the local backend keeps a warm spare agent by itself"
     ),
-    "debugger_hook_config": _NOT_YET,
     "disable_profiler": "use profiler_config.disable_profiler",
     "enable_sagemaker_metrics": (
         "has no meaning in trainops: metrics from metric_definitions are always recorded"

@@ -155,7 +155,28 @@ def _events_uploaded(host: Host) -> None:
     assert any("events.out.tfevents." in k for k in keys), keys
 
 
+def _debugger_spec(tmp_path: Path) -> dict[str, Any]:
+    return {"debugger_hook_config": {"hook_parameters": {"save_interval": 1}}}
+
+
+def _write_step(host: Host) -> None:
+    tensors = host.tree.root / "output" / "tensors"
+    (tensors / "events" / "000000000000").mkdir(parents=True)
+    (tensors / "index" / "000000000").mkdir(parents=True)
+    (tensors / "events/000000000000/000000000000_worker_0.tfevents").write_bytes(b"records")
+    (tensors / "index/000000000/000000000000_worker_0.json").write_text("{}")
+
+
+def _step_uploaded(host: Host) -> None:
+    prefix = host.context.layout.output_prefix.rstrip("/") + "/debug-output"
+    keys = _keys_under(host, prefix)
+    assert "index/000000000/000000000000_worker_0.json" in keys, keys
+    assert "training_job_end.ts" in keys, keys
+    assert host.env["SMDEBUG_CONFIG_FILE_PATH"].endswith("input/config/debughookconfig.json")
+
+
 CASES: dict[str, SidecarCase] = {
+    "debugger": SidecarCase(_debugger_spec, _write_step, _step_uploaded),
     "checkpoints": SidecarCase(_checkpoint_spec, _write_checkpoint, _checkpoint_uploaded),
     "intermediate": SidecarCase(lambda tmp: {}, _write_intermediate, _intermediate_uploaded),
     "profiler": SidecarCase(_profiler_spec, _let_it_sample, _profiler_uploaded),

@@ -3,7 +3,8 @@
 Each kind's factory is registered in :data:`SIDECARS` (a :class:`~trainops._registry.Registry`) (in the order they start; they finish in the
 reverse order); :class:`Sidecars` runs a job's set through the agent's phases. Implementations:
 checkpoint sync and intermediate-output sync (``_sync``), the system monitor and the profiler
-data's mirror (``_profiler``). docs/internals/sidecars.md says how to add one.
+data's mirror (``_profiler``), the debugger hook's configuration and tensors sync
+(``_debugger``). docs/internals/sidecars.md says how to add one.
 """
 
 from __future__ import annotations
@@ -58,8 +59,18 @@ def _tensorboard(context: SidecarContext) -> Sidecar | None:
     return tensorboard_sidecar(context)
 
 
+def _debugger(context: SidecarContext) -> Sidecar | None:
+    """The debugger hook's configuration file and its tensors' sync, when the job has one."""
+    if context.job.debugger_hook_config is None:
+        return None
+    from trainops.agent.sidecars._debugger import debugger_sidecar
+
+    return debugger_sidecar(context)
+
+
 SIDECARS.register("checkpoints", checkpoint_sync)
 SIDECARS.register("intermediate", intermediate_sync)
+SIDECARS.register("debugger", _debugger)
 # TensorBoard before the profiler's sidecars, so that it finishes after them: it turns their
 # last chunks (written when they finish) into scalars too.
 SIDECARS.register("tensorboard", _tensorboard)

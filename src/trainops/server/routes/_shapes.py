@@ -63,10 +63,17 @@ _RULE_STATUS = json_object(
         "description": "the rule, its recommendation, evidence and what its actions did",
     },
 )
+_DEBUG_RULE_STATUS = json_object(
+    *_RULE_STATUS["required"],
+    "RuleEvaluationJobArn",
+    **_RULE_STATUS["properties"],
+    RuleEvaluationJobArn=STRING,
+)
 DESCRIBED = json_object(
     *JOB["required"],
     **JOB["properties"],
     ProfilerRuleEvaluationStatuses={"type": "array", "items": _RULE_STATUS},
+    DebugRuleEvaluationStatuses={"type": "array", "items": _DEBUG_RULE_STATUS},
 ) | {"description": "the job, with the keys of SageMaker's DescribeTrainingJob"}
 SUBMITTED = json_object(
     *DESCRIBED["required"],

@@ -1,0 +1,224 @@
+"""Copying a host's debugger tensors directory to the job's debug-output prefix while it grows.
+
+smdebug's layout (reference/sagemaker.md §5.5): ``events/<step>/<step>_<worker>.tfevents``,
+``index/<step // 1000>/<step>_<worker>.json`` naming the event file's records,
+``collections/...`` and, at the end, ``training_job_end.ts``. A reader lists ``index/`` to find
+steps, so the order of uploads matters: an index file goes up only once the event file it
+describes is up (in this pass or an earlier one), and the end marker only after a final pass.
+A reader therefore never finds an index whose event file is missing, nor the end marker before
+the last step.
+
+Writers put each file in place whole (smdebug writes ``<name>.tmp`` and renames it; trainops'
+``TensorFileWriter`` does the same), so a file under ``events/``, ``index/`` or
+``collections/`` is uploaded the first time a pass sees it, and again whenever its size, mtime
+or inode changed; an upload whose source changes while it is read is abandoned
+(``ObjectStore.upload(verify=...)``) and retried next pass. Any other file goes up once it stayed
+unchanged for a pass, and at the final pass whatever it is.
+
+The directory is the script's, and the script is untrusted: symbolic links are never followed
+(nor uploaded), only regular files are read (a FIFO or device would block or never end), names
+starting with ``.`` or ending ``.tmp`` are skipped, a file over :data:`MAX_FILE_BYTES` is
+skipped with one line in the host log, and a pass looks at no more than :data:`MAX_ENTRIES`
+entries (the rest wait, with one line). Nothing is deleted remotely.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import stat
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from trainops._errors import StorageError, TrainopsError
+from trainops.storage import ObjectStore, join_uri
+
+__all__ = ["END_MARKER", "MAX_ENTRIES", "MAX_FILE_BYTES", "DebugSync", "event_file_of"]
+
+END_MARKER = "training_job_end.ts"
+#: A file larger than this is not uploaded (a tensor file of a step is far smaller).
+MAX_FILE_BYTES = 2 << 30
+#: Directory entries one pass looks at, at most.
+MAX_ENTRIES = 200_000
+MAX_DEPTH = 8
+_WHOLE_DIRS = ("events/", "index/", "collections/")
+_INDEX = re.compile(r"^index/\d{9}/(\d{12})_([^/]+)\.json$")
+
+Signature = tuple[int, int, int]  # (size, mtime_ns, inode)
+
+
+def event_file_of(index_rel: str) -> str | None:
+    """``events/<step>/<step>_<worker>.tfevents`` for ``index/<d>/<step>_<worker>.json``; None
+    where ``index_rel`` is not an index file's path."""
+    found = _INDEX.match(index_rel)
+    if found is None:
+        return None
+    step, worker = found.groups()
+    return f"events/{step}/{step}_{worker}.tfevents"
+
+
+class DebugSync:
+    """Mirror ``local_dir`` to ``remote_prefix`` in passes (:meth:`sync_once`), one caller at a
+    time; ``log`` hears each new problem once."""
+
+    def __init__(
+        self,
+        local_dir: Path,
+        remote_prefix: str,
+        store: ObjectStore,
+        log: Callable[[str], None],
+        *,
+        max_file_bytes: int = MAX_FILE_BYTES,
+        max_entries: int = MAX_ENTRIES,
+    ) -> None:
+        self.local_dir = local_dir
+        self.remote_prefix = remote_prefix
+        self.store = store
+        self.log = log
+        self.max_file_bytes = max_file_bytes
+        self.max_entries = max_entries
+        self.sent: dict[str, Signature] = {}
+        self._seen: dict[str, Signature] = {}
+        self._told: set[str] = set()
+
+    def sync_once(self, *, final: bool = False) -> list[str]:
+        """One pass; returns the relative paths uploaded. The first storage failure is raised
+        once every other file had its turn (an index whose event file failed stays back)."""
+        found = self._scan()
+        uploaded: list[str] = []
+        failure: Exception | None = None
+        indexes = [rel for rel in found if rel.startswith("index/")]
+        for rel in [rel for rel in found if not rel.startswith("index/")] + indexes:
+            event = event_file_of(rel) if rel.startswith("index/") else None
+            if event is not None and event not in self.sent:
+                continue  # its event file is not up yet
+            try:
+                if self._upload(rel, found[rel], final):
+                    uploaded.append(rel)
+            except (OSError, TrainopsError) as exc:
+                failure = failure or exc
+        self._seen = found
+        if failure is not None:
+            raise failure
+        return uploaded
+
+    def mark_end(self) -> None:
+        """Write ``training_job_end.ts`` under the prefix (after the final pass)."""
+        self.store.put_bytes(join_uri(self.remote_prefix, END_MARKER), b"")
+
+    # ---------------------------------------------------------------------------------------
+
+    def _upload(self, rel: str, sig: Signature, final: bool) -> bool:
+        if self.sent.get(rel) == sig:
+            return False
+        whole = rel.startswith(_WHOLE_DIRS)
+        if not (whole or final or self._seen.get(rel) == sig):
+            return False  # changed since the last pass: wait until it settles
+        if sig[0] > self.max_file_bytes:
+            self._tell(rel, f"{rel}: {sig[0]} bytes, over {self.max_file_bytes}: not uploaded")
+            return False
+        try:
+            fd = _open_inside(self.local_dir, rel)
+        except OSError:
+            return False  # gone, or no longer a regular file reached without a link
+        try:
+            if _fd_signature(fd) != sig:
+                return False  # replaced since the scan: the next pass sees it
+            return self._send(rel, fd, sig)
+        finally:
+            os.close(fd)
+
+    def _send(self, rel: str, fd: int, sig: Signature) -> bool:
+        """Upload the open file ``fd`` (read through ``/proc/self/fd``, so that what is read is
+        what was checked, whatever the path holds by then)."""
+
+        def unchanged() -> None:
+            if _fd_signature(fd) != sig:
+                raise _Changed
+
+        source = Path(f"/proc/self/fd/{fd}")
+        if not source.exists():
+            source = self.local_dir / rel  # no /proc: the path, checked again after reading
+        try:
+            self.store.upload(source, join_uri(self.remote_prefix, rel), verify=unchanged)
+        except _Changed:
+            return False
+        except StorageError:
+            if _fd_signature(fd) != sig:
+                return False  # it changed while read: the next pass sees it
+            raise
+        self.sent[rel] = sig
+        return True
+
+    def _scan(self) -> dict[str, Signature]:
+        found: dict[str, Signature] = {}
+        for entries, (rel, sig) in enumerate(_walk(self.local_dir, "", 0), start=1):
+            if entries > self.max_entries:
+                self._tell("<entries>", f"more than {self.max_entries} files; the rest wait")
+                break
+            if sig is not None and rel != END_MARKER:
+                found[rel] = sig
+        return found
+
+    def _tell(self, key: str, message: str) -> None:
+        if key not in self._told:
+            self._told.add(key)
+            self.log(f"Debugger output: {message}")
+
+
+class _Changed(Exception):
+    """The file changed while it was read for upload."""
+
+
+def _walk(root: Path, prefix: str, depth: int) -> Iterator[tuple[str, Signature | None]]:
+    """``(relative path, signature)`` of each regular file under ``root`` (None for an entry
+    that is not one), sorted, without following symbolic links, at most :data:`MAX_DEPTH`
+    deep; hidden and ``.tmp`` names are left out."""
+    try:
+        with os.scandir(root / prefix if prefix else root) as it:
+            listed = sorted(itertools.islice(it, MAX_ENTRIES), key=lambda e: e.name)
+    except OSError:
+        return
+    for entry in listed:
+        if entry.name.startswith(".") or entry.name.endswith(".tmp"):
+            continue
+        rel = f"{prefix}{entry.name}"
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if stat.S_ISDIR(info.st_mode):
+            if depth < MAX_DEPTH:
+                yield from _walk(root, f"{rel}/", depth + 1)
+        elif stat.S_ISREG(info.st_mode):
+            yield rel, (info.st_size, info.st_mtime_ns, info.st_ino)
+        else:
+            yield rel, None  # a link, FIFO, socket or device: counted, never read
+
+
+def _fd_signature(fd: int) -> Signature:
+    info = os.fstat(fd)
+    return (info.st_size, info.st_mtime_ns, info.st_ino)
+
+
+def _open_inside(root: Path, rel: str) -> int:
+    """``root/rel`` opened for reading one component at a time, never through a symbolic link
+    (``O_NOFOLLOW`` on each), and only if it is a regular file (``O_NONBLOCK``: a FIFO put in
+    its place cannot block the open)."""
+    *dirs, name = rel.split("/")
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in dirs:
+            flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+            inner = os.open(part, flags, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        file_fd = os.open(name, flags, dir_fd=fd)
+    finally:
+        os.close(fd)
+    if not stat.S_ISREG(os.fstat(file_fd).st_mode):
+        os.close(file_fd)
+        raise OSError(f"{rel}: not a regular file")
+    return file_fd

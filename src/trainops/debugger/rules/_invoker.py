@@ -1,0 +1,123 @@
+"""Running a rule over a trial's steps: :func:`invoke_rule` (smdebug's loop) and
+:class:`RuleRunner` (the live, incremental form the control plane uses).
+
+:func:`invoke_rule` goes step by step from ``start_step``, waiting for each (the trial's
+``wait_for_steps``), skipping steps whose tensors are missing, and ends at ``end_step``, at the
+job's end (``NoMoreData``) or when the condition holds (re-raised with ``raise_eval_cond``).
+
+:class:`RuleRunner` never waits: each :meth:`RuleRunner.advance` refreshes the trial once,
+evaluates the steps that became available since the last call (at most
+:data:`STEPS_PER_ADVANCE`), and returns a :class:`Verdict`. Once the condition holds the verdict
+stays (a finding is final, as SageMaker's rule job ends with IssuesFound).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainops.debugger.exceptions import NoMoreData, RuleEvaluationConditionMet
+from trainops.debugger.rules._base import UNAVAILABLE, Rule
+
+__all__ = [
+    "IN_PROGRESS",
+    "ISSUES_FOUND",
+    "NO_ISSUES_FOUND",
+    "STEPS_PER_ADVANCE",
+    "RuleRunner",
+    "Verdict",
+    "invoke_rule",
+]
+
+_log = logging.getLogger("trainops.debugger.rules")
+
+ISSUES_FOUND = "IssuesFound"
+NO_ISSUES_FOUND = "NoIssuesFound"
+IN_PROGRESS = "InProgress"
+#: The most steps one :meth:`RuleRunner.advance` evaluates (the rest wait for the next call).
+STEPS_PER_ADVANCE = 200
+
+
+def invoke_rule(
+    rule_obj: Rule, start_step: int = 0, end_step: int | None = None, raise_eval_cond: bool = False
+) -> None:
+    """Invoke ``rule_obj`` at every step from ``start_step`` (to ``end_step``, exclusive)."""
+    step = start_step or 0
+    while end_step is None or step < end_step:
+        try:
+            rule_obj.invoke(step)
+        except UNAVAILABLE as exc:
+            _log.debug("%s", exc)
+        except RuleEvaluationConditionMet as exc:
+            if raise_eval_cond:
+                raise
+            _log.debug("%s", exc)
+            if exc.end_of_rule:
+                break
+        except NoMoreData:
+            break
+        step += 1
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """Where a rule stands: ``status`` (InProgress, IssuesFound, NoIssuesFound), a line of
+    ``details``, the global ``step`` it concerns (None when none) and ``evidence``."""
+
+    status: str
+    details: str
+    step: int | None = None
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+
+class RuleRunner:
+    """One rule evaluated on the steps of its trial as they arrive."""
+
+    def __init__(self, rule: Rule, start_step: int = 0) -> None:
+        self.rule = rule
+        self.next_step = start_step
+        self.evaluated = 0
+        self.verdict = Verdict(IN_PROGRESS, "waiting for the first step")
+
+    def advance(self, now: float, *, ended: bool = False) -> Verdict:
+        """Evaluate the steps that arrived; at the job's end (``ended``) every step written,
+        incomplete ones too, and NoIssuesFound when nothing was found."""
+        if self.verdict.status == ISSUES_FOUND:
+            return self.verdict
+        trial = self.rule.base_trial
+        trial.refresh()
+        steps = [s for s in trial.steps(show_incomplete_steps=ended) if s >= self.next_step]
+        for step in steps[:STEPS_PER_ADVANCE]:
+            self.next_step = step + 1
+            if self._evaluate(step):
+                return self.verdict
+        if not ended and len(steps) <= STEPS_PER_ADVANCE and self.rule.check_idle(now):
+            return self._found(self.next_step - 1 if self.next_step else None)
+        if ended and len(steps) <= STEPS_PER_ADVANCE:
+            self.verdict = Verdict(NO_ISSUES_FOUND, self._summary())
+        else:
+            self.verdict = Verdict(IN_PROGRESS, self._summary())
+        return self.verdict
+
+    def _evaluate(self, step: int) -> bool:
+        try:
+            found = self.rule._at_step(step)
+        except UNAVAILABLE as exc:
+            _log.debug("%s at step %d: %s", self.rule.rule_name, step, exc)
+            return False
+        self.evaluated += 1
+        if found:
+            self._found(step)
+        return found
+
+    def _found(self, step: int | None) -> Verdict:
+        details = self.rule.details or f"the condition held at step {step}"
+        self.verdict = Verdict(ISSUES_FOUND, details, step, dict(self.rule.evidence))
+        return self.verdict
+
+    def _summary(self) -> str:
+        if not self.evaluated:
+            return "no step evaluated yet"
+        last = self.next_step - 1
+        return f"no issue in {self.evaluated} steps evaluated (up to step {last})"

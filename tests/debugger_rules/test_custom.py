@@ -1,0 +1,186 @@
+"""Custom rules: the job's own rule class, run by the debugger-rules service in a confined
+process, never in the server; and what a hostile rule cannot do there."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.debugger_rules._series import Series, write_series
+from tests.debugger_rules.test_service import Plane
+from trainops._errors import SpecError
+from trainops.archive import pack
+from trainops.debugger.rules._sandbox import landlock_abi
+from trainops.rules import DebuggerRulesService
+from trainops.store import JobRecord
+
+pytestmark = pytest.mark.skipif(landlock_abi() < 1, reason="this kernel has no Landlock")
+
+_RULE = """
+import numpy as np
+from trainops.debugger.rules import Rule
+
+
+class BigWeights(Rule):
+    def __init__(self, base_trial, limit="10"):
+        super().__init__(base_trial)
+        self.limit = float(limit)
+
+    def invoke_at_step(self, step):
+        value = self.base_trial.tensor("fc.weight").value(step)
+        return bool(np.abs(value).max() > self.limit)
+"""
+
+_SMDEBUG_STYLE = '''
+from trainops.debugger.rules import Rule
+
+
+class Reads(Rule):
+    """A hostile rule: it reads {target!r} and says what it got."""
+
+    def __init__(self, base_trial):
+        super().__init__(base_trial, action_str="")
+
+    def invoke_at_step(self, step):
+        {action}
+        return False
+'''
+
+
+def _deadline_tick(
+    service: DebuggerRulesService, plane: Plane, name: str, status: str, details: str = ""
+) -> Any:
+    """Tick until the rule's row has ``status`` (and ``details`` in its details; at most 60 s:
+    the process starts Python)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        plane.now += 1  # each tick a second later on the service's clock
+        service.tick()
+        row = plane.row(name)
+        if row.status == status and details in row.status_details:
+            return row
+        time.sleep(0.1)
+    return plane.row(name)
+
+
+class CustomPlane(Plane):
+    def submit_custom(self, code: Path, source: str, cls: str, **parameters: str) -> JobRecord:
+        archive = pack(code, self.tensors.parent.parent / "sourcedir.tar.gz")
+        rule = {
+            "rule": "custom",
+            "name": "Mine",
+            "rule_parameters": {"source": source, "rule_to_invoke": cls, **parameters},
+        }
+        return self.submit([rule], code_uri=archive.as_uri())
+
+
+@pytest.fixture
+def custom(tmp_path: Path) -> Iterator[CustomPlane]:
+    made = CustomPlane(tmp_path)
+    yield made
+    made.store.close()
+
+
+def _code(tmp_path: Path, text: str) -> Path:
+    code = tmp_path / "code"
+    (code / "rules").mkdir(parents=True)
+    (code / "train.py").write_text("print('train')\n")
+    (code / "rules" / "mine.py").write_text(text)
+    return code
+
+
+def _weights(plane: Plane, values: list[float]) -> None:
+    series = Series()
+    for step, value in enumerate(values):
+        series.add(step, **{"fc.weight": np.full((2, 2), value, np.float32)})
+    write_series(plane.tensors, series, end=False)
+
+
+@pytest.mark.slow
+def test_a_custom_rule_fires_from_its_own_process(custom: CustomPlane, tmp_path: Path) -> None:
+    code = _code(tmp_path, _RULE)
+    job = custom.submit_custom(code, "rules/mine.py", "BigWeights", limit="5")
+    service = DebuggerRulesService(custom.context)
+    service.job_changed(job)
+    _weights(custom, [1.0, 2.0])
+    quiet = _deadline_tick(service, custom, "Mine", "InProgress", "up to step 1")
+    assert quiet.status_details == "no issue in 2 steps evaluated (up to step 1)"
+    _weights(custom, [1.0, 2.0, 50.0])
+    row = _deadline_tick(service, custom, "Mine", "IssuesFound")
+    service.close()
+    assert row.status == "IssuesFound", row.status_details
+    assert "step 2" in row.status_details
+
+
+@pytest.mark.slow
+def test_a_healthy_custom_rule_ends_with_no_issues(custom: CustomPlane, tmp_path: Path) -> None:
+    job = custom.submit_custom(_code(tmp_path, _RULE), "rules/mine.py", "BigWeights")
+    service = DebuggerRulesService(custom.context)
+    service.job_changed(job)
+    _weights(custom, [1.0, 2.0])
+    service.tick()
+    service.job_changed(custom.end())
+    row = custom.row("Mine")
+    assert row.status == "NoIssuesFound", row.status_details
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("target", "action", "refused"),
+    [
+        ("the store", "open(TARGET).read()", "PermissionError"),
+        ("a file", "open(ESCAPED, 'w').write('x')", "PermissionError"),
+        (
+            "the network",
+            "__import__('socket').create_connection(('127.0.0.1', 9))",
+            "PermissionError",
+        ),
+        ("memory", "bytearray(4 << 30)", "ran out of memory"),
+        (
+            "the server's process",
+            "__import__('os').kill(__import__('os').getppid(), 0)",
+            "PermissionError",
+        ),
+        (
+            "the server's memory",
+            "open(f'/proc/{__import__(\"os\").getppid()}/environ').read()",
+            "PermissionError",
+        ),
+        ("the environment", "raise RuntimeError(sorted(__import__('os').environ))", "PATH"),
+    ],
+)
+def test_a_hostile_custom_rule_is_confined(
+    custom: CustomPlane, tmp_path: Path, target: str, action: str, refused: str
+) -> None:
+    db = str(tmp_path / "trainops.db")
+    escaped = tmp_path / "escaped-by-rule"
+    action = action.replace("TARGET", repr(db)).replace("ESCAPED", repr(str(escaped)))
+    text = _SMDEBUG_STYLE.format(target=target, action=action)
+    job = custom.submit_custom(_code(tmp_path, text), "rules/mine.py", "Reads")
+    service = DebuggerRulesService(custom.context)
+    service.job_changed(job)
+    _weights(custom, [1.0])
+    row = _deadline_tick(service, custom, "Mine", "Error")
+    service.close()
+    assert row.status == "Error", row.status_details
+    assert refused in row.status_details
+    assert not escaped.exists()
+    if target == "the environment":
+        assert "TRAINOPS" not in row.status_details and "AWS" not in row.status_details
+
+
+def test_custom_rules_refuse_a_source_outside_the_job(custom: CustomPlane) -> None:
+    with pytest.raises(SpecError, match=r"must be a \.py file inside the job's source folder"):
+        custom.submit(
+            [
+                {
+                    "rule": "custom",
+                    "rule_parameters": {"source": "../../etc/x.py", "rule_to_invoke": "X"},
+                }
+            ]
+        )

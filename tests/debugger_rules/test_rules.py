@@ -1,0 +1,217 @@
+"""The built-in debugger rules' semantics beyond the conformance suite: smdebug's own examples,
+edges, and hostile tensors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.debugger_rules._series import Series, write_series
+from trainops.debugger import ModeKeys, RuleEvaluationConditionMet, create_trial
+from trainops.debugger.rules import (
+    ISSUES_FOUND,
+    ClassImbalance,
+    Confusion,
+    LossNotDecreasing,
+    RuleRunner,
+    VanishingGradient,
+    WeightUpdateRatio,
+    invoke_rule,
+    make_debugger_rule,
+)
+
+
+@pytest.fixture(autouse=True)
+def _ended_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SMDEBUG_TRAINING_END_DELAY_REFRESH", "0")
+
+
+def _trial(path: Path, series: Series) -> object:
+    return create_trial(write_series(path, series))
+
+
+def _losses_every_4(values: list[float]) -> Series:
+    series = Series()
+    for index, value in enumerate(values):
+        series.add(4 * index, loss=np.float32(value))
+    return series
+
+
+def test_loss_not_decreasing_checks_every_num_steps_as_smdebug(tmp_path: Path) -> None:
+    """smdebug's test: losses saved every 4 steps, num_steps 10: step 12 is compared with step 0
+    (0.30 against 0.3: not decreased); from step 13 on, step 16 with step 4 (0.28 < 0.33)."""
+    trial = _trial(tmp_path, _losses_every_4([0.3, 0.33, 0.31, 0.30, 0.28]))
+    with pytest.raises(RuleEvaluationConditionMet) as caught:
+        invoke_rule(LossNotDecreasing(trial, diff_percent=0), 0, 17, raise_eval_cond=True)
+    assert caught.value.step == 12
+    invoke_rule(LossNotDecreasing(trial, diff_percent=0), 13, 17, raise_eval_cond=True)
+
+
+def test_loss_not_decreasing_fires_on_a_loss_that_rises(tmp_path: Path) -> None:
+    trial = _trial(tmp_path, _losses_every_4([0.3, 0.3, 0.5]))
+    rule = LossNotDecreasing(trial, num_steps=4, diff_percent=-100)  # only a rise can fire
+    with pytest.raises(RuleEvaluationConditionMet):
+        invoke_rule(rule, raise_eval_cond=True)
+    assert "rose" in rule.details
+
+
+def test_loss_not_decreasing_prefers_eval_losses(tmp_path: Path) -> None:
+    series = Series()
+    for step in range(12):  # training loss flat, validation loss falling
+        series.add(2 * step, ModeKeys.TRAIN, step, loss=np.float32(1.0))
+        series.add(2 * step + 1, ModeKeys.EVAL, step, loss=np.float32(1.0 / (1 + step)))
+    trial = _trial(tmp_path, series)
+    invoke_rule(LossNotDecreasing(trial), raise_eval_cond=True)  # EVAL falls: quiet
+    with pytest.raises(RuleEvaluationConditionMet):
+        invoke_rule(LossNotDecreasing(trial, mode="TRAIN"), raise_eval_cond=True)
+
+
+def test_confusion_reads_labels_from_collections(tmp_path: Path) -> None:
+    """smdebug's test: labels and predictions found through their collections."""
+    series = Series().add(0, y=np.arange(10), y_hat=np.arange(10))
+    collections = {"labels": ["^y$"], "preds": ["^y_hat$"]}
+    trial = create_trial(write_series(tmp_path, series, collections=collections))
+    invoke_rule(
+        Confusion(trial, labels_collection="labels", predictions_collection="preds"),
+        raise_eval_cond=True,
+    )
+
+
+def test_confusion_fires_on_one_condition_alone(tmp_path: Path) -> None:
+    predictions = np.arange(10)
+    predictions[4] = 7
+    trial = _trial(tmp_path, Series().add(1, labels=np.arange(10), predictions=predictions))
+    rule = Confusion(trial, 10, min_diag=0.0, max_off_diag=0.01)
+    with pytest.raises(RuleEvaluationConditionMet):
+        invoke_rule(rule, 1, 2, raise_eval_cond=True)
+    assert "class 4" in rule.details and "as class 7" in rule.details
+
+
+def test_class_imbalance_counts_across_steps_until_samples(tmp_path: Path) -> None:
+    series = Series()
+    for step in range(4):  # 250 labels a step; the imbalance shows from 500 on
+        labels = np.zeros(250, dtype=np.int64)
+        labels[:5] = 1
+        series.add(step, labels=labels, predictions=labels)
+    trial = _trial(tmp_path, series)
+    with pytest.raises(RuleEvaluationConditionMet) as caught:
+        invoke_rule(ClassImbalance(trial), raise_eval_cond=True)
+    assert caught.value.step == 1
+
+
+def test_class_imbalance_fires_on_mispredictions(tmp_path: Path) -> None:
+    labels = np.arange(600) % 2
+    predictions = np.zeros(600, dtype=np.int64)  # class 1 always wrong
+    trial = _trial(tmp_path, Series().add(0, labels=labels, predictions=predictions))
+    rule = ClassImbalance(trial)
+    with pytest.raises(RuleEvaluationConditionMet):
+        invoke_rule(rule, raise_eval_cond=True)
+    assert "class 1 is mispredicted" in rule.details
+
+
+def test_weight_update_ratio_fires_on_a_huge_update(tmp_path: Path) -> None:
+    series = Series().add(0, **{"fc.weight": np.ones(4)}).add(1, **{"fc.weight": np.ones(4) * 100})
+    rule = WeightUpdateRatio(_trial(tmp_path, series))
+    with pytest.raises(RuleEvaluationConditionMet):
+        invoke_rule(rule, raise_eval_cond=True)
+    assert "too large" in rule.details
+
+
+def test_weight_update_ratio_needs_consecutive_steps(tmp_path: Path) -> None:
+    series = Series().add(0, **{"fc.weight": np.ones(4)}).add(2, **{"fc.weight": np.ones(4)})
+    invoke_rule(WeightUpdateRatio(_trial(tmp_path, series)), raise_eval_cond=True)
+
+
+def test_vanishing_gradient_reads_saved_reductions_without_the_raw_tensor(tmp_path: Path) -> None:
+    """A hook that saves only reductions (save_raw_tensor false) still feeds the rule."""
+    series = Series().add(0, **{"smdebug/reductions/abs_mean/gradient/fc.weight": np.float32(1e-9)})
+    trial = _trial(tmp_path, series)
+    names = trial.tensor_names()  # type: ignore[attr-defined]
+    if "gradient/fc.weight" not in names:
+        pytest.skip("this reader keeps reductions under their own names")
+    with pytest.raises(RuleEvaluationConditionMet):
+        invoke_rule(VanishingGradient(trial), raise_eval_cond=True)
+
+
+@pytest.mark.parametrize(
+    ("rule", "parameters", "message"),
+    [
+        (
+            "VanishingGradient",
+            {"threshold": "lots"},
+            "VanishingGradient.threshold must be a finite number",
+        ),
+        (
+            "VanishingGradient",
+            {"threshold": "nan"},
+            "VanishingGradient.threshold must be a finite number",
+        ),
+        (
+            "UnchangedTensor",
+            {"num_steps": "1"},
+            "UnchangedTensor.num_steps must be a whole number of 2",
+        ),
+        (
+            "DeadRelu",
+            {"tensor_regex": "(["},
+            "DeadRelu.tensor_regex: '\\(\\[' is not a regular expression",
+        ),
+        (
+            "ExplodingTensor",
+            {"only_nan": "perhaps"},
+            "ExplodingTensor.only_nan must be true or false",
+        ),
+        (
+            "NLPSequenceRatio",
+            {"token_values": "0,1", "token_thresholds_percent": "1,2,3"},
+            "one per token",
+        ),
+        ("SimilarAcrossRuns", {}, "SimilarAcrossRuns needs other_trials"),
+    ],
+)
+def test_bad_parameters_are_one_line_errors(
+    rule: str, parameters: dict[str, str], message: str, tmp_path: Path
+) -> None:
+    trial = _trial(tmp_path, Series().add(0, loss=np.float32(1)))
+    with pytest.raises(ValueError, match=message) as caught:
+        make_debugger_rule(rule, trial, parameters)
+    assert "\n" not in str(caught.value)
+
+
+def test_hostile_class_ids_are_refused_not_allocated(tmp_path: Path) -> None:
+    """A label of 10^12 would make a confusion matrix of 10^24 cells: refused."""
+    labels = np.array([0, 10**12], dtype=np.int64)
+    trial = _trial(tmp_path, Series().add(0, labels=labels, predictions=labels))
+    runner = RuleRunner(Confusion(trial))
+    with pytest.raises(ValueError, match="class id outside"):
+        runner.advance(0.0)
+
+
+def test_a_runner_sees_steps_as_they_arrive(tmp_path: Path) -> None:
+    """A trial on a run that is still writing: the runner evaluates each new step once."""
+    healthy = Series()
+    for step in range(3):
+        healthy.add(step, **{"gradient/fc.weight": np.full((4, 4), 0.1)})
+    write_series(tmp_path, healthy, end=False)
+    runner = RuleRunner(VanishingGradient(create_trial(tmp_path)))
+    assert runner.advance(0.0).status == "InProgress"
+    assert runner.evaluated == 3
+    vanished = Series().add(3, **{"gradient/fc.weight": np.full((4, 4), 1e-12)})
+    write_series(tmp_path, vanished, end=False)
+    verdict = runner.advance(1.0)
+    assert verdict.status == ISSUES_FOUND and verdict.step == 3
+    assert runner.evaluated == 4
+
+
+def test_a_runner_bounds_the_steps_of_one_advance(tmp_path: Path) -> None:
+    from trainops.debugger.rules._invoker import STEPS_PER_ADVANCE
+
+    series = Series()
+    for step in range(STEPS_PER_ADVANCE + 5):
+        series.add(step, loss=np.float32(1.0 / (1 + step)))
+    runner = RuleRunner(LossNotDecreasing(_trial(tmp_path, series)))
+    assert runner.advance(0.0, ended=True).status == "InProgress"
+    assert runner.evaluated == STEPS_PER_ADVANCE
+    assert runner.advance(0.0, ended=True).status == "NoIssuesFound"
