@@ -1,0 +1,21 @@
+"""``smdebug.exceptions``: the trial's exceptions, trainops' own classes."""
+
+from __future__ import annotations
+
+from trainops.debugger.exceptions import (
+    MissingCollectionFiles,
+    NoMoreData,
+    StepNotYetAvailable,
+    StepUnavailable,
+    TensorUnavailable,
+    TensorUnavailableForStep,
+)
+
+__all__ = [
+    "MissingCollectionFiles",
+    "NoMoreData",
+    "StepNotYetAvailable",
+    "StepUnavailable",
+    "TensorUnavailable",
+    "TensorUnavailableForStep",
+]
