@@ -5,6 +5,7 @@ from __future__ import annotations
 from trainops.debugger.exceptions import (
     MissingCollectionFiles,
     NoMoreData,
+    RuleEvaluationConditionMet,
     StepNotYetAvailable,
     StepUnavailable,
     TensorUnavailable,
@@ -14,6 +15,7 @@ from trainops.debugger.exceptions import (
 __all__ = [
     "MissingCollectionFiles",
     "NoMoreData",
+    "RuleEvaluationConditionMet",
     "StepNotYetAvailable",
     "StepUnavailable",
     "TensorUnavailable",
