@@ -81,6 +81,7 @@ def test_a_plain_loop_is_saved_with_train_and_eval_told_apart(tmp_path: Path) ->
         "CrossEntropyLoss_output_0",
     } <= names
     assert trial.tensor("gradient/Sequential_0.weight").steps() == [0, 1, 2, 3, 5, 6, 7, 8]
+    assert trial.tensor("CrossEntropyLoss_output_0").steps() == list(range(10))  # first call too
     assert (out / "training_job_end.ts").is_file()
 
 
