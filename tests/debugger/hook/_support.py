@@ -35,20 +35,24 @@ def batch(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.randn(5, 4, generator=generator), torch.randint(0, 3, (5,), generator=generator)
 
 
-def train(hook: Hook, steps: int, *, model: nn.Module | None = None) -> list[dict[str, Any]]:
-    """``steps`` optimizer steps; returns, per step, the weights before it, grads and loss."""
+def train(
+    hook: Hook, steps: int, *, model: nn.Module | None = None, compile_after: bool = False
+) -> list[dict[str, Any]]:
+    """``steps`` optimizer steps; returns, per step, the weights before it, grads and loss.
+    ``compile_after``: the model is registered, then compiled (aot_eager) and trained so."""
     torch.manual_seed(0)
     net = model if model is not None else Net()
     criterion = nn.CrossEntropyLoss()
     optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
     hook.register_module(net)
     hook.register_loss(criterion)
+    run = torch.compile(net, backend="aot_eager") if compile_after else net
     seen: list[dict[str, Any]] = []
     for step in range(steps):
         x, y = batch(step)
         weight = next(net.parameters()).detach().clone()
         optimizer.zero_grad()
-        loss = criterion(net(x), y)
+        loss = criterion(run(x), y)
         loss.backward()
         grad = next(net.parameters()).grad
         assert grad is not None

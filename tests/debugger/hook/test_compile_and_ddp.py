@@ -64,6 +64,29 @@ def test_a_hook_on_the_plain_model_adds_no_graph_break_when_it_is_compiled(tmp_p
     hook.close()
 
 
+@pytest.mark.slow
+def test_a_model_compiled_after_registering_is_counted_at_optimizer_steps_and_said_so(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    hook = Hook(
+        str(tmp_path),
+        save_config=SaveConfig(save_interval=1),
+        include_collections=["weights", "gradients", "outputs"],
+    )
+    seen = train(hook, 3, compile_after=True)
+    hook.close()
+    err = [line for line in capfd.readouterr().err.splitlines() if "trainops.debugger" in line]
+    assert len(err) == 1 and "counted at optimizer steps" in err[0], err
+    trial = create_trial(str(tmp_path))
+    assert trial.steps() == [0, 1, 2]
+    for step in (0, 1, 2):
+        np.testing.assert_allclose(trial.tensor("Net_fc1.weight").value(step), seen[step]["weight"])
+        np.testing.assert_allclose(
+            trial.tensor("gradient/Net_fc1.weight").value(step), seen[step]["grad"], rtol=1e-5
+        )
+    assert trial.tensor("CrossEntropyLoss_output_0").steps() == [1, 2]  # the first is unseen
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -9,11 +9,13 @@ and everything moves to the host once when the step ends (:mod:`._capture`), the
 by a background thread (:mod:`._writer`). Steps that save nothing cost one forward pre-hook
 on the model and nothing else, and only modules some collection asks for get a forward hook.
 
-torch.compile: register the compiled model (``hook.register_module(torch.compile(model))``)
-or the plain one before compiling it; the hooks are written so that Dynamo traces them to
-nothing (no graph break). What the compiled graph hides (the inputs and outputs of modules
-inside it) is named in one line on stderr, never silently missing; parameters, gradients,
-losses and the model's own inputs and outputs are saved as usual.
+torch.compile: register the compiled model (``hook.register_module(torch.compile(model))``):
+its step hook runs on the wrapper, outside the graph; the hooks inside are written so that
+Dynamo traces them to nothing (no graph break), and what the graph hides (the inputs and
+outputs of modules inside it) is named in one line on stderr, never silently missing. A model
+registered and then compiled hides its forward from the hook: the hook then counts steps at
+optimizer steps (global optimizer hooks) and says so in one line; parameters, gradients and
+losses are saved either way.
 
 A failure inside a hook turns the hook off with one line on stderr; the script goes on.
 """
@@ -120,6 +122,8 @@ class Hook:
         self._grad_handles: list[Any] = []
         self._closed = False
         self._compiling: Callable[[], bool] = torch.compiler.is_compiling
+        self._by_optimizer = False
+        self._optimizer_handles = self._watch_optimizers()
         _current.append(self)
         atexit.register(self.close)
 
@@ -250,6 +254,8 @@ class Hook:
         if self._closed:
             return
         self._closed = True
+        while self._optimizer_handles:
+            self._optimizer_handles.pop().remove()
         try:
             self._end_step()
             self._finish_writer()
@@ -278,6 +284,43 @@ class Hook:
         except Exception as exc:
             self._broken(exc)
 
+    def _watch_optimizers(self) -> list[Any]:
+        from torch.optim.optimizer import (
+            register_optimizer_step_post_hook,
+            register_optimizer_step_pre_hook,
+        )
+
+        return [
+            register_optimizer_step_pre_hook(lambda *_: self._optimizer_step(before=True)),
+            register_optimizer_step_post_hook(lambda *_: self._optimizer_step(before=False)),
+        ]
+
+    def _optimizer_step(self, before: bool) -> None:
+        """Steps counted at optimizer steps, where the registered model's own forwards are not
+        seen: it was compiled after it was registered, so its hooks run inside the graph."""
+        if self._compiling() or not self.enabled or not self._models:
+            return
+        try:
+            if before and not self._by_optimizer and self._open is None:
+                self._count_by_optimizer()
+            if self._by_optimizer and before and self._saving:
+                for model in self._models:
+                    self._save_parameters(model, gradients_now=True)
+            elif self._by_optimizer and not before:
+                self._begin_step(None)
+        except Exception as exc:
+            self._broken(exc)
+
+    def _count_by_optimizer(self) -> None:
+        self._by_optimizer = True
+        names = ", ".join(model.class_name for model in self._models)
+        sys.stderr.write(
+            f"trainops.debugger: {names} runs where the hook cannot see its forward (compiled "
+            "after register_module): steps are counted at optimizer steps, the outputs of its "
+            "modules are not saved; register the compiled module instead to save them\n"
+        )
+        self._begin_step(None)
+
     def _gradient(self, name: str, parameter: Any) -> None:
         if not self.enabled:
             return
@@ -290,9 +333,12 @@ class Hook:
     # -- steps ------------------------------------------------------------------------------
 
     def _begin_step(self, module: Any) -> None:
+        """A step begins: at a forward of ``module`` (a registered model), or at an optimizer
+        step (``module`` None, see :meth:`_optimizer_step`)."""
         self._end_step()
         if self.mode_from_model and not self._mode_set:
-            self._steps.set_mode(ModeKeys.TRAIN if module.training else ModeKeys.EVAL)
+            training = module is None or module.training
+            self._steps.set_mode(ModeKeys.TRAIN if training else ModeKeys.EVAL)
         if self._plan is None:
             self._prepare()
         self._steps.advance()
@@ -301,7 +347,7 @@ class Hook:
         self._open = (steps.step, steps.mode, steps.mode_step)
         assert self._plan is not None
         self._saving = self._plan.saving(steps.mode, steps.mode_step)
-        if self._saving:
+        if self._saving and module is not None:
             for model in self._models:
                 self._save_parameters(model)
 
@@ -330,10 +376,12 @@ class Hook:
                 "parameters, gradients, losses and its own inputs and outputs are\n"
             )
 
-    def _save_parameters(self, model: Model) -> None:
+    def _save_parameters(self, model: Model, gradients_now: bool = False) -> None:
         for name, gradient, parameter in model.parameters():
             self._save(name, parameter)
-            if parameter.requires_grad and self._wanted(gradient):
+            if gradients_now and parameter.grad is not None:
+                self._save(gradient, parameter.grad)
+            elif not gradients_now and parameter.requires_grad and self._wanted(gradient):
                 hook = partial(self._gradient, gradient)
                 self._grad_handles.append(parameter.register_post_accumulate_grad_hook(hook))
 
