@@ -25,6 +25,7 @@ from trainops.debugger.format import (
     reverse_reduction_tensor_name,
     worker_name,
 )
+from trainops.debugger.format._wire import len_field, varint_field
 
 DTYPES = [
     "float16",
@@ -69,6 +70,14 @@ def test_bfloat16_reads_back_as_float32() -> None:
 def test_strings_round_trip() -> None:
     array = np.array(["a", "bé", ""])
     assert list(decode_tensor(memoryview(encode_tensor(array)))) == ["a", "bé", ""]
+
+
+def test_strings_are_written_as_smdebug_writes_them_and_dt_string_reads_too() -> None:
+    encoded = encode_tensor(np.array(["x"]))
+    assert not encoded.startswith(b"\x08")  # no dtype field: DT_INVALID, as smdebug's
+    dims = len_field(2, len_field(2, varint_field(1, 2)))
+    tensorflows = varint_field(1, 7) + dims + len_field(8, b"p") + len_field(8, b"q")
+    assert list(decode_tensor(memoryview(tensorflows))) == ["p", "q"]
 
 
 def test_tensorboards_own_protos_parse_our_events() -> None:
@@ -138,7 +147,7 @@ def test_reductions_compute_over_the_flat_tensor() -> None:
 
 
 def test_a_corrupt_record_names_the_file_and_byte(tmp_path: Path) -> None:
-    writer = TensorFileWriter(tmp_path, "worker_0")
+    writer = TensorFileWriter(tmp_path, "worker_0", write_checksum=True)
     writer.write_step(0, modes.GLOBAL, 0, [("a", np.zeros(3)), ("b", np.ones(3))])
     data = bytearray((tmp_path / "events/000000000000/000000000000_worker_0.tfevents").read_bytes())
     first = len(read_record(data, 0, "f")) + 16

@@ -110,3 +110,47 @@ def test_a_step_is_complete_once_every_worker_wrote_it(tmp_path: Path) -> None:
     )
     TensorFileWriter(tmp_path, "worker_1").write_step(2, modes.TRAIN, 1, [("loss", np.ones(1))])
     assert trial.steps() == [0, 1, 2]
+
+
+def test_a_slow_workers_earlier_steps_are_not_skipped_by_the_listing(tmp_path: Path) -> None:
+    write_run(tmp_path, steps=4, workers=1)
+    (tmp_path / "collections/000000000/worker_0_collections.json").unlink()
+    manager = CollectionManager([Collection("weights", ["fc.*"])])
+    TensorFileWriter(tmp_path, "worker_0").write_collections(manager, num_workers=2)
+    slow = TensorFileWriter(tmp_path, "worker_1")
+    slow.write_step(0, modes.TRAIN, 0, [("loss", np.ones(1))])
+    trial = create_trial(tmp_path)
+    assert trial.steps() == [0]
+    for step in (1, 2, 3):
+        slow.write_step(step, modes.TRAIN, step, [("loss", np.ones(1))])
+        assert trial.steps() == list(range(step + 1))
+    assert trial.tensor("loss").workers(3) == ["worker_0", "worker_1"]
+
+
+def test_steps_across_index_folders_arrive_in_order(tmp_path: Path) -> None:
+    writer = TensorFileWriter(tmp_path, "worker_0")
+    trial = create_trial(tmp_path)
+    seen = []
+    for step in (0, 999, 1000, 1500, 7000, 7001):
+        writer.write_step(step, modes.TRAIN, step, [("loss", np.float32(step))])
+        seen.append(step)
+        assert trial.steps() == seen
+    assert [float(v) for v in trial.tensor("loss").values().values()] == seen
+
+
+def test_range_steps_keeps_only_the_steps_asked_for(tmp_path: Path) -> None:
+    write_run(tmp_path, steps=6)
+    assert create_trial(tmp_path, range_steps=(2, 5)).steps() == [2, 3, 4]
+    assert create_trial(tmp_path, range_steps=(4, None)).steps() == [4, 5]
+
+
+def test_too_many_incomplete_steps_mark_the_older_half_complete(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SMDEBUG_INCOMPLETE_STEP_WAIT_WINDOW", "4")
+    write_run(tmp_path, steps=7, workers=1)
+    (tmp_path / "collections/000000000/worker_0_collections.json").unlink()
+    TensorFileWriter(tmp_path, "worker_0").write_collections(CollectionManager(), num_workers=2)
+    trial = create_trial(tmp_path)  # worker_1 never writes: 7 incomplete steps, window 4
+    assert trial.steps() == [0, 1, 2, 3]
+    assert trial.steps(show_incomplete_steps=True) == list(range(7))

@@ -22,6 +22,10 @@ __all__ = [
 ]
 
 
+def _mode(mode: object) -> str:
+    return str(getattr(mode, "name", mode))
+
+
 class DebugConfigError(ValueError):
     """A hook configuration (``debughookconfig.json``) is invalid; the message names the key."""
 
@@ -52,7 +56,7 @@ class StepNotYetAvailable(Exception):
     """The step is not there yet, but the job may still write it."""
 
     def __init__(self, step: int, mode: object) -> None:
-        super().__init__(f"step {step} of mode {mode} is not available yet")
+        super().__init__(f"step {step} of mode {_mode(mode)} is not available yet")
         self.step, self.mode = step, mode
 
 
@@ -60,7 +64,7 @@ class StepUnavailable(Exception):
     """The step was never saved (a later step exists, or the job has ended)."""
 
     def __init__(self, step: int, mode: object) -> None:
-        super().__init__(f"step {step} of mode {mode} was not saved")
+        super().__init__(f"step {step} of mode {_mode(mode)} was not saved")
         self.step, self.mode = step, mode
 
 
@@ -76,7 +80,7 @@ class TensorUnavailableForStep(Exception):
     """The tensor exists, but not at this step (or not with this reduction)."""
 
     def __init__(self, tname: str, step: int, mode: object = None, has_reductions: bool = False):
-        where = f"step {step}" + (f" of mode {mode}" if mode is not None else "")
+        where = f"step {step}" + (f" of mode {_mode(mode)}" if mode is not None else "")
         more = " (only reductions were saved for it)" if has_reductions else ""
         super().__init__(f"tensor {tname!r} was not saved at {where}{more}")
         self.tname, self.step, self.mode = tname, step, mode

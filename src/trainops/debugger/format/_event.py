@@ -19,11 +19,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from trainops.debugger.format._tensor_proto import TensorLimits, decode_tensor, encode_tensor
-from trainops.debugger.format._wire import WireError, double_field, fields, len_field, varint_field
+from trainops.debugger.format._tensor_proto import TensorLimits, decode_tensor, tensor_parts
+from trainops.debugger.format._wire import (
+    WireError,
+    double_field,
+    fields,
+    len_field,
+    len_head,
+    varint_field,
+)
 from trainops.debugger.modes import MODE_PLUGIN_NAME, MODE_STEP_PLUGIN_NAME, ModeKeys
 
-__all__ = ["TensorEvent", "decode_tensor_event", "encode_tensor_event"]
+__all__ = [
+    "TensorEvent",
+    "decode_tensor_event",
+    "encode_tensor_event",
+    "mode_metadata",
+    "tensor_event_parts",
+]
 
 _DEFAULT_LIMITS = TensorLimits()
 
@@ -44,18 +57,37 @@ def _plugin(name: str, content: str) -> bytes:
     return len_field(1, len_field(1, name.encode()) + len_field(2, content.encode()))
 
 
+def mode_metadata(mode: ModeKeys, mode_step: int) -> bytes:
+    """The ``metadata`` field every tensor of one step shares (its mode step and mode)."""
+    body = _plugin(MODE_STEP_PLUGIN_NAME, str(mode_step)) + _plugin(
+        MODE_PLUGIN_NAME, str(int(mode))
+    )
+    return len_field(9, body)
+
+
 def encode_tensor_event(
     name: str, value: np.ndarray, step: int, mode: ModeKeys, mode_step: int, wall_time: float
 ) -> bytes:
     """A serialized ``Event`` holding ``value`` under the tag ``name``."""
-    metadata = _plugin(MODE_STEP_PLUGIN_NAME, str(mode_step)) + _plugin(
-        MODE_PLUGIN_NAME, str(int(mode))
-    )
-    summary_value = len_field(1, name.encode("utf-8"))
-    summary_value += len_field(9, metadata) + len_field(8, encode_tensor(value))
+    head, content = tensor_event_parts(name, value, step, wall_time, mode_metadata(mode, mode_step))
+    return head + bytes(content)
+
+
+def tensor_event_parts(
+    name: str, value: np.ndarray, step: int, wall_time: float, metadata: bytes
+) -> tuple[bytes, memoryview]:
+    """The ``Event`` as ``head + content`` (the tensor's bytes, not copied): a writer writes
+    both without joining them. ``metadata`` is :func:`mode_metadata`'s."""
+    tensor_head, content = tensor_parts(value)
+    tensor_length = len(tensor_head) + len(content)
+    value_head = len_field(1, name.encode("utf-8")) + metadata + len_head(8, tensor_length)
+    value_length = len(value_head) + tensor_length
+    summary_head = len_head(1, value_length)
+    summary_length = len(summary_head) + value_length
     head = double_field(1, wall_time) if wall_time else b""
     head += varint_field(2, step) if step else b""
-    return head + len_field(5, len_field(1, summary_value))
+    head += len_head(5, summary_length) + summary_head + value_head + tensor_head
+    return head, content
 
 
 def decode_tensor_event(

@@ -27,6 +27,7 @@ class IndexLimits:
     max_tensors: int = 100_000
     max_name: int = 1024
     max_record_bytes: int = 1 << 30
+    max_step_bytes: int = 16 << 30  # all of one step's records of one worker
 
 
 @dataclass(frozen=True)
@@ -90,13 +91,30 @@ def parse_index(raw: bytes, limits: IndexLimits = IndexLimits()) -> StepIndex:
     mode = parse_mode(meta.get("mode", "GLOBAL"))
     mode_step = _natural(meta.get("mode_step"), "meta.mode_step", 1 << 62)
     event_file = meta.get("event_file_name")
-    if event_file is not None and (not isinstance(event_file, str) or len(event_file) > 4096):
-        raise ValueError("meta.event_file_name must be a string")
+    if event_file is not None and not _event_key(event_file):
+        raise ValueError(
+            f"meta.event_file_name {str(event_file)[:200]!r} is not events/.../*.tfevents"
+        )
     tensors = [_tensor(item, limits) for item in _list(data, "tensor_payload", limits)]
     if tensors and event_file is None:
         raise ValueError("tensor_payload without meta.event_file_name")
+    total = sum(entry.length for entry in tensors)
+    if total > limits.max_step_bytes:
+        raise ValueError(
+            f"the step's records add up to {total} bytes, over {limits.max_step_bytes}"
+        )
     shapes = [_shape(item, limits) for item in _list(data, "shape_payload", limits)]
     return StepIndex(mode, mode_step, event_file, tuple(tensors), tuple(shapes))
+
+
+def _event_key(value: object) -> bool:
+    """A relative key under ``events/``, without ``..`` or empty parts (it is joined to the
+    trial's location)."""
+    if not isinstance(value, str) or len(value) > 4096 or "\\" in value:
+        return False
+    parts = value.split("/")
+    safe = all(part not in ("", ".", "..") for part in parts)
+    return safe and parts[0] == "events" and value.endswith(".tfevents")
 
 
 def _list(data: dict[str, Any], key: str, limits: IndexLimits) -> list[Any]:

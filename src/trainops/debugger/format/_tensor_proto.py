@@ -9,7 +9,8 @@ Field numbers (tensorflow/core/framework/tensor.proto, tensor_shape.proto, types
     TensorShapeProto { repeated Dim dim = 2; }   Dim { int64 size = 1; string name = 2; }
 
 Numbers go in ``tensor_content`` (little-endian, as smdebug writes them); strings in
-``string_val``. bfloat16 (``DT_BFLOAT16``) is read back as float32, the value it holds exactly;
+``string_val`` with no dtype (``DT_INVALID``), as smdebug writes them and its reader wants
+(``DT_STRING`` reads too). bfloat16 (``DT_BFLOAT16``) is read back as float32, the value it holds exactly;
 it is written from an ``ml_dtypes.bfloat16`` array where that package is present.
 """
 
@@ -20,9 +21,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from trainops.debugger.format._wire import WireError, fields, len_field, read_varint, varint_field
+from trainops.debugger.format._wire import (
+    WireError,
+    fields,
+    len_field,
+    len_head,
+    read_varint,
+    varint_field,
+)
 
-__all__ = ["DTYPES", "TensorLimits", "decode_tensor", "encode_tensor"]
+__all__ = ["DTYPES", "TensorLimits", "decode_tensor", "encode_tensor", "tensor_parts"]
 
 # DataType enum value -> numpy dtype (little-endian); DT_STRING (7) and DT_BFLOAT16 (14) apart.
 DTYPES: dict[int, np.dtype[np.generic]] = {
@@ -44,7 +52,8 @@ DTYPES: dict[int, np.dtype[np.generic]] = {
 _CODE = {
     dtype.newbyteorder("=") if dtype.itemsize > 1 else dtype: code for code, dtype in DTYPES.items()
 }
-_STRING, _BFLOAT16 = 7, 14
+_CODE_OF: dict[np.dtype[np.generic], int] = {}  # every dtype seen, by its code (a cache)
+_INVALID, _STRING, _BFLOAT16 = 0, 7, 14
 _VALUE_FIELDS = {5: "<f4", 6: "<f8", 7: "<i4", 10: "<i8", 11: "?", 13: "<i4"}
 
 
@@ -58,27 +67,41 @@ class TensorLimits:
 
 
 def _dtype_code(array: np.ndarray) -> int:
-    if array.dtype.kind in "USO":
-        return _STRING
-    if array.dtype.name == "bfloat16":
-        return _BFLOAT16
-    code = _CODE.get(array.dtype.newbyteorder("=") if array.dtype.itemsize > 1 else array.dtype)
+    code = _CODE_OF.get(array.dtype)
     if code is None:
-        raise TypeError(f"cannot save a tensor of dtype {array.dtype}")
+        code = _CODE_OF[array.dtype] = _find_code(array.dtype)
+    return code
+
+
+def _find_code(dtype: np.dtype[np.generic]) -> int:
+    if dtype.kind in "USO":
+        return _STRING
+    if dtype.name == "bfloat16":
+        return _BFLOAT16
+    code = _CODE.get(dtype.newbyteorder("=") if dtype.itemsize > 1 else dtype)
+    if code is None:
+        raise TypeError(f"cannot save a tensor of dtype {dtype}")
     return code
 
 
 def encode_tensor(array: np.ndarray) -> bytes:
     """``array`` as a serialized ``TensorProto``."""
+    head, content = tensor_parts(array)
+    return head + bytes(content)
+
+
+def tensor_parts(array: np.ndarray) -> tuple[bytes, memoryview]:
+    """A serialized ``TensorProto`` as ``head + content``: ``content`` is the array's own
+    little-endian bytes (no copy where the array is contiguous and little-endian already)."""
     code = _dtype_code(array)
     dims = b"".join(len_field(2, varint_field(1, size) if size else b"") for size in array.shape)
-    out = [varint_field(1, code), len_field(2, dims)]
-    if code == _STRING:
-        out += [len_field(8, str(item).encode("utf-8")) for item in array.reshape(-1)]
-    else:
-        little = array.astype(array.dtype.newbyteorder("<"), copy=False)
-        out.append(len_field(4, np.ascontiguousarray(little).tobytes()))
-    return b"".join(out)
+    if code == _STRING:  # as smdebug writes strings: no dtype (DT_INVALID), which its reader wants
+        head = len_field(2, dims)
+        strings = b"".join(len_field(8, str(item).encode("utf-8")) for item in array.reshape(-1))
+        return head + strings, memoryview(b"")
+    little = np.ascontiguousarray(array.astype(array.dtype.newbyteorder("<"), copy=False))
+    content = little.reshape(-1).view(np.uint8).data
+    return varint_field(1, code) + len_field(2, dims) + len_head(4, len(content)), content
 
 
 def _shape(body: memoryview, limits: TensorLimits) -> tuple[int, ...]:
@@ -100,7 +123,7 @@ def _shape(body: memoryview, limits: TensorLimits) -> tuple[int, ...]:
 
 def decode_tensor(body: memoryview, limits: TensorLimits = TensorLimits()) -> np.ndarray:
     """A serialized ``TensorProto`` back to an array (copied: it does not hold ``body``)."""
-    code, content = 1, None
+    code, content = _INVALID, None
     shape: tuple[int, ...] = ()
     strings: list[bytes] = []
     values: dict[int, list[memoryview | int]] = {}
@@ -118,7 +141,7 @@ def decode_tensor(body: memoryview, limits: TensorLimits = TensorLimits()) -> np
         elif number in _VALUE_FIELDS:
             values.setdefault(number, []).append(value)
     count = _count(shape, limits)
-    if code == _STRING:
+    if code == _STRING or (code == _INVALID and strings):
         return _strings(strings, shape, count)
     flat = _numbers(code, content, values, count)
     return flat.reshape(shape)

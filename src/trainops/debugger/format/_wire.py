@@ -16,6 +16,7 @@ __all__ = [
     "double_field",
     "fields",
     "len_field",
+    "len_head",
     "read_varint",
     "varint",
     "varint_field",
@@ -33,8 +34,13 @@ class WireError(ValueError):
         self.offset, self.reason = offset, reason
 
 
+_SMALL = [bytes((n,)) for n in range(0x80)]
+
+
 def varint(value: int) -> bytes:
     """``value`` as a varint (a negative int64 as its 64-bit two's complement)."""
+    if 0 <= value < 0x80:
+        return _SMALL[value]
     value &= 0xFFFFFFFFFFFFFFFF
     out = bytearray()
     while value >= 0x80:
@@ -54,6 +60,11 @@ def double_field(number: int, value: float) -> bytes:
 
 def len_field(number: int, body: bytes) -> bytes:
     return varint(number << 3 | _LEN) + varint(len(body)) + body
+
+
+def len_head(number: int, length: int) -> bytes:
+    """The tag and length of a length-delimited field whose body (``length`` bytes) follows."""
+    return varint(number << 3 | _LEN) + varint(length)
 
 
 def read_varint(data: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:

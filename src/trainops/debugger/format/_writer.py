@@ -3,7 +3,8 @@
 :class:`TensorFileWriter` writes ``events/<step>/<step>_<worker>.tfevents`` through a hidden
 temporary name, fsyncs it and renames it into place, and only then writes the step's index the
 same way: a reader lists index files, so it never sees a step whose events are not all there.
-A crash mid-step leaves at most a hidden temporary file, which no reader lists.
+A crash mid-step leaves at most a hidden temporary file, which no reader lists. Records carry
+smdebug's constant data CRC unless ``write_checksum`` (smdebug's reader refuses anything else).
 """
 
 from __future__ import annotations
@@ -12,14 +13,14 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
-from trainops.data import tfrecord_frame
 from trainops.debugger.config import CollectionManager
-from trainops.debugger.format._event import encode_tensor_event
+from trainops.debugger.format._event import mode_metadata, tensor_event_parts
 from trainops.debugger.format._index import IndexEntry, ShapeEntry, encode_index
 from trainops.debugger.format._layout import (
     END_MARKER,
@@ -28,18 +29,23 @@ from trainops.debugger.format._layout import (
     event_file_key,
     index_key,
 )
+from trainops.debugger.format._records import record_footer, record_header
 from trainops.debugger.modes import ModeKeys, parse_mode
 
 __all__ = ["TensorFileWriter", "mark_training_end", "write_whole"]
 
 
-def write_whole(path: Path, data: bytes, *, sync: bool = True) -> None:
-    """Write ``path`` through a hidden temporary name in its folder, fsync'd, then rename."""
+def write_whole(path: Path, data: bytes | Callable[[BinaryIO], None], *, sync: bool = True) -> None:
+    """Write ``path`` (``data``, or what ``data(stream)`` writes) through a hidden temporary
+    name in its folder, fsync'd, then renamed into place."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with open(temporary, "wb") as handle:
-            handle.write(data)
+        with open(temporary, "wb", buffering=1 << 20) as handle:
+            if callable(data):
+                data(handle)
+            else:
+                handle.write(data)
             if sync:
                 handle.flush()
                 os.fsync(handle.fileno())
@@ -53,10 +59,18 @@ def write_whole(path: Path, data: bytes, *, sync: bool = True) -> None:
 class TensorFileWriter:
     """Writes one worker's steps under ``out_dir`` in smdebug's layout."""
 
-    def __init__(self, out_dir: str | os.PathLike[str], worker: str, *, sync: bool = True) -> None:
+    def __init__(
+        self,
+        out_dir: str | os.PathLike[str],
+        worker: str,
+        *,
+        sync: bool = True,
+        write_checksum: bool = False,
+    ) -> None:
         self.out_dir = Path(out_dir)
         self.worker = check_worker(worker)
         self._sync = sync
+        self._checksum = write_checksum
 
     def write_step(
         self,
@@ -92,17 +106,22 @@ class TensorFileWriter:
         if event_key is None:
             return []
         now = time.time() if wall_time is None else wall_time
-        frames: list[bytes] = []
+        metadata = mode_metadata(mode, mode_step)
         entries: list[IndexEntry] = []
-        offset = 0
-        for name, value in tensors:
-            frame = tfrecord_frame(
-                encode_tensor_event(name, np.asarray(value), step, mode, mode_step, now)
-            )
-            entries.append(IndexEntry(name, offset, len(frame)))
-            frames.append(frame)
-            offset += len(frame)
-        write_whole(self.out_dir / event_key, b"".join(frames), sync=self._sync)
+
+        def write(stream: BinaryIO) -> None:
+            offset = 0
+            for name, value in tensors:
+                parts = tensor_event_parts(name, np.asarray(value), step, now, metadata)
+                length = len(parts[0]) + len(parts[1])
+                stream.write(record_header(length))
+                stream.write(parts[0])
+                stream.write(parts[1])  # the tensor's own bytes: never joined into a copy
+                stream.write(record_footer(parts if self._checksum else None))
+                entries.append(IndexEntry(name, offset, length + 16))
+                offset += length + 16
+
+        write_whole(self.out_dir / event_key, write, sync=self._sync)
         return entries
 
     def write_collections(self, manager: CollectionManager, num_workers: int = 1) -> None:

@@ -26,8 +26,9 @@ class TrialSource(ABC):
     location: str
 
     @abstractmethod
-    def list(self, prefix: str) -> list[str]:
-        """Every key under ``prefix`` (a folder key such as ``"index"``), sorted."""
+    def list(self, prefix: str, start_after: str | None = None) -> list[str]:
+        """Every key under ``prefix`` (a folder key such as ``"index"``), sorted; with
+        ``start_after`` (relative to ``prefix``) only the later ones."""
 
     @abstractmethod
     def read(self, key: str, max_bytes: int) -> bytes:
@@ -54,13 +55,17 @@ class LocalSource(TrialSource):
             raise DebugFormatError(f"{self.root}: {key!r} leads outside the trial's directory")
         return path
 
-    def list(self, prefix: str) -> list[str]:
+    def list(self, prefix: str, start_after: str | None = None) -> list[str]:
         base = self.root / prefix
+        after = f"{prefix}/{start_after}" if start_after is not None else None
         keys: list[str] = []
         for folder, dirs, files in os.walk(base):  # os.walk does not follow symlinked folders
-            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
             rel = Path(folder).relative_to(self.root).as_posix()
-            keys += [f"{rel}/{name}" for name in files if not name.startswith(".")]
+            dirs[:] = sorted(
+                d for d in dirs if not d.startswith(".") and _may_follow(rel, d, after)
+            )
+            found = (f"{rel}/{name}" for name in files if not name.startswith("."))
+            keys += [key for key in found if after is None or key > after]
         return sorted(keys)
 
     def read(self, key: str, max_bytes: int) -> bytes:
@@ -83,6 +88,11 @@ class LocalSource(TrialSource):
             return False
 
 
+def _may_follow(folder: str, name: str, after: str | None) -> bool:
+    """Whether folder ``folder/name`` can hold a key after ``after`` (keys sort by folder)."""
+    return after is None or f"{folder}/{name}/" >= after[: len(folder) + len(name) + 2]
+
+
 class StorageSource(TrialSource):
     """A prefix in any store ``trainops.storage`` knows (``s3://``, ``file://``)."""
 
@@ -96,8 +106,8 @@ class StorageSource(TrialSource):
     def _uri(self, key: str) -> str:
         return f"{self.location}/{key}"
 
-    def list(self, prefix: str) -> list[str]:
-        objects = self._store.list_objects(self._uri(prefix) + "/")
+    def list(self, prefix: str, start_after: str | None = None) -> list[str]:
+        objects = self._store.list_objects(self._uri(prefix) + "/", start_after=start_after)
         return sorted(f"{prefix}/{info.key}" for info in objects)
 
     def read(self, key: str, max_bytes: int) -> bytes:

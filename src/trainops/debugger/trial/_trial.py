@@ -5,12 +5,15 @@ tensors by global step, mode and worker. A step is complete once every worker (t
 file's ``num_workers``) wrote it, once a later step is complete, or once the job has ended.
 When ``training_job_end.ts`` appears the trial waits ``end_delay`` seconds, loads what is left,
 and from then on :attr:`Trial.loaded_all_steps` is true (waiting for a step raises
-``NoMoreData``). Refreshes happen on each query unless :func:`no_refresh` holds them.
+``NoMoreData``). A file that is corrupt, too large or out of the layout is left out and named in
+:attr:`Trial.errors` (a job's files must not stop its trial); reading a value from a corrupt event
+file raises :class:`~trainops.debugger.DebugFormatError` naming the file and the byte. Refreshes happen on each query unless :func:`no_refresh` holds them.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import time
@@ -49,6 +52,8 @@ from trainops.debugger.trial._tensor import Location, Tensor
 
 __all__ = ["Trial", "TrialLimits", "no_refresh", "refresh"]
 
+_log = logging.getLogger("trainops.debugger")
+_MAX_ERRORS = 100
 _END_DELAY_ENV = "SMDEBUG_TRAINING_END_DELAY_REFRESH"
 _WAIT_WINDOW_ENV = "SMDEBUG_INCOMPLETE_STEP_WAIT_WINDOW"
 _MISSING_RETRIES_ENV = "SMDEBUG_MISSING_EVENT_FILE_RETRY_LIMIT"
@@ -100,6 +105,7 @@ class Trial:
         self.end_delay = _env_number(_END_DELAY_ENV, 1.0) if end_delay is None else end_delay
         self.limits = limits or TrialLimits()
         self.loaded_all_steps = False
+        self.errors: list[str] = []  # one line per file left out (corrupt, too big, ...)
         self.dynamic_refresh = True
         self._wait_window = int(_env_number(_WAIT_WINDOW_ENV, 1000))
         self._missing_retries = int(_env_number(_MISSING_RETRIES_ENV, 100))
@@ -113,6 +119,7 @@ class Trial:
         self._workers: set[str] = set()
         self._end_seen_at: float | None = None
         self._last_complete = -1
+        self._cursor: str | None = None  # index keys up to this one (relative) are settled
         self.refresh()
 
     # -- refreshing ------------------------------------------------------------------------
@@ -140,12 +147,16 @@ class Trial:
         for key in keys[: self.limits.max_collection_files]:
             if key in self._collection_keys:
                 continue
-            raw = self.source.read(key, self.limits.max_collections_bytes)
-            try:
-                manager = CollectionManager.from_dict(json.loads(raw))
-            except (ValueError, RecursionError) as err:
-                raise DebugFormatError(f"{self.path}/{key}: {err}") from None
             self._collection_keys.add(key)
+            try:
+                raw = self.source.read(key, self.limits.max_collections_bytes)
+                manager = CollectionManager.from_dict(json.loads(raw))
+            except DebugFormatError as err:
+                self._skip(str(err))
+                continue
+            except (ValueError, RecursionError) as err:
+                self._skip(f"{self.path}/{key}: {err}")
+                continue
             self._merge_collections(manager)
 
     def _merge_collections(self, manager: CollectionManager) -> None:
@@ -157,13 +168,40 @@ class Trial:
         self._manager.num_workers = max(self._manager.num_workers, manager.num_workers)
 
     def _load_new_indexes(self, *, final: bool) -> None:
-        new = [k for k in self.source.list(INDEX_DIR) if k not in self._seen]
+        listed = self.source.list(INDEX_DIR, self._cursor)
+        new = [k for k in listed if k not in self._seen]
         for key in new:
             parsed = parse_index_key(key)
             if parsed is None or not self._in_range(parsed.step):
                 self._seen.add(key)
                 continue
-            self._load_index(key, parsed.step, parsed.worker, final=final)
+            try:
+                self._load_index(key, parsed.step, parsed.worker, final=final)
+            except DebugFormatError as err:
+                self._seen.add(key)
+                self._skip(str(err))
+        self._advance_cursor(listed)
+
+    def _advance_cursor(self, listed: list[str]) -> None:
+        """Move the listing's start past keys that are settled: seen, not waiting for their
+        event file, and of a complete step (a slower worker's index of a later step may still
+        come, so the cursor stays at the last complete step, as smdebug's index token does)."""
+        self._update_complete()
+        first_pending = min(self._pending, default=None)
+        for key in reversed(listed):
+            parsed = parse_index_key(key)
+            settled = parsed is None or parsed.step <= self._last_complete
+            if key in self._seen and settled and (first_pending is None or key < first_pending):
+                relative = key[len(INDEX_DIR) + 1 :]
+                if self._cursor is None or relative > self._cursor:
+                    self._cursor = relative
+                return
+
+    def _skip(self, error: str) -> None:
+        """Leave a bad file out: the trial goes on with the rest, and says so once."""
+        if len(self.errors) < _MAX_ERRORS:
+            self.errors.append(error)
+            _log.warning("skipped %s", error)
 
     def _in_range(self, step: int) -> bool:
         if self.range_steps is None:
@@ -176,14 +214,12 @@ class Trial:
         try:
             index = parse_index(raw, self.limits.index)
         except ValueError as err:
-            self._seen.add(key)
             raise DebugFormatError(f"{self.path}/{key}: {err}") from None
         if index.event_file is not None and not self.source.exists(index.event_file):
             tries = self._pending.get(key, 0) + 1
             if tries <= self._missing_retries and not final:
                 self._pending[key] = tries  # an uploader may copy the index before its events
                 return
-            self._seen.add(key)
             raise DebugFormatError(
                 f"{self.path}/{key}: its event file {index.event_file} is missing"
             )
