@@ -201,3 +201,21 @@ def test_a_write_that_fails_turns_the_hook_off_and_training_goes_on(
     hook.close()
     lines = [line for line in capfd.readouterr().err.splitlines() if "trainops.debugger" in line]
     assert len(lines) == 1 and "saving tensors stopped" in lines[0]
+
+
+def test_another_models_optimizer_does_not_switch_step_counting(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    hook = Hook(
+        str(tmp_path), save_config=SaveConfig(save_interval=1), include_collections=["weights"]
+    )
+    other, net = Net(), Net()
+    other_optimizer = torch.optim.SGD(other.parameters(), lr=0.1)
+    hook.register_module(net)
+    for _ in range(2):
+        other(batch()[0]).sum().backward()
+        other_optimizer.step()  # before the registered model's first forward
+        net(batch()[0])
+    hook.close()
+    assert "trainops.debugger" not in capfd.readouterr().err
+    assert create_trial(str(tmp_path)).steps() == [0, 1]

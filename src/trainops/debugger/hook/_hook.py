@@ -123,6 +123,9 @@ class Hook:
         self._closed = False
         self._compiling: Callable[[], bool] = torch.compiler.is_compiling
         self._by_optimizer = False
+        self._optimizers: weakref.WeakKeyDictionary[Any, tuple[bool, int]] = (
+            weakref.WeakKeyDictionary()
+        )
         self._optimizer_handles = self._watch_optimizers()
         _current.append(self)
         atexit.register(self.close)
@@ -291,16 +294,28 @@ class Hook:
         )
 
         return [
-            register_optimizer_step_pre_hook(lambda *_: self._optimizer_step(before=True)),
-            register_optimizer_step_post_hook(lambda *_: self._optimizer_step(before=False)),
+            register_optimizer_step_pre_hook(lambda o, *_: self._optimizer_step(o, before=True)),
+            register_optimizer_step_post_hook(lambda o, *_: self._optimizer_step(o, before=False)),
         ]
 
-    def _optimizer_step(self, before: bool) -> None:
+    def _optimizes_a_model(self, optimizer: Any) -> bool:
+        """Whether ``optimizer`` updates a registered model's parameters (cached)."""
+        found = self._optimizers.get(optimizer)
+        if found is None or len(self._models) != found[1]:
+            ours = {id(p) for model in self._models for _, _, p in model.parameters()}
+            groups = getattr(optimizer, "param_groups", ())
+            hit = any(id(p) in ours for group in groups for p in group.get("params", ()))
+            found = self._optimizers[optimizer] = (hit, len(self._models))
+        return found[0]
+
+    def _optimizer_step(self, optimizer: Any, before: bool) -> None:
         """Steps counted at optimizer steps, where the registered model's own forwards are not
         seen: it was compiled after it was registered, so its hooks run inside the graph."""
         if self._compiling() or not self.enabled or not self._models:
             return
         try:
+            if not self._optimizes_a_model(optimizer):
+                return
             if before and not self._by_optimizer and self._open is None:
                 self._count_by_optimizer()
             if self._by_optimizer and before and self._saving:
