@@ -3,6 +3,7 @@ reductions, scalars, custom tensors, the JSON config, and what a bad argument ge
 
 from __future__ import annotations
 
+import multiprocessing
 from pathlib import Path
 
 import numpy as np
@@ -218,4 +219,24 @@ def test_another_models_optimizer_does_not_switch_step_counting(
         net(batch()[0])
     hook.close()
     assert "trainops.debugger" not in capfd.readouterr().err
+    assert create_trial(str(tmp_path)).steps() == [0, 1]
+
+
+def _forward_in_child(net: nn.Module) -> None:
+    for _ in range(10):
+        net(batch()[0])
+
+
+def test_a_forked_child_saves_nothing_and_does_not_block(tmp_path: Path) -> None:
+    hook = Hook(
+        str(tmp_path), save_config=SaveConfig(save_interval=1), include_collections=["weights"]
+    )
+    hook.register_module(net := Net())
+    net(batch()[0])
+    child = multiprocessing.get_context("fork").Process(target=_forward_in_child, args=(net,))
+    child.start()
+    child.join(timeout=120)
+    assert child.exitcode == 0
+    net(batch()[0])
+    hook.close()
     assert create_trial(str(tmp_path)).steps() == [0, 1]

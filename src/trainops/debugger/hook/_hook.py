@@ -23,6 +23,7 @@ A failure inside a hook turns the hook off with one line on stderr; the script g
 from __future__ import annotations
 
 import atexit
+import os
 import sys
 import weakref
 from collections.abc import Callable, Iterable, Sequence
@@ -122,6 +123,7 @@ class Hook:
         self._grad_handles: list[Any] = []
         self._closed = False
         self._compiling: Callable[[], bool] = torch.compiler.is_compiling
+        self._pid = os.getpid()  # a forked child (a DataLoader worker) saves nothing
         self._by_optimizer = False
         self._optimizers: weakref.WeakKeyDictionary[Any, tuple[bool, int]] = (
             weakref.WeakKeyDictionary()
@@ -254,7 +256,7 @@ class Hook:
 
     def close(self) -> None:
         """Write the step in progress and the collections; mark the end of training."""
-        if self._closed:
+        if self._closed or os.getpid() != self._pid:
             return
         self._closed = True
         while self._optimizer_handles:
@@ -269,7 +271,7 @@ class Hook:
     # -- hooks on the model -----------------------------------------------------------------
 
     def _root_pre(self, module: Any, args: Any) -> None:
-        if self._compiling() or not self.enabled:
+        if self._compiling() or not self.enabled or os.getpid() != self._pid:
             return
         try:
             self._begin_step(module)
@@ -312,6 +314,8 @@ class Hook:
         """Steps counted at optimizer steps, where the registered model's own forwards are not
         seen: it was compiled after it was registered, so its hooks run inside the graph."""
         if self._compiling() or not self.enabled or not self._models:
+            return
+        if os.getpid() != self._pid:
             return
         try:
             if not self._optimizes_a_model(optimizer):
