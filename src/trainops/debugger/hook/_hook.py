@@ -35,12 +35,10 @@ import numpy as np
 from trainops.debugger.config import (
     Collection,
     CollectionKeys,
-    CollectionManager,
     ReductionConfig,
     SaveConfig,
     load_hook_config,
 )
-from trainops.debugger.format import mark_training_end
 from trainops.debugger.hook._capture import StepBuffer
 from trainops.debugger.hook._models import Model, unwrap
 from trainops.debugger.hook._names import (
@@ -53,8 +51,7 @@ from trainops.debugger.hook._names import (
 from trainops.debugger.hook._paths import config_file, out_dir_for
 from trainops.debugger.hook._plan import SavePlan
 from trainops.debugger.hook._steps import StepCounter
-from trainops.debugger.hook._workers import CHIEF, num_workers, worker_name
-from trainops.debugger.hook._writer import StepWriter
+from trainops.debugger.hook._writer import StepOutput
 from trainops.debugger.modes import ModeKeys, parse_mode
 
 __all__ = ["Hook", "get_hook"]
@@ -107,6 +104,9 @@ class Hook:
         self.reduction_config = reduction_config or ReductionConfig(save_raw_tensor=True)
         self.collection_manager = pytorch_collections()
         self.include_collections = self._included(include_collections, include_regex, save_all)
+        self._output = StepOutput(
+            torch, self.out_dir, self.dry_run, include_workers, self.collection_manager
+        )
         self.enabled = True
         self.mode_from_model = False  # set by the no-code-change install: train/eval by flag
         self._steps = StepCounter()
@@ -115,8 +115,6 @@ class Hook:
         self._saving: frozenset[Collection] = frozenset()
         self._open: tuple[int, ModeKeys, int] | None = None
         self._buffer = StepBuffer(torch)
-        self._writer: StepWriter | None = None
-        self._writes: bool | None = None
         self._models: list[Model] = []
         self._names: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
         self._io_index: dict[str, int] = {}
@@ -263,7 +261,7 @@ class Hook:
             self._optimizer_handles.pop().remove()
         try:
             self._end_step()
-            self._finish_writer()
+            self._output.close()
         except Exception as exc:
             self._broken(exc)
         self.enabled = False
@@ -431,33 +429,7 @@ class Hook:
             return
         step, mode, mode_step = self._open or (0, self._steps.mode, 0)
         tensors = self._buffer.drain()
-        writer = self._step_writer()
-        if writer is not None:
-            writer.write_step(step, int(mode), mode_step, tensors)
-
-    def _step_writer(self) -> StepWriter | None:
-        if self._writes is None:
-            worker = worker_name(self._torch)
-            self._writes = not self.dry_run and (self.include_workers == "all" or worker == CHIEF)
-            if self._writes:
-                self._writer = StepWriter(self.out_dir, worker)
-                self._write_collections()
-        return self._writer
-
-    def _write_collections(self) -> None:
-        assert self._writer is not None
-        workers = num_workers(self._torch) if self.include_workers == "all" else 1
-        snapshot = CollectionManager.from_dict(self.collection_manager.to_json_dict())
-        self._writer.submit(lambda w: w.write_collections(snapshot, workers))
-
-    def _finish_writer(self) -> None:
-        writer = self._writer
-        if writer is None:
-            return
-        self._write_collections()
-        writer.close()
-        if writer.worker == CHIEF and not writer.failed:
-            mark_training_end(self.out_dir)
+        self._output.write_step(step, mode, mode_step, tensors)
 
     def _host_array(self, value: Any) -> np.ndarray:
         if isinstance(value, self._torch.Tensor):
