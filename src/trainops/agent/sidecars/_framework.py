@@ -54,9 +54,8 @@ class FrameworkSidecar(Sidecar):
 
 def framework_sidecar(context: SidecarContext) -> Sidecar | None:
     """The sidecar when the job profiles (``profiler_config`` given, not disabled) or has a
-    debugger hook config (declared in its spec, or already in the host's tree)."""
+    debugger hook config (``debugger_hook_config``)."""
     declared = getattr(context.job, "debugger_hook_config", None) is not None
-    written = (context.tree.config_dir / DEBUG_HOOK_CONFIG).is_file()
-    if context.job.profiling is None and not declared and not written:
+    if context.job.profiling is None and not declared:
         return None
     return FrameworkSidecar(context)
