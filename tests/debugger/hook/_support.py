@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -81,12 +82,16 @@ def write_config(folder: Path, out_dir: Path, **parameters: Any) -> Path:
     return path
 
 
-def run_job_script(tmp_path: Path, code: str, config_dir: Path) -> subprocess.CompletedProcess[str]:
-    """Run ``code`` as a job's script: trainops' bootstrap first on ``PYTHONPATH``."""
+def run_job_script(
+    tmp_path: Path, code: str, config_dir: Path, extra_path: Sequence[Path] = ()
+) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` as a job's script: trainops' bootstrap first on ``PYTHONPATH`` (then
+    ``extra_path``, a user's own paths)."""
     script = tmp_path / "train.py"
     script.write_text(code)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SM_", "SMDEBUG", "TRAINOPS"))}
-    env.update(PYTHONPATH=os.pathsep.join([str(BOOTSTRAP_DIR), str(SRC)]))
+    paths = [str(BOOTSTRAP_DIR), *map(str, extra_path), str(SRC)]
+    env.update(PYTHONPATH=os.pathsep.join(paths))
     env.update(SM_INPUT_CONFIG_DIR=str(config_dir), OMP_NUM_THREADS="1")
     return subprocess.run(
         [sys.executable, str(script)],

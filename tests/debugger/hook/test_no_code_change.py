@@ -95,6 +95,18 @@ def test_a_smdebug_script_runs_unchanged_on_trainops(tmp_path: Path) -> None:
     assert second == "[0, 2] [0]"  # one hook: the automatic one stood down
 
 
+def test_a_real_smdebug_on_the_path_wins_over_trainops(tmp_path: Path) -> None:
+    real = tmp_path / "site" / "smdebug"
+    real.mkdir(parents=True)
+    (real / "__init__.py").write_text("WHO = 'the real one'\n")
+    config_dir = write_config(tmp_path / "config", tmp_path / "tensors").parent
+    code = "import smdebug\nprint(getattr(smdebug, 'WHO', smdebug.__file__))\n"
+    result = run_job_script(tmp_path, code, config_dir, extra_path=[tmp_path / "site"])
+    assert result.stdout.strip() == "the real one", result.stderr
+    plain = run_job_script(tmp_path, code, config_dir)
+    assert plain.stdout.strip().endswith("_compat/smdebug/__init__.py"), plain.stderr
+
+
 def test_a_broken_config_leaves_the_script_running_with_one_line(tmp_path: Path) -> None:
     config_dir = tmp_path / "config"
     config_dir.mkdir()
