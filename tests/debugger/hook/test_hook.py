@@ -115,6 +115,7 @@ def test_reductions_replace_the_raw_tensor_and_match_numpy(tmp_path: Path) -> No
 def test_scalars_and_custom_tensors_join_the_step_in_progress(tmp_path: Path) -> None:
     hook = Hook(str(tmp_path), save_config=SaveConfig(save_interval=1))
     hook.register_module(net := Net())
+    hook.save_scalar("before", 1.0)  # before any step: joins step 0
     net(batch()[0])
     hook.save_scalar("accuracy", torch.tensor(0.75))
     hook.save_tensor("my_mask", torch.tensor([True, False]), "masks")
@@ -122,6 +123,7 @@ def test_scalars_and_custom_tensors_join_the_step_in_progress(tmp_path: Path) ->
     hook.close()
     trial = create_trial(str(tmp_path))
     assert float(trial.tensor("scalar/accuracy").value(0)) == 0.75
+    assert float(trial.tensor("scalar/before").value(0)) == 1.0
     np.testing.assert_array_equal(trial.tensor("my_mask").value(0), [True, False])
     assert "my_mask" in trial.tensor_names(collection="masks")
 

@@ -425,8 +425,8 @@ class Hook:
         while self._grad_handles:
             self._grad_handles.pop().remove()
         self._saving = frozenset()
-        if not self._buffer:
-            return
+        if not self._buffer or (self._open is None and not self._closed):
+            return  # nothing, or a scalar saved before the first step: it joins that step
         step, mode, mode_step = self._open or (0, self._steps.mode, 0)
         tensors = self._buffer.drain()
         self._output.write_step(step, mode, mode_step, tensors)
