@@ -69,6 +69,8 @@ SAME_LAYER_ALLOWED = {
     "actions": set(),
     "report": {"rules", "control"},  # the report at job end is a control-plane service
     "monitor": {"profiler"},
+    # the job's bootstrap (profiler/_bootstrap) also installs the debugger hook once torch loads
+    "profiler": {"debugger"},
     "tensorboard": {"data", "profiler"},
     "debugger": {"data", "tensorboard"},  # TFRecord framing; histograms of the saved tensors
     "spec": {"catalog", "protocol", "storage"},  # locations are checked against STORES' schemes

@@ -9,6 +9,7 @@ import pytest
 PACKAGES = [
     "trainops.debugger",
     "trainops.debugger.config",
+    "trainops.debugger.hook",
     "trainops.debugger.format",
     "trainops.debugger.trial",
     "trainops.debugger.modes",

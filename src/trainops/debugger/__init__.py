@@ -4,7 +4,8 @@ Public names mirror smdebug's: :mod:`~trainops.debugger.modes`, :class:`SaveConf
 :class:`ReductionConfig`, :class:`Collection`, :class:`CollectionKeys`, the hook's JSON
 (:class:`HookConfig`, :func:`load_hook_config`), and the reader (:func:`create_trial`,
 :class:`Trial`, :class:`Tensor`, :class:`StepState` and the exceptions). The on-disk format and
-the job-side writer are in :mod:`trainops.debugger.format`. Names are imported on first use.
+the job-side writer are in :mod:`trainops.debugger.format`. The PyTorch :class:`Hook` (and
+:func:`get_hook`) imports torch when a hook is made. Names are imported on first use.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ if typing.TYPE_CHECKING:
         TensorUnavailable,
         TensorUnavailableForStep,
     )
+    from trainops.debugger.hook import Hook, get_hook
     from trainops.debugger.modes import ModeKeys
     from trainops.debugger.trial import StepState, Tensor, Trial, create_trial, no_refresh, refresh
 
@@ -45,6 +47,7 @@ __all__ = [
     "CollectionManager",
     "DebugConfigError",
     "DebugFormatError",
+    "Hook",
     "HookConfig",
     "MissingCollectionFiles",
     "ModeKeys",
@@ -61,6 +64,7 @@ __all__ = [
     "TensorUnavailableForStep",
     "Trial",
     "create_trial",
+    "get_hook",
     "load_hook_config",
     "modes",
     "no_refresh",
@@ -76,6 +80,7 @@ _MODULE_OF = {
     "CollectionManager": _CONFIG,
     "DebugConfigError": _ERRORS,
     "DebugFormatError": _ERRORS,
+    "Hook": "trainops.debugger.hook",
     "HookConfig": _CONFIG,
     "MissingCollectionFiles": _ERRORS,
     "ModeKeys": "trainops.debugger.modes",
@@ -92,6 +97,7 @@ _MODULE_OF = {
     "TensorUnavailableForStep": _ERRORS,
     "Trial": _TRIAL,
     "create_trial": _TRIAL,
+    "get_hook": "trainops.debugger.hook",
     "load_hook_config": _CONFIG,
     "modes": "trainops.debugger",
     "no_refresh": _TRIAL,

@@ -42,8 +42,9 @@ def _profiler(context: SidecarContext) -> Sidecar | None:
 
 
 def _framework(context: SidecarContext) -> Sidecar | None:
-    """Step timing and framework profiling inside the script, when the job profiles."""
-    if context.job.profiling is None:
+    """Step timing, framework profiling and the debugger hook inside the script, when the job
+    profiles or has a debugger hook config."""
+    if context.job.profiling is None and getattr(context.job, "debugger_hook_config", None) is None:
         return None
     from trainops.agent.sidecars._framework import framework_sidecar
 

@@ -1,12 +1,16 @@
 """Run by Python at start-up when trainops' bootstrap directory is on ``PYTHONPATH``.
 
-It does two things, each unable to break the script:
+It does three things, each unable to break the script:
 
-1. Where ``TRAINOPS_PROFILER_DIR`` is set, it adds an import hook that waits for ``torch``:
-   once ``import torch`` has finished, it installs trainops' step-timing hooks
-   (``trainops.profiler._torch_hooks``). A script that never imports torch never loads
-   trainops. Any failure turns step timing off with one line on stderr.
-2. It runs the ``sitecustomize`` this one shadows, if any (the next one on ``sys.path``: a
+1. Where ``TRAINOPS_PROFILER_DIR`` is set, or the job has a debugger hook config
+   (``$SMDEBUG_CONFIG_FILE_PATH``, or ``debughookconfig.json`` in ``$SM_INPUT_CONFIG_DIR``), it
+   adds an import hook that waits for ``torch``: once ``import torch`` has finished, it installs
+   trainops' step-timing hooks (``trainops.profiler._torch_hooks``) and/or the debugger hook
+   (``trainops.debugger.hook._auto``). A script that never imports torch never loads
+   trainops. Any failure turns that part off with one line on stderr.
+2. It appends trainops' smdebug-compatible package (``trainops/debugger/_compat``) to the end
+   of ``sys.path``, after site-packages, so ``import smdebug`` works and a real smdebug wins.
+3. It runs the ``sitecustomize`` this one shadows, if any (the next one on ``sys.path``: a
    user's or the distribution's), as Python would have, under the name ``sitecustomize``.
 
 Only the standard library is imported here: this runs in every Python process the job starts.
@@ -88,19 +92,51 @@ class _TorchWatcher:
 
 
 def _install(torch: ModuleType) -> None:
-    try:
-        from trainops.profiler._torch_hooks import install
+    if _profiling():
+        try:
+            from trainops.profiler._torch_hooks import install
 
-        install(torch)
-    except Exception as exc:
-        sys.stderr.write(
-            f"trainops.profiler: step timing is off in this process ({type(exc).__name__}: {exc})\n"
-        )
+            install(torch)
+        except Exception as exc:
+            sys.stderr.write(
+                "trainops.profiler: step timing is off in this process "
+                f"({type(exc).__name__}: {exc})\n"
+            )
+    if _debugging():
+        try:
+            from trainops.debugger.hook._auto import install as install_debugger
+
+            install_debugger(torch)
+        except Exception as exc:
+            sys.stderr.write(
+                f"trainops.debugger: the hook is off in this process ({type(exc).__name__}: {exc})\n"
+            )
+
+
+def _profiling() -> bool:
+    return bool(os.environ.get("TRAINOPS_PROFILER_DIR"))
+
+
+def _debugging() -> bool:
+    path = os.environ.get("SMDEBUG_CONFIG_FILE_PATH")
+    if not path:
+        folder = os.environ.get("SM_INPUT_CONFIG_DIR")
+        if not folder:
+            return False
+        path = os.path.join(folder, "debughookconfig.json")
+    return os.path.isfile(path)
+
+
+def _offer_smdebug() -> None:
+    compat = os.path.join(os.path.dirname(os.path.dirname(_HERE)), "debugger", "_compat")
+    if os.path.isdir(compat) and compat not in sys.path:
+        sys.path.append(compat)
 
 
 def _start() -> None:
-    if os.environ.get("TRAINOPS_PROFILER_DIR") and "torch" not in sys.modules:
+    if (_profiling() or _debugging()) and "torch" not in sys.modules:
         sys.meta_path.insert(0, _TorchWatcher())  # first: the chained one may import torch
+    _offer_smdebug()
     _chain()
 
 

@@ -1,0 +1,1 @@
+"""``smdebug.core``: the modules scripts import from it (``modes``, ``collection``, configs)."""
