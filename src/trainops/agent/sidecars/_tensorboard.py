@@ -11,7 +11,10 @@ each host as a run rather than interleaving files that grow at once in one direc
 The sidecar writes, under ``<local path>/trainops/`` (a run of its own beside the script's
 files; ``trainops-attempt-<n>/`` on a retry): every metric the job's metric definitions scrape from the script's output (tag: the
 metric's name, step: a counter per metric), and, when the job profiles, the profiler's step
-timings and system metrics (see :mod:`trainops.tensorboard._profiler` for the tags). The
+timings and system metrics (see :mod:`trainops.tensorboard._profiler` for the tags). The run is
+an HParams session: its start holds the job's hyperparameters (group: the job's name), its end
+the host's outcome (success, failure, or unknown when the agent aborts), so TensorBoard's HParams
+dashboard lists the job with its hyperparameters beside the metrics' scalars. The
 script may write its own event files anywhere under the local path: its directory is in
 ``TRAINOPS_TENSORBOARD_DIR``, and ``input/config/tensorboardoutputconfig.json`` (``LocalPath``,
 ``S3OutputPath``, as SageMaker writes it for smdebug; ``TENSORBOARD_CONFIG_FILE_PATH`` names
@@ -23,6 +26,7 @@ more. Best effort: a failure is logged (once until it changes), never the job's.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 import threading
@@ -34,7 +38,13 @@ from trainops.agent.sidecars._base import Sidecar, SidecarContext
 from trainops.agent.supervision._hostns import opt_ml_shown
 from trainops.protocol import TensorBoardSpec
 from trainops.storage import join_uri
-from trainops.tensorboard import DIR_ENV, EventSync, ProfilerScalars, SummaryWriter
+from trainops.tensorboard import (
+    DIR_ENV,
+    EventSync,
+    ProfilerScalars,
+    SessionStatus,
+    SummaryWriter,
+)
 
 __all__ = [
     "CONFIG_ENV",
@@ -95,6 +105,7 @@ class TensorBoardSidecar(Sidecar):
             host=self.context.host,
             flush_secs=self.interval,
         )
+        self._guard(self._start_session)
         profiler_dir = _profiler_dir(self.context)
         if profiler_dir is not None:
             self.profiler = ProfilerScalars(
@@ -111,6 +122,7 @@ class TensorBoardSidecar(Sidecar):
         with self._lock:
             writer, self.writer = self.writer, None
         if writer is not None:
+            self._guard(lambda: writer.add_session_end(self._outcome()))
             self._guard(writer.close)
         if self.local_dir.is_dir():
             self._guard(lambda: self.sync.sync_once(final=True))
@@ -121,10 +133,24 @@ class TensorBoardSidecar(Sidecar):
         with self._lock:
             writer, self.writer = self.writer, None
         if writer is not None:
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError, ValueError):
+                writer.add_session_end(SessionStatus.UNKNOWN)
                 writer.close()
 
     # The work ------------------------------------------------------------------------------
+
+    def _start_session(self) -> None:
+        """The HParams session's start: the job's hyperparameters."""
+        assert self.writer is not None
+        hparams = {str(k): _hparam(v) for k, v in self.context.job.hyperparameters.items()}
+        self.writer.add_session_start(hparams, self.context.assignment.job_name)
+
+    def _outcome(self) -> SessionStatus:
+        """The host's outcome, as the agent marked it in the tree before its sidecars finish."""
+        tree = self.context.tree
+        if tree.success_file.exists():
+            return SessionStatus.SUCCESS
+        return SessionStatus.FAILURE if tree.failure_file.exists() else SessionStatus.UNKNOWN
 
     def _metric(self, name: str, ts: float, values: list[float]) -> None:
         """A scraped metric value (on the log scanner's thread): quick, never raising."""
@@ -183,6 +209,14 @@ def run_name(attempt: int) -> str:
     retry start at 0 again; in the same run TensorBoard would drop the first attempt's points
     as orphaned)."""
     return RUN_NAME if attempt <= 1 else f"{RUN_NAME}-attempt-{attempt}"
+
+
+def _hparam(value: object) -> bool | int | float | str:
+    """A hyperparameter as HParams shows it: a number, a boolean or a string kept; anything else
+    (a list, a mapping, null) as its JSON, as the script gets it."""
+    if isinstance(value, bool | int | float | str):
+        return value
+    return json.dumps(value, sort_keys=True)
 
 
 def tensorboard_prefix(config: TensorBoardSpec, output_prefix: str) -> str:
