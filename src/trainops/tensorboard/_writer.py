@@ -20,7 +20,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -33,7 +33,12 @@ from trainops.tensorboard._hparams import (
     session_end_event,
     session_start_event,
 )
-from trainops.tensorboard._proto import file_version_event, histogram_event, scalar_event
+from trainops.tensorboard._proto import (
+    file_version_event,
+    histogram_event,
+    scalar_event,
+    scalar_series,
+)
 
 __all__ = ["DIR_ENV", "EventFileWriter", "SummaryWriter", "event_file_name"]
 
@@ -88,6 +93,7 @@ class EventFileWriter:
         self._last_seconds = 0
         self._last_flush = time.monotonic()
         self._closed = False
+        self._whole: dict[Path, tuple[int, int, int]] = {}
 
     def add_event(self, payload: bytes) -> None:
         """Queue one serialized ``Event``; written at the next flush (automatic when due)."""
@@ -96,6 +102,16 @@ class EventFileWriter:
             if self._closed:
                 raise ValueError(f"event writer for {self.logdir} is closed")
             self._pending += frame
+            if time.monotonic() - self._last_flush >= self.flush_seconds:
+                self._flush_locked()
+
+    def add_events(self, payloads: Iterable[bytes]) -> None:
+        """:meth:`add_event` for each of ``payloads``, framed and queued at once."""
+        frames = b"".join(map(tfrecord_frame, payloads))
+        with self._lock:
+            if self._closed:
+                raise ValueError(f"event writer for {self.logdir} is closed")
+            self._pending += frames
             if time.monotonic() - self._last_flush >= self.flush_seconds:
                 self._flush_locked()
 
@@ -116,6 +132,12 @@ class EventFileWriter:
                 self._closed = True
                 self._close_file()
 
+    def whole_files(self) -> dict[Path, tuple[int, int, int]]:
+        """Each file written so far, as this writer left it: ``(size, mtime_ns, inode)`` after
+        its last write, all whole records (a flush writes whole records only)."""
+        with self._lock:
+            return dict(self._whole)
+
     @property
     def path(self) -> Path | None:
         """The file being appended to (None before the first flush)."""
@@ -133,6 +155,8 @@ class EventFileWriter:
         assert self._fd is not None
         _write_all(self._fd, data)
         self._size += len(data)
+        stat = os.fstat(self._fd)
+        self._whole[self.files[-1]] = (stat.st_size, stat.st_mtime_ns, stat.st_ino)
 
     def _due_for_rotation(self) -> bool:
         aged = time.monotonic() - self._opened >= self.rotate_seconds
@@ -209,6 +233,14 @@ class SummaryWriter:
         now (Unix seconds)."""
         when = time.time() if wall_time is None else float(wall_time)
         self.file_writer.add_event(scalar_event(tag, float(value), int(step), when))
+
+    def add_scalars(
+        self, tag: str, values: Sequence[float], first_step: int, wall_time: float
+    ) -> None:
+        """:meth:`add_scalar` for each of ``values``, at ``first_step``, ``first_step + 1``, ...,
+        all at ``wall_time``: the metric path's batch, a third of the cost of one call a point."""
+        floats = [float(value) for value in values]
+        self.file_writer.add_events(scalar_series(tag, floats, int(first_step), float(wall_time)))
 
     def add_histogram(
         self, tag: str, values: Any, step: int = 0, wall_time: float | None = None

@@ -124,6 +124,7 @@ class TensorBoardSidecar(Sidecar):
         if writer is not None:
             self._guard(lambda: writer.add_session_end(self._outcome()))
             self._guard(writer.close)
+            self.sync.vouch(writer.file_writer.whole_files())
         if self.local_dir.is_dir():
             self._guard(lambda: self.sync.sync_once(final=True))
         return [Artifact("tensorboard", self.remote)] if self.sync.uploaded else []
@@ -158,11 +159,10 @@ class TensorBoardSidecar(Sidecar):
             writer = self.writer
             if writer is None:
                 return
+            step = self._steps.get(name, 0)
+            self._steps[name] = step + len(values)
             try:
-                for value in values:
-                    step = self._steps.get(name, 0)
-                    self._steps[name] = step + 1
-                    writer.add_scalar(name, value, step, wall_time=ts)
+                writer.add_scalars(name, values, step, ts)
             except (OSError, ValueError) as exc:
                 self._report(f"writing metric {name!r}: {exc}")
 
@@ -178,6 +178,7 @@ class TensorBoardSidecar(Sidecar):
             writer = self.writer
             if writer is not None:
                 self._guard(writer.flush)
+                self.sync.vouch(writer.file_writer.whole_files())
             self._guard(self.sync.sync_once)
 
     def _halt(self) -> None:
