@@ -20,7 +20,8 @@ script may write its own event files anywhere under the local path: its director
 ``S3OutputPath``, as SageMaker writes it for smdebug; ``TENSORBOARD_CONFIG_FILE_PATH`` names
 it) says so too. Every ``5 * sync_interval`` seconds (5 s by default) a low-priority thread
 reads new profiler chunks, flushes the writer and syncs the directory; ``finish`` does it once
-more. Best effort: a failure is logged (once until it changes), never the job's.
+more. Scraped metric values are queued by the log scanner's thread and encoded by a thread of
+their own, so the scanner keeps up with a chatty script while its points are written. Best effort: a failure is logged (once until it changes), never the job's.
 """
 
 from __future__ import annotations
@@ -60,6 +61,8 @@ CONFIG_ENV = "TENSORBOARD_CONFIG_FILE_PATH"  # smdebug's override of the config 
 RUN_NAME = "trainops"  # the sidecar's own run under the local path
 PREFIX_NAME = "tensorboard"
 DEFAULT_PROFILER_PATH = "/opt/ml/output/profiler"  # FrameworkProfile.local_path's default
+#: Scraped points queued for the encoder thread at most; past this the scanner writes them.
+MAX_QUEUED_POINTS = 200_000
 INTERVALS_PER_PASS = 5  # a pass every 5 sync intervals: 5 s with the agent's default
 THREAD_NICE = 10
 
@@ -85,6 +88,10 @@ class TensorBoardSidecar(Sidecar):
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._queued: list[tuple[str, list[float], int, float]] = []  # (tag, values, step, ts)
+        self._queued_points = 0
+        self._wake = threading.Event()  # points are queued for the encoder
+        self._encoder: threading.Thread | None = None
         self._last_error = ""
 
     # The agent's calls ------------------------------------------------------------------
@@ -114,9 +121,12 @@ class TensorBoardSidecar(Sidecar):
         self.context.add_metric_listener(self._metric)
         self._thread = threading.Thread(target=self._run, name="tensorboard", daemon=True)
         self._thread.start()
+        self._encoder = threading.Thread(target=self._encode, name="tb-scalars", daemon=True)
+        self._encoder.start()
 
     def finish(self) -> list[Artifact]:
         self._halt()
+        self._guard(self._write_queued)
         if self.profiler is not None:
             self._guard(self.profiler.poll)
         with self._lock:
@@ -154,13 +164,37 @@ class TensorBoardSidecar(Sidecar):
         return SessionStatus.FAILURE if tree.failure_file.exists() else SessionStatus.UNKNOWN
 
     def _metric(self, name: str, ts: float, values: list[float]) -> None:
-        """A scraped metric value (on the log scanner's thread): quick, never raising."""
+        """Scraped metric values (on the log scanner's thread): queued for the encoder, so the
+        scanner keeps up with the script; quick, never raising. Past :data:`MAX_QUEUED_POINTS`
+        (the encoder is behind) they are written here, slowing the scanner rather than queueing
+        without bound (never dropped)."""
         with self._lock:
-            writer = self.writer
-            if writer is None:
+            if self.writer is None:
                 return
             step = self._steps.get(name, 0)
             self._steps[name] = step + len(values)
+            self._queued.append((name, values, step, ts))
+            self._queued_points += len(values)
+            behind = self._queued_points > MAX_QUEUED_POINTS
+        self._wake.set()
+        if behind:
+            self._guard(self._write_queued)
+
+    def _encode(self) -> None:
+        """The encoder thread: writes the queued points as they come (at the agent's priority;
+        a niced thread holding the GIL would stall the agent's other threads)."""
+        while not self._stop.is_set():
+            self._wake.wait()
+            self._wake.clear()
+            self._guard(self._write_queued)
+
+    def _write_queued(self) -> None:
+        with self._lock:
+            queued, self._queued, self._queued_points = self._queued, [], 0
+            writer = self.writer
+        if writer is None:
+            return
+        for name, values, step, ts in queued:
             try:
                 writer.add_scalars(name, values, step, ts)
             except (OSError, ValueError) as exc:
@@ -183,9 +217,11 @@ class TensorBoardSidecar(Sidecar):
 
     def _halt(self) -> None:
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+        self._wake.set()
+        for thread in (self._thread, self._encoder):
+            if thread is not None:
+                thread.join()
+        self._thread = self._encoder = None
 
     def _guard(self, action: Callable[[], object]) -> None:
         try:
