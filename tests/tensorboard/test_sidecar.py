@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import threading
 from pathlib import Path
@@ -210,3 +211,21 @@ def _session_ends(run: Path) -> list[Any]:
         plugin_data_pb2.HParamsPluginData.FromString(content).session_end_info
         for _event in accumulator.Tensors(SESSION_END_TAG)
     ]
+
+
+def test_past_the_queue_bound_the_scanner_writes_the_points_itself_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the package's factory of the same name hides the module: import it by its full name
+    module = importlib.import_module("trainops.agent.sidecars._tensorboard")
+    monkeypatch.setattr(module, "MAX_QUEUED_POINTS", 0)  # every batch is over the bound
+    script = "import time\nfor i in range(300):\n    print(f'loss={i}', flush=True)\n    time.sleep(0.001 * (i % 9 == 0))\n"
+    job = make_job(
+        tmp_path,
+        {"train.py": script},
+        metric_definitions=METRICS,
+        tensorboard_output_config={"s3_output_path": (tmp_path / "tb").as_uri()},
+    )
+    assert job.run().outcome is HostOutcome.COMPLETED
+    points = scalars(tmp_path / "tb" / "trainops")["loss"]
+    assert [(step, value) for step, value, _wall in points] == [(i, float(i)) for i in range(300)]

@@ -91,6 +91,7 @@ class TensorBoardSidecar(Sidecar):
         self._queued: list[tuple[str, list[float], int, float]] = []  # (tag, values, step, ts)
         self._queued_points = 0
         self._wake = threading.Event()  # points are queued for the encoder
+        self._writing = threading.Lock()  # held while queued points are written
         self._encoder: threading.Thread | None = None
         self._last_error = ""
 
@@ -189,16 +190,19 @@ class TensorBoardSidecar(Sidecar):
             self._guard(self._write_queued)
 
     def _write_queued(self) -> None:
-        with self._lock:
-            queued, self._queued, self._queued_points = self._queued, [], 0
-            writer = self.writer
-        if writer is None:
-            return
-        for name, values, step, ts in queued:
-            try:
-                writer.add_scalars(name, values, step, ts)
-            except (OSError, ValueError) as exc:
-                self._report(f"writing metric {name!r}: {exc}")
+        # one writer at a time, taking the queue in its order: TensorBoard drops the points of a
+        # tag that come after a later step of it (it takes them for a restart's orphans)
+        with self._writing:
+            with self._lock:
+                queued, self._queued, self._queued_points = self._queued, [], 0
+                writer = self.writer
+            if writer is None:
+                return
+            for name, values, step, ts in queued:
+                try:
+                    writer.add_scalars(name, values, step, ts)
+                except (OSError, ValueError) as exc:
+                    self._report(f"writing metric {name!r}: {exc}")
 
     def _run(self) -> None:
         if sys.platform == "linux":  # there a thread's niceness is its own, not the agent's
