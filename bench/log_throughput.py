@@ -16,7 +16,8 @@ Results go to bench/results/log_throughput.json and a table in bench/README.md.
 With ``--observe`` the job also has ``profiler_config`` (the system monitor at 100 ms) and
 ``tensorboard_output_config`` (every scraped metric point also written as a TensorBoard scalar
 and synced while the job runs): what observation adds on the log path, against the same bare
-pipe in the same run. Its figures go to results/log_throughput_observed.json and a section of
+pipe in the same run, and each round also runs the job without TensorBoard (the monitor alone),
+so what TensorBoard adds to the job's end is measured interleaved. Its figures go to results/log_throughput_observed.json and a section of
 their own.
 
     python bench/log_throughput.py [--lines 200000] [--rounds 3] [--observe]
@@ -66,11 +67,13 @@ metric_definitions:
 stopping_condition:
   max_runtime_in_seconds: 600
 """
-OBSERVE = """\
+MONITOR = """\
 profiler_config:
   system_monitor_interval_millis: 100
-tensorboard_output_config: {}
 """
+OBSERVE = MONITOR + "tensorboard_output_config: {}\n"
+#: Index offset of the runs without TensorBoard (--observe), so their files are apart.
+NO_TENSORBOARD = 1000
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -182,12 +185,16 @@ def run_trainops(
     sweeper: ProcessSweeper,
     *,
     hostile: bool = False,
+    tensorboard: bool = True,
 ) -> dict[str, Any]:
+    """One ``trainops run``; with ``--observe``, ``tensorboard=False`` leaves TensorBoard out
+    (the monitor alone)."""
     home = workdir / f"home-{index}"
     result = workdir / f"trainops-{index}.jsonl"
     spec = workdir / f"chatty-{index}.yaml"
     text = SPEC.format(source=SCRIPT_DIR, result=result, lines=args.lines, hostile=int(hostile))
-    spec.write_text(text + (OBSERVE if args.observe else ""))
+    observed = (OBSERVE if tensorboard else MONITOR) if args.observe else ""
+    spec.write_text(text + observed)
     env = {**clean_env(), "TRAINOPS_HOME": str(home)}
     proc = subprocess.Popen(
         [*tool("trainops"), "run", str(spec)],
@@ -310,6 +317,14 @@ def render_table(result: dict[str, Any]) -> str:
         f"| script loses its CPU to others (involuntary switches, median bare / trainops)"
         f" | {invol['bare']:.0f} / {invol['trainops']:.0f} | |",
         f"| script exit → Completed (median s) | {result['median_completed_after_exit_s']:.2f} | ≤ 1 s |",
+        *(
+            [
+                f"| script exit → Completed, same job without TensorBoard (median s, interleaved)"
+                f" | {result['median_completed_after_exit_without_tensorboard_s']:.2f} | |"
+            ]
+            if "without_tensorboard" in result
+            else []
+        ),
         f"| script exit → billed end (median s) | {result['median_billed_end_after_exit_s']:.2f} | |",
         f"| stdout lines stored (fewest of the runs) | {stored} | all |",
         f"| metric points stored (fewest of the runs) | {points} | all |",
@@ -365,6 +380,7 @@ def main(argv: list[str] | None = None) -> int:
     sweeper = ProcessSweeper()
     bare: list[dict[str, Any]] = []
     runs: list[dict[str, Any]] = []
+    no_tensorboard: list[dict[str, Any]] = []
     try:
         for index in range(args.rounds + 1):
             b = run_bare(args, workdir)
@@ -376,6 +392,12 @@ def main(argv: list[str] | None = None) -> int:
                 f" agent peak {t['agent_peak_rss_mib']} MiB",
                 flush=True,
             )
+            if args.observe:  # the same, without TensorBoard: what it adds, interleaved
+                n = run_trainops(args, workdir, NO_TENSORBOARD + index, sweeper, tensorboard=False)
+                print(f"  without TensorBoard: Completed {n['completed_after_exit_s']:.2f} s after"
+                      f" exit, {n['metric_points']} points", flush=True)  # fmt: skip
+                if index > 0:
+                    no_tensorboard.append(n)
             if index > 0:
                 bare.append(b)
                 runs.append(t)
@@ -390,6 +412,11 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(workdir, ignore_errors=True)
     result = build_result(args, bare, runs)
     result["hostile_output"] = hostile
+    if no_tensorboard:
+        result["without_tensorboard"] = no_tensorboard
+        result["median_completed_after_exit_without_tensorboard_s"] = statistics.median(
+            r["completed_after_exit_s"] for r in no_tensorboard
+        )
     write_json(result, args.out)
     update_readme(result, args.readme)
     print(render_table(result))

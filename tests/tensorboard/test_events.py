@@ -17,6 +17,7 @@ from tensorboard.summary.writer.record_writer import RecordWriter
 
 from tests._support.system import require_extra
 from tests.tensorboard._read import scalars, values
+from trainops.data import tfrecord_frame
 from trainops.tensorboard import (
     EventFileWriter,
     SummaryWriter,
@@ -212,3 +213,20 @@ def test_tbparse_reads_the_scalars(tmp_path: Path) -> None:
     assert list(frame["tag"]) == ["loss"] * 4
     assert list(frame["step"]) == [0, 1, 2, 3]
     assert list(frame["value"]) == [4.0, 3.0, 2.0, 1.0]
+
+
+@pytest.mark.parametrize("first_step", [0, 1, 127, 16_383, 2**40])
+@pytest.mark.parametrize("wall_time", [0.0, 1_700_000_000.25])
+@pytest.mark.parametrize("tag", ["train:loss", "t" * 300])
+def test_a_batch_of_scalars_has_the_bytes_of_one_call_a_point(
+    tmp_path: Path, first_step: int, wall_time: float, tag: str
+) -> None:
+    points = [0.5, -1e300, 0.0, math.inf, math.nan, 2.0]
+    batch, single = tmp_path / "batch", tmp_path / "single"
+    with SummaryWriter(batch, file_name="a.tfevents") as writer:
+        writer.add_scalars(tag, points, first_step, wall_time)
+    with SummaryWriter(single, file_name="a.tfevents") as writer:
+        for step, value in enumerate(points, first_step):
+            writer.add_scalar(tag, value, step, wall_time)
+    skip = len(tfrecord_frame(file_version_event(1.0)))  # the first events' wall times differ
+    assert (batch / "a.tfevents").read_bytes()[skip:] == (single / "a.tfevents").read_bytes()[skip:]

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
+from tensorboard.backend.event_processing import event_accumulator
+from tensorboard.plugins.hparams import plugin_data_pb2
 
 from tests._support.system import require_extra
 from tests.agent._support import make_job
@@ -14,6 +18,7 @@ from tests.e2e._harness import wait_for
 from tests.tensorboard._read import scalars, values
 from trainops.agent.supervision._hostns import opt_ml_shown
 from trainops.protocol import HostOutcome
+from trainops.tensorboard import SESSION_END_TAG, SessionStatus
 
 METRICS = [{"name": "loss", "regex": "loss=([0-9.]+)"}]
 
@@ -159,3 +164,68 @@ def test_a_profiling_job_has_its_step_and_system_metrics_as_scalars(tmp_path: Pa
     assert [step for step, _v, _w in points["steps/rank-0/duration"]] == list(range(10))
     assert {"system/cpu", "system/memory"} <= set(points)
     assert all(0.0 <= value <= 100.0 for value in values(points, "system/cpu"))
+
+
+# tbparse 0.0.9 calls pandas' sort_values(inplace=True), which pandas 3.1 deprecates
+@pytest.mark.filterwarnings("ignore:The inplace keyword")
+def test_the_run_is_an_hparams_session_with_the_jobs_hyperparameters_and_outcome(
+    tmp_path: Path,
+) -> None:
+    tbparse = require_extra("dev", "tbparse")
+    hyperparameters = {"lr": 0.1, "optimizer": "adam", "layers": [64, 32], "nesterov": True}
+    job = make_job(
+        tmp_path,
+        {"train.py": "print('loss=0.5')\n"},
+        hyperparameters=hyperparameters,
+        metric_definitions=METRICS,
+        tensorboard_output_config={"s3_output_path": (tmp_path / "tb").as_uri()},
+    )
+    assert job.run().outcome is HostOutcome.COMPLETED
+    run = tmp_path / "tb" / "trainops"
+    reader = tbparse.SummaryReader(str(run))
+    shown = dict(zip(reader.hparams["tag"], reader.hparams["value"], strict=True))
+    assert shown == {"lr": 0.1, "optimizer": "adam", "layers": "[64, 32]", "nesterov": True}
+    ends = _session_ends(run)
+    assert [end.status for end in ends] == [SessionStatus.SUCCESS]
+
+
+def test_a_failed_job_ends_its_session_as_a_failure(tmp_path: Path) -> None:
+    job = make_job(
+        tmp_path,
+        {"train.py": "import sys\nprint('loss=0.5')\nsys.exit(3)\n"},
+        metric_definitions=METRICS,
+        tensorboard_output_config={"s3_output_path": (tmp_path / "tb").as_uri()},
+    )
+    assert job.run().outcome is HostOutcome.FAILED
+    assert [end.status for end in _session_ends(tmp_path / "tb" / "trainops")] == [
+        SessionStatus.FAILURE
+    ]
+
+
+def _session_ends(run: Path) -> list[Any]:
+    guidance = {"tensors": 0}
+    accumulator = event_accumulator.EventAccumulator(str(run), size_guidance=guidance)
+    accumulator.Reload()
+    content = accumulator.SummaryMetadata(SESSION_END_TAG).plugin_data.content
+    return [
+        plugin_data_pb2.HParamsPluginData.FromString(content).session_end_info
+        for _event in accumulator.Tensors(SESSION_END_TAG)
+    ]
+
+
+def test_past_the_queue_bound_the_scanner_writes_the_points_itself_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the package's factory of the same name hides the module: import it by its full name
+    module = importlib.import_module("trainops.agent.sidecars._tensorboard")
+    monkeypatch.setattr(module, "MAX_QUEUED_POINTS", 0)  # every batch is over the bound
+    script = "import time\nfor i in range(300):\n    print(f'loss={i}', flush=True)\n    time.sleep(0.001 * (i % 9 == 0))\n"
+    job = make_job(
+        tmp_path,
+        {"train.py": script},
+        metric_definitions=METRICS,
+        tensorboard_output_config={"s3_output_path": (tmp_path / "tb").as_uri()},
+    )
+    assert job.run().outcome is HostOutcome.COMPLETED
+    points = scalars(tmp_path / "tb" / "trainops")["loss"]
+    assert [(step, value) for step, value, _wall in points] == [(i, float(i)) for i in range(300)]

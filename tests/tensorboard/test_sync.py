@@ -221,3 +221,47 @@ def test_a_large_prefix_is_uploaded_through_a_copy(
     EventSync(local, uri, store).sync_once(final=True)
     assert (remote / written.name).read_bytes() == data[: complete_length(data)]
     assert values(scalars(remote), "loss") == [float(s) for s in range(300)]
+
+
+def test_a_vouched_file_is_uploaded_to_its_vouched_length_without_reading_headers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    local = tmp_path / "tb"
+    writer = SummaryWriter(local, flush_secs=3600)
+    writer.add_scalars("loss", [3.0, 2.0, 1.0], 0, 100.0)
+    writer.flush()
+    (path,) = writer.file_writer.files
+    store, uri, remote = _store(tmp_path)
+    sync = EventSync(local, uri, store)
+    sync.vouch(writer.file_writer.whole_files())
+    reads: list[int] = []
+    monkeypatch.setattr(_sync, "whole_records", lambda *args: reads.append(1) or 0)
+    assert sync.sync_once() == [path.name]
+    assert reads == []  # trusted: no header read
+    assert (remote / path.name).read_bytes() == path.read_bytes()
+    assert values(scalars(remote), "loss") == [3.0, 2.0, 1.0]
+    writer.close()
+
+
+@pytest.mark.parametrize("change", ["replace", "append"])
+def test_a_file_changed_since_it_was_vouched_for_is_read(tmp_path: Path, change: str) -> None:
+    local = tmp_path / "tb"
+    writer = SummaryWriter(local, flush_secs=3600)
+    writer.add_scalars("loss", [3.0, 2.0], 5, 100.0)
+    writer.close()
+    (path,) = writer.file_writer.files
+    data = path.read_bytes()
+    if change == "replace":  # the same name, likely the same inode number, its last record torn
+        path.unlink()
+        path.write_bytes(data[:-3])
+        data = data[:-3]
+    else:  # a torn tail appended
+        with path.open("ab") as handle:
+            handle.write(data[-30:-3])
+        data += data[-30:-3]
+    store, uri, remote = _store(tmp_path)
+    sync = EventSync(local, uri, store)
+    sync.vouch(writer.file_writer.whole_files())
+    sync.sync_once()
+    assert len((remote / path.name).read_bytes()) == complete_length(data)
+    assert values(scalars(remote), "loss") == ([3.0] if change == "replace" else [3.0, 2.0])

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import struct
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -76,6 +77,19 @@ class EventSync:
         self.remote_prefix = remote_prefix
         self.store = store
         self._files: dict[str, _Remote] = {}
+        self._vouched: dict[str, Signature] = {}
+
+    def vouch(self, files: Mapping[Path, Signature]) -> None:
+        """``path -> (size, mtime_ns, inode)``: files of ``local_dir`` that a trusted writer (the
+        agent's own :class:`EventFileWriter`, :meth:`~EventFileWriter.whole_files`) left holding
+        whole records only; while a file's signature is still that one, a pass takes its size
+        instead of reading its records' headers (a file changed since, by anyone, is read)."""
+        for path, known in files.items():
+            try:
+                rel = path.relative_to(self.local_dir).as_posix()
+            except ValueError:
+                continue
+            self._vouched[rel] = known
 
     def sync_once(self, *, final: bool = False) -> list[str]:
         """One pass; returns the relative paths uploaded. ``final``: the writers are done, so
@@ -116,13 +130,20 @@ class EventSync:
             grown = state is not None and state.seen[2] == sig[2] and size >= state.whole
             state = state if grown and state is not None else _Remote(sig)  # else new or rewritten
             state.seen = sig
-            state.whole = whole_records(handle, state.whole, size)
+            state.whole = self._whole(rel, handle, state.whole, size)
             self._files[rel] = state
             if state.whole == state.uploaded:
                 return False
             _put_prefix(self.store, join_uri(self.remote_prefix, rel), handle, state.whole)
         state.uploaded = state.whole
         return True
+
+    def _whole(self, rel: str, handle: BinaryIO, start: int, size: int) -> int:
+        """Where the whole records of ``rel`` end: as vouched for, else found by reading."""
+        stat = os.fstat(handle.fileno())
+        if self._vouched.get(rel) == (size, stat.st_mtime_ns, stat.st_ino):
+            return size
+        return whole_records(handle, start, size)
 
     def _other(self, rel: str, sig: Signature, final: bool) -> bool:
         state = self._files.setdefault(rel, _Remote(_UNSEEN))
