@@ -294,18 +294,19 @@ def render_table(result: dict[str, Any]) -> str:
             figures = engines.get(engine)
             if figures is None or "regret" not in figures:
                 continue
-            cells = [
-                _cell(figures["regret"].get(str(n))) for n in (10, budget // 2, budget, 2 * budget)
-            ]
+            checkpoints = (10, budget // 2, budget, 2 * budget)
+            cells = [_cell(figures["regret"].get(str(n)), figures["seeds"]) for n in checkpoints]
             label = f"{ENGINES[engine][0]} | {figures['seeds']}"
             lines.append(f"| {task} | {label} | {' | '.join(cells)} |")
     return "\n".join(lines)
 
 
-def _cell(q: dict[str, float] | None) -> str:
+def _cell(q: dict[str, float] | None, seeds: int) -> str:
+    """Median [IQR]; with the number of seeds when fewer runs have this checkpoint."""
     if q is None:
         return ""
-    return f"{q['median']:.3g} [{q['q1']:.3g}, {q['q3']:.3g}]"
+    fewer = f" ({int(q['seeds'])} seeds)" if q.get("seeds", seeds) < seeds else ""
+    return f"{q['median']:.3g} [{q['q1']:.3g}, {q['q3']:.3g}]{fewer}"
 
 
 def main() -> None:
