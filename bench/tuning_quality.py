@@ -254,7 +254,22 @@ def _version(dist: str) -> str | None:
 
 
 def _load(path: Path) -> dict[str, Any] | None:
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+    """The results in ``path`` (``None`` if there is none), or a one-line exit saying why not."""
+    if not path.exists():
+        return None
+    try:
+        result = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SystemExit(f"{path}: not a results file ({exc})") from None
+    if not isinstance(result, dict) or "budget" not in result:
+        raise SystemExit(f"{path}: not a results file of this benchmark (no budget)")
+    unknown = sorted(
+        {e for engines in result.get("tasks", {}).values() for e in engines} - set(ENGINES)
+    )
+    if unknown:
+        raise SystemExit(f"{path}: not a results file of this benchmark (unknown engines "
+                         f"{', '.join(unknown)})")  # fmt: skip
+    return result
 
 
 def _save(path: Path, result: dict[str, Any]) -> None:
@@ -266,6 +281,8 @@ def _save(path: Path, result: dict[str, Any]) -> None:
 def merge(parts: list[Path]) -> dict[str, Any]:
     """The results of several part files (one per task group, run side by side) as one."""
     loaded = [r for r in (_load(p) for p in parts) if r is not None]
+    if not loaded:
+        raise SystemExit("--merge: none of the part files exists")
     result = loaded[0]
     for other in loaded[1:]:
         versions = result["versions"]

@@ -5,6 +5,7 @@ than its row says so. The engines are not run here (the random search alone, on 
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -80,3 +81,21 @@ def test_measuring_again_keeps_the_runs_already_there(tq: ModuleType, tmp_path: 
     tq.measure(branin, ["trainops_random_2x"], range(3), 5, out)
     again = tq._load(out)["tasks"]["Branin"]["trainops_random_2x"]
     assert sorted(again["runs"]) == ["0", "1", "2"] and again["runs"]["1"]["seconds"] == -1.0
+
+
+def test_a_part_file_that_is_not_one_of_ours_is_refused_in_one_line(
+    tq: ModuleType, tmp_path: Path
+) -> None:
+    good = _part(tmp_path / "a.json", tq, {"0": _run(1.0), "1": _run(2.0)})
+    cases = {
+        "not json": "not a results file (Expecting value",
+        "[1, 2]": "not a results file of this benchmark (no budget)",
+        '{"budget": 50, "tasks": {"Branin": {"rm -rf": {}}}}': "unknown engines rm -rf",
+    }
+    for text, message in cases.items():
+        bad = tmp_path / "bad.json"
+        bad.write_text(text, encoding="utf-8")
+        with pytest.raises(SystemExit, match=re.escape(message)):
+            tq.merge([good, bad])
+    with pytest.raises(SystemExit, match="none of the part files exists"):
+        tq.merge([tmp_path / "missing.json"])
