@@ -12,8 +12,12 @@ interquartile range over the seeds.
     pip install 'trainops[tuning,torch,bench]'
     python bench/tuning_quality.py --seeds 20 --budget 50 [--tasks Branin ...] [--engines ...]
 
-Writes results/tuning_quality.json and the table in README.md. To use more cores, run one
-process per task with ``--out part-N.json`` and then ``--merge part-*.json``.
+The runs are interleaved (seed by seed, then task by task, then engine by engine, so that the
+machine's load falls on every engine alike) and each run's regrets at the checkpoints are saved
+to the results file as it ends (``runs``: seed -> checkpoint -> regret); a run already there is
+kept, so a run cut short goes on where it stopped. Writes results/tuning_quality.json and the
+table in README.md. To use more cores, run one process per group of tasks, engines or seeds
+(``--first-seed``) with ``--out part-N.json``, then ``--merge part-*.json`` (runs are united).
 """
 
 from __future__ import annotations
@@ -166,49 +170,58 @@ ENGINES: dict[str, tuple[str, Runner, int]] = {
 }  # fmt: skip
 
 
-def measure_one(
-    task: Task, engine: str, seeds: int, budget: int, saved: Callable[[dict[str, Any]], None]
-) -> dict[str, Any]:
-    """One engine over ``seeds`` seeds of one task: regret quartiles at the checkpoints,
-    passed to ``saved`` after each seed from the second on (a run cut short keeps them)."""
+def _checkpoints(budget: int, factor: int) -> list[int]:
+    return sorted({10, budget // 2, budget, budget * factor})
+
+
+def measure_run(task: Task, engine: str, seed: int, budget: int) -> dict[str, float]:
+    """One run of ``engine`` on ``task``: its regret at each checkpoint and its seconds."""
     _label, run, factor = ENGINES[engine]
     started = time.perf_counter()
-    curves: list[list[float]] = []
-    figures: dict[str, Any] = {}
-    for seed in range(seeds):
-        curves.append(regret_curve(run(task, budget * factor, seed), task.minimum))
-        if len(curves) >= 2:
-            figures = _figures(curves, budget, factor, time.perf_counter() - started)
-            saved(figures)
+    curve = regret_curve(run(task, budget * factor, seed), task.minimum)
+    figures = {str(n): curve[n - 1] for n in _checkpoints(budget, factor)}
+    figures["seconds"] = round(time.perf_counter() - started, 2)
     return figures
 
 
-def _figures(curves: list[list[float]], budget: int, factor: int, seconds: float) -> dict[str, Any]:
-    checkpoints = sorted({10, budget // 2, budget, budget * factor})
+def _figures(runs: dict[str, dict[str, float]], budget: int, factor: int) -> dict[str, Any]:
+    """An engine's quartiles over its runs so far (``runs``: seed -> checkpoint -> regret)."""
+    ordered = [runs[seed] for seed in sorted(runs, key=int)]
+    regret = {}  # a run imported from an older results file may have the last checkpoint only
+    for n in _checkpoints(budget, factor):
+        samples = [r[str(n)] for r in ordered if str(n) in r]
+        if len(samples) >= 2:
+            regret[str(n)] = {**_quartiles(samples), "seeds": len(samples)}
     return {
         "evaluations": budget * factor,
-        "seeds": len(curves),
-        "seconds": round(seconds, 2),
-        "regret": {str(n): _quartiles([c[n - 1] for c in curves]) for n in checkpoints},
-        "final_regrets": [c[-1] for c in curves],
+        "seeds": len(ordered),
+        "seconds": round(sum(r["seconds"] for r in ordered), 2),
+        "regret": regret,
+        "final_regrets": [r[str(budget * factor)] for r in ordered],
+        "runs": runs,
     }
 
 
-def measure(tasks: list[Task], engines: list[str], seeds: int, budget: int, out: Path) -> None:
-    """Each engine on each task, saved to ``out`` as it goes."""
+def measure(tasks: list[Task], engines: list[str], seeds: range, budget: int, out: Path) -> None:
+    """Every engine on every task, interleaved (seed by seed, then task by task, then engine
+    by engine, so that a machine's load falls on all of them alike), saved to ``out`` after
+    each run; runs already in ``out`` are kept (a run cut short goes on where it stopped)."""
     result = _load(out) or _header(budget)
-    for task in tasks:
-        for engine in engines:
-            if engine == "smac_hpo" and not _importable("smac"):
-                print(f"{task.name} {engine}: skipped (smac is not installed)", flush=True)
-                continue
-
-            def saved(figures: dict[str, Any], task: str = task.name, engine: str = engine) -> None:
-                result["tasks"].setdefault(task, {})[engine] = figures
+    engines = [e for e in engines if e != "smac_hpo" or _importable("smac")]
+    for seed in seeds:
+        for task in tasks:
+            for engine in engines:
+                entry = result["tasks"].setdefault(task.name, {}).setdefault(engine, {})
+                runs = entry.get("runs", {})
+                if str(seed) in runs:
+                    continue
+                runs[str(seed)] = measure_run(task, engine, seed, budget)
+                if len(runs) >= 2:
+                    result["tasks"][task.name][engine] = _figures(runs, budget, ENGINES[engine][2])
+                else:
+                    entry["runs"] = runs
                 _save(out, result)
-
-            figures = measure_one(task, engine, seeds, budget, saved)
-            print(f"{task.name} {engine}: {figures['regret'][str(budget)]}", flush=True)
+                print(f"{task.name} {engine} seed {seed}: {runs[str(seed)]}", flush=True)
 
 
 def _header(budget: int) -> dict[str, Any]:
@@ -241,7 +254,22 @@ def _version(dist: str) -> str | None:
 
 
 def _load(path: Path) -> dict[str, Any] | None:
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+    """The results in ``path`` (``None`` if there is none), or a one-line exit saying why not."""
+    if not path.exists():
+        return None
+    try:
+        result = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SystemExit(f"{path}: not a results file ({exc})") from None
+    if not isinstance(result, dict) or "budget" not in result:
+        raise SystemExit(f"{path}: not a results file of this benchmark (no budget)")
+    unknown = sorted(
+        {e for engines in result.get("tasks", {}).values() for e in engines} - set(ENGINES)
+    )
+    if unknown:
+        raise SystemExit(f"{path}: not a results file of this benchmark (unknown engines "
+                         f"{', '.join(unknown)})")  # fmt: skip
+    return result
 
 
 def _save(path: Path, result: dict[str, Any]) -> None:
@@ -253,10 +281,18 @@ def _save(path: Path, result: dict[str, Any]) -> None:
 def merge(parts: list[Path]) -> dict[str, Any]:
     """The results of several part files (one per task group, run side by side) as one."""
     loaded = [r for r in (_load(p) for p in parts) if r is not None]
+    if not loaded:
+        raise SystemExit("--merge: none of the part files exists")
     result = loaded[0]
     for other in loaded[1:]:
+        versions = result["versions"]
+        versions.update({k: v for k, v in other["versions"].items() if versions.get(k) is None})
         for task, engines in other["tasks"].items():
-            result["tasks"].setdefault(task, {}).update(engines)
+            for engine, figures in engines.items():
+                mine = result["tasks"].setdefault(task, {}).get(engine, {})
+                runs = {**mine.get("runs", {}), **figures.get("runs", {})}
+                factor = ENGINES[engine][2]
+                result["tasks"][task][engine] = _figures(runs, result["budget"], factor)
     return result
 
 
@@ -273,25 +309,27 @@ def render_table(result: dict[str, Any]) -> str:
     for task, engines in result["tasks"].items():
         for engine in ENGINES:
             figures = engines.get(engine)
-            if figures is None:
+            if figures is None or "regret" not in figures:
                 continue
-            cells = [
-                _cell(figures["regret"].get(str(n))) for n in (10, budget // 2, budget, 2 * budget)
-            ]
+            checkpoints = (10, budget // 2, budget, 2 * budget)
+            cells = [_cell(figures["regret"].get(str(n)), figures["seeds"]) for n in checkpoints]
             label = f"{ENGINES[engine][0]} | {figures['seeds']}"
             lines.append(f"| {task} | {label} | {' | '.join(cells)} |")
     return "\n".join(lines)
 
 
-def _cell(q: dict[str, float] | None) -> str:
+def _cell(q: dict[str, float] | None, seeds: int) -> str:
+    """Median [IQR]; with the number of seeds when fewer runs have this checkpoint."""
     if q is None:
         return ""
-    return f"{q['median']:.3g} [{q['q1']:.3g}, {q['q3']:.3g}]"
+    fewer = f" ({int(q['seeds'])} seeds)" if q.get("seeds", seeds) < seeds else ""
+    return f"{q['median']:.3g} [{q['q1']:.3g}, {q['q3']:.3g}]{fewer}"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--first-seed", type=int, default=0, help="start at this seed")
     parser.add_argument("--budget", type=int, default=50)
     parser.add_argument("--tasks", nargs="*", help="task names (default: all)")
     parser.add_argument("--engines", nargs="*", default=list(ENGINES), choices=list(ENGINES))
@@ -301,7 +339,8 @@ def main() -> None:
     if args.merge:
         _save(RESULTS, merge(args.merge))
     else:
-        measure(all_tasks(args.tasks), args.engines, args.seeds, args.budget, args.out)
+        seeds = range(args.first_seed, args.seeds)
+        measure(all_tasks(args.tasks), args.engines, seeds, args.budget, args.out)
         if args.out != RESULTS:
             return
     update_section(BENCH / "README.md", "tuning_quality", render_table(_load(RESULTS) or {}))
