@@ -134,7 +134,9 @@ def test_twenty_of_each_kind() -> None:
     profiler = [{"rule": "StepOutlier", "name": f"step-{i}"} for i in range(20)]
     assert len(spec(rules=debugger + profiler).rules) == 40
     extra = {"rule": "AllZero", "name": "zero-20"}
-    assert "21 debugger rules; at most 20" in problems(rules=[*debugger, extra])
+    assert "21 debugger rules (custom ones included); at most 20" in problems(
+        rules=[*debugger, extra]
+    )
 
 
 @pytest.mark.parametrize(
@@ -192,3 +194,70 @@ def test_twenty_of_each_kind() -> None:
 )
 def test_bad_debugger_rules_are_refused_clearly(rule: Any, expected: str) -> None:
     assert expected in problems(rules=[rule])
+
+
+def test_a_custom_rule_names_its_file_and_class() -> None:
+    custom = {
+        "name": "my-check",
+        "source": "rules/check.py",
+        "rule_to_invoke": "MyCheck",
+        "rule_parameters": {"threshold": 0.5, "strict": True, "label": "x"},
+        "actions": ["stop_training"],
+    }
+    job = spec(rules=[custom, "StepOutlier"])
+    view = job.view()
+    (rule,) = view.custom_rules
+    assert (rule.kind, rule.rule, rule.source, rule.rule_to_invoke) == (
+        "custom",
+        "MyCheck",
+        "rules/check.py",
+        "MyCheck",
+    )
+    assert rule.rule_parameters == {"threshold": "0.5", "strict": "True", "label": "x"}
+    assert view.debugger_rules == ()
+    # A custom rule reads the tensors: the job gets a hook configuration at its defaults.
+    assert view.debugger_hook_config is not None
+    assert JobSpec(**job.model_dump(mode="json")).view() == view
+
+
+@pytest.mark.parametrize(
+    ("rule", "expected"),
+    [
+        ({"name": "c", "source": "c.py"}, "a custom rule needs both source and rule_to_invoke"),
+        ({"name": "c", "rule_to_invoke": "C"}, "a custom rule needs both source and"),
+        ({"source": "c.py", "rule_to_invoke": "C"}, "a custom rule needs a name"),
+        ({"name": "c", "source": "/etc/c.py", "rule_to_invoke": "C"}, "relative to source_dir"),
+        ({"name": "c", "source": "../c.py", "rule_to_invoke": "C"}, "without '..'"),
+        ({"name": "c", "source": "c.sh", "rule_to_invoke": "C"}, "must be a .py file"),
+        ({"name": "c", "source": "c.py", "rule_to_invoke": "os.system"}, "a Python class name"),
+        (
+            {"name": "c", "source": "c.py", "rule_to_invoke": "C", "rule": "AllZero"},
+            "leave rule out",
+        ),
+        (
+            {"name": "c", "source": "c.py", "rule_to_invoke": "C", "rule_parameters": {"a-b": 1}},
+            "'a-b' is not a parameter name",
+        ),
+        (
+            {"name": "c", "source": "c.py", "rule_to_invoke": "C", "rule_parameters": {"x": [1]}},
+            "x: must be a string, number or boolean",
+        ),
+        (
+            {
+                "name": "c",
+                "source": "c.py",
+                "rule_to_invoke": "C",
+                "rule_parameters": {"base_trial": "s3://elsewhere"},
+            },
+            "'base_trial' is given by trainops",
+        ),
+        ({"name": "c"}, "rule: give a built-in rule, or source and rule_to_invoke"),
+    ],
+)
+def test_bad_custom_rules_are_refused_clearly(rule: Any, expected: str) -> None:
+    assert expected in problems(rules=[rule])
+
+
+def test_a_custom_rule_cannot_go_without_the_hook() -> None:
+    custom = {"name": "c", "source": "c.py", "rule_to_invoke": "C"}
+    assert "debugger_hook_config: is false" in problems(rules=[custom], debugger_hook_config=False)
