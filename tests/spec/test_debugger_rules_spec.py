@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from trainops import JobSpec, SpecError
 from trainops.protocol import SubmittedJob
-from trainops.spec import DEBUGGER_RULES, PROFILER_RULES, check_rule_parameters, rule_definition
+from trainops.spec import (
+    DEBUGGER_RULES,
+    PROFILER_RULES,
+    check_rule_parameters,
+    load_raw_spec,
+    load_spec,
+    rule_definition,
+)
 
 SECTION_5_6 = {
     "VanishingGradient",
@@ -261,3 +269,54 @@ def test_bad_custom_rules_are_refused_clearly(rule: Any, expected: str) -> None:
 def test_a_custom_rule_cannot_go_without_the_hook() -> None:
     custom = {"name": "c", "source": "c.py", "rule_to_invoke": "C"}
     assert "debugger_hook_config: is false" in problems(rules=[custom], debugger_hook_config=False)
+
+
+def _custom_job(tmp_path: Path, source_dir: str | None, write: bool) -> Path:
+    code = tmp_path / "code"
+    (code / "rules").mkdir(parents=True)
+    (code / "train.py").write_text("pass\n")
+    (tmp_path / "train.py").write_text("pass\n")
+    if write:
+        (code / "rules" / "check.py").write_text("class MyCheck: ...\n")
+    lines = ["entry_point: train.py"]
+    if source_dir is not None:
+        lines.append(f"source_dir: {source_dir}")
+    lines += [
+        "rules:",
+        "  - {name: my-check, source: rules/check.py, rule_to_invoke: MyCheck}",
+    ]
+    path = tmp_path / "job.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("source_dir", "write", "expected"),
+    [
+        ("code", False, "rules/check.py not found in"),
+        (None, True, "a custom rule's file is packed with source_dir: give one"),
+    ],
+)
+def test_a_custom_rules_file_must_be_in_the_packed_source(
+    tmp_path: Path, source_dir: str | None, write: bool, expected: str
+) -> None:
+    path = _custom_job(tmp_path, source_dir, write)
+    for load in (load_spec, lambda p: load_raw_spec(p).validate()):
+        with pytest.raises(SpecError) as info:
+            load(path)
+        assert expected in str(info.value) and "rules.0.source" in str(info.value)
+    assert not load_raw_spec(path).sendable
+
+
+def test_a_custom_rules_file_in_source_dir_loads(tmp_path: Path) -> None:
+    path = _custom_job(tmp_path, "code", True)
+    assert load_raw_spec(path).sendable
+    assert [r.kind for r in load_spec(path).rules] == ["custom"]
+
+
+def test_a_local_hook_output_path_becomes_a_file_uri(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text("pass\n")
+    path = tmp_path / "job.yaml"
+    path.write_text("entry_point: train.py\ndebugger_hook_config: {s3_output_path: dbg}\n")
+    hook = load_spec(path).debugger_hook_config
+    assert hook is not None and hook.s3_output_path == (tmp_path / "dbg").as_uri()
