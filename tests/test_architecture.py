@@ -70,6 +70,7 @@ SAME_LAYER_ALLOWED = {
     "report": {"rules", "control"},  # the report at job end is a control-plane service
     "monitor": {"profiler"},
     "tensorboard": {"data", "profiler"},
+    "debugger": {"data", "tensorboard"},  # TFRecord framing; histograms of the saved tensors
     "spec": {"catalog", "protocol", "storage"},  # locations are checked against STORES' schemes
     "store": {"protocol"},  # job records carry the typed view of their spec
 }

@@ -54,6 +54,16 @@ def test_list_of_a_single_object_names_it_by_base_name(case: StoreCase) -> None:
     assert case.store.list_objects(uri) == [ObjectInfo(uri=uri, key="two.bin", size=2)]
 
 
+def test_list_after_a_key_gives_only_the_later_keys(case: StoreCase) -> None:
+    _put_tree(case)
+    found = case.store.list_objects(case.uri("a"), start_after="b/two.bin")
+    assert [o.key for o in found] == ["one.txt", "zero"]
+    found = case.store.list_objects(case.uri("a/"), start_after="b/c/three.txt")
+    assert [o.key for o in found] == ["b/two.bin", "one.txt", "zero"]
+    assert case.store.list_objects(case.uri("a"), start_after="zero") == []
+    assert case.store.list_objects(case.uri("nothing-here"), start_after="x") == []
+
+
 def test_list_of_a_missing_prefix_is_empty(case: StoreCase) -> None:
     _put_tree(case)
     assert case.store.list_objects(case.uri("nothing-here")) == []

@@ -64,13 +64,22 @@ class ObjectStore(ABC):
         """How many objects a many-object transfer moves at once by default."""
         return 8
 
-    def list_objects(self, prefix: str) -> list[ObjectInfo]:
+    def list_objects(self, prefix: str, *, start_after: str | None = None) -> list[ObjectInfo]:
         """Every object under ``prefix`` (recursively), sorted by key.
 
-        A prefix naming a single object lists that object, with its base name as key.
+        A prefix naming a single object lists that object, with its base name as key. With
+        ``start_after`` (a key relative to ``prefix``), only the keys after it: a reader that
+        follows a growing prefix lists what is new, not everything again.
         """
         self._check(prefix)
-        return sorted(self._list(prefix), key=lambda info: info.key)
+        if start_after is None:
+            return sorted(self._list(prefix), key=lambda info: info.key)
+        return sorted(self._list_after(prefix, start_after), key=lambda info: info.key)
+
+    def _list_after(self, prefix: str, start_after: str) -> list[ObjectInfo]:
+        """The objects under ``prefix`` whose key sorts after ``start_after``; a store whose
+        service can start a listing at a key overrides this."""
+        return [info for info in self._list(prefix) if info.key > start_after]
 
     def download(self, uri: str, dest: Path, expected_size: int | None = None) -> None:
         """Copy the object at ``uri`` to ``dest`` atomically."""

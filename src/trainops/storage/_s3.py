@@ -92,11 +92,25 @@ class S3Store(ObjectStore):
             raise StorageError(f"{prefix}: cannot list ({_describe(exc)})") from None
         return [ObjectInfo(uri=prefix, key=key.rsplit("/", 1)[-1], size=int(meta["size"]))]
 
-    def _list_under(self, bucket: str, key: str) -> list[ObjectInfo]:
+    def _list_after(self, prefix: str, start_after: str) -> list[ObjectInfo]:
+        bucket, key = _split(prefix)
+        key = key.strip("/")
+        offset = f"{key}/{start_after}" if key else start_after
+        try:
+            return self._list_under(bucket, key, offset=offset)
+        except FileNotFoundError:
+            return []
+        except Exception as exc:
+            if _MISSING_BUCKET in str(exc):
+                return []
+            raise StorageError(f"{prefix}: cannot list ({_describe(exc)})") from None
+
+    def _list_under(self, bucket: str, key: str, offset: str | None = None) -> list[ObjectInfo]:
         client = self._client(bucket)
         cut = len(key) + 1 if key else 0
         out = []
-        for batch in _obs().list(client, prefix=key or None, chunk_size=1000):
+        listing = _obs().list(client, prefix=key or None, offset=offset, chunk_size=1000)
+        for batch in listing:
             for meta in batch:
                 path = meta["path"]
                 if path.endswith("/"):

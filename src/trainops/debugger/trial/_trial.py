@@ -1,0 +1,464 @@
+"""``Trial``: the saved tensors of one job, read while it runs or after, as smdebug's trial.
+
+A refresh lists the index files it has not seen yet, loads each (bounded), and files its
+tensors by global step, mode and worker. A step is complete once every worker (the collections
+file's ``num_workers``) wrote it, once a later step is complete, or once the job has ended.
+When ``training_job_end.ts`` appears the trial waits ``end_delay`` seconds, loads what is left,
+and from then on :attr:`Trial.loaded_all_steps` is true (waiting for a step raises
+``NoMoreData``). A file that is corrupt, too large or out of the layout is left out and named in
+:attr:`Trial.errors` (a job's files must not stop its trial); reading a value from a corrupt event
+file raises :class:`~trainops.debugger.DebugFormatError` naming the file and the byte. Refreshes happen on each query unless :func:`no_refresh` holds them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from trainops.debugger.config import Collection, CollectionManager
+from trainops.debugger.exceptions import (
+    DebugFormatError,
+    MissingCollectionFiles,
+    NoMoreData,
+    StepUnavailable,
+    TensorUnavailable,
+)
+from trainops.debugger.format import (
+    COLLECTIONS_DIR,
+    END_MARKER,
+    INDEX_DIR,
+    IndexLimits,
+    StepIndex,
+    TensorLimits,
+    decode_tensor_event,
+    parse_index,
+    parse_index_key,
+    read_record,
+    reverse_reduction_tensor_name,
+)
+from trainops.debugger.format._wire import WireError
+from trainops.debugger.modes import ModeKeys, parse_mode
+from trainops.debugger.trial._source import TrialSource
+from trainops.debugger.trial._state import StepState
+from trainops.debugger.trial._tensor import Location, Tensor
+
+__all__ = ["Trial", "TrialLimits", "no_refresh", "refresh"]
+
+_log = logging.getLogger("trainops.debugger")
+_MAX_ERRORS = 100
+_END_DELAY_ENV = "SMDEBUG_TRAINING_END_DELAY_REFRESH"
+_WAIT_WINDOW_ENV = "SMDEBUG_INCOMPLETE_STEP_WAIT_WINDOW"
+_MISSING_RETRIES_ENV = "SMDEBUG_MISSING_EVENT_FILE_RETRY_LIMIT"
+
+
+@dataclass(frozen=True)
+class TrialLimits:
+    """Bounds on what a trial reads from a job's (untrusted) files."""
+
+    index: IndexLimits = field(default_factory=IndexLimits)
+    tensor: TensorLimits = field(default_factory=TensorLimits)
+    max_collections_bytes: int = 16 << 20
+    max_collection_files: int = 4096
+    max_workers: int = 100_000
+
+
+@dataclass
+class _StepRecord:
+    mode: ModeKeys
+    mode_step: int
+    workers: set[str] = field(default_factory=set)
+
+
+def _env_number(name: str, default: float) -> float:
+    try:
+        return float(os.environ.get(name, default))
+    except ValueError:
+        return default
+
+
+class Trial:
+    """The tensors a job saved, under ``source``; see the module docstring."""
+
+    def __init__(
+        self,
+        source: TrialSource,
+        name: str | None = None,
+        range_steps: tuple[int, int | None] | None = None,
+        *,
+        poll_interval: float = 2.0,
+        end_delay: float | None = None,
+        limits: TrialLimits | None = None,
+    ) -> None:
+        self.source = source
+        self.name = name or source.location
+        self.path = source.location
+        self.range_steps = range_steps
+        self.poll_interval = poll_interval
+        self.end_delay = _env_number(_END_DELAY_ENV, 1.0) if end_delay is None else end_delay
+        self.limits = limits or TrialLimits()
+        self.loaded_all_steps = False
+        self.errors: list[str] = []  # one line per file left out (corrupt, too big, ...)
+        self.dynamic_refresh = True
+        self._wait_window = int(_env_number(_WAIT_WINDOW_ENV, 1000))
+        self._missing_retries = int(_env_number(_MISSING_RETRIES_ENV, 100))
+        self._seen: set[str] = set()
+        self._pending: dict[str, int] = {}
+        self._steps: dict[int, _StepRecord] = {}
+        self._by_mode: dict[ModeKeys, dict[int, int]] = {mode: {} for mode in ModeKeys}
+        self._tensors: dict[str, Tensor] = {}
+        self._manager: CollectionManager | None = None
+        self._collection_keys: set[str] = set()
+        self._workers: set[str] = set()
+        self._end_seen_at: float | None = None
+        self._last_complete = -1
+        self._cursor: str | None = None  # index keys up to this one (relative) are settled
+        self.refresh()
+
+    # -- refreshing ------------------------------------------------------------------------
+    def maybe_refresh(self) -> None:
+        if self.dynamic_refresh and not self.loaded_all_steps:
+            self.refresh()
+
+    def refresh(self) -> None:
+        """Load what was written since the last refresh."""
+        if self.loaded_all_steps:
+            return
+        now = time.monotonic()
+        ended = self._end_seen_at is not None and now - self._end_seen_at >= self.end_delay
+        if self._end_seen_at is None and self.source.exists(END_MARKER):
+            self._end_seen_at = now
+            ended = self.end_delay <= 0
+        self._load_collections()
+        self._load_new_indexes(final=ended)
+        if ended:
+            self.loaded_all_steps = True
+        self._update_complete()
+
+    def _load_collections(self) -> None:
+        keys = [k for k in self.source.list(COLLECTIONS_DIR) if k.endswith("_collections.json")]
+        for key in keys[: self.limits.max_collection_files]:
+            if key in self._collection_keys:
+                continue
+            self._collection_keys.add(key)
+            try:
+                raw = self.source.read(key, self.limits.max_collections_bytes)
+                manager = CollectionManager.from_dict(json.loads(raw))
+            except DebugFormatError as err:
+                self._skip(str(err))
+                continue
+            except (ValueError, RecursionError) as err:
+                self._skip(f"{self.path}/{key}: {err}")
+                continue
+            self._merge_collections(manager)
+
+    def _merge_collections(self, manager: CollectionManager) -> None:
+        if self._manager is None:
+            self._manager = manager
+            return
+        for collection in manager.collections.values():
+            self._manager.collections.setdefault(collection.name, collection)
+        self._manager.num_workers = max(self._manager.num_workers, manager.num_workers)
+
+    def _load_new_indexes(self, *, final: bool) -> None:
+        listed = self.source.list(INDEX_DIR, self._cursor)
+        new = [k for k in listed if k not in self._seen]
+        for key in new:
+            parsed = parse_index_key(key)
+            if parsed is None or not self._in_range(parsed.step):
+                self._seen.add(key)
+                continue
+            try:
+                self._load_index(key, parsed.step, parsed.worker, final=final)
+            except DebugFormatError as err:
+                self._seen.add(key)
+                self._skip(str(err))
+        self._advance_cursor(listed)
+
+    def _advance_cursor(self, listed: list[str]) -> None:
+        """Move the listing's start past keys that are settled: seen, not waiting for their
+        event file, and of a complete step (a slower worker's index of a later step may still
+        come, so the cursor stays at the last complete step, as smdebug's index token does)."""
+        self._update_complete()
+        first_pending = min(self._pending, default=None)
+        for key in reversed(listed):
+            parsed = parse_index_key(key)
+            settled = parsed is None or parsed.step <= self._last_complete
+            if key in self._seen and settled and (first_pending is None or key < first_pending):
+                relative = key[len(INDEX_DIR) + 1 :]
+                if self._cursor is None or relative > self._cursor:
+                    self._cursor = relative
+                return
+
+    def _skip(self, error: str) -> None:
+        """Leave a bad file out: the trial goes on with the rest, and says so once."""
+        if len(self.errors) < _MAX_ERRORS:
+            self.errors.append(error)
+            _log.warning("skipped %s", error)
+
+    def _in_range(self, step: int) -> bool:
+        if self.range_steps is None:
+            return True
+        start, end = self.range_steps
+        return step >= start and (end is None or step < end)
+
+    def _load_index(self, key: str, step: int, worker: str, *, final: bool) -> None:
+        raw = self.source.read(key, self.limits.index.max_bytes)
+        try:
+            index = parse_index(raw, self.limits.index)
+        except ValueError as err:
+            raise DebugFormatError(f"{self.path}/{key}: {err}") from None
+        if index.event_file is not None and not self.source.exists(index.event_file):
+            tries = self._pending.get(key, 0) + 1
+            if tries <= self._missing_retries and not final:
+                self._pending[key] = tries  # an uploader may copy the index before its events
+                return
+            raise DebugFormatError(
+                f"{self.path}/{key}: its event file {index.event_file} is missing"
+            )
+        self._seen.add(key)
+        self._pending.pop(key, None)
+        self._add_step(step, worker, index)
+
+    def _add_step(self, step: int, worker: str, index: StepIndex) -> None:
+        if len(self._workers | {worker}) > self.limits.max_workers:
+            raise DebugFormatError(f"{self.path}: more than {self.limits.max_workers} workers")
+        record = self._steps.setdefault(step, _StepRecord(index.mode, index.mode_step))
+        record.workers.add(worker)
+        self._workers.add(worker)
+        self._by_mode[ModeKeys.GLOBAL][step] = step
+        if index.mode != ModeKeys.GLOBAL:
+            self._by_mode[index.mode][index.mode_step] = step
+        for entry in index.tensors:
+            location = Location(index.event_file or "", entry.start, entry.length)
+            self._file_tensor(entry.name, step, worker, location)
+        for shape in index.shapes:
+            self._tensor_named(shape.name)._add_shape(step, worker, shape.shape)
+
+    def _file_tensor(self, name: str, step: int, worker: str, location: Location) -> None:
+        reduced = reverse_reduction_tensor_name(name)
+        if reduced is None:
+            self._tensor_named(name)._add_raw(step, worker, location)
+        else:
+            base, reduction, absolute = reduced
+            self._tensor_named(base)._add_reduction(step, worker, (reduction, absolute), location)
+
+    def _tensor_named(self, name: str) -> Tensor:
+        found = self._tensors.get(name)
+        if found is None:
+            found = self._tensors[name] = Tensor(name, self)
+        return found
+
+    def _update_complete(self) -> None:
+        need = self.num_workers
+        complete = [s for s, r in self._steps.items() if len(r.workers) >= need]
+        if complete:
+            self._last_complete = max(self._last_complete, max(complete))
+        incomplete = sorted(s for s in self._steps if s > self._last_complete)
+        if len(incomplete) > self._wait_window:  # smdebug gives up on the older half
+            self._last_complete = incomplete[len(incomplete) // 2]
+
+    # -- reading values (the tensors call this) --------------------------------------------
+    def _read_value(self, location: Location, name: str | None) -> np.ndarray:
+        where = f"{self.path}/{location.event_file}"
+        if location.length > self.limits.index.max_record_bytes:
+            raise DebugFormatError(f"{where}: byte {location.start}: record too large")
+        raw = self.source.read_range(
+            location.event_file, location.start, location.start + location.length
+        )
+        payload = read_record(raw, 0, f"{where} (record at byte {location.start})")
+        try:
+            events = decode_tensor_event(payload, self.limits.tensor)
+        except (WireError, ValueError) as err:
+            raise DebugFormatError(f"{where}: byte {location.start}: {err}") from None
+        for event in events:
+            if name is None or event.name == name:
+                return event.value
+        raise DebugFormatError(f"{where}: byte {location.start}: no tensor {name!r} in the record")
+
+    # -- steps and modes -------------------------------------------------------------------
+    @property
+    def num_workers(self) -> int:
+        return self._manager.num_workers if self._manager is not None else 1
+
+    def _complete(self, step: int) -> bool:
+        return self.loaded_all_steps or step <= self._last_complete
+
+    def _global_of(self, step: int, mode: ModeKeys) -> int | None:
+        return self._by_mode[mode].get(step)
+
+    def _steps_of(
+        self, global_steps: Iterable[int], mode: ModeKeys, show_incomplete: bool
+    ) -> list[int]:
+        out = []
+        for step in global_steps:
+            record = self._steps[step]
+            if not show_incomplete and not self._complete(step):
+                continue
+            if mode == ModeKeys.GLOBAL:
+                out.append(step)
+            elif record.mode == mode:
+                out.append(record.mode_step)
+        return sorted(out)
+
+    def _step_passed(self, step: int, mode: ModeKeys) -> bool:
+        """Whether ``step`` of ``mode`` will never come (a later one is complete, or the end)."""
+        if self.loaded_all_steps:
+            return True
+        later = [m for m, g in self._by_mode[mode].items() if self._complete(g)]
+        return bool(later) and max(later) > step
+
+    def steps(
+        self, mode: ModeKeys | int | str = ModeKeys.GLOBAL, show_incomplete_steps: bool = False
+    ) -> list[int]:
+        """The saved steps of ``mode`` (mode steps; global steps for GLOBAL)."""
+        self.maybe_refresh()
+        return self._steps_of(self._steps, parse_mode(mode), show_incomplete_steps)
+
+    def modes(self) -> list[ModeKeys]:
+        self.maybe_refresh()
+        return sorted({record.mode for record in self._steps.values()})
+
+    def mode(self, global_step: int) -> ModeKeys:
+        self.maybe_refresh()
+        if global_step not in self._steps:
+            raise StepUnavailable(global_step, ModeKeys.GLOBAL)
+        return self._steps[global_step].mode
+
+    def mode_step(self, global_step: int) -> int:
+        self.maybe_refresh()
+        if global_step not in self._steps:
+            raise StepUnavailable(global_step, ModeKeys.GLOBAL)
+        return self._steps[global_step].mode_step
+
+    def global_step(self, mode: ModeKeys | int | str, mode_step: int) -> int:
+        self.maybe_refresh()
+        mode = parse_mode(mode)
+        found = self._global_of(mode_step, mode)
+        if found is None:
+            raise StepUnavailable(mode_step, mode)
+        return found
+
+    def workers(self) -> list[str]:
+        self.maybe_refresh()
+        return sorted(self._workers)
+
+    def last_complete_step(self) -> int:
+        return self._last_complete
+
+    # -- tensors and collections -----------------------------------------------------------
+    def tensor_names(
+        self,
+        step: int | None = None,
+        mode: ModeKeys | int | str = ModeKeys.GLOBAL,
+        regex: str | Iterable[str] | None = None,
+        collection: str | Collection | None = None,
+        show_incomplete_steps: bool = False,
+    ) -> list[str]:
+        """Names of the saved tensors, narrowed by step, regex (any of) and collection."""
+        self.maybe_refresh()
+        names = set(self._tensors)
+        if step is not None:
+            at = self._global_of(step, parse_mode(mode))
+            names = {n for n in names if at is not None and at in self._tensors[n]._global_steps()}
+        if regex is not None:
+            patterns = [re.compile(p) for p in ([regex] if isinstance(regex, str) else regex)]
+            names = {n for n in names if any(p.match(n) for p in patterns)}
+        if collection is not None:
+            chosen = (
+                collection if isinstance(collection, Collection) else self.collection(collection)
+            )
+            names = {n for n in names if chosen.matches(n)}
+        return sorted(names)
+
+    def tensor(self, name: str) -> Tensor:
+        self.maybe_refresh()
+        found = self._tensors.get(name)
+        if found is None:
+            raise TensorUnavailable(name)
+        return found
+
+    def has_tensor(self, name: str) -> bool:
+        self.maybe_refresh()
+        return name in self._tensors
+
+    def collections(self) -> dict[str, Collection]:
+        self.maybe_refresh()
+        if self._manager is None:
+            raise MissingCollectionFiles(f"{self.path}/{COLLECTIONS_DIR}")
+        return self._manager.collections
+
+    def collection(self, name: str) -> Collection:
+        found = self.collections().get(name)
+        if found is None:
+            raise KeyError(f"{self.path}: no collection named {name!r}")
+        return found
+
+    # -- waiting ---------------------------------------------------------------------------
+    def has_passed_step(self, step: int, mode: ModeKeys | int | str = ModeKeys.GLOBAL) -> StepState:
+        mode = parse_mode(mode)
+        self.maybe_refresh()
+        at = self._global_of(step, mode)
+        if at is not None and self._complete(at):
+            return StepState.AVAILABLE
+        return (
+            StepState.UNAVAILABLE if self._step_passed(step, mode) else StepState.NOT_YET_AVAILABLE
+        )
+
+    def wait_for_steps(
+        self, required_steps: Iterable[int], mode: ModeKeys | int | str = ModeKeys.GLOBAL
+    ) -> None:
+        """Return once every step is available or has passed; ``NoMoreData`` if the job ended
+        before one of them came (polls every ``poll_interval`` seconds)."""
+        mode = parse_mode(mode)
+        for step in sorted(required_steps):
+            while True:
+                self.refresh()
+                state = self.has_passed_step(step, mode)
+                if state == StepState.AVAILABLE:
+                    break
+                if self.loaded_all_steps:
+                    raise NoMoreData(
+                        f"{self.path}: training ended before step {step} of {mode.name}"
+                    )
+                if state == StepState.UNAVAILABLE:
+                    break
+                time.sleep(self.poll_interval)
+
+    def __repr__(self) -> str:
+        return f"Trial({self.name!r}, steps={len(self._steps)}, workers={sorted(self._workers)})"
+
+
+@contextmanager
+def no_refresh(trials: Trial | Iterable[Trial]) -> Iterator[None]:
+    """Within the block, queries on ``trials`` do not look for new files."""
+    chosen = [trials] if isinstance(trials, Trial) else list(trials)
+    before = [trial.dynamic_refresh for trial in chosen]
+    for trial in chosen:
+        trial.dynamic_refresh = False
+    try:
+        yield
+    finally:
+        for trial, state in zip(chosen, before, strict=True):
+            trial.dynamic_refresh = state
+
+
+@contextmanager
+def refresh(trials: Trial | Iterable[Trial]) -> Iterator[None]:
+    """Within the block, queries on ``trials`` look for new files (the default)."""
+    chosen = [trials] if isinstance(trials, Trial) else list(trials)
+    before = [trial.dynamic_refresh for trial in chosen]
+    for trial in chosen:
+        trial.dynamic_refresh = True
+    try:
+        yield
+    finally:
+        for trial, state in zip(chosen, before, strict=True):
+            trial.dynamic_refresh = state
