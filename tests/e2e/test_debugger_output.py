@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e._harness import CLI, cli_env, describe, wait_for, write_job
+from trainops._settings import Settings
 from trainops.debugger import create_trial
 
 pytestmark = pytest.mark.slow
@@ -70,6 +71,8 @@ def test_a_running_jobs_tensors_are_read_back_from_the_debug_output_prefix(
     assert trial.steps() == [0, 1, 2, 3]
     assert float(trial.tensor("loss").value(3)) == 0.25
     assert (prefix / "training_job_end.ts").exists()
+    by_name = create_trial("dbg-job", settings=Settings(home=home))
+    assert by_name.steps() == [0, 1, 2, 3]
     found = describe("dbg-job", home)
     assert found["DebugOutputPath"] == prefix.as_uri()
     assert found["DebugHookConfig"]["CollectionConfigurations"] == [
