@@ -175,3 +175,24 @@ def test_a_given_s3_output_path_gets_the_job_and_debug_output_appended(
     config = host.context.job.debugger_hook_config
     assert config is not None
     assert config.output_prefix("file:///x/job-1", "job-1") == "s3://bucket/base/job-1/debug-output"
+
+
+def test_the_sync_to_s3_is_read_back_by_a_trial(
+    tmp_path: Path, s3_settings: Settings, s3_bucket: str
+) -> None:
+    import numpy as np
+
+    from trainops.debugger import create_trial
+    from trainops.debugger.format import TensorFileWriter
+
+    local = tmp_path / "tensors"
+    uri = f"s3://{s3_bucket}/job-1/debug-output"
+    sync = DebugSync(local, uri, store_for(uri, s3_settings), lambda line: None)
+    writer = TensorFileWriter(local, "worker_0")
+    for step in range(3):
+        writer.write_step(step, "TRAIN", step, [("w", np.full((2, 2), step, dtype=np.float32))])
+    assert len(sync.sync_once()) == 6  # three event files, then their three index files
+    sync.mark_end()
+    trial = create_trial(uri, settings=s3_settings)
+    assert trial.steps() == [0, 1, 2]
+    assert trial.tensor("w").value(2).tolist() == [[2.0, 2.0], [2.0, 2.0]]
