@@ -196,3 +196,17 @@ def test_the_sync_to_s3_is_read_back_by_a_trial(
     trial = create_trial(uri, settings=s3_settings)
     assert trial.steps() == [0, 1, 2]
     assert trial.tensor("w").value(2).tolist() == [[2.0, 2.0], [2.0, 2.0]]
+
+
+def test_a_retried_attempt_removes_the_earlier_end_marker(tmp_path: Path) -> None:
+    host = make_host(tmp_path, attempt=2, debugger_hook_config={})
+    config = host.context.job.debugger_hook_config
+    assert config is not None
+    sidecar = DebuggerSidecar(host.context, config)
+    marker = Path(sidecar.remote.removeprefix("file://")) / "training_job_end.ts"
+    marker.parent.mkdir(parents=True)
+    marker.write_bytes(b"")  # the first attempt's
+    sidecar.prepare()
+    assert not marker.exists()
+    sidecar.finish()
+    assert marker.exists()

@@ -107,6 +107,10 @@ class DebugSync:
         """Write ``training_job_end.ts`` under the prefix (after the final pass)."""
         self.store.put_bytes(join_uri(self.remote_prefix, END_MARKER), b"")
 
+    def unmark_end(self) -> None:
+        """Remove an earlier attempt's ``training_job_end.ts``: the job trains again."""
+        self.store.delete(join_uri(self.remote_prefix, END_MARKER))
+
     # ---------------------------------------------------------------------------------------
 
     def _upload(self, rel: str, sig: Signature, final: bool) -> bool:
