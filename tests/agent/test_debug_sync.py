@@ -94,16 +94,32 @@ def test_links_hidden_and_temporary_names_are_never_read(tmp_path: Path) -> None
     assert b"TOKEN" not in copied
 
 
-def test_a_directory_swapped_for_a_link_after_the_scan_is_not_followed(tmp_path: Path) -> None:
+def test_a_directory_swapped_for_a_link_is_not_followed(tmp_path: Path) -> None:
     sync, local, remote, _ = _sync(tmp_path)
-    _write(local, "events/000000000001/x.tfevents", b"mine")
-    found = sync._scan()
-    os.rename(local / "events", local / "moved")
-    secret = _write(tmp_path, "secret/000000000001/x.tfevents", b"TOKEN")
+    _write(local, INDEX, b"{}")
+    secret = _write(tmp_path, f"secret/{STEP}/{STEP}_worker_0.tfevents", b"TOKEN")
     (local / "events").symlink_to(secret.parent.parent, target_is_directory=True)
-    rel = "events/000000000001/x.tfevents"
-    assert not sync._upload(rel, found[rel], final=True)
-    assert not (remote / rel).exists()
+    assert sync.sync_once(final=True) == []
+    assert not (remote / EVENT).exists() and not (remote / INDEX).exists()
+
+
+def test_old_index_directories_are_not_listed_again(tmp_path: Path) -> None:
+    sync, local, _, _ = _sync(tmp_path)
+    _write(local, EVENT)
+    _write(local, INDEX)
+    old = time.time() - 60
+    os.utime(local / "index" / "000000000", (old, old))
+    assert sync.sync_once() == [EVENT, INDEX]
+    # A file that would go up if its directory were listed again: the directory did not change.
+    later = f"index/000000000/{STEP[:-1]}1_worker_0.json"
+    os.link(local / INDEX, local / later)  # in place without touching the directory's mtime
+    os.utime(local / "index" / "000000000", (old, old))
+    _write(local, f"events/{STEP[:-1]}1/{STEP[:-1]}1_worker_0.tfevents")
+    assert sync.sync_once() == []
+    assert sync.sync_once(final=True) == [
+        f"events/{STEP[:-1]}1/{STEP[:-1]}1_worker_0.tfevents",
+        later,
+    ]
 
 
 def test_a_pass_looks_at_a_bounded_number_of_entries(tmp_path: Path) -> None:
