@@ -94,16 +94,32 @@ def test_links_hidden_and_temporary_names_are_never_read(tmp_path: Path) -> None
     assert b"TOKEN" not in copied
 
 
-def test_a_directory_swapped_for_a_link_after_the_scan_is_not_followed(tmp_path: Path) -> None:
+def test_a_directory_swapped_for_a_link_is_not_followed(tmp_path: Path) -> None:
     sync, local, remote, _ = _sync(tmp_path)
-    _write(local, "events/000000000001/x.tfevents", b"mine")
-    found = sync._scan()
-    os.rename(local / "events", local / "moved")
-    secret = _write(tmp_path, "secret/000000000001/x.tfevents", b"TOKEN")
+    _write(local, INDEX, b"{}")
+    secret = _write(tmp_path, f"secret/{STEP}/{STEP}_worker_0.tfevents", b"TOKEN")
     (local / "events").symlink_to(secret.parent.parent, target_is_directory=True)
-    rel = "events/000000000001/x.tfevents"
-    assert not sync._upload(rel, found[rel], final=True)
-    assert not (remote / rel).exists()
+    assert sync.sync_once(final=True) == []
+    assert not (remote / EVENT).exists() and not (remote / INDEX).exists()
+
+
+def test_old_index_directories_are_not_listed_again(tmp_path: Path) -> None:
+    sync, local, _, _ = _sync(tmp_path)
+    _write(local, EVENT)
+    _write(local, INDEX)
+    old = time.time() - 60
+    os.utime(local / "index" / "000000000", (old, old))
+    assert sync.sync_once() == [EVENT, INDEX]
+    # A file that would go up if its directory were listed again: the directory did not change.
+    later = f"index/000000000/{STEP[:-1]}1_worker_0.json"
+    os.link(local / INDEX, local / later)  # in place without touching the directory's mtime
+    os.utime(local / "index" / "000000000", (old, old))
+    _write(local, f"events/{STEP[:-1]}1/{STEP[:-1]}1_worker_0.tfevents")
+    assert sync.sync_once() == []
+    assert sync.sync_once(final=True) == [
+        f"events/{STEP[:-1]}1/{STEP[:-1]}1_worker_0.tfevents",
+        later,
+    ]
 
 
 def test_a_pass_looks_at_a_bounded_number_of_entries(tmp_path: Path) -> None:
@@ -175,3 +191,38 @@ def test_a_given_s3_output_path_gets_the_job_and_debug_output_appended(
     config = host.context.job.debugger_hook_config
     assert config is not None
     assert config.output_prefix("file:///x/job-1", "job-1") == "s3://bucket/base/job-1/debug-output"
+
+
+def test_the_sync_to_s3_is_read_back_by_a_trial(
+    tmp_path: Path, s3_settings: Settings, s3_bucket: str
+) -> None:
+    import numpy as np
+
+    from trainops.debugger import create_trial
+    from trainops.debugger.format import TensorFileWriter
+
+    local = tmp_path / "tensors"
+    uri = f"s3://{s3_bucket}/job-1/debug-output"
+    sync = DebugSync(local, uri, store_for(uri, s3_settings), lambda line: None)
+    writer = TensorFileWriter(local, "worker_0")
+    for step in range(3):
+        writer.write_step(step, "TRAIN", step, [("w", np.full((2, 2), step, dtype=np.float32))])
+    assert len(sync.sync_once()) == 6  # three event files, then their three index files
+    sync.mark_end()
+    trial = create_trial(uri, settings=s3_settings)
+    assert trial.steps() == [0, 1, 2]
+    assert trial.tensor("w").value(2).tolist() == [[2.0, 2.0], [2.0, 2.0]]
+
+
+def test_a_retried_attempt_removes_the_earlier_end_marker(tmp_path: Path) -> None:
+    host = make_host(tmp_path, attempt=2, debugger_hook_config={})
+    config = host.context.job.debugger_hook_config
+    assert config is not None
+    sidecar = DebuggerSidecar(host.context, config)
+    marker = Path(sidecar.remote.removeprefix("file://")) / "training_job_end.ts"
+    marker.parent.mkdir(parents=True)
+    marker.write_bytes(b"")  # the first attempt's
+    sidecar.prepare()
+    assert not marker.exists()
+    sidecar.finish()
+    assert marker.exists()

@@ -82,3 +82,21 @@ def test_credentials_in_a_uri_are_masked(tmp_path: Path) -> None:
     found = _described(tmp_path, debugger_hook_config=hook)
     shown = str(found["DebugHookConfig"]) + str(found["DebugOutputPath"])
     assert "secretkey" not in shown
+
+
+def test_a_custom_rule_is_listed_with_its_source_and_class(tmp_path: Path) -> None:
+    custom = {
+        "name": "my-check",
+        "source": "rules/check.py",
+        "rule_to_invoke": "MyCheck",
+        "rule_parameters": {"threshold": 0.5},
+    }
+    found = _described(tmp_path, rules=[custom])
+    (rule,) = found["DebugRuleConfigurations"]
+    assert rule["RuleEvaluatorImage"] == "trainops:custom"
+    assert rule["RuleParameters"] == {
+        "rule_to_invoke": "MyCheck",
+        "source": "rules/check.py",
+        "threshold": "0.5",
+    }
+    assert found["DebugHookConfig"] is not None

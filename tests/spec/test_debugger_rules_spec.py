@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from trainops import JobSpec, SpecError
 from trainops.protocol import SubmittedJob
-from trainops.spec import DEBUGGER_RULES, PROFILER_RULES, check_rule_parameters, rule_definition
+from trainops.spec import (
+    DEBUGGER_RULES,
+    PROFILER_RULES,
+    check_rule_parameters,
+    load_raw_spec,
+    load_spec,
+    rule_definition,
+)
 
 SECTION_5_6 = {
     "VanishingGradient",
@@ -134,7 +142,9 @@ def test_twenty_of_each_kind() -> None:
     profiler = [{"rule": "StepOutlier", "name": f"step-{i}"} for i in range(20)]
     assert len(spec(rules=debugger + profiler).rules) == 40
     extra = {"rule": "AllZero", "name": "zero-20"}
-    assert "21 debugger rules; at most 20" in problems(rules=[*debugger, extra])
+    assert "21 debugger rules (custom ones included); at most 20" in problems(
+        rules=[*debugger, extra]
+    )
 
 
 @pytest.mark.parametrize(
@@ -192,3 +202,121 @@ def test_twenty_of_each_kind() -> None:
 )
 def test_bad_debugger_rules_are_refused_clearly(rule: Any, expected: str) -> None:
     assert expected in problems(rules=[rule])
+
+
+def test_a_custom_rule_names_its_file_and_class() -> None:
+    custom = {
+        "name": "my-check",
+        "source": "rules/check.py",
+        "rule_to_invoke": "MyCheck",
+        "rule_parameters": {"threshold": 0.5, "strict": True, "label": "x"},
+        "actions": ["stop_training"],
+    }
+    job = spec(rules=[custom, "StepOutlier"])
+    view = job.view()
+    (rule,) = view.custom_rules
+    assert (rule.kind, rule.rule, rule.source, rule.rule_to_invoke) == (
+        "custom",
+        "MyCheck",
+        "rules/check.py",
+        "MyCheck",
+    )
+    assert rule.rule_parameters == {"threshold": "0.5", "strict": "True", "label": "x"}
+    assert view.debugger_rules == ()
+    # A custom rule reads the tensors: the job gets a hook configuration at its defaults.
+    assert view.debugger_hook_config is not None
+    assert JobSpec(**job.model_dump(mode="json")).view() == view
+
+
+@pytest.mark.parametrize(
+    ("rule", "expected"),
+    [
+        ({"name": "c", "source": "c.py"}, "a custom rule needs both source and rule_to_invoke"),
+        ({"name": "c", "rule_to_invoke": "C"}, "a custom rule needs both source and"),
+        ({"source": "c.py", "rule_to_invoke": "C"}, "a custom rule needs a name"),
+        ({"name": "c", "source": "/etc/c.py", "rule_to_invoke": "C"}, "relative to source_dir"),
+        ({"name": "c", "source": "../c.py", "rule_to_invoke": "C"}, "without '..'"),
+        ({"name": "c", "source": "c.sh", "rule_to_invoke": "C"}, "must be a .py file"),
+        ({"name": "c", "source": "c.py", "rule_to_invoke": "os.system"}, "a Python class name"),
+        (
+            {"name": "c", "source": "c.py", "rule_to_invoke": "C", "rule": "AllZero"},
+            "leave rule out",
+        ),
+        (
+            {"name": "c", "source": "c.py", "rule_to_invoke": "C", "rule_parameters": {"a-b": 1}},
+            "'a-b' is not a parameter name",
+        ),
+        (
+            {"name": "c", "source": "c.py", "rule_to_invoke": "C", "rule_parameters": {"x": [1]}},
+            "x: must be a string, number or boolean",
+        ),
+        (
+            {
+                "name": "c",
+                "source": "c.py",
+                "rule_to_invoke": "C",
+                "rule_parameters": {"base_trial": "s3://elsewhere"},
+            },
+            "'base_trial' is given by trainops",
+        ),
+        ({"name": "c"}, "rule: give a built-in rule, or source and rule_to_invoke"),
+    ],
+)
+def test_bad_custom_rules_are_refused_clearly(rule: Any, expected: str) -> None:
+    assert expected in problems(rules=[rule])
+
+
+def test_a_custom_rule_cannot_go_without_the_hook() -> None:
+    custom = {"name": "c", "source": "c.py", "rule_to_invoke": "C"}
+    assert "debugger_hook_config: is false" in problems(rules=[custom], debugger_hook_config=False)
+
+
+def _custom_job(tmp_path: Path, source_dir: str | None, write: bool) -> Path:
+    code = tmp_path / "code"
+    (code / "rules").mkdir(parents=True)
+    (code / "train.py").write_text("pass\n")
+    (tmp_path / "train.py").write_text("pass\n")
+    if write:
+        (code / "rules" / "check.py").write_text("class MyCheck: ...\n")
+    lines = ["entry_point: train.py"]
+    if source_dir is not None:
+        lines.append(f"source_dir: {source_dir}")
+    lines += [
+        "rules:",
+        "  - {name: my-check, source: rules/check.py, rule_to_invoke: MyCheck}",
+    ]
+    path = tmp_path / "job.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("source_dir", "write", "expected"),
+    [
+        ("code", False, "rules/check.py not found in"),
+        (None, True, "a custom rule's file is packed with source_dir: give one"),
+    ],
+)
+def test_a_custom_rules_file_must_be_in_the_packed_source(
+    tmp_path: Path, source_dir: str | None, write: bool, expected: str
+) -> None:
+    path = _custom_job(tmp_path, source_dir, write)
+    for load in (load_spec, lambda p: load_raw_spec(p).validate()):
+        with pytest.raises(SpecError) as info:
+            load(path)
+        assert expected in str(info.value) and "rules.0.source" in str(info.value)
+    assert not load_raw_spec(path).sendable
+
+
+def test_a_custom_rules_file_in_source_dir_loads(tmp_path: Path) -> None:
+    path = _custom_job(tmp_path, "code", True)
+    assert load_raw_spec(path).sendable
+    assert [r.kind for r in load_spec(path).rules] == ["custom"]
+
+
+def test_a_local_hook_output_path_becomes_a_file_uri(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text("pass\n")
+    path = tmp_path / "job.yaml"
+    path.write_text("entry_point: train.py\ndebugger_hook_config: {s3_output_path: dbg}\n")
+    hook = load_spec(path).debugger_hook_config
+    assert hook is not None and hook.s3_output_path == (tmp_path / "dbg").as_uri()

@@ -352,8 +352,14 @@ class SubmittedJob:
 
     @property
     def debugger_rules(self) -> tuple[RuleSpec, ...]:
-        """The rules that read the saved tensors (``kind`` ``debugger``)."""
+        """The built-in rules that read the saved tensors (``kind`` ``debugger``)."""
         return tuple(rule for rule in self.rules if rule.kind == "debugger")
+
+    @property
+    def custom_rules(self) -> tuple[RuleSpec, ...]:
+        """The rules from the job's own source (``kind`` ``custom``: ``source`` and
+        ``rule_to_invoke``), which read the saved tensors too."""
+        return tuple(rule for rule in self.rules if rule.kind == "custom")
 
     @property
     def grace_seconds(self) -> float:

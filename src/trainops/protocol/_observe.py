@@ -185,11 +185,14 @@ class RuleSpec:
     rule_parameters: Mapping[str, Any]
     actions: tuple[ActionSpec, ...]
     kind: str = "profiler"
+    #: A custom rule's (``kind`` ``custom``): its file in the job's source, and its class.
+    source: str | None = None
+    rule_to_invoke: str | None = None
 
     @classmethod
     def from_json(cls, raw: Any, where: str) -> RuleSpec:
-        if isinstance(raw, Mapping) and "kind" not in raw:
-            raw = {**raw, "kind": "profiler"}  # stored before debugger rules existed
+        if isinstance(raw, Mapping):  # stored before debugger (and custom) rules existed
+            raw = {"kind": "profiler", "source": None, "rule_to_invoke": None, **raw}
         data = _fields_of(cls, raw, where)
         data["rule_parameters"] = dict(data["rule_parameters"])
         data["actions"] = tuple(
@@ -204,6 +207,8 @@ class RuleSpec:
             "rule_parameters": dict(self.rule_parameters),
             "actions": [a.to_json() for a in self.actions],
             "kind": self.kind,
+            "source": self.source,
+            "rule_to_invoke": self.rule_to_invoke,
         }
 
 

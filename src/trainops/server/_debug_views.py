@@ -3,7 +3,7 @@
 ``DebugHookConfig`` (``LocalPath``, ``S3OutputPath``: the base the tensors go under, as given or
 the job's output path, with ``<job>/debug-output`` appended by the platform;
 ``HookParameters``; ``CollectionConfigurations``), ``DebugRuleConfigurations`` (each debugger
-rule and its parameters, as strings like SageMaker's) and ``TensorBoardOutputConfig``
+rule, built-in or custom, and its parameters, as strings like SageMaker's) and ``TensorBoardOutputConfig``
 (``LocalPath``, ``S3OutputPath``). trainops adds ``DebugOutputPath``: the prefix the tensors are
 synced to, which ``trainops.debugger.create_trial`` reads. A key is null where the job has no
 such configuration.
@@ -39,7 +39,9 @@ def debug_sections(job: JobRecord, default_output: str) -> dict[str, Any]:
         "DebugOutputPath": (
             None if hook is None else mask_text(hook.output_prefix(job.output_prefix, job.name))
         ),
-        "DebugRuleConfigurations": [_rule(job, rule) for rule in spec.debugger_rules],
+        "DebugRuleConfigurations": [
+            _rule(job, rule) for rule in (*spec.debugger_rules, *spec.custom_rules)
+        ],
         "TensorBoardOutputConfig": (
             None
             if board is None
@@ -55,12 +57,15 @@ def debug_sections(job: JobRecord, default_output: str) -> dict[str, Any]:
 
 def _rule(job: JobRecord, rule: RuleSpec) -> dict[str, Any]:
     parameters = {k: _text(v) for k, v in rule.rule_parameters.items() if v is not None}
+    own = {"rule_to_invoke": rule.rule}
+    if rule.source is not None:  # a custom rule: its file in the job's source archive
+        own["source"] = rule.source
     return {
         "RuleConfigurationName": rule.name,
         "LocalPath": RULE_LOCAL_PATH,
         "S3OutputPath": mask_text(join_uri(job.output_prefix, "rule-output")),
-        "RuleEvaluatorImage": f"trainops:{rule.rule}",
-        "RuleParameters": {"rule_to_invoke": rule.rule, **parameters},
+        "RuleEvaluatorImage": "trainops:custom" if rule.source else f"trainops:{rule.rule}",
+        "RuleParameters": {**own, **parameters},
     }
 
 

@@ -257,13 +257,14 @@ class DebuggerHookConfig(SpecModel):
 
 
 def with_rule_collections(
-    config: DebuggerHookConfig | None, rules: list[RuleDefinition]
+    config: DebuggerHookConfig | None, rules: list[RuleDefinition], *, needed: bool = False
 ) -> DebuggerHookConfig | None:
     """``config`` with the collections ``rules`` save by default added, as the SDK does: a
-    collection the job configures itself keeps its own parameters; debugger rules without a
-    hook configuration get one at the defaults. None when there is neither."""
+    collection the job configures itself keeps its own parameters; debugger rules (or custom
+    rules: ``needed``) without a hook configuration get one at the defaults. None when there
+    is neither."""
     wanted = [(name, params) for rule in rules for name, params in rule.collections]
-    if config is None and not rules:
+    if config is None and not rules and not needed:
         return None
     config = config or DebuggerHookConfig()
     have = {c.name for c in config.collection_configs}

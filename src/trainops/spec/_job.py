@@ -32,7 +32,7 @@ from trainops.spec._profiler import (
     check_rules,
 )
 from trainops.spec._raw import uri_problem
-from trainops.spec._rule_catalog import DEBUGGER, PROFILER, rule_definition
+from trainops.spec._rule_catalog import CUSTOM, DEBUGGER, PROFILER, rule_definition
 from trainops.spec._sagemaker import (
     CHANNEL_ARGUMENTS,
     ESTIMATOR_ARGUMENTS,
@@ -564,8 +564,11 @@ class JobSpec(SpecModel):
             rules = value.get("rules") or []
             for rule in [rules] if isinstance(rules, str | dict) else rules:
                 name = rule.get("rule") if isinstance(rule, dict) else getattr(rule, "rule", rule)
+                custom = (rule.get("source") if isinstance(rule, dict) else None) or getattr(
+                    rule, "source", None
+                )
                 with contextlib.suppress(KeyError, TypeError):
-                    if rule_definition(str(name)).kind == DEBUGGER:
+                    if custom is not None or rule_definition(str(name)).kind == DEBUGGER:
                         raise FieldValueError(
                             "debugger_hook_config",
                             "is false, but debugger rules read the tensors the debugger hook saves",
@@ -576,9 +579,10 @@ class JobSpec(SpecModel):
     def _debugger(self) -> JobSpec:
         """Debugger rules read the tensors the hook saves: their collections join the hook's
         configuration (one at its defaults where none is given), as the SDK does."""
-        rules = [rule_definition(r.rule) for r in self.rules if r.kind == DEBUGGER]
+        rules = [rule_definition(str(r.rule)) for r in self.rules if r.kind == DEBUGGER]
+        custom = any(r.kind == CUSTOM for r in self.rules)
         try:
-            merged = with_rule_collections(self.debugger_hook_config, rules)
+            merged = with_rule_collections(self.debugger_hook_config, rules, needed=custom)
         except ValueError as exc:
             raise FieldValueError("debugger_hook_config.collection_configs", str(exc)) from None
         object.__setattr__(self, "debugger_hook_config", merged)

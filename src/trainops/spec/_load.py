@@ -11,7 +11,7 @@ from typing import Any
 from trainops._errors import SpecError
 from trainops.spec._job import Channel, JobSpec
 from trainops.spec._lines import read_spec_text, read_spec_yaml, with_lines
-from trainops.spec._raw import as_uri, code_problems
+from trainops.spec._raw import as_uri, code_problems, custom_rule_problems
 from trainops.spec._sources import spec_source_problems
 
 __all__ = ["check_channel_sources", "load_spec", "parse_spec", "resolve_paths", "validate_spec"]
@@ -45,6 +45,7 @@ def resolve_paths(spec: JobSpec, base_dir: Path, source: str | None = None) -> J
     """Make local paths absolute (``file://`` for URIs) and check that the code exists."""
     update: dict[str, Any] = {}
     source_dir, problems = code_problems(spec.source_dir, spec.entry_point, base_dir)
+    problems = problems or custom_rule_problems(spec.rules, source_dir)
     if problems:
         raise SpecError(problems, source)
     if source_dir is not None:
@@ -56,7 +57,7 @@ def resolve_paths(spec: JobSpec, base_dir: Path, source: str | None = None) -> J
         update["checkpoint"] = spec.checkpoint.model_copy(
             update={"uri": as_uri(spec.checkpoint.uri, base_dir)}
         )
-    for name in ("profiler_config", "tensorboard_output_config"):
+    for name in ("profiler_config", "tensorboard_output_config", "debugger_hook_config"):
         config = getattr(spec, name)
         if config is not None and config.s3_output_path is not None:
             uri = as_uri(config.s3_output_path, base_dir)

@@ -21,6 +21,7 @@ from pydantic import Field, computed_field, field_validator, model_validator
 from trainops.spec._base import SpecModel
 from trainops.spec._raw import uri_problem
 from trainops.spec._rule_catalog import (
+    CUSTOM,
     DEBUGGER,
     PROFILER,
     PROFILER_REPORT,
@@ -289,10 +290,17 @@ class RuleConfig(SpecModel):
     """One rule to evaluate while the job runs (``ProfilerRule.sagemaker(rule_configs.X())``
     or ``Rule.sagemaker(rule_configs.x())``): the built-in ``rule`` (a debugger rule may be
     named by its SDK function, ``vanishing_gradient``), an optional ``name`` (default: the
-    rule's), its parameters, and the actions to take when it finds an issue. ``kind`` (not an
-    input) says whether it is a ``profiler`` or a ``debugger`` rule."""
+    rule's), its parameters, and the actions to take when it finds an issue.
 
-    rule: str
+    A custom rule (SageMaker's ``Rule.custom``) names a class instead: ``source`` (a ``.py``
+    file in the job's ``source_dir``) and ``rule_to_invoke`` (the class, an smdebug-style rule
+    with ``invoke_at_step``), a ``name``, and ``rule_parameters`` passed to it as strings.
+    ``kind`` (not an input) says whether it is a ``profiler``, ``debugger`` or ``custom``
+    rule."""
+
+    rule: str | None = None
+    source: str | None = Field(default=None, max_length=1024)
+    rule_to_invoke: str | None = None
     name: str | None = None
     rule_parameters: dict[str, Any] = Field(default_factory=dict)
     actions: list[ActionSpecModel] = Field(default_factory=list, max_length=MAX_ACTIONS)
@@ -304,11 +312,17 @@ class RuleConfig(SpecModel):
         agrees with the rule's."""
         if isinstance(value, str):
             return {"rule": value}
+        if _dumped_custom(value):
+            value = {k: v for k, v in value.items() if k != "rule"}
         if isinstance(value, dict) and "kind" in value:
             value = dict(value)
             kind = value.pop("kind")
             try:
-                actual = rule_definition(str(value.get("rule"))).kind
+                actual = (
+                    CUSTOM
+                    if value.get("source") is not None
+                    else rule_definition(str(value.get("rule"))).kind
+                )
             except KeyError:
                 return value  # the rule's own check says what is wrong
             if kind != actual:
@@ -317,17 +331,43 @@ class RuleConfig(SpecModel):
 
     @field_validator("rule")
     @classmethod
-    def _rule(cls, value: str) -> str:
+    def _rule(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
         try:
             return rule_name(value)
         except KeyError as exc:
             raise ValueError(str(exc.args[0])) from None
 
+    @field_validator("source")
+    @classmethod
+    def _source(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        path = Path(value)
+        if "\x00" in value or path.is_absolute() or ".." in path.parts or path.suffix != ".py":
+            raise ValueError(
+                "must be a .py file's path relative to source_dir, without '..' (the custom "
+                "rule's code, packed with the job's source)"
+            )
+        return value
+
+    @field_validator("rule_to_invoke")
+    @classmethod
+    def _class_name(cls, value: str | None) -> str | None:
+        if value is not None and not (
+            value.isidentifier() and value.isascii() and len(value) <= 128
+        ):
+            raise ValueError(f"must be a Python class name, not {value[:64]!r}")
+        return value
+
     @computed_field  # type: ignore[prop-decorator]
     @property
     def kind(self) -> str:
-        """``profiler`` or ``debugger`` (the catalog's word for the rule)."""
-        return rule_definition(self.rule).kind
+        """``profiler`` or ``debugger`` (the catalog's word for the rule), or ``custom``."""
+        if self.source is not None:
+            return CUSTOM
+        return rule_definition(str(self.rule)).kind
 
     @field_validator("name")
     @classmethod
@@ -340,6 +380,12 @@ class RuleConfig(SpecModel):
 
     @model_validator(mode="after")
     def _parameters(self) -> RuleConfig:
+        if self.source is not None or self.rule_to_invoke is not None:
+            return self._custom()
+        if self.rule is None:
+            raise ValueError(
+                "rule: give a built-in rule, or source and rule_to_invoke for a custom rule"
+            )
         try:
             resolved = check_rule_parameters(self.rule, self.rule_parameters)
         except ValueError as exc:
@@ -348,6 +394,57 @@ class RuleConfig(SpecModel):
         if self.name is None:
             object.__setattr__(self, "name", self.rule)
         return self
+
+    def _custom(self) -> RuleConfig:
+        if self.source is None or self.rule_to_invoke is None:
+            raise ValueError("a custom rule needs both source and rule_to_invoke")
+        if self.rule is not None and self.rule != self.rule_to_invoke:
+            raise ValueError("a custom rule is named by rule_to_invoke; leave rule out")
+        if self.name is None:
+            raise ValueError("a custom rule needs a name (as Rule.custom does)")
+        try:
+            parameters = custom_rule_parameters(self.rule_parameters)
+        except ValueError as exc:
+            raise ValueError(f"rule_parameters: {exc}") from None
+        object.__setattr__(self, "rule", self.rule_to_invoke)
+        object.__setattr__(self, "rule_parameters", parameters)
+        return self
+
+
+MAX_CUSTOM_PARAMETERS = 100  # SageMaker's RuleParameters limit
+
+
+def _dumped_custom(value: Any) -> bool:
+    """A stored dump of a custom rule (its ``rule`` is its ``rule_to_invoke``)."""
+    return (
+        isinstance(value, dict)
+        and value.get("source") is not None
+        and value.get("rule") is not None
+        and value.get("rule") == value.get("rule_to_invoke")
+    )
+
+
+def custom_rule_parameters(given: dict[str, Any]) -> dict[str, str]:
+    """A custom rule's parameters as the strings its constructor gets (SageMaker passes
+    strings): names are Python identifiers, values text without control characters."""
+    if len(given) > MAX_CUSTOM_PARAMETERS:
+        raise ValueError(f"{len(given)} parameters; at most {MAX_CUSTOM_PARAMETERS}")
+    found: dict[str, str] = {}
+    for key, value in given.items():
+        if not (key.isidentifier() and key.isascii() and len(key) <= 128):
+            raise ValueError(f"{key[:64]!r} is not a parameter name (a Python identifier)")
+        if key in ("base_trial", "other_trials"):
+            raise ValueError(f"{key!r} is given by trainops, not a parameter")
+        if isinstance(value, bool):
+            text = "True" if value else "False"
+        elif isinstance(value, int | float | str):
+            text = str(value)
+        else:
+            raise ValueError(f"{key}: must be a string, number or boolean, not {value!r}")
+        if len(text) > 1024 or any(ord(c) < 32 or ord(c) == 127 for c in text):
+            raise ValueError(f"{key}: at most 1024 characters, without control characters")
+        found[key] = text
+    return found
 
 
 class TensorBoardOutputConfig(SpecModel):
@@ -373,10 +470,10 @@ class TensorBoardOutputConfig(SpecModel):
 def check_rules(rules: list[RuleConfig]) -> list[RuleConfig]:
     """At most ``MAX_RULES`` of each kind (SageMaker's 20 ``Rule`` and 20 ``ProfilerRule``),
     distinct names, and ProfilerReport at most once."""
-    for kind in (PROFILER, DEBUGGER):
-        count = sum(rule.kind == kind for rule in rules)
+    for kind, kinds in ((PROFILER, {PROFILER}), (DEBUGGER, {DEBUGGER, CUSTOM})):
+        count = sum(rule.kind in kinds for rule in rules)
         if count > MAX_RULES:
-            raise ValueError(f"{count} {kind} rules; at most {MAX_RULES}")
+            raise ValueError(f"{count} {kind} rules (custom ones included); at most {MAX_RULES}")
     names = [rule.name for rule in rules]
     dupes = sorted({n for n in names if n is not None and names.count(n) > 1})
     if dupes:

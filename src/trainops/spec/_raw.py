@@ -23,7 +23,14 @@ from trainops.storage import STORES
 if TYPE_CHECKING:
     from trainops.spec._job import JobSpec
 
-__all__ = ["RawSpec", "as_uri", "code_problems", "load_raw_spec", "uri_problem"]
+__all__ = [
+    "RawSpec",
+    "as_uri",
+    "code_problems",
+    "custom_rule_problems",
+    "load_raw_spec",
+    "uri_problem",
+]
 
 Problems = list[tuple[str, str]]
 
@@ -167,6 +174,24 @@ def code_problems(
     return str(resolved), []
 
 
+def custom_rule_problems(rules: Any, source_dir: str | None) -> Problems:
+    """What is missing of the custom rules' files: each ``source`` must be a file of the local
+    ``source_dir`` (resolved), which is packed with the job; a remote ``source_dir`` is checked
+    when the rule starts."""
+    listed = [rules] if isinstance(rules, dict) else rules if isinstance(rules, list) else []
+    problems: Problems = []
+    for index, rule in enumerate(listed):
+        source = rule.get("source") if isinstance(rule, dict) else getattr(rule, "source", None)
+        if not isinstance(source, str) or not _entry_point_ok(source) or "\x00" in source:
+            continue  # none, or malformed: the spec's own check says so
+        field = f"rules.{index}.source"
+        if source_dir is None:
+            problems.append((field, "a custom rule's file is packed with source_dir: give one"))
+        elif "://" not in source_dir and not (Path(source_dir) / source).is_file():
+            problems.append((field, f"{source} not found in {source_dir}"))
+    return problems
+
+
 def _resolve(data: dict[str, Any], base_dir: Path) -> tuple[dict[str, Any], Problems]:
     """``data`` with its well-formed local paths resolved, and what is missing of the code."""
     out = dict(data)
@@ -176,6 +201,8 @@ def _resolve(data: dict[str, Any], base_dir: Path) -> tuple[dict[str, Any], Prob
         resolved_dir, problems = code_problems(source_dir, data["entry_point"], base_dir)
         if resolved_dir is not None:
             out["source_dir"] = resolved_dir
+        if not problems:
+            problems = custom_rule_problems(data.get("rules"), resolved_dir)
     if _location(data.get("output_path")):
         out["output_path"] = as_uri(data["output_path"], base_dir)
     checkpoint = data.get("checkpoint")

@@ -23,6 +23,7 @@ from trainops.spec._debugger_catalog import (
 from trainops.spec._rule_definition import RuleDefinition
 
 __all__ = [
+    "CUSTOM",
     "DEBUGGER",
     "DEBUGGER_RULES",
     "PROFILER",
@@ -37,6 +38,7 @@ __all__ = [
 
 PROFILER = "profiler"
 DEBUGGER = "debugger"
+CUSTOM = "custom"  # a debugger rule from the job's own source (no catalog entry)
 SCAN_INTERVAL_US = 60_000_000
 PROFILER_REPORT = "ProfilerReport"
 

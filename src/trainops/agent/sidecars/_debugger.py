@@ -12,7 +12,9 @@ at /opt/ml finds it too).
 While the script runs, a low-priority thread copies the local directory to the prefix every
 ``sync_interval`` seconds (:class:`~trainops.agent.reporting._debug_sync.DebugSync`: an index
 file only after its event file, bounded, no links followed); ``finish`` makes a final pass and
-then writes ``training_job_end.ts``. All hosts share the prefix, as on SageMaker (workers name
+then writes ``training_job_end.ts`` (a retried attempt removes the earlier attempt's first).
+With several hosts, each host writes the marker when it ends, so a reader may see it before
+the last host's final pass: SageMaker, whose hooks write it, has the same race. All hosts share the prefix, as on SageMaker (workers name
 their files apart). Best effort: a failure is logged (once until it changes), never the job's.
 """
 
@@ -62,6 +64,8 @@ class DebuggerSidecar(Sidecar):
     # The agent's calls ------------------------------------------------------------------
 
     def prepare(self) -> None:
+        if self.context.assignment.attempt > 1:  # a retry: readers must wait for this one too
+            self._guard(self.sync.unmark_end)
         self.local_dir.mkdir(parents=True, exist_ok=True)
         content = hook_config_json(self.config, str(self._seen(self.local_dir)), self.remote)
         parameters = content["HookParameters"]

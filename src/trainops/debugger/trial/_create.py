@@ -2,7 +2,8 @@
 
 A bare job name (no ``://``, not an existing path) is looked up in this home's store: its
 tensors are under ``<output prefix>/debug-output`` (SageMaker's ``<S3OutputPath>/<job>/
-debug-output``), or the job's ``debugger_hook_config.s3_output_path`` where the spec sets one.
+debug-output``), or ``<debugger_hook_config.s3_output_path>/<job>/debug-output`` where the
+spec sets one (the SDK's ``latest_job_debugger_artifacts_path``).
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ def job_debug_prefix(job_name: str, settings: Settings | None = None) -> str:
         store.close()
     if job is None:
         raise LookupError(f"no job named {job_name!r} in {settings.home}")
-    hook = getattr(job.spec, "debugger_hook_config", None)
-    chosen = getattr(hook, "s3_output_path", None) if hook is not None else None
-    return str(chosen) if chosen else join_uri(job.output_prefix, DEBUG_OUTPUT)
+    hook = job.spec.debugger_hook_config
+    if hook is None:
+        return join_uri(job.output_prefix, DEBUG_OUTPUT)
+    return hook.output_prefix(job.output_prefix, job.name)  # where the job's agents sync to
