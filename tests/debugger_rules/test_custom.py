@@ -69,13 +69,18 @@ def _deadline_tick(
 
 
 class CustomPlane(Plane):
-    def submit_custom(self, code: Path, source: str, cls: str, **parameters: str) -> JobRecord:
+    def submit_custom(
+        self, code: Path, source: str, cls: str, form: str = "parameters", **parameters: str
+    ) -> JobRecord:
+        """A job with the custom rule ``Mine``: in SageMaker's ``Rule.custom`` form (``sdk``:
+        ``source`` and ``rule_to_invoke`` beside the name) or as rule parameters."""
         archive = pack(code, self.tensors.parent.parent / "sourcedir.tar.gz")
-        rule = {
-            "rule": "custom",
-            "name": "Mine",
-            "rule_parameters": {"source": source, "rule_to_invoke": cls, **parameters},
-        }
+        rule: dict[str, Any] = {"name": "Mine", "rule_parameters": dict(parameters)}
+        if form == "sdk":
+            rule |= {"source": source, "rule_to_invoke": cls}
+        else:
+            rule["rule"] = "custom"
+            rule["rule_parameters"] |= {"source": source, "rule_to_invoke": cls}
         return self.submit([rule], code_uri=archive.as_uri())
 
 
@@ -102,9 +107,12 @@ def _weights(plane: Plane, values: list[float]) -> None:
 
 
 @pytest.mark.slow
-def test_a_custom_rule_fires_from_its_own_process(custom: CustomPlane, tmp_path: Path) -> None:
+@pytest.mark.parametrize("form", ["parameters", "sdk"])
+def test_a_custom_rule_fires_from_its_own_process(
+    custom: CustomPlane, tmp_path: Path, form: str
+) -> None:
     code = _code(tmp_path, _RULE)
-    job = custom.submit_custom(code, "rules/mine.py", "BigWeights", limit="5")
+    job = custom.submit_custom(code, "rules/mine.py", "BigWeights", form, limit="5")
     service = DebuggerRulesService(custom.context)
     service.job_changed(job)
     _weights(custom, [1.0, 2.0])

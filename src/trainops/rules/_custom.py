@@ -1,6 +1,7 @@
 """Custom debugger rules in the rules service: the job's own rule class, run confined.
 
-A custom rule (``rules: [{rule: custom, rule_parameters: {source, rule_to_invoke, ...}}]``) is
+A custom rule (SageMaker's ``Rule.custom``: ``rules: [{name, source, rule_to_invoke,
+rule_parameters}]``, or ``{rule: custom, rule_parameters: {source, rule_to_invoke, ...}}``) is
 code from the job's source, so it never runs in the server. :class:`CustomRuleEvaluation`
 takes the job's source archive (its ``code_uri``, unpacked with the archive limits into a
 scratch folder), and starts ``trainops.debugger.rules._evaluator`` as a process of its own: a
@@ -70,6 +71,16 @@ class CustomRuleEvaluation:
         self._lock = threading.Lock()
         self._reader: threading.Thread | None = None
 
+    @property
+    def _source(self) -> str:
+        """The rule's file in the job's source: the spec's ``source`` (``Rule.custom``'s
+        form), else the ``source`` rule parameter."""
+        return str(self.spec.source or self.spec.rule_parameters["source"])
+
+    @property
+    def _rule_to_invoke(self) -> str:
+        return str(self.spec.rule_to_invoke or self.spec.rule_parameters["rule_to_invoke"])
+
     def _unpack(self, job: JobRecord) -> Path:
         archive = self.scratch / "sourcedir.tar.gz"
         store_for(job.code_uri, self.context.settings).download(job.code_uri, archive)
@@ -77,9 +88,9 @@ class CustomRuleEvaluation:
         code.mkdir()
         safe_extract(archive, code)
         archive.unlink()
-        source = code / str(self.spec.rule_parameters["source"])
+        source = code / self._source
         if not source.is_file():
-            raise ValueError(f"the job's source has no {self.spec.rule_parameters['source']}")
+            raise ValueError(f"the job's source has no {self._source}")
         return code
 
     def evaluate(self, data: ProfilerData) -> RuleResult:
@@ -97,10 +108,12 @@ class CustomRuleEvaluation:
 
     def _start(self) -> None:
         parameters = dict(self.spec.rule_parameters)
+        parameters.pop("source", None)
+        parameters.pop("rule_to_invoke", None)
         request = {
-            "source": str(self.code / str(parameters.pop("source"))),
+            "source": str(self.code / self._source),
             "code": str(self.code),
-            "rule_to_invoke": str(parameters.pop("rule_to_invoke")),
+            "rule_to_invoke": self._rule_to_invoke,
             "parameters": parameters,
             "trial": str(self.tensors),
             "memory_mb": MEMORY_MB,

@@ -91,7 +91,7 @@ class RuleState:
         try:
             if kind == KIND:
                 state = cls(spec, make_rule(spec.rule, spec.rule_parameters))
-            elif spec.rule == CUSTOM:
+            elif kind == "custom" or spec.rule == CUSTOM:
                 state = cls(spec, CustomRuleEvaluation(spec, job, context), kind=kind)
             else:
                 state = cls(spec, DebuggerRuleEvaluation(spec, job, context), kind=kind)
@@ -314,8 +314,11 @@ def _exception_line(exc: BaseException) -> str:
 
 
 def rules_of_kind(job: JobRecord, kind: str) -> tuple[RuleSpec, ...]:
-    """The rules of ``job`` of ``kind`` (``profiler`` or ``debugger``)."""
-    return job.spec.profiler_rules if kind == KIND else job.spec.debugger_rules
+    """The rules of ``job`` of ``kind`` (``profiler``, or ``debugger``: the built-in debugger
+    rules and the custom ones, which read the saved tensors too)."""
+    if kind == KIND:
+        return job.spec.profiler_rules
+    return (*job.spec.debugger_rules, *job.spec.custom_rules)
 
 
 def write_errors(job: JobRecord, context: ServiceContext, line: str, kind: str = KIND) -> None:
