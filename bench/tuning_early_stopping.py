@@ -1,32 +1,35 @@
 """Early stopping on real learning curves: Hyperband and the median rule against random search
 with every trial run to its full budget, by the best objective reached against the epochs spent.
 
-    python bench/tuning_early_stopping.py [--seeds 5] [--trials 30] [--max-epochs 27]
+    python bench/tuning_early_stopping.py [--seeds 10] [--trials 30] [--max-epochs 27]
+                                          [--path jobs|library|both]
 
-The trials are real training: a one-hidden-layer MLP (scikit-learn's ``MLPClassifier``, Adam,
-one ``partial_fit`` pass over the training set per epoch) on scikit-learn's digits (1,797 8x8
-images; a fixed two-thirds / one-third split, standardised), tuned over the learning rate, the
-hidden width, the L2 penalty and the batch size; the objective is the validation log-loss
-(minimised) after each epoch, and the epoch is the resource. Each trial's training is seeded by
-the benchmark seed and the trial's number, so a run is repeatable.
+The trials are real training: a one-hidden-layer MLP in numpy (``_digits_mlp.py``: ReLU, Adam,
+one pass over the training set per epoch) on scikit-learn's digits (1,797 8x8 images; a fixed
+two-thirds / one-third split, standardised), tuned over the learning rate, the hidden width, the
+L2 penalty and the batch size; the objective is the validation log-loss (minimised) after each
+epoch, and the epoch is the resource. Each configuration's training is seeded by the benchmark
+seed and its hyperparameters, so a run is repeatable.
 
-The searches are trainops' own :class:`~trainops.tuning.Search` (the library the tuner drives)
-run here in one process, one trial at a time, not through the server and its training jobs: the
-learning curves and the search's decisions are what is measured, not the job path (see
-``tuning_overhead.py`` for that). Per seed:
+Per seed, three searches:
 
 - ``random_full``: ``Random``, early stopping ``Off``, ``--trials`` trials of ``--max-epochs``
   each; its total epochs are the budget and its best is the target.
 - ``median_rule``: ``Random`` proposals with early stopping ``Auto`` (SageMaker's median rule).
-- ``hyperband``: trainops' ``Hyperband`` (its Bayesian proposals; min resource 1, max
+- ``hyperband``: trainops' ``Hyperband`` (its TPE proposals; min resource 1, max
   ``--max-epochs``, reduction factor 3).
 
-The early-stopping searches run until they have spent the same budget of epochs. A trial's
-objective is its last value (a stopped trial's last intermediate value, as SageMaker counts it).
-Figures: for each seed, the epochs each search needed before its best reached random search's
-final best (its fraction of random's budget; the target is at most a third), and each search's
-best at a tenth, a third and the whole of the budget (medians over the seeds). Writes
-results/tuning_early_stopping.json.
+``--path jobs`` (the headline) runs each search as a real tuning job on a fresh ``trainops
+server`` per seed, its trials ordinary training jobs at parallelism 2 (``_early_stopping_jobs``);
+an early-stopping search is stopped once its trials have spent the budget. ``--path library``
+runs trainops' :class:`~trainops.tuning.Search` (the library the tuner drives) in this process,
+one trial at a time, until the budget: the same curves and decisions without the job path.
+
+A trial's objective is its last value (a stopped trial's last intermediate value, as SageMaker
+counts it). Figures: for each seed, the epochs each search needed before its best reached random
+search's final best (its fraction of random's budget; the target is at most a third), and each
+search's best at a tenth, a third and the whole of the budget; medians and interquartile ranges
+over the seeds. Writes results/tuning_early_stopping.json.
 """
 
 from __future__ import annotations
@@ -34,18 +37,20 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shutil
 import statistics
+import tempfile
 import time
-import warnings
-from collections.abc import Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+import _digits_mlp
+from _early_stopping_jobs import prepare_code, run_searches, tune_yaml
 from _report import machine, positive, versions
+from ab_compare import REPO, rotated
 
-from trainops.tuning import Search, TrialStatus, TunedValue, TuningJobConfig
+from trainops.tuning import Search, TrialStatus, TuningJobConfig
 
 RESULTS = Path(__file__).with_name("results") / "tuning_early_stopping.json"
 RANGES: dict[str, Any] = {
@@ -64,26 +69,83 @@ METHODS: dict[str, dict[str, Any]] = {
     "hyperband": {"strategy": "Hyperband"},
 }
 FRACTIONS = {"tenth": 0.1, "third": 1 / 3, "whole": 1.0}
-Data = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+EARLY_STOPPING_TRIALS = 500  # the early-stopping searches run until the budget, not a count
+PARALLEL = 2
+#: A job's epoch is padded to this pace (the MLP's epoch takes milliseconds): the tuner learns
+#: a value within about a second (the agent's next report, the tuner's next tick), a few epochs
+#: here as it is a fraction of an epoch in real training.
+EPOCH_S = 0.1
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--seeds", type=positive, default=5)
+    parser.add_argument("--seeds", type=positive, default=10)
+    parser.add_argument("--first-seed", type=int, default=0, help="seeds from this one")
     parser.add_argument("--trials", type=positive, default=30, help="random search's trials")
     parser.add_argument("--max-epochs", type=positive, default=27)
+    parser.add_argument("--path", choices=("jobs", "library", "both"), default="both")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="the results file")
+    parser.add_argument("--merge", type=Path, nargs="+", metavar="RESULTS",
+                        help="only merge the runs of these results files into --out")  # fmt: skip
+    parser.add_argument("--epoch-seconds", type=float, default=EPOCH_S,
+                        help="a job's epoch padded to this pace")  # fmt: skip
     args = parser.parse_args()
-    data = digits()
-    runs: list[dict[str, Any]] = []
-    for seed in range(args.seeds):
-        runs.append(run_seed(data, seed, args.trials, args.max_epochs))
-        write(runs, args)  # after each seed: a long run interrupted keeps the seeds it finished
-    print(json.dumps(summarise(runs), indent=2))
+    if args.merge:
+        merge(args)
+        return
+    paths = ("library", "jobs") if args.path == "both" else (args.path,)
+    with tempfile.TemporaryDirectory(prefix="trainops-early-stopping-") as tmp:
+        digits = Path(tmp) / "digits.npz"
+        _digits_mlp.save(_digits_mlp.load_digits_split(), digits)
+        src = Path(shutil.copytree(REPO / "src", Path(tmp) / "src",
+                                   ignore=shutil.ignore_patterns("__pycache__")))  # fmt: skip
+        for path in paths:
+            runs: list[dict[str, Any]] = []
+            for seed in range(args.first_seed, args.first_seed + args.seeds):
+                if path == "library":
+                    runs.append(library_seed(digits, seed, args.trials, args.max_epochs))
+                else:
+                    work = Path(tmp) / f"seed-{seed}"
+                    runs.append(jobs_seed(src, work, digits, seed, args))
+                result = report(path, runs, args)
+                write(args.out, path, result)  # after each seed: a cut run keeps what it has
+            print(json.dumps(result["summary"], indent=2))
 
 
-def write(runs: list[dict[str, Any]], args: argparse.Namespace) -> None:
-    result = {
-        "task": "MLP on scikit-learn digits, validation log-loss, epochs as the resource",
+def write(out: Path, path: str, result: dict[str, Any]) -> None:
+    """Replace ``path``'s part of the results file ``out`` (read again: the other path may be
+    running beside this one), atomically."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    known = json.loads(out.read_text()) if out.is_file() else {}
+    whole = {name: known.get(name) for name in ("library", "jobs")} | {path: result}
+    partial = out.with_suffix(f".{path}.tmp")
+    partial.write_text(json.dumps(whole, indent=2) + "\n")
+    partial.replace(out)
+
+
+def merge(args: argparse.Namespace) -> None:
+    """The seeds of several runs (e.g. side by side, each with its own ``--first-seed``) as one
+    result per path, each seed's figures as measured."""
+    for path in ("library", "jobs"):
+        found = [json.loads(f.read_text()).get(path) for f in args.merge]
+        parts = [part for part in found if part]
+        if not parts:
+            continue
+        runs = sorted({r["seed"]: r for part in parts for r in part["runs"]}.values(),
+                      key=lambda r: r["seed"])  # fmt: skip
+        args.trials, args.max_epochs = parts[0]["random_trials"], parts[0]["max_epochs"]
+        args.epoch_seconds = parts[0].get("epoch_seconds") or EPOCH_S
+        merged = report(path, runs, args) | {"measured": max(p["measured"] for p in parts),
+                                             "merged_from": len(parts)}  # fmt: skip
+        write(args.out, path, merged)
+
+
+def report(path: str, runs: list[dict[str, Any]], args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "task": "numpy MLP on scikit-learn digits, validation log-loss, epochs as the resource",
+        "path": path,
+        "parallel": PARALLEL if path == "jobs" else 1,
+        "epoch_seconds": args.epoch_seconds if path == "jobs" else None,
         "seeds": len(runs),
         "random_trials": args.trials,
         "max_epochs": args.max_epochs,
@@ -94,78 +156,68 @@ def write(runs: list[dict[str, Any]], args: argparse.Namespace) -> None:
         "versions": versions(),
         "measured": datetime.now().astimezone().isoformat(timespec="seconds"),
     }
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=2) + "\n")
 
 
-def digits() -> Data:
-    from sklearn.datasets import load_digits
-    from sklearn.model_selection import train_test_split
-    from sklearn.preprocessing import StandardScaler
-
-    x, y = load_digits(return_X_y=True)
-    x_train, x_val, y_train, y_val = train_test_split(x, y, test_size=1 / 3, random_state=0,
-                                                      stratify=y)  # fmt: skip
-    scaler = StandardScaler().fit(x_train)
-    return scaler.transform(x_train), y_train, scaler.transform(x_val), y_val
-
-
-def learning_curve(
-    data: Data, hp: Mapping[str, TunedValue], seed: int, epochs: int
-) -> Iterator[float]:
-    """The validation log-loss after each epoch of training with ``hp`` (NaN once diverged)."""
-    from sklearn.metrics import log_loss
-    from sklearn.neural_network import MLPClassifier
-
-    x_train, y_train, x_val, y_val = data
-    classes = np.arange(10)
-    model = MLPClassifier(
-        hidden_layer_sizes=(int(hp["hidden_units"]),),
-        learning_rate_init=float(hp["learning_rate"]),
-        alpha=float(hp["alpha"]),
-        batch_size=int(hp["batch_size"]),
-        random_state=seed,
-    )
-    for _ in range(epochs):
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore")
-            model.partial_fit(x_train, y_train, classes=classes)
-            proba = model.predict_proba(x_val)
-        if not np.all(np.isfinite(proba)):
-            yield math.nan
-            return
-        yield float(log_loss(y_val, proba, labels=classes))
-
-
-def config(method: str, seed: int, max_trials: int, max_epochs: int) -> TuningJobConfig:
-    return TuningJobConfig(
-        tuning_job_name=f"digits-{method.replace('_', '-')}-{seed}",
-        training_job={
-            "entry_point": "train.py",
-            "hyperparameters": {"epochs": max_epochs},
-            "metric_definitions": [{"name": "val_loss", "regex": "val_loss=([0-9.]+)"}],
-        },
-        objective={"metric_name": "val_loss", "type": "Minimize"},
-        hyperparameter_ranges=RANGES,
-        resource_limits={"max_number_of_training_jobs": max_trials,
-                         "max_parallel_training_jobs": 1},
-        random_seed=seed,
+def config_fields(method: str, seed: int, max_trials: int) -> dict[str, Any]:
+    """The tuning job's fields besides its name and training job."""
+    return {
         **METHODS[method],
-    )  # fmt: skip
+        "objective": {"metric_name": "val_loss", "type": "Minimize"},
+        "hyperparameter_ranges": RANGES,
+        "resource_limits": {"max_number_of_training_jobs": max_trials,
+                            "max_parallel_training_jobs": PARALLEL},
+        "random_seed": seed,
+    }  # fmt: skip
+
+
+def _trials(method: str, trials: int) -> int:
+    return trials if method == "random_full" else EARLY_STOPPING_TRIALS
+
+
+def jobs_seed(
+    src: Path, work: Path, digits: Path, seed: int, args: argparse.Namespace
+) -> dict[str, Any]:
+    """The three searches of ``seed`` as tuning jobs on one fresh server (order rotated)."""
+    trials, max_epochs = args.trials, args.max_epochs
+    prepare_code(work, digits)
+    budget = trials * max_epochs
+    searches: dict[str, tuple[str, int | None]] = {}
+    for method in rotated(list(METHODS), seed):
+        name = f"digits-{method.replace('_', '-')}-{seed}"
+        fields = config_fields(method, seed, _trials(method, trials))
+        text = tune_yaml(name, fields, seed, max_epochs, args.epoch_seconds)
+        (work / f"{method}.yaml").write_text(text)
+        searches[method] = (f"{method}.yaml", None if method == "random_full" else budget)
+    runs = run_searches(src, work, searches)
+    return figures(seed, budget, {method: runs[method] for method in METHODS})
+
+
+def library_seed(digits: Path, seed: int, trials: int, max_epochs: int) -> dict[str, Any]:
+    data = _digits_mlp.load(digits)
+    budget = trials * max_epochs
+    runs = {m: search_run(data, m, seed, _trials(m, trials), max_epochs, budget) for m in METHODS}
+    return figures(seed, budget, runs)
 
 
 def search_run(
-    data: Data, method: str, seed: int, max_trials: int, max_epochs: int, budget: int
+    data: _digits_mlp.Data, method: str, seed: int, max_trials: int, max_epochs: int, budget: int
 ) -> dict[str, Any]:
     """One search until ``max_trials`` or ``budget`` epochs: (epochs spent, best) after each
     trial, and how its trials ended."""
-    search = Search(config(method, seed, max_trials, max_epochs))
+    training_job = {
+        "entry_point": "train.py",
+        "hyperparameters": {"epochs": max_epochs},
+        "metric_definitions": [{"name": "val_loss", "regex": "val_loss=([0-9.]+)"}],
+    }
+    name = f"digits-{method.replace('_', '-')}-{seed}"
+    fields = config_fields(method, seed, max_trials)
+    search = Search(TuningJobConfig(tuning_job_name=name, training_job=training_job, **fields))
     spent, best, trace, stopped = 0, math.inf, [], 0
     started = time.perf_counter()
     while spent < budget and (proposal := search.ask()) is not None:
         number, last = proposal.number, math.nan
         status = TrialStatus.COMPLETED
-        curve = learning_curve(data, proposal.hyperparameters, seed * 10_000 + number, max_epochs)
+        curve = _digits_mlp.learning_curve(data, proposal.hyperparameters, seed, max_epochs)
         for epoch, last in enumerate(curve, start=1):
             spent += 1
             if search.should_stop(number, epoch, last):
@@ -180,11 +232,8 @@ def search_run(
             "seconds": round(time.perf_counter() - started, 1)}  # fmt: skip
 
 
-def run_seed(data: Data, seed: int, trials: int, max_epochs: int) -> dict[str, Any]:
-    budget = trials * max_epochs
-    runs = {"random_full": search_run(data, "random_full", seed, trials, max_epochs, budget)}
-    for method in ("median_rule", "hyperband"):
-        runs[method] = search_run(data, method, seed, 500, max_epochs, budget)
+def figures(seed: int, budget: int, runs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Each search's epochs to random search's final best and its best at each fraction."""
     target = runs["random_full"]["trace"][-1][1]
     for run in runs.values():
         reached = next((spent for spent, best in run["trace"] if best <= target), None)
@@ -193,7 +242,8 @@ def run_seed(data: Data, seed: int, trials: int, max_epochs: int) -> dict[str, A
         run["best_at"] = {name: best_within(run["trace"], f * budget)
                           for name, f in FRACTIONS.items()}  # fmt: skip
     print(f"seed {seed}: " + ", ".join(
-        f"{m} best {r['best_at']['whole']:.4f} reached random's at {r['fraction_of_budget']}"
+        f"{m} best {r['best_at']['whole']} reached random's at {r['fraction_of_budget']}"
+        f" ({r['trials']} trials, {r['stopped']} stopped, {r['seconds']} s)"
         for m, r in runs.items()), flush=True)  # fmt: skip
     return {"seed": seed, "random_best": target, "budget": budget, "methods": runs}
 
@@ -213,22 +263,26 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
         out[method] = {
             "fraction_of_budget_to_random_best": fractions,
             "seeds_within_a_third": sum(f <= 1 / 3 for f in reached),
-            "median_fraction": _median([f if f is not None else math.inf for f in fractions]),
-            "median_best_at": {
-                name: _median([m["best_at"][name] for m in mine]) for name in FRACTIONS
-            },
+            "fraction": spread([f if f is not None else math.inf for f in fractions]),
+            "best_at": {name: spread([m["best_at"][name] for m in mine]) for name in FRACTIONS},
             "median_trials": statistics.median(m["trials"] for m in mine),
             "median_stopped": statistics.median(m["stopped"] for m in mine),
+            "median_epochs": statistics.median(m["epochs"] for m in mine),
         }
     return out
 
 
-def _median(values: list[float | None]) -> float | None:
-    known = [v for v in values if v is not None]
+def spread(values: list[float | None]) -> dict[str, float | None]:
+    """Median and interquartile range (a seed that never reached counts as infinite)."""
+    known = sorted(v for v in values if v is not None)
     if not known:
-        return None
-    middle = statistics.median(known)
-    return round(middle, 4) if math.isfinite(middle) else None
+        return {"median": None, "q1": None, "q3": None}
+    if len(known) == 1:
+        q1 = middle = q3 = known[0]
+    else:
+        q1, middle, q3 = statistics.quantiles(known, n=4, method="inclusive")
+    return {k: round(v, 4) if math.isfinite(v) else None
+            for k, v in (("median", middle), ("q1", q1), ("q3", q3))}  # fmt: skip
 
 
 if __name__ == "__main__":

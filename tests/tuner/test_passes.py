@@ -50,17 +50,18 @@ class Plane:
         self.stops.append(name)
         return True
 
-    def report(self, name: str, *losses: float) -> None:
-        """Store ``losses`` as the job's host algo-1 reports its metric ``loss``."""
-        if not self.store.hosts(name, 1):
-            self.store.create_hosts(name, 1, [NewHost("algo-1", "/r", "/s")])
-        done = len(self.store.metrics(name, "loss"))
+    def report(self, name: str, *losses: float, attempt: int = 1) -> None:
+        """Store ``losses`` as the job's host algo-1 (of ``attempt``) reports its metric
+        ``loss``."""
+        if not self.store.hosts(name, attempt):
+            self.store.create_hosts(name, attempt, [NewHost("algo-1", "/r", "/s")])
+        done = len(self.store.metrics(name, "loss", attempt=attempt))
         events = [
             AgentEvent(done + i + 1, self.now, EventKind.METRIC, {"name": "loss", "value": v,
                                                                   "timestamp": self.now})
             for i, v in enumerate(losses)
         ]  # fmt: skip
-        assert self.store.ingest(name, "algo-1", 1, events) is not None
+        assert self.store.ingest(name, "algo-1", attempt, events) is not None
 
     def end(self, name: str, status: str = "Completed", reason: str | None = None) -> None:
         self.store.set_secondary(
@@ -224,3 +225,60 @@ def test_only_an_ended_trial_s_job_moves_the_tuning_job_between_ticks(plane: Pla
     assert ended is not None
     plane.tuner.job_changed(ended)  # an end frees its slot at once
     assert len(plane.submitted) == 3
+
+
+def test_a_job_retried_by_its_retry_strategy_counts_its_last_attempt_only(plane: Plane) -> None:
+    config = tuning_config(name="retried", jobs=4, parallel=4)
+    config["training_job_early_stopping_type"] = "Auto"
+    plane.store.create_tuning_job("retried", config, "file:///c", 1.0)
+    plane.tuner.advance("retried")
+    names = [t.training_job for t in plane.store.trials("retried")]
+    for name in names[:3]:
+        plane.report(name, 1.0, 0.5, 0.3)
+        plane.end(name)
+    retried = names[3]
+    plane.report(retried, 0.9, 0.45)  # attempt 1: on par with the others, then lost
+    plane.tuner.advance("retried")
+    assert plane.store.trials("retried")[3].intermediate == [0.9, 0.45]
+    plane.store.update_job(retried, plane.now, attempt=2)  # the job's retry starts again
+    plane.tuner.advance("retried")
+    trial = plane.store.trials("retried")[3]
+    assert (trial.intermediate, trial.objective) == ([], None)  # not attempt 1's curve
+    plane.report(retried, 0.95, attempt=2)
+    plane.tuner.advance("retried")
+    assert plane.store.trials("retried")[3].intermediate == [0.95]
+    plane.report(retried, 0.4, 0.2, attempt=2)
+    plane.tuner.advance("retried")
+    assert plane.stops == []  # attempt 2's own curve is judged, and it is no laggard
+    plane.end(retried)
+    plane.tuner.advance("retried")
+    trial = plane.store.trials("retried")[3]
+    assert (trial.status, trial.intermediate, trial.objective) == (
+        "Completed",
+        [0.95, 0.4, 0.2],
+        0.2,
+    )
+    tuning = plane.store.get_tuning_job("retried")
+    assert tuning is not None and tuning.status == "Completed"
+
+
+def test_a_retried_attempt_is_stopped_early_on_its_own_curve(plane: Plane) -> None:
+    config = tuning_config(name="laggard", jobs=4, parallel=4)
+    config["training_job_early_stopping_type"] = "Auto"
+    plane.store.create_tuning_job("laggard", config, "file:///c", 1.0)
+    plane.tuner.advance("laggard")
+    names = [t.training_job for t in plane.store.trials("laggard")]
+    for name in names[:3]:
+        plane.report(name, 1.0, 0.5, 0.3)
+        plane.end(name)
+    retried = names[3]
+    plane.report(retried, 0.9, 0.45, 0.25)  # attempt 1 led the field
+    plane.tuner.advance("laggard")
+    plane.store.update_job(retried, plane.now, attempt=2)
+    plane.report(retried, 5.0, attempt=2)  # attempt 2 trails far behind at epoch 1
+    plane.tuner.advance("laggard")
+    assert plane.stops == [retried]
+    plane.end(retried, "Stopped")
+    plane.tuner.advance("laggard")
+    trial = plane.store.trials("laggard")[3]
+    assert (trial.status, trial.intermediate, trial.objective) == ("Stopped", [5.0], 5.0)

@@ -247,9 +247,41 @@ def test_refusals_are_headed_invalid_tuning_job_with_the_file(tmp_path: Path) ->
         assert any(problem in line for line in problems), (text, problems)
     with pytest.raises(SpecError, match=r"^invalid tuning job:\n  objective"):
         make_config(objective={"metric_name": "loss", "type": "Lowest"})  # from Python: no file
-    broken_job = _files(tmp_path, YAML, JOB.replace("epochs: 9", "sagemaker_program: 9"))
-    with pytest.raises(SpecError, match=r"^invalid job spec in .*job\.yaml:\n  hyperparameters"):
-        load_tuning_config(broken_job)  # the job file's own problem, at its line there
+
+
+def test_a_job_file_s_refusals_are_the_tuning_job_s_at_their_line_in_that_file(
+    tmp_path: Path,
+) -> None:
+    cases = {
+        JOB.replace("epochs: 9", "sagemaker_program: 9"):
+            ["training_job.hyperparameters (job.yaml line 2): "],
+        JOB + "instance_count: 0\nbogus: 1\n": [
+            "training_job.instance_count (job.yaml line 4): Input should be greater than",
+            "training_job.bogus (job.yaml line 5): unknown field",
+        ],
+        "entry_point: train.py\n  x: [\n":
+            ["training_job (line 2): job.yaml: line 2, column 4: not valid YAML"],
+        "- a list\n": ["training_job (line 2): job.yaml: the spec must be a mapping"],
+        JOB.replace("train.py", "gone.py"): ["training_job.entry_point (job.yaml): ", "gone.py"],
+    }  # fmt: skip
+    for job, expected in cases.items():
+        path = _files(tmp_path, YAML, job)
+        with pytest.raises(SpecError) as caught:
+            load_tuning_config(path)
+        head, *problems = str(caught.value).splitlines()
+        assert head == f"invalid tuning job in {path}:", job
+        for part in expected:
+            assert any(part in line for line in problems), (job, problems)
+
+
+def test_a_hostile_job_file_name_reaches_the_message_escaped(tmp_path: Path) -> None:
+    (tmp_path / "j\x1b[2Job.yaml").write_text("entry_point: train.py\ninstance_count: 0\n")
+    path = _files(tmp_path, YAML.replace("job.yaml", '"j\\e[2Job.yaml"'))
+    with pytest.raises(SpecError) as caught:
+        load_tuning_config(path)
+    message = str(caught.value)
+    assert "\x1b" not in message
+    assert "training_job.instance_count (j\\x1b[2Job.yaml line 2)" in message
 
 
 NESTED = """\

@@ -26,7 +26,13 @@ from trainops._settings import Settings
 from trainops.cli._parser import TUNING_ACTIONS
 from trainops.cli._render import format_table
 from trainops.cli._run import INTERRUPTED, signals_as_ctrl_c
-from trainops.cli._tune_table import format_ending, format_trials, trial_events, trial_states
+from trainops.cli._tune_table import (
+    format_ending,
+    format_trials,
+    printable,
+    trial_events,
+    trial_states,
+)
 from trainops.client import (
     Client,
     analytics_rows,
@@ -177,8 +183,18 @@ def _list_table(found: list[dict[str, Any]]) -> str:
 
 
 def _export(described: dict[str, Any]) -> None:
-    """The trials as CSV on stdout, with the analytics' columns."""
+    """The trials as CSV on stdout, with the analytics' columns. On a terminal every cell's
+    control characters are written as escapes (``\\x1b``): a hyperparameter or metric value
+    holds what its job's script printed, and must not drive the terminal; a file or a pipe
+    gets the values as they are."""
     columns, rows = analytics_rows(described)
+    if sys.stdout.isatty():
+        columns = [printable(column) for column in columns]
+        rows = [{printable(k): _escaped(v) for k, v in row.items()} for row in rows]
     writer = csv.DictWriter(sys.stdout, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
     writer.writerows(rows)
+
+
+def _escaped(value: Any) -> Any:
+    return printable(value) if isinstance(value, str) else value

@@ -14,7 +14,14 @@ from typing import Any
 
 from trainops.cli._render import format_table
 
-__all__ = ["COUNTED", "format_ending", "format_trials", "trial_events", "trial_states"]
+__all__ = [
+    "COUNTED",
+    "format_ending",
+    "format_trials",
+    "printable",
+    "trial_events",
+    "trial_states",
+]
 
 #: The TrainingJobStatusCounters shown, in this order.
 COUNTED = ("Completed", "InProgress", "RetryableError", "NonRetryableError", "Stopped")
@@ -27,7 +34,7 @@ def format_trials(described: dict[str, Any], now: datetime | None = None) -> str
     trials = described.get("TrainingJobs", [])
     tuned = _tuned_names(trials)
     rows = [_row(t, tuned, now) for t in trials]
-    header = ["#", "TRAINING JOB", *(_printable(k.upper()) for k in tuned)]
+    header = ["#", "TRAINING JOB", *(printable(k.upper()) for k in tuned)]
     header += ["STATUS", "OBJECTIVE", "ELAPSED"]
     lines = [_headline(described), format_table(header, rows) if rows else "No trials yet."]
     best = described.get("BestTrainingJob")
@@ -39,7 +46,7 @@ def format_trials(described: dict[str, Any], now: datetime | None = None) -> str
 def _headline(described: dict[str, Any]) -> str:
     counters = described.get("TrainingJobStatusCounters", {})
     counts = ", ".join(f"{k} {counters.get(k, 0)}" for k in COUNTED)
-    name = _printable(described["HyperParameterTuningJobName"])
+    name = printable(described["HyperParameterTuningJobName"])
     return f"{name}: {described['HyperParameterTuningJobStatus']} ({counts})"
 
 
@@ -51,7 +58,7 @@ def _row(trial: dict[str, Any], tuned: list[str], now: datetime | None) -> list[
     objective = objective_of(trial)
     return [
         str(trial["TrialNumber"]),
-        _printable(trial["TrainingJobName"]),
+        printable(trial["TrainingJobName"]),
         *(_short(trial["TunedHyperParameters"].get(k, "")) for k in tuned),
         trial["TrainingJobStatus"],
         "" if objective is None else f"{objective:.6g}",
@@ -69,8 +76,8 @@ def objective_of(trial: dict[str, Any]) -> float | None:
 def _best(best: dict[str, Any]) -> str:
     metric = best.get("FinalHyperParameterTuningJobObjectiveMetric") or {}
     tuned = best.get("TunedHyperParameters", {})
-    values = ", ".join(f"{_printable(k)}={_short(v)}" for k, v in sorted(tuned.items()))
-    name = _printable(best["TrainingJobName"])
+    values = ", ".join(f"{printable(k)}={_short(v)}" for k, v in sorted(tuned.items()))
+    name = printable(best["TrainingJobName"])
     return f"#{best.get('TrialNumber', '?')} {name} {metric.get('MetricName', 'objective')}=" + (
         f"{objective_of(best):.6g} ({values})"
     )
@@ -81,11 +88,11 @@ def _short(value: str) -> str:
     try:
         return f"{float(value):.4g}"
     except ValueError:
-        text = _printable(value)
+        text = printable(value)
         return text if len(text) <= _CELL else text[: _CELL - 3] + "..."
 
 
-def _printable(text: str) -> str:
+def printable(text: str) -> str:
     """``text`` with every character that is not printable written as its escape (``\\x1b``)."""
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
 
@@ -113,13 +120,13 @@ def trial_events(before: dict[str, str], described: dict[str, Any]) -> list[str]
         if before.get(trial["TrainingJobName"]) == status:
             continue
         tuned = trial.get("TunedHyperParameters", {})
-        values = ", ".join(f"{_printable(k)}={_short(v)}" for k, v in sorted(tuned.items()))
+        values = ", ".join(f"{printable(k)}={_short(v)}" for k, v in sorted(tuned.items()))
         objective = objective_of(trial)
         result = "" if objective is None else f", objective {objective:.6g}"
         elapsed = _elapsed(trial, None) if trial.get("TrainingEndTime") else ""
         took = f" after {elapsed}" if elapsed else ""
         lines.append(
-            f"#{trial['TrialNumber']} {_printable(trial['TrainingJobName'])} {status}{took}"
+            f"#{trial['TrialNumber']} {printable(trial['TrainingJobName'])} {status}{took}"
             f"{result} ({values})"
         )
     return lines
@@ -131,5 +138,5 @@ def format_ending(described: dict[str, Any]) -> str:
     why = described.get("CompletionReason") or described.get("FailureReason") or "no reason given"
     best = described.get("BestTrainingJob")
     found = "no trial has an objective" if best is None else f"best: {_best(best)}"
-    name = _printable(described["HyperParameterTuningJobName"])
-    return f"Tuning job {name} {status}: {_printable(why)}; {found}"
+    name = printable(described["HyperParameterTuningJobName"])
+    return f"Tuning job {name} {status}: {printable(why)}; {found}"

@@ -391,12 +391,17 @@ def read_logs(
     ]
 
 
-def read_metrics(conn: sqlite3.Connection, job: str, name: str | None) -> list[MetricPoint]:
+def read_metrics(
+    conn: sqlite3.Connection, job: str, name: str | None, attempt: int | None = None
+) -> list[MetricPoint]:
     sql = "SELECT name, ts, host, count, value, vals FROM metric_chunks WHERE job = ?"
     args: list[Any] = [job]
     if name is not None:
         sql += " AND name = ?"
         args.append(name)
+    if attempt is not None:
+        sql += " AND attempt = ?"
+        args.append(attempt)
     points = []
     for metric, ts, where, count, value, packed in conn.execute(sql + " ORDER BY ts, id", args):
         values = [value] if count == 1 or packed is None else _unpack(packed)

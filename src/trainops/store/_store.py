@@ -325,9 +325,12 @@ class MetadataStore(TuningTables):
         with self._lock:
             return read_log_chunks(self._conn, job, after, host, limit)
 
-    def metrics(self, job: str, name: str | None = None) -> list[MetricPoint]:
+    def metrics(
+        self, job: str, name: str | None = None, attempt: int | None = None
+    ) -> list[MetricPoint]:
+        """The job's metric points in time order (of one name, of one attempt: default all)."""
         with self._lock:
-            return read_metrics(self._conn, job, name)
+            return read_metrics(self._conn, job, name, attempt)
 
     def final_metrics(self, job: str) -> list[MetricPoint]:
         with self._lock:

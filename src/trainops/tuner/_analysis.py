@@ -41,7 +41,7 @@ def _early_stopped(store: MetadataStore, trial: TuningTrialRecord) -> bool:
 
 def _pace(store: MetadataStore, job: JobRecord, metric: str) -> float | None:
     """Seconds per objective value between the first and the last the job's first host sent."""
-    points = store.metrics(job.name, metric)
+    points = store.metrics(job.name, metric, attempt=job.attempt)
     first = min((p.host for p in points), default="")
     stamps = sorted(p.ts for p in points if p.host == first)
     if len(stamps) < 2:

@@ -18,8 +18,10 @@ the rows say it was:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
+import math
 
 from trainops._errors import SpecError, TrainopsError
 from trainops.control import ENDED
@@ -151,21 +153,25 @@ class TunerService(ControlService):
         if job.status in ENDED:
             self._ended(tuning, trial, job, values)
             return
+        if not _continues(trial.intermediate, values):  # a new attempt: its curve starts again
+            self._update(trial, intermediate=[], objective=None)
+            trial = dataclasses.replace(trial, intermediate=[], objective=None)
         new_values = len(values) > len(trial.intermediate) and not job.stop_reason
         if new_values and self._stops_early(tuning, config):
             self._maybe_stop_early(tuning, config, trial, values)
         changes: dict[str, object] = {}
         if trial.status == "Pending":
             changes["status"] = "InProgress"
-        if values != trial.intermediate:
-            changes.update(intermediate=values, objective=values[-1])
+        if not _same(values, trial.intermediate):
+            changes.update(intermediate=values, objective=values[-1] if values else None)
         if changes:
             self._update(trial, **changes)
 
     def _objective_values(self, job: JobRecord, config: TuningJobConfig) -> list[float]:
-        """The objective metric's values in order, as the first host reported them (one per
-        epoch for a script that reports each epoch)."""
-        points = self.store.metrics(job.name, config.objective.metric_name)
+        """The objective metric's values in order, as the first host of the job's current
+        attempt reported them (one per epoch for a script that reports each epoch): a job
+        retried by its ``retry_strategy`` counts its last attempt, never a mix of attempts."""
+        points = self.store.metrics(job.name, config.objective.metric_name, attempt=job.attempt)
         first = min((p.host for p in points), default="")
         return [p.value for p in points if p.host == first]
 
@@ -340,6 +346,21 @@ class TunerService(ControlService):
             return trials
         self._wrote = False
         return self.store.trials(tuning.name)
+
+
+def _same(a: list[float], b: list[float]) -> bool:
+    """Equal curves, a NaN (a diverged trial's value) equal to a NaN."""
+    return len(a) == len(b) and _continues(a, b)
+
+
+def _continues(known: list[float], values: list[float]) -> bool:
+    """Whether ``values`` begin with ``known`` (NaN matching NaN)."""
+    if len(values) < len(known):
+        return False
+    head = values[: len(known)]
+    return all(
+        k == v or (math.isnan(k) and math.isnan(v)) for k, v in zip(known, head, strict=True)
+    )
 
 
 def trial_spec(config: TuningJobConfig, trial: TuningTrialRecord) -> JobSpec:

@@ -145,8 +145,8 @@ def load_tuning_config(path: str | Path) -> TuningJobConfig:
 
     ``training_job`` is a job spec file (relative to ``path``) or an inline job spec; local
     paths in it are resolved against the folder of the file that declares them. A refusal is a
-    :class:`SpecError` headed ``invalid tuning job in <path>``, except one of the job spec file,
-    which names that file (its lines are that file's).
+    :class:`SpecError` headed ``invalid tuning job in <path>``; a problem of a job spec file is
+    said as ``training_job.<field> (job.yaml line N)``, at its line in that file.
     """
     path = Path(path)
     source = str(path)
@@ -170,7 +170,7 @@ def _validated(
     except SpecError as exc:
         raise _refusal([("training_job", why) for _, why in exc.problems], lines, source) from None
     if isinstance(job, str):
-        data["training_job"] = load_spec(base / job)
+        data["training_job"] = _job_file(base / job, job, lines, source)
     try:
         config = TuningJobConfig(**data)
     except SpecError as exc:
@@ -183,6 +183,32 @@ def _validated(
         inline = [(f"training_job.{path}".rstrip("."), why) for path, why in exc.problems]
         raise _refusal(inline, lines, source) from None
     return config.model_copy(update={"training_job": resolved})
+
+
+def _job_file(path: Path, named: str, lines: dict[str, int], source: str) -> JobSpec:
+    """The job spec file ``training_job:`` names, loaded; its refusal is the tuning job's, each
+    field as ``training_job.<field>`` at its line in that file (``(job.yaml line 4)``)."""
+    try:
+        return load_spec(path)
+    except SpecError as exc:
+        shown = _printable(named)
+        problems = [_in_job_file(field, why, shown) for field, why in exc.problems]
+    where = f"training_job (line {lines['training_job']})" if "training_job" in lines else ""
+    problems = [(field or where or "training_job", why) for field, why in problems]
+    raise SpecError(problems, source, subject=TUNING_JOB)
+
+
+def _in_job_file(field: str, why: str, shown: str) -> tuple[str, str]:
+    """One problem of the job spec file as the tuning job's: ``training_job.<field> (<file>
+    line N)``; a problem of the file as a whole is said of ``training_job`` (field ``""``)."""
+    if not field:
+        return "", f"{shown}: {why}"
+    name, _, line = field.partition(" (line ")
+    return f"training_job.{name} ({shown}{f' line {line}' if line else ')'}", why
+
+
+def _printable(text: str) -> str:
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _refusal(problems: list[tuple[str, str]], lines: dict[str, int], source: str) -> SpecError:
