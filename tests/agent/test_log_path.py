@@ -4,6 +4,8 @@ exactly once, long and binary lines, and metric regexes that would never finish.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
 import threading
 import time
@@ -140,6 +142,31 @@ def test_a_catastrophic_metric_regex_is_disabled_and_the_others_still_scan(
     assert found == [("loss", 10.0, [1.0, 2.0]), ("loss", 11.0, [3.0])]
     [warning] = warnings
     assert "'slow' is disabled" in warning and "(a+)+$" in warning and "0.5 s" in warning
+
+
+def test_a_worker_waiting_for_a_core_does_not_disable_a_fast_regex() -> None:
+    """A loaded machine: the worker gets no CPU for four budgets of wall time while it holds
+    a line (here it is stopped). The budget is the worker's CPU time, so the pattern stays on."""
+    found: list[tuple[str, float, list[float]]] = []
+    warnings: list[str] = []
+    scraper = MetricScraper([("loss", r"loss=([0-9.]+)")])
+    scanner = MetricScanner(
+        scraper, lambda *point: found.append(point), warnings.append, budget_seconds=0.5
+    )
+    scanner.submit(["loss=1"], 10.0)
+    assert scanner.drain(timeout=30)
+    worker = scanner._worker
+    assert worker is not None
+    os.kill(worker._proc.pid, signal.SIGSTOP)
+    try:
+        scanner.submit(["loss=2"], 11.0)
+        assert not scanner.drain(timeout=2.0)  # four budgets of wall time, no CPU
+    finally:
+        os.kill(worker._proc.pid, signal.SIGCONT)
+    assert scanner.drain(timeout=30)
+    scanner.close()
+    assert found == [("loss", 10.0, [1.0]), ("loss", 11.0, [2.0])]
+    assert warnings == []
 
 
 def test_a_catastrophic_regex_blocks_neither_output_nor_heartbeats_nor_stop(

@@ -7,8 +7,10 @@ A user's regex may take exponential time (``(a+)+$`` against ``aaaa…!``) and P
 holds the GIL while it runs, so :class:`MetricScanner` never runs one in the agent: lines are
 queued (bounded) and scanned in a worker process (``_scrape_worker``) by a thread of their own.
 Capturing output, heartbeats and stop requests never wait for it. A group of 64 searches that
-takes longer than the time budget (default 2 s) gets the worker killed and its pattern disabled
-for the rest of the job, with a warning in the job log; the worker restarts with the others.
+takes longer than the time budget (default 2 s of the worker's CPU time, so a loaded machine where
+the worker waits for a core does not count; 30 budgets of wall time at most) gets the worker
+killed and its pattern disabled for the rest of the job, with a warning in the job log; the
+worker restarts with the others.
 
 Why not a linear-time engine (RE2) instead: its Python binding (google-re2) took about 3.7 µs a
 search here against 0.14 µs for ``re``, lacks backreferences and lookaround, and differs from
@@ -22,6 +24,7 @@ import contextlib
 import json
 import math
 import mmap
+import os
 import re
 import select
 import struct
@@ -44,6 +47,9 @@ DEFAULT_BUDGET_SECONDS = 2.0
 MAX_QUEUED_CHARS = 64 * 1024 * 1024
 MAX_SCAN_LINES = 50_000  # lines sent to the worker at once
 WORKER_RESTARTS = 5  # a worker that keeps dying (not by our hand) ends scraping with a warning
+#: A pattern is over its budget past this many budgets of wall time, whatever its CPU time.
+WALL_BUDGET_FACTOR = 30
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 class MetricScraper:
@@ -287,7 +293,7 @@ class _Worker:
             self._send("\n".join(lines).encode("utf-8", errors="replace"))
         except OSError:
             return None
-        last, since = self._progress[0], time.monotonic()
+        last, since, cpu_since = self._progress[0], time.monotonic(), self._cpu()
         while True:
             ready, _w, _x = select.select([stdout], [], [], min(0.1, budget))
             if ready:
@@ -300,11 +306,32 @@ class _Worker:
                     return None  # not what the worker writes: treat it as dead
             now, seen = time.monotonic(), self._progress[0]
             if seen != last:
-                last, since = seen, now
-            elif now - since > budget:
+                last, since, cpu_since = seen, now, self._cpu()
+            elif self._over(now - since, cpu_since, budget):
                 return int(self._progress[1])
             if self._proc.poll() is not None:
                 return None
+
+    def _cpu(self) -> float | None:
+        """The worker's CPU seconds so far (user + system), or None where /proc cannot say."""
+        try:
+            with open(f"/proc/{self._proc.pid}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+        except (OSError, IndexError, ValueError):
+            return None
+
+    def _over(self, waited: float, cpu_since: float | None, budget: float) -> bool:
+        """Whether the pattern now running is over ``budget``: judged by the CPU time the worker
+        spent on it, so a worker that waits for a core on a loaded machine is not mistaken for
+        a slow regex; by the wall clock where /proc cannot say, and past
+        :data:`WALL_BUDGET_FACTOR` budgets whatever the CPU time (a stopped worker)."""
+        if waited <= budget:
+            return False
+        cpu = self._cpu()
+        if cpu is None or cpu_since is None:
+            return True
+        return cpu - cpu_since > budget or waited > budget * WALL_BUDGET_FACTOR
 
     def stop(self) -> None:
         with contextlib.suppress(OSError):
