@@ -93,10 +93,16 @@ def variant_env(src: Path, home: Path) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def server(src: Path, home: Path, sweeper: ProcessSweeper, log: Path) -> Iterator[str]:
+def server(
+    src: Path,
+    home: Path,
+    sweeper: ProcessSweeper,
+    log: Path,
+    extra_env: dict[str, str] | None = None,
+) -> Iterator[str]:
     port = free_port()
     argv = [*tool("trainops"), "server", "--host", "127.0.0.1", "--port", str(port)]
-    proc = sweeper.spawn(argv, variant_env(src, home), log)
+    proc = sweeper.spawn(argv, {**variant_env(src, home), **(extra_env or {})}, log)
     url = f"http://127.0.0.1:{port}"
     wait_until(lambda: http_ok(f"{url}/api/v1/health"), "trainops server", proc, log, 60)
     yield url

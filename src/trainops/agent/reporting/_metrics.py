@@ -271,7 +271,7 @@ class _Worker:
         self._progress = memoryview(self._map).cast("q")
         fd = self._shared.fileno()
         self._proc = subprocess.Popen(
-            [sys.executable, "-I", str(Path(_scrape_worker.__file__)), str(fd)],
+            [sys.executable, "-I", "-S", str(Path(_scrape_worker.__file__)), str(fd)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
