@@ -16,7 +16,13 @@ from trainops.control.services import ServiceContext
 from trainops.protocol import AgentEvent, EventKind
 from trainops.spec import JobSpec
 from trainops.store import JobRecord, MetadataStore, NewHost, TuningTrialRecord
-from trainops.tuner import TunerService, describe_tuning_job, stored_config, trial_job_name
+from trainops.tuner import (
+    TunerService,
+    describe_tuning_job,
+    search_for,
+    stored_config,
+    trial_job_name,
+)
 
 
 class Plane:
@@ -224,3 +230,29 @@ def test_only_an_ended_trial_s_job_moves_the_tuning_job_between_ticks(plane: Pla
     assert ended is not None
     plane.tuner.job_changed(ended)  # an end frees its slot at once
     assert len(plane.submitted) == 3
+
+
+def test_describe_gives_the_completion_details_a_search_rebuilt_from_the_rows_gives(
+    plane: Plane,
+) -> None:
+    config = tuning_config(name="flat", jobs=6, parallel=6)
+    plane.store.create_tuning_job("flat", config, "file:///c", 1.0)
+    plane.tuner.advance("flat")
+    names = [t.training_job for t in plane.store.trials("flat")]
+    for name, loss in zip(names, [0.5, 0.9, 0.8, 0.7, 0.6], strict=False):
+        plane.report(name, loss)  # the first is the best; four trials after it do no better
+        plane.end(name)
+    plane.tuner.advance("flat")
+    tuning = plane.store.get_tuning_job("flat")
+    assert tuning is not None
+    described = describe_tuning_job(plane.store, tuning, stored_config(tuning))
+    details = described["TuningJobCompletionDetails"]
+    assert details["NumberOfTrainingJobsObjectiveNotImproving"] == 4
+    rebuilt = search_for(plane.store, tuning, stored_config(tuning), plane.store.trials("flat"))
+    expected = rebuilt.completion_details()
+    assert details == {
+        "NumberOfTrainingJobsObjectiveNotImproving": (
+            expected.number_of_training_jobs_objective_not_improving
+        ),
+        "ConvergenceDetected": expected.convergence_detected,
+    }
