@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from tests.agent._support import RecordingAgentApi, RecordingReporter, make_job
+from tests.control._harness import wait_for
 from trainops.agent import AgentClient, EventJournal, HostAgent, HttpReporter, MetricScraper
 from trainops.agent.reporting._hostlog import MAX_REPORTED_CHARS, HostLog
 from trainops.agent.reporting._metrics import MetricScanner
@@ -140,6 +141,21 @@ def test_a_catastrophic_metric_regex_is_disabled_and_the_others_still_scan(
     assert found == [("loss", 10.0, [1.0, 2.0]), ("loss", 11.0, [3.0])]
     [warning] = warnings
     assert "'slow' is disabled" in warning and "(a+)+$" in warning and "0.5 s" in warning
+
+
+def test_the_scanner_starts_its_worker_before_the_first_line() -> None:
+    found: list[tuple[str, float, list[float]]] = []
+    scanner = MetricScanner(
+        MetricScraper([("loss", r"loss=([0-9.]+)")]), lambda *p: found.append(p), print
+    )
+    try:
+        worker = wait_for(lambda: scanner._worker, what="the worker started with no line yet")
+        scanner.submit(["loss=0.5"], 1.0)
+        assert scanner.drain(timeout=30)
+        assert found == [("loss", 1.0, [0.5])] and scanner._worker is worker  # the same one
+    finally:
+        scanner.close()
+    assert worker._proc.poll() is not None  # and it ends with the scanner
 
 
 def test_a_catastrophic_regex_blocks_neither_output_nor_heartbeats_nor_stop(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -256,3 +257,29 @@ def test_describe_gives_the_completion_details_a_search_rebuilt_from_the_rows_gi
         ),
         "ConvergenceDetected": expected.convergence_detected,
     }
+
+
+def test_a_tuning_job_s_config_is_validated_once_not_on_every_pass(
+    plane: Plane, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trainops.tuner import _service
+
+    read: list[str] = []
+    real = _service.stored_config
+
+    def counting(tuning: Any) -> Any:
+        read.append(tuning.name)
+        return real(tuning)  # the real validation, counted
+
+    monkeypatch.setattr(_service, "stored_config", counting)
+    for _ in range(3):
+        plane.tuner.advance("tiny")
+        plane.tuner.tick()
+    assert read == ["tiny"]
+    for _ in range(3):  # three trials, two at a time
+        for name in list(plane.submitted):
+            plane.end(name)
+        plane.tuner.advance("tiny")
+    tuning = plane.store.get_tuning_job("tiny")
+    assert tuning is not None and tuning.status == "Completed"
+    assert plane.tuner._configs == {}  # an ended job's config is let go

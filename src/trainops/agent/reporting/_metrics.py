@@ -179,6 +179,7 @@ class MetricScanner:
             self._warn(f"{self._skipped} line(s) were not scanned for metrics")
 
     def _run(self) -> None:
+        self._start_worker()
         while True:
             with self._cond:
                 while not self._queue and not self._closed:
@@ -199,6 +200,14 @@ class MetricScanner:
                         self._queue.clear()
                         self._queued_chars = 0
                     self._cond.notify_all()
+
+    def _start_worker(self) -> None:
+        """Start the worker before the first line comes: it is a Python of its own, whose start
+        would otherwise wait for the script's first output, which a short job writes as it
+        ends, just before its metrics must all be in. A worker that cannot start now is tried
+        again (and its failure told) when lines come."""
+        with contextlib.suppress(OSError):
+            self._worker = _Worker(self._definitions)
 
     def _take(self) -> list[tuple[list[str], float]]:
         taken, count = [], 0
