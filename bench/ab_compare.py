@@ -152,7 +152,18 @@ def measure_launch(variants: dict[str, Path], work: Path, rounds: int) -> dict[s
 
 def ns_driver(count: int) -> int:
     """(Run under a variant's PYTHONPATH.) ``count`` launches; their figures as JSON."""
-    from trainops.agent._hostns import HostNamespace, hold_arguments, write_hosts_file
+    try:  # where the module lives now; before, trainops.agent._hostns
+        from trainops.agent.supervision._hostns import (
+            HostNamespace,
+            hold_arguments,
+            write_hosts_file,
+        )
+    except ImportError:
+        from trainops.agent._hostns import (  # type: ignore[no-redef]
+            HostNamespace,
+            hold_arguments,
+            write_hosts_file,
+        )
 
     work = Path(tempfile.mkdtemp(prefix="ab-ns-"))
     hosts = write_hosts_file(work / "hosts", {"algo-1": "127.9.9.1"})
