@@ -150,6 +150,7 @@ def test_the_scanner_starts_its_worker_before_the_first_line() -> None:
     )
     try:
         worker = wait_for(lambda: scanner._worker, what="the worker started with no line yet")
+        assert worker._proc.args[1:3] == ["-I", "-S"]  # no site: it starts once per job
         scanner.submit(["loss=0.5"], 1.0)
         assert scanner.drain(timeout=30)
         assert found == [("loss", 1.0, [0.5])] and scanner._worker is worker  # the same one
