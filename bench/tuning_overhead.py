@@ -145,7 +145,9 @@ def trainops_round(src: Path, work: Path, trials: int, parallel: int) -> dict[st
     finally:
         sweeper.stop_all()
     counters = described["TrainingJobStatusCounters"]
-    assert counters["Completed"] == trials, counters
+    failed = {t["TrainingJobName"]: t.get("FailureReason") for t in described["TrainingJobs"]
+              if t["TrainingJobStatus"] != "Completed"}  # fmt: skip
+    assert counters["Completed"] == trials, (counters, failed)  # the reasons: the tree goes
     start = datetime.fromisoformat(described["CreationTime"])
     end = datetime.fromisoformat(described["HyperParameterTuningEndTime"])
     rows = list(csv.DictReader(io.StringIO(exported)))
