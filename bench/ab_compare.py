@@ -93,10 +93,16 @@ def variant_env(src: Path, home: Path) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def server(src: Path, home: Path, sweeper: ProcessSweeper, log: Path) -> Iterator[str]:
+def server(
+    src: Path,
+    home: Path,
+    sweeper: ProcessSweeper,
+    log: Path,
+    extra_env: dict[str, str] | None = None,
+) -> Iterator[str]:
     port = free_port()
     argv = [*tool("trainops"), "server", "--host", "127.0.0.1", "--port", str(port)]
-    proc = sweeper.spawn(argv, variant_env(src, home), log)
+    proc = sweeper.spawn(argv, {**variant_env(src, home), **(extra_env or {})}, log)
     url = f"http://127.0.0.1:{port}"
     wait_until(lambda: http_ok(f"{url}/api/v1/health"), "trainops server", proc, log, 60)
     yield url
@@ -146,7 +152,18 @@ def measure_launch(variants: dict[str, Path], work: Path, rounds: int) -> dict[s
 
 def ns_driver(count: int) -> int:
     """(Run under a variant's PYTHONPATH.) ``count`` launches; their figures as JSON."""
-    from trainops.agent._hostns import HostNamespace, hold_arguments, write_hosts_file
+    try:  # where the module lives now; before, trainops.agent._hostns
+        from trainops.agent.supervision._hostns import (
+            HostNamespace,
+            hold_arguments,
+            write_hosts_file,
+        )
+    except ImportError:
+        from trainops.agent._hostns import (  # type: ignore[no-redef]
+            HostNamespace,
+            hold_arguments,
+            write_hosts_file,
+        )
 
     work = Path(tempfile.mkdtemp(prefix="ab-ns-"))
     hosts = write_hosts_file(work / "hosts", {"algo-1": "127.9.9.1"})

@@ -132,8 +132,10 @@ def trainops_round(src: Path, work: Path, trials: int, parallel: int) -> dict[st
     sweeper = ProcessSweeper()
     try:
         # Room for `parallel` ml.m5.large trials (2 vCPUs each), as Ray gets `parallel` CPUs.
-        env = {**variant_env(src, home), "TRAINOPS_LOCAL_CPUS": str(2 * parallel)}
-        with server(src, home, sweeper, work / "server.log") as url:
+        # The server is what holds the capacity: it must get the variable (the CLI needs none).
+        capacity = {"TRAINOPS_LOCAL_CPUS": str(2 * parallel)}
+        env = {**variant_env(src, home), **capacity}
+        with server(src, home, sweeper, work / "server.log", capacity) as url:
             env["TRAINOPS_SERVER"] = url
             cli = tool("trainops")
             subprocess.run([*cli, "tune", str(work / "tune.yaml")], env=env, check=True,
@@ -143,7 +145,9 @@ def trainops_round(src: Path, work: Path, trials: int, parallel: int) -> dict[st
     finally:
         sweeper.stop_all()
     counters = described["TrainingJobStatusCounters"]
-    assert counters["Completed"] == trials, counters
+    failed = {t["TrainingJobName"]: t.get("FailureReason") for t in described["TrainingJobs"]
+              if t["TrainingJobStatus"] != "Completed"}  # fmt: skip
+    assert counters["Completed"] == trials, (counters, failed)  # the reasons: the tree goes
     start = datetime.fromisoformat(described["CreationTime"])
     end = datetime.fromisoformat(described["HyperParameterTuningEndTime"])
     rows = list(csv.DictReader(io.StringIO(exported)))

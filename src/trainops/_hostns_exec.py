@@ -48,13 +48,15 @@ from __future__ import annotations
 
 import ctypes
 import os
-import signal
 import sys
 import time
 
 TYPE_CHECKING = False  # not typing's: this module imports as little as it can (see below)
 if TYPE_CHECKING:
+    import signal
     from collections.abc import Sequence
+else:  # the C module: signal.py wraps the same in enums, and importing enum costs milliseconds
+    import _signal as signal
 
 if __package__:
     from trainops import _hostns_caps as caps
@@ -138,12 +140,15 @@ def _wait_for_names(names: Sequence[str]) -> str | None:
     """The first name that does not resolve within :data:`RESOLVE_SECONDS`, else None."""
     import _socket  # the C module: socket.py (and its enums) is not needed for a look-up
 
+    # An ASCII name is looked up as bytes: a str is encoded with the idna codec first, whose
+    # import (stringprep, unicodedata) costs more than the look-up itself.
+
     deadline = time.monotonic() + RESOLVE_SECONDS
     delay = 0.05
     for name in names:
         while True:
             try:
-                _socket.getaddrinfo(name, None)
+                _socket.getaddrinfo(name.encode("ascii") if name.isascii() else name, None)
                 break
             except (_socket.gaierror, UnicodeError):
                 if time.monotonic() >= deadline:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -71,3 +72,35 @@ def test_the_program_says_so_in_one_line_and_exits_2(argv: list[str]) -> None:
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1
     assert lines[0].startswith("python -m trainops._hostns_exec: error: ")
+
+
+def test_it_starts_light_no_enum_no_idna_even_after_a_name_look_up() -> None:
+    """Run as the agent runs it (by path, ``python -S``): neither ``signal``'s enums nor the
+    idna codec (``str`` host names) are imported, even once a job host name was looked up."""
+    from trainops import _hostns_exec
+
+    probe = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import _hostns_exec as h; "
+        "h._wait_for_names(['localhost']); "
+        "print(sorted({'enum', 'encodings.idna', 'typing'} & set(sys.modules)))"
+    )
+    here = str(Path(_hostns_exec.__file__).parent)
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", probe, here], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "[]", done.stdout
+
+
+def test_the_metric_worker_imports_no_typing() -> None:
+    """It runs once per job (``python -I -S``, by path): ``typing`` is for the type checker."""
+    from trainops.agent.reporting import _scrape_worker
+
+    probe = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import _scrape_worker; "
+        "print(sorted({'site', 'typing'} & set(sys.modules)))"
+    )
+    here = str(Path(_scrape_worker.__file__).parent)
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", probe, here], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "[]", done.stdout

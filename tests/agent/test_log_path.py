@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from tests.agent._support import RecordingAgentApi, RecordingReporter, make_job
+from tests.control._harness import wait_for
 from trainops.agent import AgentClient, EventJournal, HostAgent, HttpReporter, MetricScraper
 from trainops.agent.reporting._hostlog import MAX_REPORTED_CHARS, HostLog
 from trainops.agent.reporting._metrics import MetricScanner
@@ -167,6 +168,22 @@ def test_a_worker_waiting_for_a_core_does_not_disable_a_fast_regex() -> None:
     scanner.close()
     assert found == [("loss", 10.0, [1.0]), ("loss", 11.0, [2.0])]
     assert warnings == []
+
+
+def test_the_scanner_starts_its_worker_before_the_first_line() -> None:
+    found: list[tuple[str, float, list[float]]] = []
+    scanner = MetricScanner(
+        MetricScraper([("loss", r"loss=([0-9.]+)")]), lambda *p: found.append(p), print
+    )
+    try:
+        worker = wait_for(lambda: scanner._worker, what="the worker started with no line yet")
+        assert worker._proc.args[1:3] == ["-I", "-S"]  # no site: it starts once per job
+        scanner.submit(["loss=0.5"], 1.0)
+        assert scanner.drain(timeout=30)
+        assert found == [("loss", 1.0, [0.5])] and scanner._worker is worker  # the same one
+    finally:
+        scanner.close()
+    assert worker._proc.poll() is not None  # and it ends with the scanner
 
 
 def test_a_catastrophic_regex_blocks_neither_output_nor_heartbeats_nor_stop(

@@ -127,3 +127,27 @@ def test_the_cgroup_of_an_agent_that_died_is_cleared_by_the_next_one(tmp_path: P
             stray.kill()
         with contextlib.suppress(OSError):
             orphan.rmdir()
+
+
+@pytest.mark.parametrize("where", ["first", "last"])
+def test_the_sweep_finds_the_marker_wherever_it_is_and_only_the_whole_of_it(where: str) -> None:
+    mine = "trainops/mine"
+    variants = [
+        {MARKER_VARIABLE: mine},
+        {MARKER_VARIABLE: f"{mine}-too"},  # a marker that starts with ours
+        {"X": f"{MARKER_VARIABLE}={mine}"},  # ours inside another variable's value
+        {f"Y{MARKER_VARIABLE}": mine},  # a variable whose name ends with ours
+    ]
+    procs = []
+    try:
+        for marks in variants:
+            base = {"PATH": os.environ.get("PATH", "")}
+            env = {**marks, **base} if where == "first" else {**base, **marks}
+            procs.append(
+                psutil.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=env)
+            )
+        assert ProcessTree(mine, use_cgroup=False).pids() == {procs[0].pid}
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()

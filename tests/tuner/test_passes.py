@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,13 @@ from trainops.control.services import ServiceContext
 from trainops.protocol import AgentEvent, EventKind
 from trainops.spec import JobSpec
 from trainops.store import JobRecord, MetadataStore, NewHost, TuningTrialRecord
-from trainops.tuner import TunerService, describe_tuning_job, stored_config, trial_job_name
+from trainops.tuner import (
+    TunerService,
+    describe_tuning_job,
+    search_for,
+    stored_config,
+    trial_job_name,
+)
 
 
 class Plane:
@@ -282,3 +289,55 @@ def test_a_retried_attempt_is_stopped_early_on_its_own_curve(plane: Plane) -> No
     plane.tuner.advance("laggard")
     trial = plane.store.trials("laggard")[3]
     assert (trial.status, trial.intermediate, trial.objective) == ("Stopped", [5.0], 5.0)
+
+
+def test_describe_gives_the_completion_details_a_search_rebuilt_from_the_rows_gives(
+    plane: Plane,
+) -> None:
+    config = tuning_config(name="flat", jobs=6, parallel=6)
+    plane.store.create_tuning_job("flat", config, "file:///c", 1.0)
+    plane.tuner.advance("flat")
+    names = [t.training_job for t in plane.store.trials("flat")]
+    for name, loss in zip(names, [0.5, 0.9, 0.8, 0.7, 0.6], strict=False):
+        plane.report(name, loss)  # the first is the best; four trials after it do no better
+        plane.end(name)
+    plane.tuner.advance("flat")
+    tuning = plane.store.get_tuning_job("flat")
+    assert tuning is not None
+    described = describe_tuning_job(plane.store, tuning, stored_config(tuning))
+    details = described["TuningJobCompletionDetails"]
+    assert details["NumberOfTrainingJobsObjectiveNotImproving"] == 4
+    rebuilt = search_for(plane.store, tuning, stored_config(tuning), plane.store.trials("flat"))
+    expected = rebuilt.completion_details()
+    assert details == {
+        "NumberOfTrainingJobsObjectiveNotImproving": (
+            expected.number_of_training_jobs_objective_not_improving
+        ),
+        "ConvergenceDetected": expected.convergence_detected,
+    }
+
+
+def test_a_tuning_job_s_config_is_validated_once_not_on_every_pass(
+    plane: Plane, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trainops.tuner import _service
+
+    read: list[str] = []
+    real = _service.stored_config
+
+    def counting(tuning: Any) -> Any:
+        read.append(tuning.name)
+        return real(tuning)  # the real validation, counted
+
+    monkeypatch.setattr(_service, "stored_config", counting)
+    for _ in range(3):
+        plane.tuner.advance("tiny")
+        plane.tuner.tick()
+    assert read == ["tiny"]
+    for _ in range(3):  # three trials, two at a time
+        for name in list(plane.submitted):
+            plane.end(name)
+        plane.tuner.advance("tiny")
+    tuning = plane.store.get_tuning_job("tiny")
+    assert tuning is not None and tuning.status == "Completed"
+    assert plane.tuner._configs == {}  # an ended job's config is let go

@@ -80,9 +80,18 @@ class TunerService(ControlService):
         # trial) and the tuner needs a current search several times per trial.
         self._searches: dict[str, Search] = {}
         self._wrote = False  # whether this pass wrote a trial row (see _reread)
+        # Each running tuning job's config as validated once: a stored config never changes,
+        # and validating it (a pydantic model with the whole job spec) on every pass cost more
+        # than the rest of a pass without news. Keyed by name and creation time, so a job made
+        # again under the same name is read afresh.
+        self._configs: dict[tuple[str, float], TuningJobConfig] = {}
 
     def tick(self) -> None:
-        for tuning in self.store.list_tuning_jobs(statuses=("InProgress", "Stopping"), limit=1000):
+        running = self.store.list_tuning_jobs(statuses=("InProgress", "Stopping"), limit=1000)
+        names = {tuning.name for tuning in running}
+        for key in [k for k in self._configs if k[0] not in names]:
+            del self._configs[key]  # ended by another hand than this tuner's
+        for tuning in running:
             self.advance(tuning.name)
 
     def job_changed(self, job: JobRecord) -> None:
@@ -98,7 +107,7 @@ class TunerService(ControlService):
         if tuning is None or tuning.status not in ("InProgress", "Stopping"):
             return
         try:
-            config = stored_config(tuning)
+            config = self._config(tuning)
         except SpecError as exc:  # e.g. written by another trainops: say so, end it
             problems = "; ".join(f"{field}: {why}" for field, why in exc.problems)
             self._fail(tuning, f"its stored config is invalid: {problems}")
@@ -107,6 +116,13 @@ class TunerService(ControlService):
             self._advance(tuning, config)
         except ValueError as exc:  # the search refuses a record (see Search): it would every pass
             self._fail(tuning, f"its trials cannot be replayed: {exc}")
+
+    def _config(self, tuning: TuningJobRecord) -> TuningJobConfig:
+        key = (tuning.name, tuning.creation_time)
+        config = self._configs.get(key)
+        if config is None:
+            config = self._configs[key] = stored_config(tuning)
+        return config
 
     def _fail(self, tuning: TuningJobRecord, reason: str) -> None:
         """End the tuning job Failed with ``reason``, stopping its running trials."""
@@ -253,6 +269,7 @@ class TunerService(ControlService):
         failure: str | None = None,
     ) -> None:
         self._searches.pop(tuning.name, None)
+        self._configs.pop((tuning.name, tuning.creation_time), None)
         now = self.context.now()
         self.store.update_tuning_job(
             tuning.name,

@@ -13,7 +13,12 @@ import typing
 from trainops._lazy import lazy_names
 
 if typing.TYPE_CHECKING:
-    from trainops.tuning._completion import CompletionDetails, CompletionReason, best_trial
+    from trainops.tuning._completion import (
+        CompletionDetails,
+        CompletionReason,
+        best_trial,
+        completion_details,
+    )
     from trainops.tuning._config import TuningJobConfig, load_tuning_config
     from trainops.tuning._limits import (
         BestObjectiveNotImproving,
@@ -85,6 +90,7 @@ __all__ = [
     "WarmStartType",
     "best_trial",
     "check_warm_start",
+    "completion_details",
     "load_tuning_config",
     "register_strategy",
     "strategy_names",
@@ -92,7 +98,8 @@ __all__ = [
 
 _MODULE_OF = {
     **dict.fromkeys(
-        ["CompletionDetails", "CompletionReason", "best_trial"], "trainops.tuning._completion"
+        ["CompletionDetails", "CompletionReason", "best_trial", "completion_details"],
+        "trainops.tuning._completion",
     ),
     **dict.fromkeys(
         ["TuningJobConfig", "load_tuning_config"],

@@ -185,6 +185,7 @@ class MetricScanner:
             self._warn(f"{self._skipped} line(s) were not scanned for metrics")
 
     def _run(self) -> None:
+        self._start_worker()
         while True:
             with self._cond:
                 while not self._queue and not self._closed:
@@ -205,6 +206,14 @@ class MetricScanner:
                         self._queue.clear()
                         self._queued_chars = 0
                     self._cond.notify_all()
+
+    def _start_worker(self) -> None:
+        """Start the worker before the first line comes: it is a Python of its own, whose start
+        would otherwise wait for the script's first output, which a short job writes as it
+        ends, just before its metrics must all be in. A worker that cannot start now is tried
+        again (and its failure told) when lines come."""
+        with contextlib.suppress(OSError):
+            self._worker = _Worker(self._definitions)
 
     def _take(self) -> list[tuple[list[str], float]]:
         taken, count = [], 0
@@ -277,7 +286,7 @@ class _Worker:
         self._progress = memoryview(self._map).cast("q")
         fd = self._shared.fileno()
         self._proc = subprocess.Popen(
-            [sys.executable, "-I", str(Path(_scrape_worker.__file__)), str(fd)],
+            [sys.executable, "-I", "-S", str(Path(_scrape_worker.__file__)), str(fd)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,

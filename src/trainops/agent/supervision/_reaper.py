@@ -113,20 +113,46 @@ def _remove_killing(cgroup: Path, within: float) -> None:
 
 
 def _marked_pids(marker: str) -> list[int]:
-    """Processes of this user whose environment holds ``MARKER_VARIABLE=marker``."""
-    needle = f"{MARKER_VARIABLE}={marker}".encode()
+    """Processes of this user whose environment holds ``MARKER_VARIABLE=marker``.
+
+    A sweep reads the environment of every process it may read (hundreds on a busy machine) and
+    runs at the end of every script, so it is kept to one read per process: the owner is asked
+    (a read of ``status``) only of the few whose environment holds the marker."""
+    needle = f"\0{MARKER_VARIABLE}={marker}\0".encode()
     uid = os.getuid()
+    own = os.getpid()
     found = []
-    for proc in psutil.process_iter(["uids"]):
+    for pid in _all_pids():
+        if pid == own:
+            continue
         try:
-            if proc.info["uids"] is None or proc.info["uids"].real != uid:
-                continue
-            environ = Path(f"/proc/{proc.pid}/environ").read_bytes()
-        except (OSError, psutil.Error):
+            with open(f"/proc/{pid}/environ", "rb") as file:
+                environ = file.read()
+        except OSError:
             continue  # gone, or not ours to read
-        if needle in environ.split(b"\0"):
-            found.append(proc.pid)
+        if needle in b"\0" + environ + b"\0" and _real_uid(pid) == uid:
+            found.append(pid)
     return found
+
+
+def _all_pids() -> list[int]:
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return psutil.pids()
+    return [int(name) for name in names if name.isdigit()]
+
+
+def _real_uid(pid: int) -> int | None:
+    """The real user id of ``pid`` (as ``ps`` shows it), or None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as file:
+            for line in file:
+                if line.startswith(b"Uid:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def _cgroup_pids(cgroup: Path | None) -> list[int]:
