@@ -13,6 +13,7 @@ from trainops._settings import Settings
 from trainops.debugger import create_trial
 from trainops.rules._mirror import MirrorError, PrefixMirror
 from trainops.storage import store_for
+from trainops.storage._file import FileStore
 
 STEP = "000000000003"
 EVENT = f"events/{STEP}/{STEP}_worker_0.tfevents"
@@ -104,3 +105,24 @@ def test_one_refresh_copies_a_bounded_number_of_files(tmp_path: Path) -> None:
     assert mirror.refresh() == 4
     assert mirror.refresh() == 4
     assert create_trial(str(dest)).steps() == list(range(6))
+
+
+class _GrowingStore(FileStore):
+    """A real file store over a prefix whose job makes each event file bigger right after it
+    was listed (the race a hostile job could try)."""
+
+    def download(self, uri: str, dest: Path, expected_size: int | None = None) -> None:
+        if uri.endswith(".tfevents"):
+            with open(uri.removeprefix("file://"), "ab") as grown:
+                grown.write(b"x" * 5000)
+        super().download(uri, dest, None)
+
+
+def test_an_object_grown_after_its_listing_is_refused_as_copied(tmp_path: Path) -> None:
+    prefix, dest = tmp_path / "prefix", tmp_path / "copy"
+    _steps(prefix, 1)
+    mirror = PrefixMirror(prefix.as_uri(), _GrowingStore(), dest, max_object_bytes=2000)
+    with pytest.raises(MirrorError, match=r"000000000000_worker_0.tfevents: \d+ bytes, over"):
+        mirror.refresh()
+    assert not (dest / "events/000000000000/000000000000_worker_0.tfevents").exists()
+    assert not (dest / "index/000000000/000000000000_worker_0.json").exists()

@@ -18,7 +18,9 @@ hidden name and a rename (``ObjectStore.download``), so a reader never sees a to
 Everything is bounded, the prefix being written by the job: an object over
 :data:`MAX_OBJECT_BYTES` or a copy over :data:`MAX_TOTAL_BYTES` in all is an error naming it;
 one refresh copies at most :data:`MAX_FILES_PER_REFRESH` files (the rest come next tick), and
-a listing of more than :data:`MAX_OBJECTS` objects is an error.
+a listing of more than :data:`MAX_OBJECTS` objects is an error. Sizes are checked on the listing
+and again on the copy (an object replaced by a bigger one between the two is removed and is an
+error too).
 """
 
 from __future__ import annotations
@@ -91,9 +93,10 @@ class PrefixMirror:
         ]
         ready = [(index, event) for index, event in indexes if event is not None]
         ready = ready[: max(0, budget // 2)]
-        self._copy([event for _, event in ready if self.copied.get(event.key) != event.size])
+        events = [event for _, event in ready if self.copied.get(event.key) != event.size]
+        self._copy(events)
         self._copy([index for index, _ in ready])
-        done = len(collections) + 2 * len(ready)
+        done = len(collections) + len(events) + len(ready)
         everything = len(ready) == len(indexes)
         if END_MARKER in listed and self._end_listed and everything:
             marker = self.dest / END_MARKER
@@ -124,9 +127,15 @@ class PrefixMirror:
             return
         self.dest.mkdir(parents=True, exist_ok=True)
         download_objects(self.store, objects, self.dest)
-        for info in objects:
-            self.copied[info.key] = info.size
-        self.total_bytes += added
+        for info in objects:  # as copied: an object may have been replaced since it was listed
+            size = (self.dest / info.key).stat().st_size
+            self.total_bytes += size - self.copied.get(info.key, 0)
+            self.copied[info.key] = size
+            if size > self.max_object_bytes:
+                (self.dest / info.key).unlink()
+                raise MirrorError(
+                    f"{info.uri}: {size} bytes, over the {self.max_object_bytes}-byte limit"
+                )
 
 
 def _event_of(index_key: str) -> str:
