@@ -10,9 +10,9 @@ path being where it writes the file; trainops sets it so that a script whose tre
 at /opt/ml finds it too).
 
 While the script runs, a low-priority thread (and its uploading threads, as low) copies the
-local directory to the prefix every ``sync_interval`` seconds, start to start: a pass that took
-longer is followed by the next at once
-(:class:`~trainops.agent.reporting._debug_sync.DebugSync`: an index file only after its event
+local directory to the prefix every ``sync_interval`` seconds (at most
+:data:`PASS_INTERVAL_S`), start to start: a pass that took longer is followed by the next at
+once (:class:`~trainops.agent.reporting._debug_sync.DebugSync`: an index file only after its event
 file, several uploads at once, bounded, no links followed); ``finish`` makes a final pass and
 then writes ``training_job_end.ts`` (a retried attempt removes the earlier attempt's first).
 With several hosts, each host writes the marker when it ends, so a reader may see it before
@@ -42,6 +42,9 @@ __all__ = ["CONFIG_ENV", "CONFIG_FILE", "DebuggerSidecar", "debugger_sidecar", "
 CONFIG_FILE = "debughookconfig.json"
 CONFIG_ENV = "SMDEBUG_CONFIG_FILE_PATH"
 THREAD_NICE = 10
+#: Seconds between passes at most: a live rule's verdict waits on this pass and then on the
+#: rules service's tick; a pass finding nothing new costs well under a millisecond.
+PASS_INTERVAL_S = 0.5
 _PATH_PARAMETERS = ("tensorboard_dir",)  # hook parameters naming a directory under /opt/ml
 
 
@@ -61,7 +64,7 @@ class DebuggerSidecar(Sidecar):
         self.sync = DebugSync(
             self.local_dir, self.remote, store, self._report, thread_setup=_lower_priority
         )
-        self.interval = context.sync_interval
+        self.interval = min(context.sync_interval, PASS_INTERVAL_S)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._last_error = ""
