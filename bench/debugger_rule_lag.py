@@ -8,15 +8,20 @@ either straight into its debug-output prefix (``direct``) or into the host's ten
 evaluates VanishingGradient on the steps as they arrive and stops the job. The lag is the
 rule's ``found_time`` (when the control plane recorded the finding) minus the wall time at
 which the script finished writing the first vanishing step it saved. Target (issue 22): at most
-2 s plus the save interval. ``--rounds`` runs per save interval, interleaved.
+2 s plus the save interval. ``--rounds`` runs per save interval, interleaved. ``--baseline SRC``
+adds a third path, ``synced`` run with the trainops sources at ``SRC`` (an earlier commit's
+``src``, e.g. from ``git archive``), interleaved with the others; ``--load N`` keeps N busy
+processes spinning during the runs (a loaded machine, reproducibly).
 
     python bench/debugger_rule_lag.py [--rounds 3] [--intervals 1,20] [--step-ms 20]
+        [--baseline SRC] [--load N]
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import os
 import statistics
 import subprocess
 import sys
@@ -61,8 +66,10 @@ for step in range(100000):
 """
 
 
-def run_once(folder: Path, every: int, step_ms: float, synced: bool) -> float:
-    """One job; the lag in seconds."""
+def run_once(
+    folder: Path, every: int, step_ms: float, synced: bool, src: str | None = None
+) -> float:
+    """One job (with the trainops sources at ``src`` if given); the lag in seconds."""
     folder.mkdir(parents=True)
     (folder / "src").mkdir()
     (folder / "src" / "train.py").write_text(SCRIPT)
@@ -86,7 +93,7 @@ def run_once(folder: Path, every: int, step_ms: float, synced: bool) -> float:
     env = {"TRAINOPS_HOME": str(home), "PATH": "/usr/bin:/bin", "PYTHONUNBUFFERED": "1"}
     run = subprocess.run(
         [sys.executable, "-m", "trainops.cli", "run", str(folder / "job.yaml")],
-        env={**env, **_pythonpath()},
+        env={**env, **({"PYTHONPATH": src} if src else _pythonpath())},
         capture_output=True,
         text=True,
         timeout=600,
@@ -104,8 +111,6 @@ def run_once(folder: Path, every: int, step_ms: float, synced: bool) -> float:
 
 
 def _pythonpath() -> dict[str, str]:
-    import os
-
     found = os.environ.get("PYTHONPATH")
     return {"PYTHONPATH": found} if found else {}
 
@@ -115,18 +120,33 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--intervals", default="1,20")
     parser.add_argument("--step-ms", type=float, default=20.0)
+    parser.add_argument("--baseline", help="trainops sources to run a synced baseline with")
+    parser.add_argument("--load", type=int, default=0, help="busy processes during the runs")
     args = parser.parse_args()
     intervals = [int(i) for i in args.intervals.split(",")]
-    cases = [(path, every) for every in intervals for path in ("direct", "synced")]
+    paths = ("direct", "synced", *(("synced-baseline",) if args.baseline else ()))
+    cases = [(path, every) for every in intervals for path in paths]
     lags: dict[tuple[str, int], list[float]] = {case: [] for case in cases}
-    with tempfile.TemporaryDirectory(prefix="rule-lag-") as scratch:
-        for round_ in range(args.rounds):
-            for path, every in cases:
-                folder = Path(scratch) / f"{round_}-{path}-{every}"
-                lag = run_once(folder, every, args.step_ms, path == "synced")
-                lags[(path, every)].append(lag)
-                print(f"{path}, save_interval {every}: lag {lag:.3f} s", flush=True)
+    loads: list[float] = []
+    spinners = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.load)
+    ]
+    try:
+        with tempfile.TemporaryDirectory(prefix="rule-lag-") as scratch:
+            for round_ in range(args.rounds):
+                for path, every in cases:
+                    folder = Path(scratch) / f"{round_}-{path}-{every}"
+                    src = args.baseline if path == "synced-baseline" else None
+                    lag = run_once(folder, every, args.step_ms, path != "direct", src)
+                    lags[(path, every)].append(lag)
+                    loads.append(os.getloadavg()[0])
+                    print(f"{path}, save_interval {every}: lag {lag:.3f} s", flush=True)
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
     result = _result(lags, args.step_ms)
+    result |= {"busy_processes": args.load, "load_average_after_each_run": loads}
     write_json(result, BENCH / "results" / "debugger_rule_lag.json")
     update_section(BENCH / "README.md", "Debugger rule lag", _table(result))
     print(_table(result))

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,6 +17,7 @@ from trainops._settings import Settings
 from trainops.agent.reporting._debug_sync import DebugSync, event_file_of
 from trainops.agent.sidecars._debugger import DebuggerSidecar
 from trainops.storage import store_for
+from trainops.storage._file import FileStore
 
 STEP = "000000000100"
 EVENT = f"events/{STEP}/{STEP}_worker_0.tfevents"
@@ -226,3 +230,59 @@ def test_a_retried_attempt_removes_the_earlier_end_marker(tmp_path: Path) -> Non
     assert not marker.exists()
     sidecar.finish()
     assert marker.exists()
+
+
+class _OrderedStore(FileStore):
+    """A real file store that notes when each upload starts and ends (a checker only)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lock = threading.Lock()
+        self.started: dict[str, int] = {}
+        self.ended: dict[str, int] = {}
+        self.clock = itertools.count()
+
+    def upload(self, src: Path, uri: str, on_bytes: Any = None, *, verify: Any = None) -> None:
+        key = uri.split("/remote/", 1)[1]
+        with self.lock:
+            self.started[key] = next(self.clock)
+        time.sleep(0.001)  # let the other uploading threads run meanwhile
+        super().upload(src, uri, on_bytes, verify=verify)
+        with self.lock:
+            self.ended[key] = next(self.clock)
+
+
+def test_uploads_run_several_at_once_and_each_index_still_follows_its_event(
+    tmp_path: Path,
+) -> None:
+    local, remote = tmp_path / "tensors", tmp_path / "remote"
+    store = _OrderedStore()
+    setups: list[str] = []
+    sync = DebugSync(
+        local,
+        remote.as_uri(),
+        store,
+        print,
+        workers=4,
+        thread_setup=lambda: setups.append(threading.current_thread().name),
+    )
+    steps = [f"{step:012d}" for step in range(40)]
+    for step in steps:
+        _write(local, f"events/{step}/{step}_worker_0.tfevents", step.encode())
+        _write(local, f"index/000000000/{step}_worker_0.json", b"{}")
+    uploaded = sync.sync_once()
+    assert len(uploaded) == 80
+    assert len(setups) == 8  # events, then indexes: four uploading threads each, set up
+    for step in steps:
+        event = f"events/{step}/{step}_worker_0.tfevents"
+        index = f"index/000000000/{step}_worker_0.json"
+        assert store.ended[event] < store.started[index]
+        assert (remote / event).read_bytes() == step.encode()
+    overlapping = sum(
+        1
+        for key in store.started
+        if any(
+            store.started[other] < store.started[key] < store.ended[other] for other in store.ended
+        )
+    )
+    assert overlapping > 0  # several at once, not one after another

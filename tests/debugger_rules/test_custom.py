@@ -7,6 +7,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
@@ -14,9 +15,13 @@ import pytest
 from tests.debugger_rules._series import Series, write_series
 from tests.debugger_rules.test_service import Plane
 from trainops._errors import SpecError
+from trainops._settings import Settings
+from trainops.agent.reporting._debug_sync import DebugSync
 from trainops.archive import pack
+from trainops.control.services import ServiceContext
 from trainops.debugger.rules._sandbox import landlock_abi
 from trainops.rules import DebuggerRulesService
+from trainops.storage import store_for
 from trainops.store import JobRecord
 
 pytestmark = pytest.mark.skipif(landlock_abi() < 1, reason="this kernel has no Landlock")
@@ -192,3 +197,64 @@ def test_custom_rules_refuse_a_source_outside_the_job(custom: CustomPlane) -> No
                 }
             ]
         )
+
+
+class S3CustomPlane(CustomPlane):
+    """A job whose debug output is in S3 (SeaweedFS), put there by the hosts' real sync."""
+
+    def __init__(self, tmp_path: Path, settings: Settings, bucket: str) -> None:
+        super().__init__(tmp_path)
+        self.output = f"s3://{bucket}/job-a"
+        self.context = ServiceContext(self.store, settings, self._stop, lambda: self.now)
+        remote = f"{self.output}/debug-output"
+        self.sync = DebugSync(self.tensors, remote, store_for(remote, settings), print)
+
+    def weights(self, values: list[float]) -> None:
+        _weights(self, values)
+        self.sync.sync_once()
+
+
+@pytest.mark.slow
+def test_a_custom_rule_reads_a_jobs_tensors_in_s3_without_its_credentials(
+    tmp_path: Path, s3_settings: Settings, s3_bucket: str
+) -> None:
+    plane = S3CustomPlane(tmp_path, s3_settings, s3_bucket)
+    job = plane.submit_custom(_code(tmp_path, _RULE), "rules/mine.py", "BigWeights", limit="5")
+    service = DebuggerRulesService(plane.context)
+    service.job_changed(job)
+    plane.weights([1.0, 2.0])
+    quiet = _deadline_tick(service, plane, "Mine", "InProgress", "up to step 1")
+    assert quiet.status_details == "no issue in 2 steps evaluated (up to step 1)"
+    plane.weights([1.0, 2.0, 50.0])
+    row = _deadline_tick(service, plane, "Mine", "IssuesFound")
+    service.close()
+    plane.store.close()
+    assert row.status == "IssuesFound", row.status_details
+    assert "step 2" in row.status_details
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("attempt", ["trial", "socket", "settings"])
+def test_a_hostile_custom_rule_cannot_reach_the_jobs_bucket(
+    tmp_path: Path, s3_settings: Settings, s3_bucket: str, attempt: str
+) -> None:
+    plane = S3CustomPlane(tmp_path, s3_settings, s3_bucket)
+    endpoint = urlsplit(str(s3_settings.s3.endpoint_url))
+    action = {  # the bucket through the trial API, the server's port, the server's settings
+        "trial": f"__import__('trainops.debugger').debugger.create_trial("
+        f"'s3://{s3_bucket}/job-a/debug-output').steps()",
+        "socket": f"__import__('socket').create_connection(('127.0.0.1', {endpoint.port}))",
+        "settings": f"open({str(s3_settings.home / 'config.toml')!r}).read()",
+    }[attempt]
+    (s3_settings.home / "config.toml").write_text("[s3]\n")
+    text = _SMDEBUG_STYLE.format(target="the bucket", action=action)
+    job = plane.submit_custom(_code(tmp_path, text), "rules/mine.py", "Reads")
+    service = DebuggerRulesService(plane.context)
+    service.job_changed(job)
+    plane.weights([1.0])
+    row = _deadline_tick(service, plane, "Mine", "Error")
+    service.close()
+    plane.store.close()
+    assert row.status == "Error", row.status_details
+    assert ("StorageError" if attempt == "trial" else "PermissionError") in row.status_details
+    assert s3_settings.s3.secret_access_key not in row.status_details

@@ -7,17 +7,21 @@ takes the job's source archive (its ``code_uri``, unpacked with the archive limi
 scratch folder), and starts ``trainops.debugger.rules._evaluator`` as a process of its own: a
 new session, an empty environment (no token, no credentials), ``nice``, bounded in memory and
 CPU time, confined by Landlock to reading the Python installation, the unpacked source and the
-job's debug output, writing nothing and opening no TCP connection. The process writes a verdict
-line whenever its verdict changes; each tick takes the latest. When the job ends, the service
-closes its stdin: it evaluates what is left and ends with the final verdict (waited for at most
-:data:`FINAL_WAIT_S`). Where the machine cannot confine it (no Landlock) or the job's tensors
-are not on local storage, the rule is an Error row saying so.
+job's debug output, writing nothing and opening no TCP connection. A job whose tensors are in
+object storage (``s3://``) has them copied by the control plane into the rule's scratch folder
+each tick, as a reader may trust them (``_mirror``: an index file after its event file,
+bounded), and the rule reads that folder: it gets the job's tensors, never a credential nor a
+request of its own. The process writes a verdict line whenever its verdict changes; each tick
+takes the latest. When the job ends, the service closes its stdin: it evaluates what is left
+and ends with the final verdict (waited for at most :data:`FINAL_WAIT_S`). Where the machine
+cannot confine it (no Landlock), the rule is an Error row saying so.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import shutil
 import signal
@@ -30,6 +34,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from trainops._errors import StorageError
 from trainops.archive import safe_extract
 from trainops.control.services import ServiceContext
 from trainops.debugger.rules import ISSUES_FOUND, NO_ISSUES_FOUND
@@ -37,6 +42,7 @@ from trainops.debugger.rules._sandbox import landlock_abi
 from trainops.protocol import RuleSpec
 from trainops.rules._base import IN_PROGRESS, ProfilerData, RuleResult
 from trainops.rules._debugger import debug_output_prefix
+from trainops.rules._mirror import MirrorError, PrefixMirror
 from trainops.storage import store_for
 from trainops.store import JobRecord
 
@@ -48,6 +54,7 @@ MEMORY_MB = 1024
 CPU_SECONDS = 600
 _LINE_LIMIT = 64 * 1024
 _EVALUATOR = Path(__file__).resolve().parents[1] / "debugger" / "rules" / "_evaluator.py"
+_log = logging.getLogger(__name__)
 _ENVIRONMENT = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
 
 
@@ -62,9 +69,16 @@ class CustomRuleEvaluation:
         if landlock_abi() < 1:
             raise ValueError("custom rules need Landlock (Linux 5.13+) to run confined here")
         self.spec, self.job, self.context = spec, job, context
-        self.tensors = _local_path(debug_output_prefix(job))
         self.scratch = Path(tempfile.mkdtemp(prefix="trainops-rule-"))
         self._finalizer = weakref.finalize(self, shutil.rmtree, self.scratch, True)
+        prefix = debug_output_prefix(job)
+        self.mirror: PrefixMirror | None = None
+        local = _local_path(prefix)
+        if local is None:  # in object storage: copied here by the control plane, each tick
+            local = self.scratch / "tensors"
+            store = store_for(prefix, context.settings)
+            self.mirror = PrefixMirror(prefix, store, local)
+        self.tensors = local
         self.code = self._unpack(job)
         self.process: subprocess.Popen[bytes] | None = None
         self.latest: dict[str, Any] | None = None
@@ -96,6 +110,7 @@ class CustomRuleEvaluation:
     def evaluate(self, data: ProfilerData) -> RuleResult:
         """The latest verdict of the rule's process (its final one once ``data`` says the job
         ended)."""
+        self._copy_new_tensors()
         if self.process is None:
             if not self.tensors.is_dir():
                 if data.ended:
@@ -105,6 +120,20 @@ class CustomRuleEvaluation:
         if data.ended:
             self._finish()
         return self._verdict(data.ended)
+
+    def _copy_new_tensors(self) -> None:
+        """Copy the tensors that arrived (a job whose tensors are in object storage); a
+        storage failure waits for the next tick, a prefix past the bounds ends the rule."""
+        if self.mirror is None:
+            return
+        try:
+            self.mirror.refresh()
+        except StorageError as exc:
+            _log.warning("custom rule %s: copying the tensors: %s", self.spec.name, exc)
+        except MirrorError as exc:
+            raise CustomRuleError(
+                f"the job's tensors cannot be copied for the rule: {exc}"
+            ) from None
 
     def _start(self) -> None:
         parameters = dict(self.spec.rule_parameters)
@@ -194,12 +223,11 @@ class CustomRuleEvaluation:
         return RuleResult(IN_PROGRESS, details)
 
 
-def _local_path(uri: str) -> Path:
+def _local_path(uri: str) -> Path | None:
+    """The folder of a ``file://`` URI (or a plain path); None for object storage."""
     parts = urlsplit(uri)
     if parts.scheme not in ("", "file"):
-        raise ValueError(
-            f"custom rules read a job's tensors on local storage only, not {parts.scheme}://"
-        )
+        return None
     return Path(unquote(parts.path) if parts.scheme else uri)
 
 

@@ -37,6 +37,7 @@ import re
 import stat
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from trainops._errors import StorageError, TrainopsError
@@ -59,6 +60,7 @@ _INDEX = re.compile(r"^index/\d{9}/(\d{12})_([^/]+)\.json$")
 Signature = tuple[int, int, int]  # (size, mtime_ns, inode)
 _Key = tuple[int, int]  # a directory's (mtime_ns, inode)
 _INDEXED_DIRS = ("events", "index")  # found through the index files, not walked
+_PROC_FD = os.path.isdir("/proc/self/fd")
 
 
 def event_file_of(index_rel: str) -> str | None:
@@ -84,6 +86,8 @@ class DebugSync:
         *,
         max_file_bytes: int = MAX_FILE_BYTES,
         max_entries: int = MAX_ENTRIES,
+        workers: int | None = None,
+        thread_setup: Callable[[], None] | None = None,
     ) -> None:
         self.local_dir = local_dir
         self.remote_prefix = remote_prefix
@@ -91,44 +95,81 @@ class DebugSync:
         self.log = log
         self.max_file_bytes = max_file_bytes
         self.max_entries = max_entries
+        #: Uploads at once (the store's own figure by default: ``transfer.concurrency`` on
+        #: s3://); ``thread_setup`` runs first in each uploading thread (the sidecar lowers
+        #: its priority there, as in its own thread).
+        self.workers = store.workers if workers is None else workers
+        self.thread_setup = thread_setup
         self.sent: dict[str, Signature] = {}
         self._seen: dict[str, Signature] = {}
         self._told: set[str] = set()
         self._indexed: dict[str, _Key | None] = {}  # index/<n>/ -> its key once all went up
 
     def sync_once(self, *, final: bool = False) -> list[str]:
-        """One pass; returns the relative paths uploaded. The first storage failure is raised
+        """One pass; returns the relative paths uploaded (the other files, then the event
+        files, then the index files, each group sorted). The first storage failure is raised
         once every other file had its turn (an index whose event file failed stays back)."""
         uploaded: list[str] = []
         failures: list[Exception] = []
-
-        def attempt(rel: str, sig: Signature) -> None:
-            try:
-                if self._upload(rel, sig, final):
-                    uploaded.append(rel)
-            except (OSError, TrainopsError) as exc:
-                failures.append(exc)
-
         others = self._scan()
-        for rel, sig in others.items():
-            attempt(rel, sig)
-        for name, (key, entries) in self._new_indexes(fresh=final).items():
-            complete = True
-            for rel, sig in entries:
-                event = str(event_file_of(rel))
-                event_sig = _regular_signature(self.local_dir / event)
-                if event_sig is not None and self.sent.get(event) != event_sig:
-                    attempt(event, event_sig)
-                if event_sig is None or self.sent.get(event) != event_sig:
-                    complete = False
-                    continue  # its event file is not up: the index waits
-                attempt(rel, sig)
-                complete = complete and rel in self.sent
+        self._send_all(sorted(others.items()), final, uploaded, failures)
+        found = self._new_indexes(fresh=final)
+        pairs = [
+            (rel, sig, event, _regular_signature(self.local_dir / event))
+            for _, entries in found.values()
+            for rel, sig in entries
+            for event in (str(event_file_of(rel)),)
+        ]
+        events = {event: esig for _, _, event, esig in pairs if esig is not None}
+        pending = [
+            (event, esig) for event, esig in sorted(events.items()) if self.sent.get(event) != esig
+        ]
+        self._send_all(pending, final, uploaded, failures)
+        ready = [
+            (rel, sig)
+            for rel, sig, event, esig in pairs
+            if esig is not None and self.sent.get(event) == esig
+        ]
+        self._send_all(ready, final, uploaded, failures)  # each index after its event file
+        for name, (key, entries) in found.items():
+            complete = all(rel in self.sent for rel, _ in entries)
             self._indexed[name] = key if complete else None
         self._seen = others
         if failures:
             raise failures[0]
         return uploaded
+
+    def _send_all(
+        self,
+        items: list[tuple[str, Signature]],
+        final: bool,
+        uploaded: list[str],
+        failures: list[Exception],
+    ) -> None:
+        """Upload ``items``, :attr:`workers` at a time (a pass of many small files waits on
+        the store's round trips and ``fsync`` calls, not on this process); ``uploaded`` gets
+        the ones that went up, in the order of ``items``."""
+
+        def attempt(item: tuple[str, Signature]) -> bool | Exception:
+            try:
+                return self._upload(item[0], item[1], final)
+            except (OSError, TrainopsError) as exc:
+                return exc
+
+        if len(items) <= 1 or self.workers <= 1:
+            results = [attempt(item) for item in items]
+        else:
+            with ThreadPoolExecutor(
+                max_workers=min(self.workers, len(items)),
+                thread_name_prefix="debugger-sync",
+                initializer=self.thread_setup,
+            ) as pool:
+                results = list(pool.map(attempt, items))
+        for (rel, _), result in zip(items, results, strict=True):
+            if isinstance(result, Exception):
+                failures.append(result)
+            elif result:
+                uploaded.append(rel)
 
     def mark_end(self) -> None:
         """Write ``training_job_end.ts`` under the prefix (after the final pass)."""
@@ -168,9 +209,8 @@ class DebugSync:
             if _fd_signature(fd) != sig:
                 raise _Changed
 
-        source = Path(f"/proc/self/fd/{fd}")
-        if not source.exists():
-            source = self.local_dir / rel  # no /proc: the path, checked again after reading
+        # without /proc: the path, checked again after reading
+        source = Path(f"/proc/self/fd/{fd}") if _PROC_FD else self.local_dir / rel
         try:
             self.store.upload(source, join_uri(self.remote_prefix, rel), verify=unchanged)
         except _Changed:

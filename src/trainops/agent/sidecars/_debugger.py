@@ -9,9 +9,11 @@ read it. ``SMDEBUG_CONFIG_FILE_PATH`` names the file (SageMaker leaves it unset,
 path being where it writes the file; trainops sets it so that a script whose tree is not shown
 at /opt/ml finds it too).
 
-While the script runs, a low-priority thread copies the local directory to the prefix every
-``sync_interval`` seconds (:class:`~trainops.agent.reporting._debug_sync.DebugSync`: an index
-file only after its event file, bounded, no links followed); ``finish`` makes a final pass and
+While the script runs, a low-priority thread (and its uploading threads, as low) copies the
+local directory to the prefix every ``sync_interval`` seconds (at most
+:data:`PASS_INTERVAL_S`), start to start: a pass that took longer is followed by the next at
+once (:class:`~trainops.agent.reporting._debug_sync.DebugSync`: an index file only after its event
+file, several uploads at once, bounded, no links followed); ``finish`` makes a final pass and
 then writes ``training_job_end.ts`` (a retried attempt removes the earlier attempt's first).
 With several hosts, each host writes the marker when it ends, so a reader may see it before
 the last host's final pass: SageMaker, whose hooks write it, has the same race. All hosts share the prefix, as on SageMaker (workers name
@@ -24,6 +26,7 @@ import contextlib
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -39,6 +42,9 @@ __all__ = ["CONFIG_ENV", "CONFIG_FILE", "DebuggerSidecar", "debugger_sidecar", "
 CONFIG_FILE = "debughookconfig.json"
 CONFIG_ENV = "SMDEBUG_CONFIG_FILE_PATH"
 THREAD_NICE = 10
+#: Seconds between passes at most: a live rule's verdict waits on this pass and then on the
+#: rules service's tick; a pass finding nothing new costs well under a millisecond.
+PASS_INTERVAL_S = 0.5
 _PATH_PARAMETERS = ("tensorboard_dir",)  # hook parameters naming a directory under /opt/ml
 
 
@@ -55,8 +61,10 @@ class DebuggerSidecar(Sidecar):
             context.layout.output_prefix, context.assignment.job_name
         )
         store = context.store_for(self.remote)
-        self.sync = DebugSync(self.local_dir, self.remote, store, self._report)
-        self.interval = context.sync_interval
+        self.sync = DebugSync(
+            self.local_dir, self.remote, store, self._report, thread_setup=_lower_priority
+        )
+        self.interval = min(context.sync_interval, PASS_INTERVAL_S)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._last_error = ""
@@ -95,13 +103,15 @@ class DebuggerSidecar(Sidecar):
     # The work ------------------------------------------------------------------------------
 
     def _run(self) -> None:
-        if sys.platform == "linux":  # there a thread's niceness is its own, not the agent's
-            with contextlib.suppress(OSError):
-                tid = threading.get_native_id()
-                nice = min(19, os.getpriority(os.PRIO_PROCESS, tid) + THREAD_NICE)
-                os.setpriority(os.PRIO_PROCESS, tid, nice)
-        while not self._stop.wait(self.interval):
-            self._guard(self.sync.sync_once)
+        """A pass every ``interval`` seconds, start to start: a pass that took longer (the
+        script writes faster than one pass a second uploads) is followed by the next at once,
+        one that failed by a whole interval's wait."""
+        _lower_priority()
+        next_at = time.monotonic() + self.interval
+        while not self._stop.wait(max(0.0, next_at - time.monotonic())):
+            started = time.monotonic()
+            failed = self._guard(self.sync.sync_once)
+            next_at = (time.monotonic() if failed else started) + self.interval
 
     def _halt(self) -> None:
         self._stop.set()
@@ -109,11 +119,14 @@ class DebuggerSidecar(Sidecar):
             self._thread.join()
             self._thread = None
 
-    def _guard(self, action: Callable[[], object]) -> None:
+    def _guard(self, action: Callable[[], object]) -> bool:
+        """Run ``action``; True if it failed (reported, never raised)."""
         try:
             action()
         except Exception as exc:  # best effort: nothing here may fail the job
             self._report(f"{type(exc).__name__}: {exc}")
+            return True
+        return False
 
     def _report(self, message: str) -> None:
         if message != self._last_error:
@@ -125,6 +138,16 @@ class DebuggerSidecar(Sidecar):
         if not opt_ml_shown(self.context.job.mount_opt_ml):
             return path
         return Path("/opt/ml", path.relative_to(self.context.tree.root))
+
+
+def _lower_priority() -> None:
+    """Lower the calling thread's priority by :data:`THREAD_NICE` (on Linux a thread's
+    niceness is its own, not the agent's): the sync yields to the script."""
+    if sys.platform == "linux":
+        with contextlib.suppress(OSError):
+            tid = threading.get_native_id()
+            nice = min(19, os.getpriority(os.PRIO_PROCESS, tid) + THREAD_NICE)
+            os.setpriority(os.PRIO_PROCESS, tid, nice)
 
 
 def hook_config_json(config: DebugHookSpec, local_path: str, s3_output_path: str) -> dict[str, Any]:
