@@ -269,3 +269,15 @@ def test_saturated_activation_uses_the_sigmoid_range_for_the_sigmoid_collection(
     assert "nodes of squash_input_0 are saturated" in rule.details
     only_act = make_debugger_rule("SaturatedActivation", trial, {"tensor_regex": "act.*"})
     invoke_rule(only_act, raise_eval_cond=True)
+
+
+def test_activation_rules_read_by_name_where_the_trial_has_no_collections(tmp_path: Path) -> None:
+    """A collections file the reader refuses (a catastrophic regex) leaves the trial without
+    collections: DeadRelu still reads the tensors its regex names."""
+    series = Series().add(0, layer_relu_output=np.zeros((8, 4)))
+    write_series(tmp_path, series, collections={"relu_output": ["(a+)+$"]})
+    trial = create_trial(tmp_path)
+    rule = make_debugger_rule("DeadRelu", trial)
+    with pytest.raises(RuleEvaluationConditionMet):
+        invoke_rule(rule, raise_eval_cond=True)
+    assert "layer_relu_output" in rule.details and trial.errors

@@ -21,11 +21,12 @@ from typing import Any
 
 import numpy as np
 
+from trainops.debugger.exceptions import MissingCollectionFiles
 from trainops.debugger.hook._names import ACTIVATION_TYPES
 from trainops.debugger.rules._base import BuiltinRule, checked_regexes
 from trainops.debugger.rules._params import as_float, as_names
 
-__all__ = ["DeadRelu", "SaturatedActivation", "type_collections"]
+__all__ = ["DeadRelu", "SaturatedActivation", "layer_tensors", "type_collections"]
 
 _TYPE_REGEX = re.compile(rf"^\.\*((?:{'|'.join(ACTIVATION_TYPES)})_(?:input|output))$")
 
@@ -36,6 +37,16 @@ def type_collections(regexes: Sequence[str]) -> list[str]:
     (an alternative that is not of that form adds nothing)."""
     parts = (part for regex in regexes for part in regex.split("|"))
     return list(dict.fromkeys(m.group(1) for m in map(_TYPE_REGEX.match, parts) if m))
+
+
+def layer_tensors(rule: BuiltinRule, collections: list[str], regexes: list[str]) -> list[str]:
+    """The tensors ``regexes`` match, and those of the by-type ``collections`` where the trial
+    has a collections file (a trial without one is read by name alone, as before)."""
+    try:
+        by_type = rule.tensors(collections) if collections else []
+    except MissingCollectionFiles:
+        by_type = []
+    return sorted({*by_type, *rule.tensors([], regexes)})
 
 
 def _inactive_percent(active: Any, threshold_inactivity: float) -> float:
@@ -60,7 +71,7 @@ class _ActivationRule(BuiltinRule):
         self.threshold_layer = as_float(self.name, "threshold_layer", layer)
 
     def layers(self) -> list[str]:
-        return self.tensors(self.collections, self.regexes)
+        return layer_tensors(self, self.collections, self.regexes)
 
     def _judge(self, tensor: str, step: int, active: Any, what: str) -> bool:
         inactive = _inactive_percent(active, self.threshold_inactivity)
@@ -131,7 +142,7 @@ class SaturatedActivation(_ActivationRule):
         )
 
     def invoke_at_step(self, step: int) -> bool:
-        sigmoids = set(self.tensors(["sigmoid_input"]))  # the hook's, by module type
+        sigmoids = set(layer_tensors(self, ["sigmoid_input"], []))  # the hook's, by module type
         for tensor in self.layers():
             value = self.value(tensor, step)
             if value is None or not value.size:

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from trainops.debugger.rules._activations import type_collections
+from trainops.debugger.rules._activations import layer_tensors, type_collections
 from trainops.debugger.rules._base import BuiltinRule, checked_regexes
 from trainops.debugger.rules._params import as_float, as_int, as_names
 
@@ -123,7 +123,7 @@ class PoorWeightInitialization(BuiltinRule):
 
     def _variances(self, step: int) -> bool:
         variances = {}
-        for tensor in self.tensors(self.collections, self.regexes):
+        for tensor in layer_tensors(self, self.collections, self.regexes):
             variance = self.reduction(tensor, step, "variance")
             if variance is not None and variance == variance:
                 variances[tensor] = variance
