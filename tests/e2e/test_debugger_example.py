@@ -18,7 +18,8 @@ from tests.e2e._harness import describe, trainops
 from trainops._settings import Settings
 from trainops.debugger import create_trial, modes
 
-pytestmark = pytest.mark.slow
+# each job takes well under a minute on two idle cores; a loaded machine may need several
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 RULES = [
