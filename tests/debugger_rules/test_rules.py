@@ -215,3 +215,69 @@ def test_a_runner_bounds_the_steps_of_one_advance(tmp_path: Path) -> None:
     assert runner.advance(0.0, ended=True).status == "InProgress"
     assert runner.evaluated == STEPS_PER_ADVANCE
     assert runner.advance(0.0, ended=True).status == "NoIssuesFound"
+
+
+def _named_layers(**tensors: np.ndarray) -> tuple[Series, dict[str, list[str]]]:
+    """Activations of modules named ``relu1``, ``relu2``, ``act`` (no type in the name), with
+    the collections the hook writes for them (by module type)."""
+    series = Series().add(0, **tensors)
+    collections = {
+        "relu_input": [r"^relu1_input_\d+$", r"^relu2_input_\d+$"],
+        "relu_output": [r"^relu1_output_\d+$", r"^relu2_output_\d+$"],
+        "sigmoid_input": [r"^act_input_\d+$"],
+    }
+    return series, collections
+
+
+def test_activation_rules_read_the_hooks_collections_by_module_type(tmp_path: Path) -> None:
+    """``.*relu_output`` does not match ``relu2_output_0`` (a module named ``relu2``): the
+    default regexes also take the hook's ``relu_output`` / ``relu_input`` collections."""
+    rng = np.random.default_rng(0)
+    series, collections = _named_layers(
+        relu1_input_0=rng.standard_normal((32, 16)),
+        relu2_input_0=rng.standard_normal((32, 16)) * 100,  # variance 10^4 times relu1's
+        relu1_output_0=np.abs(rng.standard_normal((32, 16))),
+        relu2_output_0=np.zeros((32, 16)),  # dead
+    )
+    trial = create_trial(write_series(tmp_path, series, collections=collections))
+    for rule, expected in [
+        ("DeadRelu", "relu2_output_0 are dead"),
+        ("PoorWeightInitialization", "differ"),
+    ]:
+        found = make_debugger_rule(rule, trial)
+        with pytest.raises(RuleEvaluationConditionMet):
+            invoke_rule(found, raise_eval_cond=True)
+        assert expected in found.details
+    invoke_rule(
+        make_debugger_rule("DeadRelu", trial, {"tensor_regex": ".*relu1.*"}), raise_eval_cond=True
+    )
+
+
+def test_saturated_activation_uses_the_sigmoid_range_for_the_sigmoid_collection(
+    tmp_path: Path,
+) -> None:
+    """An input of 12 saturates a tanh (``squash``), not a sigmoid (``act``: its range reaches
+    17), whatever the modules' names say."""
+    series, collections = _named_layers(
+        act_input_0=np.full((32, 16), 12.0), squash_input_0=np.full((32, 16), 12.0)
+    )
+    collections["tanh_input"] = [r"^squash_input_\d+$"]
+    trial = create_trial(write_series(tmp_path, series, collections=collections))
+    rule = make_debugger_rule("SaturatedActivation", trial)
+    with pytest.raises(RuleEvaluationConditionMet):
+        invoke_rule(rule, raise_eval_cond=True)
+    assert "nodes of squash_input_0 are saturated" in rule.details
+    only_act = make_debugger_rule("SaturatedActivation", trial, {"tensor_regex": "act.*"})
+    invoke_rule(only_act, raise_eval_cond=True)
+
+
+def test_activation_rules_read_by_name_where_the_trial_has_no_collections(tmp_path: Path) -> None:
+    """A collections file the reader refuses (a catastrophic regex) leaves the trial without
+    collections: DeadRelu still reads the tensors its regex names."""
+    series = Series().add(0, layer_relu_output=np.zeros((8, 4)))
+    write_series(tmp_path, series, collections={"relu_output": ["(a+)+$"]})
+    trial = create_trial(tmp_path)
+    rule = make_debugger_rule("DeadRelu", trial)
+    with pytest.raises(RuleEvaluationConditionMet):
+        invoke_rule(rule, raise_eval_cond=True)
+    assert "layer_relu_output" in rule.details and trial.errors

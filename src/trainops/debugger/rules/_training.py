@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from trainops.debugger.rules._activations import layer_tensors, type_collections
 from trainops.debugger.rules._base import BuiltinRule, checked_regexes
 from trainops.debugger.rules._params import as_float, as_int, as_names
 
@@ -109,6 +110,7 @@ class PoorWeightInitialization(BuiltinRule):
         super().__init__(base_trial)
         regexes = as_names(self.name, "activation_inputs_regex", activation_inputs_regex)
         self.regexes = checked_regexes(self.name, "activation_inputs_regex", regexes)
+        self.collections = type_collections(self.regexes)  # relu_input for .*relu_input
         self.threshold = as_float(self.name, "threshold", threshold)
         self.distribution_range = as_float(self.name, "distribution_range", distribution_range)
         self.patience = as_int(self.name, "patience", patience, minimum=1)
@@ -121,7 +123,7 @@ class PoorWeightInitialization(BuiltinRule):
 
     def _variances(self, step: int) -> bool:
         variances = {}
-        for tensor in self.tensors(tensor_regex=self.regexes):
+        for tensor in layer_tensors(self, self.collections, self.regexes):
             variance = self.reduction(tensor, step, "variance")
             if variance is not None and variance == variance:
                 variances[tensor] = variance
