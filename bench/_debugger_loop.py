@@ -8,7 +8,8 @@ optimizer, and whatever the tool does in it) is timed by the loop; the output is
 both lists. Tools:
 
 - ``trainops``: ``trainops.debugger.Hook`` (``default``: smdebug's defaults, losses every 500
-  steps; ``dense``: weights, gradients and losses, raw, every step);
+  steps; ``dense``: weights, gradients and losses, raw, every step; ``dense-tb``: the same and
+  its TensorBoard export, a histogram of every weight and gradient and the loss as a scalar);
 - ``smdebug``: ``smdebug.pytorch.Hook`` with the same settings (run this with a Python where
   smdebug is installed);
 - ``tensorboard``: ``torch.utils.tensorboard.SummaryWriter`` by hand, as a user would write it:
@@ -53,7 +54,10 @@ def make_hook(tool: str, mode: str, out_dir: str) -> Any:
         from smdebug.pytorch import Hook, SaveConfig
     if mode == "default":  # smdebug's defaults: losses every 500 steps
         return Hook(out_dir)
-    return Hook(out_dir, save_config=SaveConfig(save_interval=1), include_collections=DENSE)
+    export = {"export_tensorboard": True} if mode == "dense-tb" else {}
+    return Hook(
+        out_dir, save_config=SaveConfig(save_interval=1), include_collections=DENSE, **export
+    )
 
 
 def hand_logger(mode: str, out_dir: str) -> tuple[AfterBackward, Callable[[], None]]:
@@ -150,7 +154,7 @@ def main() -> None:
     parser.add_argument(
         "--tool", choices=("trainops", "smdebug", "tensorboard"), default="trainops"
     )
-    parser.add_argument("--mode", choices=("default", "dense"), default="default")
+    parser.add_argument("--mode", choices=("default", "dense", "dense-tb"), default="default")
     parser.add_argument("--compile", default="", help="torch.compile backend (none: eager)")
     parser.add_argument("--explain", action="store_true", help="count graph breaks instead")
     parser.add_argument("--steps", type=int, default=400)

@@ -9,6 +9,8 @@ out. Paths, one child each, interleaved in every round (A, B, A, B; reversed eve
 - ``trainops default``: ``Hook(out_dir)`` with smdebug's defaults (losses, every 500 steps):
   the cost of leaving the debugger on (target <= 2 %);
 - ``trainops dense``: weights, gradients and losses, raw, at every step (``save_interval=1``);
+- ``trainops dense-tb``: the same with its TensorBoard export (histograms of every weight and
+  gradient, the loss as a scalar), the peer of the next one;
 - ``tensorboard dense``: the peer written by hand, ``torch.utils.tensorboard``'s
   ``add_histogram`` of every parameter and gradient (and the loss as a scalar) at every step;
 - ``smdebug default`` / ``smdebug dense``: smdebug's own hook with the same settings, run with
@@ -49,6 +51,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, default=40)
     parser.add_argument("--compile", default="", help="also compiled, with this backend")
     parser.add_argument("--smdebug-python", default="", help="a Python with smdebug installed")
+    parser.add_argument("--only", default="", help="comma list of paths (tool mode) to run")
     return parser.parse_args()
 
 
@@ -76,11 +79,14 @@ def figures(sample: dict[str, Any], warmup: int) -> dict[str, float]:
 
 def paths(args: argparse.Namespace) -> list[tuple[str, str, str]]:
     """(tool, mode, backend) for every path measured."""
-    tools = [("trainops", "default"), ("trainops", "dense"), ("tensorboard", "dense")]
+    tools = [("trainops", "default"), ("trainops", "dense"), ("trainops", "dense-tb")]
+    tools += [("tensorboard", "dense")]
     if args.smdebug_python:
         tools += [("smdebug", "default"), ("smdebug", "dense")]
     backends = ["", args.compile] if args.compile else [""]
-    return [(tool, mode, backend) for backend in backends for tool, mode in tools]
+    found = [(tool, mode, backend) for backend in backends for tool, mode in tools]
+    only = {name.strip() for name in args.only.split(",") if name.strip()}
+    return [p for p in found if not only or f"{p[0]} {p[1]}" in only]
 
 
 def key_of(tool: str, mode: str, backend: str) -> str:
@@ -128,6 +134,8 @@ def graph_breaks(args: argparse.Namespace) -> dict[str, Any]:
 WHAT = {
     "trainops default": "trainops hook, defaults (losses every 500 steps) (target ≤ 2 %)",
     "trainops dense": "trainops hook, weights + gradients + losses, raw, every step",
+    "trainops dense-tb": "trainops hook, the same + its TensorBoard export (histograms of every "
+    "weight and gradient, the loss)",
     "tensorboard dense": "by hand: `torch.utils.tensorboard` histograms of every parameter and "
     "gradient + the loss, every step",
     "smdebug default": "smdebug 1.0.34 hook, defaults (losses every 500 steps)",
