@@ -119,7 +119,8 @@ def _bucket_index(flat: np.ndarray, limits: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore"):  # log(0) is -inf: no edge below it
         steps = (np.log(magnitude) - np.log(_FIRST_EDGE)) / np.log(_GROWTH)
     below = np.clip(np.floor(np.nan_to_num(steps, neginf=-1.0)) + 1, 0, positive)
-    index = np.where(flat >= 0, positive + 1 + below, positive - below).astype(np.int64)
+    index: np.ndarray = np.where(flat >= 0, positive + 1 + below, positive - below)
+    index = index.astype(np.int64)
     padded = np.append(limits, np.inf)
     for _ in range(2):  # the estimate is off by at most one either way; twice to be sure
         np.clip(index, 1, limits.size, out=index)
