@@ -137,6 +137,19 @@ def test_no_tensorboard_files_unless_asked_or_in_dry_run(tmp_path: Path) -> None
         Hook(str(tmp_path), tensorboard_dir="s3://bucket/tb")
 
 
+def test_a_tensorboard_directory_that_cannot_be_written_stops_the_export_only(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the directory should be")
+    hook = Hook(str(tmp_path / "t"), tensorboard_dir=str(blocker / "tb"))
+    train(hook, 2)
+    hook.close()
+    err = [line for line in capfd.readouterr().err.splitlines() if "trainops.debugger" in line]
+    assert len(err) == 1 and "TensorBoard export stopped" in err[0], err
+    assert create_trial(str(tmp_path / "t")).steps() == [0]  # the tensors are saved all the same
+
+
 def _tensorboard_config(folder: Path, local: object) -> Path:
     path = folder / "tensorboardoutputconfig.json"
     path.write_text(json.dumps({"LocalPath": local, "S3OutputPath": "s3://b/tb"}))

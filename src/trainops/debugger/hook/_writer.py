@@ -66,13 +66,22 @@ class StepWriter:
             self._queue.put(lambda _: self._summarize(step, ModeKeys(mode).name, summaries))
 
     def _summarize(self, step: int, mode: str, summaries: Summaries) -> None:
-        """Write one step's summaries (on the writing thread) and close its files."""
+        """Write one step's summaries (on the writing thread) and close its files; a failure
+        stops the TensorBoard export only, with one line on stderr (tensors go on)."""
         out = self._summaries
-        for tag, value in summaries.scalars:
-            out.add_scalar(mode, step, tag, value)
-        for tag, array in summaries.histograms:
-            out.add_histogram(mode, step, tag, array)
-        out.end_step()
+        if out is None:
+            return
+        try:
+            for tag, value in summaries.scalars:
+                out.add_scalar(mode, step, tag, value)
+            for tag, array in summaries.histograms:
+                out.add_histogram(mode, step, tag, array)
+            out.end_step()
+        except Exception as exc:
+            self._summaries = None
+            sys.stderr.write(
+                f"trainops.debugger: TensorBoard export stopped ({type(exc).__name__}: {exc})\n"
+            )
 
     def submit(self, job: _Job) -> None:
         """Run ``job(writer)`` on the writing thread, after the steps queued before it."""
