@@ -76,6 +76,23 @@ def test_each_value_falls_in_the_first_bucket_whose_limit_is_above_it() -> None:
     assert len(histogram.bucket) < 12
 
 
+def test_the_bucket_of_each_value_is_exactly_the_binary_searchs() -> None:
+    """The logarithm that places values must agree with a search of the real edges, on every
+    edge, just either side of it, and across the whole range."""
+    from trainops.tensorboard._histogram import _bucket_index
+
+    limits = np.asarray(DEFAULT_BUCKET_LIMITS)
+    inner = limits[1:-1]
+    rng = np.random.default_rng(0)
+    spread = np.exp(rng.uniform(-60.0, 60.0, 50_000)) * rng.choice([-1.0, 1.0], 50_000)
+    tiny = [0.0, -0.0, 5e-324, -5e-324, 1e-12, -1e-12, 1e300, -1e300, limits[0], limits[-1]]
+    values = np.concatenate(
+        [inner, np.nextafter(inner, np.inf), np.nextafter(inner, -np.inf), spread, tiny]
+    )
+    expected = np.searchsorted(limits, values, side="right")
+    assert (_bucket_index(values, limits) == expected).all()
+
+
 def test_values_that_are_not_finite_are_left_out(tmp_path: Path) -> None:
     histogram = histogram_of([1.0, math.nan, math.inf, -math.inf, 3.0])
     assert histogram is not None

@@ -90,7 +90,7 @@ def _encode_buckets(flat: np.ndarray) -> Histogram:
     if not _LIMITS:
         _LIMITS.append(np.asarray(DEFAULT_BUCKET_LIMITS))
     limits = _LIMITS[0]
-    index = np.searchsorted(limits, flat, side="right")
+    index = _bucket_index(flat, limits)
     counts = np.bincount(np.minimum(index, limits.size - 1), minlength=limits.size)
     bucket_limit, bucket = _collapse(limits, counts)
     return Histogram(
@@ -103,6 +103,30 @@ def _encode_buckets(flat: np.ndarray) -> Histogram:
         bucket_limit=bucket_limit,
         bucket=bucket,
     )
+
+
+_FIRST_EDGE, _GROWTH = 1.0e-12, 1.1
+
+
+def _bucket_index(flat: np.ndarray, limits: np.ndarray) -> np.ndarray:
+    """``numpy.searchsorted(limits, flat, side="right")``, several times faster: the edges grow
+    geometrically, so a logarithm puts each value next to its bucket, and comparisons with the
+    real edges (which the logarithm may miss by one, in rounding) make it exact."""
+    import numpy as np
+
+    positive = (limits.size - 1) // 2  # edges above 0 (the same count below it)
+    magnitude = np.abs(flat)
+    with np.errstate(divide="ignore"):  # log(0) is -inf: no edge below it
+        steps = (np.log(magnitude) - np.log(_FIRST_EDGE)) / np.log(_GROWTH)
+    below = np.clip(np.floor(np.nan_to_num(steps, neginf=-1.0)) + 1, 0, positive)
+    index: np.ndarray = np.where(flat >= 0, positive + 1 + below, positive - below)
+    index = index.astype(np.int64)
+    padded = np.append(limits, np.inf)
+    for _ in range(2):  # the estimate is off by at most one either way; twice to be sure
+        np.clip(index, 1, limits.size, out=index)
+        index += padded[index] <= flat
+        index -= padded[index - 1] > flat
+    return index
 
 
 def _collapse(

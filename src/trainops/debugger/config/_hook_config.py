@@ -106,6 +106,14 @@ class HookConfig:
     def dry_run(self) -> bool:
         return parse_bool("dry_run", self.hook_parameters.get("dry_run", "false"))
 
+    def export_tensorboard(self) -> bool | None:
+        """``export_tensorboard`` from ``HookParameters``; None when not given."""
+        value = self.hook_parameters.get("export_tensorboard")
+        return None if value is None else parse_bool("export_tensorboard", value)
+
+    def tensorboard_dir(self) -> str | None:
+        return self.hook_parameters.get("tensorboard_dir") or None
+
     def collections(self) -> list[Collection]:
         """Each configured collection with its own save, reduction and histogram settings."""
         base = {mode: _save_dict(self.hook_parameters, mode) for mode in ModeKeys}
@@ -146,6 +154,7 @@ def _parse(data: object) -> HookConfig:
     configs = tuple(_entry(entry, i) for i, entry in enumerate(entries))
     config = HookConfig(local, s3, params, configs)
     config.save_config(), config.reduction_config(), config.collections()  # check the values
+    config.export_tensorboard()
     return config
 
 

@@ -17,6 +17,11 @@ registered and then compiled hides its forward from the hook: the hook then coun
 optimizer steps (global optimizer hooks) and says so in one line; parameters, gradients and
 losses are saved either way.
 
+TensorBoard (``export_tensorboard``/``tensorboard_dir``, or the job's ``TensorBoardOutputConfig``):
+each saved step's histograms (collections with ``save_histogram``) and scalars (losses,
+reductions, ``save_scalar``) are written by the writer's thread in smdebug's layout, a run per
+mode (:mod:`._writer`).
+
 A failure inside a hook turns the hook off with one line on stderr; the script goes on.
 """
 
@@ -48,7 +53,12 @@ from trainops.debugger.hook._names import (
     io_name,
     pytorch_collections,
 )
-from trainops.debugger.hook._paths import config_file, out_dir_for
+from trainops.debugger.hook._paths import (
+    config_file,
+    job_tensorboard_dir,
+    out_dir_for,
+    tensorboard_dir_for,
+)
 from trainops.debugger.hook._plan import SavePlan
 from trainops.debugger.hook._steps import StepCounter
 from trainops.debugger.hook._writer import StepOutput
@@ -98,14 +108,22 @@ class Hook:
             raise ValueError(f"include_workers must be 'one' or 'all', not {include_workers!r}")
         self._torch = torch
         self.out_dir = out_dir_for(out_dir)
-        self.export_tensorboard, self.tensorboard_dir = export_tensorboard, tensorboard_dir
+        self.export_tensorboard = bool(export_tensorboard)
+        self.tensorboard_dir = tensorboard_dir_for(
+            self.export_tensorboard, tensorboard_dir, self.out_dir
+        )
         self.dry_run, self.include_workers = bool(dry_run), include_workers
         self.save_config = _save_config(save_config)
         self.reduction_config = reduction_config or ReductionConfig(save_raw_tensor=True)
         self.collection_manager = pytorch_collections()
         self.include_collections = self._included(include_collections, include_regex, save_all)
         self._output = StepOutput(
-            torch, self.out_dir, self.dry_run, include_workers, self.collection_manager
+            torch,
+            self.out_dir,
+            self.dry_run,
+            include_workers,
+            self.collection_manager,
+            self.tensorboard_dir,
         )
         self.enabled = True
         self.mode_from_model = False  # set by the no-code-change install: train/eval by flag
@@ -114,7 +132,7 @@ class Hook:
         self._plan: SavePlan | None = None
         self._saving: frozenset[Collection] = frozenset()
         self._open: tuple[int, ModeKeys, int] | None = None
-        self._buffer = StepBuffer(torch)
+        self._buffer = StepBuffer(torch, summaries=self.tensorboard_dir is not None)
         self._models: list[Model] = []
         self._names: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
         self._io_index: dict[str, int] = {}
@@ -150,8 +168,13 @@ class Hook:
         """A hook as ``debughookconfig.json`` says (``json_file_path``, else
         ``$SMDEBUG_CONFIG_FILE_PATH``, else SageMaker's ``/opt/ml/input/config/``)."""
         config = load_hook_config(json_file_path or config_file())
+        tensorboard_dir, export = config.tensorboard_dir(), config.export_tensorboard()
+        if tensorboard_dir is None and export is not False:
+            tensorboard_dir = job_tensorboard_dir()  # SageMaker's way: the job's TensorBoard
         hook = cls(
             out_dir=config.local_path,
+            export_tensorboard=bool(export) or tensorboard_dir is not None,
+            tensorboard_dir=tensorboard_dir if export is not False else None,
             dry_run=config.dry_run(),
             reduction_config=config.reduction_config(),
             save_config=config.save_config(),
@@ -223,7 +246,7 @@ class Hook:
             raise TypeError(
                 f"save_scalar({name!r}): the value must be a scalar, not shape {array.shape}"
             )
-        self._buffer.add_host(SCALAR_PREFIX + str(name), array.reshape(()))
+        self._buffer.add_host(SCALAR_PREFIX + str(name), array.reshape(()), scalar=True)
 
     def save_tensor(
         self,
@@ -311,6 +334,8 @@ class Hook:
     def _optimizer_step(self, optimizer: Any, before: bool) -> None:
         """Steps counted at optimizer steps, where the registered model's own forwards are not
         seen: it was compiled after it was registered, so its hooks run inside the graph."""
+        if not self._by_optimizer and (self._open is not None or not before):
+            return  # the model's forwards count the steps (the common case: a few checks)
         if self._compiling() or not self.enabled or not self._models:
             return
         if os.getpid() != self._pid:
@@ -428,8 +453,8 @@ class Hook:
         if not self._buffer or (self._open is None and not self._closed):
             return  # nothing, or a scalar saved before the first step: it joins that step
         step, mode, mode_step = self._open or (0, self._steps.mode, 0)
-        tensors = self._buffer.drain()
-        self._output.write_step(step, mode, mode_step, tensors)
+        tensors, summaries = self._buffer.drain()
+        self._output.write_step(step, mode, mode_step, tensors, summaries)
 
     def _host_array(self, value: Any) -> np.ndarray:
         if isinstance(value, self._torch.Tensor):

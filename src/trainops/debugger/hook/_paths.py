@@ -1,5 +1,10 @@
 """Where the hook writes and where its JSON config is, inside a trainops job or by hand.
 
+TensorBoard: as smdebug, ``tensorboard_dir`` if given, else ``<out_dir>/tensorboard`` with
+``export_tensorboard``, else none; in a job with a ``TensorBoardOutputConfig`` (its
+``tensorboardoutputconfig.json``, SageMaker's file), that file's ``LocalPath`` unless the hook's
+parameters say otherwise.
+
 A SageMaker path (``/opt/ml/...``) in the hook's config is re-rooted onto the host's tree
 where the script does not see a literal ``/opt/ml`` (trainops roots each host's tree in its
 own directory and says where through the ``SM_*`` variables).
@@ -7,14 +12,19 @@ own directory and says where through the ``SM_*`` variables).
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 from trainops.debugger.config import CONFIG_FILE_ENV, DEFAULT_CONFIG_FILE
+from trainops.debugger.exceptions import DebugConfigError
 
-__all__ = ["config_file", "out_dir_for"]
+__all__ = ["config_file", "job_tensorboard_dir", "out_dir_for", "tensorboard_dir_for"]
 
 _OPT_ML = "/opt/ml"
+TENSORBOARD_CONFIG_ENV = "TENSORBOARD_CONFIG_FILE_PATH"  # smdebug's name
+TENSORBOARD_CONFIG_FILE = "/opt/ml/input/config/tensorboardoutputconfig.json"
+_MAX_TENSORBOARD_CONFIG = 64 << 10
 
 
 def _tree_root() -> Path | None:
@@ -66,3 +76,37 @@ def out_dir_for(out_dir: str | os.PathLike[str] | None) -> str:
             "Hook(out_dir=...) is required outside a training job (no SM_OUTPUT_DIR is set)"
         )
     return str(root / "output" / "tensors")
+
+
+def tensorboard_dir_for(export: bool, tensorboard_dir: str | None, out_dir: str) -> str | None:
+    """smdebug's ``get_tensorboard_dir``: the given directory (re-rooted), else
+    ``<out_dir>/tensorboard`` when exporting, else None."""
+    if tensorboard_dir is not None:
+        text = os.fspath(tensorboard_dir)
+        if not text or "://" in text:
+            raise ValueError(f"tensorboard_dir must be a local directory, not {text!r}")
+        return _rerooted(text)
+    return os.path.join(out_dir, "tensorboard") if export else None
+
+
+def job_tensorboard_dir() -> str | None:
+    """The job's TensorBoard directory from ``tensorboardoutputconfig.json``
+    (``$TENSORBOARD_CONFIG_FILE_PATH``, else beside the hook's config, else SageMaker's path);
+    None where there is no such file."""
+    path = os.environ.get(TENSORBOARD_CONFIG_ENV) or os.path.join(
+        os.path.dirname(config_file()), os.path.basename(TENSORBOARD_CONFIG_FILE)
+    )
+    try:
+        with open(path, "rb") as stream:
+            raw = stream.read(_MAX_TENSORBOARD_CONFIG + 1)
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        raise DebugConfigError(f"{path}: cannot read it ({err.strerror})") from None
+    try:
+        local = json.loads(raw).get("LocalPath") if len(raw) <= _MAX_TENSORBOARD_CONFIG else None
+    except (ValueError, AttributeError, RecursionError):
+        local = None
+    if not isinstance(local, str) or not local:
+        raise DebugConfigError(f"{path}: LocalPath must be a non-empty string")
+    return _rerooted(local)
