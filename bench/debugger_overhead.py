@@ -102,7 +102,7 @@ def main() -> None:
     for index in range(args.rounds):
         for tool, mode, backend in measured if index % 2 == 0 else measured[::-1]:
             key = key_of(tool, mode, backend)
-            extra = ["--mode", mode, "--steps", str(args.steps)]
+            extra = ["--mode", mode, "--steps", str(args.steps), *(["--swap"] if index % 2 else [])]
             sample = child(args, tool, *extra, *(["--compile", backend] if backend else []))
             if "error" in sample:
                 errors[key] = sample["error"]
