@@ -434,12 +434,13 @@ class Trial:
 
 
 @contextmanager
-def no_refresh(trials: Trial | Iterable[Trial]) -> Iterator[None]:
-    """Within the block, queries on ``trials`` do not look for new files."""
+def _refreshing(trials: Trial | Iterable[Trial], on: bool) -> Iterator[None]:
+    """Within the block, queries on ``trials`` look for new files if ``on``; each trial's own
+    setting is restored after it."""
     chosen = [trials] if isinstance(trials, Trial) else list(trials)
     before = [trial.dynamic_refresh for trial in chosen]
     for trial in chosen:
-        trial.dynamic_refresh = False
+        trial.dynamic_refresh = on
     try:
         yield
     finally:
@@ -448,14 +449,14 @@ def no_refresh(trials: Trial | Iterable[Trial]) -> Iterator[None]:
 
 
 @contextmanager
+def no_refresh(trials: Trial | Iterable[Trial]) -> Iterator[None]:
+    """Within the block, queries on ``trials`` do not look for new files."""
+    with _refreshing(trials, False):
+        yield
+
+
+@contextmanager
 def refresh(trials: Trial | Iterable[Trial]) -> Iterator[None]:
     """Within the block, queries on ``trials`` look for new files (the default)."""
-    chosen = [trials] if isinstance(trials, Trial) else list(trials)
-    before = [trial.dynamic_refresh for trial in chosen]
-    for trial in chosen:
-        trial.dynamic_refresh = True
-    try:
+    with _refreshing(trials, True):
         yield
-    finally:
-        for trial, state in zip(chosen, before, strict=True):
-            trial.dynamic_refresh = state
