@@ -10,7 +10,9 @@ It runs no script. Its behaviour comes from the job's ``environment`` (in the as
   until told to stop, then exits Failed with that reason and a ``failed_at`` an hour before it
   started (a rank that failed first, on a host slow to end); with ``FAKE_READY_FILE``, it
   makes that file once it is in Training, and the ``FAKE_FAIL_HOST`` fails only once it exists;
-- ``FAKE_HANG_ATTEMPTS`` ("1,2"): in these attempts, stay in Training until told to stop;
+- ``FAKE_HANG_ATTEMPTS`` ("1,2"): in these attempts, stay in Training until told to stop (with
+  ``FAKE_READY_FILE``, a hanging host makes that file once it is in Training, so that a
+  ``FAKE_FAIL_HOST`` fails only after its sibling is up);
 - ``FAKE_IGNORE_STOP`` ("1"): never obey a stop (the control plane must kill the agent);
 - ``FAKE_SILENT_ATTEMPTS``: in these attempts, stop reporting after the lines and stay alive
   (a hung or cut-off agent: the control plane must notice the missing heartbeats);
@@ -203,6 +205,8 @@ def run(agent: FakeAgent) -> int:
         while True:  # no more reports, ever; only a kill ends this
             time.sleep(60)
     if attempt in attempts(env, "FAKE_HANG_ATTEMPTS"):
+        if ready := env.get("FAKE_READY_FILE"):
+            Path(ready).touch()
         agent.wait_for_stop(ignore=env.get("FAKE_IGNORE_STOP") == "1")
     if agent.stop_reason is not None:
         agent.emit(EventKind.LOG, stream="agent", line=f"stopping: {agent.stop_reason}")

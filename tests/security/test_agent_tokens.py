@@ -93,6 +93,9 @@ def test_a_token_acts_only_for_its_own_live_host(settings: Settings) -> None:
         # alpha: algo-2 fails, algo-1 ignores the stop that follows (the job stays up);
         # beta: one host that trains until stopped.
         failing = {"FAKE_HANG_ATTEMPTS": "1", "FAKE_IGNORE_STOP": "1", "FAKE_FAIL_HOST": "algo-2"}
+        # algo-2 fails only once algo-1 is in Training: a stop that reaches algo-1 before its
+        # agent is up ends the job at once (CI caught that race on a loaded machine).
+        failing["FAKE_READY_FILE"] = str(settings.home / "alpha-algo-1-training")
         plane.submit("alpha", failing, instance_count=2)
         plane.submit("beta", {"FAKE_HANG_ATTEMPTS": "1"})
         first, second = _agent_token("alpha", "algo-1"), _agent_token("alpha", "algo-2")
