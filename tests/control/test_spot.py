@@ -144,3 +144,57 @@ def test_interruptions_refused_with_the_reason(settings: Settings) -> None:
         assert plane.describe("spotty")["Interruptions"] == 0
         plane.stop("spotty")
         wait_for(lambda: plane.describe("spotty")["TrainingJobStatus"] == "Stopped")
+
+
+def chaos_spec(**plan: Any) -> dict[str, Any]:
+    return spot(chaos={"seed": 11, "notice_seconds": 1} | plan)
+
+
+def test_the_chaos_schedule_interrupts_a_job_as_often_as_it_says(settings: Settings) -> None:
+    env = {"FAKE_HANG_ATTEMPTS": "1,2", "FAKE_LINES": "1"}
+    plan = {"interruptions": 2, "mean_seconds_between": 0.3, "capacity_gap_seconds": [0.2, 0.6]}
+    with control_plane(settings) as plane:
+        plane.submit("rehearsed", env, instance_count=2, **chaos_spec(**plan))
+        job = plane.wait_ended("rehearsed")
+    assert job["TrainingJobStatus"] == "Completed", job["FailureReason"]
+    assert (job["Attempt"], job["Interruptions"]) == (3, 2)
+    messages = [t["StatusMessage"] for t in job["SecondaryStatusTransitions"]]
+    for index in (1, 2):
+        assert sum(f"chaos interruption {index} of 2 (seed 11)" in m for m in messages) == 1
+    assert statuses(job).count("Pending") == 2
+
+
+def test_a_restarted_control_plane_carries_the_wait_and_the_schedule_on(
+    settings: Settings,
+) -> None:
+    env = {"FAKE_HANG_ATTEMPTS": "1,2", "FAKE_LINES": "1"}
+    plan = {"interruptions": 2, "mean_seconds_between": 0.3, "capacity_gap_seconds": [4, 4]}
+    with control_plane(settings) as plane:
+        plane.submit("durable", env, **chaos_spec(**plan))
+        plane.wait_secondary("durable", "Pending")
+        waiting = plane.describe("durable")
+    with control_plane(settings) as plane:  # mid-gap: the wait goes on, it does not restart
+        job = plane.wait_ended("durable")
+    assert job["TrainingJobStatus"] == "Completed", job["FailureReason"]
+    assert (job["Attempt"], job["Interruptions"]) == (3, 2)
+    transitions = job["SecondaryStatusTransitions"]
+    assert statuses(job).count("Pending") == 2  # one per interruption, none added by the restart
+    first_pending = next(t for t in transitions if t["Status"] == "Pending")
+    assert first_pending == waiting["SecondaryStatusTransitions"][-1] | {
+        "EndTime": first_pending["EndTime"]
+    }
+
+
+def test_a_restart_while_interrupted_still_stops_and_resumes_the_job(settings: Settings) -> None:
+    env = {"FAKE_HANG_ATTEMPTS": "1", "FAKE_LINES": "1"}
+    with control_plane(settings) as plane:
+        plane.submit("midway", env, instance_count=2, **spot())
+        plane.wait_secondary("midway", "Training")
+        interrupt(plane, "midway", notice_seconds=3)
+    # No control plane: the agents hear the interruption from the next one.
+    with control_plane(settings) as plane:
+        job = plane.wait_ended("midway")
+        lines = plane.log_lines("midway")
+    assert job["TrainingJobStatus"] == "Completed", job["FailureReason"]
+    assert statuses(job)[2:5] == ["Training", "Interrupted", "Starting"]
+    assert sum("(interrupted, 3 s notice)" in line for line in lines) == 2
