@@ -9,6 +9,7 @@ import pytest
 
 from tests.control._harness import ControlPlane, control_plane, wait_for
 from trainops._settings import Settings
+from trainops.cli import main
 
 pytestmark = pytest.mark.slow
 
@@ -198,3 +199,20 @@ def test_a_restart_while_interrupted_still_stops_and_resumes_the_job(settings: S
     assert job["TrainingJobStatus"] == "Completed", job["FailureReason"]
     assert statuses(job)[2:5] == ["Training", "Interrupted", "Starting"]
     assert sum("(interrupted, 3 s notice)" in line for line in lines) == 2
+
+
+def test_trainops_chaos_interrupt(settings: Settings, capsys: pytest.CaptureFixture[str]) -> None:
+    env = {"FAKE_HANG_ATTEMPTS": "1", "FAKE_LINES": "1"}
+    with control_plane(settings) as plane:
+        plane.submit("cli-spot", env, instance_count=2, **spot())
+        plane.wait_secondary("cli-spot", "Training")
+        command = ["chaos", "interrupt", "cli-sp", "--host", "algo-1", "--gap", "1.5"]
+        assert main([*command, "--notice", "4"]) == 0
+        said = capsys.readouterr().out
+        job = plane.wait_ended("cli-spot")
+        assert main(["chaos", "interrupt", "cli-spot", "--host", "algo-7"]) == 2
+        refused = capsys.readouterr().err
+    assert said.startswith("cli-spot: Interrupted: Spot interruption of algo-1:"), said
+    assert "4 s notice" in said and "(API request)" in said
+    assert statuses(job)[3:5] == ["Interrupted", "Pending"]
+    assert refused == "trainops: error: job 'cli-spot' has already ended (Completed)\n"
