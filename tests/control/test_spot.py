@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.control._harness import ControlPlane, control_plane, wait_for
+from tests.control._harness import ControlPlane, control_plane
 from trainops._settings import Settings
 from trainops.cli import main
 
@@ -141,10 +141,20 @@ def test_interruptions_refused_with_the_reason(settings: Settings) -> None:
         plane.wait_ended("plain")
         code, message = refused("plain", {})
         assert code == 409 and "ended" in message
+        code, message = refused("spotty", {"hosts": "algo-1"})
+        assert code == 400 and "hosts" in message
+        code, message = refused("spotty", {"message": "x" * 501})
+        assert code == 400 and "message" in message
         # Still running and never interrupted by any of the above.
         assert plane.describe("spotty")["Interruptions"] == 0
+        # A message is one line of printable text in the job's status: no terminal escapes.
+        hostile = {"message": "evil\x1b[2J\nsecond\tline\x00", "notice_seconds": 1}
+        answer = interrupt(plane, "spotty", **hostile)
+        shown = answer["SecondaryStatusTransitions"][-1]["StatusMessage"]
+        assert "evil [2J second line (API request)" in shown, shown
+        assert not any(not c.isprintable() for c in shown)
         plane.stop("spotty")
-        wait_for(lambda: plane.describe("spotty")["TrainingJobStatus"] == "Stopped")
+        plane.wait_ended("spotty")
 
 
 def chaos_spec(**plan: Any) -> dict[str, Any]:
