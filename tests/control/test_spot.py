@@ -226,3 +226,31 @@ def test_trainops_chaos_interrupt(settings: Settings, capsys: pytest.CaptureFixt
     assert "4 s notice" in said and "(API request)" in said
     assert statuses(job)[3:5] == ["Interrupted", "Pending"]
     assert refused == "trainops: error: job 'cli-spot' has already ended (Completed)\n"
+
+
+def test_max_runtime_counts_the_running_seconds_only(settings: Settings) -> None:
+    env = {"FAKE_HANG_ATTEMPTS": "1,2"}
+    with control_plane(settings) as plane:
+        plane.submit("ran", env, **spot(max_runtime=3))
+        plane.wait_secondary("ran", "Training")
+        interrupt(plane, "ran", capacity_gap_seconds=4, notice_seconds=1)
+        job = plane.wait_ended("ran")
+    # The gap is no run time: the job runs again after it, then stops at 3 s of running.
+    assert job["SecondaryStatus"] == "MaxRuntimeExceeded"
+    assert statuses(job)[3:10] == [
+        "Interrupted", "Pending", "Starting", "Downloading", "Training", "Stopping",
+        "MaxRuntimeExceeded",
+    ]  # fmt: skip
+    assert job["Attempt"] == 2
+    assert job["BillableTimeInSeconds"] <= 4 < job["TrainingTimeInSeconds"]
+
+
+def test_a_spot_job_without_a_checkpoint_is_warned_of_the_cost(settings: Settings) -> None:
+    with control_plane(settings) as plane:
+        bare = plane.submit("bare", {"FAKE_LINES": "0"}, **spot())
+        kept = plane.submit("kept", {"FAKE_LINES": "0"}, checkpoint={"uri": "ckpt/"}, **spot())
+        plane.wait_ended("bare")
+        plane.wait_ended("kept")
+    [warning] = [w for w in bare["Warnings"] if "checkpoint" in w]
+    assert "restarts the script from scratch" in warning
+    assert not [w for w in kept["Warnings"] if "checkpoint" in w]
