@@ -5,7 +5,12 @@ reported once, however often the upload is retried, and its recovery too."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
+import socket
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +21,7 @@ from trainops._settings import Settings
 from trainops.agent.reporting._manifest import manifest_key
 from trainops.agent.reporting._sync import DirectorySync
 from trainops.storage import ObjectStore, store_for
+from trainops.storage._settings import S3Settings
 
 DEADLINE = 30.0
 
@@ -115,3 +121,73 @@ def test_a_refusing_store_is_reported_once_and_its_recovery_too(
         sync.stop()
     assert (remote / "step.pt").read_text() == "w"
     assert "step.pt" in json.loads((remote / manifest_key("algo-1")).read_text())["files"]
+
+
+def test_an_upload_that_makes_no_progress_is_reported_as_stalled(tmp_path: Path) -> None:
+    # An S3 endpoint that takes connections and requests but never answers one.
+    server = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+    done = threading.Event()
+
+    def swallow() -> None:
+        server.settimeout(0.1)
+        while not done.is_set():
+            with contextlib.suppress(TimeoutError):
+                held.append(server.accept()[0])
+
+    thread = threading.Thread(target=swallow, daemon=True)
+    thread.start()
+    s3 = S3Settings(
+        endpoint_url=f"http://127.0.0.1:{server.getsockname()[1]}",
+        region="us-east-1",
+        access_key_id="id",
+        secret_access_key="secret",
+    )
+    prefix = "s3://stalled/ckpt"
+    store = store_for(prefix, Settings(home=tmp_path, s3=s3))
+    errors: list[str] = []
+    sync = DirectorySync(
+        tmp_path / "a", prefix, store, propagate_deletes=True, on_error=errors.append,
+        manifest=("algo-1", 1), stall_seconds=0.3, watch=False, interval=0.05, idle=False,
+    )  # fmt: skip
+    try:
+        sync.start()
+        (tmp_path / "a" / "step.pt").write_text("w")
+        _wait_for(lambda: any("stalled" in e for e in errors), "a stall report")
+        [stall] = [e for e in errors if "stalled" in e]
+        assert "the upload of step.pt has stalled: no progress for" in stall
+        assert "secret" not in stall
+    finally:
+        pid = sync.worker_pid
+        if pid is not None:
+            os.kill(pid, signal.SIGKILL)  # it would wait out the client's own timeouts
+        sync.stop()
+        done.set()
+        thread.join()
+        for conn in held:
+            conn.close()
+        server.close()
+
+
+@pytest.mark.s3
+def test_over_s3_only_a_host_elsewhere_restores_what_was_finished_and_nothing_torn(
+    tmp_path: Path, s3_settings: Settings, s3_bucket: str
+) -> None:
+    prefix = f"s3://{s3_bucket}/ckpt"
+    store = store_for(prefix, s3_settings)
+    local = tmp_path / "host-1"
+    local.mkdir()
+    (local / "model.pt").write_bytes(b"m" * 300_000)
+    (local / "step.json").write_text('{"step": 40}')
+    writer = DirectorySync(
+        local, prefix, store, propagate_deletes=True, manifest=("algo-1", 1), watch=False
+    )
+    assert sorted(writer.final_sync().uploaded) == ["model.pt", "step.json"]
+    store.put_bytes(f"{prefix}/model.pt", b"m" * 1000)  # as a torn upload would leave it
+    reader = DirectorySync(
+        tmp_path / "host-2", prefix, store, propagate_deletes=True, manifest=("algo-2", 2)
+    )
+    assert reader.restore() == 1
+    assert reader.last_restore is not None and list(reader.last_restore.skipped) == ["model.pt"]
+    assert (tmp_path / "host-2" / "step.json").read_text() == '{"step": 40}'
+    assert not (tmp_path / "host-2" / "model.pt").exists()

@@ -43,6 +43,7 @@ RESERVED_DIR = ".trainops"
 _PREFIX = f"{RESERVED_DIR}/manifest-"
 _VERSION = 1
 _CHUNK = 1024 * 1024
+MAX_MANIFEST_BYTES = 64 * 1024 * 1024  # a larger one is not read (a million files fit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +114,9 @@ def read_listings(
     problems: list[str] = []
     for info in objects:
         if not (info.key.startswith(_PREFIX) and info.key.endswith(".json")):
+            continue
+        if info.size > MAX_MANIFEST_BYTES:
+            problems.append(f"{info.key}: {info.size} bytes, over {MAX_MANIFEST_BYTES}; ignored")
             continue
         try:
             host, attempt, files = _parse(store.get_bytes(info.uri))

@@ -49,6 +49,7 @@ from typing import IO, Any
 from trainops._errors import StorageError, TrainopsError
 from trainops._settings import Settings
 from trainops.agent.reporting._manifest import (
+    RESERVED_DIR,
     FileEntry,
     Listing,
     file_entry,
@@ -368,9 +369,12 @@ class DirectorySync:
                         result.uploaded.append(rel)
                 except (StorageError, OSError) as exc:
                     result.left[rel] = f"its upload failed: {exc}"
-            result.deleted = self._mirror.delete_vanished(set(current))
+            try:
+                result.deleted = self._mirror.delete_vanished(set(current))
+                self._mirror.write_manifest()
+            except (StorageError, OSError) as exc:
+                result.left[RESERVED_DIR] = f"its upload failed: deletions or the manifest: {exc}"
             self._previous = current
-            self._mirror.write_manifest()
         result.seconds = time.monotonic() - started
         return result
 
@@ -539,7 +543,7 @@ class DirectorySync:
             idle = time.monotonic() - moved
             if idle >= self._stall_seconds and self._stalled != rel:
                 self._stalled = rel
-                self._error(f"the upload of {rel} has stalled: no progress for {idle:.0f} s")
+                self._error(f"the upload of {rel} has stalled: no progress for {idle:.1f} s")
 
     def _recovered(self, what: str) -> None:
         with self._lock:
