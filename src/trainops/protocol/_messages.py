@@ -67,6 +67,11 @@ class EventKind(StrEnum):
     # {"action_id": str, "ran": bool, "exit_code": int | None, "timed_out": bool,
     #  "output": str (the tail of its output), "error": str | None (why it did not run)}
     ACTION = "action"
+    # A checkpoint sync's report (``trainops.store.CheckpointRecord`` less job, attempt, host):
+    # {"kind": "synced" | "restored" | "sync_failed" | "sync_incomplete", "at": float,
+    #  "files": int, "bytes": int, "newest_write": float | None, "write_seconds": float | None,
+    #  "upload_seconds": float | None, "reason": str | None}
+    CHECKPOINT = "checkpoint"
 
 
 class Phase(StrEnum):
