@@ -30,6 +30,7 @@ __all__ = [
     "Backend",
     "HostPlacement",
     "NodeInfo",
+    "Preemption",
     "ProcessRef",
     "parse_journal",
 ]
@@ -70,6 +71,19 @@ class NodeInfo:
     name: str
     capacity: Capacity
     free: Capacity
+
+
+@dataclass(frozen=True, slots=True)
+class Preemption:
+    """A machine of a backend taken away (a spot node reclaimed), as the backend learnt of it.
+
+    ``node`` is the name :meth:`Backend.node_of` gives the agents on it; ``deadline`` the epoch
+    seconds at which it goes (the notice its hosts get), ``None`` where it is already gone.
+    """
+
+    node: str
+    reason: str
+    deadline: float | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +195,14 @@ class Backend(ABC):
     def node_of(self, handle: AgentHandle) -> str | None:
         """The machine an agent runs on (shown per host by ``describe``); ``None`` if unknown."""
         return None
+
+    def take_preemptions(self) -> list[Preemption]:
+        """The machines taken away (or about to be) since the last call, each reported once.
+
+        Polled on every monitor tick; the control plane interrupts the spot jobs with a host on
+        such a node. Backends whose machines cannot be reclaimed have none.
+        """
+        return []
 
     def nodes(self) -> list[NodeInfo]:
         """The machines agents may run on, with what each has and what is free of it."""
