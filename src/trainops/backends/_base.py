@@ -75,10 +75,11 @@ class NodeInfo:
 
 @dataclass(frozen=True, slots=True)
 class Preemption:
-    """A machine of a backend taken away (a spot node reclaimed), as the backend learnt of it.
+    """A machine the backend is losing (a spot reclaim, a drain for preemption, a lost node).
 
-    ``node`` is the name :meth:`Backend.node_of` gives the agents on it; ``deadline`` the epoch
-    seconds at which it goes (the notice its hosts get), ``None`` where it is already gone.
+    ``node``: its name as :meth:`Backend.node_of` gives it; ``reason``: why, for the job's
+    messages (no secrets); ``deadline``: when it goes (Unix seconds), ``None`` if already gone.
+    The control plane interrupts every spot job with a host on it, with the time left as notice.
     """
 
     node: str
@@ -196,14 +197,6 @@ class Backend(ABC):
         """The machine an agent runs on (shown per host by ``describe``); ``None`` if unknown."""
         return None
 
-    def take_preemptions(self) -> list[Preemption]:
-        """The machines taken away (or about to be) since the last call, each reported once.
-
-        Polled on every monitor tick; the control plane interrupts the spot jobs with a host on
-        such a node. Backends whose machines cannot be reclaimed have none.
-        """
-        return []
-
     def nodes(self) -> list[NodeInfo]:
         """The machines agents may run on, with what each has and what is free of it."""
         return [NodeInfo(self.node_name, self.capacity(), self.free())]
@@ -215,6 +208,11 @@ class Backend(ABC):
 
     def terminate(self, handle: AgentHandle) -> None:
         self.signal(handle, signal.SIGTERM)
+
+    def take_preemptions(self) -> list[Preemption]:
+        """The machines found going since the last call, each reported once (polled on every
+        monitor tick; it must not block). Default: none (a backend that cannot lose machines)."""
+        return []
 
     # Capacity accounting is the same for every backend that knows its own capacity.
 
