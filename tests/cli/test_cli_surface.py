@@ -24,6 +24,8 @@ EXPECTED = {
     "stop": {"-h", "--help", "NAME", "--wait"},
     # the profiler report: where to write it, JSON instead, and not opening a browser (CI)
     "report": {"-h", "--help", "NAME", "-o", "--output", "--json", "--no-open"},
+    # cost advice: the rate to advise a checkpoint interval for, and JSON instead of text
+    "cost": {"-h", "--help", "NAME", "--interruptions-per-hour", "--json"},
     "cluster": {"-h", "--help"},  # the backend's machines: a deliberate command, no knobs
     "study": {"-h", "--help", "STUDY"},  # a deliberate command: its knobs are in the study file
     "server": {"-h", "--help", "--host", "--port", "--backend", "--ray-address"},

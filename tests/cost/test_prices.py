@@ -15,7 +15,8 @@ def test_the_catalog_estimate_is_labelled_with_its_source_and_date() -> None:
     assert prices.on_demand_usd_per_hour == p3.on_demand_usd_per_hour == 3.825
     assert prices.spot_usd_per_hour == p3.spot_usd_per_hour == pytest.approx(1.1475)
     assert prices.spot_kind == "estimate"
-    assert "not a quote" in prices.spot_source and "(as of 2024-06-01)" in prices.spot_source
+    assert prices.spot_source.startswith("on-demand less 70%, a typical spot discount")
+    assert "as of 2024-06-01" in prices.spot_source and "config.yaml" in prices.spot_source
     shown = prices.to_json()
     assert shown["SpotPriceKind"] == "estimate" and shown["OnDemandPricesAsOf"] == "2024-06-01"
 

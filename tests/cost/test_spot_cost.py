@@ -31,74 +31,24 @@ from pathlib import Path
 
 import pytest
 
+from tests.cost._recorded import NAME, finish, open_store, record
 from trainops._errors import JobNotFoundError
 from trainops.catalog._settings import SpotPriceSettings
 from trainops.cost import job_spot_cost, young_daly_interval
-from trainops.spec import JobSpec
-from trainops.store import CheckpointRecord, MetadataStore
-
-NAME = "spot-job"
-TIMELINE = [
-    ("Downloading", 1010.0),
-    ("Training", 1020.0),
-    ("Interrupted", 1620.0),
-    ("Pending", 1650.0),
-    ("Starting", 1750.0),
-    ("Downloading", 1760.0),
-    ("Training", 1780.0),
-    ("Interrupted", 2380.0),
-    ("Pending", 2390.0),
-    ("Starting", 2400.0),
-    ("Training", 2420.0),
-    ("Uploading", 3020.0),
-]
-# (attempt, host, kind, at, newest_write, write_seconds)
-CHECKPOINTS = [
-    (1, "algo-1", "synced", 1325.0, 1320.0, 4.0),
-    (1, "algo-2", "synced", 1326.0, 1320.0, 4.0),
-    (1, "algo-1", "synced", 1565.0, 1560.0, 5.0),
-    (1, "algo-2", "sync_failed", 1566.0, None, None),
-    (2, "algo-1", "restored", 1770.0, 1560.0, None),
-    (2, "algo-2", "restored", 1770.5, 1320.0, None),
-    (2, "algo-1", "synced", 2085.0, 2080.0, 6.0),
-    (2, "algo-1", "synced", 2388.0, 2385.0, 2.0),
-    # algo-2's last sync left a half-written file behind: it saved nothing, took no measure
-    (2, "algo-2", "sync_incomplete", 2389.0, 2386.0, 50.0),
-]
+from trainops.store import MetadataStore
 
 
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[MetadataStore]:
-    opened = MetadataStore(tmp_path / "trainops.db")
-    spec = JobSpec(entry_point="train.py", instance_type="ml.p3.2xlarge", instance_count=2)
-    opened.create_job(name=NAME, spec=spec.view(), code_uri="file:///c.tar.gz",
-                      output_prefix="file:///out", max_attempts=1, status="InProgress",
-                      secondary_status="Starting", message="Preparing", now=1000.0)  # fmt: skip
+    opened = open_store(tmp_path / "trainops.db")
     yield opened
     opened.close()
-
-
-def _record(until: float, store: MetadataStore) -> None:
-    """The timeline and checkpoints up to ``until`` (the store's job as it was then)."""
-    for status, at in TIMELINE:  # each transition ends where the next starts
-        if at <= until:
-            store.set_secondary(NAME, status, f"{status} at {at:.0f}", at)
-    for attempt, host, kind, at, newest, write in CHECKPOINTS:
-        if at <= until:
-            store.add_checkpoint(CheckpointRecord(NAME, attempt, host, kind, at, 3, 4096,  # type: ignore[arg-type]
-                                                  newest, write, 1.0, None))  # fmt: skip
-
-
-def _finish(store: MetadataStore, **fields: object) -> None:
-    _record(3030.0, store)
-    store.set_secondary(NAME, "Completed", "done", 3030.0, final=True, status="Completed",
-                        training_end_time=3030.0, training_seconds=2030, **fields)  # fmt: skip
 
 
 def test_a_finished_jobs_cost_interruptions_and_interval_match_the_hand_figures(
     store: MetadataStore,
 ) -> None:
-    _finish(store)
+    finish(store)
     cost = job_spot_cost(store, NAME, SpotPriceSettings(), now=9999.0, interruptions_per_hour=2)
     assert not cost.running and cost.billable_seconds == pytest.approx(1850.0)
     assert cost.on_demand_usd == pytest.approx(3.93125)
@@ -121,7 +71,7 @@ def test_a_finished_jobs_cost_interruptions_and_interval_match_the_hand_figures(
 
 
 def test_the_lost_work_is_billed_at_the_rate_the_job_ran_at(store: MetadataStore) -> None:
-    _finish(store)
+    finish(store)
     shown = job_spot_cost(store, NAME, SpotPriceSettings(), now=9999.0).to_json()
     assert shown["LostCostUsd"] == pytest.approx(300 / 3600 * 3.825 * 2)  # on-demand job
     assert shown["SavingsPercent"] is None  # SageMaker's savings are a spot job's figure
@@ -130,7 +80,7 @@ def test_the_lost_work_is_billed_at_the_rate_the_job_ran_at(store: MetadataStore
 
 
 def test_without_a_given_rate_the_advice_uses_the_rate_this_job_saw(store: MetadataStore) -> None:
-    _finish(store)
+    finish(store)
     advice = job_spot_cost(store, NAME, SpotPriceSettings(), now=9999.0).interval
     seen = 2 / (1850 / 3600)
     assert advice.rate_from == "this job" and advice.per_hour == pytest.approx(seen)
@@ -140,14 +90,14 @@ def test_without_a_given_rate_the_advice_uses_the_rate_this_job_saw(store: Metad
 def test_the_control_planes_billable_seconds_win_once_the_job_has_ended(
     store: MetadataStore,
 ) -> None:
-    _finish(store, billable_seconds=1800)
+    finish(store, billable_seconds=1800)
     cost = job_spot_cost(store, NAME, SpotPriceSettings(prices=(("ml.p3.2xlarge", 1.0),)), 0.0)
     assert cost.billable_seconds == 1800 and cost.spot_usd == pytest.approx(1.0)
     assert cost.prices.spot_kind == "yours"
 
 
 def test_a_running_job_counts_what_each_attempt_has_trained_so_far(store: MetadataStore) -> None:
-    _record(2000.0, store)  # attempt 2 has trained since 1780
+    record(2000.0, store)  # attempt 2 has trained since 1780
     cost = job_spot_cost(store, NAME, SpotPriceSettings(), now=2000.0)
     assert cost.running and cost.billable_seconds == pytest.approx(630 + 220)
     assert cost.training_seconds == 1000.0
@@ -160,7 +110,7 @@ def test_a_running_job_counts_what_each_attempt_has_trained_so_far(store: Metada
 
 
 def test_an_interruption_waiting_for_capacity_has_no_restart_yet(store: MetadataStore) -> None:
-    _record(1700.0, store)  # Pending since 1650
+    record(1700.0, store)  # Pending since 1650
     cost = job_spot_cost(store, NAME, SpotPriceSettings(), now=1700.0)
     (only,) = cost.interruptions
     assert only.restart_seconds is None and only.resumed_from_checkpoint is None

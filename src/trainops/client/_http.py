@@ -162,6 +162,16 @@ class Client:
         :class:`JobNotFoundError` for an unknown job or one without profiler data."""
         return self._json("GET", _job_path(name, "profiler-report"), timeout=REPORT_TIMEOUT_S)
 
+    def job_cost(self, name: str, interruptions_per_hour: float | None = None) -> dict[str, Any]:
+        """Job ``name``'s cost advice (``trainops.cost.SpotCost.to_json``), computed by the
+        server; the checkpoint interval at ``interruptions_per_hour`` (default: the job's own)."""
+        params = (
+            []
+            if interruptions_per_hour is None
+            else [("interruptions_per_hour", interruptions_per_hour)]
+        )
+        return self._json("GET", _job_path(name, "cost"), params=params)
+
     # --- tuning jobs (server/routes/_tuning.py) -----------------------------------------------
 
     def create_tuning_job(self, config: Mapping[str, Any], code_uri: str) -> dict[str, Any]:

@@ -32,8 +32,8 @@ from trainops.cost._study import (
 )
 
 __all__ = [
-    "IntervalAdvice",
     "Interruption",
+    "IntervalAdvice",
     "JobCost",
     "Prices",
     "SpotCost",

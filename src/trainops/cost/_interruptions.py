@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Protocol
 
 __all__ = ["CheckpointLike", "Interruption", "TransitionLike", "billable_seconds",
@@ -78,10 +79,10 @@ class Interruption:
 
     def to_json(self) -> dict[str, object]:
         return {
-            "At": self.at,
+            "At": _iso(self.at),
             "Message": self.message,
-            "TrainingSince": self.training_since,
-            "SavedAt": self.saved_at,
+            "TrainingSince": _iso(self.training_since),
+            "SavedAt": _iso(self.saved_at),
             "LostSeconds": round(self.lost_seconds, 3),
             "RestartSeconds": _rounded(self.restart_seconds),
             "ResumedFromCheckpoint": self.resumed_from_checkpoint,
@@ -163,6 +164,15 @@ def _restored(
     if again is None:
         return None
     return any(r.kind == "restored" and interrupted <= r.at < until for r in checkpoints)
+
+
+def _iso(ts: float | None) -> str | None:
+    """A time as the API gives every time: ISO 8601, UTC, milliseconds."""
+    return (
+        None
+        if ts is None
+        else datetime.fromtimestamp(ts, tz=UTC).isoformat(timespec="milliseconds")
+    )
 
 
 def _rounded(value: float | None) -> float | None:

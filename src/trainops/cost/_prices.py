@@ -50,8 +50,8 @@ def prices_of(instance_type: str, own: SpotPriceSettings | None = None) -> Price
     catalog = load_catalog()
     instance = catalog.get(instance_type)
     own = own or SpotPriceSettings()
-    spot, kind, source = _spot(instance.on_demand_usd_per_hour, instance.spot_usd_per_hour, own,
-                               instance_type, catalog.spot.source, catalog.spot.as_of)  # fmt: skip
+    estimate = (instance.spot_usd_per_hour, catalog.spot.discount, catalog.spot.as_of)
+    spot, kind, source = _spot(instance.on_demand_usd_per_hour, estimate, own, instance_type)
     return Prices(
         instance_type=instance_type,
         currency=catalog.currency,
@@ -66,12 +66,12 @@ def prices_of(instance_type: str, own: SpotPriceSettings | None = None) -> Price
 
 def _spot(
     on_demand: float,
-    estimate: float,
+    estimate: tuple[float, float, str],
     own: SpotPriceSettings,
     instance_type: str,
-    catalog_source: str,
-    as_of: str,
 ) -> tuple[float, str, str]:
+    """The spot price, its kind and where it comes from (the catalog's ``spot.source`` says
+    at length why the estimate is one; this is the short form every answer carries)."""
     price = own.price_of(instance_type)
     if price is not None:
         return price, YOURS, f"your figure for {instance_type} (config.yaml spot.prices)"
@@ -79,4 +79,9 @@ def _spot(
         percent = own.discount_percent
         usd = round(on_demand * (100 - percent) / 100, 6)
         return usd, ESTIMATE, f"on-demand less your {percent} % (config.yaml spot.discount_percent)"
-    return estimate, ESTIMATE, f"{catalog_source} (as of {as_of})"
+    usd, discount, as_of = estimate
+    source = (
+        f"on-demand less {discount:.0%}, a typical spot discount (the catalog's, as of {as_of}); "
+        "spot rates move: set yours in config.yaml spot:"
+    )
+    return usd, ESTIMATE, source
