@@ -7,10 +7,17 @@ cost advice (``spot_cost`` on records, ``job_spot_cost`` from a store) adds its 
 checkpoint interval that would cost least at an interruption rate (``IntervalAdvice``, Young and
 Daly's ``young_daly_interval``).
 
-The scaling study's figures live here; the command that runs the study's jobs is
+The scaling study's figures live here (and ``choose_for_deadline``: its cheapest configuration
+that meets a deadline, on-demand and at spot, scale-up against scale-out); the command that runs the study's jobs is
 ``trainops study`` (``cli``).
 """
 
+from trainops.cost._deadline import (
+    DeadlineChoice,
+    DeadlineOption,
+    choose_for_deadline,
+    render_deadline,
+)
 from trainops.cost._interruptions import Interruption, billable_seconds, interruptions
 from trainops.cost._interval import (
     IntervalAdvice,
@@ -32,6 +39,8 @@ from trainops.cost._study import (
 )
 
 __all__ = [
+    "DeadlineChoice",
+    "DeadlineOption",
     "Interruption",
     "IntervalAdvice",
     "JobCost",
@@ -41,12 +50,14 @@ __all__ = [
     "StudyRun",
     "advise_interval",
     "billable_seconds",
+    "choose_for_deadline",
     "expected_overhead",
     "interruptions",
     "job_cost",
     "job_spot_cost",
     "plot_study",
     "prices_of",
+    "render_deadline",
     "render_study",
     "scaling_rows",
     "spot_cost",
