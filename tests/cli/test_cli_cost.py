@@ -32,8 +32,10 @@ def test_the_advice_reads_as_the_hand_figures(
 ) -> None:
     assert main(["cost", NAME, "--interruptions-per-hour", "2"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == f"{NAME} (Completed; an on-demand job)"
-    assert lines[1] == "  billable 1850 s of 2030 s training"
+    assert lines[0] == f"{NAME} (Completed; a spot job, billed at the spot rate)"
+    assert (
+        lines[1] == "  billable 1850 s of 2030 s training: savings 8.9 % (1 - billable / training)"
+    )
     assert lines[2].startswith(
         "  on-demand ≈ $3.93 (ml.p3.2xlarge \N{MULTIPLICATION SIGN} 2 at $3.825/h, prices as of"
     )
@@ -44,7 +46,7 @@ def test_the_advice_reads_as_the_hand_figures(
         "1970-01-01 00:22:00); training again 160 s later, from a checkpoint",
         "    2. 1970-01-01 00:39:40: lost 0 s of work (since the checkpoint written "
         "1970-01-01 00:39:45); training again 40 s later, from scratch",
-        "  lost work 300 s (≈ $0.6375), restart overhead 200 s",
+        "  lost work 300 s (≈ $0.1913), restart overhead 200 s",  # at the spot rate
     ]
     assert lines[8:] == [
         "  checkpoints: 5 synced, 2 failed or incomplete",

@@ -1,9 +1,10 @@
-"""A spot job twice interrupted, recorded through the real store (tests/cost/test_spot_cost.py
+"""A spot job (2 x ml.p3.2xlarge) twice interrupted, recorded through the real store (tests/cost/test_spot_cost.py
 works out every figure of it by hand); the CLI's tests read the same record."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from trainops.spec import JobSpec
 from trainops.store import CheckpointRecord, MetadataStore
@@ -38,10 +39,17 @@ CHECKPOINTS = [
 ]
 
 
-def open_store(path: Path) -> MetadataStore:
-    """A store at ``path`` holding the job as it was created (Starting at 1000)."""
+def open_store(path: Path, *, spot: bool = True) -> MetadataStore:
+    """A store at ``path`` holding the job as it was created (Starting at 1000): a spot job
+    with a checkpoint location, or (``spot=False``) the same on-demand."""
     opened = MetadataStore(path)
-    spec = JobSpec(entry_point="train.py", instance_type="ml.p3.2xlarge", instance_count=2)
+    spot_fields: dict[str, Any] = {
+        "use_spot_instances": True,
+        "stopping_condition": {"max_wait_time_in_seconds": 86400},
+        "checkpoint": {"uri": "file:///ckpt/"},
+    }
+    spec = JobSpec(entry_point="train.py", instance_type="ml.p3.2xlarge", instance_count=2,
+                   **(spot_fields if spot else {}))  # fmt: skip
     opened.create_job(name=NAME, spec=spec.view(), code_uri="file:///c.tar.gz",
                       output_prefix="file:///out", max_attempts=1, status="InProgress",
                       secondary_status="Starting", message="Preparing", now=1000.0)  # fmt: skip

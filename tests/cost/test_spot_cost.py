@@ -73,8 +73,9 @@ def test_a_finished_jobs_cost_interruptions_and_interval_match_the_hand_figures(
 def test_the_lost_work_is_billed_at_the_rate_the_job_ran_at(store: MetadataStore) -> None:
     finish(store)
     shown = job_spot_cost(store, NAME, SpotPriceSettings(), now=9999.0).to_json()
-    assert shown["LostCostUsd"] == pytest.approx(300 / 3600 * 3.825 * 2)  # on-demand job
-    assert shown["SavingsPercent"] is None  # SageMaker's savings are a spot job's figure
+    assert shown["EnableManagedSpotTraining"] is True
+    assert shown["LostCostUsd"] == pytest.approx(300 / 3600 * 1.1475 * 2)  # at spot
+    assert shown["SavingsPercent"] == pytest.approx((1 - 1850 / 2030) * 100, abs=0.01)
     assert shown["OnDemandCostUsd"] == 3.93125 and shown["SpotCostUsd"] == 1.179375
     assert shown["Prices"]["SpotPriceKind"] == "estimate"  # type: ignore[index]
 
@@ -100,13 +101,25 @@ def test_a_running_job_counts_what_each_attempt_has_trained_so_far(store: Metada
     record(2000.0, store)  # attempt 2 has trained since 1780
     cost = job_spot_cost(store, NAME, SpotPriceSettings(), now=2000.0)
     assert cost.running and cost.billable_seconds == pytest.approx(630 + 220)
-    assert cost.training_seconds == 1000.0
+    assert cost.training_seconds == 2000.0 - 1020.0  # since training first began
     (only,) = cost.interruptions
     assert (only.lost_seconds, only.restart_seconds, only.resumed_from_checkpoint) == (
         300.0,
         160.0,
         True,
     )
+
+
+def test_an_on_demand_job_is_billed_its_whole_time_and_has_no_savings(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "on-demand.db", spot=False)
+    try:
+        record(2000.0, store)  # interrupted as a retry would be: all of it is billed
+        cost = job_spot_cost(store, NAME, SpotPriceSettings(), now=2000.0)
+    finally:
+        store.close()
+    assert not cost.use_spot and cost.billable_seconds == cost.training_seconds == 980.0
+    assert cost.savings_percent is None
+    assert cost.to_json()["LostCostUsd"] == pytest.approx(300 / 3600 * 3.825 * 2)  # on-demand
 
 
 def test_an_interruption_waiting_for_capacity_has_no_restart_yet(store: MetadataStore) -> None:

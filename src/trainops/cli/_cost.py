@@ -31,7 +31,8 @@ def format_cost_advice(data: dict[str, Any]) -> str:
 
 
 def _heading(data: dict[str, Any]) -> list[str]:
-    kind = "a spot job" if data["EnableManagedSpotTraining"] else "an on-demand job"
+    spot = data["EnableManagedSpotTraining"]
+    kind = "a spot job, billed at the spot rate" if spot else "an on-demand job"
     state = "running, so far" if data["Running"] else data["TrainingJobStatus"]
     lines = [f"{data['TrainingJobName']} ({state}; {kind})"]
     billed, whole = data["BillableTimeInSeconds"], data["TrainingTimeInSeconds"]

@@ -3,8 +3,9 @@ interval that would cost least (``trainops cost JOB``, ``GET /jobs/{name}/cost``
 
 Computed from records only (the job, its status transitions, its checkpoint records), so it is
 the same for a running job, an ended one, read by the server or from the store. Billable
-seconds are the job's own once it has ended (the control plane's figure); while it runs, the
-seconds each attempt has trained so far. The spot price is the catalog's estimate unless the
+seconds are the job's own once it has ended (the control plane's figure); while it runs, as the
+control plane bills: a spot job the seconds each attempt has trained so far, any other job the
+time since its training began. The spot price is the catalog's estimate unless the
 user gave theirs (``trainops.cost.prices_of``); each answer says which.
 """
 
@@ -119,6 +120,7 @@ def spot_cost(
     running = job.status not in _ENDED
     end = now if running else (job.training_end_time or job.last_modified_time)
     billable = _billable(job, transitions, end)
+    first_training = _first_training(job, transitions)
     found = tuple(interruptions(transitions, checkpoints, now))
     seen = len(found) / (billable / SECONDS_PER_HOUR) if found and billable > 0 else None
     restarts = [i.restart_seconds for i in found if i.restart_seconds is not None]
@@ -126,11 +128,11 @@ def spot_cost(
         job=job.name,
         status=job.status,
         running=running,
-        use_spot=bool(getattr(job.spec, "use_spot_instances", False)),
+        use_spot=job.spec.use_spot_instances,
         instance_count=job.spec.instance_count,
         prices=prices,
         billable_seconds=billable,
-        training_seconds=_training(job, end),
+        training_seconds=_training(job, first_training, end),
         interruptions=found,
         checkpoints_synced=sum(1 for r in checkpoints if r.kind == "synced"),
         checkpoint_sync_problems=sum(1 for r in checkpoints if r.kind.startswith("sync_")),
@@ -139,17 +141,27 @@ def spot_cost(
 
 
 def _billable(job: JobRecord, transitions: Sequence[TransitionLike], end: float) -> float:
+    """The control plane's figure once ended; before, as it bills: a spot job the seconds its
+    attempts trained (from the transitions), any other job its whole time since training began."""
     if job.billable_seconds is not None:
         return float(job.billable_seconds)
-    return billable_seconds(transitions, end)
+    if job.spec.use_spot_instances:
+        return billable_seconds(transitions, end)
+    return _training(job, _first_training(job, transitions), end)
 
 
-def _training(job: JobRecord, end: float) -> float:
+def _first_training(job: JobRecord, transitions: Sequence[TransitionLike]) -> float | None:
+    if job.training_start_time is not None:
+        return job.training_start_time
+    return next((t.start_time for t in transitions if t.status == "Training"), None)
+
+
+def _training(job: JobRecord, first_training: float | None, end: float) -> float:
     """The whole job's seconds (SageMaker's TrainingTimeInSeconds): the control plane's figure
-    once ended, else the time since it was created."""
+    once ended, else the time since training first began."""
     if job.training_seconds is not None:
         return float(job.training_seconds)
-    return max(0.0, end - job.creation_time)
+    return 0.0 if first_training is None else max(0.0, end - first_training)
 
 
 def _r(value: float | None, digits: int) -> float | None:
