@@ -44,14 +44,14 @@ def test_the_advice_reads_as_the_hand_figures(
         "  interruptions: 2",
         "    1. 1970-01-01 00:27:00: lost 300 s of work (since the checkpoint written "
         "1970-01-01 00:22:00); training again 160 s later, from a checkpoint",
-        "    2. 1970-01-01 00:39:40: lost 0 s of work (since the checkpoint written "
+        "    2. 1970-01-01 00:39:40: lost 0.0 s of work (since the checkpoint written "
         "1970-01-01 00:39:45); training again 40 s later, from scratch",
         "  lost work 300 s (≈ $0.1913), restart overhead 200 s",  # at the spot rate
     ]
     assert lines[8:] == [
         "  checkpoints: 5 synced, 2 failed or incomplete",
-        "  checkpoint interval (Young/Daly, 2 interruptions/h given; C = 4 s to write one, "
-        "R = 100 s to restart):",
+        "  checkpoint interval (Young/Daly, 2 interruptions/h given; C = 4 s to write one "
+        "(measured), R = 100 s to restart):",
         "    now  every 272 s: overhead 14.6%, ≈ 236 s lost per interruption",
         "    best every 120 s: overhead 12.2%, ≈ 160 s lost per interruption",
     ]
@@ -73,6 +73,26 @@ def test_an_unknown_job_is_one_line(home: Path, capsys: pytest.CaptureFixture[st
     assert main(["cost", "ghost"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("trainops: error: no job named 'ghost'") and len(err.splitlines()) == 1
+
+
+def test_a_given_checkpoint_time_replaces_the_measured_one(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # C = 9 s at 2/h (M = 1800 s): tau* = sqrt(2 x 9 x 1800) = 180 s
+    assert main(["cost", NAME, "--interruptions-per-hour", "2", "--checkpoint-seconds", "9"]) == 0
+    out = capsys.readouterr().out
+    assert "C = 9 s to write one (given)" in out and "best every 180 s:" in out
+
+
+@pytest.mark.parametrize("seconds", ["0", "-3", "nan", "inf", "86401", "soon"])
+def test_a_bad_checkpoint_time_is_refused_naming_the_flag(
+    home: Path, capsys: pytest.CaptureFixture[str], seconds: str
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["cost", NAME, "--checkpoint-seconds", seconds])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err.splitlines()[-1]
+    assert "argument --checkpoint-seconds:" in err and "is not a time" in err
 
 
 @pytest.mark.parametrize("rate", ["0", "-1", "nan", "inf", "1e9", "two", "0.0001", "9" * 5000])

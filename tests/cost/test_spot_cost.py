@@ -35,7 +35,7 @@ from tests.cost._recorded import NAME, finish, open_store, record
 from trainops._errors import JobNotFoundError
 from trainops.catalog._settings import SpotPriceSettings
 from trainops.cost import job_spot_cost, young_daly_interval
-from trainops.store import MetadataStore
+from trainops.store import CheckpointRecord, MetadataStore
 
 
 @pytest.fixture
@@ -64,6 +64,7 @@ def test_a_finished_jobs_cost_interruptions_and_interval_match_the_hand_figures(
     advice = cost.interval
     assert (advice.per_hour, advice.rate_from) == (2, "given")
     assert advice.checkpoint_seconds == 4.0 and advice.restart_seconds == 100.0
+    assert advice.checkpoint_from == "measured"
     assert advice.interval == 272.5 and advice.best_interval == pytest.approx(120.0)
     assert advice.best_overhead == pytest.approx(4 / 120 + 160 / 1800)
     assert advice.overhead == pytest.approx(4 / 272.5 + 236.25 / 1800)
@@ -138,6 +139,27 @@ def test_without_checkpoints_there_is_no_interval_to_advise(store: MetadataStore
     advice = cost.interval
     assert advice.checkpoint_seconds is None and advice.best_interval is None
     assert advice.to_json()["BestIntervalSeconds"] is None
+
+
+def test_a_given_checkpoint_time_replaces_the_measured_one(store: MetadataStore) -> None:
+    finish(store)
+    advice = job_spot_cost(store, NAME, SpotPriceSettings(), 0.0, 2.0, 9.0).interval
+    assert (advice.checkpoint_seconds, advice.checkpoint_from) == (9.0, "given")
+    assert advice.best_interval == pytest.approx(180.0)  # sqrt(2 x 9 x 1800)
+
+
+def test_a_zero_write_time_measures_nothing(tmp_path: Path) -> None:
+    """The sync first saw the file after it was written (a write + rename): 0 s, no measure."""
+    store = open_store(tmp_path / "z.db")
+    try:
+        store.set_secondary(NAME, "Training", "t", 1020.0)
+        store.add_checkpoint(CheckpointRecord(NAME, 1, "algo-1", "synced", 1400.0, 1, 9, 1390.0,
+                                              0.0, 0.1, None))  # fmt: skip
+        advice = job_spot_cost(store, NAME, SpotPriceSettings(), 1400.0, 1.0).interval
+    finally:
+        store.close()
+    assert (advice.checkpoint_seconds, advice.checkpoint_from) == (None, "none")
+    assert advice.interval is None and advice.best_interval is None
 
 
 def test_an_unknown_job_is_refused(store: MetadataStore) -> None:

@@ -117,7 +117,7 @@ def test_an_unknown_job_is_not_found_by_every_handler(
         with pytest.raises(JobNotFoundError, match="no job named 'ghost'"):
             handler("ghost")
     with pytest.raises(JobNotFoundError, match="no job named 'ghost'"):
-        report.cost("ghost", None)
+        report.cost("ghost", None, None)
     with pytest.raises(JobNotFoundError):
         output.metrics("ghost", None)
 
@@ -223,7 +223,7 @@ def test_a_starting_jobs_cost_is_nothing_yet_at_prices_that_say_where_they_come_
     controller: JobController, settings: Settings, jobs: JobRoutes
 ) -> None:
     _submit(jobs, settings, "costly")
-    cost = ReportRoutes(controller, settings).cost("costly", 2.0)
+    cost = ReportRoutes(controller, settings).cost("costly", 2.0, None)
     assert (cost["Running"], cost["BillableTimeInSeconds"], cost["SpotCostUsd"]) == (True, 0, 0)
     assert cost["Prices"]["SpotPriceKind"] == "estimate" and cost["Interruptions"] == []
     assert cost["CheckpointInterval"]["InterruptionsPerHour"] == 2.0

@@ -11,7 +11,7 @@ import argparse
 import json
 from typing import Any
 
-from trainops.cli._render import APPROX, TIMES
+from trainops.cli._render import APPROX, TIMES, format_money
 from trainops.client import format_time, read_jobs, resolve_job_name
 
 __all__ = ["cost", "format_cost_advice"]
@@ -20,7 +20,7 @@ __all__ = ["cost", "format_cost_advice"]
 def cost(args: argparse.Namespace) -> int:
     with read_jobs() as reader:
         name = resolve_job_name(reader, args.name)
-        data = reader.job_cost(name, args.interruptions_per_hour)
+        data = reader.job_cost(name, args.interruptions_per_hour, args.checkpoint_seconds)
     print(json.dumps(data, indent=2) if args.json else format_cost_advice(data))
     return 0
 
@@ -46,10 +46,10 @@ def _costs(data: dict[str, Any]) -> list[str]:
     prices, count = data["Prices"], data["InstanceCount"]
     kind = "your price" if prices["SpotPriceKind"] == "yours" else "an estimate, not a quote"
     return [
-        f"  on-demand {APPROX} ${_money(data['OnDemandCostUsd'])} ({prices['InstanceType']} "
+        f"  on-demand {APPROX} ${format_money(data['OnDemandCostUsd'])} ({prices['InstanceType']} "
         f"{TIMES} {count} at ${prices['OnDemandUsdPerHour']:g}/h, "
         f"prices as of {prices['OnDemandPricesAsOf']})",
-        f"  spot      {APPROX} ${_money(data['SpotCostUsd'])} (at ${prices['SpotUsdPerHour']:g}/h: "
+        f"  spot      {APPROX} ${format_money(data['SpotCostUsd'])} (at ${prices['SpotUsdPerHour']:g}/h: "
         f"{kind}; {prices['SpotPriceSource']})",
     ]
 
@@ -61,8 +61,8 @@ def _interruptions(data: dict[str, Any]) -> list[str]:
         lines.append(f"    {number}. {format_time(item['At'])}: {_lost(item)}; {_restart(item)}")
     if found:
         lines.append(
-            f"  lost work {data['LostSeconds']:.0f} s ({APPROX} ${_money(data['LostCostUsd'])}), "
-            f"restart overhead {data['RestartSeconds']:.0f} s"
+            f"  lost work {_seconds(data['LostSeconds'])} s ({APPROX} "
+            f"${format_money(data['LostCostUsd'])}), restart overhead {_seconds(data['RestartSeconds'])} s"
         )
     problems = data["CheckpointSyncProblems"]
     trouble = f", {problems} failed or incomplete" if problems else ""
@@ -71,7 +71,7 @@ def _interruptions(data: dict[str, Any]) -> list[str]:
 
 
 def _lost(item: dict[str, Any]) -> str:
-    lost = f"lost {item['LostSeconds']:.0f} s of work"
+    lost = f"lost {_seconds(item['LostSeconds'])} s of work"
     if item["SavedAt"] is None:
         return f"{lost} (no checkpoint synced in that attempt)"
     return f"{lost} (since the checkpoint written {format_time(item['SavedAt'])})"
@@ -81,27 +81,34 @@ def _restart(item: dict[str, Any]) -> str:
     if item["RestartSeconds"] is None:
         return "not training again yet"
     resumed = "from a checkpoint" if item["ResumedFromCheckpoint"] else "from scratch"
-    return f"training again {item['RestartSeconds']:.0f} s later, {resumed}"
+    return f"training again {_seconds(item['RestartSeconds'])} s later, {resumed}"
 
 
 def _interval(data: dict[str, Any]) -> list[str]:
     advice = data["CheckpointInterval"]
     rate, cost_s = advice["InterruptionsPerHour"], advice["CheckpointSeconds"]
     if cost_s is None:
-        return ["  checkpoint interval: no synced checkpoint says how long writing one takes"]
+        return [
+            "  checkpoint interval: the checkpoint records do not measure how long writing one "
+            "takes; give --checkpoint-seconds"
+        ]
     if rate is None:
         return [
             f"  checkpoint interval: writing one takes {cost_s:g} s; give "
             "--interruptions-per-hour for the interval that costs least"
         ]
     source = "given" if advice["RateFrom"] == "given" else "as this job saw"
+    measured = "given" if advice["CheckpointSecondsFrom"] == "given" else "measured"
     lines = [
         f"  checkpoint interval (Young/Daly, {rate:g} interruptions/h {source}; "
-        f"C = {cost_s:g} s to write one, R = {advice['RestartSeconds']:g} s to restart):"
+        f"C = {cost_s:g} s to write one ({measured}), R = {advice['RestartSeconds']:g} s to "
+        "restart):"
     ]
     if advice["IntervalSeconds"] is not None:
         lines.append(_interval_line("now ", advice["IntervalSeconds"], advice["Overhead"],
                                     advice["ExpectedLostSeconds"]))  # fmt: skip
+    else:
+        lines.append("    now  unknown: the records show no two checkpoints of one attempt")
     lines.append(_interval_line("best", advice["BestIntervalSeconds"], advice["BestOverhead"],
                                 advice["BestExpectedLostSeconds"]))  # fmt: skip
     return lines
@@ -114,5 +121,6 @@ def _interval_line(label: str, interval: float, overhead: float, lost: float) ->
     )
 
 
-def _money(usd: float) -> str:
-    return f"{usd:.2f}" if usd >= 1 else f"{usd:.4g}"
+def _seconds(value: float) -> str:
+    """Whole seconds, or tenths below ten (a lost 0.4 s is not 0)."""
+    return f"{value:.1f}" if value < 10 else f"{value:.0f}"

@@ -180,6 +180,11 @@ def _add_cost(commands: Commands) -> None:
         "--interruptions-per-hour", type=_interruption_rate, metavar="R",
         help="the interruption rate to advise a checkpoint interval for (default: this job's)",
     )  # fmt: skip
+    sub.add_argument(
+        "--checkpoint-seconds", type=_checkpoint_seconds, metavar="C",
+        help="seconds writing a checkpoint takes the script (default: as the job's checkpoint "
+        "records measured it)",
+    )  # fmt: skip
     sub.add_argument("--json", action="store_true", help="print the advice's data as JSON")
 
 
@@ -259,6 +264,21 @@ def _interruption_rate(text: str) -> float:
         raise argparse.ArgumentTypeError(
             f"{shown!r} is not a rate: give interruptions per hour, from 0.001 to 3600 "
             "(0.5: one every two hours)"
+        )
+    return value
+
+
+def _checkpoint_seconds(text: str) -> float:
+    """``--checkpoint-seconds``: from 0.001 to 86400."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0.001 <= value <= 86400:  # and not NaN
+        shown = text if len(text) <= 40 else f"{text[:40]}..."
+        raise argparse.ArgumentTypeError(
+            f"{shown!r} is not a time: give the seconds writing a checkpoint takes, from 0.001 "
+            "to 86400"
         )
     return value
 

@@ -24,6 +24,7 @@ __all__ = [
     "format_jobs_table",
     "format_metrics_csv",
     "format_metrics_table",
+    "format_money",
     "format_rule_statuses",
     "format_table",
 ]
@@ -106,7 +107,7 @@ def format_cost(description: dict[str, Any]) -> str | None:
     resources = description.get("ResourceConfig") or {}
     count = cost.get("InstanceCount", resources.get("InstanceCount", "?"))
     return (
-        f"{APPROX} ${_money(float(cost['EstimatedCostUsd']))} "
+        f"{APPROX} ${format_money(float(cost['EstimatedCostUsd']))} "
         f"({resources.get('InstanceType', '?')} {TIMES} {count} "
         f"at ${float(cost.get('OnDemandUsdPerHour', 0)):g}/h, "
         f"prices as of {cost.get('PricesAsOf', '?')})"
@@ -170,7 +171,7 @@ def _number(value: Any) -> str:
     return f"{value:g}" if isinstance(value, int | float) else str(value)
 
 
-def _money(usd: float) -> str:
+def format_money(usd: float) -> str:
     """Cents for big sums; otherwise enough decimals to show two significant digits (max 8)."""
     if usd >= 1:
         return f"{usd:,.2f}"

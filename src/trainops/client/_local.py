@@ -62,7 +62,10 @@ class JobReader(Protocol):
     def metrics(self, name: str, metric_name: str | None = None) -> list[dict[str, Any]]: ...
 
     def job_cost(
-        self, name: str, interruptions_per_hour: float | None = None
+        self,
+        name: str,
+        interruptions_per_hour: float | None = None,
+        checkpoint_seconds: float | None = None,
     ) -> dict[str, Any]: ...
 
 
@@ -159,13 +162,21 @@ class StoreReader:
         points: list[dict[str, Any]] = metric_points(store, name, metric_name)["metrics"]
         return points
 
-    def job_cost(self, name: str, interruptions_per_hour: float | None = None) -> dict[str, Any]:
+    def job_cost(
+        self,
+        name: str,
+        interruptions_per_hour: float | None = None,
+        checkpoint_seconds: float | None = None,
+    ) -> dict[str, Any]:
         """The cost advice as ``GET .../cost`` gives it."""
         from trainops.cost import job_spot_cost
 
         store, _ = self._job(name)
         own = self._settings.spot
-        return job_spot_cost(store, name, own, time.time(), interruptions_per_hour).to_json()
+        now = time.time()
+        return job_spot_cost(
+            store, name, own, now, interruptions_per_hour, checkpoint_seconds
+        ).to_json()
 
     def _job(self, name: str) -> tuple[MetadataStore, JobRecord]:
         job = None if self._store is None else self._store.get_job(name)

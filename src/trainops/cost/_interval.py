@@ -6,9 +6,10 @@ takes ``R`` seconds and a mean time ``M`` between interruptions, each interrupti
 ``C / tau + (tau / 2 + R) / M``. The interval that makes it least is Young's
 ``tau* = sqrt(2 C M)`` (Young 1974; Daly 2006 refines it for large ``C / M``).
 
-``C`` is measured: the median time the script took writing a checkpoint's files, as the
-checkpoint syncs saw it; ``tau`` too: the median time between the newest writes of consecutive
-synced checkpoints of a host within one attempt.
+``C`` is given, or measured: the median time the script took writing a checkpoint's files, as
+the checkpoint syncs saw it; ``tau`` is measured: the median time between the newest writes of
+consecutive synced checkpoints of a host within one attempt (a host that reports only its last
+sync of each attempt shows no interval).
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ class IntervalAdvice:
 
     per_hour: float | None  # interruptions per hour (None: no rate given and none seen)
     rate_from: str  # "given", "this job" or "none"
-    checkpoint_seconds: float | None  # C (None: no synced checkpoint says how long it took)
+    checkpoint_seconds: float | None  # C (None: not given, and no record measured it)
+    checkpoint_from: str  # "given", "measured" or "none"
     restart_seconds: float  # R: this job's median restart overhead, 0 without interruptions
     interval: float | None  # the job's measured interval
     best_interval: float | None  # tau*
@@ -58,6 +60,7 @@ class IntervalAdvice:
             "InterruptionsPerHour": self.per_hour,
             "RateFrom": self.rate_from,
             "CheckpointSeconds": _r(self.checkpoint_seconds),
+            "CheckpointSecondsFrom": self.checkpoint_from,
             "RestartSeconds": _r(self.restart_seconds),
             "IntervalSeconds": _r(self.interval),
             "BestIntervalSeconds": _r(self.best_interval),
@@ -73,12 +76,17 @@ def advise_interval(
     restarts: Sequence[float],
     per_hour: float | None,
     seen_per_hour: float | None,
+    given_checkpoint_seconds: float | None = None,
 ) -> IntervalAdvice:
-    """The advice at ``per_hour`` (given), else at the rate this job saw (``seen_per_hour``)."""
+    """The advice at ``per_hour`` (given), else at the rate this job saw (``seen_per_hour``);
+    with ``given_checkpoint_seconds`` as C, else C as the records measured it."""
     rate, rate_from = (per_hour, "given") if per_hour is not None else (seen_per_hour, "this job")
     if rate is None:
         rate_from = "none"
-    cost = checkpoint_seconds(checkpoints)
+    cost, cost_from = given_checkpoint_seconds, "given"
+    if cost is None:
+        cost = checkpoint_seconds(checkpoints)
+        cost_from = "none" if cost is None else "measured"
     restart = statistics.median(restarts) if restarts else 0.0
     interval = checkpoint_interval(checkpoints)
     best = overhead = best_overhead = None
@@ -92,6 +100,7 @@ def advise_interval(
         per_hour=rate,
         rate_from=rate_from,
         checkpoint_seconds=cost,
+        checkpoint_from=cost_from,
         restart_seconds=restart,
         interval=interval,
         best_interval=best,
@@ -103,7 +112,9 @@ def advise_interval(
 
 
 def checkpoint_seconds(checkpoints: Sequence[CheckpointLike]) -> float | None:
-    """The median time the script took writing a synced checkpoint (None: never measured)."""
+    """The median time the script took writing a synced checkpoint (None: never measured; a
+    record of 0 s says the sync first saw the file after it was written, so it measured
+    nothing)."""
     times = [r.write_seconds for r in checkpoints if r.kind == "synced" and r.write_seconds]
     return statistics.median(times) if times else None
 

@@ -114,9 +114,11 @@ def spot_cost(
     prices: Prices,
     now: float,
     interruptions_per_hour: float | None = None,
+    checkpoint_seconds: float | None = None,
 ) -> SpotCost:
     """``job``'s cost advice as of ``now``; the interval advice at ``interruptions_per_hour``
-    (default: the rate this job saw, interruptions per hour it trained)."""
+    (default: the rate this job saw, interruptions per hour it trained) and with
+    ``checkpoint_seconds`` as the time to write one (default: as the records measured it)."""
     running = job.status not in _ENDED
     end = now if running else (job.training_end_time or job.last_modified_time)
     billable = _billable(job, transitions, end)
@@ -136,7 +138,9 @@ def spot_cost(
         interruptions=found,
         checkpoints_synced=sum(1 for r in checkpoints if r.kind == "synced"),
         checkpoint_sync_problems=sum(1 for r in checkpoints if r.kind.startswith("sync_")),
-        interval=advise_interval(checkpoints, restarts, interruptions_per_hour, seen),
+        interval=advise_interval(
+            checkpoints, restarts, interruptions_per_hour, seen, checkpoint_seconds
+        ),
     )
 
 
@@ -174,6 +178,7 @@ def job_spot_cost(
     own_prices: SpotPriceSettings,
     now: float,
     interruptions_per_hour: float | None = None,
+    checkpoint_seconds: float | None = None,
 ) -> SpotCost:
     """:func:`spot_cost` of the job called ``name`` in ``store`` (:class:`JobNotFoundError` if
     none is), at its instance type's prices (``own_prices``: the user's spot prices)."""
@@ -182,4 +187,4 @@ def job_spot_cost(
         raise JobNotFoundError(f"no job named {name!r}")
     prices = prices_of(job.spec.instance_type, own_prices)
     return spot_cost(job, store.transitions(name), store.checkpoints(name), prices, now,
-                     interruptions_per_hour)  # fmt: skip
+                     interruptions_per_hour, checkpoint_seconds)  # fmt: skip

@@ -22,6 +22,8 @@ from trainops.server.routes._shapes import API, json_object
 #: Bounds of an interruption rate a cost question may ask about (per hour: one a second at most).
 MIN_RATE_PER_HOUR = 0.001
 MAX_RATE_PER_HOUR = 3600.0
+MIN_CHECKPOINT_SECONDS = 0.001
+MAX_CHECKPOINT_SECONDS = 86400.0
 
 __all__ = ["ReportRoutes"]
 
@@ -61,16 +63,19 @@ class ReportRoutes:
         except NoProfilerDataError as exc:
             raise ApiError(404, "not_found", str(exc)) from None
 
-    def cost(self, name: str, interruptions_per_hour: float | None) -> dict[str, Any]:
+    def cost(
+        self, name: str, interruptions_per_hour: float | None, checkpoint_seconds: float | None
+    ) -> dict[str, Any]:
         """A job's cost advice, running or ended: its billable and training seconds, its cost
         on-demand and at spot (the catalog's estimate unless config.yaml gives a price; each
         price says where it comes from), each interruption's lost work and restart overhead,
         and the checkpoint interval that costs least at ``interruptions_per_hour`` (Young/Daly;
-        default: the rate this job saw). 404 for an unknown job."""
+        default: the rate this job saw) and ``checkpoint_seconds`` to write one (default: as the
+        job's checkpoint records measured it). 404 for an unknown job."""
         self.controller.job(name)
         own = self.settings.spot
         return job_spot_cost(self.controller.store, name, own, time.time(),
-                             interruptions_per_hour).to_json()  # fmt: skip
+                             interruptions_per_hour, checkpoint_seconds).to_json()  # fmt: skip
 
     def operations(self) -> list[Operation]:
         """``GET /jobs/{name}/profiler-report`` and ``GET /jobs/{name}/cost``."""
@@ -87,7 +92,7 @@ class ReportRoutes:
                 "GET",
                 f"{API}/jobs/{{name}}/cost",
                 self.cost,
-                params=(_RATE,),
+                params=(_RATE, _CHECKPOINT_SECONDS),
                 errors=(400, 404),
                 auth="token",
                 returns=_COST,
@@ -102,6 +107,14 @@ _RATE = Param(
     le=MAX_RATE_PER_HOUR,
     description="the interruption rate to advise a checkpoint interval for "
     "(default: the rate this job saw)",
+)
+_CHECKPOINT_SECONDS = Param(
+    "checkpoint_seconds",
+    "number",
+    ge=MIN_CHECKPOINT_SECONDS,
+    le=MAX_CHECKPOINT_SECONDS,
+    description="seconds writing a checkpoint takes the script (default: as the job's "
+    "checkpoint records measured it)",
 )
 _NUMBER = {"type": "number"}
 _COST = json_object(
