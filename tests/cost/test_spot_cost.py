@@ -34,7 +34,7 @@ import pytest
 from tests.cost._recorded import NAME, finish, open_store, record
 from trainops._errors import JobNotFoundError
 from trainops.catalog._settings import SpotPriceSettings
-from trainops.cost import job_spot_cost, young_daly_interval
+from trainops.cost import job_cost, job_spot_cost, young_daly_interval
 from trainops.store import CheckpointRecord, MetadataStore
 
 
@@ -165,3 +165,13 @@ def test_a_zero_write_time_measures_nothing(tmp_path: Path) -> None:
 def test_an_unknown_job_is_refused(store: MetadataStore) -> None:
     with pytest.raises(JobNotFoundError, match="no job named 'nope'"):
         job_spot_cost(store, "nope", SpotPriceSettings(), now=0.0)
+
+
+def test_describes_cost_of_a_running_spot_job_leaves_the_waits_out(store: MetadataStore) -> None:
+    """``job_cost`` (describe's Cost) as the control plane bills: 630 s of attempt 1 accrued,
+    attempt 2 training since 1780: at 2000, 850 s, not the 980 s since training began."""
+    record(2000.0, store)
+    store.update_job(NAME, 2000.0, training_start_time=1020.0, billable_accrued=630.0,
+                     attempt_training_start=1780.0)  # fmt: skip
+    job = store.get_job(NAME)
+    assert job is not None and job_cost(job, 2000.0).seconds == pytest.approx(850.0)
