@@ -162,6 +162,16 @@ def test_a_zero_write_time_measures_nothing(tmp_path: Path) -> None:
     assert advice.interval is None and advice.best_interval is None
 
 
+def test_an_attempt_interrupted_before_it_trained_lost_nothing(store: MetadataStore) -> None:
+    record(1760.0, store)  # attempt 2 is Downloading since 1760 when the next interruption comes
+    store.set_secondary(NAME, "Interrupted", "again, before training", 1770.0)
+    store.set_secondary(NAME, "Pending", "waiting", 1775.0)
+    first, second = job_spot_cost(store, NAME, SpotPriceSettings(), now=1800.0).interruptions
+    assert first.lost_seconds == 300.0 and first.restart_seconds is None  # never trained again
+    assert (second.training_since, second.saved_at, second.lost_seconds) == (None, None, 0.0)
+    assert second.to_json()["TrainingSince"] is None
+
+
 def test_an_unknown_job_is_refused(store: MetadataStore) -> None:
     with pytest.raises(JobNotFoundError, match="no job named 'nope'"):
         job_spot_cost(store, "nope", SpotPriceSettings(), now=0.0)

@@ -4,7 +4,7 @@ Read from the job's status transitions and its checkpoint records (seam 5: one r
 or restore of a host's ``/opt/ml/checkpoints``):
 
 - an interruption starts at its ``Interrupted`` transition; the attempt it ended had been
-  training since the ``Training`` transition before it;
+  training since its ``Training`` transition (one interrupted before it trained lost nothing);
 - the work it lost is the time from the newest state saved for good to the interruption: the
   newest write of the last checkpoint synced by then (``synced`` records only; a sync that
   failed or stopped half-way saved nothing), the newest of each host taken and the oldest
@@ -71,7 +71,7 @@ class Interruption:
 
     at: float
     message: str
-    training_since: float
+    training_since: float | None  # None: the attempt had not trained yet (nothing lost)
     saved_at: float | None  # the newest state synced by then (None: nothing synced this attempt)
     lost_seconds: float
     restart_seconds: float | None  # None: not training again (yet)
@@ -99,11 +99,9 @@ def interruptions(
     for index, step in enumerate(transitions):
         if step.status != INTERRUPTED:
             continue
-        since = _last_training_start(transitions[:index])
-        if since is None:  # interrupted before it ever trained: nothing ran, nothing lost
-            continue
+        since = _attempt_training_start(transitions[:index])
         down = step.end_time if step.end_time is not None else now
-        saved = _saved_at(checkpoints, since, down)
+        saved = None if since is None else _saved_at(checkpoints, since, down)
         later = transitions[index + 1 :]
         again = _next_training_start(later)
         until = next((t.start_time for t in later if t.status == INTERRUPTED), math.inf)
@@ -113,7 +111,7 @@ def interruptions(
                 message=step.message,
                 training_since=since,
                 saved_at=saved,
-                lost_seconds=max(0.0, step.start_time - max(since, saved or since)),
+                lost_seconds=_lost(step.start_time, since, saved),
                 restart_seconds=None if again is None else max(0.0, again - step.start_time),
                 resumed_from_checkpoint=_restored(checkpoints, step.start_time, again, until),
             )
@@ -136,9 +134,21 @@ def billable_seconds(transitions: Sequence[TransitionLike], end: float) -> float
     return total
 
 
-def _last_training_start(transitions: Sequence[TransitionLike]) -> float | None:
-    starts = [t.start_time for t in transitions if t.status == TRAINING]
-    return starts[-1] if starts else None
+def _attempt_training_start(before: Sequence[TransitionLike]) -> float | None:
+    """When the interrupted attempt began training: its ``Training`` after the last stop of an
+    earlier attempt (None: it was interrupted before it trained)."""
+    for step in reversed(before):
+        if step.status == TRAINING:
+            return step.start_time
+        if step.status in _STOPPING_HOSTS:
+            return None
+    return None
+
+
+def _lost(at: float, since: float | None, saved: float | None) -> float:
+    if since is None:
+        return 0.0
+    return max(0.0, at - max(since, saved if saved is not None else since))
 
 
 def _next_training_start(transitions: Sequence[TransitionLike]) -> float | None:
