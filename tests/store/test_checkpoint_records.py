@@ -1,4 +1,4 @@
-"""Checkpoint records (schema version 14): an agent's ``checkpoint`` events are stored once each
+"""Checkpoint records (schema version 13): an agent's ``checkpoint`` events are stored once each
 and read back as written; a malformed one is dropped without holding back the events after it;
 a saved version-11 database upgrades to hold them."""
 

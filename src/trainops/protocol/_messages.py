@@ -219,6 +219,7 @@ class Command:
     stdin: str = ""
     variables: dict[str, str] = field(default_factory=dict)
     timeout_seconds: float = 0.0
+    interrupted: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
