@@ -167,6 +167,13 @@ EVERY_VARIABLE = [
     ("TRAINOPS_RAY_NAMESPACE", "team", "ray.namespace", "team"),
     ("TRAINOPS_RAY_PLACEMENT", "spread", "ray.placement", "spread"),
     ("TRAINOPS_RAY_AUTOSCALING", "yes", "ray.autoscaling", True),
+    ("TRAINOPS_SPOT_DISCOUNT_PERCENT", "65", "spot.discount_percent", 65),
+    (
+        "TRAINOPS_SPOT_PRICES",
+        "ml.c5.xlarge=0.07, ml.m5.large=0.04",
+        "spot.prices",
+        (("ml.c5.xlarge", 0.07), ("ml.m5.large", 0.04)),
+    ),
 ]
 
 # (config.yaml text, attribute path, expected)
@@ -193,6 +200,8 @@ EVERY_KEY = [
     ("archive:\n  max_path_length: 99\n", "archive.max_path_length", 99),
     ("ray:\n  namespace: n\n", "ray.namespace", "n"),
     ("ray:\n  autoscaling: false\n", "ray.autoscaling", False),
+    ("spot:\n  discount_percent: 0\n", "spot.discount_percent", 0),
+    ("spot:\n  prices: [ml.p3.2xlarge=1.05]\n", "spot.prices", (("ml.p3.2xlarge", 1.05),)),
     ("s3:\nlocal: {}\n", "capacity.cpus", None),  # an empty section is none
 ]
 
@@ -279,6 +288,11 @@ def test_an_unknown_key_is_refused_with_the_known_ones(tmp_path: Path) -> None:
         ("shared_paths: [rel]\n", "config.yaml shared_paths: shared_paths must be absolute"),
         ("transfer:\n  part_size_mb: 64\n  memory_mb: 32\n", "config.yaml transfer.memory_mb:"),
         ("archive: 3\n", "config.yaml archive: expected a mapping of settings"),
+        ("spot:\n  discount_percent: 100\n", "config.yaml spot.discount_percent: the spot disc"),
+        ("spot:\n  discount_percent: -5\n", "spot.discount_percent: the spot discount must not"),
+        ("spot:\n  prices: [ml.p3.2xlarge]\n", "config.yaml: spot.prices entry 'ml.p3.2xlarge' is"),
+        ("spot:\n  prices: [x=nan]\n", "config.yaml: spot.prices entry 'x=nan' is not TYPE=PRICE"),
+        ("spot:\n  prices: {a: 1}\n", "config.yaml spot.prices: expected a list of type=price"),
     ],
 )
 def test_every_config_refusal_names_the_file_and_key(
@@ -298,6 +312,15 @@ def test_every_config_refusal_names_the_file_and_key(
         ({"TRAINOPS_HEARTBEAT_TIMEOUT": "4"}, "variable TRAINOPS_HEARTBEAT_TIMEOUT: heartbeat"),
         ({"TRAINOPS_SHARED_PATHS": "/ok,rel"}, "TRAINOPS_SHARED_PATHS: shared_paths must be"),
         ({"TRAINOPS_ARCHIVE_MAX_RATIO": "-2"}, "TRAINOPS_ARCHIVE_MAX_RATIO: must not be negative"),
+        (
+            {"TRAINOPS_SPOT_PRICES": "a=1,b=-1"},
+            "variable TRAINOPS_SPOT_PRICES: spot.prices entry 'b",
+        ),
+        (
+            {"TRAINOPS_SPOT_PRICES": "=1"},
+            "TRAINOPS_SPOT_PRICES: spot.prices entry '=1' is not TYPE",
+        ),
+        ({"TRAINOPS_SPOT_DISCOUNT_PERCENT": "1e3"}, "DISCOUNT_PERCENT: expected a whole number"),
     ],
 )
 def test_every_variable_refusal_names_the_variable(
@@ -311,6 +334,8 @@ def test_hostile_values_are_refused_briefly_and_secrets_never_shown(tmp_path: Pa
     assert len(_refusal(tmp_path, TRAINOPS_LOCAL_CPUS=huge)) < 300
     assert len(_refusal(tmp_path, TRAINOPS_WEBHOOK_NETWORKS="x" * 100_000)) < 300
     assert len(_refusal(tmp_path, TRAINOPS_SHARED_PATHS="r" * 100_000)) < 300
+    assert len(_refusal(tmp_path, TRAINOPS_SPOT_PRICES="m=" + "9" * 100_000)) < 300
+    assert len(_refusal(tmp_path, TRAINOPS_SPOT_PRICES="inf=inf")) < 300
     secret = "hunter2hunter2"
     for text in (
         f"s3:\n  secret_access_key: {{value: {secret}}}\n",

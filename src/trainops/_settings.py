@@ -24,6 +24,7 @@ from trainops.actions._settings import ActionSettings
 from trainops.agent._settings import AgentSettings
 from trainops.archive import ArchiveLimits
 from trainops.backends._settings import LocalCapacity, RaySettings
+from trainops.catalog._settings import SpotPriceSettings
 from trainops.control._settings import ControlSettings
 from trainops.server._settings import ServerSettings
 from trainops.storage._settings import MIB, S3Settings, TransferSettings
@@ -49,6 +50,7 @@ SECTIONS: dict[str, Callable[[SettingsSource], object]] = {
     "server": ServerSettings.read,  # HTTP server
     "actions": ActionSettings.read,  # rule actions
     "agent": AgentSettings.read,  # host agent (channels)
+    "spot": SpotPriceSettings.read,  # catalog (the user's own spot prices)
 }
 
 
@@ -75,6 +77,7 @@ class Settings:
     server: ServerSettings = field(default_factory=ServerSettings)
     actions: ActionSettings = field(default_factory=ActionSettings)
     agent: AgentSettings = field(default_factory=AgentSettings)
+    spot: SpotPriceSettings = field(default_factory=SpotPriceSettings)
 
     # Components' settings that are top-level keys of config.yaml, by their names there.
     @property

@@ -34,3 +34,17 @@ def test_cost_is_seconds_times_price_times_count() -> None:
 def test_unknown_type_message() -> None:
     with pytest.raises(KeyError, match="did you mean"):
         get_instance_type("ml.p4d.24xlrge")
+
+
+def test_every_type_has_a_spot_price_below_on_demand_labelled_an_estimate() -> None:
+    catalog = load_catalog()
+    for item in catalog.instance_types.values():
+        assert 0 < item.spot_usd_per_hour < item.on_demand_usd_per_hour
+        assert item.spot_usd_per_hour == pytest.approx(item.on_demand_usd_per_hour * 0.30, abs=1e-4)
+    spot = catalog.spot
+    assert spot.kind == "estimate" and spot.discount == 0.70 and spot.as_of
+    assert "not a quote" in spot.source and "config.yaml" in spot.source
+
+
+def test_local_types_cost_nothing_on_spot_either() -> None:
+    assert get_instance_type("local").spot_usd_per_hour == 0.0

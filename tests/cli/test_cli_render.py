@@ -227,3 +227,15 @@ def test_rule_statuses() -> None:
         "\nDebugger rules:\n  VanishingGradient: IssuesFound: gradient fc.weight vanishes at step 3"
         "\n    Recommendation: check the initialization"
     )
+
+
+def test_a_spot_jobs_cost_comes_first_at_spot_labelled_an_estimate() -> None:
+    cost = {**DESCRIPTION["Cost"], "SpotUsdPerHour": 0.0345, "SpotPriceKind": "estimate",
+            "EstimatedSpotCostUsd": 0.00036414}  # fmt: skip
+    spot = {**DESCRIPTION, "Cost": cost, "EnableManagedSpotTraining": True}
+    assert format_cost(spot) == (
+        "≈ $0.00036 at spot ($0.0345/h, an estimate); on-demand ≈ $0.0012 "
+        "(ml.m5.large × 1 at $0.115/h, prices as of 2024-06-01)"
+    )
+    on_demand = {**spot, "EnableManagedSpotTraining": False}  # the spot figure is not its cost
+    assert format_cost(on_demand) == format_cost(DESCRIPTION)

@@ -26,6 +26,9 @@ EXPECTED = {
     "chaos": {"-h", "--help", "ACTION", "NAME", "--host", "--gap", "--notice"},
     # the profiler report: where to write it, JSON instead, and not opening a browser (CI)
     "report": {"-h", "--help", "NAME", "-o", "--output", "--json", "--no-open"},
+    # cost advice: the interruption rate and checkpoint time to advise an interval for (the
+    # records cannot always measure the latter), and JSON instead of text
+    "cost": {"-h", "--help", "NAME", "--interruptions-per-hour", "--checkpoint-seconds", "--json"},
     "cluster": {"-h", "--help"},  # the backend's machines: a deliberate command, no knobs
     "study": {"-h", "--help", "STUDY"},  # a deliberate command: its knobs are in the study file
     "server": {"-h", "--help", "--host", "--port", "--backend", "--ray-address"},

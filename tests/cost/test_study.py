@@ -75,6 +75,9 @@ def test_table_and_plot(tmp_path: Path) -> None:
         ("job: job.yaml\nconfigurations: [{}]\nplot: out.svg\n", "plot (line 3): must name a .png"),
         ("job: job.yaml\nconfigurations: [{}]\nfoo: 1\n", "foo (line 3): unknown field"),
         ("- not a mapping\n", "the study must be a mapping"),
+        ("job: job.yaml\nconfigurations: [{}]\ndeadline_seconds: 0\n", "deadline_seconds (line 3)"),
+        ("job: job.yaml\nconfigurations: [{}]\nspot_overhead: -1\n", "spot_overhead (line 3)"),
+        ("job: job.yaml\nconfigurations: [{}]\ndeadline_seconds: .nan\n", "deadline_seconds"),
     ],
 )
 def test_a_bad_study_file_names_the_field_and_line(tmp_path: Path, text: str, message: str) -> None:
@@ -113,10 +116,16 @@ def test_trainops_study_runs_every_configuration(tmp_path: Path) -> None:
         "  - {instance_count: 2, processes_per_host: 1}\n"
         "target: {metric: test_accuracy, value: 0.95}\n"
         "plot: out/scaling.png\n"
+        "deadline_seconds: 3600\n"
     )
     result = trainops("study", str(study), home=tmp_path / "home")
     assert result.returncode == 0, result.stdout + result.stderr
-    figures = json.loads((tmp_path / "out" / "scaling.json").read_text())
+    written = json.loads((tmp_path / "out" / "scaling.json").read_text())
+    figures = written["configurations"]
+    deadline = written["deadline"]  # both reach the target well in time
+    assert deadline["missed"] == [] and deadline["cheapest_spot"]["spot"] is True
+    assert deadline["cheapest_spot"]["usd"] < deadline["cheapest_on_demand"]["usd"]
+    assert "Deadline 3600 s (to test_accuracy;" in result.stdout
     assert [(f["world"], f["throughput"], f["efficiency"]) for f in figures] == [
         (1, 100.0, 1.0),
         (2, 200.0, 1.0),

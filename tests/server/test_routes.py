@@ -78,6 +78,7 @@ def test_the_table_lists_every_public_route_once_in_document_order(
         ("GET", "/jobs/{name}/logs", "logs"),
         ("GET", "/jobs/{name}/metrics", "metrics"),
         ("GET", "/jobs/{name}/profiler-report", "profiler_report"),
+        ("GET", "/jobs/{name}/cost", "cost"),
         ("POST", "/tuning-jobs", "create"),
         ("GET", "/tuning-jobs", "list_tuning_jobs"),
         ("GET", "/tuning-jobs/{name}", "describe"),
@@ -115,6 +116,8 @@ def test_an_unknown_job_is_not_found_by_every_handler(
     for handler in (jobs.describe_job, jobs.stop_job, report.profiler_report):
         with pytest.raises(JobNotFoundError, match="no job named 'ghost'"):
             handler("ghost")
+    with pytest.raises(JobNotFoundError, match="no job named 'ghost'"):
+        report.cost("ghost", None, None)
     with pytest.raises(JobNotFoundError):
         output.metrics("ghost", None)
 
@@ -214,3 +217,13 @@ def test_submission_says_in_one_line_what_the_machine_cannot_give(
     assert "/opt/ml" not in _submit(jobs, settings, "no-opt-ml", mount_opt_ml=False)["Warnings"][0]
     monkeypatch.setattr(_containment, "_probed", Containment(True, True))
     assert _submit(jobs, settings, "free")["Warnings"] == []
+
+
+def test_a_starting_jobs_cost_is_nothing_yet_at_prices_that_say_where_they_come_from(
+    controller: JobController, settings: Settings, jobs: JobRoutes
+) -> None:
+    _submit(jobs, settings, "costly")
+    cost = ReportRoutes(controller, settings).cost("costly", 2.0, None)
+    assert (cost["Running"], cost["BillableTimeInSeconds"], cost["SpotCostUsd"]) == (True, 0, 0)
+    assert cost["Prices"]["SpotPriceKind"] == "estimate" and cost["Interruptions"] == []
+    assert cost["CheckpointInterval"]["InterruptionsPerHour"] == 2.0

@@ -125,6 +125,20 @@ def test_error_answers_follow_the_documented_shape(plane: ControlPlane) -> None:
     for query in ({"wait": 31}, {"limit": 0}, {"after": -1}):
         bad = plane.client.get(f"{API}/jobs/twice/logs", params=query)
         assert (bad.status_code, _detail(bad)["error"]) == (400, "bad_request")
+    for rate in ("0", "-1", "nan", "inf", "3601", "1e400", "x"):  # an interruption rate
+        bad = plane.client.get(f"{API}/jobs/twice/cost", params={"interruptions_per_hour": rate})
+        assert (bad.status_code, _detail(bad)["error"]) == (400, "bad_request"), rate
+    for seconds in ("0", "86401", "nan"):
+        bad = plane.client.get(f"{API}/jobs/twice/cost", params={"checkpoint_seconds": seconds})
+        assert (bad.status_code, _detail(bad)["error"]) == (400, "bad_request"), seconds
+    asked = {"interruptions_per_hour": "0.5", "checkpoint_seconds": "2"}
+    cost = plane.client.get(f"{API}/jobs/twice/cost", params=asked)
+    assert cost.status_code == 200 and cost.json()["TrainingJobName"] == "twice"
+    advice = cost.json()["CheckpointInterval"]
+    assert (
+        advice["InterruptionsPerHour"] == 0.5 and advice["BestIntervalSeconds"] == 169.706
+    )  # sqrt(2 x 2 x 7200)
+    assert plane.client.get(f"{API}/jobs/ghost/cost").status_code == 404
     bad_filter = plane.client.get(f"{API}/jobs", params={"status": "Running"})
     assert bad_filter.status_code == 400
     unknown_route = plane.client.get(f"{API}/nothing-here")
@@ -177,7 +191,11 @@ def test_describe_has_the_documented_keys_and_hides_credentials(plane: ControlPl
         "EstimatedCostUsd",
         "PricesAsOf",
         "Region",
+        "SpotUsdPerHour",
+        "SpotPriceKind",
+        "EstimatedSpotCostUsd",
     }
+    assert job["Cost"]["SpotPriceKind"] == "estimate"  # never shown as a quote
     assert job["Artifacts"] == [
         {
             "Name": "log",

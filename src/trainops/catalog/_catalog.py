@@ -10,12 +10,13 @@ from importlib import resources
 
 from trainops.catalog._local import LOCAL_TYPES, machine_hardware
 
-__all__ = ["Catalog", "InstanceType", "get_instance_type", "load_catalog"]
+__all__ = ["Catalog", "InstanceType", "SpotPrices", "get_instance_type", "load_catalog"]
 
 
 @dataclass(frozen=True, slots=True)
 class InstanceType:
-    """One SageMaker instance type: hardware and on-demand price per hour."""
+    """One SageMaker instance type: hardware, on-demand price per hour and the catalog's spot
+    price per hour (an estimate: see :class:`SpotPrices`)."""
 
     name: str
     vcpus: int
@@ -24,10 +25,22 @@ class InstanceType:
     gpu_model: str | None
     gpu_memory_gib: float
     on_demand_usd_per_hour: float
+    spot_usd_per_hour: float
 
     def cost_usd(self, billable_seconds: float, instance_count: int = 1) -> float:
         """Billable seconds x price x instance count."""
         return billable_seconds / 3600.0 * self.on_demand_usd_per_hour * instance_count
+
+
+@dataclass(frozen=True, slots=True)
+class SpotPrices:
+    """Where the catalog's spot prices come from: ``kind`` is ``estimate`` (the on-demand price
+    less ``discount``, a fraction), never a quote; ``source`` says so in words."""
+
+    kind: str
+    discount: float
+    as_of: str
+    source: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +51,7 @@ class Catalog:
     currency: str
     prices_as_of: str
     source: str
+    spot: SpotPrices
     instance_types: dict[str, InstanceType]
 
     def get(self, name: str) -> InstanceType:
@@ -62,7 +76,12 @@ def _local_type(name: str) -> InstanceType:
     hardware = machine_hardware(name)
     gpu_model = "this machine's" if hardware.gpus else None
     return InstanceType(
-        name, *hardware, gpu_model=gpu_model, gpu_memory_gib=0.0, on_demand_usd_per_hour=0.0
+        name,
+        *hardware,
+        gpu_model=gpu_model,
+        gpu_memory_gib=0.0,
+        on_demand_usd_per_hour=0.0,
+        spot_usd_per_hour=0.0,
     )
 
 
@@ -77,6 +96,7 @@ def load_catalog() -> Catalog:
         currency=doc["currency"],
         prices_as_of=doc["prices_as_of"],
         source=doc["source"],
+        spot=SpotPrices(**doc["spot"]),
         instance_types=types,
     )
 

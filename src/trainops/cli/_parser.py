@@ -7,6 +7,7 @@ Handlers are referenced by name and imported on use, so ``trainops --help`` stay
 from __future__ import annotations
 
 import argparse
+import math
 from typing import TypeAlias
 
 from trainops._version import __version__
@@ -15,6 +16,9 @@ __all__ = ["PRIMARY_STATUSES", "build_parser"]
 
 PRIMARY_STATUSES = ("InProgress", "Completed", "Failed", "Stopping", "Stopped")
 DEFAULT_PORT = 8470
+# The rates a cost question may ask about: the server's bounds too (server/routes/_reports.py).
+MIN_INTERRUPTIONS_PER_HOUR = 0.001
+MAX_INTERRUPTIONS_PER_HOUR = 3600.0
 NAME_HELP = "the job's name, a start of it that no other job's name has, or latest"
 
 
@@ -34,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_stop(commands)
     _add_chaos(commands)
     _add_report(commands)
+    _add_cost(commands)
     _add_cluster(commands)
     _add_study(commands)
     _add_server(commands)
@@ -162,6 +167,27 @@ def _add_report(commands: Commands) -> None:
     sub.add_argument("--no-open", action="store_true", help="do not open it in a browser")
 
 
+def _add_cost(commands: Commands) -> None:
+    sub = _command(
+        commands,
+        "cost",
+        "cost",
+        "Print a job's cost advice: on-demand and spot cost, what its interruptions cost, and "
+        "the checkpoint interval that costs least; works while the job runs.",
+    )
+    sub.add_argument("name", metavar="NAME", help=NAME_HELP)
+    sub.add_argument(
+        "--interruptions-per-hour", type=_interruption_rate, metavar="R",
+        help="the interruption rate to advise a checkpoint interval for (default: this job's)",
+    )  # fmt: skip
+    sub.add_argument(
+        "--checkpoint-seconds", type=_checkpoint_seconds, metavar="C",
+        help="seconds writing a checkpoint takes the script (default: as the job's checkpoint "
+        "records measured it)",
+    )  # fmt: skip
+    sub.add_argument("--json", action="store_true", help="print the advice's data as JSON")
+
+
 def _add_server(commands: Commands) -> None:
     sub = _command(commands, "server", "server", "Run the control plane and REST API.")
     sub.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
@@ -225,6 +251,36 @@ def _byte_size(text: str) -> int:
     if scale is None or not 1 <= value * scale < 1 << 50:
         raise argparse.ArgumentTypeError(f"{text!r} is not a size such as 64MiB, 100MB or 4096")
     return int(value * scale)
+
+
+def _interruption_rate(text: str) -> float:
+    """``--interruptions-per-hour``: from 0.001 (one in six weeks) to 3600 (one a second)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not MIN_INTERRUPTIONS_PER_HOUR <= value <= MAX_INTERRUPTIONS_PER_HOUR:  # and not NaN
+        shown = text if len(text) <= 40 else f"{text[:40]}..."
+        raise argparse.ArgumentTypeError(
+            f"{shown!r} is not a rate: give interruptions per hour, from 0.001 to 3600 "
+            "(0.5: one every two hours)"
+        )
+    return value
+
+
+def _checkpoint_seconds(text: str) -> float:
+    """``--checkpoint-seconds``: from 0.001 to 86400."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0.001 <= value <= 86400:  # and not NaN
+        shown = text if len(text) <= 40 else f"{text[:40]}..."
+        raise argparse.ArgumentTypeError(
+            f"{shown!r} is not a time: give the seconds writing a checkpoint takes, from 0.001 "
+            "to 86400"
+        )
+    return value
 
 
 def _workers(text: str) -> int:

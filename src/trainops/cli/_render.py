@@ -24,6 +24,7 @@ __all__ = [
     "format_jobs_table",
     "format_metrics_csv",
     "format_metrics_table",
+    "format_money",
     "format_rule_statuses",
     "format_table",
 ]
@@ -97,6 +98,8 @@ def format_metrics_csv(points: Sequence[dict[str, Any]]) -> str:
 
 def format_cost(description: dict[str, Any]) -> str | None:
     """``~ $0.0012 (ml.m5.large x 1 at $0.115/h, prices as of 2024-06-01)``; None without a cost.
+    A spot job's starts with its cost at the spot price (``~ $0.0004 at spot ($0.0345/h, an
+    estimate); on-demand ~ $0.0012 (...)``).
 
     Printed with the almost-equal and multiplication signs; None when the job has no cost yet.
     """
@@ -105,11 +108,18 @@ def format_cost(description: dict[str, Any]) -> str | None:
         return None
     resources = description.get("ResourceConfig") or {}
     count = cost.get("InstanceCount", resources.get("InstanceCount", "?"))
-    return (
-        f"{APPROX} ${_money(float(cost['EstimatedCostUsd']))} "
+    on_demand = (
+        f"{APPROX} ${format_money(float(cost['EstimatedCostUsd']))} "
         f"({resources.get('InstanceType', '?')} {TIMES} {count} "
         f"at ${float(cost.get('OnDemandUsdPerHour', 0)):g}/h, "
         f"prices as of {cost.get('PricesAsOf', '?')})"
+    )
+    if not description.get("EnableManagedSpotTraining") or "EstimatedSpotCostUsd" not in cost:
+        return on_demand
+    kind = "your price" if cost.get("SpotPriceKind") == "yours" else "an estimate"
+    return (
+        f"{APPROX} ${format_money(float(cost['EstimatedSpotCostUsd']))} at spot "
+        f"(${float(cost['SpotUsdPerHour']):g}/h, {kind}); on-demand {on_demand}"
     )
 
 
@@ -187,7 +197,7 @@ def _number(value: Any) -> str:
     return f"{value:g}" if isinstance(value, int | float) else str(value)
 
 
-def _money(usd: float) -> str:
+def format_money(usd: float) -> str:
     """Cents for big sums; otherwise enough decimals to show two significant digits (max 8)."""
     if usd >= 1:
         return f"{usd:,.2f}"

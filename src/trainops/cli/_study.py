@@ -19,7 +19,17 @@ from trainops._errors import SpecError, TrainopsError
 from trainops._settings import Settings
 from trainops.cli._run import INTERRUPTED
 from trainops.client import Client, JobFollower, connect, submit_job
-from trainops.cost import StudyRun, plot_study, render_study, scaling_rows, throughput_of
+from trainops.cost import (
+    DeadlineChoice,
+    StudyRun,
+    choose_for_deadline,
+    plot_study,
+    prices_of,
+    render_deadline,
+    render_study,
+    scaling_rows,
+    throughput_of,
+)
 from trainops.cost import time_to_target as first_time_at
 from trainops.spec import (
     JobSpec,
@@ -56,13 +66,27 @@ def study(args: argparse.Namespace) -> int:
     rows = scaling_rows(runs)
     target = plan.target.metric if plan.target else None
     print("\n" + render_study(rows, target), flush=True)
+    choice = _deadline(runs, plan, settings)
+    if choice is not None:
+        print("\n" + render_deadline(choice, target), flush=True)
     if plan.plot:
         results = (folder / plan.plot).with_suffix(".json")  # the figures first: they are data
         results.parent.mkdir(parents=True, exist_ok=True)
-        results.write_text(json.dumps([_row_json(r) for r in rows], indent=2) + "\n")
+        figures: Any = [_row_json(r) for r in rows]
+        if choice is not None:
+            figures = {"configurations": figures, "deadline": choice.to_json()}
+        results.write_text(json.dumps(figures, indent=2) + "\n")
         png = plot_study(rows, folder / plan.plot, f"{base.entry_point}: scaling study")
         print(f"Plot: {png}\nFigures: {results}", flush=True)
     return 0 if all(r.status == "Completed" for r in runs) else 1
+
+
+def _deadline(runs: list[StudyRun], plan: StudySpec, settings: Settings) -> DeadlineChoice | None:
+    """The cheapest configuration in time, where the study file gives a deadline."""
+    if plan.deadline_seconds is None:
+        return None
+    return choose_for_deadline(runs, plan.deadline_seconds,
+                               lambda kind: prices_of(kind, settings.spot), plan.spot_overhead)  # fmt: skip
 
 
 def _checked_variant(base: JobSpec, config: StudyConfiguration, index: int) -> JobSpec:

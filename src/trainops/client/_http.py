@@ -181,6 +181,20 @@ class Client:
         :class:`JobNotFoundError` for an unknown job or one without profiler data."""
         return self._json("GET", _job_path(name, "profiler-report"), timeout=REPORT_TIMEOUT_S)
 
+    def job_cost(
+        self,
+        name: str,
+        interruptions_per_hour: float | None = None,
+        checkpoint_seconds: float | None = None,
+    ) -> dict[str, Any]:
+        """Job ``name``'s cost advice (``trainops.cost.SpotCost.to_json``), computed by the
+        server; the checkpoint interval at ``interruptions_per_hour`` (default: the job's own)
+        with ``checkpoint_seconds`` to write one (default: as the job's records measured it)."""
+        asked = (("interruptions_per_hour", interruptions_per_hour),
+                 ("checkpoint_seconds", checkpoint_seconds))  # fmt: skip
+        params: list[tuple[str, Any]] = [(k, v) for k, v in asked if v is not None]
+        return self._json("GET", _job_path(name, "cost"), params=params)
+
     # --- tuning jobs (server/routes/_tuning.py) -----------------------------------------------
 
     def create_tuning_job(self, config: Mapping[str, Any], code_uri: str) -> dict[str, Any]:

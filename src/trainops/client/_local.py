@@ -1,6 +1,6 @@
 """Reading a home's jobs while no server runs: straight from its store, no control plane started.
 
-``trainops jobs``, ``describe``, ``logs`` (without ``-f``) and ``metrics`` only read. With a
+``trainops jobs``, ``describe``, ``logs`` (without ``-f``), ``metrics`` and ``cost`` only read. With a
 server configured or running for the home they ask it; with none, a job cannot move on (nothing
 collects its hosts' events), so what the store holds is the whole truth, and reading it takes a
 tenth of the time an embedded server takes to start (its backend, its threads, its recovery
@@ -60,6 +60,13 @@ class JobReader(Protocol):
     ) -> dict[str, Any]: ...
 
     def metrics(self, name: str, metric_name: str | None = None) -> list[dict[str, Any]]: ...
+
+    def job_cost(
+        self,
+        name: str,
+        interruptions_per_hour: float | None = None,
+        checkpoint_seconds: float | None = None,
+    ) -> dict[str, Any]: ...
 
 
 @contextmanager
@@ -154,6 +161,22 @@ class StoreReader:
         store, _ = self._job(name)
         points: list[dict[str, Any]] = metric_points(store, name, metric_name)["metrics"]
         return points
+
+    def job_cost(
+        self,
+        name: str,
+        interruptions_per_hour: float | None = None,
+        checkpoint_seconds: float | None = None,
+    ) -> dict[str, Any]:
+        """The cost advice as ``GET .../cost`` gives it."""
+        from trainops.cost import job_spot_cost
+
+        store, _ = self._job(name)
+        own = self._settings.spot
+        now = time.time()
+        return job_spot_cost(
+            store, name, own, now, interruptions_per_hour, checkpoint_seconds
+        ).to_json()
 
     def _job(self, name: str) -> tuple[MetadataStore, JobRecord]:
         job = None if self._store is None else self._store.get_job(name)

@@ -2,7 +2,8 @@
 
 The one rule every view uses (a job's describe, a tuning job's trials and total): billable
 seconds x on-demand price per hour / 3600 x instance count; while the job runs, the seconds
-since its training started stand in for the billable seconds it has not been given yet.
+billed so far stand in for the billable seconds it has not been given yet (a spot job's: the
+seconds its attempts have run, not the waits between them).
 """
 
 from __future__ import annotations
@@ -36,14 +37,24 @@ def job_cost(job: JobRecord, now: float) -> JobCost:
     """``job``'s cost as of ``now`` (its billable seconds once ended)."""
     catalog = load_catalog()
     instance = catalog.get(job.spec.instance_type)
-    seconds: float = job.billable_seconds or 0
-    if job.billable_seconds is None and job.training_start_time is not None:
-        seconds = max(0.0, now - job.training_start_time)
     return JobCost(
-        seconds=seconds,
+        seconds=_billed_so_far(job, now),
         usd_per_hour=instance.on_demand_usd_per_hour,
         instance_count=job.spec.instance_count,
         currency=catalog.currency,
         prices_as_of=catalog.prices_as_of,
         region=catalog.region,
     )
+
+
+def _billed_so_far(job: JobRecord, now: float) -> float:
+    """Its billable seconds once ended; before, as the control plane bills: a spot job the
+    seconds its attempts have run (the interrupted ones' and the current one's since it trained),
+    any other job the seconds since its training began."""
+    if job.billable_seconds is not None:
+        return float(job.billable_seconds)
+    if job.spec.use_spot_instances:
+        start = job.attempt_training_start
+        return job.billable_accrued + (max(0.0, now - start) if start is not None else 0.0)
+    start = job.training_start_time
+    return max(0.0, now - start) if start is not None else 0.0

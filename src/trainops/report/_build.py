@@ -13,6 +13,7 @@ from typing import Any
 
 from trainops._errors import JobNotFoundError, TrainopsError
 from trainops._settings import Settings
+from trainops.cost import job_spot_cost
 from trainops.profiler import ProfilerReader, profiler_prefix
 from trainops.report._data import report_data
 from trainops.report._html import render_html, report_json
@@ -68,7 +69,9 @@ def job_report(
         why = "" if job.spec.profiling else " (profiler_config is off for this job)"
         problem = f"; {reader.errors[0]}" if reader.errors else ""
         raise NoProfilerDataError(f"job {name!r} has no profiler data under {prefix}{why}{problem}")
-    return report_data(job, store.transitions(name), reader, store.rule_evaluations(name), now=now)
+    data = report_data(job, store.transitions(name), reader, store.rule_evaluations(name), now=now)
+    data["cost"] = job_spot_cost(store, name, settings.spot, data["generated_at"]).to_json()
+    return data
 
 
 def write_report(settings: Settings, prefix: str, data: dict[str, Any]) -> tuple[str, str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from trainops.report._html_cost import cost_section
 from trainops.report._markup import e as _e
 from trainops.report._markup import missing as _none
 from trainops.report._markup import number as _n
@@ -396,6 +397,7 @@ def _gpu_memory(s: dict[str, Any], data: dict[str, Any]) -> str:
 SECTION_RENDERERS: tuple[tuple[str, str, Callable[[dict[str, Any]], str]], ...] = (
     ("summary", "1. Training job summary", lambda d: _summary(d["sections"]["summary"])),
     ("advice", "Right-sizing advice", lambda d: _advice(d["advice"])),
+    ("cost", "Cost and spot interruptions", lambda d: cost_section(d.get("cost"))),
     ("system", "2. System usage statistics", lambda d: _system(d["sections"]["system_usage"], d)),
     ("framework", "3. Framework metrics summary", lambda d: _framework(d["sections"]["framework"])),
     ("rules", "4. Rules summary", lambda d: _rules(d["sections"]["rules"])),

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from trainops._settings import Settings
-from trainops.cost import job_cost
+from trainops.cost import job_cost, prices_of
 from trainops.protocol import ChannelSpec, SubmittedJob
 from trainops.server._debug_views import debug_sections
 from trainops.server._redaction import Masker, hyperparameter_text, mask_text, redact
@@ -82,7 +82,7 @@ def describe(
         "TrainingTimeInSeconds": job.training_seconds,
         "BillableTimeInSeconds": job.billable_seconds,
         **_spot(job),
-        "Cost": _cost(job, now),
+        "Cost": _cost(job, now, settings),
         "Attempt": job.attempt,
         "Hosts": [_host(h) for h in store.hosts(job.name, job.attempt)],
         **profiler_sections(store, job, iso),
@@ -187,9 +187,13 @@ def _artifact_list(artifacts: list[ArtifactRecord]) -> list[dict[str, str]]:
     return out
 
 
-def _cost(job: JobRecord, now: float) -> dict[str, Any]:
-    """Billable seconds x price x count; while running, the time so far (``job_cost``)."""
+def _cost(job: JobRecord, now: float, settings: Settings) -> dict[str, Any]:
+    """Billable seconds x price x count; while running, the time so far (``job_cost``). The
+    same seconds at the spot price (the catalog's estimate or the user's: ``SpotPriceKind``);
+    ``trainops cost`` says more (interruptions, the checkpoint interval)."""
     cost = job_cost(job, now)
+    prices = prices_of(job.spec.instance_type, settings.spot)
+    spot_usd = cost.seconds / 3600.0 * prices.spot_usd_per_hour * cost.instance_count
     return {
         "Currency": cost.currency,
         "OnDemandUsdPerHour": cost.usd_per_hour,
@@ -197,6 +201,9 @@ def _cost(job: JobRecord, now: float) -> dict[str, Any]:
         "EstimatedCostUsd": round(cost.usd, 6),
         "PricesAsOf": cost.prices_as_of,
         "Region": cost.region,
+        "SpotUsdPerHour": prices.spot_usd_per_hour,
+        "SpotPriceKind": prices.spot_kind,
+        "EstimatedSpotCostUsd": round(spot_usd, 6),
     }
 
 

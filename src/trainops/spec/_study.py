@@ -8,6 +8,8 @@ configurations:                    # instance_type defaults to the job's
 throughput_metric: samples_per_sec # the job's metric of samples per second, over all ranks
 target: {metric: test_accuracy, value: 0.95}   # time to the first point at or past it
 plot: scaling.png                  # relative to this file
+deadline_seconds: 600              # the cheapest configuration in time, on-demand and at spot
+spot_overhead: 0.1                 # the share of time spot's interruptions add (default 10 %)
 ```
 """
 
@@ -26,6 +28,10 @@ from trainops.spec._lines import read_spec_text, read_spec_yaml, with_line
 __all__ = ["StudyConfiguration", "StudySpec", "StudyTarget", "load_study"]
 
 MAX_CONFIGURATIONS = 32
+MAX_DEADLINE_SECONDS = 28 * 86400  # SageMaker's longest run
+# An assumption, said wherever it is used: interruptions make a spot run about 10 % longer.
+# `trainops cost` measures a spot job's own (its Overhead); a study file can give it.
+DEFAULT_SPOT_OVERHEAD = 0.1
 
 
 class StudyConfiguration(SpecModel):
@@ -56,6 +62,8 @@ class StudySpec(SpecModel):
     throughput_metric: str = Field(default="samples_per_sec", min_length=1, max_length=255)
     target: StudyTarget | None = None
     plot: str | None = "scaling.png"
+    deadline_seconds: float | None = Field(default=None, gt=0, le=MAX_DEADLINE_SECONDS)
+    spot_overhead: float = Field(default=DEFAULT_SPOT_OVERHEAD, ge=0, le=10)
 
     @field_validator("configurations")
     @classmethod

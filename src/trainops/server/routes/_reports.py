@@ -1,6 +1,7 @@
-"""The profiler report route: ``GET /api/v1/jobs/{name}/profiler-report``, the report's data.
+"""The report routes: ``GET /api/v1/jobs/{name}/profiler-report``, the profiler report's data,
+and ``GET /api/v1/jobs/{name}/cost``, the job's cost advice.
 
-The report is computed here, on the server, from the store and the job's profiler prefix, so a
+The reports are computed here, on the server, from the store and the job's profiler prefix, so a
 client needs no access to the object store (a remote server's store may be out of its reach);
 the CLI and the web UI render the same JSON (``trainops.report.render_html``).
 """
@@ -12,10 +13,17 @@ from typing import Any
 
 from trainops._settings import Settings
 from trainops.control import JobController
+from trainops.cost import job_spot_cost
 from trainops.report import NoProfilerDataError, job_report
 from trainops.server._http import ApiError
-from trainops.server._routing import Operation
-from trainops.server.routes._shapes import API
+from trainops.server._routing import Operation, Param
+from trainops.server.routes._shapes import API, json_object
+
+#: Bounds of an interruption rate a cost question may ask about (per hour: one a second at most).
+MIN_RATE_PER_HOUR = 0.001
+MAX_RATE_PER_HOUR = 3600.0
+MIN_CHECKPOINT_SECONDS = 0.001
+MAX_CHECKPOINT_SECONDS = 86400.0
 
 __all__ = ["ReportRoutes"]
 
@@ -55,8 +63,22 @@ class ReportRoutes:
         except NoProfilerDataError as exc:
             raise ApiError(404, "not_found", str(exc)) from None
 
+    def cost(
+        self, name: str, interruptions_per_hour: float | None, checkpoint_seconds: float | None
+    ) -> dict[str, Any]:
+        """A job's cost advice, running or ended: its billable and training seconds, its cost
+        on-demand and at spot (the catalog's estimate unless config.yaml gives a price; each
+        price says where it comes from), each interruption's lost work and restart overhead,
+        and the checkpoint interval that costs least at ``interruptions_per_hour`` (Young/Daly;
+        default: the rate this job saw) and ``checkpoint_seconds`` to write one (default: as the
+        job's checkpoint records measured it). 404 for an unknown job."""
+        self.controller.job(name)
+        own = self.settings.spot
+        return job_spot_cost(self.controller.store, name, own, time.time(),
+                             interruptions_per_hour, checkpoint_seconds).to_json()  # fmt: skip
+
     def operations(self) -> list[Operation]:
-        """``GET /jobs/{name}/profiler-report``."""
+        """``GET /jobs/{name}/profiler-report`` and ``GET /jobs/{name}/cost``."""
         return [
             Operation(
                 "GET",
@@ -65,5 +87,49 @@ class ReportRoutes:
                 errors=(404,),
                 auth="token",
                 returns=_REPORT,
-            )
+            ),
+            Operation(
+                "GET",
+                f"{API}/jobs/{{name}}/cost",
+                self.cost,
+                params=(_RATE, _CHECKPOINT_SECONDS),
+                errors=(400, 404),
+                auth="token",
+                returns=_COST,
+            ),
         ]
+
+
+_RATE = Param(
+    "interruptions_per_hour",
+    "number",
+    ge=MIN_RATE_PER_HOUR,
+    le=MAX_RATE_PER_HOUR,
+    description="the interruption rate to advise a checkpoint interval for "
+    "(default: the rate this job saw)",
+)
+_CHECKPOINT_SECONDS = Param(
+    "checkpoint_seconds",
+    "number",
+    ge=MIN_CHECKPOINT_SECONDS,
+    le=MAX_CHECKPOINT_SECONDS,
+    description="seconds writing a checkpoint takes the script (default: as the job's "
+    "checkpoint records measured it)",
+)
+_NUMBER = {"type": "number"}
+_COST = json_object(
+    "TrainingJobName",
+    "Prices",
+    "BillableTimeInSeconds",
+    "OnDemandCostUsd",
+    "SpotCostUsd",
+    "Interruptions",
+    "CheckpointInterval",
+    TrainingJobName={"type": "string"},
+    Prices={"type": "object"},
+    BillableTimeInSeconds=_NUMBER,
+    OnDemandCostUsd=_NUMBER,
+    SpotCostUsd=_NUMBER,
+    Interruptions={"type": "array", "items": {"type": "object"}},
+    CheckpointInterval={"type": "object"},
+)
