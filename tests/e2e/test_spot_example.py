@@ -1,0 +1,86 @@
+"""The digits spot example resumes exactly: interrupted runs end with an uninterrupted run's weights.
+
+The script alone (no trainops): SIGTERM (spot's notice) and SIGKILL at chosen steps, then a run
+to the end from the checkpoints left, against one uninterrupted run; the weights' digests must be
+equal, bit for bit. The same example under trainops' chaos mode is in ``test_spot_chaos.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.e2e._harness import wait_for
+
+pytestmark = pytest.mark.slow
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "digits"
+SCRIPT = EXAMPLE / "src" / "train_spot.py"
+DIGEST = re.compile(r"^model_sha256=([0-9a-f]{64})$", re.M)
+EPOCHS = "2"
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("digits-data")
+    subprocess.run(
+        [sys.executable, str(EXAMPLE / "prepare_data.py"), "--out", str(out)],
+        check=True,
+        capture_output=True,
+    )
+    return out
+
+
+def start(data: Path, work: Path) -> subprocess.Popen[str]:
+    env = {
+        **os.environ,
+        "SM_CHANNEL_TRAIN": str(data / "train"),
+        "SM_CHANNEL_TEST": str(data / "test"),
+        "SM_MODEL_DIR": str(work / "model"),
+        "SM_OUTPUT_DATA_DIR": str(work / "output"),
+        "SM_CHECKPOINT_DIR": str(work / "checkpoints"),
+    }
+    argv = [sys.executable, str(SCRIPT), "--epochs", EPOCHS, "--checkpoint-every", "5"]
+    return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, text=True)
+
+
+def newest_step(work: Path) -> int:
+    names = [p.name for p in (work / "checkpoints").glob("checkpoint-step-*.pt")]
+    return max((int(n.split("-")[2].split(".")[0]) for n in names), default=0)
+
+
+def finish(proc: subprocess.Popen[str]) -> str:
+    out, _ = proc.communicate(timeout=240)
+    assert proc.returncode == 0, out
+    return out
+
+
+def interrupt_after(data: Path, work: Path, step: int, how: signal.Signals) -> str:
+    proc = start(data, work)
+    wait_for(lambda: newest_step(work) >= step or proc.poll() is not None, timeout=120)
+    proc.send_signal(how)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == -how, out
+    return out
+
+
+def test_interrupted_runs_end_with_the_uninterrupted_runs_weights(
+    data: Path, tmp_path: Path
+) -> None:
+    clean = finish(start(data, tmp_path / "clean"))
+    work = tmp_path / "interrupted"
+    noticed = interrupt_after(data, work, 5, signal.SIGTERM)
+    assert "notice: checkpoint at step" in noticed
+    interrupt_after(data, work, newest_step(work) + 5, signal.SIGKILL)
+    resumed = finish(start(data, work))
+    assert "resumed from checkpoint-step-" in resumed
+    assert DIGEST.findall(resumed) == DIGEST.findall(clean) != []
+    assert (work / "output" / "history.csv").read_bytes() == (
+        tmp_path / "clean" / "output" / "history.csv"
+    ).read_bytes()
