@@ -33,7 +33,6 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
-
 from train import OPTIMIZERS, build_model, evaluate, load_channel, log_epoch, save_results
 
 CHECKPOINT = re.compile(r"^checkpoint-step-(\d+)\.pt$")
