@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
-from tests.e2e._harness import wait_for
+from tests.e2e._harness import describe, statuses, trainops, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -37,7 +39,7 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def start(data: Path, work: Path) -> subprocess.Popen[str]:
+def start(data: Path, work: Path, epochs: int = int(EPOCHS)) -> subprocess.Popen[str]:
     env = {
         **os.environ,
         "SM_CHANNEL_TRAIN": str(data / "train"),
@@ -46,7 +48,7 @@ def start(data: Path, work: Path) -> subprocess.Popen[str]:
         "SM_OUTPUT_DATA_DIR": str(work / "output"),
         "SM_CHECKPOINT_DIR": str(work / "checkpoints"),
     }
-    argv = [sys.executable, str(SCRIPT), "--epochs", EPOCHS, "--checkpoint-every", "5"]
+    argv = [sys.executable, str(SCRIPT), "--epochs", str(epochs), "--checkpoint-every", "5"]
     return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, text=True)
 
 
@@ -84,3 +86,27 @@ def test_interrupted_runs_end_with_the_uninterrupted_runs_weights(
     assert (work / "output" / "history.csv").read_bytes() == (
         tmp_path / "clean" / "output" / "history.csv"
     ).read_bytes()
+
+
+def test_the_spot_example_under_chaos_ends_with_the_uninterrupted_weights(
+    data: Path, tmp_path: Path
+) -> None:
+    """job-spot.yaml as shipped but shorter: chaos interrupts it three times, it completes, and
+    its weights are an uninterrupted run's (the script alone, same hyperparameters)."""
+    work = tmp_path / "digits"
+    shutil.copytree(EXAMPLE, work, ignore=shutil.ignore_patterns("data", "checkpoints*"))
+    shutil.copytree(data, work / "data")
+    spec = yaml.safe_load((EXAMPLE / "job-spot.yaml").read_text())
+    spec["hyperparameters"]["epochs"] = int(EPOCHS) + 1
+    spec["chaos"]["mean_seconds_between"] = 1.5
+    (work / "job-spot.yaml").write_text(yaml.safe_dump(spec))
+    clean = start(data, tmp_path / "clean", epochs=spec["hyperparameters"]["epochs"])
+    expected = DIGEST.findall(finish(clean))
+    run = trainops("run", str(work / "job-spot.yaml"), home=tmp_path / "home", timeout=400)
+    assert run.returncode == 0, run.stdout + run.stderr
+    name = next(line.split()[-1] for line in run.stdout.splitlines() if "Submitted" in line)
+    job = describe(name, tmp_path / "home")
+    assert statuses(job).count("Interrupted") == 3, statuses(job)
+    assert DIGEST.findall(run.stdout) == expected
+    assert "Managed Spot Training savings:" in run.stdout
+    assert job["BillableTimeInSeconds"] <= job["TrainingTimeInSeconds"]
