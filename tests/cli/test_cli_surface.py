@@ -22,6 +22,8 @@ EXPECTED = {
     "logs": {"-h", "--help", "NAME", "-f", "--follow", "--host"},
     "metrics": {"-h", "--help", "NAME", "--name", "--csv"},
     "stop": {"-h", "--help", "NAME", "--wait"},
+    # a deliberate command: a rehearsal interruption of a running spot job, from outside it
+    "chaos": {"-h", "--help", "ACTION", "NAME", "--host", "--gap", "--notice"},
     # the profiler report: where to write it, JSON instead, and not opening a browser (CI)
     "report": {"-h", "--help", "NAME", "-o", "--output", "--json", "--no-open"},
     "cluster": {"-h", "--help"},  # the backend's machines: a deliberate command, no knobs
@@ -59,7 +61,14 @@ def test_no_new_cli_options() -> None:
 
 def test_every_command_has_a_handler() -> None:
     for command in set(EXPECTED) - {""}:
-        operands = {"jobs": [], "server": [], "cluster": [], "pack": ["x", "y"], "tuning": ["list"]}
+        operands = {
+            "jobs": [],
+            "server": [],
+            "cluster": [],
+            "pack": ["x", "y"],
+            "tuning": ["list"],
+            "chaos": ["interrupt", "x"],
+        }
         args = build_parser().parse_args([command, *operands.get(command, ["x"])])
         assert callable(HANDLERS.lookup(args.handler))
     assert set(HANDLERS.names()) == set(EXPECTED) - {""}

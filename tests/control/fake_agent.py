@@ -102,6 +102,8 @@ class FakeAgent:
         for command in reply.commands:
             if command.kind == "stop" and self.stop_reason is None:
                 self.stop_reason = command.reason or "stop"
+                if command.interrupted:  # a spot interruption: its notice is the grace
+                    self.stop_reason += f" (interrupted, {command.grace_seconds:g} s notice)"
             if command.kind == "action":
                 self.take_action(command)
 

@@ -12,6 +12,7 @@ from trainops.protocol import (
     DEFAULT_CHECKPOINT_PATH,
     Assignment,
     ChannelSpec,
+    ChaosPlan,
     CheckpointSpec,
     DataParallelSpec,
     DistributionSpec,
@@ -28,6 +29,7 @@ from trainops.protocol import (
 )
 from trainops.spec import (
     Channel,
+    ChaosSpec,
     CheckpointConfig,
     DataParallelConfig,
     DistributionConfig,
@@ -46,6 +48,7 @@ PAIRS: list[tuple[type, type[BaseModel], set[str]]] = [
     (ChannelSpec, Channel, {"name"}),  # the channel's key in ``inputs``
     (MetricSpec, MetricDefinition, set()),
     (CheckpointSpec, CheckpointConfig, set()),
+    (ChaosPlan, ChaosSpec, set()),
     (StoppingSpec, StoppingCondition, set()),
     (RetrySpec, RetryStrategy, set()),
     (DistributionSpec, DistributionConfig, set()),
@@ -70,8 +73,14 @@ def _full() -> JobSpec:
         output_path="s3://b/out",
         checkpoint={"uri": "s3://b/ckpt"},
         metric_definitions=[{"name": "loss", "regex": "loss=([0-9.]+)"}],
-        stopping_condition={"max_runtime_in_seconds": 60, "grace_period_in_seconds": 5},
+        stopping_condition={
+            "max_runtime_in_seconds": 60,
+            "grace_period_in_seconds": 5,
+            "max_wait_time_in_seconds": 90,
+        },
         retry_strategy={"maximum_retry_attempts": 2},
+        use_spot_instances=True,
+        chaos={"seed": 7, "interruptions": 3, "capacity_gap_seconds": [1, 2], "hosts": "all"},
         distribution={
             "mpi": {"enabled": True, "processes_per_host": 2, "custom_mpi_options": "-x A"},
             "smdistributed": {
@@ -112,7 +121,7 @@ def test_the_json_round_trips_to_the_models_dump() -> None:
 def test_defaults_come_from_the_spec_models() -> None:
     view = JobSpec(entry_point="train.py").view()
     assert view.instance_type == JobSpec.model_fields["instance_type"].default
-    assert view.stopping_condition == StoppingSpec(86400, 120)
+    assert view.stopping_condition == StoppingSpec(86400, 120, None)
     assert view.checkpoint is None and view.checkpoint_local_path == DEFAULT_CHECKPOINT_PATH
     assert _full().view().checkpoint_local_path == DEFAULT_CHECKPOINT_PATH
 
@@ -156,3 +165,12 @@ def test_an_assignment_carries_the_view_through_json() -> None:
     raw = assignment.to_json()
     assert raw["spec"] == _full().model_dump(mode="json")
     assert Assignment.from_json(raw) == assignment
+
+
+def test_a_spec_stored_before_spot_reads_as_on_demand() -> None:
+    dump = _full().model_dump(mode="json")
+    del dump["use_spot_instances"], dump["chaos"]
+    del dump["stopping_condition"]["max_wait_time_in_seconds"]
+    view = SubmittedJob.from_json(dump)
+    assert (view.use_spot_instances, view.chaos, view.max_wait_seconds) == (False, None, None)
+    assert view.stopping_condition.max_wait_time_in_seconds is None

@@ -74,6 +74,7 @@ def test_the_table_lists_every_public_route_once_in_document_order(
         ("GET", "/jobs", "list_jobs"),
         ("GET", "/jobs/{name}", "describe_job"),
         ("POST", "/jobs/{name}/stop", "stop_job"),
+        ("POST", "/jobs/{name}/interrupt", "interrupt_job"),
         ("GET", "/jobs/{name}/logs", "logs"),
         ("GET", "/jobs/{name}/metrics", "metrics"),
         ("GET", "/jobs/{name}/profiler-report", "profiler_report"),

@@ -20,6 +20,9 @@ API = "/api/v1"
 
 DESCRIBE_KEYS = {
     "TrainingJobName",
+    "EnableManagedSpotTraining",
+    "Interruptions",
+    "ManagedSpotTrainingSavings",
     "TrainingJobStatus",
     "SecondaryStatus",
     "FailureReason",

@@ -13,6 +13,8 @@ from trainops.spec._job import DEFAULT_CHANNEL
 
 RENAMED = {
     "max_run": "stopping_condition.max_runtime_in_seconds",
+    "max_wait": "stopping_condition.max_wait_time_in_seconds",
+    "enable_managed_spot_training": "use_spot_instances",
     "max_retry_attempts": "retry_strategy.maximum_retry_attempts",
     "checkpoint_s3_uri": "checkpoint.uri",
     "checkpoint_local_path": "checkpoint.local_path",
@@ -24,8 +26,6 @@ RENAMED = {
 }
 NO_MEANING = [
     "role",
-    "use_spot_instances",
-    "max_wait",
     "volume_size",
     "framework_version",
     "py_version",

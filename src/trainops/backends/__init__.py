@@ -21,6 +21,7 @@ if typing.TYPE_CHECKING:
         Backend,
         HostPlacement,
         NodeInfo,
+        Preemption,
         ProcessRef,
         parse_journal,
     )
@@ -47,6 +48,7 @@ __all__ = [
     "HostPlacement",
     "LocalBackend",
     "NodeInfo",
+    "Preemption",
     "ProcessRef",
     "Slots",
     "backend_for",
@@ -60,6 +62,7 @@ _MODULE_OF = {
     "Backend": "trainops.backends._base",
     "HostPlacement": "trainops.backends._base",
     "NodeInfo": "trainops.backends._base",
+    "Preemption": "trainops.backends._base",
     "ProcessRef": "trainops.backends._base",
     "parse_journal": "trainops.backends._base",
     "Capacity": "trainops.backends._capacity",

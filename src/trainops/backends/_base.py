@@ -30,6 +30,7 @@ __all__ = [
     "Backend",
     "HostPlacement",
     "NodeInfo",
+    "Preemption",
     "ProcessRef",
     "parse_journal",
 ]
@@ -70,6 +71,20 @@ class NodeInfo:
     name: str
     capacity: Capacity
     free: Capacity
+
+
+@dataclass(frozen=True, slots=True)
+class Preemption:
+    """A machine the backend is losing (a spot reclaim, a drain for preemption, a lost node).
+
+    ``node``: its name as :meth:`Backend.node_of` gives it; ``reason``: why, for the job's
+    messages (no secrets); ``deadline``: when it goes (Unix seconds), ``None`` if already gone.
+    The control plane interrupts every spot job with a host on it, with the time left as notice.
+    """
+
+    node: str
+    reason: str
+    deadline: float | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,6 +208,11 @@ class Backend(ABC):
 
     def terminate(self, handle: AgentHandle) -> None:
         self.signal(handle, signal.SIGTERM)
+
+    def take_preemptions(self) -> list[Preemption]:
+        """The machines found going since the last call, each reported once (polled on every
+        monitor tick; it must not block). Default: none (a backend that cannot lose machines)."""
+        return []
 
     # Capacity accounting is the same for every backend that knows its own capacity.
 

@@ -33,6 +33,7 @@ from trainops.spec import load_raw_spec
 
 __all__ = [
     "NoSuchThingError",
+    "chaos",
     "describe",
     "flush_output",
     "jobs",
@@ -145,6 +146,19 @@ def stop(args: argparse.Namespace) -> int:
         if args.wait:
             final = JobFollower(client, name, _skip, print_transition).follow()
             print(f"{name}: {final['TrainingJobStatus']}")
+    return 0
+
+
+def chaos(args: argparse.Namespace) -> int:
+    """``trainops chaos interrupt NAME``: a rehearsal spot interruption of a running spot job."""
+    with connect() as client:
+        name = resolve_job_name(client, args.name)
+        description = client.interrupt_job(
+            name, hosts=args.host, capacity_gap_seconds=args.gap, notice_seconds=args.notice
+        )
+        transitions = description.get("SecondaryStatusTransitions") or [{}]
+        message = transitions[-1].get("StatusMessage", "")
+        print(f"{name}: {description['SecondaryStatus']}: {message}", flush=True)
     return 0
 
 

@@ -32,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_logs(commands)
     _add_metrics(commands)
     _add_stop(commands)
+    _add_chaos(commands)
     _add_report(commands)
     _add_cluster(commands)
     _add_study(commands)
@@ -121,6 +122,27 @@ def _add_stop(commands: Commands) -> None:
     )
     sub.add_argument("name", metavar="NAME", help=NAME_HELP)
     sub.add_argument("--wait", action="store_true", help="wait until it has stopped")
+
+
+def _add_chaos(commands: Commands) -> None:
+    sub = _command(
+        commands,
+        "chaos",
+        "chaos",
+        "Rehearse a spot interruption: 'interrupt' stops a running spot job's hosts with a "
+        "notice, as a spot reclaim would; it waits for capacity, then resumes from its checkpoint.",
+    )
+    sub.add_argument("action", metavar="ACTION", choices=("interrupt",), help="interrupt")
+    sub.add_argument("name", metavar="NAME", help=NAME_HELP)
+    sub.add_argument(
+        "--host", action="append", metavar="H", help="the host reclaimed (repeatable; default all)"
+    )
+    sub.add_argument(
+        "--gap", type=float, default=0.0, metavar="S", help="seconds without capacity (Pending)"
+    )
+    sub.add_argument(
+        "--notice", type=float, metavar="S", help="SIGTERM to SIGKILL (default: the grace period)"
+    )
 
 
 def _add_report(commands: Commands) -> None:

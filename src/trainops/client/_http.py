@@ -124,6 +124,25 @@ class Client:
         """Ask every host of job ``name`` to stop; returns the description (``Stopping``)."""
         return self._json("POST", _job_path(name, "stop"))
 
+    def interrupt_job(
+        self,
+        name: str,
+        *,
+        hosts: list[str] | None = None,
+        capacity_gap_seconds: float = 0.0,
+        notice_seconds: float | None = None,
+        message: str = "",
+    ) -> dict[str, Any]:
+        """Interrupt spot job ``name`` as a spot reclaim would (every host stops with
+        ``notice_seconds`` of notice, the job waits ``capacity_gap_seconds`` in Pending, then
+        resumes as a new attempt); returns the description (``Interrupted``)."""
+        body: dict[str, Any] = {"capacity_gap_seconds": capacity_gap_seconds, "message": message}
+        if hosts:
+            body["hosts"] = list(hosts)
+        if notice_seconds is not None:
+            body["notice_seconds"] = notice_seconds
+        return self._json("POST", _job_path(name, "interrupt"), body=body)
+
     def logs(
         self,
         name: str,

@@ -60,6 +60,11 @@ _REFUSED_AGENT = (
     "missing, wrong or revoked agent token: each token speaks for one host of one attempt of "
     "one job, until that host or the job ends"
 )
+_NO_CHECKPOINT = (
+    "use_spot_instances without checkpoint: every interruption restarts the script from "
+    "scratch, losing all the work done so far (and paying for it again); give checkpoint.uri "
+    "and have the script save to and resume from /opt/ml/checkpoints"
+)
 _SCHEDULER_PERIOD_S = 1.0
 _ACTION_POLL_S = 0.2
 # How long a host may take to pick a command action up, besides its own timeout.
@@ -142,6 +147,7 @@ class JobController:
             now=self.core.now,
             run_on_host=self.run_on_host,
             submit_job=self.submit,
+            interrupt_job=self.interrupt,
         )
         made = [factory(context) for factory in SERVICES.values()]
         return [RetentionService(self.retention), *(s for s in made if s is not None)]
@@ -176,6 +182,8 @@ class JobController:
             message=STARTING_MESSAGE,
             now=self.core.now(),
         )
+        if spec.use_spot_instances:
+            self.core.spot_jobs.add(job.name)
         self.core.waiting.add(job)
         self.core.notify()
         self.core.job_listener(job.name)
@@ -189,7 +197,10 @@ class JobController:
             note = self.backend.containment_note(spec.mount_opt_ml)
         except (TrainopsError, OSError) as exc:  # never a reason to refuse the job
             note = f"cannot tell whether the job's hosts get private namespaces here: {exc}"
-        return [] if note is None else [note]
+        notes = [] if note is None else [note]
+        if spec.use_spot_instances and spec.checkpoint is None:
+            notes.append(_NO_CHECKPOINT)
+        return notes
 
     def stop(self, job_name: str) -> JobRecord:
         """Ask every host to stop; the job ends Stopped when they are down."""
@@ -199,6 +210,33 @@ class JobController:
                 raise JobEndedError(f"job {job_name!r} has already ended ({job.status})")
             self.lifecycle.begin_stop(job, StopReason.STOPPED, "Stop requested by the user")
             return self.job(job_name)
+
+    def interrupt(
+        self,
+        job_name: str,
+        *,
+        hosts: Sequence[str] | None = None,
+        source: str,
+        message: str = "",
+        capacity_gap_seconds: float = 0.0,
+        notice_seconds: float | None = None,
+    ) -> JobRecord:
+        """Interrupt a running spot job as spot capacity being reclaimed would: every host of
+        its current attempt gets an interrupted stop with ``notice_seconds`` of notice (the
+        spec's grace period where None; one host's interruption interrupts the job), then the
+        job waits ``capacity_gap_seconds`` in Pending and starts again as a new attempt.
+        Refuses (:class:`TrainopsError`) a job that is not a spot job in Downloading or
+        Training."""
+        with self.core.lock:
+            self.health.check()
+            return self.monitor.spot.interrupt(
+                job_name,
+                hosts=hosts,
+                source=source,
+                message=message,
+                capacity_gap_seconds=capacity_gap_seconds,
+                notice_seconds=notice_seconds,
+            )
 
     def job(self, name: str) -> JobRecord:
         """The job's record; raises the store's failure once writes have failed for a while

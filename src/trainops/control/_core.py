@@ -62,6 +62,9 @@ class ControlCore:
         self._recheck: set[str] = set()  # jobs the monitor must look at again (see recheck)
         self._recheck_lock = threading.Lock()
         self.host_actions = HostActions()  # rules' command actions for the jobs' hosts
+        # Spot jobs not yet ended: the monitor checks their max wait on every tick, whether or
+        # not their hosts run (a job waiting for capacity has none).
+        self.spot_jobs: set[str] = set()
         # When a failed host's first rank failed, by its own clock (its exit event's
         # failed_at), per (job, attempt, host): the job's failure is the earliest's. In memory
         # until the job ends; a restart in between leaves the hosts' end times to order them.

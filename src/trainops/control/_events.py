@@ -33,6 +33,8 @@ _STOP_REASONS = {
     StopReason.MAX_RUNTIME_EXCEEDED: "MaxRuntimeExceeded",
     StopReason.RESTARTING: "Restarting the job after an internal error",
     StopReason.FAILED: "The job has failed",
+    StopReason.INTERRUPTED: "Spot interruption: the instance is being reclaimed",
+    StopReason.MAX_WAIT_EXCEEDED: "MaxWaitTimeExceeded",
 }
 
 
@@ -81,8 +83,20 @@ class EventIntake:
         if host.exited or not (superseded or job.stop_reason or job.status in ENDED):
             return []
         reason = _STOP_REASONS.get(StopReason(job.stop_reason)) if job.stop_reason else None
-        grace = job.spec.grace_seconds
-        return [Command(kind="stop", reason=reason or "The job has ended", grace_seconds=grace)]
+        interrupted = (
+            not superseded
+            and job.stop_reason == StopReason.INTERRUPTED
+            and job.status == PrimaryStatus.IN_PROGRESS
+        )
+        grace = job.spot_notice if interrupted and job.spot_notice is not None else None
+        return [
+            Command(
+                kind="stop",
+                reason=reason or "The job has ended",
+                grace_seconds=job.spec.grace_seconds if grace is None else grace,
+                interrupted=interrupted,
+            )
+        ]
 
     def host_gone(self, job: JobRecord, host: HostRecord, reason: str | None = None) -> None:
         """The agent of ``host`` no longer runs (or is no longer heard from, ``reason`` says so):
@@ -141,7 +155,10 @@ class EventIntake:
             return
         message = str(event.data.get("message") or PHASE_MESSAGES[phase])
         # The host's own time: the phase began before the batch that reports it arrived.
-        self.core.set_secondary(job, phase, message, at=event.ts)
+        job = self.core.set_secondary(job, phase, message, at=event.ts)
+        if phase == SecondaryStatus.TRAINING:  # a spot job's hosts are billed from here
+            entered = self.core.store.transitions(job.name)[-1].start_time
+            self.core.update_job(job, attempt_training_start=entered)
 
     def _remember_process(self, host: HostRecord, event: EventLike) -> None:
         try:

@@ -24,6 +24,7 @@ from trainops._errors import TrainopsError
 from trainops.control._core import ControlCore, handle_of
 from trainops.control._merge import merge_parts
 from trainops.control._status import (
+    CAPACITY_WAIT_MESSAGE,
     STARTING_MESSAGE,
     PrimaryStatus,
     SecondaryStatus,
@@ -32,7 +33,7 @@ from trainops.control._status import (
 from trainops.protocol import HostOutcome
 from trainops.store import HostRecord, JobRecord
 
-__all__ = ["Lifecycle"]
+__all__ = ["Lifecycle", "running_seconds"]
 
 _log = logging.getLogger("trainops.control")
 MAX_REASON = 1024
@@ -77,8 +78,11 @@ class Lifecycle:
         if job.status == PrimaryStatus.STOPPING and all_down:
             self._conclude(job, hosts, self._stopped_ending(job))
         elif job.status == PrimaryStatus.IN_PROGRESS and job.stop_reason == StopReason.RESTARTING:
+            if all_down:  # the failed attempt's hosts ran: a spot job is billed for them
+                self._relaunch(job, billable_accrued=running_seconds(job, self._end_time(hosts)))
+        elif job.status == PrimaryStatus.IN_PROGRESS and job.stop_reason == StopReason.INTERRUPTED:
             if all_down:
-                self._relaunch(job)
+                self._after_interruption(job, hosts)
         elif job.status == PrimaryStatus.IN_PROGRESS and job.stop_reason == StopReason.FAILED:
             if all_down:
                 reason = self._earliest_failure(hosts) or job.failure_reason or ""
@@ -150,12 +154,12 @@ class Lifecycle:
 
     def _internal_error(self, job: JobRecord, hosts: list[HostRecord], host: HostRecord) -> None:
         reason = host.failure_reason or f"the host agent of {host.host} ended unexpectedly"
-        if job.attempt >= job.max_attempts:
+        tries = job.attempt - job.interruptions  # an interruption's new attempt is no retry
+        if tries >= job.max_attempts:
             self._fail(job, hosts, f"InternalServerError: {reason}")
             return
         message = (
-            f"Retrying after internal error: {reason}; attempt {job.attempt + 1} of "
-            f"{job.max_attempts}"
+            f"Retrying after internal error: {reason}; attempt {tries + 1} of {job.max_attempts}"
         )
         job = self.core.set_secondary(
             job,
@@ -167,16 +171,36 @@ class Lifecycle:
         self._signal_running_hosts(job)
         self.evaluate(job.name)
 
-    def _relaunch(self, job: JobRecord) -> None:
+    def _after_interruption(self, job: JobRecord, hosts: list[HostRecord]) -> None:
+        """Every host of an interrupted attempt is down: wait out the capacity gap in Pending
+        (its end is stored, so a restarted control plane resumes the wait, not restarts it),
+        then start a new attempt; with no gap, start it at once (Interrupted, then Starting)."""
+        if job.capacity_wait_until is None:
+            ran = running_seconds(job, self._end_time(hosts))
+            down: dict[str, Any] = {"billable_accrued": ran, "attempt_training_start": None}
+            gap = job.spot_gap or 0.0
+            if gap <= 0:
+                self._relaunch(job, **down)
+                return
+            message = f"{CAPACITY_WAIT_MESSAGE} (about {gap:g} s)"
+            until = self.core.now() + gap
+            job = self.core.set_secondary(
+                job, SecondaryStatus.PENDING, message, capacity_wait_until=until, **down
+            )
+        if job.capacity_wait_until is not None and self.core.now() >= job.capacity_wait_until:
+            self._relaunch(job)
+        else:
+            self.core.recheck(job.name)  # the monitor looks again on its next tick
+
+    def _relaunch(self, job: JobRecord, **fields: Any) -> None:
+        """Start the job again as a new attempt (an internal error's retry, or after an
+        interruption)."""
         self.core.backend.release(job.name)
-        job = self.core.set_secondary(
-            job,
-            SecondaryStatus.STARTING,
-            STARTING_MESSAGE,
-            attempt=job.attempt + 1,
-            stop_reason=None,
-            stop_requested_at=None,
+        fresh: dict[str, Any] = dict.fromkeys(
+            ("stop_reason", "stop_requested_at", "capacity_wait_until", "spot_gap", "spot_notice")
         )
+        fresh |= {"attempt": job.attempt + 1, "attempt_training_start": None} | fields
+        job = self.core.set_secondary(job, SecondaryStatus.STARTING, STARTING_MESSAGE, **fresh)
         self.core.waiting.add(job)
         self.core.wake_scheduler()
 
@@ -190,6 +214,10 @@ class Lifecycle:
             limit = job.spec.stopping_condition.max_runtime_in_seconds
             message = f"Training job stopped: it ran longer than MaxRuntimeInSeconds ({limit} s)"
             return _Ending(PrimaryStatus.STOPPED, SecondaryStatus.MAX_RUNTIME_EXCEEDED, message)
+        if job.stop_reason == StopReason.MAX_WAIT_EXCEEDED:
+            wait = job.spec.stopping_condition.max_wait_time_in_seconds
+            message = f"Training job stopped: it reached MaxWaitTimeInSeconds ({wait} s)"
+            return _Ending(PrimaryStatus.STOPPED, SecondaryStatus.MAX_WAIT_TIME_EXCEEDED, message)
         return _Ending(PrimaryStatus.STOPPED, SecondaryStatus.STOPPED, "Training job stopped")
 
     # Ending ------------------------------------------------------------------------------
@@ -260,6 +288,7 @@ class Lifecycle:
         """End the job as of ``end``. Hosts still running are told to stop (the job has ended)."""
         start = job.training_start_time
         seconds = max(1, round(end - start)) if start is not None else 0
+        billable = _billable(job, end, seconds)
         reason = ending.failure_reason
         fields: dict[str, Any] = {"failure_reason": reason[:MAX_REASON]} if reason else {}
         if ending.status == PrimaryStatus.FAILED:
@@ -273,11 +302,12 @@ class Lifecycle:
             status=ending.status,
             training_end_time=end,
             training_seconds=seconds,
-            billable_seconds=seconds,
+            billable_seconds=billable,
             stop_requested_at=job.stop_requested_at or end,
             **fields,
         )
         self.core.store.revoke_agent_tokens(job.name)  # nothing may speak for an ended job
+        self.core.spot_jobs.discard(job.name)
         for key in [k for k in self.core.failure_times if k[0] == job.name]:
             del self.core.failure_times[key]
         self._signal_running_hosts(job)
@@ -293,3 +323,17 @@ class Lifecycle:
         for host in self.core.store.hosts(job.name, job.attempt):
             if not host.exited:
                 self.core.backend.terminate(handle_of(host))
+
+
+def running_seconds(job: JobRecord, now: float) -> float:
+    """The seconds a spot job's hosts have run by ``now``: its interrupted attempts' (each from
+    its Training to its hosts' end) plus the current attempt's, once it is in Training."""
+    start = job.attempt_training_start
+    return job.billable_accrued + (max(0.0, now - start) if start is not None else 0.0)
+
+
+def _billable(job: JobRecord, end: float, training_seconds: int) -> int:
+    """A spot job is billed its hosts' running seconds; any other job its whole training time."""
+    if not job.spec.use_spot_instances:
+        return training_seconds
+    return min(training_seconds, round(running_seconds(job, end)))

@@ -19,7 +19,8 @@ from collections.abc import Callable
 
 from trainops.control._core import ControlCore, handle_of
 from trainops.control._events import EventIntake
-from trainops.control._lifecycle import Lifecycle
+from trainops.control._lifecycle import Lifecycle, running_seconds
+from trainops.control._spot import Interruptions
 from trainops.control._status import PrimaryStatus, StopReason
 from trainops.store import HostRecord, JobRecord
 
@@ -77,6 +78,7 @@ class Monitor:
         self.health = health
         self._failing: set[str] = set()  # jobs whose last check failed to write the store
         self._watch = (PrimaryStatus.STOPPING,)
+        self.spot = Interruptions(core, lifecycle)
 
     def adopt_reservations(self) -> None:
         """After a restart: hold again the capacity of attempts whose agents may still run."""
@@ -87,14 +89,28 @@ class Monitor:
 
     def tick(self) -> None:
         """Look at the jobs with live agents, the stopping ones and those to look at again."""
+        self._take_preemptions()
         names = set(self.core.store.watched_jobs(self._watch))
-        names |= self.core.take_rechecks() | self._failing
+        names |= self.core.take_rechecks() | self._failing | self.core.spot_jobs
         for name in sorted(names):
             self._look(name)
+
+    def _take_preemptions(self) -> None:
+        """Interrupt the spot jobs on the machines the backend says it is losing."""
+        try:
+            preemptions = self.core.backend.take_preemptions()
+        except Exception:
+            _log.exception("monitor: asking the backend for preemptions failed")
+            return
+        for preemption in preemptions:
+            with self.core.lock:
+                self.spot.preempted(preemption)
 
     def recover(self) -> None:
         """Look once at every job that is not over (after a restart)."""
         for job in self.core.store.active_jobs(_ACTIVE):
+            if job.spec.use_spot_instances:
+                self.core.spot_jobs.add(job.name)
             self._look(job.name)
 
     def _look(self, name: str) -> None:
@@ -130,6 +146,8 @@ class Monitor:
         changed = self._check_runtime(job) or changed
         if changed:
             job = self.core.job(name)
+        if self.spot.check_max_wait(job):
+            changed, job = True, self.core.job(name)
         changed = self._escalate(job) or changed
         self.lifecycle.evaluate(name, None if changed else (job, hosts))
 
@@ -156,7 +174,10 @@ class Monitor:
         if job.stop_reason not in (None, StopReason.RESTARTING):
             return False
         limit = job.spec.stopping_condition.max_runtime_in_seconds
-        if self.core.now() - start < limit:
+        now = self.core.now()
+        # A spot job's run time is its hosts' running time: capacity waits are max wait's.
+        ran = running_seconds(job, now) if job.spec.use_spot_instances else now - start
+        if ran < limit:
             return False
         message = f"Stopping: the job exceeded MaxRuntimeInSeconds ({limit} s)"
         self.lifecycle.begin_stop(job, StopReason.MAX_RUNTIME_EXCEEDED, message)
@@ -168,6 +189,8 @@ class Monitor:
         if job.stop_requested_at is None:
             return False
         grace = job.spec.grace_seconds
+        if job.stop_reason == StopReason.INTERRUPTED and job.spot_notice is not None:
+            grace = job.spot_notice
         deadline = job.stop_requested_at + grace + self.core.config.kill_margin_seconds
         if self.core.now() < deadline:
             return False

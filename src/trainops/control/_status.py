@@ -7,6 +7,7 @@ from enum import StrEnum
 from trainops._errors import TrainopsError
 
 __all__ = [
+    "CAPACITY_WAIT_MESSAGE",
     "ENDED",
     "HOST_LOST",
     "PHASE_MESSAGES",
@@ -40,6 +41,8 @@ class SecondaryStatus(StrEnum):
     MAX_RUNTIME_EXCEEDED = "MaxRuntimeExceeded"
     COMPLETED = "Completed"
     FAILED = "Failed"
+    INTERRUPTED = "Interrupted"
+    MAX_WAIT_TIME_EXCEEDED = "MaxWaitTimeExceeded"
 
 
 class StopReason(StrEnum):
@@ -49,6 +52,8 @@ class StopReason(StrEnum):
     MAX_RUNTIME_EXCEEDED = "MaxRuntimeExceeded"  # ends Stopped/MaxRuntimeExceeded
     RESTARTING = "Restarting"  # an internal error; the job runs again once every host is down
     FAILED = "Failed"  # the job has failed; the remaining hosts are torn down
+    INTERRUPTED = "Interrupted"  # a spot interruption; waits for capacity, then a new attempt
+    MAX_WAIT_EXCEEDED = "MaxWaitTimeExceeded"  # a spot job's wait ran out; ends Stopped
 
 
 ENDED = frozenset({PrimaryStatus.COMPLETED, PrimaryStatus.FAILED, PrimaryStatus.STOPPED})
@@ -65,6 +70,7 @@ PHASE_RANK = {
 HOST_LOST = "Lost"
 
 STARTING_MESSAGE = "Preparing the instances for training"
+CAPACITY_WAIT_MESSAGE = "Waiting for spot capacity"
 PHASE_MESSAGES = {
     SecondaryStatus.DOWNLOADING: "Downloading input data",
     SecondaryStatus.TRAINING: "Training image download completed. Training in progress.",

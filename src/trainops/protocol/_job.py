@@ -19,6 +19,7 @@ __all__ = [
     "DEFAULT_CHECKPOINT_PATH",
     "LAUNCHER_FLAGS",
     "ChannelSpec",
+    "ChaosPlan",
     "CheckpointSpec",
     "DataParallelSpec",
     "DistributionSpec",
@@ -138,6 +139,33 @@ class StoppingSpec:
 
     max_runtime_in_seconds: int
     grace_period_in_seconds: int
+    max_wait_time_in_seconds: int | None  # spot jobs only (None in specs stored before spot)
+
+
+@dataclass(frozen=True, slots=True)
+class ChaosPlan:
+    """A spot job's seeded schedule of rehearsal interruptions (the spec's ``chaos``)."""
+
+    seed: int
+    interruptions: int
+    mean_seconds_between: float
+    capacity_gap_seconds: tuple[float, float]
+    notice_seconds: float
+    hosts: str  # "one" or "all"
+
+    @classmethod
+    def from_json(cls, raw: Any) -> ChaosPlan:
+        data = _fields(cls, raw, "chaos")
+        gap = data["capacity_gap_seconds"]
+        if not isinstance(gap, list | tuple) or len(gap) != 2:
+            raise SpecViewError("chaos.capacity_gap_seconds: expected [min, max]")
+        data["capacity_gap_seconds"] = (float(gap[0]), float(gap[1]))
+        return cls(**data)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["capacity_gap_seconds"] = list(self.capacity_gap_seconds)
+        return data
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,6 +298,8 @@ class SubmittedJob:
     metric_definitions: tuple[MetricSpec, ...]
     stopping_condition: StoppingSpec
     retry_strategy: RetrySpec
+    use_spot_instances: bool
+    chaos: ChaosPlan | None
     mount_opt_ml: bool
     profiler_config: ProfilerSpec | None
     rules: tuple[RuleSpec, ...]
@@ -281,6 +311,8 @@ class SubmittedJob:
     def from_json(cls, raw: Mapping[str, Any]) -> SubmittedJob:
         if isinstance(raw, Mapping) and "debugger_hook_config" not in raw:
             raw = {**raw, "debugger_hook_config": None}  # stored before the debugger existed
+        if isinstance(raw, Mapping) and "use_spot_instances" not in raw:
+            raw = {**raw, "use_spot_instances": False, "chaos": None}  # stored before spot
         data = _fields(cls, raw, "spec")
         inputs = _mapping(data["inputs"], "inputs")
         data["inputs"] = tuple(ChannelSpec.from_json(k, v) for k, v in inputs.items())
@@ -294,9 +326,14 @@ class SubmittedJob:
             data["checkpoint"] = CheckpointSpec(
                 **_fields(CheckpointSpec, data["checkpoint"], "checkpoint")
             )
+        stopping = data["stopping_condition"]
+        if isinstance(stopping, Mapping) and "max_wait_time_in_seconds" not in stopping:
+            stopping = {**stopping, "max_wait_time_in_seconds": None}  # stored before spot
         data["stopping_condition"] = StoppingSpec(
-            **_fields(StoppingSpec, data["stopping_condition"], "stopping_condition")
+            **_fields(StoppingSpec, stopping, "stopping_condition")
         )
+        if data["chaos"] is not None:
+            data["chaos"] = ChaosPlan.from_json(data["chaos"])
         data["retry_strategy"] = RetrySpec(
             **_fields(RetrySpec, data["retry_strategy"], "retry_strategy")
         )
@@ -329,6 +366,7 @@ class SubmittedJob:
         data["checkpoint"] = None if self.checkpoint is None else _plain(self.checkpoint)
         data["stopping_condition"] = _plain(self.stopping_condition)
         data["retry_strategy"] = _plain(self.retry_strategy)
+        data["chaos"] = None if self.chaos is None else self.chaos.to_json()
         data["distribution"] = self.distribution.to_json()
         profiler, board = self.profiler_config, self.tensorboard_output_config
         data["profiler_config"] = None if profiler is None else profiler.to_json()
@@ -365,6 +403,12 @@ class SubmittedJob:
     def grace_seconds(self) -> float:
         """SIGTERM to SIGKILL delay when the job is stopped."""
         return float(self.stopping_condition.grace_period_in_seconds)
+
+    @property
+    def max_wait_seconds(self) -> float | None:
+        """A spot job's limit from submission to its end (None: not a spot job)."""
+        wait = self.stopping_condition.max_wait_time_in_seconds
+        return float(wait) if self.use_spot_instances and wait is not None else None
 
     @property
     def checkpoint_uri(self) -> str | None:

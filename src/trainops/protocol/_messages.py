@@ -201,7 +201,9 @@ class Command:
     action: run ``words`` (its argv, no shell) as the job's processes run, ``stdin`` on its
     standard input, ``variables`` added to the job's environment, for at most
     ``timeout_seconds``, and report an ``action`` event for ``action_id``; repeated until that
-    event arrives, so the agent runs each ``action_id`` once."""
+    event arrives, so the agent runs each ``action_id`` once. ``interrupted`` (a stop): a spot
+    interruption, ``grace_seconds`` its notice; the agent runs the last checkpoint sync once
+    the ranks are down."""
 
     kind: str
     reason: str = ""
@@ -212,6 +214,7 @@ class Command:
     stdin: str = ""
     variables: dict[str, str] = field(default_factory=dict)
     timeout_seconds: float = 0.0
+    interrupted: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

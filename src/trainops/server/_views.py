@@ -81,12 +81,27 @@ def describe(
         ],
         "TrainingTimeInSeconds": job.training_seconds,
         "BillableTimeInSeconds": job.billable_seconds,
+        **_spot(job),
         "Cost": _cost(job, now),
         "Attempt": job.attempt,
         "Hosts": [_host(h) for h in store.hosts(job.name, job.attempt)],
         **profiler_sections(store, job, iso),
         **debug_sections(job, settings.default_output_uri),
         **debugger_sections(store, job, iso),
+    }
+
+
+def _spot(job: JobRecord) -> dict[str, Any]:
+    """Managed spot: whether it is on, the interruptions so far and, once the job has ended,
+    the savings as the SageMaker SDK prints them: (1 - billable / training) x 100."""
+    savings = None
+    training, billable = job.training_seconds, job.billable_seconds
+    if job.spec.use_spot_instances and training and billable is not None:
+        savings = round((1.0 - billable / training) * 100.0, 1)
+    return {
+        "EnableManagedSpotTraining": job.spec.use_spot_instances,
+        "Interruptions": job.interruptions,
+        "ManagedSpotTrainingSavings": savings,
     }
 
 
@@ -119,7 +134,12 @@ def _spec_sections(spec: SubmittedJob, settings: Settings, mask: Masker) -> dict
         "StoppingCondition": {
             "MaxRuntimeInSeconds": stopping.max_runtime_in_seconds,
             "GracePeriodInSeconds": stopping.grace_period_in_seconds,
-        },
+        }
+        | (
+            {"MaxWaitTimeInSeconds": stopping.max_wait_time_in_seconds}
+            if stopping.max_wait_time_in_seconds is not None
+            else {}
+        ),
         "RetryStrategy": {"MaximumRetryAttempts": spec.retry_strategy.maximum_retry_attempts},
         "Environment": mask.mapping(spec.environment),
     }

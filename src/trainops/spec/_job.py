@@ -38,11 +38,13 @@ from trainops.spec._sagemaker import (
     ESTIMATOR_ARGUMENTS,
     FILE_SYSTEM_ARGUMENTS,
 )
+from trainops.spec._spot import ChaosSpec
 
 __all__ = [
     "RESERVED_HYPERPARAMETERS",
     "AccessMode",
     "Channel",
+    "ChaosSpec",
     "CheckpointConfig",
     "Compression",
     "DataType",
@@ -66,6 +68,7 @@ MAX_CHANNELS = 20
 MAX_METRICS = 40
 MAX_ENVIRONMENT = 100
 MAX_RUNTIME_LIMIT = 28 * 24 * 3600
+MAX_WAIT_LIMIT = 2 * MAX_RUNTIME_LIMIT
 DEFAULT_CHANNEL = "training"  # the SDK's name for a single input given as one URI
 
 _DISTRIBUTION_ALIASES = {
@@ -354,9 +357,16 @@ class CheckpointConfig(SpecModel):
 
 
 class StoppingCondition(SpecModel):
-    """Limits on the job's run time."""
+    """Limits on the job's run time (and, for a spot job, on the whole wait for it)."""
 
     max_runtime_in_seconds: int = Field(default=86400, ge=1, le=MAX_RUNTIME_LIMIT)
+    max_wait_time_in_seconds: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_WAIT_LIMIT,
+        description="Spot jobs: the limit from submission to the end, capacity waits, every "
+        "attempt and every retry included; at least max_runtime_in_seconds",
+    )
     grace_period_in_seconds: int = Field(
         default=120, ge=0, le=3600, description="SIGTERM to SIGKILL delay when stopping"
     )
@@ -413,6 +423,14 @@ class JobSpec(SpecModel):
     metric_definitions: list[MetricDefinition] = Field(default_factory=list)
     stopping_condition: StoppingCondition = Field(default_factory=StoppingCondition)
     retry_strategy: RetryStrategy = Field(default_factory=RetryStrategy)
+    use_spot_instances: bool = Field(
+        default=False,
+        description="Managed spot training: the job may be interrupted, waits for capacity and "
+        "resumes from its checkpoint; needs stopping_condition.max_wait_time_in_seconds",
+    )
+    chaos: ChaosSpec | None = Field(
+        default=None, description="A seeded schedule of rehearsal interruptions (spot jobs)"
+    )
     mount_opt_ml: bool = Field(
         default=True,
         description="Show each host's job tree at the real /opt/ml to its processes (a private "
@@ -535,6 +553,15 @@ class JobSpec(SpecModel):
         return check_rules(value)
 
     @model_validator(mode="after")
+    def _spot(self) -> JobSpec:
+        """SageMaker's rules for managed spot: a spot job says how long it may wait in all (at
+        least its run time); max wait and chaos mean nothing without spot."""
+        problem = _spot_problem(self)
+        if problem is not None:
+            raise FieldValueError(*problem)
+        return self
+
+    @model_validator(mode="after")
     def _profiling(self) -> JobSpec:
         """Profiler rules read the profiler's data: they turn it on at its defaults, and
         cannot run when it is disabled."""
@@ -607,6 +634,33 @@ class JobSpec(SpecModel):
     def view(self) -> SubmittedJob:
         """The typed view everyone downstream reads (its JSON is what the server stores)."""
         return SubmittedJob.from_json(self.model_dump(mode="json"))
+
+
+def _spot_problem(spec: JobSpec) -> tuple[str, str] | None:
+    """The first field that breaks managed spot's rules, with the fix; None if none does."""
+    stopping = spec.stopping_condition
+    wait, runtime = stopping.max_wait_time_in_seconds, stopping.max_runtime_in_seconds
+    if not spec.use_spot_instances:
+        if wait is not None:
+            return (
+                "stopping_condition.max_wait_time_in_seconds",
+                "applies to spot jobs only: set use_spot_instances: true, or remove it",
+            )
+        if spec.chaos is not None:
+            return ("chaos", "interrupts spot jobs only: set use_spot_instances: true")
+        return None
+    if wait is None:
+        return (
+            "stopping_condition.max_wait_time_in_seconds",
+            "a spot job needs it: how long the job may take in all, waits for capacity "
+            f"included; at least max_runtime_in_seconds ({runtime}), e.g. {2 * runtime}",
+        )
+    if wait < runtime:
+        return (
+            "stopping_condition.max_wait_time_in_seconds",
+            f"is {wait}, less than max_runtime_in_seconds ({runtime}); make it at least {runtime}",
+        )
+    return None
 
 
 def is_channel_name(name: str) -> bool:

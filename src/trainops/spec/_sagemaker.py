@@ -20,6 +20,8 @@ _NOT_YET = "is not supported by trainops; remove it"
 ESTIMATOR_ARGUMENTS: dict[str, str] = {
     # Renamed: the trainops field carries the same meaning.
     "max_run": "use stopping_condition.max_runtime_in_seconds",
+    "max_wait": "use stopping_condition.max_wait_time_in_seconds (spot jobs)",
+    "enable_managed_spot_training": "use use_spot_instances",
     "max_retry_attempts": "use retry_strategy.maximum_retry_attempts",
     "checkpoint_s3_uri": "use checkpoint.uri (s3://, file:// or a local path)",
     "checkpoint_local_path": "use checkpoint.local_path (a directory under /opt/ml/)",
@@ -65,13 +67,6 @@ ESTIMATOR_ARGUMENTS: dict[str, str] = {
     "tensorflow_version": _NO_CONTAINER,
     "transformers_version": _NO_CONTAINER,
     "script_mode": "has no meaning in trainops: scripts always run in script mode",
-    "use_spot_instances": (
-        "has no meaning in trainops: there are no spot instances; jobs run on this machine"
-    ),
-    "max_wait": (
-        "has no meaning in trainops (no spot capacity to wait for); "
-        "use stopping_condition.max_runtime_in_seconds for the run-time limit"
-    ),
     "volume_size": _LOCAL_DISK,
     "volume_kms_key": _NO_AWS,
     "output_kms_key": _NO_AWS,

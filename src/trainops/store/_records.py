@@ -79,6 +79,16 @@ class JobRecord:
     billable_seconds: int | None
     training_seconds: int | None
     order: int
+    # Managed spot (see migration 0013): interruptions so far, the notice and capacity gap of
+    # the one under way, when its capacity wait ends, when this attempt entered Training, the
+    # running seconds of earlier (interrupted) attempts, and chaos interruptions played.
+    interruptions: int = 0
+    spot_notice: float | None = None
+    spot_gap: float | None = None
+    capacity_wait_until: float | None = None
+    attempt_training_start: float | None = None
+    billable_accrued: float = 0.0
+    chaos_done: int = 0
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> JobRecord:

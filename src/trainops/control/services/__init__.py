@@ -13,6 +13,7 @@ from trainops._registry import Registry
 from trainops.control.services._base import (
     ControlService,
     HostRunner,
+    Interrupter,
     JobSubmitter,
     ServiceContext,
     ServiceFactory,
@@ -24,6 +25,7 @@ __all__ = [
     "SERVICES",
     "ControlService",
     "HostRunner",
+    "Interrupter",
     "JobSubmitter",
     "RetentionService",
     "ServiceContext",

@@ -16,9 +16,9 @@ and live rule evaluation are services; the tuner, cost and notifications will be
 from __future__ import annotations
 
 from abc import ABC
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from trainops._settings import Settings
 from trainops.spec import JobSpec
@@ -27,6 +27,7 @@ from trainops.store import JobRecord, MetadataStore
 __all__ = [
     "ControlService",
     "HostRunner",
+    "Interrupter",
     "JobSubmitter",
     "ServiceContext",
     "ServiceFactory",
@@ -41,6 +42,23 @@ JobSubmitter = Callable[[str, JobSpec, str], JobRecord]
 HostRunner = Callable[[str, list[str], str, dict[str, str], float], "dict[str, Any] | str"]
 
 
+class Interrupter(Protocol):
+    """``interrupt_job(name, *, hosts, source, message, capacity_gap_seconds, notice_seconds)``:
+    interrupt a running spot job (``JobController.interrupt``); raises ``TrainopsError`` where
+    it cannot be interrupted."""
+
+    def __call__(
+        self,
+        job_name: str,
+        *,
+        hosts: Sequence[str] | None = None,
+        source: str,
+        message: str = "",
+        capacity_gap_seconds: float = 0.0,
+        notice_seconds: float | None = None,
+    ) -> JobRecord: ...
+
+
 @dataclass(frozen=True, slots=True)
 class ServiceContext:
     """What a service may use.
@@ -51,7 +69,10 @@ class ServiceContext:
     variables, timeout)`` runs a rule's command action on the job's first host (as its processes
     run) and returns how it went, or, as a string, why no host could run it (None: no hosts
     here, e.g. a service tested alone). ``submit_job(name, spec, code_uri)`` submits a training
-    job as a user's submission does (the tuner's trials); None where the service runs alone."""
+    job as a user's submission does (the tuner's trials); None where the service runs alone.
+    ``interrupt_job(name, *, hosts, source, message, capacity_gap_seconds, notice_seconds)``
+    interrupts a running spot job (see :class:`Interrupter`); None where the service runs
+    alone."""
 
     store: MetadataStore
     settings: Settings
@@ -59,6 +80,7 @@ class ServiceContext:
     now: Callable[[], float]
     run_on_host: HostRunner | None = None
     submit_job: JobSubmitter | None = None
+    interrupt_job: Interrupter | None = None
 
 
 class ControlService(ABC):  # noqa: B024 - every hook is optional; a service overrides some

@@ -1,4 +1,4 @@
-"""The job routes: a fresh job name, submit, list, describe and stop.
+"""The job routes: a fresh job name, submit, list, describe, stop and interrupt (spot jobs).
 
 A job's description is DescribeTrainingJob's keys (``server/_views.py``); the controller's errors
 (an unknown job, one already ended, a bad spec) become their answers in ``server/_http.py``.
@@ -10,7 +10,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from trainops._settings import Settings
 from trainops.control import JobController, PrimaryStatus
@@ -19,7 +19,7 @@ from trainops.server._views import describe, summary
 from trainops.server.routes._shapes import API, DESCRIBED, JOB, STRING, SUBMITTED, json_object
 from trainops.spec import JobNamer, JobSpec
 
-__all__ = ["JobRoutes", "NameRequest", "SubmitRequest", "parse_timestamp"]
+__all__ = ["InterruptRequest", "JobRoutes", "NameRequest", "SubmitRequest", "parse_timestamp"]
 
 
 class SubmitRequest(BaseModel):
@@ -31,6 +31,27 @@ class SubmitRequest(BaseModel):
         json_schema_extra={"required": ["entry_point"]},
     )
     code_uri: str = Field(description="URI of the packed source directory (sourcedir.tar.gz)")
+
+
+class InterruptRequest(BaseModel):
+    """A spot interruption, as spot capacity being reclaimed would make one (a rehearsal)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    hosts: list[str] | None = Field(
+        default=None,
+        max_length=64,
+        description="the hosts reclaimed (e.g. algo-2); all where omitted; the whole job "
+        "restarts either way, as on SageMaker",
+    )
+    capacity_gap_seconds: float = Field(
+        default=0.0, description="how long no capacity comes back (the job waits in Pending)"
+    )
+    notice_seconds: float | None = Field(
+        default=None,
+        description="SIGTERM to SIGKILL on the hosts; the spec's grace period where omitted",
+    )
+    message: str = Field(default="", max_length=500, description="why, for the job's status")
 
 
 class NameRequest(BaseModel):
@@ -85,9 +106,23 @@ class JobRoutes:
     def stop_job(self, name: str) -> dict[str, Any]:
         return describe(self.store, self.controller.stop(name), self.settings, time.time())
 
+    def interrupt_job(self, name: str, body: InterruptRequest) -> dict[str, Any]:
+        """Interrupt a running spot job as a spot reclaim would (SIGTERM with the notice, then
+        Interrupted, Pending for the capacity gap, and a new attempt that resumes from the
+        checkpoint). 409 for a job that is not a spot job in Downloading or Training."""
+        job = self.controller.interrupt(
+            name,
+            hosts=body.hosts,
+            source="API request",
+            message=body.message,
+            capacity_gap_seconds=body.capacity_gap_seconds,
+            notice_seconds=body.notice_seconds,
+        )
+        return describe(self.store, job, self.settings, time.time())
+
     def operations(self) -> list[Operation]:
-        """``POST /job-names``, ``POST /jobs``, ``GET /jobs``, ``GET /jobs/{name}`` and
-        ``POST /jobs/{name}/stop``, in this order."""
+        """``POST /job-names``, ``POST /jobs``, ``GET /jobs``, ``GET /jobs/{name}``,
+        ``POST /jobs/{name}/stop`` and ``POST /jobs/{name}/interrupt``, in this order."""
         return [
             Operation(
                 "POST",
@@ -133,6 +168,16 @@ class JobRoutes:
                 self.stop_job,
                 status=202,
                 errors=(404, 409),
+                auth="token",
+                returns=DESCRIBED,
+            ),
+            Operation(
+                "POST",
+                f"{API}/jobs/{{name}}/interrupt",
+                self.interrupt_job,
+                body=InterruptRequest,
+                status=202,
+                errors=(400, 404, 409, 422),
                 auth="token",
                 returns=DESCRIBED,
             ),
