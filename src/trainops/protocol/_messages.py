@@ -67,6 +67,11 @@ class EventKind(StrEnum):
     # {"action_id": str, "ran": bool, "exit_code": int | None, "timed_out": bool,
     #  "output": str (the tail of its output), "error": str | None (why it did not run)}
     ACTION = "action"
+    # A checkpoint sync's report (``trainops.store.CheckpointRecord`` less job, attempt, host):
+    # {"kind": "synced" | "restored" | "sync_failed" | "sync_incomplete", "at": float,
+    #  "files": int, "bytes": int, "newest_write": float | None, "write_seconds": float | None,
+    #  "upload_seconds": float | None, "reason": str | None}
+    CHECKPOINT = "checkpoint"
 
 
 class Phase(StrEnum):
@@ -208,6 +213,9 @@ class Command:
     kind: str
     reason: str = ""
     grace_seconds: float = 120.0
+    # A stop that is a spot interruption: the host's ranks get the notice (SIGTERM, SIGKILL
+    # after ``grace_seconds``), then the last checkpoint sync runs and is reported.
+    interrupted: bool = False
     spawn_id: str = ""
     words: list[str] = field(default_factory=list)
     action_id: str = ""

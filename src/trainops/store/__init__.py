@@ -1,10 +1,12 @@
-"""The metadata store: jobs, transitions, hosts, logs, metrics, artifacts and tuning jobs in SQLite.
+"""The metadata store: jobs, transitions, hosts, logs, metrics, artifacts,
+checkpoint records and tuning jobs in SQLite.
 
 Owned by the control plane (agents never open it). The schema is versioned: numbered SQL files
 in ``migrations/`` are applied in order when a database is opened, and a database written by a
 newer trainops is refused with :class:`SchemaVersionError`.
 """
 
+from trainops.store._checkpoints import CHECKPOINT_KINDS, CheckpointKind, CheckpointRecord
 from trainops.store._records import (
     AgentCredential,
     ArtifactRecord,
@@ -32,9 +34,12 @@ from trainops.store._tuning import (
 )
 
 __all__ = [
+    "CHECKPOINT_KINDS",
     "TRIAL_ENDED",
     "AgentCredential",
     "ArtifactRecord",
+    "CheckpointKind",
+    "CheckpointRecord",
     "EventLike",
     "HostRecord",
     "HostState",

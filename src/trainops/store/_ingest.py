@@ -30,6 +30,7 @@ from array import array
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from trainops.store._checkpoints import checkpoint_from_event, insert_checkpoint
 from trainops.store._records import (
     EventLike,
     HostState,
@@ -338,8 +339,14 @@ def _rank_exits(raw: Any) -> list[dict[str, int | None]]:
     return found
 
 
+def _checkpoint_event(conn: sqlite3.Connection, key: _Key, event: EventLike) -> None:
+    job, host, attempt = key
+    insert_checkpoint(conn, checkpoint_from_event(job, attempt, host, event.data, event.ts))
+
+
 _HANDLERS: dict[str, Callable[[sqlite3.Connection, _Key, EventLike], None]] = {
     "artifact": _artifact_event,
+    "checkpoint": _checkpoint_event,
     "phase": _phase_event,
     "exit": _exit_event,
 }

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from trainops.protocol import SubmittedJob
+from trainops.store._checkpoints import CheckpointRecord, insert_checkpoint, read_checkpoints
 from trainops.store._ingest import (
     ingest_events,
     read_final_metrics,
@@ -354,6 +355,18 @@ class MetadataStore(TuningTables):
             "SELECT name, host, uri FROM artifacts WHERE job = ? ORDER BY rowid", (job,)
         )
         return [ArtifactRecord(*row) for row in rows]
+
+    # --- checkpoints ------------------------------------------------------------------------
+
+    def add_checkpoint(self, record: CheckpointRecord) -> None:
+        """Keep one checkpoint record (agents report theirs as ``checkpoint`` events)."""
+        with self._write() as conn:
+            insert_checkpoint(conn, record)
+
+    def checkpoints(self, job: str) -> list[CheckpointRecord]:
+        """The job's checkpoint records, oldest first."""
+        with self._lock:
+            return read_checkpoints(self._conn, job)
 
     # --- rule evaluations ------------------------------------------------------------------
 
