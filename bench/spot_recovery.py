@@ -81,6 +81,7 @@ class Sample:
     restore: float
     overhead: float
     work_lost: float
+    phases: dict[str, float]
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -137,50 +138,73 @@ def submit(client: Any, config: Config, workdir: Path) -> str:
 
 
 class Log:
-    """The job's log lines of interest, read incrementally: ``(kind, value, t)`` per attempt."""
+    """The job's lines of interest, read incrementally, in order: ``(kind, step, t)`` each
+    (``kind``: start, resumed, step, checkpoint; ``t``: the script's own clock)."""
 
     def __init__(self, client: Any, name: str) -> None:
         self.client, self.name, self.cursor = client, name, 0
-        self.lines: list[tuple[str, str]] = []
+        self.entries: list[tuple[str, int, float]] = []
+        self.restores: list[float] = []  # each attempt's own read of its checkpoint (restore_s)
 
-    def read(self) -> list[tuple[str, str]]:
+    def read(self) -> list[tuple[str, int, float]]:
         from trainops.client import page_lines
 
         page = self.client.logs(self.name, after=self.cursor, limit=5000)
         for line in page_lines(page):
             self.cursor = max(self.cursor, int(line["cursor"]))
-            if LINE.match(line["line"]):
-                self.lines.append((line["line"], line["timestamp"]))
-        return self.lines
+            if match := LINE.match(line["line"]):
+                step = re.search(r"step=(\d+)", line["line"])
+                kind = match.group(1).removeprefix("spot-bench ")
+                if kind == "resumed":
+                    self.restores.append(float(line["line"].rsplit("restore_s=", 1)[1]))
+                self.entries.append(
+                    (kind, int(step.group(1)) if step else 0, float(match.group(2)))
+                )
+        return self.entries
 
-    def times(self, prefix: str) -> list[tuple[str, float]]:
-        found = []
-        for text, _ts in self.read():
-            match = LINE.match(text)
-            if match and text.startswith(prefix):
-                found.append((text, float(match.group(2))))
-        return found
+    def attempts(self) -> list[list[tuple[str, int, float]]]:
+        """The entries split at each ``start``: one list per attempt."""
+        split: list[list[tuple[str, int, float]]] = []
+        for entry in self.read():
+            if entry[0] == "start":
+                split.append([])
+            if split:
+                split[-1].append(entry)
+        return split
+
+
+def resumed(attempt: list[tuple[str, int, float]]) -> tuple[str, int, float] | None:
+    return next((e for e in attempt if e[0] == "resumed"), None)
 
 
 def measure(client: Any, config: Config, workdir: Path, rng: random.Random) -> Sample:
     name = submit(client, config, workdir)
     log = Log(client, name)
-    first = wait_value(lambda: log.times("spot-bench resumed"), 120)[0][1]
+    wait_value(lambda: len(log.attempts()) == 1 and resumed(log.attempts()[0]), 120)
     time.sleep(rng.uniform(1.0, 3.0))  # the interruption's moment: uniform, whatever the phase
     interrupted = time.time()
     client.interrupt_job(name, notice_seconds=NOTICE_SECONDS, capacity_gap_seconds=0.0)
-    resumed = wait_value(lambda: log.times("spot-bench resumed")[1:], 120)[0]
-    started = log.times("spot-bench start")[1][1]
+    wait_value(lambda: len(log.attempts()) > 1 and resumed(log.attempts()[1]), 120)
     client.stop(name)
     described = wait_value(lambda: ended(client, name), 120)
-    restored_step = int(resumed[0].split("step=")[1].split()[0])
-    script_restore = float(resumed[0].rsplit("restore_s=", 1)[1])
-    taken = [t for text, t in log.times("checkpoint") if f"step={restored_step} " in text + " "]
-    work_lost = interrupted - (taken[0] if taken else first)
-    restore = downloading_seconds(described) + script_restore
-    recovery = resumed[1] - interrupted
-    return Sample(config.name, config.tau, interrupted - first, started - interrupted,
-                  recovery, restore, recovery - restore, work_lost)  # fmt: skip
+    first, second = log.attempts()[:2]
+    again = resumed(second)
+    assert again is not None
+    phases = last_phases(described)
+    restore = phases.get("Downloading", 0.0) + log.restores[1]
+    recovery = again[2] - interrupted
+    return Sample(config.name, config.tau, interrupted - first[0][2], second[0][2] - interrupted,
+                  recovery, restore, recovery - restore, work_lost(first, again[1]),
+                  phases)  # fmt: skip
+
+
+def work_lost(first: list[tuple[str, int, float]], restored: int) -> float:
+    """From the restored step's end to the last step the first attempt finished before it died
+    (within a step of its death)."""
+    steps = [e for e in first if e[0] == "step"]
+    done = next((e[2] for e in steps if e[1] == restored), None)
+    began = done if done is not None else first[0][2]
+    return steps[-1][2] - began if steps else 0.0
 
 
 def ended(client: Any, name: str) -> dict[str, Any] | None:
@@ -190,15 +214,21 @@ def ended(client: Any, name: str) -> dict[str, Any] | None:
     )
 
 
-def downloading_seconds(described: dict[str, Any]) -> float:
-    """The last attempt's Downloading: from its start to the next status's."""
+def last_phases(described: dict[str, Any]) -> dict[str, float]:
+    """How long the recovery's statuses lasted: the last Interrupted and what followed it up to
+    Training (each from its start to the next status's start)."""
     transitions = described["SecondaryStatusTransitions"]
-    starts = [i for i, t in enumerate(transitions) if t["Status"] == "Downloading"]
-    if not starts or starts[-1] + 1 >= len(transitions):
-        return 0.0
-    begin = dt.datetime.fromisoformat(transitions[starts[-1]]["StartTime"])
-    end = dt.datetime.fromisoformat(transitions[starts[-1] + 1]["StartTime"])
-    return (end - begin).total_seconds()
+    marks = [i for i, t in enumerate(transitions) if t["Status"] == "Interrupted"]
+    phases: dict[str, float] = {}
+    first = marks[-1] if marks else 0
+    for here, after in zip(transitions[first:], transitions[first + 1 :], strict=False):
+        if here["Status"] == "Training":
+            break
+        begin = dt.datetime.fromisoformat(here["StartTime"])
+        phases[here["Status"]] = (
+            dt.datetime.fromisoformat(after["StartTime"]) - begin
+        ).total_seconds()
+    return phases
 
 
 def wait_value(produce: Any, timeout: float) -> Any:
@@ -271,8 +301,9 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             for config in CONFIGS[shift:] + CONFIGS[:shift]:
                 sample = measure(client, config, workdir, rng)
                 samples.append(sample)
+                phases = " ".join(f"{k}={v:.2f}" for k, v in sample.phases.items())
                 print(f"round {index + 1} {config.name}: recovery {sample.recovery:.2f} s, "
-                      f"restore {sample.restore:.2f} s, lost {sample.work_lost:.2f} s",
+                      f"restore {sample.restore:.2f} s, lost {sample.work_lost:.2f} s ({phases})",
                       flush=True)  # fmt: skip
     return {
         "benchmark": "spot_recovery",
