@@ -91,7 +91,7 @@ for s in range(step + 1, args.steps + 1):
 print(f"final={state.hex()}", flush=True)
 """
 
-KINDS = {"interrupt": 35, "rank": 20, "agent": 15, "host": 10, "server": 20}
+KINDS = {"interrupt": 35, "rank": 25, "agent": 15, "host": 10, "server": 15}
 AGENT = "trainops.agent"
 RETRY_KINDS = ("agent", "host")  # an internal error: each uses one of the job's retries
 
@@ -108,6 +108,9 @@ class Faults:
 
     def __post_init__(self) -> None:
         self.client = Client(self.server.url, home_token(self.server.home))
+
+    def close(self) -> None:
+        self.client.close()
 
     def pick(self) -> str:
         kinds = [k for k in KINDS if self.retries_left > 0 or k not in RETRY_KINDS]
@@ -128,7 +131,7 @@ class Faults:
             return False
         else:
             # The moment within Training is random: the campaign's input, not a wait.
-            time.sleep(self.rng.uniform(0.05, 0.6))
+            time.sleep(self.rng.uniform(0.05, 0.3))
             if not self._land(kind):
                 return False
         self.done.append(kind)

@@ -53,10 +53,10 @@ def test_a_hundred_faults_and_the_job_still_ends_as_if_none_had_come(tmp_path: P
         stopping_condition={"max_runtime_in_seconds": 1800, "max_wait_time_in_seconds": 3600},
     )
     server = Server(home).start()
+    faults = Faults(server, "campaign", random.Random(23), retries_left=RETRIES - 2)
     try:
         submitted = trainops("submit", str(spec), home=home, **server.env())
         assert submitted.returncode == 0, submitted.stderr
-        faults = Faults(server, "campaign", random.Random(23), retries_left=RETRIES - 2)
         while len(faults.done) < FAULTS:
             if not faults.inject(faults.pick()) and faults.phase() == "ended":
                 job = describe("campaign", home, **server.env())
@@ -65,6 +65,7 @@ def test_a_hundred_faults_and_the_job_still_ends_as_if_none_had_come(tmp_path: P
         job = wait_for(lambda: ended(home, server), timeout=300)
         logs = trainops("logs", "campaign", home=home, **server.env()).stdout
     finally:
+        faults.close()
         server.stop()
     assert job["TrainingJobStatus"] == "Completed", (Counter(faults.done), job["FailureReason"])
     assert "CORRUPT" not in logs, [line for line in logs.splitlines() if "CORRUPT" in line]
