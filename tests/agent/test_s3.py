@@ -49,7 +49,7 @@ def test_channel_checkpoints_and_outputs_on_s3(
     assert "shard ['part-1.csv', 'part-3.csv']" in job.reporter.lines("stdout")
     assert "restored ['epoch-1.pt']" in job.reporter.lines("stdout")
     keys = [info.key for info in store.list_objects(f"s3://{s3_bucket}/ckpt")]
-    assert keys == ["epoch-2.pt"]
+    assert keys == [".trainops/manifest-algo-2.json", "epoch-2.pt"]  # the manifest: docs/spot.md
     part = store.get_bytes(f"s3://{s3_bucket}/jobs/job-1/output/model-parts/algo-2.tar.gz")
     with tarfile.open(fileobj=io.BytesIO(part)) as tar:
         assert tar.getnames() == ["model.bin"]

@@ -33,12 +33,13 @@ def test_second_job_resumes_from_the_first_ones_checkpoints(tmp_path: Path) -> N
     assert first.returncode == 0, first.stdout + first.stderr
     assert "resumed at 0" in first.stdout
     remote = tmp_path / "ckpt"
-    assert sorted(p.name for p in remote.iterdir()) == ["step-1", "step-2"]
+    # .trainops/ holds the host's checkpoint manifest (docs/spot.md#checkpoints).
+    assert sorted(p.name for p in remote.iterdir()) == [".trainops", "step-1", "step-2"]
     second = trainops("run", str(spec), home=home)
     assert second.returncode == 0, second.stdout + second.stderr
     assert "resumed at 3" in second.stdout
-    assert sorted(p.name for p in remote.iterdir()) == ["step-4", "step-5"]
-    assert not [p for p in remote.iterdir() if p.name.startswith(".")]
+    assert sorted(p.name for p in remote.iterdir()) == [".trainops", "step-4", "step-5"]
+    assert [p.name for p in (remote / ".trainops").iterdir()] == ["manifest-algo-1.json"]
 
 
 def test_digits_example_trains_and_resumes(tmp_path: Path, backend: dict[str, str]) -> None:

@@ -17,6 +17,7 @@ import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from trainops._containment import containment
 from trainops._errors import TrainopsError
@@ -389,6 +390,8 @@ class HostAgent:
             log=self.log.agent,
             add_metric_listener=self.log.add_metric_listener,
             sync_interval=self._sync_interval,
+            report=self._report,
+            interrupted=lambda: self._stop.interrupted,
         )
 
     def _command(self) -> ScriptCommand:
@@ -512,6 +515,7 @@ class HostAgent:
             marker=self._marker,
             spawn=launch.spawn,
         )
+        group.notify_kill(self._before_kill)
         try:
             group.start()
         except OSError as exc:
@@ -534,6 +538,19 @@ class HostAgent:
             priority.restore()
         self._rank_exits = group.rank_exits()
         return self._result_of(returncode, group)
+
+    def _report(self, kind: str, data: dict[str, Any]) -> None:
+        self.reporter.emit(EventKind(kind), data)
+
+    def _before_kill(self) -> None:
+        """Just before a stop's SIGKILL: the sidecars note what the script was writing (a
+        checkpoint file left torn is never uploaded). Nothing here may keep the kill back."""
+        if self._sidecars is None:
+            return
+        try:
+            self._sidecars.before_kill()
+        except Exception as exc:  # the kill goes out whatever went wrong here
+            self.log.agent(f"Noting the files being written before the kill failed: {exc}")
 
     def _take_commands(self) -> None:
         """The control plane's commands: stops, rules' command actions, and spawns for the

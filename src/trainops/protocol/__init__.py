@@ -4,6 +4,7 @@ Both sides import only this package from each other, so every backend (local pro
 actors) starts and hears from agents the same way.
 """
 
+from trainops.protocol._checkpoint import CHECKPOINT_KINDS, CheckpointKind, CheckpointRecord
 from trainops.protocol._job import (
     DEFAULT_CHECKPOINT_PATH,
     LAUNCHER_FLAGS,
@@ -57,6 +58,7 @@ from trainops.protocol._observe import (
 
 __all__ = [
     "AGENT_API_PREFIX",
+    "CHECKPOINT_KINDS",
     "DEFAULT_CHECKPOINT_PATH",
     "LAUNCHER_FLAGS",
     "LAUNCH_FD_ENV",
@@ -70,6 +72,8 @@ __all__ = [
     "Assignment",
     "ChannelSpec",
     "ChaosPlan",
+    "CheckpointKind",
+    "CheckpointRecord",
     "CheckpointSpec",
     "CollectionSpec",
     "Command",

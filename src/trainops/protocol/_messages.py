@@ -213,9 +213,6 @@ class Command:
     kind: str
     reason: str = ""
     grace_seconds: float = 120.0
-    # A stop that is a spot interruption: the host's ranks get the notice (SIGTERM, SIGKILL
-    # after ``grace_seconds``), then the last checkpoint sync runs and is reported.
-    interrupted: bool = False
     spawn_id: str = ""
     words: list[str] = field(default_factory=list)
     action_id: str = ""

@@ -6,7 +6,7 @@ in ``migrations/`` are applied in order when a database is opened, and a databas
 newer trainops is refused with :class:`SchemaVersionError`.
 """
 
-from trainops.store._checkpoints import CHECKPOINT_KINDS, CheckpointKind, CheckpointRecord
+from trainops.protocol import CHECKPOINT_KINDS, CheckpointKind, CheckpointRecord
 from trainops.store._records import (
     AgentCredential,
     ArtifactRecord,

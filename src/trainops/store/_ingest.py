@@ -30,7 +30,8 @@ from array import array
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from trainops.store._checkpoints import checkpoint_from_event, insert_checkpoint
+from trainops.protocol._checkpoint import checkpoint_from_event
+from trainops.store._checkpoints import insert_checkpoint
 from trainops.store._records import (
     EventLike,
     HostState,

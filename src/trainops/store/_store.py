@@ -16,8 +16,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from trainops.protocol import SubmittedJob
-from trainops.store._checkpoints import CheckpointRecord, insert_checkpoint, read_checkpoints
+from trainops.protocol import CheckpointRecord, SubmittedJob
+from trainops.store._checkpoints import insert_checkpoint, read_checkpoints
 from trainops.store._ingest import (
     ingest_events,
     read_final_metrics,

@@ -20,7 +20,14 @@ No torn object is ever visible under its final name:
 - an upload reads the file and checks that its size, mtime and inode did not change before the
   object becomes visible (``ObjectStore.upload(verify=...)``: file:// renames a temporary file
   into place, s3:// completes the multipart upload or sends the single PUT only then); a file
-  that changed is left for its next close.
+  that changed is left for its next close;
+- with a manifest (checkpoints: ``manifest=(host, attempt)``), a file still open for writing when
+  the script's processes are killed (:meth:`DirectorySync.note_writers`, called just before the
+  SIGKILL) is never uploaded, and the restore checks every listed file (see ``_manifest``).
+
+Nothing goes wrong silently: a failed upload is reported through ``on_error`` once (until the
+sync recovers, which ``on_recovered`` hears), and so is an upload that made no progress for
+``stall_seconds``.
 """
 
 from __future__ import annotations
@@ -35,22 +42,34 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import astuple, dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
 from trainops._errors import StorageError, TrainopsError
 from trainops._settings import Settings
+from trainops.agent.reporting._manifest import (
+    RESERVED_DIR,
+    FileEntry,
+    Listing,
+    file_entry,
+    is_reserved,
+    read_listings,
+    write_manifest,
+)
 from trainops.agent.reporting._priority import IDLE_SESSION_NICE, lower_session
 from trainops.agent.reporting._watch import Event, Inotify, inotify_available, open_for_writing
-from trainops.storage import ObjectStore, download_objects, join_uri
+from trainops.storage import ObjectInfo, ObjectStore, download_objects, join_uri
 
-__all__ = ["DirectorySync", "SyncResult"]
+__all__ = ["DirectorySync", "RestoreReport", "SyncResult"]
 
 Signature = tuple[int, int, int]  # (size, mtime_ns, inode)
 STOP_TIMEOUT = 300.0  # seconds an in-flight upload may take to finish when the sync stops
 SETTLE = 0.02  # seconds to let a burst of events (write tmp, rename into place) arrive
 LAUNCH_POLL_SECONDS = 0.1  # how often an empty directory is looked at before its first file
+STALL_SECONDS = 120.0  # an upload that moved no byte for this long is reported as stalled
+RETRY_SECONDS = 2.0  # how soon a failed upload is tried again (the uploader's next scan)
+PROGRESS_SECONDS = 1.0  # how often the uploader says how far an upload has got
 
 
 @dataclass(slots=True)
@@ -59,6 +78,22 @@ class SyncResult:
 
     uploaded: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
+    # What a final sync left behind: relative path -> why (still being written when the
+    # processes were killed, or its upload failed).
+    left: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0  # how long the pass took
+
+
+@dataclass(frozen=True, slots=True)
+class RestoreReport:
+    """What a restore did: the files and bytes restored, the files it skipped (each with why),
+    the newest listed file restored (its path and listing), and unreadable manifests."""
+
+    files: int
+    bytes: int
+    skipped: dict[str, str]
+    newest: tuple[str, Listing] | None
+    problems: list[str]
 
 
 class SourceChangedError(StorageError):
@@ -76,8 +111,31 @@ class Mirror:
         self.store = store
         self.propagate_deletes = propagate_deletes
         self.known: dict[str, Signature] = {}
+        # With a manifest: (host, attempt) it is written as, each known file's entry, and the
+        # files never to upload (open for writing when the script's processes were killed).
+        self.manifest: tuple[str, int] | None = None
+        self.entries: dict[str, FileEntry] = {}
+        self.excluded: set[str] = set()
 
-    def upload(self, rel: str, *, previous: Signature | None = None, force: bool = False) -> bool:
+    def uploadable(self, rel: str) -> bool:
+        """Whether ``rel`` may be uploaded at all (not reserved, not left torn by a kill)."""
+        return self.manifest is None or (rel not in self.excluded and not is_reserved(rel))
+
+    def write_manifest(self) -> None:
+        """List every known file in this host's manifest (after they are all visible)."""
+        if self.manifest is not None:
+            host, attempt = self.manifest
+            listed = {rel: e for rel, e in self.entries.items() if rel in self.known}
+            write_manifest(self.store, self.remote_prefix, host, attempt, listed)
+
+    def upload(
+        self,
+        rel: str,
+        *,
+        previous: Signature | None = None,
+        force: bool = False,
+        on_bytes: Callable[[int], None] | None = None,
+    ) -> bool:
         """Upload ``rel`` if it differs from what was uploaded and is finished; True if sent.
 
         Finished means no process holds it open for writing; where the kernel cannot tell, that
@@ -85,7 +143,7 @@ class Mirror:
         uploads whatever differs (the script has ended).
         """
         path = self.local_dir / rel
-        if not _inside(self.local_dir, path):
+        if not _inside(self.local_dir, path) or not self.uploadable(rel):
             return False  # a symbolic link (or one on its way): never followed, as scans do
         try:
             sig = signature(path)
@@ -107,7 +165,9 @@ class Mirror:
                 raise SourceChangedError(f"{path}: changed while it was being uploaded")
 
         try:
-            self.store.upload(path, join_uri(self.remote_prefix, rel), verify=unchanged)
+            # Read before the upload: a change in between shows in ``unchanged``'s signature.
+            entry = None if self.manifest is None else file_entry(path)
+            self.store.upload(path, join_uri(self.remote_prefix, rel), on_bytes, verify=unchanged)
         except (StorageError, FileNotFoundError):
             try:
                 if signature(path) == sig:
@@ -116,6 +176,8 @@ class Mirror:
                 pass
             return False  # it changed or went away: its next close or the next scan sees it
         self.known[rel] = sig
+        if entry is not None:
+            self.entries[rel] = entry
         return True
 
     def delete_vanished_one(self, rel: str) -> list[str]:
@@ -126,6 +188,7 @@ class Mirror:
             return []  # replaced already (written anew, renamed into place)
         self.store.delete(join_uri(self.remote_prefix, rel))
         del self.known[rel]
+        self.entries.pop(rel, None)
         return [rel]
 
     def delete_vanished(self, present: set[str] | None = None) -> list[str]:
@@ -138,6 +201,7 @@ class Mirror:
             if not exists:
                 self.store.delete(join_uri(self.remote_prefix, rel))
                 del self.known[rel]
+                self.entries.pop(rel, None)
                 gone.append(rel)
         return gone
 
@@ -146,10 +210,12 @@ class DirectorySync:
     """Mirror ``local_dir`` to ``remote_prefix``; see the module docstring for the rules.
 
     ``on_uploaded`` hears the relative path of each file the background uploader made visible
-    (just after it became visible); ``on_error`` hears what went wrong, as a sentence. The
-    uploader runs at ``SCHED_IDLE`` with the idle I/O class, or with ``idle=False`` at ``nice``
-    with ``SCHED_BATCH`` (see :func:`_lower_priority` for what each costs whom). ``eager``
-    starts it with :meth:`start` rather than when the first file appears.
+    (just after it became visible); ``on_error`` hears what went wrong, as a sentence, once
+    until the sync recovers (``on_recovered`` then hears what it uploaded). The uploader runs at
+    ``SCHED_IDLE`` with the idle I/O class, or with ``idle=False`` at ``nice`` with
+    ``SCHED_BATCH`` (see :func:`_lower_priority` for what each costs whom). ``eager`` starts it
+    with :meth:`start` rather than when the first file appears. ``manifest=(host, attempt)``
+    keeps that host's checkpoint manifest (see ``_manifest``).
     """
 
     def __init__(
@@ -163,39 +229,87 @@ class DirectorySync:
         safety_interval: float = 10.0,
         on_error: Callable[[str], None] | None = None,
         on_uploaded: Callable[[str], None] | None = None,
+        on_recovered: Callable[[str], None] | None = None,
         watch: bool | None = None,
         nice: int = 10,
         idle: bool = True,
         eager: bool = False,
+        manifest: tuple[str, int] | None = None,
+        stall_seconds: float = STALL_SECONDS,
     ) -> None:
         self.local_dir = local_dir
         self.remote_prefix = remote_prefix
         self._mirror = Mirror(local_dir, remote_prefix, store, propagate_deletes)
+        self._mirror.manifest = manifest
         self._store = store
         self._interval = interval
         self._safety_interval = safety_interval
         self._on_error = on_error
         self._on_uploaded = on_uploaded
+        self._on_recovered = on_recovered
         self._watch = inotify_available() if watch is None else watch
         self._nice = nice
         self._idle = idle
         self._eager = eager
+        self._stall_seconds = stall_seconds
         self._previous: dict[str, Signature] = {}
         self._lock = threading.Lock()
         self._worker: subprocess.Popen[bytes] | None = None
         self._reader: threading.Thread | None = None
         self._launcher: threading.Thread | None = None
+        self._watchdog: threading.Thread | None = None
         self._spawn_lock = threading.Lock()
         self._stopping = threading.Event()
+        self._failing: set[str] = set()  # the failures reported since the last upload
+        self._in_flight: tuple[str, float] | None = None  # (file, when it last moved a byte)
+        self._stalled: str | None = None  # the upload reported stalled
+        self.errors = 0  # failures the uploader reported, repeats included
+        # file -> when the uploader first saw its current version being written
+        self.first_seen: dict[str, float] = {}
+        self.last_restore: RestoreReport | None = None
 
     def restore(self) -> int:
-        """Copy every object under the prefix into the local directory; returns how many."""
+        """Copy every object under the prefix into the local directory; returns how many.
+
+        With a manifest, a listed file that matches no listing is not restored, and the
+        reserved folder never is; :attr:`last_restore` says what was done.
+        """
         objects = self._store.list_objects(self.remote_prefix)
-        download_objects(self._store, objects, self.local_dir)
-        with self._lock:
-            for info in objects:
-                self._mirror.known[info.key] = signature(self.local_dir / info.key)
-        return len(objects)
+        if self._mirror.manifest is None:
+            download_objects(self._store, objects, self.local_dir)
+            with self._lock:
+                for info in objects:
+                    self._mirror.known[info.key] = signature(self.local_dir / info.key)
+            return len(objects)
+        files = [info for info in objects if not is_reserved(info.key)]
+        listings, problems = read_listings(self._store, objects)
+        download_objects(self._store, files, self.local_dir)
+        report = self._check_restored(files, listings, problems)
+        self.last_restore = report
+        return report.files
+
+    def _check_restored(
+        self, files: list[ObjectInfo], listings: dict[str, list[Listing]], problems: list[str]
+    ) -> RestoreReport:
+        skipped: dict[str, str] = {}
+        newest: tuple[str, Listing] | None = None
+        kept = size = 0
+        for info in files:
+            path = self.local_dir / info.key
+            entry = file_entry(path)
+            listed = listings.get(info.key, [])
+            match = next((x for x in listed if _same(x.entry, entry)), None)
+            if listed and match is None:
+                path.unlink()
+                skipped[info.key] = _mismatch(listed, entry)
+                continue
+            if match is not None and (newest is None or match.entry.mtime > newest[1].entry.mtime):
+                newest = (info.key, match)
+            kept, size = kept + 1, size + entry.size
+            with self._lock:
+                self._mirror.known[info.key] = signature(path)
+                self._mirror.entries[info.key] = entry if match is None else match.entry
+        return RestoreReport(kept, size, skipped, newest, problems)
 
     def sync_once(self) -> SyncResult:
         """One pass in this process: upload finished files that changed, propagate deletions."""
@@ -207,20 +321,62 @@ class DirectorySync:
                     result.uploaded.append(rel)
             result.deleted = self._mirror.delete_vanished(set(current))
             self._previous = current
+            if result.uploaded or result.deleted:
+                self._mirror.write_manifest()
             return result
 
+    def note_writers(self) -> list[str]:
+        """The script's processes are about to be killed: every file some process still holds
+        open for writing is left torn by the kill, so it is never uploaded (its last finished
+        version, if any, stays). Returns those files; call it just before the SIGKILL."""
+        writing = [
+            rel
+            for rel in sorted(scan(self.local_dir))
+            if self._mirror.uploadable(rel) and open_for_writing(self.local_dir / rel)
+        ]
+        if not writing:
+            return []
+        with self._lock:
+            self._mirror.excluded.update(writing)
+        worker = self._worker
+        if worker is not None and worker.stdin is not None:
+            with contextlib.suppress(OSError, ValueError):  # the uploader is gone or going
+                worker.stdin.write(json.dumps({"exclude": writing}).encode() + b"\n")
+                worker.stdin.flush()
+        return writing
+
+    @property
+    def excluded(self) -> set[str]:
+        """The files never uploaded because a kill left them torn."""
+        with self._lock:
+            return set(self._mirror.excluded)
+
     def final_sync(self) -> SyncResult:
-        """Stop the background uploader and upload everything that differs, finished or not."""
+        """Stop the background uploader and upload everything that differs, finished or not
+        (except what a kill left torn); a file whose upload fails is left, with why, and the
+        others still go. The manifest is written last."""
+        started = time.monotonic()
         self.stop()
         with self._lock:
             current = scan(self.local_dir)
             result = SyncResult()
             for rel in sorted(current):
-                if self._mirror.upload(rel, force=True):
-                    result.uploaded.append(rel)
-            result.deleted = self._mirror.delete_vanished(set(current))
+                if rel in self._mirror.excluded:
+                    result.left[rel] = "it was still being written when the processes were killed"
+                    continue
+                try:
+                    if self._mirror.upload(rel, force=True):
+                        result.uploaded.append(rel)
+                except (StorageError, OSError) as exc:
+                    result.left[rel] = f"its upload failed: {exc}"
+            try:
+                result.deleted = self._mirror.delete_vanished(set(current))
+                self._mirror.write_manifest()
+            except (StorageError, OSError) as exc:
+                result.left[RESERVED_DIR] = f"its upload failed: deletions or the manifest: {exc}"
             self._previous = current
-            return result
+        result.seconds = time.monotonic() - started
+        return result
 
     @property
     def worker_pid(self) -> int | None:
@@ -233,6 +389,12 @@ class DirectorySync:
         """Relative path -> signature of every file the remote prefix holds as uploaded."""
         with self._lock:
             return dict(self._mirror.known)
+
+    @property
+    def entries(self) -> dict[str, FileEntry]:
+        """Relative path -> manifest entry of every known file (with a manifest)."""
+        with self._lock:
+            return {rel: e for rel, e in self._mirror.entries.items() if rel in self._mirror.known}
 
     def start(self) -> None:
         """Start the background uploader process (see the module docstring): at once if
@@ -262,6 +424,9 @@ class DirectorySync:
             self._spawn_worker()
 
     def _spawn_worker(self) -> None:
+        with self._lock:
+            entries = {rel: list(astuple(e)) for rel, e in self._mirror.entries.items()}
+            excluded = sorted(self._mirror.excluded)
         config = {
             "local_dir": str(self.local_dir),
             "remote_prefix": self.remote_prefix,
@@ -272,6 +437,9 @@ class DirectorySync:
             "nice": self._nice,
             "idle": self._idle,
             "known": self.known,
+            "manifest": self._mirror.manifest,
+            "entries": entries,
+            "excluded": excluded,
         }
         code = (
             "from trainops.agent.reporting._sync import worker_main; "
@@ -297,6 +465,9 @@ class DirectorySync:
             target=self._read_reports, args=(self._worker,), name="sync-reports", daemon=True
         )
         self._reader.start()
+        self._watchdog = threading.Thread(target=self._watch_stalls, name="sync-stalls",
+                                          daemon=True)  # fmt: skip
+        self._watchdog.start()
 
     def stop(self) -> None:
         """Ask the uploader to finish its current upload and exit; wait for it."""
@@ -319,6 +490,9 @@ class DirectorySync:
         if self._reader is not None:
             self._reader.join()
             self._reader = None
+        if self._watchdog is not None:
+            self._watchdog.join()
+            self._watchdog = None
         if worker.stdout is not None:
             worker.stdout.close()
 
@@ -329,23 +503,76 @@ class DirectorySync:
                 report = json.loads(line)
             except ValueError:
                 continue
-            with self._lock:
-                if "uploaded" in report:
-                    size, mtime, inode = report["sig"]
-                    self._mirror.known[report["uploaded"]] = (size, mtime, inode)
-                elif "deleted" in report:
-                    self._mirror.known.pop(report["deleted"], None)
-            if "error" in report:
-                self._error(report["error"])
-            elif "uploaded" in report and self._on_uploaded is not None:
-                self._on_uploaded(report["uploaded"])
+            self._take_report(report)
         code = worker.wait()
         if code != 0:
             self._error(f"the uploader exited with {code}; what is left uploads when training ends")
 
+    def _take_report(self, report: dict[str, Any]) -> None:
+        with self._lock:
+            if "uploading" in report or "progress" in report:
+                self._in_flight = (str(report.get("uploading", report.get("progress"))),
+                                   time.monotonic())  # fmt: skip
+            elif "done" in report:
+                self._in_flight = None
+            elif "seen" in report:
+                self.first_seen[str(report["seen"])] = float(report["at"])
+            elif "uploaded" in report:
+                size, mtime, inode = report["sig"]
+                self._mirror.known[report["uploaded"]] = (size, mtime, inode)
+                if report.get("entry"):
+                    self._mirror.entries[report["uploaded"]] = FileEntry(*report["entry"])
+            elif "deleted" in report:
+                self._mirror.known.pop(report["deleted"], None)
+                self._mirror.entries.pop(report["deleted"], None)
+        if "error" in report:
+            self._error(report["error"])
+        elif "uploaded" in report:
+            self._recovered(f"uploaded {report['uploaded']}")
+            if self._on_uploaded is not None:
+                self._on_uploaded(report["uploaded"])
+
+    def _watch_stalls(self) -> None:
+        period = max(0.05, min(self._stall_seconds / 4, 5.0))
+        while not self._stopping.wait(period):
+            with self._lock:
+                flight = self._in_flight
+            if flight is None:
+                continue
+            rel, moved = flight
+            idle = time.monotonic() - moved
+            if idle >= self._stall_seconds and self._stalled != rel:
+                self._stalled = rel
+                self._error(f"the upload of {rel} has stalled: no progress for {idle:.1f} s")
+
+    def _recovered(self, what: str) -> None:
+        with self._lock:
+            was, self._failing, self._stalled = bool(self._failing), set(), None
+        if was and self._on_recovered is not None:
+            self._on_recovered(
+                f"syncing {self.local_dir} to {self.remote_prefix} recovered: {what}"
+            )
+
     def _error(self, message: str) -> None:
-        if self._on_error is not None:
+        with self._lock:
+            self.errors += 1
+            repeated = message in self._failing
+            self._failing.add(message)
+        if not repeated and self._on_error is not None:
             self._on_error(f"syncing {self.local_dir} to {self.remote_prefix}: {message}")
+
+
+def _same(listed: FileEntry, found: FileEntry) -> bool:
+    return listed.size == found.size and listed.sha256 == found.sha256
+
+
+def _mismatch(listed: list[Listing], found: FileEntry) -> str:
+    first = listed[0]
+    if all(x.entry.size != found.size for x in listed):
+        what = f"{found.size} bytes where the manifest of {first.host} lists {first.entry.size}"
+    else:
+        what = f"its checksum differs from the manifest of {first.host}"
+    return f"{what} (torn or changed after it was listed)"
 
 
 def _inside(root: Path, path: Path) -> bool:
@@ -390,7 +617,8 @@ def worker_main() -> int:
     """Entry point of the uploader process: config on stdin, reports on stdout, EOF stops it."""
     from trainops.storage import store_for
 
-    config = json.loads(sys.stdin.buffer.readline())
+    stop_fd = sys.stdin.fileno()
+    config = json.loads(_read_line(stop_fd))
     base = config.get("base_nice")
     _lower_priority(
         int(config["nice"]), idle=bool(config["idle"]), base=None if base is None else int(base)
@@ -404,9 +632,25 @@ def worker_main() -> int:
         Path(config["local_dir"]), config["remote_prefix"], store, config["propagate_deletes"]
     )
     mirror.known = {rel: (sig[0], sig[1], sig[2]) for rel, sig in config["known"].items()}
+    manifest = config.get("manifest")
+    mirror.manifest = None if manifest is None else (str(manifest[0]), int(manifest[1]))
+    mirror.entries = {rel: FileEntry(*e) for rel, e in config.get("entries", {}).items()}
+    mirror.excluded = set(config.get("excluded", []))
     out = sys.stdout
-    _Uploader(mirror, config, lambda report: _emit(out, report)).run(sys.stdin.fileno())
+    _Uploader(mirror, config, lambda report: _emit(out, report)).run(stop_fd)
     return 0
+
+
+def _read_line(fd: int) -> bytes:
+    """One line from ``fd``, read byte by byte: nothing after it is taken from the pipe (the
+    messages that follow are read from the same descriptor)."""
+    line = b""
+    while not line.endswith(b"\n"):
+        byte = os.read(fd, 1)
+        if not byte:
+            break
+        line += byte
+    return line
 
 
 def _background(settings: Settings) -> Settings:
@@ -485,15 +729,22 @@ class _Uploader:
         self.period = float(config["safety_interval"] if self.watcher else config["interval"])
         self.previous: dict[str, Signature] = {}
         self.pending: set[str] = set()
+        self.first_seen: dict[str, float] = {}
+        self.changed = False  # something was uploaded or deleted since the manifest was written
+        self.failed = False  # an upload failed: the next scan comes sooner
 
     def run(self, stop_fd: int) -> None:
         next_scan = 0.0  # scan at once: files finished before the watch began
+        messages = b""
         while True:
             now = time.monotonic()
             fds = [stop_fd] + ([self.watcher.fd] if self.watcher else [])
             ready, _w, _x = select.select(fds, [], [], max(0.0, next_scan - now))
-            if stop_fd in ready and not os.read(stop_fd, 4096):
-                return
+            if stop_fd in ready:
+                data = os.read(stop_fd, 65536)
+                if not data:
+                    return
+                messages = self._messages(messages + data)
             if self.watcher is not None and self.watcher.fd in ready:
                 self._take(self.watcher.read(0))
                 self._take(self.watcher.read(SETTLE))
@@ -501,10 +752,31 @@ class _Uploader:
                 self._scan()
                 next_scan = time.monotonic() + self.period
             self._upload_pending()
+            if self.failed:
+                self.failed = False
+                next_scan = min(next_scan, time.monotonic() + RETRY_SECONDS)
+
+    def _messages(self, buffer: bytes) -> bytes:
+        """Take in the agent's messages (``{"exclude": [...]}``); returns a partial last line."""
+        *lines, rest = buffer.split(b"\n")
+        for line in lines:
+            with contextlib.suppress(ValueError, TypeError, AttributeError):
+                excluded = json.loads(line).get("exclude") or []
+                self.mirror.excluded.update(str(rel) for rel in excluded)
+                self.pending.difference_update(self.mirror.excluded)
+        return rest
+
+    def _seen(self, rel: str) -> None:
+        if rel not in self.first_seen:
+            self.first_seen[rel] = time.time()
+            self.emit({"seen": rel, "at": self.first_seen[rel]})
 
     def _take(self, events: list[Event]) -> None:
         for event in events:
-            if event.kind == "closed":
+            if event.kind == "created":
+                self._seen(event.rel)
+            elif event.kind == "closed":
+                self._seen(event.rel)
                 self.pending.add(event.rel)
             elif event.kind == "removed":
                 self._removed(event.rel)
@@ -514,7 +786,8 @@ class _Uploader:
     def _scan(self) -> None:
         current = scan(self.mirror.local_dir)
         for rel, sig in current.items():
-            if self.mirror.known.get(rel) != sig:
+            if self.mirror.known.get(rel) != sig and self.mirror.uploadable(rel):
+                self._seen(rel)
                 self.pending.add(rel)
         self._guard(lambda: self._deleted(self.mirror.delete_vanished(set(current))))
         self.previous = current
@@ -523,6 +796,10 @@ class _Uploader:
         for rel in sorted(self.pending):
             self.pending.discard(rel)
             self._upload_one(rel)
+        if self.changed and self.mirror.manifest is not None:
+            self.changed = False
+            if self._guard(self.mirror.write_manifest) is False:
+                self.changed = True
 
     def _removed(self, rel: str) -> None:
         self.pending.discard(rel)
@@ -536,16 +813,53 @@ class _Uploader:
                 previous = signature(self.mirror.local_dir / rel)
             except FileNotFoundError:
                 return
-        if self._guard(lambda: self.mirror.upload(rel, previous=previous)):
-            self.emit({"uploaded": rel, "sig": list(self.mirror.known[rel])})
+        if not self.mirror.uploadable(rel):
+            return
+        self.emit({"uploading": rel})
+        progress = _Progress(rel, self.emit)
+        sent = self._guard(lambda: self.mirror.upload(rel, previous=previous, on_bytes=progress))
+        self.emit({"done": rel})
+        if sent:
+            self.changed = True
+            entry = self.mirror.entries.get(rel)
+            self.emit(
+                {
+                    "uploaded": rel,
+                    "sig": list(self.mirror.known[rel]),
+                    "entry": None if entry is None else list(astuple(entry)),
+                    "first_seen": self.first_seen.pop(rel, None),
+                }
+            )
 
     def _deleted(self, gone: list[str]) -> None:
         for rel in gone:
+            self.changed = True
+            self.first_seen.pop(rel, None)
             self.emit({"deleted": rel})
 
     def _guard(self, action: Callable[[], Any]) -> Any:
+        """``action()``; a failure is reported (and retried soon) and gives ``False``."""
         try:
             return action()
         except (TrainopsError, OSError) as exc:
+            self.failed = True
             self.emit({"error": str(exc)})
-            return None
+            return False
+
+
+class _Progress:
+    """An upload's byte count, reported at most every :data:`PROGRESS_SECONDS` (a stall shows
+    as no report)."""
+
+    def __init__(self, rel: str, emit: Callable[[dict[str, Any]], None]) -> None:
+        self.rel = rel
+        self.emit = emit
+        self.sent = 0
+        self.last = time.monotonic()
+
+    def __call__(self, count: int) -> None:
+        self.sent += count
+        now = time.monotonic()
+        if now - self.last >= PROGRESS_SECONDS:
+            self.last = now
+            self.emit({"progress": self.rel, "bytes": self.sent})

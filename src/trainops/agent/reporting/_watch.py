@@ -57,7 +57,8 @@ F_UNLCK = getattr(fcntl, "F_UNLCK", 2)
 class Event:
     """What happened to ``rel`` (a path relative to the watched root, with ``/``).
 
-    ``kind`` is ``"closed"`` (written and closed, or renamed into place), ``"removed"`` (deleted
+    ``kind`` is ``"created"`` (a new file, being written), ``"closed"`` (written and closed, or
+    renamed into place), ``"removed"`` (deleted
     or renamed away), or ``"rescan"`` (events were lost or a directory appeared: look again).
     """
 
@@ -164,6 +165,8 @@ class Inotify:
             return [Event("rescan", rel)]  # a directory went away: its files are gone
         if mask & (IN_CLOSE_WRITE | IN_MOVED_TO):
             return [Event("closed", rel)]
+        if mask & IN_CREATE:
+            return [Event("created", rel)]
         if mask & (IN_DELETE | IN_MOVED_FROM):
             return [Event("removed", rel)]
         return []

@@ -8,6 +8,8 @@ sidecar does: it calls, in order,
 - :meth:`Sidecar.prepare` during Downloading (restore what the job starts from; may fail the job),
 - :meth:`Sidecar.environment` while it builds the script's environment (variables to add),
 - :meth:`Sidecar.start` just before the script starts,
+- :meth:`Sidecar.before_kill` just before the script's processes get a stop's SIGKILL (its grace
+  period, or a spot interruption's notice, ran out; they still hold what they had open),
 - :meth:`Sidecar.finish` once the script has ended, whatever its outcome, and also when the job
   ended before the script began (final upload; returns the artifacts to record), or :meth:`Sidecar.abort` when the agent itself fails (stop now,
   upload nothing more).
@@ -21,8 +23,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from trainops._settings import Settings
 from trainops.agent.contract._outputs import Artifact, OutputLayout
@@ -49,6 +52,10 @@ class SidecarContext:
     #: output as ``listener(name, ts, values)`` (quick, never raising; on another thread).
     add_metric_listener: Callable[[Callable[[str, float, list[float]], None]], None]
     sync_interval: float = 1.0
+    #: ``report(kind, data)``: send an agent event (a checkpoint sync's ``checkpoint`` records).
+    report: Callable[[str, dict[str, Any]], None] = field(default=lambda kind, data: None)
+    #: Whether the host's stop is a spot interruption (its last sync says what it left).
+    interrupted: Callable[[], bool] = field(default=lambda: False)
 
     @property
     def job(self) -> SubmittedJob:
@@ -78,6 +85,11 @@ class Sidecar(ABC):
     @abstractmethod
     def start(self) -> None:
         """Begin the background work; the script starts right after."""
+
+    def before_kill(self) -> None:
+        """The script's processes are about to be killed (SIGKILL) while they still hold
+        what they had open: note what they were writing. Quick, from the supervising thread."""
+        return None
 
     @abstractmethod
     def finish(self) -> list[Artifact]:

@@ -56,6 +56,9 @@ class Sidecars:
                 self.abort()
                 raise
 
+    def before_kill(self) -> None:
+        _each(self.members, lambda sidecar: sidecar.before_kill())
+
     def finish(self) -> list[Artifact]:
         """Finish every member, last first (also one never started: the job ended before its
         script began); their artifacts in start order."""

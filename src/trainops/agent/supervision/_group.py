@@ -173,6 +173,12 @@ class ProcessGroup:
             if member.returncode is None:
                 member.process.terminate(grace_seconds)
 
+    def notify_kill(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` just before a process of the group is sent a stop's SIGKILL
+        (once for each process killed so)."""
+        for member in self.members:
+            member.process.notify_kill(listener)
+
     def finish(self) -> int:
         """Wait for every process to end (delivering pending SIGKILLs) and drain all output."""
         while (code := self.wait(POLL_SECONDS * 4)) is None:

@@ -86,6 +86,7 @@ class ScriptProcess:
         self._exit_lock = threading.Lock()
         self._on_exit: list[Callable[[], None]] | None = []
         self._after_exit: list[Callable[[], None]] = []  # told once wait() sees the exit
+        self._before_kill: list[Callable[[], None]] = []  # told just before a stop's SIGKILL
         self.stderr_tail: deque[str] = deque(maxlen=TAIL_LINES)
 
     @property
@@ -156,6 +157,9 @@ class ScriptProcess:
         if self._exited.wait(timeout):
             return self._reap()
         if self._kill_at is not None and time.monotonic() >= self._kill_at:
+            listeners, self._before_kill = self._before_kill, []
+            for listener in listeners:
+                listener()
             self.signal_group(signal.SIGKILL)
             self._signal_tree(signal.SIGKILL)
         return None
@@ -202,6 +206,12 @@ class ScriptProcess:
                 self._on_exit.append(callback)
                 return
         callback()
+
+    def notify_kill(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` once, just before the SIGKILL of a stop whose grace period ran out
+        (while the processes still hold what they had open): a checkpoint sync notes what was
+        still being written. Called from the thread that waits."""
+        self._before_kill.append(listener)
 
     def notify_exit(self, listener: Callable[[], None]) -> None:
         """Call ``listener`` once :meth:`wait` would see the exit (register before
