@@ -1,0 +1,112 @@
+"""The digits spot example resumes exactly: interrupted runs end with an uninterrupted run's weights.
+
+The script alone (no trainops): SIGTERM (spot's notice) and SIGKILL at chosen steps, then a run
+to the end from the checkpoints left, against one uninterrupted run; the weights' digests must be
+equal, bit for bit. The same example under trainops' chaos mode is in ``test_spot_chaos.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.e2e._harness import describe, statuses, trainops, wait_for
+
+pytestmark = pytest.mark.slow
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "digits"
+SCRIPT = EXAMPLE / "src" / "train_spot.py"
+DIGEST = re.compile(r"^model_sha256=([0-9a-f]{64})$", re.M)
+EPOCHS = "2"
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("digits-data")
+    subprocess.run(
+        [sys.executable, str(EXAMPLE / "prepare_data.py"), "--out", str(out)],
+        check=True,
+        capture_output=True,
+    )
+    return out
+
+
+def start(data: Path, work: Path, epochs: int = int(EPOCHS)) -> subprocess.Popen[str]:
+    env = {
+        **os.environ,
+        "SM_CHANNEL_TRAIN": str(data / "train"),
+        "SM_CHANNEL_TEST": str(data / "test"),
+        "SM_MODEL_DIR": str(work / "model"),
+        "SM_OUTPUT_DATA_DIR": str(work / "output"),
+        "SM_CHECKPOINT_DIR": str(work / "checkpoints"),
+    }
+    argv = [sys.executable, str(SCRIPT), "--epochs", str(epochs), "--checkpoint-every", "5"]
+    return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, text=True)
+
+
+def newest_step(work: Path) -> int:
+    names = [p.name for p in (work / "checkpoints").glob("checkpoint-step-*.pt")]
+    return max((int(n.split("-")[2].split(".")[0]) for n in names), default=0)
+
+
+def finish(proc: subprocess.Popen[str]) -> str:
+    out, _ = proc.communicate(timeout=240)
+    assert proc.returncode == 0, out
+    return out
+
+
+def interrupt_after(data: Path, work: Path, step: int, how: signal.Signals) -> str:
+    proc = start(data, work)
+    wait_for(lambda: newest_step(work) >= step or proc.poll() is not None, timeout=120)
+    proc.send_signal(how)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == -how, out
+    return out
+
+
+def test_interrupted_runs_end_with_the_uninterrupted_runs_weights(
+    data: Path, tmp_path: Path
+) -> None:
+    clean = finish(start(data, tmp_path / "clean"))
+    work = tmp_path / "interrupted"
+    noticed = interrupt_after(data, work, 5, signal.SIGTERM)
+    assert "notice: checkpoint at step" in noticed
+    interrupt_after(data, work, newest_step(work) + 5, signal.SIGKILL)
+    resumed = finish(start(data, work))
+    assert "resumed from checkpoint-step-" in resumed
+    assert DIGEST.findall(resumed) == DIGEST.findall(clean) != []
+    assert (work / "output" / "history.csv").read_bytes() == (
+        tmp_path / "clean" / "output" / "history.csv"
+    ).read_bytes()
+
+
+def test_the_spot_example_under_chaos_ends_with_the_uninterrupted_weights(
+    data: Path, tmp_path: Path
+) -> None:
+    """job-spot.yaml as shipped but shorter: chaos interrupts it three times, it completes, and
+    its weights are an uninterrupted run's (the script alone, same hyperparameters)."""
+    work = tmp_path / "digits"
+    shutil.copytree(EXAMPLE, work, ignore=shutil.ignore_patterns("data", "checkpoints*"))
+    shutil.copytree(data, work / "data")
+    spec = yaml.safe_load((EXAMPLE / "job-spot.yaml").read_text())
+    spec["hyperparameters"]["epochs"] = int(EPOCHS) + 1
+    spec["chaos"]["mean_seconds_between"] = 1.5
+    (work / "job-spot.yaml").write_text(yaml.safe_dump(spec))
+    clean = start(data, tmp_path / "clean", epochs=spec["hyperparameters"]["epochs"])
+    expected = DIGEST.findall(finish(clean))
+    run = trainops("run", str(work / "job-spot.yaml"), home=tmp_path / "home", timeout=400)
+    assert run.returncode == 0, run.stdout + run.stderr
+    name = next(line.split()[-1] for line in run.stdout.splitlines() if "Submitted" in line)
+    job = describe(name, tmp_path / "home")
+    assert statuses(job).count("Interrupted") == 3, statuses(job)
+    assert DIGEST.findall(run.stdout) == expected
+    assert "Managed Spot Training savings:" in run.stdout
+    assert job["BillableTimeInSeconds"] <= job["TrainingTimeInSeconds"]
