@@ -106,6 +106,11 @@ def test_report_on_a_running_job_then_on_the_finished_one(tmp_path: Path) -> Non
     kinds = [item["kind"] for item in data["advice"]["items"]]
     assert kinds[:2] == ["larger_instance", "gpu_instance"]
     assert "ml.m5.xlarge" in page.read_text()
+    # the job's cost advice rides along: billable seconds at the catalog's prices (on-demand job)
+    cost = data["cost"]
+    assert cost["TrainingJobName"] == "reported" and cost["EnableManagedSpotTraining"] is False
+    assert cost["OnDemandCostUsd"] > cost["SpotCostUsd"] > 0 and cost["Interruptions"] == []
+    assert "Cost and spot interruptions" in page.read_text()
     printed = trainops("report", "reported", "--json", home=home)
     assert printed.returncode == 0 and json.loads(printed.stdout)["job"]["name"] == "reported"
 
