@@ -144,6 +144,17 @@ def test_a_configuration_is_proposed_again_only_when_every_one_has_been(strategy
     assert len(proposals) == 20  # and when the space is spent, a repeat rather than none
 
 
+def test_a_spent_space_is_not_drawn_again_and_a_continuous_one_is_never_spent() -> None:
+    engine = Search(_config("Random", hyperparameter_ranges=DISCRETE))._engine
+    assert engine.size == 18
+    for number in range(18):
+        engine.ask(number)
+    asked = len(engine.study.trials)  # the redraws' discarded trials included
+    engine.ask(18)
+    assert len(engine.study.trials) == asked + 1  # a single draw once every one is taken
+    assert Search(_config("Random"))._engine.size is None
+
+
 def test_the_job_limit_ends_asking_and_grid_runs_each_combination_once() -> None:
     search = Search(_config("Random", resource_limits={"max_number_of_training_jobs": 3,
                                                        "max_parallel_training_jobs": 1}))  # fmt: skip

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import math
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from trainops.tuning._records import TrialRecord, TrialStatus, TunedValue
@@ -83,6 +83,7 @@ class Engine:
         self.strategy = strategy
         self.seed = seed
         self.distributions = {name: _distribution(rng) for name, rng in self.ranges.items()}
+        self.size = _size(self.distributions.values())  # configurations, if finitely many
         direction = "maximize" if maximize else "minimize"
         self.study = optuna.create_study(study_name=strategy.study_name, direction=direction)
         self.trials: dict[int, Trial] = {}
@@ -94,10 +95,11 @@ class Engine:
         if fixed is not None:
             return self._start(number, fixed)
         taken = {_key(trial.params) for trial in self.trials.values()}
-        for draw in range(MAX_DRAWS):
+        draws = 1 if self.size is not None and len(taken) >= self.size else MAX_DRAWS
+        for draw in range(draws):
             self.study.sampler = self._sampler(trial_seed(self.seed, number, draw), draw)
             trial = self.study.ask(self.distributions)
-            if _key(trial.params) not in taken or draw == MAX_DRAWS - 1:
+            if _key(trial.params) not in taken or draw == draws - 1:
                 break
             self._discard(trial)
         self.trials[number] = trial
@@ -222,6 +224,19 @@ class Engine:
             name: 1.0 - float(value) if _reversed(self.ranges[name]) else value
             for name, value in params.items()
         }
+
+
+def _size(distributions: Iterable[Any]) -> int | None:
+    """How many configurations the ``distributions`` span (``None``: a Continuous one)."""
+    size = 1
+    for dist in distributions:
+        if hasattr(dist, "choices"):
+            size *= len(dist.choices)
+        elif isinstance(dist.low, int):  # every whole number, on a log scale too
+            size *= dist.high - dist.low + 1
+        else:
+            return None
+    return size
 
 
 def _key(params: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
