@@ -87,6 +87,7 @@ class Engine:
         direction = "maximize" if maximize else "minimize"
         self.study = optuna.create_study(study_name=strategy.study_name, direction=direction)
         self.trials: dict[int, Trial] = {}
+        self.taken: set[tuple[tuple[str, Any], ...]] = set()  # the trials' configurations
         self.curves: dict[int, dict[int, float]] = {}
 
     def ask(self, number: int) -> dict[str, TunedValue]:
@@ -94,7 +95,7 @@ class Engine:
         fixed = self.strategy.fixed(number)
         if fixed is not None:
             return self._start(number, fixed)
-        taken = {_key(trial.params) for trial in self.trials.values()}
+        taken = self.taken
         draws = 1 if self.size is not None and len(taken) >= self.size else MAX_DRAWS
         for draw in range(draws):
             self.study.sampler = self._sampler(trial_seed(self.seed, number, draw), draw)
@@ -106,6 +107,7 @@ class Engine:
         self.curves[number] = {}
         values = self._decode(trial.params)
         self._round_trip(trial, values)
+        taken.add(_key(trial.params))
         return values
 
     def _sampler(self, seed: int, draw: int) -> Any:
@@ -136,6 +138,7 @@ class Engine:
         self.study.enqueue_trial(params)
         trial = self.study.ask({k: self.distributions[k] for k in params})
         self.trials[number] = trial
+        self.taken.add(_key(trial.params))
         self.curves[number] = {}
         return dict(values)
 
