@@ -54,6 +54,13 @@ def _config(strategy: str, **changes: Any) -> TuningJobConfig:
     return make_config(strategy=strategy, **changes)
 
 
+#: 3 x 2 x 3 = 18 configurations: searches of 19 trials draw again past repeats, then exhaust them
+DISCRETE = {
+    "lr": ["0.001", "0.003", "0.01"],
+    "optimizer": ["sgd", "adam"],
+    "layers": {"type": "Integer", "min_value": 1, "max_value": 3},
+}
+
 #: The strategies' conformance cases: every registered strategy needs at least one (checked).
 REBUILD_CASES: list[tuple[str, dict[str, Any]]] = [
     ("Random", {}),
@@ -61,6 +68,8 @@ REBUILD_CASES: list[tuple[str, dict[str, Any]]] = [
     ("Bayesian", {"hyperparameter_ranges": {k: RANGES[k] for k in ("lr", "momentum")}}),  # GP
     ("Bayesian", {"training_job_early_stopping_type": "Auto"}),
     ("Hyperband", {}),
+    ("Random", {"hyperparameter_ranges": DISCRETE}),
+    ("Bayesian", {"hyperparameter_ranges": DISCRETE}),
     ("Grid", {"hyperparameter_ranges": {"o": ["a", "b", "c"], "b": [1, 2, 3, 4]},
               "resource_limits": {"max_parallel_training_jobs": 2}}),
 ]  # fmt: skip
@@ -121,6 +130,29 @@ def test_proposals_lie_in_their_ranges_with_their_types() -> None:
     # reverse log: most of the draws crowd towards 1 (half of them above 0.9776)
     near_one = sum(hp["momentum"] > 1 - math.sqrt(0.5 * 0.001) for hp in values)
     assert 60 < near_one < 140
+
+
+@pytest.mark.parametrize("strategy", ["Random", "Bayesian", "Hyperband"])
+def test_a_configuration_is_proposed_again_only_when_every_one_has_been(strategy: str) -> None:
+    search = Search(_config(strategy, hyperparameter_ranges=DISCRETE))
+    proposals = _run(search, 20, leave_running=False)
+    seen = [tuple(sorted(p.hyperparameters.items())) for p in proposals]
+    # the sampler's draws that repeat a trial are drawn again, by the sampler and then at
+    # random: with two thirds of the space left, some draw finds a new configuration
+    assert len(set(seen[:12])) == 12
+    assert len(set(seen)) >= 16  # nearly all of them before any repeat is taken
+    assert len(proposals) == 20  # and when the space is spent, a repeat rather than none
+
+
+def test_a_spent_space_is_not_drawn_again_and_a_continuous_one_is_never_spent() -> None:
+    engine = Search(_config("Random", hyperparameter_ranges=DISCRETE))._engine
+    assert engine.size == 18
+    for number in range(18):
+        engine.ask(number)
+    asked = len(engine.study.trials)  # the redraws' discarded trials included
+    engine.ask(18)
+    assert len(engine.study.trials) == asked + 1  # a single draw once every one is taken
+    assert Search(_config("Random"))._engine.size is None
 
 
 def test_the_job_limit_ends_asking_and_grid_runs_each_combination_once() -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import math
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from trainops.tuning._records import TrialRecord, TrialStatus, TunedValue
@@ -36,9 +36,17 @@ def import_optuna() -> Any:
     return optuna
 
 
-def trial_seed(seed: int, number: int) -> int:
-    """The sampler seed of trial ``number``: fixed by the job's seed and the number alone."""
-    return zlib.crc32(f"{seed}:{number}".encode())
+#: A trial's draws that repeat one of this job's trials are drawn again: first by the strategy's
+#: sampler, then uniformly at random; past both, the last draw is taken even if it repeats.
+MODEL_DRAWS = 8
+MAX_DRAWS = 24
+
+
+def trial_seed(seed: int, number: int, draw: int = 0) -> int:
+    """The sampler seed of draw ``draw`` of trial ``number``: fixed by the job's seed, the
+    number and the draw alone (the first draw's is the seed trials had before redraws)."""
+    key = f"{seed}:{number}" if draw == 0 else f"{seed}:{number}:{draw}"
+    return zlib.crc32(key.encode())
 
 
 def _distribution(rng: ParameterRange) -> Any:
@@ -75,9 +83,11 @@ class Engine:
         self.strategy = strategy
         self.seed = seed
         self.distributions = {name: _distribution(rng) for name, rng in self.ranges.items()}
+        self.size = _size(self.distributions.values())  # configurations, if finitely many
         direction = "maximize" if maximize else "minimize"
         self.study = optuna.create_study(study_name=strategy.study_name, direction=direction)
         self.trials: dict[int, Trial] = {}
+        self.taken: set[tuple[tuple[str, Any], ...]] = set()  # the trials' configurations
         self.curves: dict[int, dict[int, float]] = {}
 
     def ask(self, number: int) -> dict[str, TunedValue]:
@@ -85,13 +95,30 @@ class Engine:
         fixed = self.strategy.fixed(number)
         if fixed is not None:
             return self._start(number, fixed)
-        self.study.sampler = self.strategy.sampler(trial_seed(self.seed, number))
-        trial = self.study.ask(self.distributions)
+        taken = self.taken
+        draws = 1 if self.size is not None and len(taken) >= self.size else MAX_DRAWS
+        for draw in range(draws):
+            self.study.sampler = self._sampler(trial_seed(self.seed, number, draw), draw)
+            trial = self.study.ask(self.distributions)
+            if _key(trial.params) not in taken or draw == draws - 1:
+                break
+            self._discard(trial)
         self.trials[number] = trial
         self.curves[number] = {}
         values = self._decode(trial.params)
         self._round_trip(trial, values)
+        taken.add(_key(trial.params))
         return values
+
+    def _sampler(self, seed: int, draw: int) -> Any:
+        if draw < MODEL_DRAWS:
+            return self.strategy.sampler(seed)
+        return import_optuna().samplers.RandomSampler(seed=seed)
+
+    def _discard(self, trial: Trial) -> None:
+        """Drop a draw that repeats a trial of this job: told failed, which no sampler learns
+        from, so the study samples as a rebuilt one (which never saw the draw) does."""
+        self.study.tell(trial, state=import_optuna().trial.TrialState.FAIL)
 
     def _round_trip(self, trial: Trial, values: Mapping[str, TunedValue]) -> None:
         """Store a ReverseLogarithmic value as a replay will (``1 - x``, not the sampled ``y``:
@@ -111,6 +138,7 @@ class Engine:
         self.study.enqueue_trial(params)
         trial = self.study.ask({k: self.distributions[k] for k in params})
         self.trials[number] = trial
+        self.taken.add(_key(trial.params))
         self.curves[number] = {}
         return dict(values)
 
@@ -199,6 +227,24 @@ class Engine:
             name: 1.0 - float(value) if _reversed(self.ranges[name]) else value
             for name, value in params.items()
         }
+
+
+def _size(distributions: Iterable[Any]) -> int | None:
+    """How many configurations the ``distributions`` span (``None``: a Continuous one)."""
+    size = 1
+    for dist in distributions:
+        if hasattr(dist, "choices"):
+            size *= len(dist.choices)
+        elif isinstance(dist.low, int):  # every whole number, on a log scale too
+            size *= dist.high - dist.low + 1
+        else:
+            return None
+    return size
+
+
+def _key(params: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """A configuration as a comparable value (names sorted)."""
+    return tuple(sorted(params.items()))
 
 
 def _fits(distribution: Any, value: Any) -> bool:
