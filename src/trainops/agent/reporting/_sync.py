@@ -351,10 +351,11 @@ class DirectorySync:
         with self._lock:
             return set(self._mirror.excluded)
 
-    def final_sync(self) -> SyncResult:
+    def final_sync(self, *, raise_failures: bool = True) -> SyncResult:
         """Stop the background uploader and upload everything that differs, finished or not
         (except what a kill left torn); a file whose upload fails is left, with why, and the
-        others still go. The manifest is written last."""
+        others still go. The manifest is written last. Then, with ``raise_failures``, a failed
+        upload raises :class:`StorageError` naming each (else :attr:`SyncResult.left` says)."""
         started = time.monotonic()
         self.stop()
         with self._lock:
@@ -376,6 +377,9 @@ class DirectorySync:
                 result.left[RESERVED_DIR] = f"its upload failed: deletions or the manifest: {exc}"
             self._previous = current
         result.seconds = time.monotonic() - started
+        failed = {rel: why for rel, why in result.left.items() if why.startswith("its upload")}
+        if failed and raise_failures:
+            raise StorageError("; ".join(f"{rel}: {why}" for rel, why in sorted(failed.items())))
         return result
 
     @property
@@ -618,7 +622,8 @@ def worker_main() -> int:
     from trainops.storage import store_for
 
     stop_fd = sys.stdin.fileno()
-    config = json.loads(_read_line(stop_fd))
+    first, rest = _read_line(stop_fd)
+    config = json.loads(first)
     base = config.get("base_nice")
     _lower_priority(
         int(config["nice"]), idle=bool(config["idle"]), base=None if base is None else int(base)
@@ -637,20 +642,20 @@ def worker_main() -> int:
     mirror.entries = {rel: FileEntry(*e) for rel, e in config.get("entries", {}).items()}
     mirror.excluded = set(config.get("excluded", []))
     out = sys.stdout
-    _Uploader(mirror, config, lambda report: _emit(out, report)).run(stop_fd)
+    _Uploader(mirror, config, lambda report: _emit(out, report)).run(stop_fd, rest)
     return 0
 
 
-def _read_line(fd: int) -> bytes:
-    """One line from ``fd``, read byte by byte: nothing after it is taken from the pipe (the
-    messages that follow are read from the same descriptor)."""
-    line = b""
-    while not line.endswith(b"\n"):
-        byte = os.read(fd, 1)
-        if not byte:
+def _read_line(fd: int) -> tuple[bytes, bytes]:
+    """The first line from ``fd`` and what was read after it (the agent's first messages)."""
+    data = b""
+    while b"\n" not in data:
+        chunk = os.read(fd, 65536)
+        if not chunk:
             break
-        line += byte
-    return line
+        data += chunk
+    line, _newline, rest = data.partition(b"\n")
+    return line, rest
 
 
 def _background(settings: Settings) -> Settings:
@@ -733,9 +738,9 @@ class _Uploader:
         self.changed = False  # something was uploaded or deleted since the manifest was written
         self.failed = False  # an upload failed: the next scan comes sooner
 
-    def run(self, stop_fd: int) -> None:
+    def run(self, stop_fd: int, messages: bytes = b"") -> None:
         next_scan = 0.0  # scan at once: files finished before the watch began
-        messages = b""
+        messages = self._messages(messages)
         while True:
             now = time.monotonic()
             fds = [stop_fd] + ([self.watcher.fd] if self.watcher else [])

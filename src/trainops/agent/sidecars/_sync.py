@@ -111,7 +111,7 @@ class CheckpointSync(_DirectorySidecar):
             )
 
     def finish(self) -> list[Artifact]:
-        result = self.sync.final_sync()
+        result = self.sync.final_sync(raise_failures=False)
         entries = self.sync.entries
         newest = max(entries.items(), key=lambda item: item[1].mtime, default=None)
         write = None
