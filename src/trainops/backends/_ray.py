@@ -372,8 +372,12 @@ class RayBackend(Backend):
         actor = self._actor_of(handle)
         if actor is None:
             return
-        workloads = [[ref.pid, ref.pgid] for ref in handle.workloads]
-        self._call(actor.kill.remote(workloads))
+        with self._lock:
+            dead = handle.data.get("actor") in self._gone
+        if not dead:  # a call to a dead actor fails only after Ray's retries (~2 s)
+            workloads = [[ref.pid, ref.pgid] for ref in handle.workloads]
+            self._call(actor.kill.remote(workloads))
+        # A dead actor's agent has already ended its host (it watches the actor's pid).
         self._ray().kill(actor, no_restart=True)
 
     def workload_ref(self, pid: int, pgid: int) -> ProcessRef | None:

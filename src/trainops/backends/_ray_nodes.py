@@ -114,7 +114,9 @@ class NodeWatch:
 
 def _dead(node: Mapping[str, Any]) -> Preemption:
     how = _DEATHS.get(int(node.get("DeathReason") or 0), "died")
-    said = " ".join(str(node.get("DeathReasonMessage") or "").split())[:200]
+    # Ray's words, which whoever drained the node wrote: one printable line, kept short.
+    text = "".join(c if c.isprintable() else " " for c in str(node.get("DeathReasonMessage") or ""))
+    said = " ".join(text.split())[:200]
     reason = f"the Ray node {node_name(node)} {how}" + (f": {said}" if said else "")
     return Preemption(node_name(node), reason, None)
 
