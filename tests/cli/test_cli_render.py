@@ -117,6 +117,24 @@ def test_summary_of_a_failed_job_without_metrics() -> None:
     ]
 
 
+def test_summary_of_a_spot_job_prints_the_sdks_lines() -> None:
+    spot = {
+        "TrainingJobName": "spot",
+        "TrainingJobStatus": "Completed",
+        "TrainingTimeInSeconds": 500,
+        "BillableTimeInSeconds": 100,
+        "EnableManagedSpotTraining": True,
+        "ManagedSpotTrainingSavings": 80.0,
+        "Interruptions": 3,
+    }
+    assert format_job_summary(spot).split("\n")[-4:] == [
+        "Training seconds: 500",
+        "Billable seconds: 100",
+        "Managed Spot Training savings: 80.0%",
+        "Interruptions: 3",
+    ]
+
+
 POINTS = [
     {"MetricName": "loss", "Value": 0.5, "Timestamp": "2024-06-01T10:00:01Z", "Host": "algo-1"},
     {"MetricName": "loss", "Value": 0.25, "Timestamp": "2024-06-01T10:00:02Z", "Host": "algo-2"},

@@ -123,8 +123,9 @@ def control_plane(
     config: ControllerConfig = FAST,
     token: str | None = None,
     agent_command: list[str] | None = None,
+    backend: LocalBackend | None = None,
 ) -> Iterator[ControlPlane]:
-    backend = fake_backend(settings, agent_command)
+    backend = backend or fake_backend(settings, agent_command)
     server = EmbeddedServer(settings, backend=backend, config=config)
     with server:
         # The server's API token: the one given, else the home's (as the CLI and SDK read it).

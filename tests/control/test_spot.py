@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import pytest
 
-from tests.control._harness import ControlPlane, control_plane, wait_for
+from tests.control._harness import ControlPlane, control_plane
 from trainops._settings import Settings
+from trainops.cli import main
 
 pytestmark = pytest.mark.slow
 
@@ -140,7 +142,118 @@ def test_interruptions_refused_with_the_reason(settings: Settings) -> None:
         plane.wait_ended("plain")
         code, message = refused("plain", {})
         assert code == 409 and "ended" in message
+        anonymous = httpx.post(f"{plane.server.url}/api/v1/jobs/spotty/interrupt", json={})
+        assert anonymous.status_code == 401  # the API token's holder only (not a job's script)
+        code, message = refused("spotty", {"hosts": "algo-1"})
+        assert code == 400 and "hosts" in message
+        code, message = refused("spotty", {"message": "x" * 501})
+        assert code == 400 and "message" in message
         # Still running and never interrupted by any of the above.
         assert plane.describe("spotty")["Interruptions"] == 0
+        # A message is one line of printable text in the job's status: no terminal escapes.
+        hostile = {"message": "evil\x1b[2J\nsecond\tline\x00", "notice_seconds": 1}
+        answer = interrupt(plane, "spotty", **hostile)
+        shown = answer["SecondaryStatusTransitions"][-1]["StatusMessage"]
+        assert "evil [2J second line (API request)" in shown, shown
+        assert not any(not c.isprintable() for c in shown)
         plane.stop("spotty")
-        wait_for(lambda: plane.describe("spotty")["TrainingJobStatus"] == "Stopped")
+        plane.wait_ended("spotty")
+
+
+def chaos_spec(**plan: Any) -> dict[str, Any]:
+    return spot(chaos={"seed": 11, "notice_seconds": 1} | plan)
+
+
+def test_the_chaos_schedule_interrupts_a_job_as_often_as_it_says(settings: Settings) -> None:
+    env = {"FAKE_HANG_ATTEMPTS": "1,2", "FAKE_LINES": "1"}
+    plan = {"interruptions": 2, "mean_seconds_between": 0.3, "capacity_gap_seconds": [0.2, 0.6]}
+    with control_plane(settings) as plane:
+        plane.submit("rehearsed", env, instance_count=2, **chaos_spec(**plan))
+        job = plane.wait_ended("rehearsed")
+    assert job["TrainingJobStatus"] == "Completed", job["FailureReason"]
+    assert (job["Attempt"], job["Interruptions"]) == (3, 2)
+    messages = [t["StatusMessage"] for t in job["SecondaryStatusTransitions"]]
+    for index in (1, 2):
+        assert sum(f"chaos interruption {index} of 2 (seed 11)" in m for m in messages) == 1
+    assert statuses(job).count("Pending") == 2
+
+
+def test_a_restarted_control_plane_carries_the_wait_and_the_schedule_on(
+    settings: Settings,
+) -> None:
+    env = {"FAKE_HANG_ATTEMPTS": "1,2", "FAKE_LINES": "1"}
+    plan = {"interruptions": 2, "mean_seconds_between": 0.3, "capacity_gap_seconds": [4, 4]}
+    with control_plane(settings) as plane:
+        plane.submit("durable", env, **chaos_spec(**plan))
+        plane.wait_secondary("durable", "Pending")
+        waiting = plane.describe("durable")
+    with control_plane(settings) as plane:  # mid-gap: the wait goes on, it does not restart
+        job = plane.wait_ended("durable")
+    assert job["TrainingJobStatus"] == "Completed", job["FailureReason"]
+    assert (job["Attempt"], job["Interruptions"]) == (3, 2)
+    transitions = job["SecondaryStatusTransitions"]
+    assert statuses(job).count("Pending") == 2  # one per interruption, none added by the restart
+    first_pending = next(t for t in transitions if t["Status"] == "Pending")
+    assert first_pending == waiting["SecondaryStatusTransitions"][-1] | {
+        "EndTime": first_pending["EndTime"]
+    }
+
+
+def test_a_restart_while_interrupted_still_stops_and_resumes_the_job(settings: Settings) -> None:
+    env = {"FAKE_HANG_ATTEMPTS": "1", "FAKE_LINES": "1"}
+    with control_plane(settings) as plane:
+        plane.submit("midway", env, instance_count=2, **spot())
+        plane.wait_secondary("midway", "Training")
+        interrupt(plane, "midway", notice_seconds=3)
+    # No control plane: the agents hear the interruption from the next one.
+    with control_plane(settings) as plane:
+        job = plane.wait_ended("midway")
+        lines = plane.log_lines("midway")
+    assert job["TrainingJobStatus"] == "Completed", job["FailureReason"]
+    assert statuses(job)[2:5] == ["Training", "Interrupted", "Starting"]
+    assert sum("(interrupted, 3 s notice)" in line for line in lines) == 2
+
+
+def test_trainops_chaos_interrupt(settings: Settings, capsys: pytest.CaptureFixture[str]) -> None:
+    env = {"FAKE_HANG_ATTEMPTS": "1", "FAKE_LINES": "1"}
+    with control_plane(settings) as plane:
+        plane.submit("cli-spot", env, instance_count=2, **spot())
+        plane.wait_secondary("cli-spot", "Training")
+        command = ["chaos", "interrupt", "cli-sp", "--host", "algo-1", "--gap", "1.5"]
+        assert main([*command, "--notice", "4"]) == 0
+        said = capsys.readouterr().out
+        job = plane.wait_ended("cli-spot")
+        assert main(["chaos", "interrupt", "cli-spot", "--host", "algo-7"]) == 2
+        refused = capsys.readouterr().err
+    assert said.startswith("cli-spot: Interrupted: Spot interruption of algo-1:"), said
+    assert "4 s notice" in said and "(API request)" in said
+    assert statuses(job)[3:5] == ["Interrupted", "Pending"]
+    assert refused == "trainops: error: job 'cli-spot' has already ended (Completed)\n"
+
+
+def test_max_runtime_counts_the_running_seconds_only(settings: Settings) -> None:
+    env = {"FAKE_HANG_ATTEMPTS": "1,2"}
+    with control_plane(settings) as plane:
+        plane.submit("ran", env, **spot(max_runtime=3))
+        plane.wait_secondary("ran", "Training")
+        interrupt(plane, "ran", capacity_gap_seconds=4, notice_seconds=1)
+        job = plane.wait_ended("ran")
+    # The gap is no run time: the job runs again after it, then stops at 3 s of running.
+    assert job["SecondaryStatus"] == "MaxRuntimeExceeded"
+    assert statuses(job)[3:10] == [
+        "Interrupted", "Pending", "Starting", "Downloading", "Training", "Stopping",
+        "MaxRuntimeExceeded",
+    ]  # fmt: skip
+    assert job["Attempt"] == 2
+    assert job["BillableTimeInSeconds"] <= 4 < job["TrainingTimeInSeconds"]
+
+
+def test_a_spot_job_without_a_checkpoint_is_warned_of_the_cost(settings: Settings) -> None:
+    with control_plane(settings) as plane:
+        bare = plane.submit("bare", {"FAKE_LINES": "0"}, **spot())
+        kept = plane.submit("kept", {"FAKE_LINES": "0"}, checkpoint={"uri": "ckpt/"}, **spot())
+        plane.wait_ended("bare")
+        plane.wait_ended("kept")
+    [warning] = [w for w in bare["Warnings"] if "checkpoint" in w]
+    assert "restarts the script from scratch" in warning
+    assert not [w for w in kept["Warnings"] if "checkpoint" in w]

@@ -126,10 +126,27 @@ def format_job_summary(description: dict[str, Any]) -> str:
         f"Time: training {_seconds(description.get('TrainingTimeInSeconds'))}, "
         f"billable {_seconds(description.get('BillableTimeInSeconds'))}"
     )
+    lines += format_spot_lines(description)
     cost = format_cost(description)
     if cost is not None:
         lines.append(f"Cost: {cost}")
     return "\n".join(lines)
+
+
+def format_spot_lines(description: dict[str, Any]) -> list[str]:
+    """A spot job's lines as the SageMaker SDK prints them at its end (training and billable
+    seconds, the savings), and its interruptions; none for an on-demand job."""
+    if not description.get("EnableManagedSpotTraining"):
+        return []
+    lines = [
+        f"Training seconds: {description.get('TrainingTimeInSeconds')}",
+        f"Billable seconds: {description.get('BillableTimeInSeconds')}",
+    ]
+    savings = description.get("ManagedSpotTrainingSavings")
+    if savings is not None:
+        lines.append(f"Managed Spot Training savings: {float(savings):.1f}%")
+    lines.append(f"Interruptions: {description.get('Interruptions', 0)}")
+    return lines
 
 
 def _failure_reason(reason: str | None) -> list[str]:

@@ -27,17 +27,16 @@ from trainops.control._status import (
     SecondaryStatus,
     StopReason,
 )
+from trainops.control.services import CHAOS_SOURCE
 from trainops.store import JobRecord
 
 __all__ = [
-    "CHAOS_SOURCE",
     "MAX_GAP_SECONDS",
     "MAX_NOTICE_SECONDS",
     "Interruptions",
 ]
 
 _log = logging.getLogger("trainops.control")
-CHAOS_SOURCE = "chaos"
 MAX_GAP_SECONDS = 7 * 24 * 3600.0
 MAX_NOTICE_SECONDS = 3600.0
 MIN_BACKEND_NOTICE = 1.0

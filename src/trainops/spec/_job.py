@@ -364,6 +364,7 @@ class StoppingCondition(SpecModel):
         default=None,
         ge=1,
         le=MAX_WAIT_LIMIT,
+        strict=True,  # whole seconds: not true (1), not "600"
         description="Spot jobs: the limit from submission to the end, capacity waits, every "
         "attempt and every retry included; at least max_runtime_in_seconds",
     )
