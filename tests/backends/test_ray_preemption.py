@@ -145,6 +145,15 @@ def test_a_new_control_plane_hears_of_the_nodes_already_gone(
 ) -> None:
     backend = RayBackend(cluster.settings(tmp_path))
     backend.open()
+    # A restarted control plane looks at its hosts before it first asks for preemptions: a host
+    # whose node Ray has written off is still "alive" until that node has been reported.
+    import ray
+
+    lost = _wait(
+        lambda: next((n for n in ray.nodes() if n["DeathReason"] == 2), None), "the write-off"
+    )
+    host = AgentHandle({"actor": "trainops-lost-attempt-1-algo-1", "node": lost["NodeID"]})
+    assert backend.is_alive(host)
 
     found: list[Preemption] = []
 
@@ -157,3 +166,4 @@ def test_a_new_control_plane_hears_of_the_nodes_already_gone(
     reasons = " | ".join(p.reason for p in reports)
     assert "was lost: health check failed" in reasons, reasons
     assert "reclaimed (drained for preemption): spot reclaimed" in reasons, reasons
+    assert not backend.is_alive(host)

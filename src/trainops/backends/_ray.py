@@ -319,8 +319,8 @@ class RayBackend(Backend):
             waiting = self._waits.get(name)
         if waiting is None:
             actor = self._actor(name)
-            if actor is None:
-                return False
+            if actor is None:  # gone; with its node, where the plane restarted since
+                return self._on_lost_node(handle)
             waiting = actor.wait.remote()
             with self._lock:
                 self._waits[name] = waiting
@@ -339,8 +339,8 @@ class RayBackend(Backend):
         return False
 
     def _on_lost_node(self, handle: AgentHandle) -> bool:
-        """Whether the failed actor of ``handle`` ran on a node now found lost and not yet
-        reported as such; the node is then reported at the next ``take_preemptions``."""
+        """Whether the failed (or vanished) actor of ``handle`` ran on a node now found lost and
+        not yet reported as such; the node is then reported at the next ``take_preemptions``."""
         node_id = handle.data.get("node")
         if not isinstance(node_id, str):
             return False
@@ -348,8 +348,14 @@ class RayBackend(Backend):
             node = next((n for n in self._ray().nodes() if n["NodeID"] == node_id), None)
             if node is not None and (node.get("Alive") and raylet_answers(node)):
                 return False  # the actor died alone (its process crashed, or was killed)
-            where = node or {"NodeID": node_id, "NodeManagerAddress": handle.data.get("address")}
-            self._nodes.lost(where, "its raylet does not answer, and the host's actor failed")
+            if node is not None and not node.get("Alive"):
+                self._nodes.dead(node)  # written off by Ray already
+            else:
+                where = node or {
+                    "NodeID": node_id,
+                    "NodeManagerAddress": handle.data.get("address"),
+                }
+                self._nodes.lost(where, "its raylet does not answer, and the host's actor failed")
         return self._nodes.holding(node_id)
 
     def take_preemptions(self) -> list[Preemption]:
@@ -372,8 +378,12 @@ class RayBackend(Backend):
         actor = self._actor_of(handle)
         if actor is None:
             return
-        workloads = [[ref.pid, ref.pgid] for ref in handle.workloads]
-        self._call(actor.kill.remote(workloads))
+        with self._lock:
+            dead = handle.data.get("actor") in self._gone
+        if not dead:  # a call to a dead actor fails only after Ray's retries (~2 s)
+            workloads = [[ref.pid, ref.pgid] for ref in handle.workloads]
+            self._call(actor.kill.remote(workloads))
+        # A dead actor's agent has already ended its host (it watches the actor's pid).
         self._ray().kill(actor, no_restart=True)
 
     def workload_ref(self, pid: int, pgid: int) -> ProcessRef | None:

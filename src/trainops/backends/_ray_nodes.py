@@ -81,12 +81,17 @@ class NodeWatch:
     def lost(self, node: Mapping[str, Any], why: str) -> None:
         """Report ``node`` at the next poll as gone (a host's actor failed there and its raylet
         no longer answers), unless it was reported already."""
-        node_id = str(node["NodeID"])
+        reason = f"the Ray node {node_name(node)} was lost: {why}"
+        self._queue(str(node["NodeID"]), Preemption(node_name(node), reason, None))
+
+    def dead(self, node: Mapping[str, Any]) -> None:
+        """Report ``node``, which the GCS lists dead, at the next poll (unless it was)."""
+        self._queue(str(node["NodeID"]), _dead(node))
+
+    def _queue(self, node_id: str, report: Preemption) -> None:
         with self._lock:
-            if node_id in self._reported or node_id in self._queued:
-                return
-            reason = f"the Ray node {node_name(node)} was lost: {why}"
-            self._queued[node_id] = (Preemption(node_name(node), reason, None), time.monotonic())
+            if node_id not in self._reported and node_id not in self._queued:
+                self._queued[node_id] = (report, time.monotonic())
 
     def known(self, node_id: str) -> bool:
         """Whether ``node_id`` has been reported, or found lost and is to be."""
@@ -114,7 +119,9 @@ class NodeWatch:
 
 def _dead(node: Mapping[str, Any]) -> Preemption:
     how = _DEATHS.get(int(node.get("DeathReason") or 0), "died")
-    said = " ".join(str(node.get("DeathReasonMessage") or "").split())[:200]
+    # Ray's words, which whoever drained the node wrote: one printable line, kept short.
+    text = "".join(c if c.isprintable() else " " for c in str(node.get("DeathReasonMessage") or ""))
+    said = " ".join(text.split())[:200]
     reason = f"the Ray node {node_name(node)} {how}" + (f": {said}" if said else "")
     return Preemption(node_name(node), reason, None)
 
