@@ -9,6 +9,7 @@ from typing import Any
 
 import botocore.session
 import httpx
+from botocore import UNSIGNED
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.config import Config
@@ -19,14 +20,19 @@ from trainops.server.aws import AwsCredentials
 JSON_11 = "application/x-amz-json-1.1"
 
 
-def sagemaker_client(url: str, creds: AwsCredentials, region: str = "us-east-1") -> Any:
+def sagemaker_client(
+    url: str, creds: AwsCredentials, region: str = "us-east-1", *, signed: bool = True
+) -> Any:
+    config = Config(retries={"max_attempts": 1, "mode": "standard"})
+    if not signed:
+        config = config.merge(Config(signature_version=UNSIGNED))
     return botocore.session.Session().create_client(
         "sagemaker",
         region_name=region,
         endpoint_url=url,
         aws_access_key_id=creds.access_key_id,
         aws_secret_access_key=creds.secret_access_key,
-        config=Config(retries={"max_attempts": 1, "mode": "standard"}),
+        config=config,
     )
 
 
