@@ -30,7 +30,7 @@ from trainops.server._guard import HostGuard, allowed_host_names
 from trainops.server._http import KIND_BY_STATUS, error
 from trainops.server._longpoll import LogWaiter
 from trainops.server._routing import Operation, starlette_routes
-from trainops.server.aws import AwsWire, Verifier, derive_credentials, sagemaker_service
+from trainops.server.aws import AWS_SERVICES, AwsWire, Verifier, derive_credentials
 from trainops.server.routes import public_operations
 
 __all__ = ["create_app"]
@@ -80,7 +80,7 @@ def create_app(
             ),
             Middleware(
                 AwsWire,
-                services=lambda: [sagemaker_service(controller, settings)],
+                services=lambda: [make(controller, settings) for make in AWS_SERVICES.values()],
                 verifier=Verifier(
                     derive_credentials(settings.token) if settings.token else None,
                     settings.region,

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from trainops.server.aws import AwsError, AwsService, sagemaker_service, validate
+from trainops.server.aws import AWS_SERVICES, AwsError, AwsService, validate
 from trainops.server.aws._validation import _compiled
 
 # One accepted request per registered operation: a new operation must add its sample here.
@@ -29,8 +29,8 @@ SAMPLES: dict[str, dict[str, Any]] = {
 
 
 def _services() -> list[AwsService]:
-    # The handlers are not called here: the shapes are what is checked.
-    return [sagemaker_service(None, None)]  # type: ignore[arg-type]
+    # Every registered service; its handlers are not called here (the shapes are checked).
+    return [make(None, None) for make in AWS_SERVICES.values()]  # type: ignore[arg-type]
 
 
 def _operations() -> Iterator[tuple[AwsService, str]]:

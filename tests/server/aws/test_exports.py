@@ -9,9 +9,11 @@ import trainops.server.aws as aws
 
 EXPECTED = {
     "ACCOUNT_ID",
+    "AWS_SERVICES",
     "MAX_AWS_BODY",
     "PROFILE",
     "SKEW",
+    "ServiceFactory",
     "AwsCredentials",
     "AwsError",
     "AwsOperation",

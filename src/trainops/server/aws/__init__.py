@@ -15,13 +15,22 @@ from trainops.server.aws._credentials import (
 )
 from trainops.server.aws._errors import AwsError
 from trainops.server.aws._sagemaker import ACCOUNT_ID, sagemaker_service, training_job_arn
-from trainops.server.aws._services import AwsOperation, AwsService, service_model
+from trainops.server.aws._services import (
+    AWS_SERVICES,
+    AwsOperation,
+    AwsService,
+    ServiceFactory,
+    service_model,
+)
 from trainops.server.aws._sigv4 import SKEW, Verifier
 from trainops.server.aws._validation import validate
 from trainops.server.aws._wire import MAX_AWS_BODY, AwsWire, is_aws_request
 
+AWS_SERVICES.register_lazy("sagemaker", "trainops.server.aws._sagemaker:sagemaker_service")
+
 __all__ = [
     "ACCOUNT_ID",
+    "AWS_SERVICES",
     "MAX_AWS_BODY",
     "PROFILE",
     "SKEW",
@@ -30,6 +39,7 @@ __all__ = [
     "AwsOperation",
     "AwsService",
     "AwsWire",
+    "ServiceFactory",
     "Verifier",
     "derive_credentials",
     "is_aws_request",

@@ -15,12 +15,29 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from trainops._registry import Registry
+
 if TYPE_CHECKING:
     from botocore.model import OperationModel, ServiceModel
 
-__all__ = ["AwsOperation", "AwsService", "Handler", "service_model"]
+    from trainops._settings import Settings
+    from trainops.control import JobController
+
+__all__ = [
+    "AWS_SERVICES",
+    "AwsOperation",
+    "AwsService",
+    "Handler",
+    "ServiceFactory",
+    "service_model",
+]
 
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
+ServiceFactory = Callable[["JobController", "Settings"], "AwsService"]
+
+#: The AWS services the server answers: signing name -> factory of the service for a control
+#: plane (entries are lazy: ``server/aws/__init__.py`` registers them).
+AWS_SERVICES: Registry[ServiceFactory] = Registry("AWS service", error=ValueError)
 
 
 @dataclass(frozen=True, slots=True)
