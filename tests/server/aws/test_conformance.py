@@ -13,7 +13,27 @@ from trainops.server.aws import AWS_SERVICES, AwsError, AwsService, validate
 from trainops.server.aws._validation import _compiled
 
 # One accepted request per registered operation: a new operation must add its sample here.
+IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.3-cpu-py311"
 SAMPLES: dict[str, dict[str, Any]] = {
+    "CreateTrainingJob": {
+        "TrainingJobName": "my-job-1",
+        "RoleArn": "arn:aws:iam::123456789012:role/SageMakerRole",
+        "AlgorithmSpecification": {"TrainingImage": IMAGE, "TrainingInputMode": "File"},
+        "HyperParameters": {"sagemaker_program": '"train.py"', "epochs": "3"},
+        "InputDataConfig": [
+            {
+                "ChannelName": "train",
+                "DataSource": {
+                    "S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": "s3://bucket/train/"}
+                },
+            }
+        ],
+        "OutputDataConfig": {"S3OutputPath": "s3://bucket/out/"},
+        "ResourceConfig": {"InstanceType": "ml.m5.large", "InstanceCount": 1, "VolumeSizeInGB": 1},
+        "StoppingCondition": {"MaxRuntimeInSeconds": 3600},
+        "CheckpointConfig": {"S3Uri": "s3://bucket/ckpt/"},
+        "RetryStrategy": {"MaximumRetryAttempts": 1},
+    },
     "DescribeTrainingJob": {"TrainingJobName": "my-job-1"},
     "StopTrainingJob": {"TrainingJobName": "my-job-1"},
     "ListTrainingJobs": {

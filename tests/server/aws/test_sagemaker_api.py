@@ -22,6 +22,7 @@ from trainops.server.aws import AwsCredentials, derive_credentials
 pytestmark = pytest.mark.slow
 
 WAIT = {"Delay": 1, "MaxAttempts": 120}
+IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.3-cpu-py311"
 
 
 @pytest.fixture
@@ -69,6 +70,76 @@ def test_describe_waits_for_a_job_in_the_api_shape(plane: ControlPlane) -> None:
     assert "Cost" not in job and "Hosts" not in job  # ours, not the API's
     statuses = [t["Status"] for t in job["SecondaryStatusTransitions"]]
     assert statuses[-1] == "Completed"
+
+
+def _create_request(plane: ControlPlane, name: str, **changes: Any) -> dict[str, Any]:
+    request: dict[str, Any] = {
+        "TrainingJobName": name,
+        "RoleArn": "arn:aws:iam::123456789012:role/SageMakerRole",
+        "AlgorithmSpecification": {"TrainingImage": IMAGE, "TrainingInputMode": "File"},
+        "HyperParameters": {
+            "sagemaker_program": '"train.py"',
+            "sagemaker_submit_directory": json.dumps(plane.code_uri),
+            "sagemaker_region": '"us-east-1"',
+            "epochs": "3",
+        },
+        "InputDataConfig": [
+            {
+                "ChannelName": "train",
+                "DataSource": {
+                    "S3DataSource": {
+                        "S3DataType": "S3Prefix",
+                        "S3Uri": "file:///data/train/",
+                        "S3DataDistributionType": "ShardedByS3Key",
+                    }
+                },
+            }
+        ],
+        "OutputDataConfig": {"S3OutputPath": plane.server.settings.default_output_uri},
+        "ResourceConfig": {"InstanceType": "ml.m5.large", "InstanceCount": 1, "VolumeSizeInGB": 1},
+        "StoppingCondition": {"MaxRuntimeInSeconds": 600},
+        "Environment": {"FAKE_LINES": "1"},
+    }
+    return request | changes
+
+
+def test_create_runs_a_job_and_a_duplicate_is_in_use(plane: ControlPlane) -> None:
+    client = _client(plane)
+    answer = client.create_training_job(**_create_request(plane, "made"))
+    assert answer["TrainingJobArn"].endswith(":training-job/made")
+    client.get_waiter("training_job_completed_or_stopped").wait(
+        TrainingJobName="made", WaiterConfig=WAIT
+    )
+    job = client.describe_training_job(TrainingJobName="made")
+    assert job["TrainingJobStatus"] == "Completed"
+    assert job["HyperParameters"] == {"epochs": "3"}
+    assert job["StoppingCondition"]["MaxRuntimeInSeconds"] == 600
+    source = job["InputDataConfig"][0]["DataSource"]["S3DataSource"]
+    assert source["S3DataDistributionType"] == "ShardedByS3Key"
+    with pytest.raises(ClientError) as caught:
+        client.create_training_job(**_create_request(plane, "made"))
+    code, message, status = _code(caught)
+    assert (code, status) == ("ResourceInUse", 400)
+    assert message.startswith("Training job names must be unique within an AWS account")
+
+
+def test_create_refuses_what_it_cannot_run(plane: ControlPlane) -> None:
+    client = _client(plane)
+    image = {"TrainingImage": "example.com/mine:1", "TrainingInputMode": "File"}
+    for changes, words in [
+        ({"AlgorithmSpecification": image}, "has no mapping on this trainops server"),
+        ({"HyperParameters": {"sagemaker_program": "t.py"}}, "no sagemaker_submit_directory"),
+        ({"EnableManagedSpotTraining": True}, "EnableManagedSpotTraining is not supported"),
+        ({"RoleArn": "not-a-role-arn-at-all-no"}, "at 'roleArn' failed to satisfy constraint"),
+    ]:
+        with pytest.raises(ClientError) as caught:
+            client.create_training_job(**_create_request(plane, "refused", **changes))
+        code, message, status = _code(caught)
+        assert (code, status) == ("ValidationException", 400)
+        assert words in message
+    with pytest.raises(ClientError) as caught:
+        client.describe_training_job(TrainingJobName="refused")
+    assert _code(caught)[1] == "Requested resource not found."
 
 
 def test_a_missing_job_is_not_found_as_the_service_says(plane: ControlPlane) -> None:

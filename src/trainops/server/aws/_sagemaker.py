@@ -1,5 +1,5 @@
-"""The ``sagemaker`` service: the training operations wired so far (DescribeTrainingJob,
-ListTrainingJobs, StopTrainingJob).
+"""The ``sagemaker`` service: the training operations wired so far (CreateTrainingJob, whose
+request ``_create.py`` maps to our spec, DescribeTrainingJob, ListTrainingJobs, StopTrainingJob).
 
 DescribeTrainingJob is derived from the REST describe (``server/_views.describe``, the one
 declaration of a job's DescribeTrainingJob keys): :func:`api_description` adds what the API's
@@ -16,13 +16,17 @@ import json
 import time
 from typing import Any
 
-from trainops._errors import JobNotFoundError
+from pydantic import ValidationError
+
+from trainops._errors import JobNotFoundError, SpecError
 from trainops._settings import Settings
 from trainops.control import JobController, JobEndedError
 from trainops.server._views import describe
+from trainops.server.aws._create import code_uri_of, hyperparameters, spec_of
 from trainops.server.aws._errors import AwsError
 from trainops.server.aws._services import AwsOperation, AwsService
-from trainops.store import JobRecord, MetadataStore
+from trainops.spec import JobSpec
+from trainops.store import JobExistsError, JobRecord, MetadataStore
 
 __all__ = ["ACCOUNT_ID", "api_description", "sagemaker_service", "training_job_arn"]
 
@@ -44,6 +48,7 @@ def sagemaker_service(controller: JobController, settings: Settings) -> AwsServi
         "sagemaker",
         "sagemaker",
         [
+            AwsOperation("CreateTrainingJob", ops.create_training_job),
             AwsOperation("DescribeTrainingJob", ops.describe_training_job),
             AwsOperation("ListTrainingJobs", ops.list_training_jobs),
             AwsOperation("StopTrainingJob", ops.stop_training_job),
@@ -91,6 +96,25 @@ class _Operations:
         if job is None:
             raise AwsError(400, "ValidationException", _NOT_FOUND)
         return job
+
+    def create_training_job(self, body: dict[str, Any]) -> dict[str, Any]:
+        name = body["TrainingJobName"]
+        params = hyperparameters(body)
+        code_uri = code_uri_of(params)
+        try:
+            spec = JobSpec(**spec_of(body, params))
+            self.controller.submit(name, spec, code_uri)
+        except JobExistsError:
+            arn = training_job_arn(self.settings.region, name)
+            raise AwsError(
+                400,
+                "ResourceInUse",
+                "Training job names must be unique within an AWS account and region, and a "
+                f"training job with this name already exists ({arn})",
+            ) from None
+        except (SpecError, ValidationError) as exc:
+            raise AwsError(400, "ValidationException", _one_line(exc)) from None
+        return {"TrainingJobArn": training_job_arn(self.settings.region, name)}
 
     def describe_training_job(self, body: dict[str, Any]) -> dict[str, Any]:
         job = self._job(body["TrainingJobName"])
@@ -141,6 +165,10 @@ class _Operations:
             "TrainingJobStatus": job.status,
             "SecondaryStatus": job.secondary_status,
         }
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())[:2000]
 
 
 def _modified_within(job: JobRecord, body: dict[str, Any]) -> bool:

@@ -7,6 +7,8 @@ The model's patterns are Java regular expressions: each is translated (``\\p{...
 and compiled once, from the model only; a user's value is only ever matched, in full
 (Java's ``matches``), and only once its length is within the member's bounds, so no value longer
 than the model allows reaches a pattern. A pattern Python cannot compile is not enforced.
+One deliberate widening: where the model wants an S3 URI, a ``file://`` URI (trainops' local
+object store) is accepted too.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from trainops.server.aws._errors import AwsError
 __all__ = ["MAX_DEPTH", "validate"]
 
 MAX_DEPTH = 32  # nesting of a request's objects and arrays (the model's deepest is far less)
+_S3_URI = "(https|s3)://"  # how the model's S3 URI patterns begin
 _JAVA_CLASSES = {
     r"\p{L}": r"\w",  # a little wider than Java's letters: the check fails open, never shut
     r"\p{N}": r"\d",
@@ -178,6 +181,8 @@ def _compiled(pattern: str) -> re.Pattern[str] | None:
     translated = pattern
     for java, python in _JAVA_CLASSES.items():
         translated = translated.replace(java, python)
+    if translated.lstrip("^").startswith(_S3_URI):
+        translated = f"(?:{translated})|file:///.*"  # a local store where the API wants S3
     try:
         return re.compile(translated, re.DOTALL)
     except re.error:
