@@ -126,3 +126,13 @@ def test_a_missing_or_cut_signature_is_refused(authorization: str | None, code: 
         parse_signature(headers)
     assert caught.value.code == code
     assert caught.value.status == (403 if authorization is None else 400)
+
+
+@pytest.mark.parametrize(
+    "authorization",
+    ["sekrit-bearer-token", "Bearer sekrit-bearer-token", "AWS4-HMAC-SHA256 sekrit-bearer-token"],
+)
+def test_a_refusal_never_echoes_the_authorization_header(authorization: str) -> None:
+    with pytest.raises(AwsError) as caught:
+        parse_signature({"authorization": authorization})
+    assert "sekrit" not in caught.value.message
