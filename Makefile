@@ -20,7 +20,7 @@ $(VENV)/.demo-installed: $(PY) pyproject.toml constraints.txt
 # driver" path and pyinstrument's profiling window (without them those tests fail under CI=true).
 # The Makefile is a prerequisite: a venv made before an extra was added here gets it too.
 $(VENV)/.test-installed: $(VENV)/.demo-installed Makefile
-	$(PIP) install $(CONSTRAINTS) -e '.[dev,torch,s3,tensorflow,mpi,ray,nvml,pyinstrument,tuning,analytics]'
+	$(PIP) install $(CONSTRAINTS) -e '.[dev,aws,torch,s3,tensorflow,mpi,ray,nvml,pyinstrument,tuning,analytics]'
 	@$(MAKE) --no-print-directory install-mpi
 	@$(MAKE) --no-print-directory install-rclone
 	@$(MAKE) --no-print-directory install-chromium

@@ -1,4 +1,5 @@
-"""The ASGI application (Starlette): public API under ``/api/v1``, agent API under ``/agent/v1``.
+"""The ASGI application (Starlette): public API under ``/api/v1``, agent API under ``/agent/v1``,
+and AWS's own protocols (SageMaker's JSON 1.1 API, SigV4-signed) on the same port (``aws/``).
 
 The routes come from one table (``_routing.Operation`` declarations in the ``routes`` package
 and ``_agent_api.py``), which parses the requests and writes the OpenAPI document served at
@@ -29,6 +30,7 @@ from trainops.server._guard import HostGuard, allowed_host_names
 from trainops.server._http import KIND_BY_STATUS, error
 from trainops.server._longpoll import LogWaiter
 from trainops.server._routing import Operation, starlette_routes
+from trainops.server.aws import AWS_SERVICES, AwsWire, Verifier, derive_credentials
 from trainops.server.routes import public_operations
 
 __all__ = ["create_app"]
@@ -75,7 +77,15 @@ def create_app(
         middleware=[
             Middleware(
                 HostGuard, allowed=allowed_host_names(bind_host, settings.server.allowed_hosts)
-            )
+            ),
+            Middleware(
+                AwsWire,
+                services=lambda: [make(controller, settings) for make in AWS_SERVICES.values()],
+                verifier=Verifier(
+                    derive_credentials(settings.token) if settings.token else None,
+                    settings.region,
+                ),
+            ),
         ],
         exception_handlers={HTTPException: _http_error},
         lifespan=lifespan,

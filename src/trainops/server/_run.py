@@ -195,6 +195,7 @@ def serve(
     try:
         with EmbeddedServer(settings, backend=backend, config=config, host=host, port=port) as srv:
             print(_banner(srv), file=sys.stderr, flush=True)
+            print(_aws_banner(srv), file=sys.stderr, flush=True)
             while srv.running and not stop.wait(0.5):
                 pass
     finally:
@@ -239,6 +240,22 @@ def _banner(srv: EmbeddedServer) -> str:
     )
     return (
         f"trainops {__version__} serving on {where} (home {srv.settings.home}; API token {token})"
+    )
+
+
+def _aws_banner(srv: EmbeddedServer) -> str:
+    """Write the ``trainops`` AWS profile (the server's SigV4 key) and say how SDKs use it."""
+    from trainops.server.aws import PROFILE, derive_credentials, write_profile
+
+    assert srv.token is not None and srv.url is not None
+    creds = derive_credentials(srv.token)
+    directory = srv.settings.home / "aws"
+    credentials = write_profile(directory, creds, region=srv.settings.region, endpoint=srv.url)
+    return (
+        f"SageMaker API on {srv.url}: access key id {creds.access_key_id}, secret in "
+        f"{credentials} (profile {PROFILE!r}); for the AWS SDKs: "
+        f"AWS_SHARED_CREDENTIALS_FILE={credentials} AWS_CONFIG_FILE={directory / 'config'} "
+        f"AWS_PROFILE={PROFILE}"
     )
 
 

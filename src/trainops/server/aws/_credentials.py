@@ -1,0 +1,71 @@
+"""The AWS credentials the server issues: an access key id and a secret derived from the
+server's token with HMAC under fixed labels (never the token itself), and the profile files the
+AWS SDKs read (``$TRAINOPS_HOME/aws/credentials`` and ``.../aws/config``, profile ``trainops``).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["PROFILE", "AwsCredentials", "derive_credentials", "write_profile"]
+
+PROFILE = "trainops"
+_KEY_ID_LABEL = b"trainops aws access key id v1"
+_SECRET_LABEL = b"trainops aws secret access key v1"
+
+
+@dataclass(frozen=True, slots=True)
+class AwsCredentials:
+    """One access key: its id (shown freely) and its secret (written only to a 0600 file)."""
+
+    access_key_id: str
+    secret_access_key: str
+
+    def __repr__(self) -> str:  # the secret stays out of logs and tracebacks
+        return f"AwsCredentials(access_key_id={self.access_key_id!r})"
+
+
+def derive_credentials(token: str) -> AwsCredentials:
+    """The access key of a server whose API token is ``token``."""
+    key = token.encode()
+    key_id = hmac.new(key, _KEY_ID_LABEL, hashlib.sha256).digest()
+    secret = hmac.new(key, _SECRET_LABEL, hashlib.sha256).digest()
+    return AwsCredentials(
+        access_key_id="AKIA" + base64.b32encode(key_id).decode()[:16],
+        secret_access_key=base64.b64encode(secret).decode()[:40],
+    )
+
+
+def write_profile(directory: Path, creds: AwsCredentials, *, region: str, endpoint: str) -> Path:
+    """Write the ``trainops`` profile (credentials, mode 0600; config with the region and the
+    endpoint URL) under ``directory``; returns the credentials file's path."""
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    credentials = directory / "credentials"
+    _write_private(
+        credentials,
+        f"[{PROFILE}]\naws_access_key_id = {creds.access_key_id}\n"
+        f"aws_secret_access_key = {creds.secret_access_key}\n",
+    )
+    _write_private(
+        directory / "config",
+        f"[profile {PROFILE}]\nregion = {region}\nendpoint_url = {endpoint}\n",
+    )
+    return credentials
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Atomically, readable by the owner only from the first byte."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise

@@ -1,0 +1,194 @@
+"""The ``sagemaker`` service: the training operations wired so far (CreateTrainingJob, whose
+request ``_create.py`` maps to our spec, DescribeTrainingJob, ListTrainingJobs, StopTrainingJob).
+
+DescribeTrainingJob is derived from the REST describe (``server/_views.describe``, the one
+declaration of a job's DescribeTrainingJob keys): :func:`api_description` adds what the API's
+shape has and ours spells otherwise (the ARN, ``AlgorithmSpecification.TrainingInputMode``,
+``DataSource.S3DataSource``), and the model's output shape then drops our extra keys and encodes
+the timestamps (``_shapes.to_wire``).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import time
+from typing import Any
+
+from pydantic import ValidationError
+
+from trainops._errors import JobNotFoundError, SpecError
+from trainops._settings import Settings
+from trainops.control import JobController, JobEndedError
+from trainops.server._views import describe
+from trainops.server.aws._create import code_uri_of, hyperparameters, spec_of
+from trainops.server.aws._errors import AwsError
+from trainops.server.aws._services import AwsOperation, AwsService
+from trainops.spec import JobSpec
+from trainops.store import JobExistsError, JobRecord, MetadataStore
+
+__all__ = ["ACCOUNT_ID", "api_description", "sagemaker_service", "training_job_arn"]
+
+#: The account every ARN names (there is one account: the server's).
+ACCOUNT_ID = "000000000000"
+_NOT_FOUND = "Requested resource not found."
+_MAX_SCANNED = 100_000  # jobs a ListTrainingJobs call filters and sorts at most
+_SORT_KEYS = {"Name": "name", "CreationTime": "creation_time", "Status": "status"}
+
+
+def training_job_arn(region: str, name: str) -> str:
+    return f"arn:aws:sagemaker:{region}:{ACCOUNT_ID}:training-job/{name.lower()}"
+
+
+def sagemaker_service(controller: JobController, settings: Settings) -> AwsService:
+    """The SageMaker operations answered for ``controller``'s jobs."""
+    ops = _Operations(controller, settings)
+    return AwsService.of(
+        "sagemaker",
+        "sagemaker",
+        [
+            AwsOperation("CreateTrainingJob", ops.create_training_job),
+            AwsOperation("DescribeTrainingJob", ops.describe_training_job),
+            AwsOperation("ListTrainingJobs", ops.list_training_jobs),
+            AwsOperation("StopTrainingJob", ops.stop_training_job),
+        ],
+    )
+
+
+def api_description(described: dict[str, Any], region: str) -> dict[str, Any]:
+    """Our describe made DescribeTrainingJob's shape (keys the model lacks are dropped later)."""
+    algorithm = dict(described.get("AlgorithmSpecification") or {})
+    channels = [_api_channel(c) for c in described.get("InputDataConfig") or []]
+    modes = {c.get("InputMode") for c in channels} - {None}
+    algorithm.setdefault("TrainingInputMode", modes.pop() if len(modes) == 1 else "File")
+    return described | {
+        "TrainingJobArn": training_job_arn(region, described["TrainingJobName"]),
+        "AlgorithmSpecification": algorithm,
+        "InputDataConfig": channels,
+        "ModelArtifacts": described.get("ModelArtifacts") or {"S3ModelArtifacts": ""},
+    }
+
+
+def _api_channel(channel: dict[str, Any]) -> dict[str, Any]:
+    mode = {"file": "File", "pipe": "Pipe", "fastfile": "FastFile"}.get(
+        str(channel.get("InputMode") or "").lower()
+    )
+    distribution = {"FullyReplicated": "FullyReplicated", "ShardedByKey": "ShardedByS3Key"}
+    source = {
+        "S3DataType": channel.get("S3DataType") or "S3Prefix",
+        "S3Uri": channel.get("Uri"),
+        "S3DataDistributionType": distribution.get(str(channel.get("Distribution"))),
+    }
+    return channel | {"InputMode": mode, "DataSource": {"S3DataSource": source}}
+
+
+class _Operations:
+    def __init__(self, controller: JobController, settings: Settings) -> None:
+        self.controller, self.settings = controller, settings
+
+    @property
+    def store(self) -> MetadataStore:
+        return self.controller.store
+
+    def _job(self, name: str) -> JobRecord:
+        job = self.store.get_job(name)
+        if job is None:
+            raise AwsError(400, "ValidationException", _NOT_FOUND)
+        return job
+
+    def create_training_job(self, body: dict[str, Any]) -> dict[str, Any]:
+        name = body["TrainingJobName"]
+        params = hyperparameters(body)
+        code_uri = code_uri_of(params)
+        try:
+            spec = JobSpec(**spec_of(body, params))
+            self.controller.submit(name, spec, code_uri)
+        except JobExistsError:
+            arn = training_job_arn(self.settings.region, name)
+            raise AwsError(
+                400,
+                "ResourceInUse",
+                "Training job names must be unique within an AWS account and region, and a "
+                f"training job with this name already exists ({arn})",
+            ) from None
+        except (SpecError, ValidationError) as exc:
+            raise AwsError(400, "ValidationException", _one_line(exc)) from None
+        return {"TrainingJobArn": training_job_arn(self.settings.region, name)}
+
+    def describe_training_job(self, body: dict[str, Any]) -> dict[str, Any]:
+        job = self._job(body["TrainingJobName"])
+        described = describe(self.store, job, self.settings, time.time())
+        return api_description(described, self.settings.region)
+
+    def stop_training_job(self, body: dict[str, Any]) -> dict[str, Any]:
+        name = body["TrainingJobName"]
+        try:
+            self.controller.stop(name)
+        except JobNotFoundError:
+            raise AwsError(400, "ValidationException", _NOT_FOUND) from None
+        except JobEndedError:
+            status = self._job(name).status
+            raise AwsError(
+                400,
+                "ValidationException",
+                f"The request was rejected because the training job is in status {status}.",
+            ) from None
+        return {}
+
+    def list_training_jobs(self, body: dict[str, Any]) -> dict[str, Any]:
+        jobs = self.store.list_jobs(
+            statuses=[body["StatusEquals"]] if body.get("StatusEquals") else [],
+            name_contains=body.get("NameContains"),
+            created_after=body.get("CreationTimeAfter"),
+            created_before=body.get("CreationTimeBefore"),
+            limit=_MAX_SCANNED,
+        )
+        jobs = [j for j in jobs if _modified_within(j, body)]
+        key = _SORT_KEYS[body.get("SortBy", "CreationTime")]
+        descending = body.get("SortOrder", "Descending") == "Descending"
+        jobs.sort(key=lambda j: (getattr(j, key), j.order), reverse=descending)
+        start, size = _offset(body.get("NextToken")), int(body.get("MaxResults", 10))
+        page = jobs[start : start + size]
+        answer: dict[str, Any] = {"TrainingJobSummaries": [self._summary(j) for j in page]}
+        if start + size < len(jobs):
+            answer["NextToken"] = _token(start + size)
+        return answer
+
+    def _summary(self, job: JobRecord) -> dict[str, Any]:
+        return {
+            "TrainingJobName": job.name,
+            "TrainingJobArn": training_job_arn(self.settings.region, job.name),
+            "CreationTime": job.creation_time,
+            "TrainingEndTime": job.training_end_time,
+            "LastModifiedTime": job.last_modified_time,
+            "TrainingJobStatus": job.status,
+            "SecondaryStatus": job.secondary_status,
+        }
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())[:2000]
+
+
+def _modified_within(job: JobRecord, body: dict[str, Any]) -> bool:
+    after, before = body.get("LastModifiedTimeAfter"), body.get("LastModifiedTimeBefore")
+    return (after is None or job.last_modified_time > after) and (
+        before is None or job.last_modified_time < before
+    )
+
+
+def _token(offset: int) -> str:
+    return base64.urlsafe_b64encode(json.dumps({"offset": offset}).encode()).decode()
+
+
+def _offset(token: str | None) -> int:
+    if token is None:
+        return 0
+    try:
+        offset = json.loads(base64.urlsafe_b64decode(token.encode()))["offset"]
+    except (ValueError, KeyError, TypeError, binascii.Error):
+        offset = None
+    if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+        raise AwsError(400, "ValidationException", "Invalid pagination token")
+    return offset
