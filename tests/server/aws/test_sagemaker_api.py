@@ -129,7 +129,7 @@ def test_create_refuses_what_it_cannot_run(plane: ControlPlane) -> None:
     for changes, words in [
         ({"AlgorithmSpecification": image}, "has no mapping on this trainops server"),
         ({"HyperParameters": {"sagemaker_program": "t.py"}}, "no sagemaker_submit_directory"),
-        ({"EnableManagedSpotTraining": True}, "EnableManagedSpotTraining is not supported"),
+        ({"EnableManagedSpotTraining": True}, "max_wait_time_in_seconds"),  # spot needs MaxWait
         ({"RoleArn": "not-a-role-arn-at-all-no"}, "at 'roleArn' failed to satisfy constraint"),
     ]:
         with pytest.raises(ClientError) as caught:
@@ -140,6 +140,20 @@ def test_create_refuses_what_it_cannot_run(plane: ControlPlane) -> None:
     with pytest.raises(ClientError) as caught:
         client.describe_training_job(TrainingJobName="refused")
     assert _code(caught)[1] == "Requested resource not found."
+
+
+def test_a_managed_spot_request_makes_a_spot_job(plane: ControlPlane) -> None:
+    client = _client(plane)
+    stopping = {"MaxRuntimeInSeconds": 600, "MaxWaitTimeInSeconds": 1200}
+    request = _create_request(plane, "spotty", StoppingCondition=stopping)
+    client.create_training_job(EnableManagedSpotTraining=True, **request)
+    client.get_waiter("training_job_completed_or_stopped").wait(
+        TrainingJobName="spotty", WaiterConfig=WAIT
+    )
+    job = client.describe_training_job(TrainingJobName="spotty")
+    assert job["EnableManagedSpotTraining"] is True
+    assert job["StoppingCondition"] == stopping
+    assert job["BillableTimeInSeconds"] <= job["TrainingTimeInSeconds"]
 
 
 def test_a_missing_job_is_not_found_as_the_service_says(plane: ControlPlane) -> None:

@@ -63,11 +63,6 @@ def spec_of(body: dict[str, Any], params: dict[str, str]) -> dict[str, Any]:
     """The job spec (as the REST API takes it) of a CreateTrainingJob request."""
     algorithm = body.get("AlgorithmSpecification") or {}
     _check_image(algorithm)
-    if body.get("EnableManagedSpotTraining"):
-        raise _invalid(
-            "EnableManagedSpotTraining is not supported by this trainops server yet: "
-            "leave it out (managed spot training comes with its own release)"
-        )
     program = params.get(PROGRAM)
     if not program:
         raise _invalid(
@@ -97,8 +92,18 @@ def spec_of(body: dict[str, Any], params: dict[str, str]) -> dict[str, Any]:
 def _optional_sections(body: dict[str, Any]) -> dict[str, Any]:
     sections: dict[str, Any] = {}
     stopping = body.get("StoppingCondition") or {}
-    if "MaxRuntimeInSeconds" in stopping:
-        sections["stopping_condition"] = {"max_runtime_in_seconds": stopping["MaxRuntimeInSeconds"]}
+    condition = {
+        ours: stopping[theirs]
+        for ours, theirs in (
+            ("max_runtime_in_seconds", "MaxRuntimeInSeconds"),
+            ("max_wait_time_in_seconds", "MaxWaitTimeInSeconds"),
+        )
+        if theirs in stopping
+    }
+    if condition:
+        sections["stopping_condition"] = condition
+    if body.get("EnableManagedSpotTraining"):
+        sections["use_spot_instances"] = True
     checkpoint = body.get("CheckpointConfig")
     if checkpoint:
         sections["checkpoint"] = {"uri": checkpoint["S3Uri"]} | (
