@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Mapping
@@ -28,6 +29,7 @@ from trainops.agent.supervision._hostns import namespaces_available
 from trainops.agent.supervision._nodump import forbid_memory_reads
 from trainops.agent.supervision._remote import HttpSpawnApi
 from trainops.agent.supervision._standby import serve_launches, take_launch_fd
+from trainops.archive import load_extraction
 from trainops.catalog import load_catalog
 from trainops.protocol import PARENT_ENV, STANDBY_ENV, AgentLaunch, EventKind, HostOutcome
 
@@ -153,6 +155,8 @@ def _warm_up() -> None:
     agents the fork server forks."""
     "127.0.0.1".encode("idna")  # the codec that connecting by host name imports (stringprep)
     load_catalog()  # the instance catalog (importlib.resources and a JSON file)
+    load_extraction()  # what unpacking the job's source imports on first use
+    tempfile.gettempdir()  # found once by writing a probe file: the children inherit it
     namespaces_available()  # the probe (an interpreter started): once, not before every job
 
 
