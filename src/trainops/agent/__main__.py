@@ -25,6 +25,7 @@ from trainops.agent._agent import HostAgent
 from trainops.agent.contract._resources import pin_cpus
 from trainops.agent.reporting._client import AgentApiError, AgentClient, fetch_assignment
 from trainops.agent.reporting._reporter import HttpReporter
+from trainops.agent.reporting._worker_fork import fork_spare
 from trainops.agent.supervision._hostns import namespaces_available
 from trainops.agent.supervision._nodump import forbid_memory_reads
 from trainops.agent.supervision._remote import HttpSpawnApi
@@ -74,6 +75,8 @@ def main(environ: Mapping[str, str] | None = None) -> int:
     finally:
         client.close()
     pin_cpus(assignment.resources.cpus)
+    if assignment.spec.metric_definitions:
+        fork_spare()  # now, while this process has one thread (see _worker_fork)
     reporter = _reporter(launch, settings)
     try:
         agent = HostAgent(
