@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -146,3 +147,33 @@ def test_no_fork_server_for_custom_agents(tmp_path: Path, standby: bool | None) 
     backend.open()
     assert backend._forks is None
     backend.close()
+
+
+# After the fork server's warm-up, an agent unpacking a job's source imports nothing more.
+UNPACK_AFTER_WARM_UP = """
+import sys
+from pathlib import Path
+from trainops.agent.__main__ import _warm_up
+from trainops.archive import pack, safe_extract
+work = Path(sys.argv[1])
+(work / "src").mkdir()
+(work / "src" / "train.py").write_text("print('hi')\\n")
+archive = pack(work / "src", work / "sourcedir.tar.gz")
+_warm_up()
+before = set(sys.modules)
+safe_extract(archive, work / "code")
+assert (work / "code" / "train.py").read_text() == "print('hi')\\n"
+print(sorted(set(sys.modules) - before))
+"""
+
+
+def test_fork_server_warm_up_leaves_unpacking_nothing_to_import(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", UNPACK_AFTER_WARM_UP, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

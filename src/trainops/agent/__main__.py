@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Mapping
@@ -24,10 +25,12 @@ from trainops.agent._agent import HostAgent
 from trainops.agent.contract._resources import pin_cpus
 from trainops.agent.reporting._client import AgentApiError, AgentClient, fetch_assignment
 from trainops.agent.reporting._reporter import HttpReporter
+from trainops.agent.reporting._worker_fork import fork_spare
 from trainops.agent.supervision._hostns import namespaces_available
 from trainops.agent.supervision._nodump import forbid_memory_reads
 from trainops.agent.supervision._remote import HttpSpawnApi
 from trainops.agent.supervision._standby import serve_launches, take_launch_fd
+from trainops.archive import load_extraction
 from trainops.catalog import load_catalog
 from trainops.protocol import PARENT_ENV, STANDBY_ENV, AgentLaunch, EventKind, HostOutcome
 
@@ -72,6 +75,8 @@ def main(environ: Mapping[str, str] | None = None) -> int:
     finally:
         client.close()
     pin_cpus(assignment.resources.cpus)
+    if assignment.spec.metric_definitions:
+        fork_spare()  # now, while this process has one thread (see _worker_fork)
     reporter = _reporter(launch, settings)
     try:
         agent = HostAgent(
@@ -153,6 +158,8 @@ def _warm_up() -> None:
     agents the fork server forks."""
     "127.0.0.1".encode("idna")  # the codec that connecting by host name imports (stringprep)
     load_catalog()  # the instance catalog (importlib.resources and a JSON file)
+    load_extraction()  # what unpacking the job's source imports on first use
+    tempfile.gettempdir()  # found once by writing a probe file: the children inherit it
     namespaces_available()  # the probe (an interpreter started): once, not before every job
 
 

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import IO, TypeAlias
 
 from trainops.agent.reporting import _scrape_worker
+from trainops.agent.reporting._worker_fork import ForkedWorker, take_spare
 from trainops.protocol import MetricSpec
 
 __all__ = ["DEFAULT_BUDGET_SECONDS", "MetricScanner", "MetricScraper"]
@@ -211,9 +212,10 @@ class MetricScanner:
         """Start the worker before the first line comes: it is a Python of its own, whose start
         would otherwise wait for the script's first output, which a short job writes as it
         ends, just before its metrics must all be in. A worker that cannot start now is tried
-        again (and its failure told) when lines come."""
+        again (and its failure told) when lines come. The agent's first one was forked ahead of
+        time (``_worker_fork``), without an interpreter's start."""
         with contextlib.suppress(OSError):
-            self._worker = _Worker(self._definitions)
+            self._worker = _Worker(self._definitions, take_spare())
 
     def _take(self) -> list[tuple[list[str], float]]:
         taken, count = [], 0
@@ -279,19 +281,26 @@ class MetricScanner:
 class _Worker:
     """One ``_scrape_worker`` process and the progress counters it shares with us."""
 
-    def __init__(self, definitions: list[tuple[str, str]]) -> None:
-        self._shared = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the worker)
-        self._shared.truncate(24)
+    def __init__(
+        self, definitions: list[tuple[str, str]], forked: ForkedWorker | None = None
+    ) -> None:
+        """Start a worker as a script, or take ``forked`` (one forked ahead: ``_worker_fork``)."""
+        self._proc: subprocess.Popen[bytes] | ForkedWorker
+        if forked is not None:
+            self._shared, self._proc = forked.shared, forked
+        else:
+            self._shared = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the worker)
+            self._shared.truncate(24)
+            fd = self._shared.fileno()
+            self._proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", str(Path(_scrape_worker.__file__)), str(fd)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                pass_fds=(fd,),
+            )
         self._map = mmap.mmap(self._shared.fileno(), 24)
         self._progress = memoryview(self._map).cast("q")
-        fd = self._shared.fileno()
-        self._proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", str(Path(_scrape_worker.__file__)), str(fd)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            pass_fds=(fd,),
-        )
         self._send(json.dumps(definitions).encode())
 
     def scan(self, lines: list[str], budget: float) -> _Found | int | None:

@@ -3,7 +3,8 @@
 A user's regex may take exponential time on some line (``(a+)+$``), and Python's ``re`` holds
 the GIL while it runs, so it cannot run in the agent. The agent starts this module as a script
 (``python -I -S _scrape_worker.py <fd>``; the standard library only, and not even ``site`` or
-``typing`` imported: it starts once per job, on the launch path) and talks to it in frames: a
+``typing`` imported: it starts once per job, on the launch path), or forks the job's first
+worker ahead of time (``_worker_fork``: no interpreter's start), and talks to it in frames: a
 4-byte big-endian length, then the payload. The first frame is the JSON list of
 ``[name, regex]``; each later frame is lines joined by newlines (UTF-8), answered with the
 values found (first capture group of ``re.search``, finite numbers only) in columns: a 4-byte
@@ -126,10 +127,14 @@ def decode_found(payload: bytes) -> list[tuple[str, array[int], array[float]]]:
 
 
 def main(argv: list[str]) -> int:
-    with open(int(argv[1]), "r+b") as shared:
+    return serve(int(argv[1]), sys.stdin.buffer, sys.stdout.buffer)
+
+
+def serve(shared_fd: int, stdin: IO[bytes], stdout: IO[bytes]) -> int:
+    """Answer the agent's frames on ``stdin`` until it closes; progress to ``shared_fd``."""
+    with open(shared_fd, "r+b") as shared:
         shared_map = mmap.mmap(shared.fileno(), 24)
         progress = memoryview(shared_map).cast("q")
-        stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
         header = read_frame(stdin)
         if header is None:
             return 0
