@@ -29,6 +29,7 @@ from trainops.control._status import (
     PrimaryStatus,
     SecondaryStatus,
     StopReason,
+    seconds_shown,
 )
 from trainops.protocol import HostOutcome
 from trainops.store import HostRecord, JobRecord
@@ -182,7 +183,7 @@ class Lifecycle:
             if gap <= 0:
                 self._relaunch(job, **down)
                 return
-            message = f"{CAPACITY_WAIT_MESSAGE} (about {gap:g} s)"
+            message = f"{CAPACITY_WAIT_MESSAGE} (about {seconds_shown(gap)} s)"
             until = self.core.now() + gap
             job = self.core.set_secondary(
                 job, SecondaryStatus.PENDING, message, capacity_wait_until=until, **down

@@ -26,6 +26,7 @@ from trainops.control._status import (
     PrimaryStatus,
     SecondaryStatus,
     StopReason,
+    seconds_shown,
 )
 from trainops.control.services import CHAOS_SOURCE
 from trainops.store import JobRecord
@@ -73,7 +74,7 @@ class Interruptions:
         text = _message(message)
         why = f"{text} ({source})" if text else f"spot capacity reclaimed ({source})"
         status_message = (
-            f"Spot interruption of {', '.join(names)}: {why}; the hosts get {_shown(notice)} s notice "
+            f"Spot interruption of {', '.join(names)}: {why}; the hosts get {seconds_shown(notice)} s notice "
             "before they stop, then the job waits for capacity and resumes from its checkpoint"
         )
         now = self.core.now()
@@ -187,8 +188,3 @@ def _message(text: str) -> str:
 
 def _list(names: Sequence[str]) -> str:
     return ", ".join(names) if names else "none yet"
-
-
-def _shown(seconds: float) -> str:
-    """A notice as a person reads it: whole seconds, tenths below ten (29.8282 reads 30)."""
-    return f"{seconds:.0f}" if seconds >= 10 else f"{seconds:.1f}".removesuffix(".0")

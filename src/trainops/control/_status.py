@@ -18,6 +18,7 @@ __all__ = [
     "PrimaryStatus",
     "SecondaryStatus",
     "StopReason",
+    "seconds_shown",
 ]
 
 
@@ -84,3 +85,9 @@ class JobEndedError(TrainopsError):
 
 class AgentAuthError(TrainopsError):
     """An agent request without the live token of its host (or for a host the job does not have)."""
+
+
+def seconds_shown(seconds: float) -> str:
+    """Seconds as a person reads them in a status message: whole seconds, tenths below ten
+    (a notice of 29.8282 s reads 30, a gap of 2.49268 s reads 2.5)."""
+    return f"{seconds:.0f}" if seconds >= 10 else f"{seconds:.1f}".removesuffix(".0")
