@@ -55,6 +55,7 @@ CLIENT_FILE = Path("s3") / "client.json"
 ROLES = ("master", "volume", "filer", "s3")
 _BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
 _READY_KEY = ".trainops-ready"
+_GLOG_PROBLEM = re.compile(r"[FE]\d{4} \d")
 _MAX_RESTARTS = 5
 
 
@@ -139,13 +140,23 @@ def kill_group(process: subprocess.Popen[bytes], *, grace: float = 0.0) -> None:
     process.wait(timeout=30)
 
 
-def log_tail(path: Path, lines: int = 20) -> str:
-    """The last ``lines`` lines of a log, or a note that there is none."""
+def log_tail(path: Path, lines: int = 12) -> str:
+    """The last ``lines`` lines of a log before any Go stack dump, or a note that there is none."""
     try:
-        text = path.read_text(errors="replace")
+        text = path.read_text(errors="replace").splitlines()
     except OSError:
         return "(no log)"
-    return "\n".join(text.splitlines()[-lines:]) or "(empty log)"
+    stack = next((i for i, line in enumerate(text) if line.startswith("goroutine ")), len(text))
+    return "\n".join(text[:stack][-lines:]) or "(empty log)"
+
+
+def _fatal_line(path: Path) -> str | None:
+    """weed's last fatal or error line (glog's F/E lines), without its time and source."""
+    with contextlib.suppress(OSError):
+        for line in reversed(path.read_text(errors="replace").splitlines()):
+            if _GLOG_PROBLEM.match(line):
+                return line.split("] ", 1)[-1].split(" ", 2)[-1][:300]
+    return None
 
 
 def read_client_file(home: Path) -> S3Settings | None:
@@ -280,6 +291,7 @@ class S3Server:
             if process.poll() is not None:
                 raise self._failed(f"weed exited with status {process.returncode}")
             try:
+                _answers(self._port)  # a short probe first: the store's own retries take long
                 _make_bucket(filer_port, self.bucket)
                 store = store_for(f"s3://{self.bucket}/", _store_settings(self.home, self.settings))
                 store.put_bytes(f"s3://{self.bucket}/{_READY_KEY}", b"ok")
@@ -291,8 +303,10 @@ class S3Server:
         raise self._failed(f"its S3 port did not answer within {self._timeout:.0f} s ({last})")
 
     def _failed(self, what: str) -> S3ServerError:
+        fatal = _fatal_line(self.log_path)
+        reason = f"{what} ({fatal})" if fatal else what
         return S3ServerError(
-            f"SeaweedFS failed to start: {what}; the end of {self.log_path}:\n"
+            f"SeaweedFS failed to start: {reason}; the end of {self.log_path}:\n"
             + log_tail(self.log_path)
         )
 
@@ -375,6 +389,16 @@ def _store_settings(home: Path, s3: S3Settings) -> Any:
     from trainops._settings import Settings
 
     return Settings(home=home, s3=s3)
+
+
+def _answers(port: int) -> None:
+    """Raise unless an HTTP server answers on ``port`` within 2 s (any status will do)."""
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/", method="HEAD")
+    try:
+        with urllib.request.urlopen(request, timeout=2):  # noqa: S310 (a loopback http URL)
+            pass
+    except urllib.error.HTTPError:
+        pass  # 403 for an unsigned request: it answers
 
 
 def _make_bucket(filer_port: int, bucket: str) -> None:
