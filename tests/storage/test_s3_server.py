@@ -73,7 +73,7 @@ def test_the_served_s3_keeps_its_keys_private_and_stays_on_loopback(served: S3Se
     assert read_client_file(served.home) == s3
     # The default bucket exists and takes writes; a wrong secret is refused.
     _client(served).put_object(Bucket="trainops", Key="k", Body=b"v")
-    with pytest.raises(Exception, match="SignatureDoesNotMatch|AccessDenied|InvalidAccessKey"):
+    with pytest.raises(Exception, match=r"SignatureDoesNotMatch|AccessDenied|InvalidAccessKey"):
         _client(served, secret="not-the-secret").get_object(Bucket="trainops", Key="k")
     assert s3.secret_access_key not in served.log_path.read_text(errors="replace")
     outward = _outward_address()
