@@ -255,6 +255,9 @@ class S3Server:
                 self._remove_sockets()
         if self._watcher is not None and self._watcher is not threading.current_thread():
             self._watcher.join(timeout=30)
+        with self._lock:  # one the watcher started while we were stopping it
+            if self._process is not None and self._process.poll() is None:
+                kill_group(self._process)
 
     def _launch(self, weed: Path) -> None:
         data = self.root / "data"
@@ -290,6 +293,8 @@ class S3Server:
         while time.monotonic() < deadline:
             if process.poll() is not None:
                 raise self._failed(f"weed exited with status {process.returncode}")
+            if self._stopping.is_set():  # a restart that stop() overtook
+                raise S3ServerError("the S3 server was stopped while it started")
             try:
                 _answers(self._port)  # a short probe first: the store's own retries take long
                 _make_bucket(filer_port, self.bucket)
