@@ -13,6 +13,7 @@ docs/configuration.md lists every setting; docs/internals/settings.md says how t
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -124,6 +125,8 @@ class Settings:
 
     @property
     def default_output_uri(self) -> str:
+        if self.s3.default_bucket:
+            return f"s3://{self.s3.default_bucket}/jobs"
         # Not as_uri(): the file store reads a file:// URI's path as written, so a home in a
         # folder with a space would otherwise keep its objects under a literal "%20".
         return f"file://{self.objects_dir.resolve().as_posix()}/jobs"
@@ -137,7 +140,19 @@ class Settings:
         own = _own_settings(source)
         sections: dict[str, Any] = {name: read(source) for name, read in SECTIONS.items()}
         source.refuse_unknown()
+        if sections["s3"].endpoint_url is None:
+            sections["s3"] = _served_s3(home, sections["s3"])
         return cls(home=home, **own, **sections)
+
+
+def _served_s3(home: Path, configured: S3Settings) -> S3Settings:
+    """The S3 server a running ``trainops server --s3`` of this home advertises, if any."""
+    if not (home / "s3" / "client.json").exists():  # (most commands: no module to import)
+        return configured
+    from trainops.storage._seaweed import read_client_file
+
+    served = read_client_file(home)
+    return configured if served is None else dataclasses.replace(served, serve=configured.serve)
 
 
 def _own_settings(source: SettingsSource) -> dict[str, Any]:

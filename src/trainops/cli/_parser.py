@@ -202,6 +202,12 @@ def _add_server(commands: Commands) -> None:
         metavar="ADDR",
         help="the Ray cluster of --backend ray (HOST:PORT of its head, or auto)",
     )
+    sub.add_argument(
+        "--s3",
+        action="store_true",
+        help="start and supervise an S3 server (SeaweedFS) on 127.0.0.1 as the default object "
+        "store (also: s3.serve in config.yaml, TRAINOPS_S3_SERVE=1)",
+    )
 
 
 def _add_pack(commands: Commands) -> None:

@@ -32,6 +32,7 @@ from trainops.tuner import TunerHook as TunerHook  # registers the tuner service
 
 if TYPE_CHECKING:
     from trainops.server._uvicorn import Uvicorn
+    from trainops.storage._seaweed import S3Server
 
 __all__ = ["EmbeddedServer", "serve"]
 
@@ -66,6 +67,7 @@ class EmbeddedServer:
         self._server: Uvicorn | None = None
         self._thread: threading.Thread | None = None
         self._sock: socket.socket | None = None
+        self.s3: S3Server | None = None
 
     @property
     def controller(self) -> JobController:
@@ -100,6 +102,11 @@ class EmbeddedServer:
         except BaseException:
             self._lock.release()
             raise
+        try:
+            self._start_s3()
+        except BaseException:
+            self.stop()
+            raise
         bound_port = self._sock.getsockname()[1]
         self.url, self.bind_url = _agent_url(host, bound_port), _url(host, bound_port)
         try:
@@ -114,6 +121,23 @@ class EmbeddedServer:
         except BaseException:
             self.stop()
             raise
+
+    def _start_s3(self) -> None:
+        """With ``s3.serve``: start SeaweedFS, and jobs and clients use it (docs/storage.md)."""
+        if not self.settings.s3.serve:
+            return
+        from trainops.storage._seaweed import DEFAULT_BUCKET, S3Server
+
+        assert self.token is not None
+        self.s3 = S3Server(
+            self.settings.home,
+            self.token,
+            bucket=self.settings.s3.default_bucket or DEFAULT_BUCKET,
+            region=self.settings.s3.region or self.settings.region,
+        )
+        self.s3.start()
+        served = dataclasses.replace(self.s3.settings, serve=True)
+        self.settings = dataclasses.replace(self.settings, s3=served)
 
     def _serve_http(self) -> None:
         # Starlette and uvicorn are imported only now, after the backend has started its spare
@@ -162,6 +186,9 @@ class EmbeddedServer:
             self._store.close()
         if self._sock is not None:
             self._sock.close()
+        if self.s3 is not None:
+            self.s3.stop()
+            self.s3 = None
         self._lock.release()
         self._controller = self._store = self._server = self._thread = self._sock = None
 
@@ -238,9 +265,15 @@ def _banner(srv: EmbeddedServer) -> str:
         if srv.settings.token
         else f"in {srv.settings.home / 'token'}"
     )
-    return (
+    banner = (
         f"trainops {__version__} serving on {where} (home {srv.settings.home}; API token {token})"
     )
+    if srv.s3 is not None:
+        banner += (
+            f"\nS3 (SeaweedFS) on {srv.s3.endpoint_url}, default bucket s3://{srv.s3.bucket}; "
+            f"its key and secret are in {srv.settings.home / 's3' / 'client.json'}"
+        )
+    return banner
 
 
 def _aws_banner(srv: EmbeddedServer) -> str:

@@ -25,16 +25,31 @@ class S3Settings:
     region: str | None = None
     access_key_id: str | None = field(default=None, repr=False)
     secret_access_key: str | None = field(default=None, repr=False)
+    # The bucket of jobs' default output (s3://<bucket>/jobs); unset: the home's objects/.
+    default_bucket: str | None = None
+    # ``trainops server`` starts and supervises its own S3 server (SeaweedFS) when true.
+    serve: bool = False
 
     @classmethod
     def read(cls, source: SettingsSource) -> S3Settings:
-        """``s3:`` in config.yaml; the AWS variables win."""
+        """``s3:`` in config.yaml; the AWS (and TRAINOPS_S3_*) variables win."""
         s3 = source.within("s3")
+        endpoint = s3.text("endpoint_url", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
+        serve = bool(s3.flag("serve", "TRAINOPS_S3_SERVE"))
+        if serve and endpoint:
+            raise s3.error(
+                "serve",
+                "TRAINOPS_S3_SERVE",
+                problem="s3.serve starts trainops' own S3 server, but an S3 endpoint is named "
+                f"too ({endpoint[:80]}): keep one of them",
+            )
         return cls(
-            endpoint_url=s3.text("endpoint_url", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"),
+            endpoint_url=endpoint,
             region=s3.text("region", "AWS_DEFAULT_REGION", "AWS_REGION"),
             access_key_id=s3.text("access_key_id", "AWS_ACCESS_KEY_ID"),
             secret_access_key=s3.text("secret_access_key", "AWS_SECRET_ACCESS_KEY"),
+            default_bucket=s3.text("default_bucket", "TRAINOPS_S3_DEFAULT_BUCKET"),
+            serve=serve,
         )
 
     def client_env(self) -> dict[str, str]:
