@@ -31,6 +31,7 @@ import importlib
 import os
 import random
 import re
+import shutil
 import statistics
 import sys
 import tempfile
@@ -264,13 +265,13 @@ def summarise(samples: list[Sample]) -> dict[str, Any]:
 
 
 def ray_part(rounds: int, workdir: Path) -> dict[str, Any] | None:
-    """spot-ray's measurement on a Ray cluster, when bench/_spot_ray.py is there."""
+    """The Ray backend against Ray Train's own restart (bench/_spot_ray.py), with its table."""
     try:
         module = importlib.import_module("_spot_ray")
     except ModuleNotFoundError:
         return None
     result: dict[str, Any] = module.measure_ray_recovery(rounds=rounds, workdir=workdir)
-    return result
+    return {**result, "table": module.table(result)}
 
 
 def render(result: dict[str, Any]) -> str:
@@ -289,7 +290,8 @@ def render(result: dict[str, Any]) -> str:
     lines = [f"Measured {result['date'][:10]}, {result['rounds']} interleaved rounds "
              f"(medians; work lost as means), local backend:", "", *rows]  # fmt: skip
     if result.get("ray"):
-        lines += ["", "On Ray (bench/_spot_ray.py):", "", "```", str(result["ray"]), "```"]
+        lines += ["", f"On Ray ({result['ray']['cluster']}, bench/_spot_ray.py):", "",
+                  result["ray"]["table"]]  # fmt: skip
     return "\n".join(lines)
 
 
@@ -322,7 +324,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     compile_trainops()
     workdir = Path(tempfile.mkdtemp(prefix="tosr-", dir="/tmp"))
-    result = run(args, workdir)
+    try:
+        result = run(args, workdir)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
     write_json(result, args.out)
     update_section(args.readme, "spot_recovery", render(result))
     print(render(result))
