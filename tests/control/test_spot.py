@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.control._harness import ControlPlane, control_plane
@@ -141,6 +142,8 @@ def test_interruptions_refused_with_the_reason(settings: Settings) -> None:
         plane.wait_ended("plain")
         code, message = refused("plain", {})
         assert code == 409 and "ended" in message
+        anonymous = httpx.post(f"{plane.server.url}/api/v1/jobs/spotty/interrupt", json={})
+        assert anonymous.status_code == 401  # the API token's holder only (not a job's script)
         code, message = refused("spotty", {"hosts": "algo-1"})
         assert code == 400 and "hosts" in message
         code, message = refused("spotty", {"message": "x" * 501})

@@ -157,8 +157,8 @@ class EventIntake:
         # The host's own time: the phase began before the batch that reports it arrived.
         job = self.core.set_secondary(job, phase, message, at=event.ts)
         if phase == SecondaryStatus.TRAINING:  # a spot job's hosts are billed from here
-            entered = self.core.store.transitions(job.name)[-1].start_time
-            self.core.update_job(job, attempt_training_start=entered)
+            # (the transition's start, which set_secondary also made the record's modified time)
+            self.core.update_job(job, attempt_training_start=job.last_modified_time)
 
     def _remember_process(self, host: HostRecord, event: EventLike) -> None:
         try:
