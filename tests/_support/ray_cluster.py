@@ -38,6 +38,9 @@ __all__ = ["RayCluster", "RayStartError", "start_ray_cluster"]
 MARKER = "TRAINOPS_TEST_RAY_CLUSTER"
 WORKER_CPUS = 2
 WORKER_MEMORY = 16 * 1024**3  # a resource figure: ml.m5.large's 8 GiB must fit one host
+# One token for every cluster this process starts: Ray reads a driver's token once per process,
+# so a test that joins a cluster of its own after the session's must find the same one.
+_TOKEN = secrets.token_hex(32)
 
 
 class RayStartError(RuntimeError):
@@ -165,7 +168,7 @@ def start_ray_cluster(workdir: Path, workers: int = 2) -> RayCluster:
         MARKER: marker,
         "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "1",
         "RAY_AUTH_MODE": "token",
-        "RAY_AUTH_TOKEN": secrets.token_hex(32),
+        "RAY_AUTH_TOKEN": _TOKEN,
         "RAY_USAGE_STATS_ENABLED": "0",
     }
     # Ray's unix sockets live under its temp dir, and a socket path has at most 107 bytes.

@@ -16,6 +16,7 @@ from trainops._errors import ConfigError
 from trainops._settings import RaySettings, Settings
 from trainops.backends import backend_for
 from trainops.backends._ray import RayBackend, bundle_for
+from trainops.backends._ray_nodes import DEFAULT_NOTICE_S, NodeWatch
 from trainops.catalog import get_instance_type
 
 
@@ -60,3 +61,27 @@ def test_a_cluster_that_is_not_there_is_a_clear_error_at_once(tmp_path: Path) ->
     # Refused by a probe of the head's port, not after ray.init's minutes of retries.
     with pytest.raises(ConfigError, match=r"Connection refused; is its head running"):
         RayBackend(settings).open()
+
+
+def test_a_drain_without_a_deadline_gets_two_minutes_of_notice_and_each_node_is_told_once() -> None:
+    watch = NodeWatch(clock=lambda: 1000.0)
+    draining = {"ab" * 28: 0, "cd" * 28: 1_030_000}
+    nodes = [
+        {"NodeID": "ab" * 28, "Alive": True, "NodeManagerAddress": "10.0.0.1"},
+        {"NodeID": "cd" * 28, "Alive": True, "NodeManagerAddress": "10.0.0.2"},
+        {"NodeID": "ef" * 28, "Alive": False, "NodeManagerAddress": "10.0.0.3",
+         "DeathReason": 2, "DeathReasonMessage": "health check\x1b[2J\nfailed" + "!" * 500},
+    ]  # fmt: skip
+    reports = {p.node: p for p in watch.poll(draining, nodes)}
+    assert reports["10.0.0.1/" + "ab" * 6].deadline == 1000.0 + DEFAULT_NOTICE_S
+    assert "no deadline given" in reports["10.0.0.1/" + "ab" * 6].reason
+    assert reports["10.0.0.2/" + "cd" * 6].deadline == 1030.0
+    assert "goes in 30 s" in reports["10.0.0.2/" + "cd" * 6].reason
+    gone = reports["10.0.0.3/" + "ef" * 6]
+    assert gone.deadline is None and "was lost: health check [2J failed!!!" in gone.reason
+    assert gone.reason.isprintable() and len(gone.reason) < 300
+    # Once each, also when a drained node then dies.
+    nodes[0]["Alive"] = False
+    assert watch.poll(draining, nodes) == []
+    watch.lost(nodes[1], "its raylet does not answer")
+    assert not watch.holding("cd" * 28) and watch.poll({}, nodes) == []

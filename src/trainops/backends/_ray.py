@@ -37,6 +37,7 @@ from trainops.backends._base import (
     Backend,
     HostPlacement,
     NodeInfo,
+    Preemption,
     ProcessRef,
     parse_journal,
 )
@@ -48,6 +49,8 @@ from trainops.backends._ray_host import (
     probe_containment,
     remove_job_tree,
 )
+from trainops.backends._ray_nodes import NodeWatch, raylet_answers
+from trainops.backends._ray_nodes import node_name as _node_name
 from trainops.backends._settings import RAY_PLACEMENTS
 from trainops.catalog import InstanceType
 from trainops.protocol import AgentEvent, AgentLaunch, HostResources
@@ -88,6 +91,7 @@ class RayBackend(Backend):
         self._waits: dict[str, Any] = {}  # actor name -> the ObjectRef of its `wait` call
         self._gone: dict[str, str] = {}  # actor name -> why it died, as Ray said
         self._containment: dict[str, Containment] = {}  # node id -> what it allows
+        self._nodes = NodeWatch()  # nodes drained for preemption or lost, reported once
 
     # Connecting ------------------------------------------------------------------------
 
@@ -328,9 +332,31 @@ class RayBackend(Backend):
         except Exception as exc:  # the actor died (its node was lost, or it was killed)
             with self._lock:
                 self._gone[name] = _death(exc, handle)
+            if self._on_lost_node(handle):
+                return True  # until the control plane has heard of the node (NodeWatch.holding)
         with self._lock:
             self._waits.pop(name, None)
         return False
+
+    def _on_lost_node(self, handle: AgentHandle) -> bool:
+        """Whether the failed actor of ``handle`` ran on a node now found lost and not yet
+        reported as such; the node is then reported at the next ``take_preemptions``."""
+        node_id = handle.data.get("node")
+        if not isinstance(node_id, str):
+            return False
+        if not self._nodes.known(node_id):
+            node = next((n for n in self._ray().nodes() if n["NodeID"] == node_id), None)
+            if node is not None and (node.get("Alive") and raylet_answers(node)):
+                return False  # the actor died alone (its process crashed, or was killed)
+            where = node or {"NodeID": node_id, "NodeManagerAddress": handle.data.get("address")}
+            self._nodes.lost(where, "its raylet does not answer, and the host's actor failed")
+        return self._nodes.holding(node_id)
+
+    def take_preemptions(self) -> list[Preemption]:
+        """Nodes the GCS drains (with their deadline), lists dead, or that were found lost
+        since the last call (see ``_ray_nodes``)."""
+        ray = self._ray()
+        return self._nodes.poll(_draining_nodes(), ray.nodes())
 
     def gone_reason(self, handle: AgentHandle) -> str | None:
         name = handle.data.get("actor")
@@ -346,8 +372,12 @@ class RayBackend(Backend):
         actor = self._actor_of(handle)
         if actor is None:
             return
-        workloads = [[ref.pid, ref.pgid] for ref in handle.workloads]
-        self._call(actor.kill.remote(workloads))
+        with self._lock:
+            dead = handle.data.get("actor") in self._gone
+        if not dead:  # a call to a dead actor fails only after Ray's retries (~2 s)
+            workloads = [[ref.pid, ref.pgid] for ref in handle.workloads]
+            self._call(actor.kill.remote(workloads))
+        # A dead actor's agent has already ended its host (it watches the actor's pid).
         self._ray().kill(actor, no_restart=True)
 
     def workload_ref(self, pid: int, pgid: int) -> ProcessRef | None:
@@ -527,6 +557,17 @@ def _capacity(resources: Mapping[str, float]) -> Capacity:
     )
 
 
+def _draining_nodes() -> dict[str, int]:
+    """The nodes the GCS is draining, with each one's deadline in epoch ms (0: none given)."""
+    try:
+        from ray._private.state import state
+
+        found: dict[str, int] = state.get_draining_nodes()
+        return found
+    except Exception:  # not in this version (or the GCS did not answer): nothing seen draining
+        return {}
+
+
 def _available_per_node(ray: Any) -> dict[str, dict[str, float]]:
     """What is free on each node, where this Ray version tells (it has no public call for it)."""
     try:
@@ -536,10 +577,6 @@ def _available_per_node(ray: Any) -> dict[str, dict[str, float]]:
         return found
     except Exception:  # not in this version: each node shows its total as free
         return {}
-
-
-def _node_name(node: Mapping[str, Any]) -> str:
-    return f"{node.get('NodeManagerAddress', '?')}/{str(node['NodeID'])[:12]}"
 
 
 def _describe(bundle: Mapping[str, float]) -> str:
