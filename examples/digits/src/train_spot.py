@@ -20,27 +20,18 @@ interrupted (same seed; ``--threads``, 1 by default, fixes how the kernels split
 
 from __future__ import annotations
 
-import argparse
-import hashlib
 import os
-import random
-import re
 import signal
 import time
-from pathlib import Path
 from typing import Any
-
-import numpy as np
-import torch
-from torch import nn
-from train import OPTIMIZERS, build_model, evaluate, load_channel, log_epoch, save_results
-
-CHECKPOINT = re.compile(r"^checkpoint-step-(\d+)\.pt$")
-KEEP_CHECKPOINTS = 2
 
 
 class Notice:
-    """Set by SIGTERM: the loop checkpoints after the current step and then dies of the signal."""
+    """Set by SIGTERM: the loop checkpoints after the current step and then dies of the signal.
+
+    Installed before torch is imported (below), so that a notice that comes while the script is
+    still starting is kept, and answered with a checkpoint after the first step.
+    """
 
     received = False
 
@@ -58,6 +49,25 @@ class Notice:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(60)  # the signal is delivered before this returns
+
+
+if __name__ == "__main__":
+    Notice.install()
+
+# The heavy imports come after the handler (seconds on a busy machine): see Notice.
+import argparse  # noqa: E402
+import hashlib  # noqa: E402
+import random  # noqa: E402
+import re  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+from train import OPTIMIZERS, build_model, evaluate, load_channel, log_epoch, save_results  # noqa: E402
+
+CHECKPOINT = re.compile(r"^checkpoint-step-(\d+)\.pt$")
+KEEP_CHECKPOINTS = 2
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -246,7 +256,7 @@ class Trainer:
 
 
 def main(argv: list[str] | None = None) -> None:
-    Notice.install()
+    Notice.install()  # again, for a caller that imports this module and calls main()
     Trainer(parse_args(argv)).run()
 
 
