@@ -287,8 +287,11 @@ def render(result: dict[str, Any]) -> str:
             f"| {fig['median_overhead_s']:.2f} s | {fig['mean_work_lost_s']:.2f} s "
             f"| {fig['model_work_lost_s']:.2f} s |"
         )
-    lines = [f"Measured {result['date'][:10]}, {result['rounds']} interleaved rounds "
-             f"(medians; work lost as means), local backend:", "", *rows]  # fmt: skip
+    load = ", ".join(f"{x:.1f}" for x in result["load_average_at_end"])
+    lines = [f"Measured {result['date'][:10]} on {result['machine']['cpu_model']} "
+             f"({result['machine']['usable_cores']} usable cores; load average {load} at the end), "
+             f"{result['rounds']} interleaved rounds (medians; work lost as means), local "
+             "backend:", "", *rows]  # fmt: skip
     if result.get("ray"):
         lines += ["", f"On Ray ({result['ray']['cluster']}, bench/_spot_ray.py):", "",
                   result["ray"]["table"]]  # fmt: skip
@@ -312,6 +315,7 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "rounds": args.rounds,
         "machine": machine(),
+        "load_average_at_end": os.getloadavg(),  # the machine may be shared: say how busy
         "versions": versions(),
         "target_overhead_s": TARGET_OVERHEAD_S,
         "samples": [asdict(s) for s in samples],

@@ -68,6 +68,7 @@ from train import OPTIMIZERS, build_model, evaluate, load_channel, log_epoch, sa
 
 CHECKPOINT = re.compile(r"^checkpoint-step-(\d+)\.pt$")
 KEEP_CHECKPOINTS = 2
+STATE_KEYS = {"model", "optimizer", "rng", "epoch", "step", "global_step", "loss_sum", "history"}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -145,17 +146,24 @@ def save_checkpoint(directory: Path, state: dict[str, Any]) -> None:
 
 
 def restore(directory: Path, model: nn.Module, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
-    """Load the newest readable checkpoint and say which; a fresh start when there is none."""
+    """Load the newest usable checkpoint and say which; a fresh start when there is none.
+
+    A checkpoint that does not load or does not hold every part is skipped with its reason (a
+    damaged copy must not stop training): the next older one is tried.
+    """
     for _step, path in reversed(checkpoints(directory)):
         try:
             state: dict[str, Any] = torch.load(path, weights_only=True)
-        except Exception as exc:  # a damaged copy must not stop training: try an older one
+            missing = STATE_KEYS - set(state)
+            if missing:
+                raise ValueError(f"no {', '.join(sorted(missing))} in it")
+            model.load_state_dict(state["model"])
+            optimizer.load_state_dict(state["optimizer"])
+            set_rng_states(state["rng"])
+        except Exception as exc:
             reason = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
-            print(f"skipping unreadable checkpoint {path.name}: {reason}", flush=True)
+            print(f"skipping unusable checkpoint {path.name}: {reason}", flush=True)
             continue
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        set_rng_states(state["rng"])
         age = time.time() - path.stat().st_mtime
         print(
             f"resumed from {path.name}: epoch {state['epoch']} step {state['step']} "
