@@ -31,6 +31,7 @@ import importlib
 import os
 import random
 import re
+import shutil
 import statistics
 import sys
 import tempfile
@@ -47,6 +48,7 @@ BENCH = Path(__file__).resolve().parent
 STEP_SECONDS = 0.1
 NOTICE_SECONDS = 1.0
 TARGET_OVERHEAD_S = 3.0
+SYNCED = re.compile(r"Checkpoints synced to .* in ([0-9.]+) s\)")
 LINE = re.compile(r"^(spot-bench start|spot-bench resumed|checkpoint|step)\b.*?t=([0-9.]+)")
 
 
@@ -81,6 +83,7 @@ class Sample:
     restore: float
     overhead: float
     work_lost: float
+    last_sync: float | None
     phases: dict[str, float]
 
 
@@ -145,6 +148,7 @@ class Log:
         self.client, self.name, self.cursor = client, name, 0
         self.entries: list[tuple[str, int, float]] = []
         self.restores: list[float] = []  # each attempt's own read of its checkpoint (restore_s)
+        self.syncs: list[float] = []  # each last checkpoint sync's seconds, as the agent says
 
     def read(self) -> list[tuple[str, int, float]]:
         from trainops.client import page_lines
@@ -152,6 +156,8 @@ class Log:
         page = self.client.logs(self.name, after=self.cursor, limit=5000)
         for line in page_lines(page):
             self.cursor = max(self.cursor, int(line["cursor"]))
+            if synced := SYNCED.search(line["line"]):
+                self.syncs.append(float(synced.group(1)))
             if match := LINE.match(line["line"]):
                 step = re.search(r"step=(\d+)", line["line"])
                 kind = match.group(1).removeprefix("spot-bench ")
@@ -195,7 +201,7 @@ def measure(client: Any, config: Config, workdir: Path, rng: random.Random) -> S
     recovery = again[2] - interrupted
     return Sample(config.name, config.tau, interrupted - first[0][2], second[0][2] - interrupted,
                   recovery, restore, recovery - restore, work_lost(first, again[1]),
-                  phases)  # fmt: skip
+                  log.syncs[0] if log.syncs else None, phases)  # fmt: skip
 
 
 def work_lost(first: list[tuple[str, int, float]], restored: int) -> float:
@@ -255,6 +261,11 @@ def summarise(samples: list[Sample]) -> dict[str, Any]:
             "median_recovery_to_start_s": statistics.median(s.recovery_to_start for s in mine),
             "median_restore_s": statistics.median(s.restore for s in mine),
             "median_overhead_s": statistics.median(s.overhead for s in mine),
+            "median_last_sync_s": statistics.median(
+                s.last_sync for s in mine if s.last_sync is not None
+            )
+            if any(s.last_sync is not None for s in mine)
+            else None,
             "mean_work_lost_s": lost,
             "model_work_lost_s": config.tau / 2,
             "mean_loss_per_interruption_s": lost + statistics.mean(s.recovery for s in mine),
@@ -264,32 +275,41 @@ def summarise(samples: list[Sample]) -> dict[str, Any]:
 
 
 def ray_part(rounds: int, workdir: Path) -> dict[str, Any] | None:
-    """spot-ray's measurement on a Ray cluster, when bench/_spot_ray.py is there."""
+    """The Ray backend against Ray Train's own restart (bench/_spot_ray.py), with its table."""
     try:
         module = importlib.import_module("_spot_ray")
     except ModuleNotFoundError:
         return None
     result: dict[str, Any] = module.measure_ray_recovery(rounds=rounds, workdir=workdir)
-    return result
+    return {**result, "table": module.table(result)}
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f} s"
 
 
 def render(result: dict[str, Any]) -> str:
     rows = [
         "| configuration | runs | recovery | to script start | restore | recovery - restore "
-        "(target ≤ 3 s) | work lost, measured | work lost, model τ/2 |",
-        "|---|---|---|---|---|---|---|---|",
+        "(target ≤ 3 s) | of it: the last sync | work lost, measured | work lost, model τ/2 |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for name, fig in result["local"].items():
         rows.append(
             f"| {name} | {fig['runs']} | {fig['median_recovery_s']:.2f} s "
             f"| {fig['median_recovery_to_start_s']:.2f} s | {fig['median_restore_s']:.2f} s "
-            f"| {fig['median_overhead_s']:.2f} s | {fig['mean_work_lost_s']:.2f} s "
+            f"| {fig['median_overhead_s']:.2f} s | {_seconds(fig['median_last_sync_s'])} "
+            f"| {fig['mean_work_lost_s']:.2f} s "
             f"| {fig['model_work_lost_s']:.2f} s |"
         )
-    lines = [f"Measured {result['date'][:10]}, {result['rounds']} interleaved rounds "
-             f"(medians; work lost as means), local backend:", "", *rows]  # fmt: skip
+    load = ", ".join(f"{x:.1f}" for x in result["load_average_at_end"])
+    lines = [f"Measured {result['date'][:10]} on {result['machine']['cpu_model']} "
+             f"({result['machine']['usable_cores']} usable cores; load average {load} at the end), "
+             f"{result['rounds']} interleaved rounds (medians; work lost as means), local "
+             "backend:", "", *rows]  # fmt: skip
     if result.get("ray"):
-        lines += ["", "On Ray (bench/_spot_ray.py):", "", "```", str(result["ray"]), "```"]
+        lines += ["", f"On Ray ({result['ray']['cluster']}, bench/_spot_ray.py):", "",
+                  result["ray"]["table"]]  # fmt: skip
     return "\n".join(lines)
 
 
@@ -302,6 +322,7 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
                 sample = measure(client, config, workdir, rng)
                 samples.append(sample)
                 phases = " ".join(f"{k}={v:.2f}" for k, v in sample.phases.items())
+                phases += f" last sync={_seconds(sample.last_sync)}"
                 print(f"round {index + 1} {config.name}: recovery {sample.recovery:.2f} s, "
                       f"restore {sample.restore:.2f} s, lost {sample.work_lost:.2f} s ({phases})",
                       flush=True)  # fmt: skip
@@ -310,6 +331,7 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "rounds": args.rounds,
         "machine": machine(),
+        "load_average_at_end": os.getloadavg(),  # the machine may be shared: say how busy
         "versions": versions(),
         "target_overhead_s": TARGET_OVERHEAD_S,
         "samples": [asdict(s) for s in samples],
@@ -322,7 +344,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     compile_trainops()
     workdir = Path(tempfile.mkdtemp(prefix="tosr-", dir="/tmp"))
-    result = run(args, workdir)
+    try:
+        result = run(args, workdir)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
     write_json(result, args.out)
     update_section(args.readme, "spot_recovery", render(result))
     print(render(result))

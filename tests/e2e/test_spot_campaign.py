@@ -69,7 +69,10 @@ def test_a_hundred_faults_and_the_job_still_ends_as_if_none_had_come(tmp_path: P
         server.stop()
     assert job["TrainingJobStatus"] == "Completed", (Counter(faults.done), job["FailureReason"])
     assert "CORRUPT" not in logs, [line for line in logs.splitlines() if "CORRUPT" in line]
-    assert FINAL.findall(logs) == [expected]
+    # A fault that lands after the script's last line but before its host has reported the end
+    # (the job still shows Training) restarts the job, which restores the last checkpoint and
+    # prints its final line again: every one must be the uninterrupted run's.
+    assert FINAL.findall(logs) and set(FINAL.findall(logs)) == {expected}, FINAL.findall(logs)
     resumed = [int(step) for step in re.findall(r"resumed step=(\d+)", logs)]
     assert len([step for step in resumed if step > 0]) >= FAULTS // 4, resumed
 

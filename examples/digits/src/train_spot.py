@@ -20,27 +20,18 @@ interrupted (same seed; ``--threads``, 1 by default, fixes how the kernels split
 
 from __future__ import annotations
 
-import argparse
-import hashlib
 import os
-import random
-import re
 import signal
 import time
-from pathlib import Path
 from typing import Any
-
-import numpy as np
-import torch
-from torch import nn
-from train import OPTIMIZERS, build_model, evaluate, load_channel, log_epoch, save_results
-
-CHECKPOINT = re.compile(r"^checkpoint-step-(\d+)\.pt$")
-KEEP_CHECKPOINTS = 2
 
 
 class Notice:
-    """Set by SIGTERM: the loop checkpoints after the current step and then dies of the signal."""
+    """Set by SIGTERM: the loop checkpoints after the current step and then dies of the signal.
+
+    Installed before torch is imported (below), so that a notice that comes while the script is
+    still starting is kept, and answered with a checkpoint after the first step.
+    """
 
     received = False
 
@@ -58,6 +49,26 @@ class Notice:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(60)  # the signal is delivered before this returns
+
+
+if __name__ == "__main__":
+    Notice.install()
+
+# The heavy imports come after the handler (seconds on a busy machine): see Notice.
+import argparse  # noqa: E402
+import hashlib  # noqa: E402
+import random  # noqa: E402
+import re  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+from train import OPTIMIZERS, build_model, evaluate, load_channel, log_epoch, save_results  # noqa: E402
+
+CHECKPOINT = re.compile(r"^checkpoint-step-(\d+)\.pt$")
+KEEP_CHECKPOINTS = 2
+STATE_KEYS = {"model", "optimizer", "rng", "epoch", "step", "global_step", "loss_sum", "history"}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -135,17 +146,24 @@ def save_checkpoint(directory: Path, state: dict[str, Any]) -> None:
 
 
 def restore(directory: Path, model: nn.Module, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
-    """Load the newest readable checkpoint and say which; a fresh start when there is none."""
+    """Load the newest usable checkpoint and say which; a fresh start when there is none.
+
+    A checkpoint that does not load or does not hold every part is skipped with its reason (a
+    damaged copy must not stop training): the next older one is tried.
+    """
     for _step, path in reversed(checkpoints(directory)):
         try:
             state: dict[str, Any] = torch.load(path, weights_only=True)
-        except Exception as exc:  # a damaged copy must not stop training: try an older one
+            missing = STATE_KEYS - set(state)
+            if missing:
+                raise ValueError(f"no {', '.join(sorted(missing))} in it")
+            model.load_state_dict(state["model"])
+            optimizer.load_state_dict(state["optimizer"])
+            set_rng_states(state["rng"])
+        except Exception as exc:
             reason = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
-            print(f"skipping unreadable checkpoint {path.name}: {reason}", flush=True)
+            print(f"skipping unusable checkpoint {path.name}: {reason}", flush=True)
             continue
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        set_rng_states(state["rng"])
         age = time.time() - path.stat().st_mtime
         print(
             f"resumed from {path.name}: epoch {state['epoch']} step {state['step']} "
@@ -246,7 +264,7 @@ class Trainer:
 
 
 def main(argv: list[str] | None = None) -> None:
-    Notice.install()
+    Notice.install()  # again, for a caller that imports this module and calls main()
     Trainer(parse_args(argv)).run()
 
 
