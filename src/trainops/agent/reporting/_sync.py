@@ -68,6 +68,10 @@ STOP_TIMEOUT = 300.0  # seconds an in-flight upload may take to finish when the 
 SETTLE = 0.02  # seconds to let a burst of events (write tmp, rename into place) arrive
 LAUNCH_POLL_SECONDS = 0.1  # how often an empty directory is looked at before its first file
 STALL_SECONDS = 120.0  # an upload that moved no byte for this long is reported as stalled
+# A closed file is uploaded once it has been closed this long with its agent still there: a
+# host killed whole (agent and script at once) closes the script's half-written file as its
+# writer dies, and that close must not pass for a finished write (the agent's end is seen first).
+DEATH_WINDOW = 0.25
 RETRY_SECONDS = 2.0  # how soon a failed upload is tried again (the uploader's next scan)
 PROGRESS_SECONDS = 1.0  # how often the uploader says how far an upload has got
 
@@ -734,17 +738,21 @@ class _Uploader:
         self.period = float(config["safety_interval"] if self.watcher else config["interval"])
         self.previous: dict[str, Signature] = {}
         self.pending: set[str] = set()
+        self.pending_since: dict[str, float] = {}  # file -> when it became pending (monotonic)
+        self.parent: int | None = None  # the agent's pid, once the loop runs
         self.first_seen: dict[str, float] = {}
         self.changed = False  # something was uploaded or deleted since the manifest was written
         self.failed = False  # an upload failed: the next scan comes sooner
 
     def run(self, stop_fd: int, messages: bytes = b"") -> None:
         next_scan = 0.0  # scan at once: files finished before the watch began
+        self.parent = os.getppid()
         messages = self._messages(messages)
         while True:
             now = time.monotonic()
             fds = [stop_fd] + ([self.watcher.fd] if self.watcher else [])
-            ready, _w, _x = select.select(fds, [], [], max(0.0, next_scan - now))
+            wake = min([next_scan, *(t + DEATH_WINDOW for t in self.pending_since.values())])
+            ready, _w, _x = select.select(fds, [], [], max(0.0, wake - now))
             if stop_fd in ready:
                 data = os.read(stop_fd, 65536)
                 if not data:
@@ -756,6 +764,8 @@ class _Uploader:
             if time.monotonic() >= next_scan:
                 self._scan()
                 next_scan = time.monotonic() + self.period
+            if self._agent_gone():
+                return
             self._upload_pending()
             if self.failed:
                 self.failed = False
@@ -797,10 +807,24 @@ class _Uploader:
         self._guard(lambda: self._deleted(self.mirror.delete_vanished(set(current))))
         self.previous = current
 
+    def _agent_gone(self) -> bool:
+        """Whether the agent that started this uploader has gone (this process was handed to
+        another parent): nothing more is uploaded or listed then, whatever closed as it went."""
+        return self.parent is not None and os.getppid() != self.parent
+
     def _upload_pending(self) -> None:
+        now = time.monotonic()
         for rel in sorted(self.pending):
+            since = self.pending_since.setdefault(rel, now)
+            if now - since < DEATH_WINDOW:
+                continue  # closed too recently to tell a finished write from a writer's death
+            if self._agent_gone():
+                return
             self.pending.discard(rel)
+            self.pending_since.pop(rel, None)
             self._upload_one(rel)
+        if self._agent_gone():
+            return
         if self.changed and self.mirror.manifest is not None:
             self.changed = False
             if self._guard(self.mirror.write_manifest) is False:
