@@ -354,6 +354,33 @@ def test_the_uploader_and_its_threads_run_at_the_chosen_low_priority(
 
 
 @pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="SCHED_IDLE is Linux's")
+@pytest.mark.skipif(os.geteuid() != 0, reason="raising a priority back needs privileges")
+def test_the_last_sync_gives_the_uploader_the_agents_priority(
+    tmp_path: Path, remote: Path, store: ObjectStore
+) -> None:
+    """Once the script has ended there is no step left to protect: the uploader finishing its
+    upload for the last sync must not starve at idle priority on a busy machine."""
+    sync = DirectorySync(tmp_path / "local", remote.as_uri(), store, propagate_deletes=True)
+    sync.start()
+    try:
+        (tmp_path / "local" / "first.bin").write_bytes(b"x" * 10)
+        _wait_for(lambda: _remote_files(remote) == {"first.bin": "x" * 10}, "the first upload")
+        assert sync._worker is not None
+        uploader = psutil.Process(sync._worker.pid)
+        assert os.sched_getscheduler(uploader.pid) == os.SCHED_IDLE
+        sync._hasten()
+        threads = [psutil.Process(thread.id) for thread in uploader.threads()]
+        policies = {os.sched_getscheduler(thread.pid) for thread in threads}
+        nices = {thread.nice() for thread in threads}
+        io_class = uploader.ionice().ioclass
+    finally:
+        sync.final_sync()
+    assert policies == {os.SCHED_OTHER}
+    assert nices == {os.nice(0)}
+    assert io_class != psutil.IOPRIO_CLASS_IDLE
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="SCHED_IDLE is Linux's")
 def test_the_agent_lowers_the_uploader_before_its_interpreter_has_started(tmp_path: Path) -> None:
     # The uploader's start-up and imports run when the first checkpoint appears, mid-training:
     # the agent lowers the new process itself, at once, with what the uploader sets again later.

@@ -361,6 +361,7 @@ class DirectorySync:
         others still go. The manifest is written last. Then, with ``raise_failures``, a failed
         upload raises :class:`StorageError` naming each (else :attr:`SyncResult.left` says)."""
         started = time.monotonic()
+        self._hasten()
         self.stop()
         with self._lock:
             current = scan(self.local_dir)
@@ -476,6 +477,14 @@ class DirectorySync:
         self._watchdog = threading.Thread(target=self._watch_stalls, name="sync-stalls",
                                           daemon=True)  # fmt: skip
         self._watchdog.start()
+
+    def _hasten(self) -> None:
+        """Give the uploader the agent's own priority for the upload it is finishing: the last
+        sync comes once the script has ended, so there is no step left to protect, and at idle
+        priority a busy machine starved it for seconds (measured: 3-18 s at a load of 12-15)."""
+        worker = self._worker
+        if worker is not None and worker.poll() is None:
+            _raise_priority(worker.pid, os.getpriority(os.PRIO_PROCESS, 0))
 
     def stop(self) -> None:
         """Ask the uploader to finish its current upload and exit; wait for it."""
@@ -714,6 +723,27 @@ def _lower_priority(nice: int, *, idle: bool = True, pid: int = 0, base: int | N
     if idle_io is not None:
         with contextlib.suppress(OSError, psutil.Error):
             psutil.Process(pid or os.getpid()).ionice(idle_io)
+
+
+def _raise_priority(pid: int, nice: int) -> None:
+    """Undo :func:`_lower_priority` for ``pid`` as far as the kernel lets this process (raising
+    a priority may need privileges an agent lacks: then the uploader stays as it was)."""
+    try:
+        threads = [int(tid) for tid in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        threads = [pid]  # no /proc: the main thread only
+    for tid in threads:  # each thread has its own policy and niceness
+        with contextlib.suppress(OSError, AttributeError):
+            os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, tid, nice)
+    lower_session(pid, nice)
+    import psutil
+
+    best_effort = getattr(psutil, "IOPRIO_CLASS_BE", None)
+    if best_effort is not None:
+        with contextlib.suppress(OSError, psutil.Error):
+            psutil.Process(pid).ionice(best_effort)
 
 
 def _emit(out: IO[str], report: dict[str, Any]) -> None:
