@@ -20,7 +20,8 @@ import pytest
 from trainops._settings import Settings, TransferSettings
 from trainops.agent import DirectorySync
 from trainops.agent.reporting._priority import _autogroup_nice
-from trainops.agent.reporting._sync import _background
+from trainops.agent.reporting._sync import SyncedFile, _background
+from trainops.agent.reporting._watch import Inotify, inotify_available
 from trainops.storage import ObjectStore, store_for
 
 DEADLINE = 30.0  # generous: a wait that never ends is a failure, not a timing figure
@@ -398,3 +399,64 @@ def test_the_agent_lowers_the_uploader_before_its_interpreter_has_started(tmp_pa
     finally:
         child.kill()
         child.wait()
+
+
+@pytest.mark.skipif(not inotify_available(), reason="inotify is Linux's")
+def test_a_file_written_under_another_name_and_renamed_has_its_write_time_measured(
+    tmp_path: Path, remote: Path, store: ObjectStore
+) -> None:
+    """The usual safe checkpoint (write a temporary file, rename it into place) is measured
+    from the temporary file's creation: the cost advice's checkpoint time C comes from here."""
+    synced: list[SyncedFile] = []
+    local = tmp_path / "local"
+    sync = DirectorySync(
+        local,
+        remote.as_uri(),
+        store,
+        propagate_deletes=True,
+        interval=0.05,
+        manifest=("algo-1", 1),
+        on_synced=synced.append,
+        eager=True,
+    )
+    sync.start()
+    try:
+        (local / "ready").write_bytes(b"r")  # once it is uploaded, the uploader is watching
+        _wait_for(lambda: any(s.rel == "ready" for s in synced), "the uploader's first upload")
+        started = time.time()
+        with open(local / "ckpt.pt.tmp", "wb") as out:
+            out.write(b"a" * 1000)
+            out.flush()
+            _wait_for(lambda: "ckpt.pt.tmp" in sync.first_seen, "the temporary file seen")
+            out.write(b"b" * 1000)  # a checkpoint that takes a while to write
+        renamed = time.time()
+        os.rename(local / "ckpt.pt.tmp", local / "ckpt.pt")
+        _wait_for(lambda: any(s.rel == "ckpt.pt" for s in synced), "the renamed file's upload")
+    finally:
+        sync.final_sync()
+    found = next(s for s in synced if s.rel == "ckpt.pt")
+    assert found.entry is not None and found.entry.size == 2000
+    # Its write began when the temporary file was seen, not when the final name appeared.
+    assert found.first_seen == sync.first_seen["ckpt.pt.tmp"]
+    assert found.first_seen is not None and started <= found.first_seen < renamed
+    assert found.upload_seconds is not None and found.upload_seconds >= 0
+    assert not any(s.rel == "ckpt.pt.tmp" for s in synced)  # renamed before it was finished
+
+
+def test_a_rename_into_the_watched_tree_names_its_source(tmp_path: Path) -> None:
+    if not inotify_available():
+        pytest.skip("inotify is Linux's")
+    (tmp_path / "sub").mkdir()
+    watch = Inotify(tmp_path)
+    try:
+        (tmp_path / "sub" / "a.tmp").write_bytes(b"x")
+        os.rename(tmp_path / "sub" / "a.tmp", tmp_path / "sub" / "a")
+        outside = tmp_path.parent / f"{tmp_path.name}-outside"
+        outside.write_bytes(b"y")
+        os.rename(outside, tmp_path / "b")  # from outside the tree: no source
+        events = watch.read(1.0) + watch.read(0.2)
+    finally:
+        watch.close()
+    closed = {e.rel: e.source for e in events if e.kind == "closed"}
+    assert closed["sub/a"] == "sub/a.tmp"
+    assert closed["b"] is None

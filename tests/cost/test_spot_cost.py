@@ -162,6 +162,24 @@ def test_a_zero_write_time_measures_nothing(tmp_path: Path) -> None:
     assert advice.interval is None and advice.best_interval is None
 
 
+def test_files_of_one_checkpoint_count_once_in_the_interval(tmp_path: Path) -> None:
+    """The sync records each file it uploads while training: a model and its optimizer state
+    written 0.2 s apart are one checkpoint, so the interval is 60 s, not the median of
+    60, 0.2, 60, 0.2, ...; C is the median of the files' own write times."""
+    store = open_store(tmp_path / "files.db")
+    try:
+        store.set_secondary(NAME, "Training", "t", 1000.0)
+        for at in (1060.0, 1120.0, 1180.0):
+            for offset, write in ((0.0, 4.0), (0.2, 2.0)):
+                store.add_checkpoint(CheckpointRecord(NAME, 1, "algo-1", "synced", at + 1, 1, 9,
+                                                      at + offset, write, 0.1, None))  # fmt: skip
+        advice = job_spot_cost(store, NAME, SpotPriceSettings(), 1200.0, 2.0).interval
+    finally:
+        store.close()
+    assert advice.interval == pytest.approx(60.0)
+    assert (advice.checkpoint_seconds, advice.checkpoint_from) == (3.0, "measured")
+
+
 def test_an_attempt_interrupted_before_it_trained_lost_nothing(store: MetadataStore) -> None:
     record(1760.0, store)  # attempt 2 is Downloading since 1760 when the next interruption comes
     store.set_secondary(NAME, "Interrupted", "again, before training", 1770.0)

@@ -25,6 +25,7 @@ from trainops.cost._interruptions import CheckpointLike
 __all__ = ["IntervalAdvice", "advise_interval", "expected_overhead", "young_daly_interval"]
 
 SECONDS_PER_HOUR = 3600.0
+SAME_CHECKPOINT_SECONDS = 1.0  # newest writes closer than this are one checkpoint
 
 
 def young_daly_interval(checkpoint_seconds: float, mean_between: float) -> float:
@@ -121,13 +122,31 @@ def checkpoint_seconds(checkpoints: Sequence[CheckpointLike]) -> float | None:
 
 def checkpoint_interval(checkpoints: Sequence[CheckpointLike]) -> float | None:
     """The median time between the newest writes of a host's consecutive synced checkpoints in
-    one attempt (across attempts the gap would hold the restart)."""
+    one attempt (across attempts the gap would hold the restart). Files written less than
+    :data:`SAME_CHECKPOINT_SECONDS` apart count as one checkpoint (a model and its optimizer's
+    state saved side by side are recorded one file at a time)."""
     writes: dict[tuple[str, int], set[float]] = {}
     for record in checkpoints:
         if record.kind == "synced" and record.newest_write is not None:
             writes.setdefault((record.host, record.attempt), set()).add(record.newest_write)
-    gaps = [b - a for times in writes.values() for a, b in itertools.pairwise(sorted(times))]
+    gaps = [
+        b - a
+        for times in writes.values()
+        for a, b in itertools.pairwise(_checkpoints(sorted(times)))
+    ]
     return statistics.median(gaps) if gaps else None
+
+
+def _checkpoints(times: list[float]) -> list[float]:
+    """Sorted write times grouped into checkpoints (each its newest write): a time within
+    :data:`SAME_CHECKPOINT_SECONDS` of the one before belongs to the same checkpoint."""
+    groups: list[float] = []
+    for time in times:
+        if groups and time - groups[-1] < SAME_CHECKPOINT_SECONDS:
+            groups[-1] = time
+        else:
+            groups.append(time)
+    return groups
 
 
 def _r(value: float | None, digits: int = 3) -> float | None:

@@ -61,7 +61,7 @@ from trainops.agent.reporting._priority import IDLE_SESSION_NICE, lower_session
 from trainops.agent.reporting._watch import Event, Inotify, inotify_available, open_for_writing
 from trainops.storage import ObjectInfo, ObjectStore, download_objects, join_uri
 
-__all__ = ["DirectorySync", "RestoreReport", "SyncResult"]
+__all__ = ["DirectorySync", "RestoreReport", "SyncResult", "SyncedFile"]
 
 Signature = tuple[int, int, int]  # (size, mtime_ns, inode)
 STOP_TIMEOUT = 300.0  # seconds an in-flight upload may take to finish when the sync stops
@@ -74,6 +74,18 @@ STALL_SECONDS = 120.0  # an upload that moved no byte for this long is reported 
 DEATH_WINDOW = 0.25
 RETRY_SECONDS = 2.0  # how soon a failed upload is tried again (the uploader's next scan)
 PROGRESS_SECONDS = 1.0  # how often the uploader says how far an upload has got
+
+
+@dataclass(frozen=True, slots=True)
+class SyncedFile:
+    """One file the background uploader made visible: its listing (with a manifest), when its
+    write began as the uploader saw it (its creation, or that of the name it was written under
+    before a rename into place; None where unseen), and how long its upload took."""
+
+    rel: str
+    entry: FileEntry | None
+    first_seen: float | None
+    upload_seconds: float | None
 
 
 @dataclass(slots=True)
@@ -214,11 +226,12 @@ class DirectorySync:
     """Mirror ``local_dir`` to ``remote_prefix``; see the module docstring for the rules.
 
     ``on_uploaded`` hears the relative path of each file the background uploader made visible
-    (just after it became visible); ``on_error`` hears what went wrong, as a sentence, once
-    until the sync recovers (``on_recovered`` then hears what it uploaded). The uploader runs at
-    ``SCHED_IDLE`` with the idle I/O class, or with ``idle=False`` at ``nice`` with
-    ``SCHED_BATCH`` (see :func:`_lower_priority` for what each costs whom). ``eager`` starts it
-    with :meth:`start` rather than when the first file appears. ``manifest=(host, attempt)``
+    (just after it became visible), ``on_synced`` the same as a :class:`SyncedFile`;
+    ``on_error`` hears what went wrong, as a sentence, once until the sync recovers
+    (``on_recovered`` then hears what it uploaded). The uploader runs at ``SCHED_IDLE`` with the
+    idle I/O class, or with ``idle=False`` at ``nice`` with ``SCHED_BATCH`` (see
+    :func:`_lower_priority` for what each costs whom). ``eager`` starts it with :meth:`start`
+    rather than when the first file appears. ``manifest=(host, attempt)``
     keeps that host's checkpoint manifest (see ``_manifest``).
     """
 
@@ -234,6 +247,7 @@ class DirectorySync:
         on_error: Callable[[str], None] | None = None,
         on_uploaded: Callable[[str], None] | None = None,
         on_recovered: Callable[[str], None] | None = None,
+        on_synced: Callable[[SyncedFile], None] | None = None,
         watch: bool | None = None,
         nice: int = 10,
         idle: bool = True,
@@ -251,6 +265,8 @@ class DirectorySync:
         self._on_error = on_error
         self._on_uploaded = on_uploaded
         self._on_recovered = on_recovered
+        self._on_synced = on_synced
+        self._upload_began: dict[str, float] = {}  # file -> when its upload began (monotonic)
         self._watch = inotify_available() if watch is None else watch
         self._nice = nice
         self._idle = idle
@@ -527,6 +543,8 @@ class DirectorySync:
 
     def _take_report(self, report: dict[str, Any]) -> None:
         with self._lock:
+            if "uploading" in report:
+                self._upload_began[str(report["uploading"])] = time.monotonic()
             if "uploading" in report or "progress" in report:
                 self._in_flight = (str(report.get("uploading", report.get("progress"))),
                                    time.monotonic())  # fmt: skip
@@ -548,6 +566,20 @@ class DirectorySync:
             self._recovered(f"uploaded {report['uploaded']}")
             if self._on_uploaded is not None:
                 self._on_uploaded(report["uploaded"])
+            if self._on_synced is not None:
+                self._on_synced(self._synced(report))
+
+    def _synced(self, report: dict[str, Any]) -> SyncedFile:
+        rel = str(report["uploaded"])
+        began = self._upload_began.pop(rel, None)
+        entry = report.get("entry")
+        first = report.get("first_seen")
+        return SyncedFile(
+            rel,
+            None if not entry else FileEntry(*entry),
+            None if first is None else float(first),
+            None if began is None else time.monotonic() - began,
+        )
 
     def _watch_stalls(self) -> None:
         period = max(0.05, min(self._stall_seconds / 4, 5.0))
@@ -821,6 +853,11 @@ class _Uploader:
             if event.kind == "created":
                 self._seen(event.rel)
             elif event.kind == "closed":
+                began = self.first_seen.pop(event.source, None) if event.source else None
+                if began is not None and event.rel not in self.first_seen:
+                    # written under another name, renamed into place: its write began there
+                    self.first_seen[event.rel] = began
+                    self.emit({"seen": event.rel, "at": began})
                 self._seen(event.rel)
                 self.pending.add(event.rel)
             elif event.kind == "removed":

@@ -30,6 +30,7 @@ IN_DELETE = 0x00000200
 IN_DELETE_SELF = 0x00000400
 IN_MOVE_SELF = 0x00000800
 IN_Q_OVERFLOW = 0x00004000
+_MAX_MOVING = 1024  # renames whose other half has not come (renamed out of the watched tree)
 IN_IGNORED = 0x00008000
 IN_ONLYDIR = 0x01000000
 IN_ISDIR = 0x40000000
@@ -64,6 +65,7 @@ class Event:
 
     kind: str
     rel: str
+    source: str | None = None  # a file renamed into place: the name it was written under
 
 
 def _libc() -> ctypes.CDLL | None:
@@ -95,6 +97,7 @@ class Inotify:
             raise OSError(err, f"inotify_init1: {os.strerror(err)}")
         self.fd: int = fd
         self._dirs: dict[int, str] = {}  # watch descriptor -> directory relative to root ("")
+        self._moving: dict[int, str] = {}  # a rename's cookie -> the name it moved away from
         self.add_tree("")
 
     def close(self) -> None:
@@ -140,14 +143,14 @@ class Inotify:
         out = []
         offset = 0
         while offset + _HEADER.size <= len(data):
-            wd, mask, _cookie, length = _HEADER.unpack_from(data, offset)
+            wd, mask, cookie, length = _HEADER.unpack_from(data, offset)
             raw = data[offset + _HEADER.size : offset + _HEADER.size + length]
             offset += _HEADER.size + length
             name = raw.rstrip(b"\0").decode(errors="surrogateescape")
-            out.extend(self._translate(wd, mask, name))
+            out.extend(self._translate(wd, mask, name, cookie))
         return out
 
-    def _translate(self, wd: int, mask: int, name: str) -> list[Event]:
+    def _translate(self, wd: int, mask: int, name: str, cookie: int = 0) -> list[Event]:
         if mask & IN_Q_OVERFLOW:
             return [Event("rescan", "")]
         if mask & IN_IGNORED:
@@ -163,10 +166,16 @@ class Inotify:
             if mask & (IN_CREATE | IN_MOVED_TO):
                 return [Event("closed", f) for f in self.add_tree(rel)] + [Event("rescan", rel)]
             return [Event("rescan", rel)]  # a directory went away: its files are gone
-        if mask & (IN_CLOSE_WRITE | IN_MOVED_TO):
+        if mask & IN_MOVED_TO:
+            return [Event("closed", rel, self._moving.pop(cookie, None) if cookie else None)]
+        if mask & IN_CLOSE_WRITE:
             return [Event("closed", rel)]
         if mask & IN_CREATE:
             return [Event("created", rel)]
+        if mask & IN_MOVED_FROM and cookie:
+            if len(self._moving) >= _MAX_MOVING:
+                self._moving.clear()  # renamed out of the tree: no MOVED_TO ever pairs them
+            self._moving[cookie] = rel
         if mask & (IN_DELETE | IN_MOVED_FROM):
             return [Event("removed", rel)]
         return []

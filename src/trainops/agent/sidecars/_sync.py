@@ -13,11 +13,15 @@ from pathlib import Path
 
 from trainops._errors import StorageError
 from trainops.agent.contract._outputs import Artifact
-from trainops.agent.reporting._sync import DirectorySync, RestoreReport
+from trainops.agent.reporting._sync import DirectorySync, RestoreReport, SyncedFile
 from trainops.agent.sidecars._base import Sidecar, SidecarContext
 from trainops.protocol import CheckpointKind, CheckpointRecord
 
 __all__ = ["CheckpointSync", "IntermediateSync", "checkpoint_sync", "intermediate_sync"]
+
+# ``synced`` records of files uploaded while training, per host and attempt (one per file: a
+# script checkpointing every second for a day stops being recorded after this many).
+MAX_BACKGROUND_RECORDS = 1000
 
 
 class _DirectorySidecar(Sidecar):
@@ -32,6 +36,7 @@ class _DirectorySidecar(Sidecar):
         manifest: tuple[str, int] | None = None,
         on_error: Callable[[str], None] | None = None,
         on_recovered: Callable[[str], None] | None = None,
+        on_synced: Callable[[SyncedFile], None] | None = None,
     ) -> None:
         self.context = context
         self.remote = remote
@@ -43,6 +48,7 @@ class _DirectorySidecar(Sidecar):
             interval=context.sync_interval,
             on_error=on_error or context.log,
             on_recovered=on_recovered,
+            on_synced=on_synced,
             eager=eager,
             manifest=manifest,
         )
@@ -77,7 +83,9 @@ class CheckpointSync(_DirectorySidecar):
             manifest=(context.host, context.assignment.attempt),
             on_error=self._failed,
             on_recovered=context.log,
+            on_synced=self._synced,
         )
+        self._background_records = 0
 
     def prepare(self) -> None:
         started = time.monotonic()
@@ -138,6 +146,26 @@ class CheckpointSync(_DirectorySidecar):
             self._record("synced", files=len(entries), size=size, upload=result.seconds,
                          newest=None if newest is None else newest[1].mtime, write=write)  # fmt: skip
         return [Artifact("checkpoint", self.remote)]
+
+    def _synced(self, synced: SyncedFile) -> None:
+        """A checkpoint file made visible while training: a ``synced`` record, so that the cost
+        advice can measure how long the script takes to write one and how often it does."""
+        if self._background_records >= MAX_BACKGROUND_RECORDS:
+            return  # the last sync is still recorded
+        self._background_records += 1
+        entries = self.sync.entries
+        write = None
+        if synced.entry is not None and synced.first_seen is not None:
+            write = max(0.0, synced.entry.mtime - synced.first_seen)
+        self._record(
+            "synced",
+            files=len(entries),
+            size=sum(e.size for e in entries.values()),
+            newest=None if synced.entry is None else synced.entry.mtime,
+            write=write,
+            upload=synced.upload_seconds,
+            reason=f"{synced.rel} uploaded while training",
+        )
 
     def _failed(self, message: str) -> None:
         self.context.log(f"WARNING: checkpoint sync failing: {message}")
