@@ -32,6 +32,7 @@ __all__ = [
     "read_server_file",
     "same_server",
     "token_for",
+    "write_private",
 ]
 
 LOCK_FILE = "server.lock"
@@ -95,6 +96,23 @@ def home_token(home: Path, *, create: bool = False) -> str | None:
         token = _read_token(path)
     _check_private(path, token)
     return token
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically, readable by its owner only from the first byte
+    (it holds a secret): a temporary file of mode 0600 renamed into place."""
+    import secrets
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _write_token(home: Path, path: Path) -> None:

@@ -18,7 +18,6 @@ import json
 import logging
 import os
 import re
-import secrets
 import shutil
 import signal
 import socket
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from trainops._errors import StorageError
+from trainops._home import make_private, write_private
 from trainops.storage._settings import S3Settings
 
 __all__ = [
@@ -234,12 +234,12 @@ class S3Server:
     def start(self) -> None:
         """Start weed, wait until the default bucket takes a write, then watch it."""
         weed = find_weed()
-        _make_private_dir(self.root)
-        _write_private(self.root / "identities.json", json.dumps(self._identities()))
+        make_private(self.root)
+        write_private(self.root / "identities.json", json.dumps(self._identities()))
         if self._port == 0:
             self._port = _same_port_as_before(self.root / "port")
         self._launch(weed)
-        _write_private(self.home / CLIENT_FILE, json.dumps(_client_record(self.settings)))
+        write_private(self.home / CLIENT_FILE, json.dumps(_client_record(self.settings)))
         self._watcher = threading.Thread(
             target=self._watch, args=(weed,), name="trainops-s3", daemon=True
         )
@@ -365,7 +365,7 @@ def _same_port_as_before(record: Path) -> int:
             sock.bind(("127.0.0.1", port))
         return port
     port = free_ports(1)[0]
-    _write_private(record, str(port))
+    write_private(record, str(port))
     return port
 
 
@@ -416,22 +416,3 @@ def _make_bucket(filer_port: int, bucket: str) -> None:
     except urllib.error.HTTPError as exc:
         if exc.code != 409:  # 409: it exists already (a restart, or a home served before)
             raise
-
-
-def _make_private_dir(path: Path) -> None:
-    path.mkdir(parents=True, exist_ok=True)
-    path.chmod(0o700)
-
-
-def _write_private(path: Path, text: str) -> None:
-    """Write ``text`` atomically to a file of mode 0600 (it holds a secret)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise

@@ -8,9 +8,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from trainops._home import write_private
 
 __all__ = ["PROFILE", "AwsCredentials", "derive_credentials", "write_profile"]
 
@@ -46,26 +47,13 @@ def write_profile(directory: Path, creds: AwsCredentials, *, region: str, endpoi
     endpoint URL) under ``directory``; returns the credentials file's path."""
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     credentials = directory / "credentials"
-    _write_private(
+    write_private(
         credentials,
         f"[{PROFILE}]\naws_access_key_id = {creds.access_key_id}\n"
         f"aws_secret_access_key = {creds.secret_access_key}\n",
     )
-    _write_private(
+    write_private(
         directory / "config",
         f"[profile {PROFILE}]\nregion = {region}\nendpoint_url = {endpoint}\n",
     )
     return credentials
-
-
-def _write_private(path: Path, text: str) -> None:
-    """Atomically, readable by the owner only from the first byte."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
