@@ -105,3 +105,10 @@ def test_a_bad_rate_is_refused_naming_the_flag(
     err = capsys.readouterr().err.splitlines()[-1]
     assert "argument --interruptions-per-hour:" in err and "is not a rate" in err
     assert len(err) < 300
+
+
+def test_short_intervals_are_not_shown_as_zero() -> None:
+    from trainops.cli._cost import _interval_line
+
+    line = _interval_line("best", 0.334, 0.497, 2.98)
+    assert "every 0.33 s" in line and "3.0 s lost" in line

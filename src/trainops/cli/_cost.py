@@ -116,11 +116,14 @@ def _interval(data: dict[str, Any]) -> list[str]:
 
 def _interval_line(label: str, interval: float, overhead: float, lost: float) -> str:
     return (
-        f"    {label} every {interval:.0f} s: overhead {overhead:.1%}, "
-        f"{APPROX} {lost:.0f} s lost per interruption"
+        f"    {label} every {_seconds(interval)} s: overhead {overhead:.1%}, "
+        f"{APPROX} {_seconds(lost)} s lost per interruption"
     )
 
 
 def _seconds(value: float) -> str:
-    """Whole seconds, or tenths below ten (a lost 0.4 s is not 0)."""
+    """Whole seconds, tenths below ten, hundredths below one (a lost 0.4 s is not 0, an
+    interval of 0.34 s is not 0)."""
+    if 0 < value < 1:
+        return f"{value:.2f}"
     return f"{value:.1f}" if value < 10 else f"{value:.0f}"
