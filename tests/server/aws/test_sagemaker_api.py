@@ -114,6 +114,7 @@ def test_create_runs_a_job_and_a_duplicate_is_in_use(plane: ControlPlane) -> Non
     assert job["TrainingJobStatus"] == "Completed"
     assert job["HyperParameters"] == {"epochs": "3"}
     assert job["StoppingCondition"]["MaxRuntimeInSeconds"] == 600
+    assert "RetryStrategy" not in job  # none asked for: left out, as the service does
     source = job["InputDataConfig"][0]["DataSource"]["S3DataSource"]
     assert source["S3DataDistributionType"] == "ShardedByS3Key"
     with pytest.raises(ClientError) as caught:

@@ -62,6 +62,9 @@ def api_description(described: dict[str, Any], region: str) -> dict[str, Any]:
     channels = [_api_channel(c) for c in described.get("InputDataConfig") or []]
     modes = {c.get("InputMode") for c in channels} - {None}
     algorithm.setdefault("TrainingInputMode", modes.pop() if len(modes) == 1 else "File")
+    retry = described.get("RetryStrategy") or {}
+    if not retry.get("MaximumRetryAttempts"):  # none asked for: the service leaves it out
+        described = {k: v for k, v in described.items() if k != "RetryStrategy"}
     return described | {
         "TrainingJobArn": training_job_arn(region, described["TrainingJobName"]),
         "AlgorithmSpecification": algorithm,
