@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 
 from tests._support.processes import assert_nothing_left
-from tests._support.ray_cluster import RayCluster, RayStartError, start_ray_cluster
+from tests._support.ray_cluster import RayCluster
 from tests.e2e._harness import CLI, Server, cli_env, describe, trainops, wait_for, write_job
+from tests.e2e._ray import ray_cluster_for, ray_server
 
 pytestmark = pytest.mark.slow
 
@@ -26,25 +27,12 @@ SLEEPER = "import time\nprint('working', flush=True)\ntime.sleep(600)\n"
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayCluster]:
-    try:
-        started = start_ray_cluster(tmp_path_factory.mktemp("ray-faults"), workers=3)
-    except RayStartError as exc:
-        pytest.fail(f"cannot start the Ray cluster: {exc}", pytrace=False)
-    yield started
-    started.stop()
+    yield from ray_cluster_for(tmp_path_factory, "ray-faults")
 
 
 @pytest.fixture
 def server(cluster: RayCluster, tmp_path: Path) -> Iterator[Server]:
-    env = {
-        **cluster.client_env(),
-        "TRAINOPS_BACKEND": "ray",
-        "TRAINOPS_RAY_ADDRESS": cluster.address,
-        "TRAINOPS_SHARED_PATHS": "/tmp",
-    }
-    running = Server(tmp_path / "home", **env).start()
-    yield running
-    running.stop()
+    yield from ray_server(cluster, tmp_path / "home")
 
 
 def _submit(server: Server, folder: Path, script: str, **spec: Any) -> str:

@@ -10,28 +10,16 @@ from pathlib import Path
 
 import pytest
 
+from tests.store._running import store_with_running_job
 from trainops.protocol import AgentEvent, EventKind
-from trainops.spec import JobSpec
-from trainops.store import CheckpointRecord, MetadataStore, NewHost
+from trainops.store import CheckpointRecord, MetadataStore
 
 V11_FIXTURE = Path(__file__).parent / "assets" / "trainops-v11.db"
 
 
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[MetadataStore]:
-    opened = MetadataStore(tmp_path / "trainops.db")
-    opened.create_job(
-        name="job-a",
-        spec=JobSpec(entry_point="train.py").view(),
-        code_uri="file:///code.tar.gz",
-        output_prefix="file:///out/job-a",
-        max_attempts=1,
-        status="InProgress",
-        secondary_status="Starting",
-        message="",
-        now=100.0,
-    )
-    opened.create_hosts("job-a", 2, [NewHost(host="algo-2", root="/r", state_dir="/s")])
+    opened = store_with_running_job(tmp_path / "trainops.db", 2, "algo-2")
     yield opened
     opened.close()
 

@@ -9,28 +9,16 @@ from pathlib import Path
 
 import pytest
 
+from tests.store._running import store_with_running_job
 from tests.store.test_store_records import _host, _job
 from trainops.protocol import AgentEvent, EventKind
-from trainops.spec import JobSpec
 from trainops.store import MetadataStore, NewHost
 from trainops.store._ingest import CHUNK_LINES, MAX_LINE_CHARS
 
 
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[MetadataStore]:
-    opened = MetadataStore(tmp_path / "trainops.db")
-    opened.create_job(
-        name="job-a",
-        spec=JobSpec(entry_point="train.py").view(),
-        code_uri="file:///code.tar.gz",
-        output_prefix="file:///out/job-a",
-        max_attempts=1,
-        status="InProgress",
-        secondary_status="Starting",
-        message="",
-        now=100.0,
-    )
-    opened.create_hosts("job-a", 1, [NewHost(host="algo-1", root="/r", state_dir="/s")])
+    opened = store_with_running_job(tmp_path / "trainops.db")
     yield opened
     opened.close()
 

@@ -34,8 +34,9 @@ CHECKPOINT = re.compile(r"^checkpoint-epoch-(\d+)\.pt$")
 KEEP_CHECKPOINTS = 2
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description="Train a CNN on the scikit-learn digits data.")
+def build_parser(description: str) -> argparse.ArgumentParser:
+    """The script's arguments: hyperparameters, then the SageMaker contract's folders."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--lr", type=float, default=0.003)
     parser.add_argument("--batch-size", type=int, default=64)
@@ -51,11 +52,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     # SageMaker itself does not set SM_CHECKPOINT_DIR (trainops does); its default local path is
     # /opt/ml/checkpoints, so the fallback keeps the script working there too.
     parser.add_argument("--checkpoint-dir", default=env("SM_CHECKPOINT_DIR", "/opt/ml/checkpoints"))
-    args = parser.parse_args(argv)
+    return parser
+
+
+def checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.Namespace:
+    """``args``, once both data channels are known (else the parser's usage error)."""
     for channel in ("train", "test"):
         if not getattr(args, channel):
             parser.error(f"no {channel} data: pass --{channel} or set SM_CHANNEL_{channel.upper()}")
     return args
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = build_parser("Train a CNN on the scikit-learn digits data.")
+    return checked(parser, parser.parse_args(argv))
 
 
 def load_channel(directory: str) -> tuple[torch.Tensor, torch.Tensor]:

@@ -64,7 +64,16 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
-from train import OPTIMIZERS, build_model, evaluate, load_channel, log_epoch, save_results  # noqa: E402
+from train import (  # noqa: E402
+    OPTIMIZERS,
+    build_model,
+    build_parser,
+    checked,
+    evaluate,
+    load_channel,
+    log_epoch,
+    save_results,
+)
 
 CHECKPOINT = re.compile(r"^checkpoint-step-(\d+)\.pt$")
 KEEP_CHECKPOINTS = 2
@@ -72,28 +81,12 @@ STATE_KEYS = {"model", "optimizer", "rng", "epoch", "step", "global_step", "loss
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description="The digits CNN with exact checkpoints.")
-    parser.add_argument("--epochs", type=int, default=10)
-    parser.add_argument("--lr", type=float, default=0.003)
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--optimizer", choices=sorted(OPTIMIZERS), default="adam")
-    parser.add_argument("--seed", type=int, default=0)
+    parser = build_parser("The digits CNN with exact checkpoints.")
     parser.add_argument("--checkpoint-every", type=int, default=10, help="optimizer steps")
     # The sums inside a kernel split by thread: a fixed count keeps the weights bitwise-equal
     # wherever the job runs (a host's core count is not part of the checkpoint).
     parser.add_argument("--threads", type=int, default=1)
-    env = os.environ.get
-    parser.add_argument("--model-dir", default=env("SM_MODEL_DIR", "/opt/ml/model"))
-    parser.add_argument("--train", default=env("SM_CHANNEL_TRAIN"))
-    parser.add_argument("--test", default=env("SM_CHANNEL_TEST"))
-    parser.add_argument(
-        "--output-data-dir", default=env("SM_OUTPUT_DATA_DIR", "/opt/ml/output/data")
-    )
-    parser.add_argument("--checkpoint-dir", default=env("SM_CHECKPOINT_DIR", "/opt/ml/checkpoints"))
-    args = parser.parse_args(argv)
-    for channel in ("train", "test"):
-        if not getattr(args, channel):
-            parser.error(f"no {channel} data: pass --{channel} or set SM_CHANNEL_{channel.upper()}")
+    args = checked(parser, parser.parse_args(argv))
     if args.checkpoint_every < 1:
         parser.error("--checkpoint-every must be at least 1")
     return args
