@@ -18,7 +18,7 @@ from trainops.server._redaction import Masker, hyperparameter_text, mask_text, r
 from trainops.server._rule_views import debugger_sections, profiler_sections
 from trainops.store import ArtifactRecord, HostRecord, JobRecord, LogChunk, MetadataStore
 
-__all__ = ["describe", "iso", "log_page", "metric_points", "redact", "summary"]
+__all__ = ["describe", "iso", "log_page", "metric_points", "redact", "spec_sections", "summary"]
 
 PAGE_CHARS = 8 * 1024 * 1024  # characters of log lines in one page of GET .../logs
 
@@ -103,6 +103,13 @@ def _spot(job: JobRecord) -> dict[str, Any]:
         "Interruptions": job.interruptions,
         "ManagedSpotTrainingSavings": savings,
     }
+
+
+def spec_sections(spec: SubmittedJob, settings: Settings) -> dict[str, Any]:
+    """The sections of DescribeTrainingJob a job's spec declares (hyperparameters, algorithm,
+    resources, channels, output, checkpoint, stopping, retry, environment), its secrets masked:
+    what a tuning job's training job definition shows before any trial runs."""
+    return _spec_sections(spec, settings, job_masker(spec))
 
 
 def _spec_sections(spec: SubmittedJob, settings: Settings, mask: Masker) -> dict[str, Any]:

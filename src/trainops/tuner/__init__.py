@@ -22,6 +22,8 @@ if typing.TYPE_CHECKING:
     from trainops.tuner._describe import (
         best_trial,
         describe_tuning_job,
+        status_counters,
+        training_status,
         trial_summary,
         tuning_summary,
     )
@@ -37,7 +39,9 @@ __all__ = [
     "best_trial",
     "describe_tuning_job",
     "search_for",
+    "status_counters",
     "stored_config",
+    "training_status",
     "trial_job_name",
     "trial_record",
     "trial_spec",
@@ -50,7 +54,14 @@ __all__ = [
 _MODULE_OF = {
     **dict.fromkeys(["EARLY_STOP_PREFIX", "analyse_tuning_job"], "trainops.tuner._analysis"),
     **dict.fromkeys(
-        ["best_trial", "describe_tuning_job", "trial_summary", "tuning_summary"],
+        [
+            "best_trial",
+            "describe_tuning_job",
+            "status_counters",
+            "trial_summary",
+            "training_status",
+            "tuning_summary",
+        ],
         "trainops.tuner._describe",
     ),
     **dict.fromkeys(

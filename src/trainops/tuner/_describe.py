@@ -18,7 +18,14 @@ from trainops.tuner._analysis import trial_cost, trial_jobs
 from trainops.tuner._records import retry_due, trial_record
 from trainops.tuning import Search, TuningJobConfig, completion_details
 
-__all__ = ["best_trial", "describe_tuning_job", "trial_summary", "tuning_summary"]
+__all__ = [
+    "best_trial",
+    "describe_tuning_job",
+    "status_counters",
+    "training_status",
+    "trial_summary",
+    "tuning_summary",
+]
 
 
 def _iso(ts: float | None) -> str | None:
@@ -90,7 +97,8 @@ def trial_summary(
     return item
 
 
-def _counters(trials: list[TuningTrialRecord]) -> dict[str, dict[str, int]]:
+def status_counters(trials: list[TuningTrialRecord]) -> dict[str, dict[str, int]]:
+    """``TrainingJobStatusCounters`` and ``ObjectiveStatusCounters`` of a tuning job's trials."""
     training = Counter(
         ("RetryableError" if t.retryable else "NonRetryableError")
         if t.status == "Failed" and not retry_due(t)
@@ -217,7 +225,7 @@ def describe_tuning_job(
         **tuning_summary(tuning),
         "LastModifiedTime": _iso(tuning.last_modified_time),
         "HyperParameterTuningJobConfig": _config(config),
-        **_counters(trials),
+        **status_counters(trials),
         "TuningJobCompletionDetails": {
             "NumberOfTrainingJobsObjectiveNotImproving": (
                 details.number_of_training_jobs_objective_not_improving

@@ -45,6 +45,55 @@ SAMPLES: dict[str, dict[str, Any]] = {
         "CreationTimeAfter": 1_700_000_000,
         "NextToken": "abc",
     },
+    "CreateHyperParameterTuningJob": {
+        "HyperParameterTuningJobName": "my-tuning-1",
+        "HyperParameterTuningJobConfig": {
+            "Strategy": "Bayesian",
+            "HyperParameterTuningJobObjective": {"Type": "Minimize", "MetricName": "loss"},
+            "ResourceLimits": {"MaxNumberOfTrainingJobs": 4, "MaxParallelTrainingJobs": 2},
+            "ParameterRanges": {
+                "ContinuousParameterRanges": [
+                    {"Name": "lr", "MinValue": "0.001", "MaxValue": "0.1"}
+                ]
+            },
+        },
+        "TrainingJobDefinition": {
+            "StaticHyperParameters": {"sagemaker_program": '"train.py"'},
+            "AlgorithmSpecification": {
+                "TrainingImage": IMAGE,
+                "TrainingInputMode": "File",
+                "MetricDefinitions": [{"Name": "loss", "Regex": "loss=([0-9.]+)"}],
+            },
+            "RoleArn": "arn:aws:iam::123456789012:role/SageMakerRole",
+            "OutputDataConfig": {"S3OutputPath": "s3://bucket/out/"},
+            "ResourceConfig": {
+                "InstanceType": "ml.m5.large",
+                "InstanceCount": 1,
+                "VolumeSizeInGB": 1,
+            },
+            "StoppingCondition": {"MaxRuntimeInSeconds": 3600},
+        },
+        "Tags": [{"Key": "team", "Value": "vision"}],
+    },
+    "DescribeHyperParameterTuningJob": {"HyperParameterTuningJobName": "my-tuning-1"},
+    "StopHyperParameterTuningJob": {"HyperParameterTuningJobName": "my-tuning-1"},
+    "ListHyperParameterTuningJobs": {
+        "MaxResults": 5,
+        "NameContains": "tuning",
+        "StatusEquals": "Completed",
+        "SortBy": "Name",
+        "SortOrder": "Ascending",
+        "CreationTimeAfter": 1_700_000_000,
+        "NextToken": "abc",
+    },
+    "ListTrainingJobsForHyperParameterTuningJob": {
+        "HyperParameterTuningJobName": "my-tuning-1",
+        "MaxResults": 5,
+        "StatusEquals": "Completed",
+        "SortBy": "FinalObjectiveMetricValue",
+        "SortOrder": "Descending",
+        "NextToken": "abc",
+    },
 }
 
 

@@ -43,6 +43,8 @@ def training_job_arn(region: str, name: str) -> str:
 
 def sagemaker_service(controller: JobController, settings: Settings) -> AwsService:
     """The SageMaker operations answered for ``controller``'s jobs."""
+    from trainops.server.aws._tuning_ops import tuning_operations  # it builds on this module
+
     ops = _Operations(controller, settings)
     return AwsService.of(
         "sagemaker",
@@ -52,6 +54,7 @@ def sagemaker_service(controller: JobController, settings: Settings) -> AwsServi
             AwsOperation("DescribeTrainingJob", ops.describe_training_job),
             AwsOperation("ListTrainingJobs", ops.list_training_jobs),
             AwsOperation("StopTrainingJob", ops.stop_training_job),
+            *tuning_operations(controller, settings),
         ],
     )
 

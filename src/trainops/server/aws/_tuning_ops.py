@@ -1,0 +1,264 @@
+"""The ``sagemaker`` service's tuning operations: CreateHyperParameterTuningJob,
+DescribeHyperParameterTuningJob, ListHyperParameterTuningJobs,
+ListTrainingJobsForHyperParameterTuningJob and StopHyperParameterTuningJob, on trainops' tuning
+jobs (``trainops.tuner``).
+
+Nothing here is a second copy of a tuning job: a request becomes the tuning job's declaration
+(``_tuning_request``) and is created by the REST route's own code (``TuningRoutes``: the same
+checks, the same record); the describe is the tuner's (``tuner.describe_tuning_job``, already in
+DescribeHyperParameterTuningJob's shape), to which this adds only what the API spells otherwise
+(the ARNs, the training job definition); the model's output shape drops our extra keys.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from trainops._errors import SpecError
+from trainops._settings import Settings
+from trainops.control import JobController
+from trainops.server._views import spec_sections
+from trainops.server.aws._errors import AwsError
+from trainops.server.aws._sagemaker import (
+    ACCOUNT_ID,
+    _offset,
+    _one_line,
+    _token,
+    api_description,
+    training_job_arn,
+)
+from trainops.server.aws._services import AwsOperation
+from trainops.server.aws._tuning_request import api_field, tuning_request
+from trainops.store import JobExistsError, MetadataStore, TuningJobRecord, TuningTrialRecord
+
+if TYPE_CHECKING:
+    from trainops.tuning import TuningJobConfig
+
+__all__ = ["tuning_job_arn", "tuning_operations"]
+
+_MAX_SCANNED = 100_000  # tuning jobs a ListHyperParameterTuningJobs call filters and sorts at most
+_JOB_SORT = {"Name": "name", "CreationTime": "creation_time", "Status": "status"}
+#: The training job definition's sections, as DescribeTrainingJob names them.
+_DEFINITION = (
+    "AlgorithmSpecification",
+    "InputDataConfig",
+    "OutputDataConfig",
+    "ResourceConfig",
+    "StoppingCondition",
+    "CheckpointConfig",
+    "RetryStrategy",
+    "Environment",
+)
+
+
+def tuning_job_arn(region: str, name: str) -> str:
+    return f"arn:aws:sagemaker:{region}:{ACCOUNT_ID}:hyper-parameter-tuning-job/{name.lower()}"
+
+
+def tuning_operations(controller: JobController, settings: Settings) -> list[AwsOperation]:
+    """The tuning operations answered for ``controller``'s tuning jobs."""
+    ops = _TuningOperations(controller, settings)
+    table: list[tuple[str, Callable[[dict[str, Any]], dict[str, Any]]]] = [
+        ("CreateHyperParameterTuningJob", ops.create),
+        ("DescribeHyperParameterTuningJob", ops.describe),
+        ("ListHyperParameterTuningJobs", ops.list_tuning_jobs),
+        ("ListTrainingJobsForHyperParameterTuningJob", ops.list_training_jobs),
+        ("StopHyperParameterTuningJob", ops.stop),
+    ]
+    return [AwsOperation(name, handler) for name, handler in table]
+
+
+def _not_found(name: str) -> AwsError:
+    return AwsError(
+        400, "ResourceNotFound", f"Amazon SageMaker can't find a tuning job with name {name}"
+    )
+
+
+class _TuningOperations:
+    def __init__(self, controller: JobController, settings: Settings) -> None:
+        self.controller, self.settings = controller, settings
+
+    @property
+    def store(self) -> MetadataStore:
+        return self.controller.store
+
+    def _tuning(self, name: str) -> TuningJobRecord:
+        tuning = self.store.get_tuning_job(name)
+        if tuning is None:
+            raise _not_found(name)
+        return tuning
+
+    def _config(self, tuning: TuningJobRecord) -> TuningJobConfig:
+        from trainops import tuner
+
+        try:
+            return tuner.stored_config(tuning)
+        except SpecError as exc:  # written by another trainops: the tuner fails it too
+            raise AwsError(500, "InternalFailure", _one_line(exc)) from None
+
+    # --- CreateHyperParameterTuningJob --------------------------------------------------------
+
+    def create(self, body: dict[str, Any]) -> dict[str, Any]:
+        from trainops.server.routes import TuningRequest, TuningRoutes
+
+        name = body["HyperParameterTuningJobName"]
+        config, code_uri = tuning_request(body)
+        try:
+            TuningRoutes(self.controller).create(TuningRequest(config=config, code_uri=code_uri))
+        except JobExistsError:
+            raise AwsError(
+                400,
+                "ResourceInUse",
+                "Hyperparameter tuning job names must be unique within an AWS account and "
+                f"region, and a tuning job with this name already exists "
+                f"({tuning_job_arn(self.settings.region, name)})",
+            ) from None
+        except SpecError as exc:
+            raise AwsError(400, "ValidationException", _refusal(exc)) from None
+        except ValueError as exc:  # pydantic's, of a member our declaration cannot take
+            raise AwsError(400, "ValidationException", _one_line(exc)) from None
+        return {"HyperParameterTuningJobArn": tuning_job_arn(self.settings.region, name)}
+
+    # --- DescribeHyperParameterTuningJob ------------------------------------------------------
+
+    def describe(self, body: dict[str, Any]) -> dict[str, Any]:
+        from trainops import tuner
+
+        tuning = self._tuning(body["HyperParameterTuningJobName"])
+        config = self._config(tuning)
+        described = tuner.describe_tuning_job(self.store, tuning, config)
+        for key in ("BestTrainingJob", "OverallBestTrainingJob"):
+            if key in described:
+                described[key] = self._with_arn(described[key])
+        return described | {
+            "HyperParameterTuningJobArn": tuning_job_arn(self.settings.region, tuning.name),
+            "TrainingJobDefinition": self._definition(tuning, config),
+        }
+
+    def _with_arn(self, summary: dict[str, Any]) -> dict[str, Any]:
+        arn = training_job_arn(self.settings.region, summary["TrainingJobName"])
+        return summary | {"TrainingJobArn": arn}
+
+    def _definition(self, tuning: TuningJobRecord, config: TuningJobConfig) -> dict[str, Any]:
+        """The trials' training job as ``HyperParameterTrainingJobDefinition`` (its secrets
+        masked as DescribeTrainingJob masks them)."""
+        job = config.training_job
+        sections = spec_sections(job.view(), self.settings)
+        api = api_description(sections | {"TrainingJobName": tuning.name}, self.settings.region)
+        definition = {key: api[key] for key in _DEFINITION if key in api}
+        return definition | {
+            "StaticHyperParameters": {
+                k: v for k, v in sections["HyperParameters"].items() if k in job.hyperparameters
+            },
+            "EnableManagedSpotTraining": job.use_spot_instances,
+        }
+
+    # --- ListHyperParameterTuningJobs ---------------------------------------------------------
+
+    def list_tuning_jobs(self, body: dict[str, Any]) -> dict[str, Any]:
+        status = body.get("StatusEquals")
+        found = self.store.list_tuning_jobs(statuses=[status] if status else [], limit=_MAX_SCANNED)
+        found = [t for t in found if _matches(t, body)]
+        key = _JOB_SORT[body.get("SortBy", "Name")]
+        descending = body.get("SortOrder", "Ascending") == "Descending"
+        found.sort(key=lambda t: (getattr(t, key), t.name), reverse=descending)
+        page, token = _page(found, body)
+        answer: dict[str, Any] = {
+            "HyperParameterTuningJobSummaries": [self._tuning_summary(t) for t in page]
+        }
+        return answer | token
+
+    def _tuning_summary(self, tuning: TuningJobRecord) -> dict[str, Any]:
+        from trainops import tuner
+
+        config = self._config(tuning)
+        limits = config.resource_limits
+        resource_limits: dict[str, Any] = {
+            "MaxNumberOfTrainingJobs": config.max_training_jobs,
+            "MaxParallelTrainingJobs": limits.max_parallel_training_jobs,
+            "MaxRuntimeInSeconds": limits.max_runtime_in_seconds,
+        }
+        return {
+            **tuner.tuning_summary(tuning),
+            "HyperParameterTuningJobArn": tuning_job_arn(self.settings.region, tuning.name),
+            "Strategy": config.strategy.value,
+            "LastModifiedTime": tuning.last_modified_time,
+            **tuner.status_counters(self.store.trials(tuning.name)),
+            "ResourceLimits": resource_limits,
+        }
+
+    # --- ListTrainingJobsForHyperParameterTuningJob -------------------------------------------
+
+    def list_training_jobs(self, body: dict[str, Any]) -> dict[str, Any]:
+        from trainops import tuner
+
+        tuning = self._tuning(body["HyperParameterTuningJobName"])
+        config = self._config(tuning)
+        trials = self.store.trials(tuning.name)
+        if body.get("StatusEquals"):
+            trials = [t for t in trials if tuner.training_status(t) == body["StatusEquals"]]
+        by = body.get("SortBy", "Name")
+        if by == "FinalObjectiveMetricValue":  # the service leaves out trials without one
+            trials = [t for t in trials if t.objective is not None]
+        trials.sort(key=_trial_key(by), reverse=body.get("SortOrder", "Ascending") == "Descending")
+        page, token = _page(trials, body)
+        now = time.time()
+        summaries = [self._with_arn(tuner.trial_summary(self.store, config, t, now)) for t in page]
+        return {"TrainingJobSummaries": summaries} | token
+
+    # --- StopHyperParameterTuningJob ----------------------------------------------------------
+
+    def stop(self, body: dict[str, Any]) -> dict[str, Any]:
+        name = body["HyperParameterTuningJobName"]
+        self._tuning(name)
+        if not self.store.request_tuning_stop(name, time.time()):
+            status = self._tuning(name).status
+            raise AwsError(
+                400,
+                "ValidationException",
+                f"The request was rejected because the tuning job is in status {status}.",
+            )
+        return {}
+
+
+def _refusal(exc: SpecError) -> str:
+    """A refused declaration in one line, each problem said at the request's member."""
+    problems = [f"{api_field(field)}: {why}" if field else why for field, why in exc.problems]
+    return _one_line(Exception("; ".join(problems) or str(exc)))
+
+
+def _matches(tuning: TuningJobRecord, body: dict[str, Any]) -> bool:
+    contains = body.get("NameContains")
+    bounds = (
+        ("CreationTimeAfter", tuning.creation_time, 1),
+        ("CreationTimeBefore", tuning.creation_time, -1),
+        ("LastModifiedTimeAfter", tuning.last_modified_time, 1),
+        ("LastModifiedTimeBefore", tuning.last_modified_time, -1),
+    )
+    if contains is not None and contains.lower() not in tuning.name.lower():
+        return False
+    return all(
+        body.get(member) is None or (moment - body[member]) * sign > 0
+        for member, moment, sign in bounds
+    )
+
+
+def _trial_key(by: str) -> Callable[[TuningTrialRecord], tuple[Any, ...]]:
+    from trainops import tuner
+
+    keys: dict[str, Callable[[TuningTrialRecord], Any]] = {
+        "Name": lambda t: t.training_job,
+        "CreationTime": lambda t: t.creation_time,
+        "Status": tuner.training_status,
+        "FinalObjectiveMetricValue": lambda t: t.objective,
+    }
+    key = keys[by]
+    return lambda t: (key(t), t.training_job)
+
+
+def _page(items: list[Any], body: dict[str, Any]) -> tuple[list[Any], dict[str, str]]:
+    start, size = _offset(body.get("NextToken")), int(body.get("MaxResults", 10))
+    more = start + size < len(items)
+    return items[start : start + size], ({"NextToken": _token(start + size)} if more else {})
