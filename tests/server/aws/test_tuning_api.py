@@ -207,6 +207,24 @@ def test_refusals_are_the_services_and_name_the_member(plane: ControlPlane) -> N
             {"HyperParameterTuningJobName": "ghost"}], "WarmStartType": "TransferLearning"}},
          "WarmStartConfig.ParentHyperParameterTuningJobs.0: no tuning job named 'ghost'"),
         ({"HyperParameterTuningJobName": "x" * 33}, "at 'hyperParameterTuningJobName'"),
+        ({"HyperParameterTuningJobConfig": config | {"ParameterRanges": {
+            "ContinuousParameterRanges": [{"Name": "lr", "MinValue": "0", "MaxValue": "1e309"}]}}},
+         "MaxValue '1e309' of the Continuous range of 'lr' is not a finite number"),
+        ({"HyperParameterTuningJobConfig": config | {"ParameterRanges": {
+            "IntegerParameterRanges": [{"Name": "n", "MinValue": "1.5", "MaxValue": "2"}]}}},
+         "MinValue '1.5' of the Integer range of 'n' is not an integer"),
+        ({"HyperParameterTuningJobConfig": config | {"ParameterRanges": {
+            "CategoricalParameterRanges": [{"Name": "a=b\x00", "Values": ["x"]}]}}},
+         "must not contain '=' or NUL"),
+        ({"HyperParameterTuningJobConfig": config | {"ParameterRanges": {
+            "CategoricalParameterRanges": [{"Name": "a", "Values": ["x"]}],
+            "IntegerParameterRanges": [{"Name": "a", "MinValue": "1", "MaxValue": "2"}]}}},
+         "names hyperparameter 'a' more than once"),
+        ({"HyperParameterTuningJobConfig": config | {"ParameterRanges": {
+            "ContinuousParameterRanges": [{"Name": f"p{i}", "MinValue": "0", "MaxValue": "1"}
+                                          for i in range(30)],
+            "IntegerParameterRanges": [{"Name": "n", "MinValue": "1", "MaxValue": "2"}]}}},
+         "at most 30 hyperparameters are tuned"),
         ({"Autotune": {"Mode": "Enabled"}}, "Autotune and AutoParameters are not supported"),
         ({"TrainingJobDefinition": definition | {"AlgorithmSpecification": {
             "TrainingImage": "example.com/mine:1", "TrainingInputMode": "File"}}},
