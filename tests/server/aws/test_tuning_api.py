@@ -169,16 +169,25 @@ def test_list_tuning_jobs_filters_sorts_and_pages(plane: ControlPlane) -> None:
     first = summaries[0]
     assert first["Strategy"] == "Random" and first["TrainingJobStatusCounters"]["Completed"] == 1
     assert first["ResourceLimits"] == {"MaxNumberOfTrainingJobs": 1, "MaxParallelTrainingJobs": 2}
-    second = timedelta(seconds=1)
-    later = client.list_hyper_parameter_tuning_jobs(
-        CreationTimeAfter=first["CreationTime"] + second
+    created = first["CreationTime"]  # a time read from an answer names that same moment
+    assert (
+        client.list_hyper_parameter_tuning_jobs(CreationTimeAfter=created)[
+            "HyperParameterTuningJobSummaries"
+        ]
+        == []
     )
-    assert later["HyperParameterTuningJobSummaries"] == []
-    earlier = client.list_hyper_parameter_tuning_jobs(
-        CreationTimeBefore=first["CreationTime"] + second,
-        LastModifiedTimeAfter=datetime(2020, 1, 1),
+    before = client.list_hyper_parameter_tuning_jobs(
+        CreationTimeBefore=created, LastModifiedTimeAfter=datetime(2020, 1, 1)
     )
-    assert len(earlier["HyperParameterTuningJobSummaries"]) == 3
+    names = [s["HyperParameterTuningJobName"] for s in before["HyperParameterTuningJobSummaries"]]
+    assert names == ["sweep-a", "sweep-b"]
+    hour = timedelta(hours=1)
+    assert (
+        client.list_hyper_parameter_tuning_jobs(LastModifiedTimeBefore=created - hour)[
+            "HyperParameterTuningJobSummaries"
+        ]
+        == []
+    )
     running = client.list_hyper_parameter_tuning_jobs(StatusEquals="InProgress")
     assert running["HyperParameterTuningJobSummaries"] == []
     with pytest.raises(ClientError) as caught:

@@ -12,6 +12,7 @@ DescribeHyperParameterTuningJob's shape), to which this adds only what the API s
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -230,19 +231,26 @@ def _refusal(exc: SpecError) -> str:
 
 
 def _matches(tuning: TuningJobRecord, body: dict[str, Any]) -> bool:
+    """Whether the tuning job's name and times are inside the request's filters (the times
+    strictly, at the API's millisecond precision: a time read from an answer and sent back as a
+    bound names that same moment)."""
     contains = body.get("NameContains")
-    bounds = (
-        ("CreationTimeAfter", tuning.creation_time, 1),
-        ("CreationTimeBefore", tuning.creation_time, -1),
-        ("LastModifiedTimeAfter", tuning.last_modified_time, 1),
-        ("LastModifiedTimeBefore", tuning.last_modified_time, -1),
-    )
     if contains is not None and contains.lower() not in tuning.name.lower():
         return False
-    return all(
-        body.get(member) is None or (moment - body[member]) * sign > 0
-        for member, moment, sign in bounds
-    )
+    for moment, field in (
+        (tuning.creation_time, "CreationTime"),
+        (tuning.last_modified_time, "LastModifiedTime"),
+    ):
+        after, before = body.get(f"{field}After"), body.get(f"{field}Before")
+        if (after is not None and not _ms(moment) > _ms(after)) or (
+            before is not None and not _ms(moment) < _ms(before)
+        ):
+            return False
+    return True
+
+
+def _ms(when: float) -> float:
+    return math.floor(when * 1000) / 1000
 
 
 def _trial_key(by: str) -> Callable[[TuningTrialRecord], tuple[Any, ...]]:
