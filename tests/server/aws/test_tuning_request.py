@@ -1,0 +1,170 @@
+"""CreateHyperParameterTuningJob's request mapped to trainops' tuning declaration: every member
+the API has lands on its field and the result is a valid ``TuningJobConfig``; the SDK's
+multi-algorithm shape with one definition is the single one; problems are said at the member."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from trainops.server.aws import AwsError
+from trainops.server.aws._tuning_request import api_field, tuning_request
+from trainops.tuning import TuningJobConfig
+
+IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.3-cpu-py311"
+CODE = "s3://bucket/code/sourcedir.tar.gz"
+
+
+def _definition(**changes: Any) -> dict[str, Any]:
+    return {
+        "StaticHyperParameters": {
+            "sagemaker_program": '"train.py"',
+            "sagemaker_submit_directory": json.dumps(CODE),
+            "epochs": "27",
+        },
+        "AlgorithmSpecification": {
+            "TrainingImage": IMAGE,
+            "TrainingInputMode": "File",
+            "MetricDefinitions": [{"Name": "acc", "Regex": "acc=([0-9.]+)"}],
+        },
+        "RoleArn": "arn:aws:iam::123456789012:role/SageMakerRole",
+        "OutputDataConfig": {"S3OutputPath": "s3://bucket/out/"},
+        "ResourceConfig": {"InstanceType": "ml.m5.large", "InstanceCount": 1, "VolumeSizeInGB": 1},
+        "StoppingCondition": {"MaxRuntimeInSeconds": 600},
+    } | changes
+
+
+RANGES = {
+    "ContinuousParameterRanges": [
+        {"Name": "lr", "MinValue": "1e-4", "MaxValue": "0.1", "ScalingType": "Logarithmic"}
+    ],
+    "IntegerParameterRanges": [{"Name": "layers", "MinValue": "1", "MaxValue": "8"}],
+    "CategoricalParameterRanges": [{"Name": "opt", "Values": ["sgd", "adam"]}],
+}
+
+
+def _request(**config: Any) -> dict[str, Any]:
+    return {
+        "HyperParameterTuningJobName": "sweep",
+        "HyperParameterTuningJobConfig": {
+            "Strategy": "Hyperband",
+            "StrategyConfig": {"HyperbandStrategyConfig": {"MinResource": 3, "MaxResource": 27}},
+            "HyperParameterTuningJobObjective": {"Type": "Maximize", "MetricName": "acc"},
+            "ResourceLimits": {
+                "MaxNumberOfTrainingJobs": 30,
+                "MaxParallelTrainingJobs": 3,
+                "MaxRuntimeInSeconds": 3600,
+            },
+            "ParameterRanges": RANGES,
+            "RandomSeed": 11,
+            "TuningJobCompletionCriteria": {
+                "TargetObjectiveMetricValue": 0.99,
+                "BestObjectiveNotImproving": {"MaxNumberOfTrainingJobsNotImproving": 5},
+                "ConvergenceDetected": {"CompleteOnConvergence": "Enabled"},
+            },
+        }
+        | config,
+        "TrainingJobDefinition": _definition(),
+    }
+
+
+def test_every_member_lands_on_its_field_and_the_config_is_valid() -> None:
+    declared, code_uri = tuning_request(_request())
+    assert code_uri == CODE
+    config = TuningJobConfig(**declared)
+    assert config.tuning_job_name == "sweep" and config.strategy.value == "Hyperband"
+    hyperband = config.hyperband_resource()
+    assert hyperband is not None
+    assert (hyperband.hyperparameter, hyperband.min_resource, hyperband.max_resource) == (
+        "epochs",
+        3,
+        27,
+    )
+    assert config.objective.metric_name == "acc" and config.objective.type.value == "Maximize"
+    limits = config.resource_limits
+    assert (limits.max_parallel_training_jobs, limits.max_runtime_in_seconds) == (3, 3600)
+    assert config.max_training_jobs == 30 and config.random_seed == 11
+    ranges = config.hyperparameter_ranges
+    assert (ranges["lr"].min_value, ranges["lr"].scaling_type.value) == (1e-4, "Logarithmic")
+    assert (ranges["layers"].type.value, ranges["layers"].max_value) == ("Integer", 8)
+    assert ranges["opt"].values == ["sgd", "adam"]
+    criteria = config.completion_criteria
+    assert criteria is not None and criteria.target_objective_metric_value == 0.99
+    assert criteria.best_objective_not_improving is not None
+    assert criteria.convergence_detected is not None
+    job = config.training_job
+    assert job.entry_point == "train.py" and job.hyperparameters == {"epochs": "27"}
+    assert job.instance_type == "ml.m5.large"
+
+
+def test_one_definition_in_the_list_is_the_single_one_with_its_own_objective_and_ranges() -> None:
+    request = _request(Strategy="Random")
+    config = request["HyperParameterTuningJobConfig"]
+    del config["HyperParameterTuningJobObjective"], config["ParameterRanges"]
+    del config["StrategyConfig"]
+    own = {
+        "DefinitionName": "est-1",
+        "TuningObjective": {"Type": "Minimize", "MetricName": "acc"},
+        "HyperParameterRanges": {"IntegerParameterRanges": RANGES["IntegerParameterRanges"]},
+        "ResourceConfig": {
+            "InstanceConfigs": [
+                {"InstanceType": "ml.c5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 1},
+                {"InstanceType": "ml.m5.large", "InstanceCount": 1, "VolumeSizeInGB": 1},
+            ]
+        },
+    }
+    del request["TrainingJobDefinition"]
+    request["TrainingJobDefinitions"] = [_definition(**own)]
+    parsed = TuningJobConfig(**tuning_request(request)[0])
+    assert parsed.objective.type.value == "Minimize"
+    assert list(parsed.hyperparameter_ranges) == ["layers"]
+    assert parsed.training_job.instance_type == "ml.c5.xlarge"  # the first the service would try
+
+
+def test_a_warm_start_names_its_parents() -> None:
+    request = _request(Strategy="Bayesian")
+    del request["HyperParameterTuningJobConfig"]["StrategyConfig"]
+    request["WarmStartConfig"] = {
+        "ParentHyperParameterTuningJobs": [
+            {"HyperParameterTuningJobName": "first"},
+            {"HyperParameterTuningJobName": "second"},
+        ],
+        "WarmStartType": "IdenticalDataAndAlgorithm",
+    }
+    warm = TuningJobConfig(**tuning_request(request)[0]).warm_start_config
+    assert warm is not None and warm.parents == ["first", "second"]
+    assert warm.warm_start_type.value == "IdenticalDataAndAlgorithm"
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"TrainingJobDefinition": None}, "TrainingJobDefinition is required"),
+        ({"TrainingJobDefinitions": [_definition()]}, "not both"),
+        ({"TrainingJobDefinition": _definition(StaticHyperParameters={"epochs": "3"})},
+         "no sagemaker_submit_directory"),
+    ],
+)  # fmt: skip
+def test_a_request_trainops_cannot_map_is_refused_saying_why(
+    change: dict[str, Any], words: str
+) -> None:
+    request = {k: v for k, v in (_request() | change).items() if v is not None}
+    with pytest.raises(AwsError) as caught:
+        tuning_request(request)
+    assert caught.value.code == "ValidationException" and words in caught.value.message
+
+
+def test_our_field_paths_are_said_as_the_request_s_members() -> None:
+    assert api_field("resource_limits.max_parallel_training_jobs") == (
+        "HyperParameterTuningJobConfig.ResourceLimits.max_parallel_training_jobs"
+    )
+    assert api_field("training_job.hyperparameters.lr") == (
+        "TrainingJobDefinition.StaticHyperParameters.lr"
+    )
+    assert api_field("training_job.instance_count") == "TrainingJobDefinition.instance_count"
+    assert api_field("warm_start_config.parents.1") == (
+        "WarmStartConfig.ParentHyperParameterTuningJobs.1"
+    )
+    assert api_field("something_else") == "something_else"
