@@ -12,6 +12,7 @@ from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
+from trainops._redaction import Masker
 from trainops.catalog import load_catalog
 from trainops.store import MetadataStore, TuningJobRecord, TuningTrialRecord
 from trainops.tuner._analysis import trial_cost, trial_jobs
@@ -84,8 +85,8 @@ def trial_summary(
         "BillableTimeInSeconds": round(seconds),
         "EstimatedCostUsd": round(usd, 6),
     }
-    if trial.failure_reason:
-        item["FailureReason"] = trial.failure_reason
+    if trial.failure_reason:  # a script's words may hold its secrets: masked as its job masks
+        item["FailureReason"] = _masker(config, trial)(trial.failure_reason)
     if trial.objective is not None:
         item["FinalHyperParameterTuningJobObjectiveMetric"] = {
             "Type": config.objective.type.value,
@@ -95,6 +96,13 @@ def trial_summary(
     if trial.earlier_jobs:
         item["EarlierTrainingJobs"] = trial.earlier_jobs
     return item
+
+
+def _masker(config: TuningJobConfig, trial: TuningTrialRecord) -> Masker:
+    """What masks the secrets of the trial's training job (``trial_spec``'s environment and
+    hyperparameters), as its own describe masks them."""
+    values = {**config.static_hyperparameters, **trial.hyperparameters}
+    return Masker.for_job(config.training_job.environment, values)
 
 
 def status_counters(trials: list[TuningTrialRecord]) -> dict[str, dict[str, int]]:

@@ -261,3 +261,19 @@ def test_refusals_are_the_services_and_name_the_member(plane: ControlPlane) -> N
             "ResourceNotFound",
             "Amazon SageMaker can't find a tuning job with name nowhere",
         )
+
+
+def test_a_trial_s_failure_reason_is_masked_as_its_job_masks_it(plane: ControlPlane) -> None:
+    client = _client(plane)
+    reason = "AlgorithmError: token s3cr3t-value refused"
+    request = _request(plane, "leaky", jobs=1, FAKE_FAIL_HOST="algo-1", FAKE_FAIL_REASON=reason)
+    client.create_hyper_parameter_tuning_job(**request)
+    wait_for(lambda: _status(client, "leaky") == "Completed", 120, "leaky Completed")
+    listed = client.list_training_jobs_for_hyper_parameter_tuning_job(
+        HyperParameterTuningJobName="leaky"
+    )["TrainingJobSummaries"]
+    assert listed[0]["TrainingJobStatus"] == "Failed"
+    assert listed[0]["FailureReason"] == "AlgorithmError: token *** refused"
+    described = client.describe_hyper_parameter_tuning_job(HyperParameterTuningJobName="leaky")
+    rest = plane.client.get("/api/v1/tuning-jobs/leaky")
+    assert "s3cr3t-value" not in repr(described) and "s3cr3t-value" not in rest.text
