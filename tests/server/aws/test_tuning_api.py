@@ -250,6 +250,13 @@ def test_refusals_are_the_services_and_name_the_member(plane: ControlPlane) -> N
         client.create_hyper_parameter_tuning_job(**base)
     code, message = _code(caught)
     assert code == "ResourceInUse" and "hyper-parameter-tuning-job/refused" in message
+    with pytest.raises(ClientError) as caught:  # names are not case sensitive
+        client.create_hyper_parameter_tuning_job(
+            **base | {"HyperParameterTuningJobName": "REFUSED"}
+        )
+    assert _code(caught)[0] == "ResourceInUse"
+    upper = client.describe_hyper_parameter_tuning_job(HyperParameterTuningJobName="Refused")
+    assert upper["HyperParameterTuningJobName"] == "refused"
     for call in (
         client.describe_hyper_parameter_tuning_job,
         client.stop_hyper_parameter_tuning_job,

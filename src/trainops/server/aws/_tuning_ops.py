@@ -86,10 +86,17 @@ class _TuningOperations:
         return self.controller.store
 
     def _tuning(self, name: str) -> TuningJobRecord:
-        tuning = self.store.get_tuning_job(name)
+        """The tuning job of this name, in any case (the exact one first)."""
+        tuning = self.store.get_tuning_job(name) or self._named(name)
         if tuning is None:
             raise _not_found(name)
         return tuning
+
+    def _named(self, name: str) -> TuningJobRecord | None:
+        """The tuning job whose name is this one in another case, if any (the service's names
+        are not case sensitive, and the ARN spells them in lower case)."""
+        found = self.store.list_tuning_jobs(limit=_MAX_SCANNED)
+        return next((t for t in found if t.name.lower() == name.lower()), None)
 
     def _config(self, tuning: TuningJobRecord) -> TuningJobConfig:
         from trainops import tuner
@@ -106,21 +113,26 @@ class _TuningOperations:
 
         name = body["HyperParameterTuningJobName"]
         config, code_uri = tuning_request(body)
+        if self._named(name) is not None:
+            raise self._in_use(name)
         try:
             TuningRoutes(self.controller).create(TuningRequest(config=config, code_uri=code_uri))
         except JobExistsError:
-            raise AwsError(
-                400,
-                "ResourceInUse",
-                "Hyperparameter tuning job names must be unique within an AWS account and "
-                f"region, and a tuning job with this name already exists "
-                f"({tuning_job_arn(self.settings.region, name)})",
-            ) from None
+            raise self._in_use(name) from None
         except SpecError as exc:
             raise AwsError(400, "ValidationException", _refusal(exc)) from None
         except ValueError as exc:  # pydantic's, of a member our declaration cannot take
             raise AwsError(400, "ValidationException", _one_line(exc)) from None
         return {"HyperParameterTuningJobArn": tuning_job_arn(self.settings.region, name)}
+
+    def _in_use(self, name: str) -> AwsError:
+        return AwsError(
+            400,
+            "ResourceInUse",
+            "Hyperparameter tuning job names must be unique within an AWS account and region, "
+            f"and a tuning job with this name already exists "
+            f"({tuning_job_arn(self.settings.region, name)})",
+        )
 
     # --- DescribeHyperParameterTuningJob ------------------------------------------------------
 
@@ -212,8 +224,7 @@ class _TuningOperations:
     # --- StopHyperParameterTuningJob ----------------------------------------------------------
 
     def stop(self, body: dict[str, Any]) -> dict[str, Any]:
-        name = body["HyperParameterTuningJobName"]
-        self._tuning(name)
+        name = self._tuning(body["HyperParameterTuningJobName"]).name
         if not self.store.request_tuning_stop(name, time.time()):
             status = self._tuning(name).status
             raise AwsError(
