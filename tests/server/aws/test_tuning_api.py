@@ -249,7 +249,11 @@ def test_refusals_are_the_services_and_name_the_member(plane: ControlPlane) -> N
     with pytest.raises(ClientError) as caught:
         client.create_hyper_parameter_tuning_job(**base)
     code, message = _code(caught)
-    assert code == "ResourceInUse" and "hyper-parameter-tuning-job/refused" in message
+    assert (code, message) == (
+        "ResourceInUse",
+        "A hyperparameter tuning job with the name, refused, already exists. Choose a different "
+        "name.",
+    )
     with pytest.raises(ClientError) as caught:  # names are not case sensitive
         client.create_hyper_parameter_tuning_job(
             **base | {"HyperParameterTuningJobName": "REFUSED"}
@@ -266,7 +270,7 @@ def test_refusals_are_the_services_and_name_the_member(plane: ControlPlane) -> N
             call(HyperParameterTuningJobName="nowhere")
         assert _code(caught) == (
             "ResourceNotFound",
-            "Amazon SageMaker can't find a tuning job with name nowhere",
+            "Amazon SageMaker can't find a tuning job called nowhere. Type another name.",
         )
 
 

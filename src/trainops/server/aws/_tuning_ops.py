@@ -72,8 +72,11 @@ def tuning_operations(controller: JobController, settings: Settings) -> list[Aws
 
 
 def _not_found(name: str) -> AwsError:
+    # The service's words, as users report them (aws/amazon-sagemaker-examples#1540).
     return AwsError(
-        400, "ResourceNotFound", f"Amazon SageMaker can't find a tuning job with name {name}"
+        400,
+        "ResourceNotFound",
+        f"Amazon SageMaker can't find a tuning job called {name}. Type another name.",
     )
 
 
@@ -126,12 +129,12 @@ class _TuningOperations:
         return {"HyperParameterTuningJobArn": tuning_job_arn(self.settings.region, name)}
 
     def _in_use(self, name: str) -> AwsError:
+        # The service's words, as users report them (aws/amazon-sagemaker-examples#3353).
         return AwsError(
             400,
             "ResourceInUse",
-            "Hyperparameter tuning job names must be unique within an AWS account and region, "
-            f"and a tuning job with this name already exists "
-            f"({tuning_job_arn(self.settings.region, name)})",
+            f"A hyperparameter tuning job with the name, {name}, already exists. Choose a "
+            "different name.",
         )
 
     # --- DescribeHyperParameterTuningJob ------------------------------------------------------
