@@ -67,6 +67,7 @@ if typing.TYPE_CHECKING:
         PythonProfilingConfig,
         RuleConfig,
         TensorBoardOutputConfig,
+        check_rules,
     )
     from trainops.spec._raw import RawSpec, load_raw_spec
     from trainops.spec._rule_catalog import (
@@ -139,6 +140,7 @@ __all__ = [
     "check_channel_sources",
     "check_job_name",
     "check_rule_parameters",
+    "check_rules",
     "is_channel_name",
     "load_raw_spec",
     "load_spec",
@@ -167,6 +169,7 @@ _MODULE_OF = {
             "PythonProfilingConfig",
             "RuleConfig",
             "TensorBoardOutputConfig",
+            "check_rules",
         ],
         "trainops.spec._profiler",
     ),

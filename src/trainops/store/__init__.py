@@ -25,6 +25,7 @@ from trainops.store._records import (
 )
 from trainops.store._schema import Migration, SchemaVersionError, apply_migrations, load_migrations
 from trainops.store._store import MetadataStore
+from trainops.store._tags import TAGGED_KINDS, TagLimitError
 from trainops.store._tuning import (
     TRIAL_ENDED,
     TrialExistsError,
@@ -35,6 +36,7 @@ from trainops.store._tuning import (
 
 __all__ = [
     "CHECKPOINT_KINDS",
+    "TAGGED_KINDS",
     "TRIAL_ENDED",
     "AgentCredential",
     "ArtifactRecord",
@@ -54,6 +56,7 @@ __all__ = [
     "NewHost",
     "RuleEvaluation",
     "SchemaVersionError",
+    "TagLimitError",
     "Transition",
     "TrialExistsError",
     "TuningJobExistsError",

@@ -1,5 +1,6 @@
 """The ``sagemaker`` service: the training operations wired so far (CreateTrainingJob, whose
-request ``_create.py`` maps to our spec, DescribeTrainingJob, ListTrainingJobs, StopTrainingJob).
+request ``_create.py`` maps to our spec, DescribeTrainingJob, ListTrainingJobs, StopTrainingJob;
+UpdateTrainingJob in ``_update.py``, the tag operations in ``_tags.py``).
 
 DescribeTrainingJob is derived from the REST describe (``server/_views.describe``, the one
 declaration of a job's DescribeTrainingJob keys): :func:`api_description` adds what the API's
@@ -25,6 +26,8 @@ from trainops.server._views import describe
 from trainops.server.aws._create import code_uri_of, hyperparameters, spec_of
 from trainops.server.aws._errors import AwsError
 from trainops.server.aws._services import AwsOperation, AwsService
+from trainops.server.aws._tags import MAX_TAGS, check_tags, tag_operations
+from trainops.server.aws._update import update_training_job
 from trainops.spec import JobSpec
 from trainops.store import JobExistsError, JobRecord, MetadataStore
 
@@ -52,6 +55,8 @@ def sagemaker_service(controller: JobController, settings: Settings) -> AwsServi
             AwsOperation("DescribeTrainingJob", ops.describe_training_job),
             AwsOperation("ListTrainingJobs", ops.list_training_jobs),
             AwsOperation("StopTrainingJob", ops.stop_training_job),
+            AwsOperation("UpdateTrainingJob", update_training_job(ops)),
+            *tag_operations(ops),
         ],
     )
 
@@ -100,13 +105,18 @@ class _Operations:
             raise AwsError(400, "ValidationException", _NOT_FOUND)
         return job
 
+    def arn(self, name: str) -> str:
+        return training_job_arn(self.settings.region, name)
+
     def create_training_job(self, body: dict[str, Any]) -> dict[str, Any]:
         name = body["TrainingJobName"]
         params = hyperparameters(body)
         code_uri = code_uri_of(params)
+        tags = check_tags(body.get("Tags") or [])
         try:
             spec = JobSpec(**spec_of(body, params))
             self.controller.submit(name, spec, code_uri)
+            self.store.put_tags("training-job", name, tags, MAX_TAGS)
         except JobExistsError:
             arn = training_job_arn(self.settings.region, name)
             raise AwsError(
@@ -148,6 +158,8 @@ class _Operations:
             limit=_MAX_SCANNED,
         )
         jobs = [j for j in jobs if _modified_within(j, body)]
+        if body.get("WarmPoolStatusEquals"):
+            jobs = []  # no job here has a warm pool (trainops keeps none), so none has the status
         key = _SORT_KEYS[body.get("SortBy", "CreationTime")]
         descending = body.get("SortOrder", "Descending") == "Descending"
         jobs.sort(key=lambda j: (getattr(j, key), j.order), reverse=descending)

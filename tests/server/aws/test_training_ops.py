@@ -1,0 +1,206 @@
+"""UpdateTrainingJob and the tag operations on the server's port, driven by botocore's own client:
+rules added to a running job reach the rules service; what cannot change is refused in words; tags
+given at CreateTrainingJob, added, overwritten, listed and deleted, with the service's limits."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from tests.control._harness import ControlPlane, control_plane, wait_for
+from tests.server.aws._clients import sagemaker_client
+from tests.server.aws.test_sagemaker_api import _create_request
+from trainops._settings import Settings
+from trainops.server.aws import derive_credentials
+
+pytestmark = pytest.mark.slow
+
+ARN = "arn:aws:sagemaker:us-east-1:000000000000:training-job/{}"
+IMAGE = "503895931360.dkr.ecr.us-east-1.amazonaws.com/sagemaker-debugger-rules:latest"
+
+
+@pytest.fixture
+def plane(settings: Settings) -> Iterator[ControlPlane]:
+    with control_plane(settings) as running:
+        yield running
+
+
+def _client(plane: ControlPlane) -> Any:
+    assert plane.server.token is not None
+    return sagemaker_client(plane.server.url, derive_credentials(plane.server.token))
+
+
+def _refused(call: Any, **kwargs: Any) -> tuple[str, str]:
+    with pytest.raises(ClientError) as caught:
+        call(**kwargs)
+    error = caught.value.response["Error"]
+    assert caught.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
+    return error["Code"], error["Message"]
+
+
+def _rule(name: str, rule: str, **params: str) -> dict[str, Any]:
+    return {
+        "RuleConfigurationName": name,
+        "RuleEvaluatorImage": IMAGE,
+        "RuleParameters": {"rule_to_invoke": rule, **params},
+    }
+
+
+def _evaluated(plane: ControlPlane, job: str) -> set[str]:
+    return {row.name for row in plane.server.controller.store.rule_evaluations(job)}
+
+
+def test_a_profiler_rule_added_to_a_running_job_is_evaluated(plane: ControlPlane) -> None:
+    plane.submit("profiled", {"FAKE_HANG_ATTEMPTS": "1"}, rules=["CPUBottleneck"])
+    plane.wait_secondary("profiled", "Training")
+    wait_for(lambda: "CPUBottleneck" in _evaluated(plane, "profiled"), what="the first rule")
+    client = _client(plane)
+    answer = client.update_training_job(
+        TrainingJobName="profiled",
+        ProfilerRuleConfigurations=[_rule("late-io", "IOBottleneck", threshold="70")],
+        ResourceConfig={"KeepAlivePeriodInSeconds": 0},
+    )
+    assert answer["TrainingJobArn"] == ARN.format("profiled")
+    wait_for(lambda: "late-io" in _evaluated(plane, "profiled"), what="the added rule tracked")
+    job = client.describe_training_job(TrainingJobName="profiled")
+    added = job["ProfilerRuleConfigurations"][-1]
+    assert added["RuleConfigurationName"] == "late-io"
+    assert added["RuleParameters"]["rule_to_invoke"] == "IOBottleneck"
+    assert added["RuleParameters"]["threshold"] == "70"
+    names = [s["RuleConfigurationName"] for s in job["ProfilerRuleEvaluationStatuses"]]
+    assert names == ["CPUBottleneck", "late-io"]
+    code, message = _refused(
+        client.update_training_job,
+        TrainingJobName="profiled",
+        ProfilerRuleConfigurations=[_rule("late-io", "CPUBottleneck")],
+    )
+    assert code == "ValidationException"
+    assert "has a rule named late-io already" in message
+    for changes, words in [
+        ({"ResourceConfig": {"KeepAlivePeriodInSeconds": 60}}, "keeps no warm pools"),
+        ({"ProfilerConfig": {"ProfilingIntervalInMilliseconds": 100}}, "cannot be changed"),
+        ({"RemoteDebugConfig": {"EnableRemoteDebug": True}}, "not supported"),
+        (
+            {
+                "ProfilerRuleConfigurations": [
+                    {"RuleConfigurationName": "x", "RuleEvaluatorImage": IMAGE}
+                ]
+            },
+            "has no rule_to_invoke",
+        ),
+        ({"ProfilerRuleConfigurations": [_rule("nope", "NoSuchRule")]}, "NoSuchRule"),
+    ]:
+        code, message = _refused(client.update_training_job, TrainingJobName="profiled", **changes)
+        assert code == "ValidationException"
+        assert words in message, message
+    # The job's own profiler settings again are no change.
+    client.update_training_job(
+        TrainingJobName="profiled",
+        ProfilerConfig={"ProfilingIntervalInMilliseconds": 500, "DisableProfiler": False},
+    )
+    client.stop_training_job(TrainingJobName="profiled")
+    plane.wait_ended("profiled")
+    code, message = _refused(
+        client.update_training_job,
+        TrainingJobName="profiled",
+        ProfilerRuleConfigurations=[_rule("too-late", "LoadBalancing")],
+    )
+    assert (code, message) == (
+        "ValidationException",
+        "The request was rejected because the training job is in status Stopped.",
+    )
+
+
+def test_profiler_rules_need_a_job_that_profiles(plane: ControlPlane) -> None:
+    plane.submit("plain", {"FAKE_HANG_ATTEMPTS": "1"})
+    plane.wait_secondary("plain", "Training")
+    client = _client(plane)
+    code, message = _refused(
+        client.update_training_job,
+        TrainingJobName="plain",
+        ProfilerRuleConfigurations=[_rule("cpu", "CPUBottleneck")],
+    )
+    assert code == "ValidationException"
+    assert "hosts run without the profiler" in message
+    assert _evaluated(plane, "plain") == set()
+    code, message = _refused(client.update_training_job, TrainingJobName="nowhere")
+    assert (code, message) == ("ValidationException", "Requested resource not found.")
+    client.stop_training_job(TrainingJobName="plain")
+
+
+def test_create_takes_profiler_rules_in_the_sdk_s_shape(plane: ControlPlane) -> None:
+    client = _client(plane)
+    request = _create_request(
+        plane,
+        "sdk-rules",
+        ProfilerConfig={"ProfilingIntervalInMilliseconds": 1000},
+        ProfilerRuleConfigurations=[_rule("ProfilerReport-1700000000", "ProfilerReport")],
+    )
+    client.create_training_job(**request)
+    job = client.describe_training_job(TrainingJobName="sdk-rules")
+    assert job["ProfilingStatus"] == "Enabled"
+    rules = job["ProfilerRuleConfigurations"]
+    assert [r["RuleConfigurationName"] for r in rules] == ["ProfilerReport-1700000000"]
+    spec = plane.server.controller.store.get_job("sdk-rules")
+    assert spec is not None and spec.spec.profiler_config is not None
+    assert spec.spec.profiler_config.system_monitor_interval_millis == 1000
+
+
+def test_tags_from_create_add_list_and_delete(plane: ControlPlane) -> None:
+    client = _client(plane)
+    tags = [{"Key": "team", "Value": "vision"}, {"Key": "stage", "Value": "dev"}]
+    client.create_training_job(**_create_request(plane, "Tagged-Job"), Tags=tags)
+    arn = ARN.format("tagged-job")  # the service writes the name in lower case
+    assert client.list_tags(ResourceArn=arn)["Tags"] == sorted(tags, key=lambda t: t["Key"])
+    added = client.add_tags(
+        ResourceArn=arn, Tags=[{"Key": "stage", "Value": "prod"}, {"Key": "owner", "Value": ""}]
+    )
+    assert added["Tags"] == [{"Key": "stage", "Value": "prod"}, {"Key": "owner", "Value": ""}]
+    listed = {t["Key"]: t["Value"] for t in client.list_tags(ResourceArn=arn)["Tags"]}
+    assert listed == {"team": "vision", "stage": "prod", "owner": ""}
+    pages = client.get_paginator("list_tags").paginate(ResourceArn=arn)
+    assert sum(len(page["Tags"]) for page in pages) == 3
+    client.delete_tags(ResourceArn=arn, TagKeys=["team", "never-there"])
+    assert {t["Key"] for t in client.list_tags(ResourceArn=arn)["Tags"]} == {"stage", "owner"}
+
+
+def test_the_service_s_tag_limits_and_words(plane: ControlPlane) -> None:
+    plane.submit("limits", {"FAKE_LINES": "1"})
+    client = _client(plane)
+    arn = ARN.format("limits")
+    client.add_tags(ResourceArn=arn, Tags=[{"Key": f"k{i}", "Value": "v"} for i in range(49)])
+    code, message = _refused(
+        client.add_tags,
+        ResourceArn=arn,
+        Tags=[{"Key": "x", "Value": ""}, {"Key": "y", "Value": ""}],
+    )
+    assert code == "ResourceLimitExceeded"
+    assert "at most 50 tags" in message
+    assert len(client.list_tags(ResourceArn=arn)["Tags"]) == 49  # nothing of it written
+    for key in ("aws:owner", "AWS:Owner"):
+        code, message = _refused(client.add_tags, ResourceArn=arn, Tags=[{"Key": key, "Value": ""}])
+        assert code == "ValidationException"
+        assert "reserved for internal use" in message
+    code, message = _refused(
+        client.create_training_job,
+        **_create_request(plane, "reserved"),
+        Tags=[{"Key": "aws:cloudformation:stack-name", "Value": "s"}],
+    )
+    assert "reserved for internal use" in message
+    assert plane.server.controller.store.get_job("reserved") is None  # refused before it was made
+    code, message = _refused(
+        client.add_tags, ResourceArn=arn, Tags=[{"Key": "bad<key>", "Value": ""}]
+    )
+    assert "at 'tags.1.member.key' failed to satisfy constraint" in message
+    for other in (
+        ARN.format("nowhere"),
+        "arn:aws:sagemaker:eu-west-1:000000000000:training-job/limits",
+        "arn:aws:sagemaker:us-east-1:123456789012:training-job/limits",
+        "arn:aws:sagemaker:us-east-1:000000000000:model/limits",
+        "arn:aws:sagemaker:us-east-1:000000000000:training-job/limits/../x",
+    ):
+        code, message = _refused(client.list_tags, ResourceArn=other)
+        assert (code, message) == ("ValidationException", "Requested resource not found."), other
