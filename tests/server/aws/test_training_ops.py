@@ -204,3 +204,35 @@ def test_the_service_s_tag_limits_and_words(plane: ControlPlane) -> None:
     ):
         code, message = _refused(client.list_tags, ResourceArn=other)
         assert (code, message) == ("ValidationException", "Requested resource not found."), other
+
+
+def test_list_filters_every_window_and_sort(plane: ControlPlane) -> None:
+    for name in ("win-a", "win-b"):
+        plane.submit(name, {"FAKE_LINES": "1"})
+        plane.wait_ended(name)
+    plane.submit("win-c", {"FAKE_HANG_ATTEMPTS": "1"})
+    plane.wait_secondary("win-c", "Training")
+    client = _client(plane)
+
+    def names(**filters: Any) -> list[str]:
+        found = client.list_training_jobs(NameContains="win", **filters)["TrainingJobSummaries"]
+        return [s["TrainingJobName"] for s in found]
+
+    times = {
+        s["TrainingJobName"]: s
+        for s in client.list_training_jobs(NameContains="win")["TrainingJobSummaries"]
+    }
+    assert names() == ["win-c", "win-b", "win-a"]  # newest first by default
+    assert names(SortBy="CreationTime", SortOrder="Ascending") == ["win-a", "win-b", "win-c"]
+    assert names(SortBy="Status", SortOrder="Ascending")[0] == "win-a"  # Completed < InProgress
+    b_created = times["win-b"]["CreationTime"]
+    assert names(CreationTimeAfter=b_created, SortOrder="Ascending") == ["win-c"]
+    assert names(CreationTimeBefore=b_created) == ["win-a"]
+    a_modified = times["win-a"]["LastModifiedTime"]
+    assert "win-a" not in names(LastModifiedTimeAfter=a_modified)
+    assert names(LastModifiedTimeBefore=a_modified) == []
+    assert names(StatusEquals="InProgress") == ["win-c"]
+    plan = "arn:aws:sagemaker:us-east-1:000000000000:training-plan/some-plan-of-mine-0001"
+    assert names(TrainingPlanArnEquals=plan) == ["win-c", "win-b", "win-a"]  # ignored
+    assert names(WarmPoolStatusEquals="Available") == []  # no job here has a warm pool
+    client.stop_training_job(TrainingJobName="win-c")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 import time
 from typing import Any
 
@@ -153,11 +154,11 @@ class _Operations:
         jobs = self.store.list_jobs(
             statuses=[body["StatusEquals"]] if body.get("StatusEquals") else [],
             name_contains=body.get("NameContains"),
-            created_after=body.get("CreationTimeAfter"),
-            created_before=body.get("CreationTimeBefore"),
+            created_after=_widened(body.get("CreationTimeAfter"), -1),
+            created_before=_widened(body.get("CreationTimeBefore"), 1),
             limit=_MAX_SCANNED,
         )
-        jobs = [j for j in jobs if _modified_within(j, body)]
+        jobs = [j for j in jobs if _within(j, body)]
         if body.get("WarmPoolStatusEquals"):
             jobs = []  # no job here has a warm pool (trainops keeps none), so none has the status
         key = _SORT_KEYS[body.get("SortBy", "CreationTime")]
@@ -186,11 +187,28 @@ def _one_line(exc: Exception) -> str:
     return " ".join(str(exc).split())[:2000]
 
 
-def _modified_within(job: JobRecord, body: dict[str, Any]) -> bool:
-    after, before = body.get("LastModifiedTimeAfter"), body.get("LastModifiedTimeBefore")
-    return (after is None or job.last_modified_time > after) and (
-        before is None or job.last_modified_time < before
-    )
+def _widened(bound: float | None, by_ms: int) -> float | None:
+    return None if bound is None else bound + by_ms / 1000
+
+
+def _ms(when: float) -> float:
+    """A time to the millisecond, the API's precision: a time read from an answer and sent back
+    as a bound (botocore sends microseconds, milliseconds or seconds) names that same moment."""
+    return math.floor(when * 1000) / 1000
+
+
+def _within(job: JobRecord, body: dict[str, Any]) -> bool:
+    """Whether the job's times are strictly inside the request's time windows."""
+    for when, field in (
+        (job.creation_time, "CreationTime"),
+        (job.last_modified_time, "LastModifiedTime"),
+    ):
+        after, before = body.get(f"{field}After"), body.get(f"{field}Before")
+        if (after is not None and not _ms(when) > _ms(after)) or (
+            before is not None and not _ms(when) < _ms(before)
+        ):
+            return False
+    return True
 
 
 def _token(offset: int) -> str:
