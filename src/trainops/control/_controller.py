@@ -193,12 +193,13 @@ class JobController:
 
     def submission_warnings(self, spec: JobSpec) -> list[str]:
         """What a job of ``spec`` will not get where the backend runs it (private namespaces,
-        /opt/ml), one line each; the backend asks its machines once and keeps the answer."""
+        /opt/ml) and the SageMaker SDK arguments it gave that have no effect here, one line
+        each; the backend asks its machines once and keeps the answer."""
         try:
             note = self.backend.containment_note(spec.mount_opt_ml)
         except (TrainopsError, OSError) as exc:  # never a reason to refuse the job
             note = f"cannot tell whether the job's hosts get private namespaces here: {exc}"
-        notes = [] if note is None else [note]
+        notes = list(spec.sagemaker_notes) + ([] if note is None else [note])
         if spec.use_spot_instances and spec.checkpoint is None:
             notes.append(_NO_CHECKPOINT)
         return notes

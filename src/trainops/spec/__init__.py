@@ -84,6 +84,7 @@ if typing.TYPE_CHECKING:
         CHANNEL_ARGUMENTS,
         ESTIMATOR_ARGUMENTS,
         FILE_SYSTEM_ARGUMENTS,
+        NO_LOCAL_EFFECT,
         sagemaker_hint,
     )
     from trainops.spec._study import StudyConfiguration, StudySpec, StudyTarget, load_study
@@ -94,6 +95,7 @@ __all__ = [
     "DEFAULT_TENSORS_LOCAL_PATH",
     "ESTIMATOR_ARGUMENTS",
     "FILE_SYSTEM_ARGUMENTS",
+    "NO_LOCAL_EFFECT",
     "PROFILER_REPORT",
     "PROFILER_RULES",
     "REPORT_MEMBERS",
@@ -229,7 +231,13 @@ _MODULE_OF = {
     ),
     **dict.fromkeys(["RawSpec", "load_raw_spec"], "trainops.spec._raw"),
     **dict.fromkeys(
-        ["CHANNEL_ARGUMENTS", "ESTIMATOR_ARGUMENTS", "FILE_SYSTEM_ARGUMENTS", "sagemaker_hint"],
+        [
+            "CHANNEL_ARGUMENTS",
+            "ESTIMATOR_ARGUMENTS",
+            "FILE_SYSTEM_ARGUMENTS",
+            "NO_LOCAL_EFFECT",
+            "sagemaker_hint",
+        ],
         "trainops.spec._sagemaker",
     ),
     **dict.fromkeys(

@@ -1,6 +1,7 @@
 """UpdateTrainingJob and the tag operations on the server's port, driven by botocore's own client:
 rules added to a running job reach the rules service; what cannot change is refused in words; tags
-given at CreateTrainingJob, added, overwritten, listed and deleted, with the service's limits."""
+given at CreateTrainingJob, added, overwritten, listed and deleted, with the service's limits;
+ListTrainingJobs' every filter; and a spec's SageMaker SDK habits over the REST API."""
 
 from __future__ import annotations
 
@@ -236,3 +237,15 @@ def test_list_filters_every_window_and_sort(plane: ControlPlane) -> None:
     assert names(TrainingPlanArnEquals=plan) == ["win-c", "win-b", "win-a"]  # ignored
     assert names(WarmPoolStatusEquals="Available") == []  # no job here has a warm pool
     client.stop_training_job(TrainingJobName="win-c")
+
+
+def test_sdk_arguments_without_effect_come_back_as_warnings(plane: ControlPlane) -> None:
+    """A spec sent as written (the CLI sends a YAML file's fields) keeps the SDK's habits: the
+    arguments with no effect come back as one-line warnings, the mapped ones set their fields."""
+    created = plane.submit(
+        "habits", {"FAKE_LINES": "1"}, role="arn:aws:iam::1:role/r", max_run=77, py_version="py311"
+    )
+    warnings = created["Warnings"]
+    assert any(w.startswith("role is accepted and not used: ") for w in warnings)
+    assert any(w.startswith("py_version is accepted and not used: ") for w in warnings)
+    assert plane.describe("habits")["StoppingCondition"]["MaxRuntimeInSeconds"] == 77
