@@ -181,6 +181,9 @@ def test_the_service_s_tag_limits_and_words(plane: ControlPlane) -> None:
     assert code == "ResourceLimitExceeded"
     assert "at most 50 tags" in message
     assert len(client.list_tags(ResourceArn=arn)["Tags"]) == 49  # nothing of it written
+    client.add_tags(ResourceArn=arn, Tags=[{"Key": "k0", "Value": "Größe 3 ü"}])  # overwrites
+    tags = {t["Key"]: t["Value"] for t in client.list_tags(ResourceArn=arn)["Tags"]}
+    assert tags["k0"] == "Größe 3 ü" and len(tags) == 49
     for key in ("aws:owner", "AWS:Owner"):
         code, message = _refused(client.add_tags, ResourceArn=arn, Tags=[{"Key": key, "Value": ""}])
         assert code == "ValidationException"
@@ -202,6 +205,8 @@ def test_the_service_s_tag_limits_and_words(plane: ControlPlane) -> None:
         "arn:aws:sagemaker:us-east-1:123456789012:training-job/limits",
         "arn:aws:sagemaker:us-east-1:000000000000:model/limits",
         "arn:aws:sagemaker:us-east-1:000000000000:training-job/limits/../x",
+        "arn:aws:sagemaker:us-east-1:000000000000:training-job/x' OR '1'='1",
+        "arn:aws:sagemaker:us-east-1:000000000000:training-job/%",
     ):
         code, message = _refused(client.list_tags, ResourceArn=other)
         assert (code, message) == ("ValidationException", "Requested resource not found."), other
@@ -249,3 +254,14 @@ def test_sdk_arguments_without_effect_come_back_as_warnings(plane: ControlPlane)
     assert any(w.startswith("role is accepted and not used: ") for w in warnings)
     assert any(w.startswith("py_version is accepted and not used: ") for w in warnings)
     assert plane.describe("habits")["StoppingCondition"]["MaxRuntimeInSeconds"] == 77
+
+
+def test_a_tuning_job_s_arn_takes_tags_too(plane: ControlPlane) -> None:
+    store = plane.server.controller.store
+    store.create_tuning_job("Sweep-1", {"name": "Sweep-1"}, plane.code_uri, now=1.0)
+    arn = "arn:aws:sagemaker:us-east-1:000000000000:hyper-parameter-tuning-job/sweep-1"
+    client = _client(plane)
+    client.add_tags(ResourceArn=arn, Tags=[{"Key": "study", "Value": "lr"}])
+    assert client.list_tags(ResourceArn=arn)["Tags"] == [{"Key": "study", "Value": "lr"}]
+    assert store.tags("hyper-parameter-tuning-job", "Sweep-1") == [("study", "lr")]
+    assert store.tags("training-job", "Sweep-1") == []  # kinds never share tags
