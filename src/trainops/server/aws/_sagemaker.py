@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import calendar
 import json
-import math
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -191,10 +192,12 @@ def _widened(bound: float | None, by_ms: int) -> float | None:
     return None if bound is None else bound + by_ms / 1000
 
 
-def _ms(when: float) -> float:
-    """A time to the millisecond, the API's precision: a time read from an answer and sent back
-    as a bound (botocore sends microseconds, milliseconds or seconds) names that same moment."""
-    return math.floor(when * 1000) / 1000
+def _ms(when: float) -> int:
+    """A time in whole milliseconds, the API's precision, read as botocore reads an answer's
+    time (a datetime, to the nearest microsecond): a time read from an answer and sent back as
+    a bound (in microseconds, milliseconds or seconds) names that same moment."""
+    moment = datetime.fromtimestamp(when, UTC)
+    return calendar.timegm(moment.timetuple()) * 1000 + moment.microsecond // 1000
 
 
 def _within(job: JobRecord, body: dict[str, Any]) -> bool:
