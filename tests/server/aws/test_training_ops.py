@@ -12,7 +12,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from tests.control._harness import ControlPlane, control_plane, wait_for
-from tests.server.aws._clients import sagemaker_client
+from tests.server.aws._clients import aws_error, sagemaker_client, send, signed_request
 from tests.server.aws.test_sagemaker_api import _create_request
 from trainops._settings import Settings
 from trainops.server.aws import derive_credentials
@@ -241,6 +241,17 @@ def test_list_filters_every_window_and_sort(plane: ControlPlane) -> None:
     plan = "arn:aws:sagemaker:us-east-1:000000000000:training-plan/some-plan-of-mine-0001"
     assert names(TrainingPlanArnEquals=plan) == ["win-c", "win-b", "win-a"]  # ignored
     assert names(WarmPoolStatusEquals="Available") == []  # no job here has a warm pool
+    creds = derive_credentials(str(plane.server.token))
+    for bound, status in ((b"1e300", 200), (b"-1e300", 200), (b"Infinity", 400), (b"NaN", 400)):
+        body = b'{"NameContains": "win", "CreationTimeAfter": ' + bound + b"}"
+        request = signed_request(plane.server.url, "SageMaker.ListTrainingJobs", body, creds)
+        response = send(request)
+        assert response.status_code == status, response.text
+        if status == 400:
+            assert aws_error(response)[1] == "SerializationException"
+        else:
+            names_found = [s["TrainingJobName"] for s in response.json()["TrainingJobSummaries"]]
+            assert names_found == ([] if bound == b"1e300" else ["win-c", "win-b", "win-a"])
     client.stop_training_job(TrainingJobName="win-c")
 
 

@@ -39,6 +39,9 @@ __all__ = ["ACCOUNT_ID", "api_description", "sagemaker_service", "training_job_a
 ACCOUNT_ID = "000000000000"
 _NOT_FOUND = "Requested resource not found."
 _MAX_SCANNED = 100_000  # jobs a ListTrainingJobs call filters and sorts at most
+_EPOCH_SPAN = (
+    6e10  # seconds either side of 1970 a datetime holds (years 69 to 3871): bounds clamped
+)
 _SORT_KEYS = {"Name": "name", "CreationTime": "creation_time", "Status": "status"}
 
 
@@ -196,7 +199,7 @@ def _ms(when: float) -> int:
     """A time in whole milliseconds, the API's precision, read as botocore reads an answer's
     time (a datetime, to the nearest microsecond): a time read from an answer and sent back as
     a bound (in microseconds, milliseconds or seconds) names that same moment."""
-    moment = datetime.fromtimestamp(when, UTC)
+    moment = datetime.fromtimestamp(min(max(when, -_EPOCH_SPAN), _EPOCH_SPAN), UTC)
     return calendar.timegm(moment.timetuple()) * 1000 + moment.microsecond // 1000
 
 
