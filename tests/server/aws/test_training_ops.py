@@ -93,6 +93,14 @@ def test_a_profiler_rule_added_to_a_running_job_is_evaluated(plane: ControlPlane
             "has no rule_to_invoke",
         ),
         ({"ProfilerRuleConfigurations": [_rule("nope", "NoSuchRule")]}, "NoSuchRule"),
+        (
+            {"ProfilerRuleConfigurations": [_rule("grad", "VanishingGradient")]},
+            "VanishingGradient is a debugger rule, not a profiler rule",
+        ),
+        (
+            {"ProfilerRuleConfigurations": [_rule("io2", "IOBottleneck", source="../../x.py")]},
+            "IOBottleneck has no parameter 'source'",
+        ),
     ]:
         code, message = _refused(client.update_training_job, TrainingJobName="profiled", **changes)
         assert code == "ValidationException"

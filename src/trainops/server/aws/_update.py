@@ -26,6 +26,7 @@ from typing import Any, Protocol
 from trainops._errors import JobNotFoundError, SpecError
 from trainops.control import JobController, JobEndedError
 from trainops.server.aws._errors import AwsError
+from trainops.spec import rule_definition, rule_name
 from trainops.store import JobRecord
 
 __all__ = ["Updated", "profiler_sections", "rule_configs", "update_training_job"]
@@ -50,6 +51,7 @@ def rule_configs(configs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 f"has no {_RULE}: name the built-in profiler rule (the SDK's "
                 "ProfilerRule.sagemaker(rule_configs.X()) sets it)"
             )
+        _check_profiler_rule(config["RuleConfigurationName"], rule)
         rules.append(
             {
                 "name": config["RuleConfigurationName"],
@@ -58,6 +60,21 @@ def rule_configs(configs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             }
         )
     return rules
+
+
+def _check_profiler_rule(name: str, rule: str) -> None:
+    """A built-in rule that is not a profiler rule has no place here (an unknown one is left to
+    the spec's check, which lists the rules)."""
+    try:
+        kind = rule_definition(rule_name(rule)).kind
+    except KeyError:
+        return
+    if kind != "profiler":
+        raise _invalid(
+            f"ProfilerRuleConfigurations {name!r}: {rule} is a {kind} rule, not a profiler rule "
+            "(DebugRuleConfigurations are not supported through this API yet: give debugger "
+            "rules in a trainops job spec)"
+        )
 
 
 def _parameter(text: str) -> Any:
