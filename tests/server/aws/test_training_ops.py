@@ -145,7 +145,10 @@ def test_create_takes_profiler_rules_in_the_sdk_s_shape(plane: ControlPlane) -> 
     request = _create_request(
         plane,
         "sdk-rules",
-        ProfilerConfig={"ProfilingIntervalInMilliseconds": 1000},
+        ProfilerConfig={
+            "ProfilingIntervalInMilliseconds": 1000,
+            "S3OutputPath": plane.server.settings.default_output_uri + "/",
+        },
         ProfilerRuleConfigurations=[_rule("ProfilerReport-1700000000", "ProfilerReport")],
     )
     client.create_training_job(**request)
@@ -156,6 +159,8 @@ def test_create_takes_profiler_rules_in_the_sdk_s_shape(plane: ControlPlane) -> 
     spec = plane.server.controller.store.get_job("sdk-rules")
     assert spec is not None and spec.spec.profiler_config is not None
     assert spec.spec.profiler_config.system_monitor_interval_millis == 1000
+    base = plane.server.settings.default_output_uri
+    assert spec.spec.profiler_config.s3_output_path == f"{base}/sdk-rules/profiler-output"
 
 
 def test_tags_from_create_add_list_and_delete(plane: ControlPlane) -> None:

@@ -87,12 +87,16 @@ def _parameter(text: str) -> Any:
     return value if isinstance(value, int | float | bool | list) else text
 
 
-def profiler_config(config: dict[str, Any]) -> dict[str, Any]:
-    """``ProfilerConfig`` as the spec's ``profiler_config`` (``ProfilingParameters``, the
-    framework profiler's settings in SageMaker's string encoding, are not read)."""
+def profiler_config(config: dict[str, Any], job_name: str) -> dict[str, Any]:
+    """``ProfilerConfig`` as the spec's ``profiler_config``. ``S3OutputPath`` is a base, as
+    SageMaker (and the SDK's ``latest_job_profiler_artifacts_path``) read it: the job's data
+    goes under ``<S3OutputPath>/<job>/profiler-output``, the spec's field names the prefix
+    itself. ``ProfilingParameters`` (the framework profiler's settings in SageMaker's string
+    encoding) are not read."""
     mapped: dict[str, Any] = {"disable_profiler": bool(config.get("DisableProfiler", False))}
     if config.get("S3OutputPath"):
-        mapped["s3_output_path"] = config["S3OutputPath"]
+        base = str(config["S3OutputPath"]).rstrip("/")
+        mapped["s3_output_path"] = f"{base}/{job_name}/profiler-output"
     if "ProfilingIntervalInMilliseconds" in config:
         mapped["system_monitor_interval_millis"] = config["ProfilingIntervalInMilliseconds"]
     return mapped
@@ -103,7 +107,8 @@ def profiler_sections(body: dict[str, Any]) -> dict[str, Any]:
     fields (debugger rules are not mapped yet)."""
     sections: dict[str, Any] = {}
     if body.get("ProfilerConfig"):
-        sections["profiler_config"] = profiler_config(body["ProfilerConfig"])
+        config = profiler_config(body["ProfilerConfig"], body["TrainingJobName"])
+        sections["profiler_config"] = config
     if body.get("ProfilerRuleConfigurations"):
         sections["rules"] = rule_configs(body["ProfilerRuleConfigurations"])
     return sections
@@ -156,7 +161,7 @@ def _check_unchangeable(job: JobRecord, body: dict[str, Any]) -> None:
     if (body.get("RemoteDebugConfig") or {}).get("EnableRemoteDebug"):
         raise _invalid("RemoteDebugConfig.EnableRemoteDebug is not supported by trainops")
     config = body.get("ProfilerConfig")
-    if config is not None and _changes_profiler(job, profiler_config(config)):
+    if config is not None and _changes_profiler(job, profiler_config(config, job.name)):
         raise _invalid(
             "ProfilerConfig cannot be changed while the job runs on trainops: its hosts' "
             "profilers run with the settings they started with; give ProfilerConfig at "
