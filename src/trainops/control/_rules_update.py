@@ -32,6 +32,8 @@ def with_rules(spec: SubmittedJob, added: Sequence[Mapping[str, Any]]) -> Submit
         rules = check_rules([RuleConfig(**r.to_json()) for r in spec.rules] + new)
     except (ValidationError, ValueError) as exc:
         raise SpecError([("rules", _one_line(exc))]) from None
+    except SpecError as exc:  # a rule's own fields
+        raise SpecError([("rules", "; ".join(f"{f}: {r}" for f, r in exc.problems))]) from None
     profiler = spec.profiler_config
     if any(r.kind == _PROFILER for r in new) and (profiler is None or profiler.disable_profiler):
         raise SpecError(
