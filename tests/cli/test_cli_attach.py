@@ -64,7 +64,7 @@ def test_submit_without_any_server_says_how_to_get_one(tmp_path: Path, trainops_
 
 
 REFUSED = {
-    "unknown field": ("entry_point: train.py\nmax_run: 60\n", 1),
+    "unknown field": ("entry_point: train.py\nmax_retry_attempts: 2\n", 1),
     "several problems": (
         "entry_point: train.py\n"
         "instance_type: ml.c5.xlarg\n"
@@ -120,10 +120,10 @@ def test_an_explicit_name_that_exists_leaves_that_jobs_source_alone(
     before = source.read_bytes()
     # The spec's own problems come first, as local validation gives them; a valid spec is told
     # the name is taken. Neither uploads anything over the existing job's source.
-    bad = write_job(tmp_path / "bad", "print('other')\n", job_name="kept", max_run=60)
+    bad = write_job(tmp_path / "bad", "print('other')\n", job_name="kept", max_retry_attempts=2)
     refused = trainops("run", str(bad), home=trainops_home)
     assert refused.returncode == 2
-    assert refused.stderr.splitlines()[1].startswith("  max_run (line 4): unknown field")
+    assert refused.stderr.splitlines()[1].startswith("  max_retry_attempts (line 4): unknown field")
     again = write_job(tmp_path / "again", "print('other')\n", job_name="kept")
     taken = trainops("run", str(again), home=trainops_home)
     assert taken.returncode == 2

@@ -41,12 +41,18 @@ def test_fit_runs_the_job_and_prints_its_log(
         base_job_name="sdk",
         hyperparameters={"epochs": 2},
         metric_definitions=[MetricDefinition(name="accuracy", regex="accuracy=([0-9.]+)")],
+        role="arn:aws:iam::123456789012:role/SageMakerRole",
     )
     description = job.fit()
     assert job.name is not None and job.name.startswith("sdk-")
     assert description["TrainingJobName"] == job.name
     assert description["TrainingJobStatus"] == "Completed"
-    out = capsys.readouterr().out.splitlines()
+    assert job.latest_training_job is job
+    assert job.model_data == description["ModelArtifacts"]["S3ModelArtifacts"]
+    assert job.model_data.endswith(f"/{job.name}/output/model.tar.gz")
+    captured = capsys.readouterr()
+    assert captured.err.startswith("note: role is accepted and not used: ")
+    out = captured.out.splitlines()
     assert "[algo-1] epochs 2" in out
     assert any(line.endswith(" Completed: Training job completed") for line in out)
     assert [(m["MetricName"], m["Value"]) for m in job.metrics()] == [("accuracy", 0.75)]

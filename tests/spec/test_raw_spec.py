@@ -65,11 +65,11 @@ def test_what_the_client_relies_on_is_validated_locally(tmp_path: Path, text: st
 
 
 def test_invalid_fields_come_before_missing_code(tmp_path: Path) -> None:
-    raw = load_raw_spec(_spec(tmp_path, "entry_point: train.py\nmax_run: 60\n", code=False))
+    raw = load_raw_spec(_spec(tmp_path, "entry_point: train.py\nmetrics: 60\n", code=False))
     assert not raw.sendable
     with pytest.raises(SpecError) as caught:
         raw.validate()
-    assert caught.value.problems[0][0] == "max_run (line 2)"
+    assert caught.value.problems[0][0] == "metrics (line 2)"
     (tmp_path / "job.yaml").write_text("entry_point: train.py\n")
     with pytest.raises(SpecError, match="not found") as missing:
         load_raw_spec(tmp_path / "job.yaml").validate()

@@ -1,4 +1,5 @@
-"""Porting from the SageMaker Python SDK: its idioms work, and its other arguments are explained."""
+"""Porting from the SageMaker Python SDK: its idioms work (a few of its arguments are mapped, a few
+accepted with a note), and its other arguments are explained."""
 
 from __future__ import annotations
 
@@ -8,30 +9,20 @@ from pathlib import Path
 import pytest
 
 from trainops import Channel, JobSpec, SpecError, TrainingJob
-from trainops.spec import CHANNEL_ARGUMENTS, ESTIMATOR_ARGUMENTS, parse_spec
+from trainops.spec import CHANNEL_ARGUMENTS, ESTIMATOR_ARGUMENTS, NO_LOCAL_EFFECT, parse_spec
 from trainops.spec._job import DEFAULT_CHANNEL
 
 RENAMED = {
-    "max_run": "stopping_condition.max_runtime_in_seconds",
-    "max_wait": "stopping_condition.max_wait_time_in_seconds",
     "enable_managed_spot_training": "use_spot_instances",
     "max_retry_attempts": "retry_strategy.maximum_retry_attempts",
-    "checkpoint_s3_uri": "checkpoint.uri",
-    "checkpoint_local_path": "checkpoint.local_path",
-    "input_mode": "inputs.<channel>.mode",
     "output_dir": "output_path",
     "s3_output_path": "output_path",
     "env": "environment",
     "metrics": "metric_definitions",
 }
 NO_MEANING = [
-    "role",
     "volume_size",
-    "framework_version",
-    "py_version",
-    "image_uri",
     "sagemaker_session",
-    "tags",
     "subnets",
     "volume_kms_key",
     "output_kms_key",
@@ -149,3 +140,54 @@ def test_fit_arguments_are_validated_before_anything_is_submitted(tmp_path: Path
     with pytest.raises(SpecError, match="job_name"):
         job.fit(job_name="not a name")
     assert job.name is None
+
+
+def test_the_sdk_s_mapped_arguments_set_their_fields() -> None:
+    spec = parse_spec(
+        "entry_point: train.py\nmax_run: 60\nmax_wait: 120\nuse_spot_instances: true\n"
+        "checkpoint_s3_uri: s3://b/ckpt/\ncheckpoint_local_path: /opt/ml/ckpt\n"
+        "input_mode: Pipe\ninputs:\n  train: s3://b/train/\n"
+        "  test: {uri: s3://b/test/, mode: File}\n"
+        "metric_definitions:\n  - {Name: loss, Regex: 'loss=([0-9.]+)'}\n"
+    )
+    assert spec.stopping_condition.max_runtime_in_seconds == 60
+    assert spec.stopping_condition.max_wait_time_in_seconds == 120
+    assert spec.checkpoint is not None
+    assert (spec.checkpoint.uri, spec.checkpoint.local_path) == ("s3://b/ckpt/", "/opt/ml/ckpt")
+    assert [c.mode.value for c in spec.inputs.values()] == ["Pipe", "File"]
+    assert [(m.name, m.regex) for m in spec.metric_definitions] == [("loss", "loss=([0-9.]+)")]
+    assert spec.sagemaker_notes == ()
+
+
+def test_a_mapped_argument_beside_its_field_must_agree() -> None:
+    path, reason = _problem(
+        "entry_point: train.py\nmax_run: 60\nstopping_condition: {max_runtime_in_seconds: 90}\n"
+    )
+    assert path.startswith("max_run")
+    assert "sets stopping_condition.max_runtime_in_seconds, which is given too (as 90)" in reason
+    same = parse_spec(
+        "entry_point: train.py\nmax_run: 60\nstopping_condition: {max_runtime_in_seconds: 60}\n"
+    )
+    assert same.stopping_condition.max_runtime_in_seconds == 60
+
+
+@pytest.mark.parametrize("argument", sorted(NO_LOCAL_EFFECT))
+def test_arguments_without_local_effect_are_accepted_with_a_note(argument: str) -> None:
+    spec = parse_spec(f"entry_point: train.py\n{argument}: x\n")
+    [note] = spec.sagemaker_notes
+    assert note.startswith(f"{argument} is accepted and not used: ")
+    assert "\n" not in note
+    assert spec.model_dump(mode="json") == parse_spec("entry_point: train.py\n").model_dump(
+        mode="json"
+    )
+
+
+def test_the_estimator_s_input_mode_reaches_fit_s_channels() -> None:
+    job = TrainingJob(
+        entry_point="train.py", input_mode="FastFile", role="arn:aws:iam::1:role/r", max_run=30
+    )
+    assert job.latest_training_job is None and job.model_data is None  # before fit()
+    assert job.sagemaker_notes[0].startswith("role is accepted and not used")
+    run = job._for_run({"train": "s3://b/train/"}, None, None)
+    assert run.inputs["train"].mode.value == "FastFile"
+    assert run.stopping_condition.max_runtime_in_seconds == 30

@@ -17,7 +17,7 @@ CASES: dict[str, tuple[str | bytes, str]] = {
         "entry_point: train.py\nhyperparameters: {lr: 1, lr: 2}\n",
         "  hyperparameters.lr (line 2): duplicate key (first on line 2)",
     ),
-    "sdk argument": ("entry_point: train.py\nmax_run: 60\n", "  max_run (line 2): unknown field"),
+    "sdk argument": ("entry_point: train.py\nmetrics: 60\n", "  metrics (line 2): unknown field"),
     "infinite hyperparameter": (
         "entry_point: train.py\nhyperparameters:\n  a: .inf\n",
         "  hyperparameters.a (line 3): contains inf or nan",

@@ -46,11 +46,14 @@ def test_a_spot_spec_in_yaml_and_its_view() -> None:
     assert view.chaos is not None and (view.chaos.seed, view.chaos.interruptions) == (3, 2)
 
 
-def test_the_sdks_names_say_where_they_went() -> None:
+def test_the_sdks_names_set_the_fields_and_their_rules_hold() -> None:
     with pytest.raises(SpecError) as caught:
         parse_spec("entry_point: t.py\nmax_wait: 3600\n")
     [(path, reason)] = caught.value.problems
-    assert path.startswith("max_wait") and "stopping_condition.max_wait_time_in_seconds" in reason
+    assert path == "stopping_condition.max_wait_time_in_seconds"
+    assert "applies to spot jobs only" in reason
+    spec = parse_spec("entry_point: t.py\nuse_spot_instances: true\nmax_run: 60\nmax_wait: 600\n")
+    assert spec.view().max_wait_seconds == 600.0
 
 
 @pytest.mark.parametrize("value", [0, -5, 10**12, "soon", True])

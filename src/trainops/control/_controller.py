@@ -11,7 +11,7 @@ import hmac
 import posixpath
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -27,6 +27,7 @@ from trainops.control._monitor import Monitor, PeriodicWorker, StoreHealth
 from trainops.control._placement import Placement, token_hash
 from trainops.control._relay import Spawn, SpawnRelay
 from trainops.control._retention import TreeRetention
+from trainops.control._rules_update import with_rules
 from trainops.control._status import (
     ENDED,
     STARTING_MESSAGE,
@@ -192,12 +193,13 @@ class JobController:
 
     def submission_warnings(self, spec: JobSpec) -> list[str]:
         """What a job of ``spec`` will not get where the backend runs it (private namespaces,
-        /opt/ml), one line each; the backend asks its machines once and keeps the answer."""
+        /opt/ml) and the SageMaker SDK arguments it gave that have no effect here, one line
+        each; the backend asks its machines once and keeps the answer."""
         try:
             note = self.backend.containment_note(spec.mount_opt_ml)
         except (TrainopsError, OSError) as exc:  # never a reason to refuse the job
             note = f"cannot tell whether the job's hosts get private namespaces here: {exc}"
-        notes = [] if note is None else [note]
+        notes = list(spec.sagemaker_notes) + ([] if note is None else [note])
         if spec.use_spot_instances and spec.checkpoint is None:
             notes.append(_NO_CHECKPOINT)
         return notes
@@ -210,6 +212,20 @@ class JobController:
                 raise JobEndedError(f"job {job_name!r} has already ended ({job.status})")
             self.lifecycle.begin_stop(job, StopReason.STOPPED, "Stop requested by the user")
             return self.job(job_name)
+
+    def add_rules(self, job_name: str, rules: Sequence[Mapping[str, Any]]) -> JobRecord:
+        """Add ``rules`` (the spec's rule fields) to a job that has not ended; the rules
+        services evaluate them from their next tick. :class:`SpecError` for rules the job
+        cannot take (a name it has, profiler rules on a job without the profiler)."""
+        with self.core.lock:
+            job = self.job(job_name)
+            if job.status in ENDED:
+                raise JobEndedError(f"job {job_name!r} has already ended ({job.status})")
+            spec = with_rules(job.spec, rules)
+            updated = self.store.update_spec(job.name, spec, self.core.now())
+            self.core.notify()
+            self.core.job_listener(job.name)
+            return updated
 
     def interrupt(
         self,

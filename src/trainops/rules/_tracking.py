@@ -111,6 +111,7 @@ class JobRules:
     def __init__(self, job: JobRecord, context: ServiceContext, kind: str = KIND) -> None:
         self.job = job
         self.context = context
+        self.kind = kind
         self.store: ObjectStore = store_for(job.output_prefix, context.settings)
         self._reader: ProfilerReader | None = None
         rows = {row.name: row for row in context.store.rule_evaluations(job.name)}
@@ -133,6 +134,7 @@ class JobRules:
     def scan(self, job: JobRecord, *, final: bool = False) -> None:
         """Evaluate the rules that are due (every one when ``final``: the job has ended)."""
         self.job = job
+        self._take_added(job)
         for state in self.rules:
             if state.acting and state.found is not None:  # an earlier control plane stopped
                 self._act_on_finding(state, RuleResult.from_json(state.found), final)
@@ -144,6 +146,16 @@ class JobRules:
         for state in due:
             state.due = now + state.interval
             self._evaluate(state, data, final)
+
+    def _take_added(self, job: JobRecord) -> None:
+        """Track the rules added to the job's spec since (UpdateTrainingJob), due at once."""
+        known = {state.spec.name for state in self.rules}
+        added = [spec for spec in rules_of_kind(job, self.kind) if spec.name not in known]
+        now = self.context.now()
+        for spec in added:
+            state = RuleState.make(spec, None, job, self.context)
+            self.rules.append(state)
+            self._write(state, None, now)
 
     def _data(self, job: JobRecord, now: float, final: bool, *, profiler: bool) -> ProfilerData:
         """The job's profiler data read so far (read only when a profiler rule is due; a

@@ -7,6 +7,7 @@ it was submitted with) lives in private attributes, outside the spec.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,24 @@ class TrainingJob(JobSpec):
         """The name of the job submitted by the last ``fit()``; ``None`` before."""
         return self._submitted_name
 
+    @property
+    def latest_training_job(self) -> TrainingJob | None:
+        """The SDK estimator's ``latest_training_job``: the job of the last ``fit()`` (this
+        object: its ``name``, ``describe()``, ``wait()``, ``stop()``, ``logs()``), or ``None``
+        before any ``fit()``."""
+        return None if self._submitted_name is None else self
+
+    @property
+    def model_data(self) -> str | None:
+        """The SDK estimator's ``model_data``: the URI of the job's ``model.tar.gz`` once it has
+        been uploaded (``ModelArtifacts.S3ModelArtifacts`` of its description), else ``None``
+        (before ``fit()``, while the job runs, or if it saved no model)."""
+        if self._submitted_name is None:
+            return None
+        artifacts = self.describe().get("ModelArtifacts") or {}
+        uri = artifacts.get("S3ModelArtifacts")
+        return str(uri) if uri else None
+
     def fit(
         self,
         inputs: str | Mapping[str, Any] | None = None,
@@ -69,6 +88,8 @@ class TrainingJob(JobSpec):
         # The code and the local channels before a control plane is started for the job.
         check_channel_sources(resolve_paths(spec, Path.cwd()))
         show = logs if isinstance(logs, bool) else logs != "None"
+        for note in self.sagemaker_notes:
+            print(f"note: {note}", file=sys.stderr, flush=True)
         settings = Settings.load()
         session = session_for(settings)
         self._run_settings = settings
@@ -92,6 +113,8 @@ class TrainingJob(JobSpec):
         fields = dict(self)
         if inputs is not None:
             fields["inputs"] = inputs
+            if self._input_mode is not None:  # the estimator's input_mode: fit's channels too
+                fields["input_mode"] = self._input_mode
         if job_name is not None:
             fields["job_name"] = job_name
         return JobSpec(**fields)

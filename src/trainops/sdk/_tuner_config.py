@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from trainops._errors import TUNING_JOB, SpecError
-from trainops.spec import ESTIMATOR_ARGUMENTS, JobSpec, MetricDefinition
+from trainops.spec import JobSpec, MetricDefinition
 from trainops.tuning import (
     BestObjectiveNotImproving,
     CompletionCriteria,
@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 _BASE_NAME = re.compile(r"^[A-Za-z0-9](-*[A-Za-z0-9])*$")
-_NO_TAGS = ESTIMATOR_ARGUMENTS["tags"]  # "has no meaning in trainops (...); remove it"
+_NO_TAGS = "has no meaning in trainops (no AWS account is involved); remove it"
 
 #: The SDK's ``WarmStartTypes`` (same members, same values).
 WarmStartTypes = WarmStartType

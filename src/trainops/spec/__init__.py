@@ -67,6 +67,7 @@ if typing.TYPE_CHECKING:
         PythonProfilingConfig,
         RuleConfig,
         TensorBoardOutputConfig,
+        check_rules,
     )
     from trainops.spec._raw import RawSpec, load_raw_spec
     from trainops.spec._rule_catalog import (
@@ -83,6 +84,7 @@ if typing.TYPE_CHECKING:
         CHANNEL_ARGUMENTS,
         ESTIMATOR_ARGUMENTS,
         FILE_SYSTEM_ARGUMENTS,
+        NO_LOCAL_EFFECT,
         sagemaker_hint,
     )
     from trainops.spec._study import StudyConfiguration, StudySpec, StudyTarget, load_study
@@ -93,6 +95,7 @@ __all__ = [
     "DEFAULT_TENSORS_LOCAL_PATH",
     "ESTIMATOR_ARGUMENTS",
     "FILE_SYSTEM_ARGUMENTS",
+    "NO_LOCAL_EFFECT",
     "PROFILER_REPORT",
     "PROFILER_RULES",
     "REPORT_MEMBERS",
@@ -139,6 +142,7 @@ __all__ = [
     "check_channel_sources",
     "check_job_name",
     "check_rule_parameters",
+    "check_rules",
     "is_channel_name",
     "load_raw_spec",
     "load_spec",
@@ -167,6 +171,7 @@ _MODULE_OF = {
             "PythonProfilingConfig",
             "RuleConfig",
             "TensorBoardOutputConfig",
+            "check_rules",
         ],
         "trainops.spec._profiler",
     ),
@@ -226,7 +231,13 @@ _MODULE_OF = {
     ),
     **dict.fromkeys(["RawSpec", "load_raw_spec"], "trainops.spec._raw"),
     **dict.fromkeys(
-        ["CHANNEL_ARGUMENTS", "ESTIMATOR_ARGUMENTS", "FILE_SYSTEM_ARGUMENTS", "sagemaker_hint"],
+        [
+            "CHANNEL_ARGUMENTS",
+            "ESTIMATOR_ARGUMENTS",
+            "FILE_SYSTEM_ARGUMENTS",
+            "NO_LOCAL_EFFECT",
+            "sagemaker_hint",
+        ],
         "trainops.spec._sagemaker",
     ),
     **dict.fromkeys(

@@ -16,7 +16,15 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from trainops.catalog import InstanceType, load_catalog
 from trainops.protocol import DEFAULT_CHECKPOINT_PATH, RESERVED_HYPERPARAMETERS, SubmittedJob
@@ -37,6 +45,8 @@ from trainops.spec._sagemaker import (
     CHANNEL_ARGUMENTS,
     ESTIMATOR_ARGUMENTS,
     FILE_SYSTEM_ARGUMENTS,
+    HabitError,
+    sagemaker_habits,
 )
 from trainops.spec._spot import ChaosSpec
 
@@ -320,6 +330,15 @@ class MetricDefinition(SpecModel):
     name: str = Field(min_length=1, max_length=255)
     regex: str = Field(min_length=1, max_length=500)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _sdk_casing(cls, value: Any) -> Any:
+        """The SDK's and the API's casing (``{"Name": ..., "Regex": ...}``) taken as ours."""
+        if isinstance(value, dict) and ("Name" in value or "Regex" in value):
+            renamed = {"Name": "name", "Regex": "regex"}
+            return {renamed.get(k, k): v for k, v in value.items()}
+        return value
+
     @field_validator("regex")
     @classmethod
     def _regex(cls, value: str) -> str:
@@ -409,6 +428,31 @@ class JobSpec(SpecModel):
     """A complete training-job declaration (the YAML file and ``TrainingJob`` share it)."""
 
     sdk_arguments = ESTIMATOR_ARGUMENTS
+    _sagemaker_notes: tuple[str, ...] = PrivateAttr(default=())
+    _input_mode: str | None = PrivateAttr(default=None)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _sagemaker_habits(cls, data: Any, handler: ModelWrapValidatorHandler[JobSpec]) -> JobSpec:
+        """The SDK's habits kept (``sagemaker_habits``); ``input_mode`` is the mode of every
+        channel that names none (kept, so that ``fit(inputs=...)`` channels get it too)."""
+        if not isinstance(data, dict):
+            return handler(data)
+        try:
+            data, notes = sagemaker_habits(data)
+        except HabitError as exc:
+            raise FieldValueError(exc.field, str(exc)) from None
+        mode = data.pop("input_mode", None)
+        if mode is not None and data.get("inputs") is not None:
+            data["inputs"] = _with_mode(channels_from_sdk(data["inputs"]), mode)
+        spec = handler(data)
+        spec._sagemaker_notes, spec._input_mode = tuple(notes), mode
+        return spec
+
+    @property
+    def sagemaker_notes(self) -> tuple[str, ...]:
+        """One line per SageMaker SDK argument given that has no effect here."""
+        return self._sagemaker_notes
 
     entry_point: str = Field(min_length=1)
     source_dir: str | None = None
@@ -667,6 +711,17 @@ def _spot_problem(spec: JobSpec) -> tuple[str, str] | None:
 def is_channel_name(name: str) -> bool:
     """SageMaker's rule (``[A-Za-z0-9._-]+``, at most 64) and a safe directory name: not ``.``/``..``."""
     return bool(CHANNEL_NAME.match(name)) and len(name) <= 64 and name not in (".", "..")
+
+
+def _with_mode(inputs: Any, mode: Any) -> Any:
+    """``inputs`` with ``mode`` for each channel that names none."""
+    if not isinstance(inputs, dict):
+        return inputs
+    found = {}
+    for name, channel in inputs.items():
+        given = channel.model_dump(exclude_unset=True) if isinstance(channel, Channel) else channel
+        found[name] = {"mode": mode} | given if isinstance(given, dict) else given
+    return found
 
 
 def channels_from_sdk(value: Any) -> Any:

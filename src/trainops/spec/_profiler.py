@@ -44,6 +44,7 @@ __all__ = [
     "PythonProfilingConfig",
     "RuleConfig",
     "TensorBoardOutputConfig",
+    "check_rules",
 ]
 
 INTERVALS_MILLIS = (100, 200, 500, 1000, 5000, 60000)

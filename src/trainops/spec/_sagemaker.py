@@ -2,12 +2,29 @@
 
 An unknown spec field that is an argument of the SDK's ``EstimatorBase``, ``Framework``,
 ``Estimator`` or ``PyTorch`` classes (or of ``TrainingInput`` inside a channel) gets a message
-naming the trainops field to use instead, or saying plainly that it has no meaning here.
+naming the trainops field to use instead, or saying plainly that it has no meaning here. A few
+habits are kept instead (:func:`sagemaker_habits`): ``max_run``, ``max_wait``,
+``checkpoint_s3_uri`` and ``checkpoint_local_path`` set their fields (``input_mode``, the
+channels' default mode, is applied by the job spec), and ``role``, ``framework_version``,
+``py_version``, ``image_uri`` and ``tags``, which have no effect here, are accepted with a note.
 """
 
 from __future__ import annotations
 
-__all__ = ["CHANNEL_ARGUMENTS", "ESTIMATOR_ARGUMENTS", "FILE_SYSTEM_ARGUMENTS", "sagemaker_hint"]
+from typing import Any
+
+from pydantic import BaseModel
+
+__all__ = [
+    "CHANNEL_ARGUMENTS",
+    "ESTIMATOR_ARGUMENTS",
+    "FILE_SYSTEM_ARGUMENTS",
+    "MAPPED_ARGUMENTS",
+    "NO_LOCAL_EFFECT",
+    "HabitError",
+    "sagemaker_habits",
+    "sagemaker_hint",
+]
 
 _NO_CONTAINER = (
     "trainops runs no containers: the script runs with this machine's Python; list extra "
@@ -19,14 +36,9 @@ _NOT_YET = "is not supported by trainops; remove it"
 
 ESTIMATOR_ARGUMENTS: dict[str, str] = {
     # Renamed: the trainops field carries the same meaning.
-    "max_run": "use stopping_condition.max_runtime_in_seconds",
-    "max_wait": "use stopping_condition.max_wait_time_in_seconds (spot jobs)",
     "enable_managed_spot_training": "use use_spot_instances",
     "max_retry_attempts": "use retry_strategy.maximum_retry_attempts",
-    "checkpoint_s3_uri": "use checkpoint.uri (s3://, file:// or a local path)",
-    "checkpoint_local_path": "use checkpoint.local_path (a directory under /opt/ml/)",
     "checkpoint_uri": "use checkpoint.uri",
-    "input_mode": "use inputs.<channel>.mode (File, Pipe or FastFile)",
     "output_dir": "use output_path",
     "output_uri": "use output_path",
     "output_s3_uri": "use output_path",
@@ -54,15 +66,8 @@ ESTIMATOR_ARGUMENTS: dict[str, str] = {
         "run"
     ),
     # No meaning: AWS-only or container-only settings.
-    "role": (
-        "has no meaning in trainops (there are no IAM roles): S3 credentials come from AWS_* "
-        "variables or config.yaml; remove it"
-    ),
-    "image_uri": _NO_CONTAINER,
     "image_name": _NO_CONTAINER,
     "train_image": _NO_CONTAINER,
-    "framework_version": _NO_CONTAINER,
-    "py_version": _NO_CONTAINER,
     "pytorch_version": _NO_CONTAINER,
     "tensorflow_version": _NO_CONTAINER,
     "transformers_version": _NO_CONTAINER,
@@ -70,7 +75,6 @@ ESTIMATOR_ARGUMENTS: dict[str, str] = {
     "volume_size": _LOCAL_DISK,
     "volume_kms_key": _NO_AWS,
     "output_kms_key": _NO_AWS,
-    "tags": _NO_AWS,
     "subnets": _NO_AWS,
     "security_group_ids": _NO_AWS,
     "encrypt_inter_container_traffic": _NO_AWS,
@@ -131,3 +135,68 @@ def sagemaker_hint(table: dict[str, str], name: str) -> str | None:
     if hint is None:
         return None
     return f"unknown field (a SageMaker SDK argument): {hint}"
+
+
+class HabitError(ValueError):
+    """An SDK argument that cannot be taken: ``field`` and why."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+#: SDK arguments with no effect here: accepted and dropped, each with a one-line note.
+NO_LOCAL_EFFECT: dict[str, str] = {
+    "role": "there are no IAM roles here (S3 credentials come from AWS_* variables or config.yaml)",
+    "framework_version": "the script runs on this machine's Python and its packages",
+    "py_version": "the script runs on this machine's Python and its packages",
+    "image_uri": "trainops runs no containers: the script runs on this machine's Python",
+    "tags": "a spec's jobs carry no tags here (CreateTrainingJob's Tags, through the SageMaker "
+    "API, are kept)",
+}
+
+#: SDK arguments that set a field: the section and its member.
+MAPPED_ARGUMENTS: dict[str, tuple[str, str]] = {
+    "max_run": ("stopping_condition", "max_runtime_in_seconds"),
+    "max_wait": ("stopping_condition", "max_wait_time_in_seconds"),
+    "checkpoint_s3_uri": ("checkpoint", "uri"),
+    "checkpoint_local_path": ("checkpoint", "local_path"),
+}
+
+
+def sagemaker_habits(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """``data`` with the SDK arguments of :data:`MAPPED_ARGUMENTS` moved to their fields and
+    those of :data:`NO_LOCAL_EFFECT` dropped, with a note for each of those. Raises
+    :class:`HabitError` for an argument given beside the field it sets, with another
+    value."""
+    data = dict(data)
+    notes = [
+        f"{name} is accepted and not used: {NO_LOCAL_EFFECT[name]}"
+        for name in NO_LOCAL_EFFECT
+        if name in data and data.pop(name) is not None
+    ]
+    for name, (section, member) in MAPPED_ARGUMENTS.items():
+        if name not in data:
+            continue
+        value = data.pop(name)
+        if value is None:
+            continue
+        given = _fields_given(data.get(section))
+        if given.get(member, value) != value:
+            raise HabitError(
+                name,
+                f"sets {section}.{member}, which is given too (as {given[member]!r}); keep one",
+            )
+        data[section] = given | {member: value}
+    return data, notes
+
+
+def _fields_given(section: Any) -> dict[str, Any]:
+    """A section's fields as given: a mapping's items, a model's fields that were set."""
+    if section is None:
+        return {}
+    if isinstance(section, BaseModel):
+        return section.model_dump(exclude_unset=True)
+    if isinstance(section, dict):
+        return dict(section)
+    raise HabitError("", f"must be a mapping, not {type(section).__name__}")

@@ -1,5 +1,5 @@
 """The metadata store: jobs, transitions, hosts, logs, metrics, artifacts,
-checkpoint records and tuning jobs in SQLite.
+checkpoint records, tuning jobs and the SageMaker API's tags in SQLite.
 
 Owned by the control plane (agents never open it). The schema is versioned: numbered SQL files
 in ``migrations/`` are applied in order when a database is opened, and a database written by a
@@ -25,6 +25,7 @@ from trainops.store._records import (
 )
 from trainops.store._schema import Migration, SchemaVersionError, apply_migrations, load_migrations
 from trainops.store._store import MetadataStore
+from trainops.store._tags import TAGGED_KINDS, TagLimitError
 from trainops.store._tuning import (
     TRIAL_ENDED,
     TrialExistsError,
@@ -35,6 +36,7 @@ from trainops.store._tuning import (
 
 __all__ = [
     "CHECKPOINT_KINDS",
+    "TAGGED_KINDS",
     "TRIAL_ENDED",
     "AgentCredential",
     "ArtifactRecord",
@@ -54,6 +56,7 @@ __all__ = [
     "NewHost",
     "RuleEvaluation",
     "SchemaVersionError",
+    "TagLimitError",
     "Transition",
     "TrialExistsError",
     "TuningJobExistsError",

@@ -42,6 +42,7 @@ from trainops.store._records import (
     Transition,
 )
 from trainops.store._schema import Migration, apply_migrations, load_migrations
+from trainops.store._tags import TagTables
 from trainops.store._tuning import TuningTables
 
 __all__ = ["MetadataStore"]
@@ -51,7 +52,7 @@ _HOST_FIELDS = frozenset(HostRecord.__slots__) - {"job", "host", "attempt"}
 _JSON_FIELDS = frozenset({"resources", "reservation", "processes", "handle"})
 
 
-class MetadataStore(TuningTables):
+class MetadataStore(TuningTables, TagTables):
     """Jobs, their transitions, hosts, logs, metrics and artifacts in ``path``."""
 
     def __init__(
@@ -205,6 +206,17 @@ class MetadataStore(TuningTables):
     def update_job(self, name: str, now: float, **fields: Any) -> JobRecord:
         with self._write() as conn:
             _update_job(conn, name, now, fields)
+        return self._job_or_fail(name)
+
+    def update_spec(self, name: str, spec: SubmittedJob, now: float) -> JobRecord:
+        """Replace the job's stored spec (rules added while it runs); KeyError if missing."""
+        with self._write() as conn:
+            cursor = conn.execute(
+                "UPDATE jobs SET spec = ?, last_modified_time = ? WHERE name = ?",
+                (json.dumps(spec.to_json()), now, name),
+            )
+            if cursor.rowcount != 1:
+                raise KeyError(name)
         return self._job_or_fail(name)
 
     def set_secondary(

@@ -36,6 +36,30 @@ SAMPLES: dict[str, dict[str, Any]] = {
     },
     "DescribeTrainingJob": {"TrainingJobName": "my-job-1"},
     "StopTrainingJob": {"TrainingJobName": "my-job-1"},
+    "UpdateTrainingJob": {
+        "TrainingJobName": "my-job-1",
+        "ProfilerRuleConfigurations": [
+            {
+                "RuleConfigurationName": "CPUBottleneck",
+                "RuleEvaluatorImage": "503895931360.dkr.ecr.us-east-1.amazonaws.com/sagemaker-debugger-rules:latest",
+                "RuleParameters": {"rule_to_invoke": "CPUBottleneck", "threshold": "50"},
+            }
+        ],
+        "ProfilerConfig": {"ProfilingIntervalInMilliseconds": 500, "DisableProfiler": False},
+        "ResourceConfig": {"KeepAlivePeriodInSeconds": 0},
+    },
+    "AddTags": {
+        "ResourceArn": "arn:aws:sagemaker:us-east-1:000000000000:training-job/my-job-1",
+        "Tags": [{"Key": "team", "Value": "vision"}, {"Key": "cost center:=+-@/.", "Value": ""}],
+    },
+    "ListTags": {
+        "ResourceArn": "arn:aws:sagemaker:us-east-1:000000000000:training-job/my-job-1",
+        "MaxResults": 50,
+    },
+    "DeleteTags": {
+        "ResourceArn": "arn:aws:sagemaker:us-east-1:000000000000:training-job/my-job-1",
+        "TagKeys": ["team"],
+    },
     "ListTrainingJobs": {
         "MaxResults": 5,
         "NameContains": "job",
@@ -44,6 +68,7 @@ SAMPLES: dict[str, dict[str, Any]] = {
         "SortOrder": "Ascending",
         "CreationTimeAfter": 1_700_000_000,
         "NextToken": "abc",
+        "WarmPoolStatusEquals": "Available",
     },
     "CreateHyperParameterTuningJob": {
         "HyperParameterTuningJobName": "my-tuning-1",

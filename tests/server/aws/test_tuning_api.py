@@ -82,6 +82,7 @@ def test_a_tuning_job_runs_and_its_trials_are_listed(plane: ControlPlane) -> Non
     made = client.create_hyper_parameter_tuning_job(**_request(plane, "tiny"))
     arn = "arn:aws:sagemaker:us-east-1:000000000000:hyper-parameter-tuning-job/tiny"
     assert made["HyperParameterTuningJobArn"] == arn
+    assert client.list_tags(ResourceArn=arn)["Tags"] == [{"Key": "team", "Value": "vision"}]
     wait_for(lambda: _status(client, "tiny") == "Completed", 120, "tiny Completed")
     job = client.describe_hyper_parameter_tuning_job(HyperParameterTuningJobName="tiny")
     assert job["HyperParameterTuningJobArn"] == arn

@@ -15,6 +15,7 @@ import re
 from typing import Any
 
 from trainops.server.aws._errors import AwsError
+from trainops.server.aws._update import profiler_sections
 
 __all__ = ["code_uri_of", "hyperparameters", "spec_of"]
 
@@ -86,7 +87,7 @@ def spec_of(body: dict[str, Any], params: dict[str, str]) -> dict[str, Any]:
         spec["instance_type"] = resources["InstanceType"]
     if "InstanceCount" in resources:
         spec["instance_count"] = resources["InstanceCount"]
-    return spec | _optional_sections(body)
+    return spec | _optional_sections(body) | profiler_sections(body)
 
 
 def _optional_sections(body: dict[str, Any]) -> dict[str, Any]:

@@ -1,5 +1,6 @@
 """The ``sagemaker`` service: the training operations wired so far (CreateTrainingJob, whose
-request ``_create.py`` maps to our spec, DescribeTrainingJob, ListTrainingJobs, StopTrainingJob).
+request ``_create.py`` maps to our spec, DescribeTrainingJob, ListTrainingJobs, StopTrainingJob;
+UpdateTrainingJob in ``_update.py``, the tag operations in ``_tags.py``).
 
 DescribeTrainingJob is derived from the REST describe (``server/_views.describe``, the one
 declaration of a job's DescribeTrainingJob keys): :func:`api_description` adds what the API's
@@ -12,8 +13,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import calendar
 import json
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -25,6 +28,8 @@ from trainops.server._views import describe
 from trainops.server.aws._create import code_uri_of, hyperparameters, spec_of
 from trainops.server.aws._errors import AwsError
 from trainops.server.aws._services import AwsOperation, AwsService
+from trainops.server.aws._tags import MAX_TAGS, check_tags, tag_operations
+from trainops.server.aws._update import update_training_job
 from trainops.spec import JobSpec
 from trainops.store import JobExistsError, JobRecord, MetadataStore
 
@@ -34,6 +39,9 @@ __all__ = ["ACCOUNT_ID", "api_description", "sagemaker_service", "training_job_a
 ACCOUNT_ID = "000000000000"
 _NOT_FOUND = "Requested resource not found."
 _MAX_SCANNED = 100_000  # jobs a ListTrainingJobs call filters and sorts at most
+_EPOCH_SPAN = (
+    6e10  # seconds either side of 1970 a datetime holds (years 69 to 3871): bounds clamped
+)
 _SORT_KEYS = {"Name": "name", "CreationTime": "creation_time", "Status": "status"}
 
 
@@ -55,6 +63,8 @@ def sagemaker_service(controller: JobController, settings: Settings) -> AwsServi
             AwsOperation("ListTrainingJobs", ops.list_training_jobs),
             AwsOperation("StopTrainingJob", ops.stop_training_job),
             *tuning_operations(controller, settings),
+            AwsOperation("UpdateTrainingJob", update_training_job(ops)),
+            *tag_operations(ops),
         ],
     )
 
@@ -103,13 +113,18 @@ class _Operations:
             raise AwsError(400, "ValidationException", _NOT_FOUND)
         return job
 
+    def arn(self, name: str) -> str:
+        return training_job_arn(self.settings.region, name)
+
     def create_training_job(self, body: dict[str, Any]) -> dict[str, Any]:
         name = body["TrainingJobName"]
         params = hyperparameters(body)
         code_uri = code_uri_of(params)
+        tags = check_tags(body.get("Tags") or [])
         try:
             spec = JobSpec(**spec_of(body, params))
             self.controller.submit(name, spec, code_uri)
+            self.store.put_tags("training-job", name, tags, MAX_TAGS)
         except JobExistsError:
             arn = training_job_arn(self.settings.region, name)
             raise AwsError(
@@ -146,11 +161,13 @@ class _Operations:
         jobs = self.store.list_jobs(
             statuses=[body["StatusEquals"]] if body.get("StatusEquals") else [],
             name_contains=body.get("NameContains"),
-            created_after=body.get("CreationTimeAfter"),
-            created_before=body.get("CreationTimeBefore"),
+            created_after=_widened(body.get("CreationTimeAfter"), -1),
+            created_before=_widened(body.get("CreationTimeBefore"), 1),
             limit=_MAX_SCANNED,
         )
-        jobs = [j for j in jobs if _modified_within(j, body)]
+        jobs = [j for j in jobs if _within(j, body)]
+        if body.get("WarmPoolStatusEquals"):
+            jobs = []  # no job here has a warm pool (trainops keeps none), so none has the status
         key = _SORT_KEYS[body.get("SortBy", "CreationTime")]
         descending = body.get("SortOrder", "Descending") == "Descending"
         jobs.sort(key=lambda j: (getattr(j, key), j.order), reverse=descending)
@@ -177,11 +194,30 @@ def _one_line(exc: Exception) -> str:
     return " ".join(str(exc).split())[:2000]
 
 
-def _modified_within(job: JobRecord, body: dict[str, Any]) -> bool:
-    after, before = body.get("LastModifiedTimeAfter"), body.get("LastModifiedTimeBefore")
-    return (after is None or job.last_modified_time > after) and (
-        before is None or job.last_modified_time < before
-    )
+def _widened(bound: float | None, by_ms: int) -> float | None:
+    return None if bound is None else bound + by_ms / 1000
+
+
+def _ms(when: float) -> int:
+    """A time in whole milliseconds, the API's precision, read as botocore reads an answer's
+    time (a datetime, to the nearest microsecond): a time read from an answer and sent back as
+    a bound (in microseconds, milliseconds or seconds) names that same moment."""
+    moment = datetime.fromtimestamp(min(max(when, -_EPOCH_SPAN), _EPOCH_SPAN), UTC)
+    return calendar.timegm(moment.timetuple()) * 1000 + moment.microsecond // 1000
+
+
+def _within(job: JobRecord, body: dict[str, Any]) -> bool:
+    """Whether the job's times are strictly inside the request's time windows."""
+    for when, field in (
+        (job.creation_time, "CreationTime"),
+        (job.last_modified_time, "LastModifiedTime"),
+    ):
+        after, before = body.get(f"{field}After"), body.get(f"{field}Before")
+        if (after is not None and not _ms(when) > _ms(after)) or (
+            before is not None and not _ms(when) < _ms(before)
+        ):
+            return False
+    return True
 
 
 def _token(offset: int) -> str:

@@ -31,6 +31,7 @@ from trainops.server.aws._sagemaker import (
     training_job_arn,
 )
 from trainops.server.aws._services import AwsOperation
+from trainops.server.aws._tags import MAX_TAGS, check_tags
 from trainops.server.aws._tuning_request import api_field, tuning_request
 from trainops.store import JobExistsError, MetadataStore, TuningJobRecord, TuningTrialRecord
 
@@ -116,6 +117,7 @@ class _TuningOperations:
 
         name = body["HyperParameterTuningJobName"]
         config, code_uri = tuning_request(body)
+        tags = check_tags(body.get("Tags") or [])
         if self._named(name) is not None:
             raise self._in_use(name)
         try:
@@ -126,6 +128,7 @@ class _TuningOperations:
             raise AwsError(400, "ValidationException", _refusal(exc)) from None
         except ValueError as exc:  # pydantic's, of a member our declaration cannot take
             raise AwsError(400, "ValidationException", _one_line(exc)) from None
+        self.store.put_tags("hyper-parameter-tuning-job", name, tags, MAX_TAGS)
         return {"HyperParameterTuningJobArn": tuning_job_arn(self.settings.region, name)}
 
     def _in_use(self, name: str) -> AwsError:

@@ -69,7 +69,9 @@ def _check(value: Any, shape: Shape, path: str, errors: list[str], depth: int) -
         _number(value, shape, path, errors)
     elif kind == "boolean" and not isinstance(value, bool):
         raise _serialization(path, "a boolean")
-    elif kind == "timestamp" and (isinstance(value, bool) or not isinstance(value, int | float)):
+    elif kind == "timestamp" and (
+        isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
+    ):
         raise _serialization(path, "a timestamp (epoch seconds)")
 
 
