@@ -45,6 +45,7 @@ SAMPLES: dict[str, dict[str, Any]] = {
         "CreationTimeAfter": 1_700_000_000,
         "NextToken": "abc",
     },
+    "GetCallerIdentity": {},
 }
 
 
