@@ -46,6 +46,27 @@ SAMPLES: dict[str, dict[str, Any]] = {
         "NextToken": "abc",
     },
     "GetCallerIdentity": {},
+    "DescribeLogStreams": {
+        "logGroupName": "/aws/sagemaker/TrainingJobs",
+        "logStreamNamePrefix": "my-job-1/",
+        "orderBy": "LogStreamName",
+        "descending": False,
+        "limit": 50,
+    },
+    "GetLogEvents": {
+        "logGroupName": "/aws/sagemaker/TrainingJobs",
+        "logStreamName": "my-job-1/algo-1-1700000000",
+        "startTime": 1_700_000_000_000,
+        "startFromHead": True,
+        "limit": 100,
+        "nextToken": "f/0",
+    },
+    "FilterLogEvents": {
+        "logGroupName": "/aws/sagemaker/TrainingJobs",
+        "logStreamNames": ["my-job-1/algo-1-1700000000"],
+        "filterPattern": "ERROR",
+        "limit": 100,
+    },
 }
 
 
