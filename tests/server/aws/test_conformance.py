@@ -67,6 +67,19 @@ SAMPLES: dict[str, dict[str, Any]] = {
         "filterPattern": "ERROR",
         "limit": 100,
     },
+    "GetMetricStatistics": {
+        "Namespace": "/aws/sagemaker/TrainingJobs",
+        "MetricName": "loss",
+        "Dimensions": [{"Name": "TrainingJobName", "Value": "my-job-1"}],
+        "StartTime": 1_700_000_000,
+        "EndTime": 1_700_003_600,
+        "Period": 60,
+        "Statistics": ["Average"],
+    },
+    "ListMetrics": {
+        "Namespace": "/aws/sagemaker/TrainingJobs",
+        "Dimensions": [{"Name": "TrainingJobName", "Value": "my-job-1"}],
+    },
 }
 
 
