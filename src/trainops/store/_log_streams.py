@@ -17,7 +17,8 @@ from typing import Any
 __all__ = ["LogPosition", "LogStreamStats", "StreamLine", "read_stream_lines", "read_streams"]
 
 StreamKey = tuple[str, str, int]  # (job, host, attempt)
-_KEYS_AT_ONCE = 64  # chunks ordered per query
+_KEYS_AT_ONCE = 10_000  # chunks ordered per query at most (a page of one-line chunks)
+_TEXTS_AT_ONCE = 64  # chunks whose text is read per query
 _JOBS_IN_SQL = 500  # more selected jobs than this are filtered in Python, not in the query
 
 
@@ -97,11 +98,14 @@ def read_stream_lines(
     timestamps in milliseconds fall in ``window_ms`` (start inclusive, end exclusive)."""
     found: list[StreamLine] = []
     chars = 0
-    for line in _lines(conn, set(streams), position, backward, window_ms):
+    batch = max(1, min(max_lines, _KEYS_AT_ONCE))  # a chunk holds a line at least
+    for line in _lines(conn, set(streams), position, backward, window_ms, batch):
         chars += len(line.line)
-        if len(found) >= max_lines or (found and chars > max_chars):
+        if found and chars > max_chars:
             break
         found.append(line)
+        if len(found) >= max_lines:
+            break  # before the generator reads on
     return found
 
 
@@ -111,25 +115,32 @@ def _lines(
     position: LogPosition,
     backward: bool,
     window_ms: tuple[int | None, int | None],
+    batch: int,
 ) -> Iterator[StreamLine]:
     ts, cursor = position.ts, position.cursor
     while True:
-        keys = _keys(conn, streams, LogPosition(ts, cursor), backward, window_ms)
-        for first, count, chunk_ts, job, host, attempt in keys:
-            if (job, host, attempt) not in streams:
-                continue
-            stream, text = conn.execute(
-                "SELECT stream, lines FROM log_chunks WHERE first = ?", (first,)
-            ).fetchone()
-            lines = [text] if count == 1 else text.split("\n")
-            numbered = list(enumerate(lines, first))
-            for number, line in reversed(numbered) if backward else numbered:
-                if _beyond(chunk_ts, number, position, backward):
-                    yield StreamLine(job, host, attempt, chunk_ts, number, stream, line)
-        if len(keys) < _KEYS_AT_ONCE:
+        keys = _keys(conn, streams, LogPosition(ts, cursor), backward, window_ms, batch)
+        for group in range(0, len(keys), _TEXTS_AT_ONCE):
+            wanted = [k for k in keys[group : group + _TEXTS_AT_ONCE] if tuple(k[3:]) in streams]
+            texts = _texts(conn, [k[0] for k in wanted])
+            for first, count, chunk_ts, job, host, attempt in wanted:
+                stream, text = texts[first]
+                lines = [text] if count == 1 else text.split("\n")
+                numbered = list(enumerate(lines, first))
+                for number, line in reversed(numbered) if backward else numbered:
+                    if _beyond(chunk_ts, number, position, backward):
+                        yield StreamLine(job, host, attempt, chunk_ts, number, stream, line)
+        if len(keys) < batch:
             return
         last = keys[-1]
         ts, cursor = last[2], last[0] if backward else last[0] + last[1] - 1
+
+
+def _texts(conn: sqlite3.Connection, firsts: list[int]) -> dict[int, tuple[str, str]]:
+    """The stream and text of the chunks ``firsts``, read only when a page needs them."""
+    marks = ", ".join("?" * len(firsts))
+    sql = f"SELECT first, stream, lines FROM log_chunks WHERE first IN ({marks})"  # noqa: S608
+    return {first: (stream, text) for first, stream, text in conn.execute(sql, firsts)}
 
 
 def _beyond(ts: float, cursor: int, position: LogPosition, backward: bool) -> bool:
@@ -144,6 +155,7 @@ def _keys(
     position: LogPosition,
     backward: bool,
     window_ms: tuple[int | None, int | None],
+    batch: int,
 ) -> list[tuple[Any, ...]]:
     """The next chunks' keys in (ts, first) order (reversed, ``backward``) past ``position``."""
     if backward:
@@ -166,4 +178,4 @@ def _keys(
         args.append(end)
     # Only fixed fragments and placeholders are joined here; every value is a bound argument.
     sql = f"SELECT first, count, ts, job, host, attempt FROM log_chunks WHERE {where}"  # noqa: S608
-    return conn.execute(f"{sql} ORDER BY {order} LIMIT {_KEYS_AT_ONCE}", args).fetchall()
+    return conn.execute(f"{sql} ORDER BY {order} LIMIT ?", [*args, batch]).fetchall()
