@@ -4,9 +4,11 @@ A request carrying ``X-Amz-Target`` or a SigV4 ``Authorization`` header is an AW
 other request goes on to trainops' own REST API untouched. An AWS request is routed by the
 service name in its signature's credential scope (as moto does), and answered in this order:
 the signature's presence and form, the credential (key id, scope, date: headers only, so a
-stranger's request costs no body), the operation (``X-Amz-Target``), the body (refused before
+stranger's request costs no body), the operation (``X-Amz-Target``; a query-protocol service's
+``Action`` is in the body, so it is found after the signature), the body (refused before
 reading when its Content-Length is over the bound), the signature itself over the body, the
-JSON, the model's constraints, and only then the handler (on a worker thread).
+body's parse, the model's constraints, and only then the handler (on a worker thread). Each
+service's answers and refusals are encoded in its own protocol (``_protocols.py``).
 """
 
 from __future__ import annotations
