@@ -77,6 +77,29 @@ def test_hosts_are_streams_paged_to_the_end_both_ways(plane: ControlPlane) -> No
         logGroupName=GROUP, logStreamName=names[1], limit=3, nextToken=tail["nextBackwardToken"]
     )
     assert [e["message"] for e in back["events"]] == [f"algo-2 line {i}" for i in (1, 2, 3)]
+    # a tail of an empty window still hands a forward token that sees the lines to come
+    future = 4_000_000_000_000
+    empty = logs.get_log_events(logGroupName=GROUP, logStreamName=names[1], startTime=future)
+    assert empty["events"] == []
+    store = plane.server.controller.store
+    seq = store.hosts("paged", 1)[1].acked_seq + 1
+    late = AgentEvent(seq, 3_000_000_000.0, EventKind.LOG, {"line": "algo-2 late"})
+    assert store.ingest("paged", "algo-2", 1, [late]) is not None
+    after = logs.get_log_events(
+        logGroupName=GROUP, logStreamName=names[1], nextToken=empty["nextForwardToken"]
+    )
+    assert [e["message"] for e in after["events"]] == ["algo-2 late"]
+    listed, token = [], None
+    while True:  # every stream of the group, newest last event first, one a page
+        keys = {"nextToken": token} if token else {}
+        page = logs.describe_log_streams(
+            logGroupName=GROUP, orderBy="LastEventTime", descending=True, limit=1, **keys
+        )
+        listed += [s["logStreamName"] for s in page["logStreams"]]
+        token = page.get("nextToken")
+        if token is None:
+            break
+    assert sorted(listed) == names
 
 
 def _follow(logs: Any, plane: ControlPlane, job: str) -> list[str]:

@@ -167,6 +167,8 @@ class _Operations:
         ]
         first = LogPosition(lines[0].ts, lines[0].cursor) if lines else position
         last = LogPosition(lines[-1].ts, lines[-1].cursor) if lines else position
+        if not lines and backward and given is None:  # an empty tail: go on from the stream's end
+            last = LogPosition(stream.last_ts, stream.last_cursor)
         return {
             "events": events,
             "nextForwardToken": token("f", last),
