@@ -73,18 +73,24 @@ def test_the_services_refusals(plane: ControlPlane) -> None:
     base = {"Namespace": NAMESPACE, "MetricName": "loss", "Period": 60, "EndTime": now}
     cases: list[tuple[dict[str, Any], str, str]] = [
         ({"StartTime": now - timedelta(hours=1)},
-         "InvalidParameterCombinationException", "Must specify either Statistics or"),
+         "InvalidParameterCombination", "Must specify either Statistics or"),
         ({"StartTime": now - timedelta(days=2), "Statistics": ["Sum"]},
-         "InvalidParameterCombinationException", "exceeds the limit of 1440"),
+         "InvalidParameterCombination", "exceeds the limit of 1440"),
         ({"StartTime": now, "Statistics": ["Sum"]},
-         "InvalidParameterValueException", "StartTime must be less than"),
+         "InvalidParameterValue", "StartTime must be less than"),
         ({"StartTime": now - timedelta(hours=1), "ExtendedStatistics": ["p101"]},
-         "InvalidParameterValueException", "for parameter ExtendedStatistics is not valid"),
+         "InvalidParameterValue", "for parameter ExtendedStatistics is not valid"),
         ({"StartTime": now - timedelta(hours=1), "Statistics": ["Median"]},
-         "ValidationException", "Member must satisfy enum value set"),
+         "ValidationError", "Member must satisfy enum value set"),  # its query name
     ]  # fmt: skip
     for keys, code, words in cases:
         with pytest.raises(ClientError) as caught:
             cloudwatch.get_metric_statistics(**base, **keys)
         error = caught.value.response["Error"]
         assert error["Code"] == code and words in error["Message"], (keys, error)
+    # the old query code comes too, so botocore raises the modeled exception
+    with pytest.raises(cloudwatch.exceptions.InvalidParameterCombinationException) as modeled:
+        cloudwatch.get_metric_statistics(**base, StartTime=now - timedelta(hours=1))
+    assert modeled.value.response["Error"]["QueryErrorCode"] == (
+        "InvalidParameterCombinationException"
+    )

@@ -44,8 +44,13 @@ class WireProtocol(Protocol):
 
 
 class JsonProtocol:
-    def __init__(self, version: str) -> None:
+    """JSON 1.0/1.1. A service that was a query service once (``awsQueryCompatible``, as
+    CloudWatch) also names a refusal by its old query code in ``x-amzn-query-error``, which
+    botocore reads to raise the modeled exception (``InvalidParameterCombination``...)."""
+
+    def __init__(self, version: str, query_codes: Mapping[str, str] | None = None) -> None:
         self.version = version
+        self.query_codes = dict(query_codes or {})
 
     def target(self, headers: Mapping[str, str], path: str) -> str | None:
         return headers.get("x-amz-target", "")
@@ -66,7 +71,11 @@ class JsonProtocol:
         return aws_answer(value or {}, rid, self.version)
 
     def error(self, exc: AwsError, rid: str) -> Response:
-        return error_response(exc, rid, self.version)
+        answer = error_response(exc, rid, self.version)
+        if exc.code in self.query_codes:
+            fault = "Sender" if exc.status < 500 else "Receiver"
+            answer.headers["x-amzn-query-error"] = f"{self.query_codes[exc.code]};{fault}"
+        return answer
 
 
 #: The query services' names of the refusals the JSON services name otherwise.
@@ -145,7 +154,11 @@ def protocol_of(model: ServiceModel) -> WireProtocol:
     """The protocol botocore speaks to the service of ``model``."""
     name = model.resolved_protocol
     if name == "json":
-        return JsonProtocol(str(model.metadata.get("jsonVersion", "1.1")))
+        codes = {}
+        if "awsQueryCompatible" in model.metadata:
+            errors = [(e.name, e.metadata.get("error") or {}) for e in model.error_shapes]
+            codes = {name: error["code"] for name, error in errors if "code" in error}
+        return JsonProtocol(str(model.metadata.get("jsonVersion", "1.1")), codes)
     if name == "query":
         return QueryProtocol(str(model.metadata.get("xmlNamespace", "")))
     raise ValueError(f"{model.service_name} speaks {name}, which this server does not answer")
