@@ -70,8 +70,9 @@ def test_a_window_of_milliseconds_and_a_page_of_characters(store: MetadataStore)
 def test_streams_say_when_they_began_and_ended(store: MetadataStore) -> None:
     events = [_log(1, 1005.0, ["a", "b"]), _log(3, 1002.0, ["c"])]
     assert store.ingest("job-a", "algo-1", 1, events) is not None
-    (stream,) = store.log_streams(["job-a"])
-    assert (stream.host, stream.attempt, stream.lines) == ("algo-1", 1, 3)
-    assert (stream.first_ts, stream.last_ts) == (1005.0, 1005.0)  # the first stored line's time
+    (stream,) = store.log_streams(["job-a"])  # algo-2 has no line: no stream
+    assert (stream.host, stream.attempt) == ("algo-1", 1)
+    # the first and the last stored line's times, the last line's cursor
+    assert (stream.first_ts, stream.last_ts, stream.last_cursor) == (1005.0, 1002.0, 3)
     assert store.log_streams(["job-b"]) == []
     assert [s.job for s in store.log_streams()] == ["job-a"]

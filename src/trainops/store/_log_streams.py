@@ -41,8 +41,8 @@ class LogPosition:
 
 @dataclass(frozen=True, slots=True)
 class LogStreamStats:
-    """The log of one host in one attempt of a job: when its first line (the first stored) was
-    written, its last line's time and cursor, and how many lines it has."""
+    """The log of one host in one attempt of a job: the time of its first stored line, and the
+    time and cursor of its last stored line."""
 
     job: str
     host: str
@@ -50,7 +50,6 @@ class LogStreamStats:
     first_ts: float
     last_ts: float
     last_cursor: int
-    lines: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,22 +64,29 @@ class StreamLine:
 
 
 def read_streams(conn: sqlite3.Connection, jobs: Collection[str] | None) -> list[LogStreamStats]:
-    """The streams of ``jobs`` (of every job where ``None``) that have at least one line."""
-    sql = (
-        "SELECT job, host, attempt, MIN(first), MAX(ts), MAX(first + count - 1), SUM(count)"
-        " FROM log_chunks"
-    )
+    """The streams of ``jobs`` (of every job where ``None``) that have at least one line.
+
+    Two index probes a host and attempt (its first and its last chunk, by cursor), so a stream
+    of 200,000 lines is found as fast as one of ten."""
+    sql = "SELECT job, host, attempt FROM hosts"
     args: list[Any] = []
     if jobs is not None:
         args = sorted(jobs)
         sql += f" WHERE job IN ({', '.join('?' * len(args))})"
     found = []
-    for job, host, attempt, first, last_ts, last, lines in conn.execute(
-        sql + " GROUP BY job, host, attempt", args
-    ).fetchall():
-        (first_ts,) = conn.execute("SELECT ts FROM log_chunks WHERE first = ?", (first,)).fetchone()
-        found.append(LogStreamStats(job, host, attempt, first_ts, last_ts, last, lines))
+    for job, host, attempt in conn.execute(sql, args).fetchall():
+        key = (job, host, attempt)
+        first = conn.execute(_END.format(order="first"), key).fetchone()
+        if first is not None:
+            last = conn.execute(_END.format(order="first DESC"), key).fetchone()
+            found.append(LogStreamStats(*key, first[0], last[0], last[1] + last[2] - 1))
     return found
+
+
+_END = (
+    "SELECT ts, first, count FROM log_chunks WHERE job = ? AND host = ? AND attempt = ?"
+    " ORDER BY {order} LIMIT 1"
+)
 
 
 def read_stream_lines(

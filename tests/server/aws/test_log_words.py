@@ -11,7 +11,7 @@ from trainops.store import LogPosition, LogStreamStats
 
 
 def _stream(host: str, attempt: int, first_ts: float, job: str = "j") -> LogStreamStats:
-    return LogStreamStats(job, host, attempt, first_ts, first_ts + 5, 10, 3)
+    return LogStreamStats(job, host, attempt, first_ts, first_ts + 5, 10)
 
 
 def test_each_host_of_each_attempt_is_a_stream_of_its_own() -> None:
