@@ -24,15 +24,16 @@ import string
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from trainops._errors import StorageError
 from trainops._home import write_private
+from trainops.storage._grants import JobGrant
 from trainops.storage._settings import S3Settings
 
-__all__ = ["JobGrant", "JobIdentities", "identity_actions"]
+__all__ = ["JobIdentities", "identity_actions"]
 
 _PREFIX = "trainops-job-"
 _PROBE = ".trainops-identity-probe"
@@ -40,15 +41,6 @@ _KEY_ALPHABET = string.ascii_uppercase + string.digits
 _APPLY_TIMEOUT_S = 10.0
 _APPLY_POLL_S = 0.01
 _RELOAD_AGAIN_S = 1.0
-
-
-@dataclass(frozen=True, slots=True)
-class JobGrant:
-    """What one job may reach: ``read`` URIs (prefixes, read and listed) and ``write`` URIs
-    (folders: written, read back, listed and deleted below them). Other schemes are ignored."""
-
-    read: tuple[str, ...] = ()
-    write: tuple[str, ...] = ()
 
 
 def identity_actions(grant: JobGrant, probe: str) -> list[str]:
