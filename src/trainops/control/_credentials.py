@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Protocol
 from trainops.storage._grants import JobGrant
 
 if TYPE_CHECKING:
-    from trainops.storage._settings import S3Settings
     from trainops.store import JobRecord
 
 __all__ = ["JobCredentials", "job_grant", "revoke_quietly"]
@@ -28,9 +27,10 @@ _log = logging.getLogger(__name__)
 class JobCredentials(Protocol):
     """Issues and revokes per-job object-storage keys (``S3Server.jobs`` is one)."""
 
-    def issue(self, job: str, grant: JobGrant) -> S3Settings:
-        """A new key for ``job`` scoped to ``grant``, usable when this returns (its earlier key,
-        if any, stops working). Raises :class:`~trainops.TrainopsError` or ``OSError``."""
+    def issue(self, job: str, grant: JobGrant) -> dict[str, str]:
+        """The variables that give ``job``'s agents a new key scoped to ``grant``, usable when
+        this returns (its earlier key, if any, stops working). Raises
+        :class:`~trainops.TrainopsError` or ``OSError``."""
         ...
 
     def revoke(self, job: str) -> None:

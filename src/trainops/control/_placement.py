@@ -158,7 +158,7 @@ class Placement:
         credentials = self.core.credentials
         if credentials is None:
             return {}
-        return credentials.issue(job.name, job_grant(job)).client_env()
+        return credentials.issue(job.name, job_grant(job))
 
     def _start_agent(
         self,

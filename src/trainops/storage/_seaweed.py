@@ -213,7 +213,7 @@ class S3Server:
         self.restarts = 0
         # Each job's own key (docs/storage.md): issued at its launch, revoked at its end.
         self.jobs = JobIdentities(
-            self.root / "identities.json",
+            self.identity_file,
             self._identities(),
             self._signal_reload,
             lambda: self.settings,
@@ -223,6 +223,11 @@ class S3Server:
     @property
     def endpoint_url(self) -> str:
         return f"http://127.0.0.1:{self._port}"
+
+    @property
+    def identity_file(self) -> Path:
+        """weed's identity file (``-s3.config``): the server's key and each running job's."""
+        return self.root / "identities.json"
 
     @property
     def log_path(self) -> Path:
@@ -279,7 +284,7 @@ class S3Server:
         ports["s3"] = (self._port, free[-1])
         with self.log_path.open("ab") as out:
             process = subprocess.Popen(
-                weed_command(weed, data, self.root / "identities.json", ports),
+                weed_command(weed, data, self.identity_file, ports),
                 cwd=self.root,
                 stdout=out,
                 stderr=subprocess.STDOUT,

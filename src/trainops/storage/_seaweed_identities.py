@@ -110,7 +110,13 @@ class JobIdentities:
         with self._lock:
             return sorted(name.removeprefix(_PREFIX) for name in self._live)
 
-    def issue(self, job: str, grant: JobGrant) -> S3Settings:
+    def issue(self, job: str, grant: JobGrant) -> dict[str, str]:
+        """The variables that give an agent of ``job`` its new key (see :meth:`issue_key`)."""
+        # The key names the endpoint, so the agent must not also start or look for a server's
+        # S3 (TRAINOPS_S3_SERVE, s3.serve in the home's config.yaml), nor use client.json's.
+        return {**self.issue_key(job, grant).client_env(), "TRAINOPS_S3_SERVE": "0"}
+
+    def issue_key(self, job: str, grant: JobGrant) -> S3Settings:
         """A new key for ``job`` scoped to ``grant`` (a job's earlier key stops working), usable
         when this returns. Raises :class:`StorageError` when weed does not take it."""
         name = _PREFIX + job
