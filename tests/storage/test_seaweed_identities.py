@@ -194,3 +194,50 @@ def test_grants_become_weeds_patterns_write_folders_end_with_a_slash() -> None:
         "Read:b/ckpt/*",
         "List:b/ckpt/*",
     ]
+
+
+def test_a_job_key_cannot_widen_itself(served: S3Server) -> None:
+    """weed's IAM and bucket-policy operations answer on its S3 port: a job's key may create no
+    key or user, attach no policy, open no bucket and see no other job's keys."""
+    import botocore.session  # type: ignore[import-untyped]
+    from botocore.config import Config  # type: ignore[import-untyped]
+    from botocore.exceptions import ClientError  # type: ignore[import-untyped]
+
+    served.jobs.issue_key("w2", JobGrant(write=("s3://trainops/jobs/w2",)))
+    s3 = served.jobs.issue_key("w1", JobGrant(write=("s3://trainops/jobs/w1",)))
+    iam = botocore.session.get_session().create_client(
+        "iam",
+        endpoint_url=s3.endpoint_url,
+        region_name=s3.region,
+        aws_access_key_id=s3.access_key_id,
+        aws_secret_access_key=s3.secret_access_key,
+        config=Config(retries={"max_attempts": 1}),
+    )
+    policy = json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}],
+        }
+    )
+    attempts = [
+        (iam.create_access_key, {"UserName": "trainops-job-w1"}),
+        (iam.create_user, {"UserName": "evil"}),
+        (
+            iam.put_user_policy,
+            {"UserName": "trainops-job-w1", "PolicyName": "p", "PolicyDocument": policy},
+        ),
+        (iam.list_access_keys, {"UserName": "trainops-job-w2"}),
+        (iam.list_users, {}),
+    ]
+    for call, kwargs in attempts:
+        with pytest.raises(ClientError) as refused:
+            call(**kwargs)
+        assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403, call
+    job = _client(s3)
+    public = policy.replace(
+        '"Resource": "*"', '"Principal": "*", "Resource": "arn:aws:s3:::trainops/*"'
+    )
+    assert _refused(job.put_bucket_policy, Bucket="trainops", Policy=public) == "AccessDenied"
+    assert (
+        _refused(job.put_bucket_acl, Bucket="trainops", ACL="public-read-write") == "AccessDenied"
+    )
