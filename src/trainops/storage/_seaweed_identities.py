@@ -170,14 +170,15 @@ class JobIdentities:
         write_private(self._config, json.dumps({"identities": identities}))
 
     def _probe_path(self, name: str) -> str:
-        return f"{self._bucket}/{_PROBE}/{name}"
+        """The folder whose keys only ``name`` may read (none exists): where a change is tried."""
+        return f"{self._bucket}/{_PROBE}/{name}/"
 
     def _await(self, s3: S3Settings, name: str, *, usable: bool) -> None:
         """Wait until a request signed with ``s3``'s key is answered as ``usable`` says."""
         from trainops._settings import Settings
         from trainops.storage._registry import store_for
 
-        probe = f"s3://{self._probe_path(name)}"
+        probe = f"s3://{self._probe_path(name)}probe"
         started = time.monotonic()
         deadline, again = started + _APPLY_TIMEOUT_S, started + _RELOAD_AGAIN_S
         while True:
