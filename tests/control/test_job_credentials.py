@@ -9,9 +9,10 @@ import threading
 from collections.abc import Collection
 from pathlib import Path
 
-from tests.control._harness import ControlPlane, control_plane
+from tests.control._harness import ControlPlane, control_plane, fake_backend
 from trainops._errors import StorageError
 from trainops._settings import Settings
+from trainops.control import JobController
 from trainops.control._credentials import job_grant
 from trainops.spec import JobSpec
 from trainops.storage import JobGrant
@@ -42,7 +43,8 @@ class RecordingKeys:
         self._record("revoke", job)
 
     def retain(self, jobs: Collection[str]) -> None:
-        self._record("retain", ",".join(sorted(jobs)))
+        with self._lock:
+            self.calls.append(("retain", ",".join(sorted(jobs)), "-"))
 
 
 def _keys(plane: ControlPlane, *, fail: bool = False) -> RecordingKeys:
@@ -111,3 +113,27 @@ def test_a_jobs_grant_is_its_code_and_channels_to_read_and_its_output_folders_to
         ),
     )
     store.close()
+
+
+def test_a_starting_control_plane_revokes_the_keys_of_jobs_that_ended(settings: Settings) -> None:
+    store = MetadataStore(settings.db_path)
+    for name, status in (("ended", "Completed"), ("running", "InProgress")):
+        store.create_job(
+            name=name,
+            spec=JobSpec(entry_point="train.py", instance_type="ml.m5.large").view(),
+            code_uri="file:///code.tar.gz",
+            output_prefix=f"file:///out/{name}",
+            max_attempts=1,
+            status=status,
+            secondary_status="Starting",
+            message="",
+            now=1.0,
+        )
+    keys = RecordingKeys(store)
+    controller = JobController(settings, store, fake_backend(settings), credentials=keys)
+    try:
+        controller.start("http://127.0.0.1:9")
+    finally:
+        controller.close()
+        store.close()
+    assert keys.calls[0] == ("retain", "running", "-")
