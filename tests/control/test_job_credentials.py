@@ -5,17 +5,19 @@ here a store that records its calls stands behind the seam, and the agents are t
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Collection
 from pathlib import Path
+from typing import Any
 
 from tests.control._harness import ControlPlane, control_plane, fake_backend
 from trainops._errors import StorageError
 from trainops._settings import Settings
 from trainops.control import JobController
-from trainops.control._credentials import job_grant
+from trainops.control._credentials import job_grant, manifest_prefixes
 from trainops.spec import JobSpec
-from trainops.storage import JobGrant
+from trainops.storage import JobGrant, store_for
 from trainops.store import MetadataStore
 
 
@@ -137,3 +139,44 @@ def test_a_starting_control_plane_revokes_the_keys_of_jobs_that_ended(settings: 
         controller.close()
         store.close()
     assert keys.calls[0] == ("retain", "running", "-")
+
+
+def test_a_manifest_files_prefix_is_read_from_its_head(tmp_path: Path) -> None:
+    """A ManifestFile's objects lie under the prefix its first element names: the job may read
+    them. A manifest that cannot be read or parsed adds nothing (the channel fails in the job)."""
+    manifests = {
+        "good": [{"prefix": "s3://images/cats/"}, "1.jpg", "2.jpg"],
+        "spaced": '  [ { "prefix" : "s3://images/dogs/" } , "7.jpg"]',
+        "not-a-folder": [{"prefix": "s3://images/file.jpg"}, "x"],
+        "no-prefix": ["1.jpg"],
+        "garbage": "\\u0000 not json",
+    }
+    inputs: dict[str, Any] = {}
+    for name, body in manifests.items():
+        path = tmp_path / f"{name}.json"
+        path.write_text(body if isinstance(body, str) else json.dumps(body))
+        inputs[name] = {"uri": path.as_uri(), "s3_data_type": "ManifestFile"}
+    inputs["missing"] = {"uri": (tmp_path / "none.json").as_uri(), "s3_data_type": "ManifestFile"}
+    inputs["plain"] = {"uri": "s3://images/plain/"}
+    spec = JobSpec(entry_point="train.py", inputs=inputs)
+    store = MetadataStore(tmp_path / "db")
+    record = store.create_job(
+        name="manifested",
+        spec=spec.view(),
+        code_uri="s3://code/sourcedir.tar.gz",
+        output_prefix="s3://out/manifested",
+        max_attempts=1,
+        status="InProgress",
+        secondary_status="Starting",
+        message="",
+        now=1.0,
+    )
+    store.close()
+    settings = Settings(home=tmp_path / "home")
+
+    def head(uri: str, size: int) -> bytes:
+        return store_for(uri, settings).get_range(uri, 0, size)
+
+    prefixes = manifest_prefixes(record, head)
+    assert prefixes == ("s3://images/cats/", "s3://images/dogs/")
+    assert set(prefixes) <= set(job_grant(record, prefixes).read)

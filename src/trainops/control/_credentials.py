@@ -10,18 +10,24 @@ reach object storage with the credentials the server is configured with, as befo
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Collection
+import re
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Protocol
 
+from trainops._errors import TrainopsError
 from trainops.storage._grants import JobGrant
 
 if TYPE_CHECKING:
     from trainops.store import JobRecord
 
-__all__ = ["JobCredentials", "job_grant", "revoke_quietly"]
+__all__ = ["JobCredentials", "job_grant", "manifest_prefixes", "revoke_quietly"]
 
 _log = logging.getLogger(__name__)
+# A ManifestFile starts with {"prefix": "s3://bucket/path/"}: its head is enough to find it.
+_MANIFEST_HEAD_BYTES = 64 * 1024
+_MANIFEST_PREFIX = re.compile(rb'\A\s*\[\s*\{\s*"prefix"\s*:\s*("(?:[^"\\]|\\.)*")\s*\}')
 
 
 class JobCredentials(Protocol):
@@ -42,11 +48,13 @@ class JobCredentials(Protocol):
         ...
 
 
-def job_grant(job: JobRecord) -> JobGrant:
-    """What ``job`` may reach: its code and channels to read; its output prefix and the other
-    folders it writes (checkpoints, profiler, debugger and TensorBoard output) to write."""
+def job_grant(job: JobRecord, more_reads: tuple[str, ...] = ()) -> JobGrant:
+    """What ``job`` may reach: its code, channels and ``more_reads`` (its ManifestFiles'
+    prefixes: :func:`manifest_prefixes`) to read; its output prefix and the other folders it
+    writes (checkpoints, profiler, debugger and TensorBoard output) to write."""
     spec = job.spec
     read = [job.code_uri, *(channel.uri for channel in spec.inputs if channel.uri is not None)]
+    read += more_reads
     write = [job.output_prefix]
     if spec.checkpoint_uri is not None:
         write.append(spec.checkpoint_uri)
@@ -56,6 +64,24 @@ def job_grant(job: JobRecord) -> JobGrant:
     if spec.debugger_hook_config is not None:
         write.append(spec.debugger_hook_config.output_prefix(job.output_prefix, job.name))
     return JobGrant(read=tuple(dict.fromkeys(read)), write=tuple(dict.fromkeys(write)))
+
+
+def manifest_prefixes(job: JobRecord, head: Callable[[str, int], bytes]) -> tuple[str, ...]:
+    """The prefixes ``job``'s ManifestFile channels list objects under, read from the head of
+    each manifest (``head(uri, size)``: its first bytes). A manifest that cannot be read or
+    parsed adds nothing: the channel then fails in the job, saying why."""
+    found = []
+    for channel in job.spec.inputs:
+        if channel.s3_data_type != "ManifestFile" or channel.uri is None:
+            continue
+        try:
+            match = _MANIFEST_PREFIX.match(head(channel.uri, _MANIFEST_HEAD_BYTES))
+            prefix = json.loads(match.group(1)) if match else None
+        except (TrainopsError, OSError, ValueError):
+            prefix = None
+        if isinstance(prefix, str) and prefix.endswith("/"):
+            found.append(prefix)
+    return tuple(found)
 
 
 def revoke_quietly(credentials: JobCredentials | None, job: str) -> None:

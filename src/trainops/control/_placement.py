@@ -20,7 +20,7 @@ from trainops._errors import TrainopsError
 from trainops.backends import CapacityNeverFits, CapacityShortage, HostPlacement
 from trainops.catalog import get_instance_type
 from trainops.control._core import ControlCore
-from trainops.control._credentials import job_grant
+from trainops.control._credentials import job_grant, manifest_prefixes
 from trainops.control._lifecycle import Lifecycle
 from trainops.control._queue import Need
 from trainops.control._status import (
@@ -30,6 +30,7 @@ from trainops.control._status import (
     SecondaryStatus,
 )
 from trainops.protocol import AgentLaunch
+from trainops.storage import store_for
 from trainops.store import HostState, JobRecord, NewHost
 
 __all__ = ["Placement", "attempt_dir", "token_hash"]
@@ -158,7 +159,12 @@ class Placement:
         credentials = self.core.credentials
         if credentials is None:
             return {}
-        return credentials.issue(job.name, job_grant(job))
+        manifests = manifest_prefixes(job, self._head)
+        return credentials.issue(job.name, job_grant(job, manifests))
+
+    def _head(self, uri: str, size: int) -> bytes:
+        """The first ``size`` bytes of the object at ``uri`` (read with the server's key)."""
+        return store_for(uri, self.core.settings).get_range(uri, 0, size)
 
     def _start_agent(
         self,
