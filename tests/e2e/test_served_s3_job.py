@@ -99,3 +99,116 @@ def test_a_job_reads_code_and_data_from_the_served_s3_and_writes_its_model_there
     port = int(str(s3_settings.endpoint_url).rsplit(":", 1)[1])
     with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=5):
         pass
+
+
+HOSTILE = """
+import json, os
+import botocore.session
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+s3 = botocore.session.get_session().create_client(
+    "s3",
+    endpoint_url=os.environ["AWS_ENDPOINT_URL_S3"],
+    region_name=os.environ["AWS_DEFAULT_REGION"],
+    config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}),
+)
+
+
+def attempt(call, **kwargs):
+    try:
+        call(**kwargs)
+    except ClientError as exc:
+        return exc.response["Error"]["Code"]
+    return "allowed"
+
+
+victim = "jobs/victim/output/model.tar.gz"
+results = {
+    "read another job's output": attempt(s3.get_object, Bucket="trainops", Key=victim),
+    "list the bucket": attempt(s3.list_objects_v2, Bucket="trainops"),
+    "list the jobs": attempt(s3.list_objects_v2, Bucket="trainops", Prefix="jobs/"),
+    "overwrite another job's output": attempt(s3.put_object, Bucket="trainops", Key=victim, Body=b"x"),
+    "write beside its output": attempt(s3.put_object, Bucket="trainops", Key="jobs/hostile2/x", Body=b"x"),
+    "write into its channel": attempt(s3.put_object, Bucket="trainops", Key="data/train/x", Body=b"x"),
+    "read its channel": attempt(s3.get_object, Bucket="trainops", Key="data/train/part-0"),
+    "write its output": attempt(s3.put_object, Bucket="trainops", Key="jobs/hostile/own", Body=b"ok"),
+}
+model = os.environ["SM_MODEL_DIR"]
+json.dump(results, open(os.path.join(model, "results.json"), "w"))
+stolen = {"key": os.environ["AWS_ACCESS_KEY_ID"], "secret": os.environ["AWS_SECRET_ACCESS_KEY"]}
+json.dump(stolen, open(os.path.join(model, "stolen.json"), "w"))
+"""
+
+
+def _model_file(s3: Any, job: str, name: str) -> Any:
+    body = s3.get_object(Bucket="trainops", Key=f"jobs/{job}/output/model.tar.gz")
+    with tarfile.open(fileobj=io.BytesIO(body["Body"].read()), mode="r:gz") as tar:
+        handle = tar.extractfile(name)
+        assert handle is not None
+        return json.load(handle)
+
+
+def test_a_hostile_script_holds_its_own_jobs_key_only_and_loses_it_when_the_job_ends(
+    tmp_path: Path,
+) -> None:
+    """The script's S3 key is its job's own: its channel and output prefix, nothing of another
+    job's or of the bucket besides; and the key it stole is refused once its job has ended."""
+    from botocore.config import Config  # type: ignore[import-untyped]
+    from botocore.exceptions import ClientError  # type: ignore[import-untyped]
+
+    require("weed")
+    home = tmp_path / "home"
+    server = Server(home, TRAINOPS_S3_SERVE="1").start()
+    try:
+        admin_settings = wait_for(lambda: read_client_file(home), timeout=120)
+        s3 = _client(home)
+        s3.put_object(Bucket="trainops", Key="code/hostile.tar.gz", Body=_sourcedir(HOSTILE))
+        s3.put_object(Bucket="trainops", Key="data/train/part-0", Body=b"1")
+        s3.put_object(Bucket="trainops", Key="jobs/victim/output/model.tar.gz", Body=b"secret")
+        spec = tmp_path / "job.yaml"
+        spec.write_text(
+            yaml.safe_dump(
+                {
+                    "job_name": "hostile",
+                    "entry_point": "train.py",
+                    "source_dir": "s3://trainops/code/hostile.tar.gz",
+                    "inputs": {"train": {"uri": "s3://trainops/data/train/"}},
+                }
+            )
+        )
+        result = trainops("run", str(spec), home=home, **server.env())
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert _model_file(s3, "hostile", "results.json") == {
+            "read another job's output": "AccessDenied",
+            "list the bucket": "AccessDenied",
+            "list the jobs": "AccessDenied",
+            "overwrite another job's output": "AccessDenied",
+            "write beside its output": "AccessDenied",
+            "write into its channel": "AccessDenied",
+            "read its channel": "allowed",
+            "write its output": "allowed",
+        }
+        victim = s3.get_object(Bucket="trainops", Key="jobs/victim/output/model.tar.gz")
+        assert victim["Body"].read() == b"secret"
+        stolen = _model_file(s3, "hostile", "stolen.json")
+        assert stolen["key"] != admin_settings.access_key_id
+        import botocore.session  # type: ignore[import-untyped]
+
+        thief = botocore.session.get_session().create_client(
+            "s3",
+            endpoint_url=admin_settings.endpoint_url,
+            region_name=admin_settings.region,
+            aws_access_key_id=stolen["key"],
+            aws_secret_access_key=stolen["secret"],
+            config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}),
+        )
+        # The job has ended (the CLI returned its outcome): its key is already refused.
+        with pytest.raises(ClientError) as refused:
+            thief.get_object(Bucket="trainops", Key="jobs/hostile/own")
+        assert refused.value.response["Error"]["Code"] == "InvalidAccessKeyId"
+        assert stolen["secret"] not in json.dumps(describe("hostile", home, **server.env()))
+    finally:
+        server.stop()
+    logs = "".join(p.read_text(errors="replace") for p in home.glob("server-*.log"))
+    assert stolen["secret"] not in logs and admin_settings.secret_access_key not in logs

@@ -21,6 +21,7 @@ from trainops._settings import Settings
 from trainops.agent.launchers import available_launchers, launcher_for
 from trainops.backends import Backend
 from trainops.control._core import ControlCore, ControllerConfig
+from trainops.control._credentials import JobCredentials
 from trainops.control._events import EventIntake
 from trainops.control._lifecycle import Lifecycle
 from trainops.control._monitor import Monitor, PeriodicWorker, StoreHealth
@@ -67,6 +68,7 @@ _NO_CHECKPOINT = (
     "and have the script save to and resume from /opt/ml/checkpoints"
 )
 _SCHEDULER_PERIOD_S = 1.0
+_UNFINISHED = (PrimaryStatus.IN_PROGRESS, PrimaryStatus.STOPPING)
 _ACTION_POLL_S = 0.2
 # How long a host may take to pick a command action up, besides its own timeout.
 _ACTION_DELIVERY_S = 15.0
@@ -81,8 +83,10 @@ class JobController:
         store: MetadataStore,
         backend: Backend,
         config: ControllerConfig | None = None,
+        credentials: JobCredentials | None = None,
     ) -> None:
         self.core = ControlCore(settings, store, backend, config or ControllerConfig())
+        self.core.credentials = credentials
         self.lifecycle = Lifecycle(self.core)
         self.intake = EventIntake(self.core, self.lifecycle)
         self.placement = Placement(self.core, self.lifecycle)
@@ -121,6 +125,8 @@ class JobController:
             self.monitor.adopt_reservations()
             self.placement.load_waiting()
         self.monitor.recover()
+        if self.core.credentials is not None:  # jobs that ended while no control plane ran
+            self.core.credentials.retain(self.store.watched_jobs(_UNFINISHED))
         self._scheduler.start()
         self._monitor.start()
         self.services.start()

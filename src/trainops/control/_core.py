@@ -15,6 +15,7 @@ from typing import Any
 
 from trainops._settings import Settings
 from trainops.backends import AgentHandle, Backend, ProcessRef
+from trainops.control._credentials import JobCredentials
 from trainops.control._heartbeats import Heartbeats
 from trainops.control._host_actions import HostActions
 from trainops.control._queue import WaitingQueue
@@ -62,6 +63,8 @@ class ControlCore:
         self._recheck: set[str] = set()  # jobs the monitor must look at again (see recheck)
         self._recheck_lock = threading.Lock()
         self.host_actions = HostActions()  # rules' command actions for the jobs' hosts
+        # Issues each job's own object-storage key, where the store can (see _credentials).
+        self.credentials: JobCredentials | None = None
         # Spot jobs not yet ended: the monitor checks their max wait on every tick, whether or
         # not their hosts run (a job waiting for capacity has none).
         self.spot_jobs: set[str] = set()

