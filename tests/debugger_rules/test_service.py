@@ -265,3 +265,18 @@ def test_a_jobs_debugger_rules_share_one_trial(plane: Plane) -> None:
     assert {r.status_details for r in plane.store.rule_evaluations("job-a")} == {
         "no issue in 3 steps evaluated (up to step 2)"
     }
+
+
+def test_describe_lists_a_custom_rules_status_beside_the_built_in_ones(plane: Plane) -> None:
+    """A custom rule in its ``name``/``source``/``rule_to_invoke`` form (kind ``custom``) has
+    its row in ``DebugRuleEvaluationStatuses`` as SageMaker lists a custom rule's."""
+    custom = {"name": "Mine", "source": "rules/mine.py", "rule_to_invoke": "Mine"}
+    job = plane.submit(["VanishingGradient", custom], code_uri="file:///no/such/code.tar.gz")
+    DebuggerRulesService(plane.context).job_changed(job)
+    assert plane.row("Mine").kind == "custom"
+    found = plane.store.get_job("job-a")
+    assert found is not None
+    iso = lambda ts: None if ts is None else str(ts)  # noqa: E731
+    debug = debugger_sections(plane.store, found, iso)["DebugRuleEvaluationStatuses"]
+    assert [s["RuleConfigurationName"] for s in debug] == ["VanishingGradient", "Mine"]
+    assert debug[1]["RuleEvaluationStatus"] == plane.row("Mine").status
