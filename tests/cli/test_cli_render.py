@@ -239,3 +239,30 @@ def test_a_spot_jobs_cost_comes_first_at_spot_labelled_an_estimate() -> None:
     )
     on_demand = {**spot, "EnableManagedSpotTraining": False}  # the spot figure is not its cost
     assert format_cost(on_demand) == format_cost(DESCRIPTION)
+
+
+def test_a_rules_details_from_a_jobs_files_cannot_drive_the_terminal() -> None:
+    """A tensor's name is the job's: shown in a rule's line, its control characters are escapes
+    (no cursor movement, no forged line)."""
+    from trainops.cli._render import format_rule_statuses
+
+    hostile = DESCRIPTION | {
+        "DebugRuleEvaluationStatuses": [
+            {
+                "RuleConfigurationName": "AllZero",
+                "RuleEvaluationStatus": "IssuesFound",
+                "StatusDetails": "100 % of \x1b[2J\nJob x: Completed is zero at step 0",
+                "Evaluation": {
+                    "Recommendation": "check\r",
+                    "Actions": [{"Type": "stop_training", "Ok": True, "Detail": "\x07done"}],
+                },
+            }
+        ]
+    }
+    shown = format_rule_statuses(hostile)
+    assert shown == (
+        "Debugger rules:\n"
+        "  AllZero: IssuesFound: 100 % of \\x1b[2J\\nJob x: Completed is zero at step 0\n"
+        "    Recommendation: check\\r\n"
+        "    Action stop_training done: \\x07done"
+    )

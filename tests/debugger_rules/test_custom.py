@@ -3,6 +3,9 @@ process, never in the server; and what a hostile rule cannot do there."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -156,12 +159,12 @@ def test_a_healthy_custom_rule_ends_with_no_issues(custom: CustomPlane, tmp_path
         ("memory", "bytearray(4 << 30)", "ran out of memory"),
         (
             "the server's process",
-            "__import__('os').kill(__import__('os').getppid(), 0)",
-            "PermissionError",
+            "__import__('os').kill(SERVER, 0)",
+            "PermissionError|ProcessLookupError",  # not in its PID namespace
         ),
         (
             "the server's memory",
-            "open(f'/proc/{__import__(\"os\").getppid()}/environ').read()",
+            "open('/proc/SERVER/environ').read()",
             "PermissionError",
         ),
         ("the environment", "raise RuntimeError(sorted(__import__('os').environ))", "PATH"),
@@ -173,6 +176,7 @@ def test_a_hostile_custom_rule_is_confined(
     db = str(tmp_path / "trainops.db")
     escaped = tmp_path / "escaped-by-rule"
     action = action.replace("TARGET", repr(db)).replace("ESCAPED", repr(str(escaped)))
+    action = action.replace("SERVER", str(os.getpid()))  # the service runs in this process
     text = _SMDEBUG_STYLE.format(target=target, action=action)
     job = custom.submit_custom(_code(tmp_path, text), "rules/mine.py", "Reads")
     service = DebuggerRulesService(custom.context)
@@ -181,10 +185,61 @@ def test_a_hostile_custom_rule_is_confined(
     row = _deadline_tick(service, custom, "Mine", "Error")
     service.close()
     assert row.status == "Error", row.status_details
-    assert refused in row.status_details
+    assert any(word in row.status_details for word in refused.split("|")), row.status_details
     assert not escaped.exists()
     if target == "the environment":
         assert "TRAINOPS" not in row.status_details and "AWS" not in row.status_details
+
+
+_LINGERS = """
+import ctypes, os, time
+from trainops.debugger.rules import Rule
+
+
+class Lingers(Rule):
+    \"\"\"Starts a process in a session of its own, named {name!r}, meant to outlive the rule.\"\"\"
+
+    def invoke_at_step(self, step):
+        if os.fork() == 0:
+            os.setsid()
+            ctypes.CDLL(None).prctl(15, {name!r}.encode(), 0, 0, 0)  # PR_SET_NAME
+            time.sleep(300)
+            os._exit(0)
+        return False
+"""
+
+
+def _named(name: str) -> list[int]:
+    """The processes whose name (``/proc/<pid>/comm``) is ``name``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            if entry.name.isdigit() and (entry / "comm").read_text().strip() == name:
+                found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.slow
+def test_what_a_custom_rule_starts_ends_with_it(custom: CustomPlane, tmp_path: Path) -> None:
+    """A process the rule starts, even in a new session, ends when the rule's does (the rule
+    runs as pid 1 of a PID namespace of its own): nothing of a job's code outlives its rule."""
+    name = f"linger{os.getpid() % 100000}"
+    code = _code(tmp_path, _LINGERS.format(name=name))
+    service = DebuggerRulesService(custom.context)
+    service.job_changed(custom.submit_custom(code, "rules/mine.py", "Lingers"))
+    _weights(custom, [1.0])
+    _deadline_tick(service, custom, "Mine", "InProgress", "up to step 0")
+    assert _named(name), "the rule's child did not start"
+    service.job_changed(custom.end())
+    assert custom.row("Mine").status == "NoIssuesFound", custom.row("Mine").status_details
+    service.close()
+    deadline = time.monotonic() + 30
+    while _named(name) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = _named(name)
+    for pid in left:  # the test's own leftovers, by their id
+        os.kill(pid, signal.SIGKILL)
+    assert not left
 
 
 def test_custom_rules_refuse_a_source_outside_the_job(custom: CustomPlane) -> None:

@@ -1,4 +1,5 @@
-"""End to end: a real job's debugger rule evaluated while it runs, stopping it.
+"""End to end: a real job's debugger rule evaluated while it runs, stopping it and notifying
+by command.
 
 The script writes its tensors with the job-side writer (``TensorFileWriter``) straight into the
 job's debug-output prefix (``<output_path>/<job>/debug-output``): healthy gradients, then from
@@ -9,6 +10,7 @@ vanishing step's files to the verdict is printed (measured, not asserted).
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -37,6 +39,14 @@ print("finished without being stopped", flush=True)
 """
 
 
+NOTIFY = [
+    sys.executable,
+    "-c",
+    "import json, os, sys; f = json.load(sys.stdin);"
+    " print('notified', os.environ['TRAINOPS_RULE'], f['status'], f['details'])",
+]
+
+
 def test_a_debugger_rule_stops_a_running_job(tmp_path: Path) -> None:
     output = tmp_path / "out"
     tensors = output / "vanishing" / "debug-output"
@@ -47,7 +57,7 @@ def test_a_debugger_rule_stops_a_running_job(tmp_path: Path) -> None:
         output_path=output.as_uri(),
         hyperparameters={"tensors": str(tensors)},
         rules=[
-            {"rule": "vanishing_gradient", "actions": ["stop_training"]},
+            {"rule": "vanishing_gradient", "actions": ["stop_training", {"command": NOTIFY}]},
             {"rule": "ExplodingTensor"},
         ],
         stopping_condition={"grace_period_in_seconds": 5},
@@ -69,9 +79,12 @@ def test_a_debugger_rule_stops_a_running_job(tmp_path: Path) -> None:
     statuses = {s["RuleConfigurationName"]: s for s in job["DebugRuleEvaluationStatuses"]}
     vanishing = statuses["VanishingGradient"]
     assert vanishing["RuleEvaluationStatus"] == "IssuesFound"
-    assert [(a["Type"], a["Ok"]) for a in vanishing["Evaluation"]["Actions"]] == [
-        ("stop_training", True)
-    ]
+    actions = vanishing["Evaluation"]["Actions"]
+    assert [(a["Type"], a["Ok"]) for a in actions] == [("stop_training", True), ("command", True)]
+    # notified with the finding on stdin (by the control plane: the job was stopping already)
+    assert (
+        "notified VanishingGradient IssuesFound gradient gradient/fc.weight" in actions[1]["Detail"]
+    )
     assert statuses["ExplodingTensor"]["RuleEvaluationStatus"] == "NoIssuesFound"
     assert job["ProfilerRuleEvaluationStatuses"] == []
 

@@ -281,3 +281,49 @@ def test_activation_rules_read_by_name_where_the_trial_has_no_collections(tmp_pa
     with pytest.raises(RuleEvaluationConditionMet):
         invoke_rule(rule, raise_eval_cond=True)
     assert "layer_relu_output" in rule.details and trial.errors
+
+
+def _forge_shape(event_file: Path) -> None:
+    """Rewrite the first (4, 4) tensor of ``event_file`` to claim (127, 4): its content no
+    longer fits its shape (a job's forged file; the record's framing stays valid)."""
+    data = event_file.read_bytes()
+    dim = b"\x12\x02\x08\x04"  # TensorShapeProto.dim { size: 4 }
+    assert dim in data
+    event_file.write_bytes(data.replace(dim, b"\x12\x02\x08\x7f", 1))
+
+
+def test_a_forged_tensor_is_left_out_and_named_not_a_failure(tmp_path: Path) -> None:
+    """A job's forged event file does not fail its rule: the unreadable tensor is left out, the
+    other tensors and steps are evaluated, and the verdict names what could not be read."""
+    series = Series()
+    for step in range(3):
+        series.add(step, **{"gradient/fc.weight": np.full((4, 4), 0.1)})
+    series.add(3, **{"gradient/fc.weight": np.full((4, 4), 1e-12)})
+    write_series(tmp_path, series, end=False)
+    _forge_shape(tmp_path / "events" / f"{1:012d}" / f"{1:012d}_worker_0.tfevents")
+    runner = RuleRunner(VanishingGradient(create_trial(tmp_path)))
+    verdict = runner.advance(0.0)
+    assert verdict.status == ISSUES_FOUND and verdict.step == 3  # step 3 still read
+    quiet = RuleRunner(VanishingGradient(create_trial(tmp_path), threshold="1e-13"))
+    verdict = quiet.advance(0.0)
+    assert verdict.status == "InProgress", verdict
+    assert quiet.evaluated == 4
+    assert " tensor reads failed (first: DebugFormatError: " in verdict.details
+    assert "000000000001_worker_0.tfevents" in verdict.details
+    assert "\n" not in verdict.details
+
+
+def test_a_missing_collections_file_leaves_steps_out_with_one_line(tmp_path: Path) -> None:
+    """A rule reading a collection of a trial whose collections file is missing (or was
+    refused) leaves its steps out and says why, instead of failing at every step."""
+    series = Series()
+    for step in range(3):
+        series.add(step, **{"fc.weight": np.full((4, 4), 1.0 + step)})
+    write_series(tmp_path, series)
+    for found in (tmp_path / "collections").rglob("*.json"):
+        found.unlink()
+    runner = RuleRunner(WeightUpdateRatio(create_trial(tmp_path)))
+    verdict = runner.advance(0.0, ended=True)
+    assert verdict.status == "NoIssuesFound", verdict
+    assert runner.evaluated == 1 and runner.left_out == 2  # step 0 has no update to read
+    assert "2 steps left out (first: MissingCollectionFiles: " in verdict.details

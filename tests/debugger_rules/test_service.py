@@ -3,6 +3,7 @@ set clock: statuses, the final verdict, actions run once, a control-plane restar
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -221,14 +222,20 @@ def test_the_verdict_follows_a_step_within_a_tick(plane: Plane) -> None:
     print(f"one tick read and judged the step in {elapsed * 1000:.1f} ms")
 
 
-def test_a_hostile_step_is_an_error_line_and_the_rule_goes_on(plane: Plane) -> None:
-    """Labels that are not class ids (NaN) make the rule's row Error with one line; the next
-    step is evaluated at the next tick."""
+def test_a_hostile_step_is_an_error_line_and_the_rule_goes_on(
+    plane: Plane, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Labels that are not class ids (NaN) make the rule's row Error with one line, and the
+    server's log one line (no traceback); the next step is evaluated at the next tick."""
     service = DebuggerRulesService(plane.context)
     service.job_changed(plane.submit(["Confusion"]))
     bad = Series().add(0, labels=np.array([np.nan, 1.0]), predictions=np.array([0.0, 1.0]))
     write_series(plane.tensors, bad, end=False)
-    service.tick()
+    with caplog.at_level(logging.WARNING, logger="trainops"):
+        service.tick()
+    logged = [r for r in caplog.records if "Confusion" in r.getMessage()]
+    assert [(r.levelno, r.exc_info) for r in logged] == [(logging.WARNING, None)]
+    assert logged[0].getMessage().endswith("ValueError: labels are not finite class ids")
     row = plane.row("Confusion")
     assert (row.status, row.status_details) == (
         "Error",
@@ -239,3 +246,37 @@ def test_a_hostile_step_is_an_error_line_and_the_rule_goes_on(plane: Plane) -> N
     plane.now += 1
     service.tick()
     assert plane.row("Confusion").status == "IssuesFound"
+
+
+def test_a_jobs_debugger_rules_share_one_trial(plane: Plane) -> None:
+    """A trial holds every record it read: the rules of a job read through one, not one each
+    (a job's files would otherwise cost the control plane their memory once per rule)."""
+    from trainops.rules._tracking import JobRules
+
+    job = plane.submit(["VanishingGradient", "ExplodingTensor", "AllZero"])
+    plane.gradients(range(3), 0.1)
+    rules = JobRules(job, plane.context, kind="debugger").rules
+    trials = {id(state.rule.runner.rule.base_trial) for state in rules}  # type: ignore[union-attr]
+    assert len(trials) == 1
+    service = DebuggerRulesService(plane.context)
+    service.job_changed(job)
+    service.job_changed(plane.end())
+    assert {r.status for r in plane.store.rule_evaluations("job-a")} == {"NoIssuesFound"}
+    assert {r.status_details for r in plane.store.rule_evaluations("job-a")} == {
+        "no issue in 3 steps evaluated (up to step 2)"
+    }
+
+
+def test_describe_lists_a_custom_rules_status_beside_the_built_in_ones(plane: Plane) -> None:
+    """A custom rule in its ``name``/``source``/``rule_to_invoke`` form (kind ``custom``) has
+    its row in ``DebugRuleEvaluationStatuses`` as SageMaker lists a custom rule's."""
+    custom = {"name": "Mine", "source": "rules/mine.py", "rule_to_invoke": "Mine"}
+    job = plane.submit(["VanishingGradient", custom], code_uri="file:///no/such/code.tar.gz")
+    DebuggerRulesService(plane.context).job_changed(job)
+    assert plane.row("Mine").kind == "custom"
+    found = plane.store.get_job("job-a")
+    assert found is not None
+    iso = lambda ts: None if ts is None else str(ts)  # noqa: E731
+    debug = debugger_sections(plane.store, found, iso)["DebugRuleEvaluationStatuses"]
+    assert [s["RuleConfigurationName"] for s in debug] == ["VanishingGradient", "Mine"]
+    assert debug[1]["RuleEvaluationStatus"] == plane.row("Mine").status

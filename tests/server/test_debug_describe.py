@@ -100,3 +100,16 @@ def test_a_custom_rule_is_listed_with_its_source_and_class(tmp_path: Path) -> No
         "threshold": "0.5",
     }
     assert found["DebugHookConfig"] is not None
+
+
+def test_a_custom_rule_in_the_sdks_rule_custom_form_is_listed_as_custom(tmp_path: Path) -> None:
+    custom = {
+        "rule": "custom",
+        "name": "my-check",
+        "rule_parameters": {"source": "rules/check.py", "rule_to_invoke": "MyCheck"},
+    }
+    found = _described(tmp_path, rules=[custom])
+    (rule,) = found["DebugRuleConfigurations"]
+    assert rule["RuleEvaluatorImage"] == "trainops:custom"
+    assert rule["RuleParameters"]["rule_to_invoke"] == "MyCheck"
+    assert rule["RuleParameters"]["source"] == "rules/check.py"

@@ -27,6 +27,7 @@ __all__ = [
     "format_money",
     "format_rule_statuses",
     "format_table",
+    "printable",
 ]
 
 
@@ -226,19 +227,28 @@ def format_rule_statuses(description: dict[str, Any]) -> str | None:
     return "\n".join(shown) if shown else None
 
 
+def printable(text: Any) -> str:
+    """``text`` with every character that is not printable written as its escape (``\\x1b``):
+    what a job wrote (a tensor's name in a rule's details) cannot move the terminal's cursor or
+    forge a line."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+
+
 def _rule_block(title: str, statuses: list[dict[str, Any]]) -> str | None:
     if not statuses:
         return None
     lines = [title]
     for status in statuses:
         lines.append(
-            f"  {status.get('RuleConfigurationName', '?')}: "
-            f"{status.get('RuleEvaluationStatus', '?')}: {status.get('StatusDetails', '')}"
+            f"  {printable(status.get('RuleConfigurationName', '?'))}: "
+            f"{printable(status.get('RuleEvaluationStatus', '?'))}: "
+            f"{printable(status.get('StatusDetails', ''))}"
         )
         evaluation = status.get("Evaluation") or {}
         if status.get("RuleEvaluationStatus") == "IssuesFound" and evaluation.get("Recommendation"):
-            lines.append(f"    Recommendation: {evaluation['Recommendation']}")
+            lines.append(f"    Recommendation: {printable(evaluation['Recommendation'])}")
         for action in evaluation.get("Actions") or []:
             outcome = "done" if action.get("Ok") else "failed"
-            lines.append(f"    Action {action.get('Type')} {outcome}: {action.get('Detail')}")
+            detail = printable(action.get("Detail"))
+            lines.append(f"    Action {printable(action.get('Type'))} {outcome}: {detail}")
     return "\n".join(lines)

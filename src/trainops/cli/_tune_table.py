@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from trainops.cli._render import format_table
+from trainops.cli._render import format_table, printable
 
 __all__ = [
     "COUNTED",
@@ -90,11 +90,6 @@ def _short(value: str) -> str:
     except ValueError:
         text = printable(value)
         return text if len(text) <= _CELL else text[: _CELL - 3] + "..."
-
-
-def printable(text: str) -> str:
-    """``text`` with every character that is not printable written as its escape (``\\x1b``)."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
 
 
 def _elapsed(trial: dict[str, Any], now: datetime | None) -> str:

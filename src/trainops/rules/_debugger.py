@@ -71,10 +71,22 @@ def debug_output_prefix(job: JobRecord) -> str:
 
 
 class DebuggerRuleEvaluation:
-    """One built-in debugger rule of one job, evaluated on the steps that arrive."""
+    """One built-in debugger rule of one job, evaluated on the steps that arrive.
 
-    def __init__(self, spec: RuleSpec, job: JobRecord, context: ServiceContext) -> None:
+    The rules of one job share their trials (``trials``: one per debug-output prefix, the
+    job's own and any ``other_trials`` job's): a trial keeps track of every tensor record it
+    read (hundreds of bytes each, up to its ``max_records``), so one per rule would multiply
+    what a job's files make the control plane hold, and its reads, by the number of rules."""
+
+    def __init__(
+        self,
+        spec: RuleSpec,
+        job: JobRecord,
+        context: ServiceContext,
+        trials: dict[str, Any] | None = None,
+    ) -> None:
         self.spec, self.job, self.context = spec, job, context
+        self._trials: dict[str, Any] = {} if trials is None else trials
         parameters = dict(spec.rule_parameters)
         parameters.pop("scan_interval_us", None)
         others = self._other_trials(parameters.pop("other_trials", None))
@@ -86,7 +98,11 @@ class DebuggerRuleEvaluation:
     def _trial(self, job: JobRecord) -> Any:
         from trainops.debugger import create_trial
 
-        return create_trial(debug_output_prefix(job), settings=self.context.settings)
+        prefix = debug_output_prefix(job)
+        found = self._trials.get(prefix)
+        if found is None:
+            found = self._trials[prefix] = create_trial(prefix, settings=self.context.settings)
+        return found
 
     def _other_trials(self, name: Any) -> list[Any] | None:
         if name is None or (isinstance(name, str) and name.strip() in ("", "None")):

@@ -85,8 +85,15 @@ class RuleState:
 
     @classmethod
     def make(
-        cls, spec: RuleSpec, row: RuleEvaluation | None, job: JobRecord, context: ServiceContext
+        cls,
+        spec: RuleSpec,
+        row: RuleEvaluation | None,
+        job: JobRecord,
+        context: ServiceContext,
+        trials: dict[str, Any] | None = None,
     ) -> RuleState:
+        """The rule's state; a built-in debugger rule reads through ``trials``, shared by the
+        job's rules (see :class:`DebuggerRuleEvaluation`)."""
         kind = spec.kind
         try:
             if kind == KIND:
@@ -94,7 +101,8 @@ class RuleState:
             elif kind == "custom" or spec.rule == CUSTOM:
                 state = cls(spec, CustomRuleEvaluation(spec, job, context), kind=kind)
             else:
-                state = cls(spec, DebuggerRuleEvaluation(spec, job, context), kind=kind)
+                evaluation = DebuggerRuleEvaluation(spec, job, context, trials)
+                state = cls(spec, evaluation, kind=kind)
         except Exception as exc:  # a rule that cannot be made is an Error row
             state = cls(spec, None, f"{type(exc).__name__}: {exc}", kind=kind)
         if row is not None and row.status == ISSUES_FOUND:  # a restarted control plane
@@ -116,7 +124,8 @@ class JobRules:
         self._reader: ProfilerReader | None = None
         rows = {row.name: row for row in context.store.rule_evaluations(job.name)}
         specs = rules_of_kind(job, kind)
-        self.rules = [RuleState.make(s, rows.get(s.name), job, context) for s in specs]
+        trials: dict[str, Any] = {}  # the debugger rules' trials, one per prefix
+        self.rules = [RuleState.make(s, rows.get(s.name), job, context, trials) for s in specs]
         if kind == KIND:
             assert self.reader is not None  # made now: a prefix that cannot be read fails here
         now = context.now()
@@ -187,9 +196,11 @@ class JobRules:
             return
         try:
             result = state.rule.evaluate(data)
-        except Exception as exc:
-            _log.exception("rule %s of job %s failed", state.spec.name, self.job.name)
-            self._error(state, _exception_line(exc))
+        except Exception as exc:  # what the job wrote, often: one line (the trace at debug)
+            line = _exception_line(exc)
+            _log.warning("rule %s of job %s failed: %s", state.spec.name, self.job.name, line)
+            _log.debug("rule %s of job %s failed", state.spec.name, self.job.name, exc_info=True)
+            self._error(state, line)
             return
         state.evaluations += 1
         first = result.found and state.found is None

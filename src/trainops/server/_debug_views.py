@@ -15,6 +15,7 @@ from typing import Any
 
 from trainops.protocol import RuleSpec
 from trainops.server._redaction import mask_text
+from trainops.spec._debugger_catalog import CUSTOM
 from trainops.storage import join_uri
 from trainops.store import JobRecord
 
@@ -64,9 +65,15 @@ def _rule(job: JobRecord, rule: RuleSpec) -> dict[str, Any]:
         "RuleConfigurationName": rule.name,
         "LocalPath": RULE_LOCAL_PATH,
         "S3OutputPath": mask_text(join_uri(job.output_prefix, "rule-output")),
-        "RuleEvaluatorImage": "trainops:custom" if rule.source else f"trainops:{rule.rule}",
+        "RuleEvaluatorImage": f"trainops:{'custom' if _custom(rule) else rule.rule}",
         "RuleParameters": {**own, **parameters},
     }
+
+
+def _custom(rule: RuleSpec) -> bool:
+    """Whether ``rule`` is a custom rule, in either of its forms (``source`` beside its name, or
+    ``rule: custom`` with ``source`` among its parameters, as SageMaker's ``Rule.custom``)."""
+    return rule.kind == "custom" or rule.rule == CUSTOM
 
 
 def _text(value: Any) -> str:

@@ -5,7 +5,7 @@
 ``RuleEvaluationStatus``, ``StatusDetails``, ``LastModifiedTime``, and trainops' own
 ``Evaluation``: the rule, its recommendation, evidence and what its actions did) and
 ``ProfilingStatus``. A rule the rules service has not evaluated yet shows as InProgress.
-The debugger rules of the job (the catalog's kind ``debugger``) are shown the same way under
+The debugger rules of the job (built-in, kind ``debugger``, and custom) are shown the same way under
 ``DebugRuleEvaluationStatuses`` (:func:`debugger_sections`), each with a
 ``RuleEvaluationJobArn`` naming its evaluation (trainops evaluates rules in the control plane,
 not in processing jobs: the name is stable, no job of that name exists).
@@ -24,16 +24,19 @@ __all__ = ["debugger_sections", "profiler_sections"]
 
 _KIND = "profiler"
 _DEBUGGER = "debugger"
+_CUSTOM = "custom"
 _ARN = "arn:trainops:sagemaker:local:000000000000:processing-job/{job}-{rule}"
 
 
 def debugger_sections(
     store: MetadataStore, job: JobRecord, iso: Callable[[float | None], str | None]
 ) -> dict[str, Any]:
-    """``DebugRuleEvaluationStatuses``: where each debugger rule of ``job`` stands."""
-    rows = {row.name: row for row in store.rule_evaluations(job.name) if row.kind == _DEBUGGER}
+    """``DebugRuleEvaluationStatuses``: where each debugger rule of ``job`` stands, the
+    built-in ones and then the custom ones (its own rule classes), as SageMaker lists both."""
+    kinds = (_DEBUGGER, _CUSTOM)
+    rows = {row.name: row for row in store.rule_evaluations(job.name) if row.kind in kinds}
     statuses = []
-    for rule in job.spec.debugger_rules:
+    for rule in (*job.spec.debugger_rules, *job.spec.custom_rules):
         row = rows.get(rule.name)
         status = _status(row, iso) if row else _pending(rule.name, rule.rule, job, iso)
         arn = _ARN.format(job=job.name, rule=rule.name)

@@ -242,3 +242,55 @@ def test_a_forked_child_saves_nothing_and_does_not_block(tmp_path: Path) -> None
     net(batch()[0])
     hook.close()
     assert create_trial(str(tmp_path)).steps() == [0, 1]
+
+
+def test_every_reduction_and_its_absolute_variant_matches_numpy(tmp_path: Path) -> None:
+    """The hook computes reductions on the tensor's device (torch); each of smdebug's, plain and
+    absolute, equals NumPy's over the flattened tensor (population variance and std)."""
+    names = ["min", "max", "mean", "std", "variance", "sum", "prod"]
+    reductions = ReductionConfig(
+        reductions=names, abs_reductions=names, norms=["l1", "l2"], abs_norms=["l1", "l2"]
+    )
+    hook = Hook(str(tmp_path), reduction_config=reductions, include_collections=["biases"])
+    train(hook, 1)
+    hook.close()
+    tensor = create_trial(str(tmp_path)).tensor("Net_fc2.bias")
+    torch.manual_seed(0)
+    bias = Net().fc2.bias.detach().numpy().astype(np.float64)  # as train() made it, step 0
+    numpy = {
+        "min": np.min,
+        "max": np.max,
+        "mean": np.mean,
+        "std": np.std,
+        "variance": np.var,
+        "sum": np.sum,
+        "prod": np.prod,
+        "l1": lambda a: np.linalg.norm(a, 1),
+        "l2": lambda a: np.linalg.norm(a, 2),
+    }
+    for name, reduce in numpy.items():
+        for absolute in (False, True):
+            expected = float(reduce(np.abs(bias) if absolute else bias))
+            found = float(tensor.reduction_value(0, name, abs=absolute))
+            assert found == pytest.approx(expected, rel=1e-5, abs=1e-12), (name, absolute)
+    assert len(tensor.reduction_values(0)) == 2 * len(numpy)
+
+
+def test_predict_mode_counts_its_own_steps(tmp_path: Path) -> None:
+    hook = Hook(
+        str(tmp_path), save_config=SaveConfig(save_interval=1), include_collections=["weights"]
+    )
+    net = Net()
+    hook.register_module(net)
+    hook.set_mode(modes.TRAIN)
+    net(batch()[0])
+    hook.set_mode(modes.PREDICT)
+    with torch.no_grad():
+        for _ in range(3):
+            net(batch()[0])
+    hook.close()
+    trial = create_trial(str(tmp_path))
+    assert trial.steps(mode=modes.PREDICT) == [0, 1, 2]
+    assert trial.steps(mode=modes.TRAIN) == [0]
+    assert trial.mode(3) == modes.PREDICT and trial.mode_step(3) == 2
+    assert trial.global_step(modes.PREDICT, 1) == 2

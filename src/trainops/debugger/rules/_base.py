@@ -23,6 +23,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from trainops.debugger.exceptions import (
+    DebugFormatError,
+    MissingCollectionFiles,
     RuleEvaluationConditionMet,
     StepUnavailable,
     TensorUnavailable,
@@ -32,10 +34,14 @@ from trainops.debugger.format import compute_reduction
 from trainops.debugger.modes import ModeKeys
 from trainops.debugger.trial import no_refresh
 
-__all__ = ["UNAVAILABLE", "BuiltinRule", "Rule"]
+__all__ = ["UNAVAILABLE", "UNREADABLE", "BuiltinRule", "Rule"]
 
 #: What a rule skips at a step: its tensors are not there (smdebug's invoker skips them too).
 UNAVAILABLE = (TensorUnavailableForStep, TensorUnavailable, StepUnavailable)
+#: What a rule leaves out and names: the job's files cannot be read (a corrupt or forged event
+#: file, a tensor over the reader's bounds, a collections file missing or refused). A job's
+#: bytes are untrusted: they may blind its own rules, never fail them with a traceback.
+UNREADABLE = (DebugFormatError, MissingCollectionFiles)
 _MAX_DETAILS = 1024
 
 
@@ -60,6 +66,18 @@ class Rule(ABC):
         self.details = ""
         #: The numbers behind :attr:`details` (a small JSON object).
         self.evidence: dict[str, Any] = {}
+        #: How many tensors the rule could not read (:data:`UNREADABLE`), and the first why.
+        self.unreadable = 0
+        self.first_unreadable = ""
+
+    def note_unreadable(self, exc: BaseException) -> None:
+        """Count a read that the job's files made fail (:data:`UNREADABLE`); keep the first
+        line of the first one."""
+        self.unreadable += 1
+        if not self.first_unreadable:
+            lines = str(exc).strip().splitlines()
+            line = f"{type(exc).__name__}: {lines[0] if lines else ''}"
+            self.first_unreadable = line[:_MAX_DETAILS]
 
     @abstractmethod
     def invoke_at_step(self, step: int) -> bool:
@@ -140,6 +158,9 @@ class BuiltinRule(Rule):
             return np.asarray(tensor.value(step, mode=mode))
         except UNAVAILABLE:
             return None
+        except DebugFormatError as exc:  # this tensor is left out; the others are read
+            self.note_unreadable(exc)
+            return None
 
     def reduction(
         self, name: str, step: int, reduction: str, *, absolute: bool = False
@@ -152,6 +173,9 @@ class BuiltinRule(Rule):
         try:
             stored = self.base_trial.tensor(name).reduction_value(step, reduction, abs=absolute)
         except UNAVAILABLE:
+            return None
+        except DebugFormatError as exc:
+            self.note_unreadable(exc)
             return None
         return None if stored is None else float(stored)
 

@@ -9,8 +9,11 @@ line on stdin::
      "trial": <the job's local debug-output folder>, "memory_mb": <int>,
      "cpu_seconds": <int>, "poll_seconds": <float>}
 
-then confines itself (it may read only the Python installation, the job's source folder and its
-tensors; it may write no file and open no TCP connection), imports the rule, and evaluates it
+then moves into a PID namespace of its own where the kernel allows one (a user namespace too
+when not root): this process waits there as the namespace's parent and the rule runs as its pid
+1, so whatever the rule starts (a child in a new session included) ends when the rule's process
+does, however it ends. It confines itself (it may read only the Python installation, the job's
+source folder and its tensors; it may write no file and open no TCP connection), imports the rule, and evaluates it
 with a :class:`~trainops.debugger.rules.RuleRunner` every ``poll_seconds`` as steps arrive. It
 writes a JSON line (``{"status", "details", "step", "evidence"}``) on stdout each time the
 verdict changes. The end of its stdin says the job has ended: it evaluates what is left and
@@ -20,6 +23,7 @@ status ``Error`` and one line saying what.
 
 from __future__ import annotations
 
+import ctypes
 import importlib.util
 import json
 import os
@@ -35,6 +39,8 @@ __all__ = ["main"]
 _MAX_REQUEST = 64 * 1024
 _MAX_DETAILS = 1024
 _SYSTEM_READABLE = ("/usr", "/lib", "/lib64", "/bin", "/etc/ld.so.cache", "/etc/localtime")
+_CLONE_NEWUSER = 0x10000000
+_CLONE_NEWPID = 0x20000000
 
 
 def _say(verdict: dict[str, Any]) -> None:
@@ -112,12 +118,30 @@ def _watch_stdin(ended: threading.Event) -> None:
     ended.set()
 
 
+def _own_pid_namespace() -> None:
+    """Run the rest in a new PID namespace, as its pid 1: this process forks the child and
+    waits, then ends as the child ended. When the kernel refuses the namespace (no user
+    namespaces for this user, a container's seccomp), the rule runs here, as before."""
+    flags = _CLONE_NEWPID if os.geteuid() == 0 else _CLONE_NEWPID | _CLONE_NEWUSER
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(ctypes.c_int(flags)) != 0:
+        return
+    child = os.fork()  # the namespace's pid 1: its end ends every process the rule started
+    if child == 0:
+        return
+    os.close(0)  # the child watches its input for the job's end; this process only waits
+    _, status = os.waitpid(child, 0)
+    code = os.waitstatus_to_exitcode(status)
+    os._exit(code if code >= 0 else 128 - code)
+
+
 def main() -> int:
     """Run the rule the request on stdin names (see the module docstring)."""
     src_root = Path(__file__).resolve().parents[3]
     sys.path.insert(0, str(src_root))
     raw = sys.stdin.buffer.readline(_MAX_REQUEST)
     os.nice(10)  # the rule yields to the control plane
+    _own_pid_namespace()
     try:
         request = json.loads(raw)
         from trainops.debugger.rules._sandbox import confine

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainops.debugger.exceptions import NoMoreData, RuleEvaluationConditionMet
-from trainops.debugger.rules._base import UNAVAILABLE, Rule
+from trainops.debugger.rules._base import UNAVAILABLE, UNREADABLE, Rule
 
 __all__ = [
     "IN_PROGRESS",
@@ -37,6 +37,7 @@ NO_ISSUES_FOUND = "NoIssuesFound"
 IN_PROGRESS = "InProgress"
 #: The most steps one :meth:`RuleRunner.advance` evaluates (the rest wait for the next call).
 STEPS_PER_ADVANCE = 200
+_MAX_DETAILS = 1024
 
 
 def invoke_rule(
@@ -78,6 +79,8 @@ class RuleRunner:
         self.rule = rule
         self.next_step = start_step
         self.evaluated = 0
+        self.left_out = 0
+        self.first_left_out = ""
         self.verdict = Verdict(IN_PROGRESS, "waiting for the first step")
 
     def advance(self, now: float, *, ended: bool = False) -> Verdict:
@@ -106,6 +109,13 @@ class RuleRunner:
         except UNAVAILABLE as exc:
             _log.debug("%s at step %d: %s", self.rule.rule_name, step, exc)
             return False
+        except UNREADABLE as exc:  # the job's files: the step is left out, and named
+            self.left_out += 1
+            if not self.first_left_out:
+                lines = str(exc).strip().splitlines()
+                line = f"{type(exc).__name__}: {lines[0] if lines else ''}"
+                self.first_left_out = line[:_MAX_DETAILS]
+            return False
         self.evaluated += 1
         if found:
             self._found(step)
@@ -117,7 +127,18 @@ class RuleRunner:
         return self.verdict
 
     def _summary(self) -> str:
-        if not self.evaluated:
+        if not self.evaluated and not self.left_out:
             return "no step evaluated yet"
         last = self.next_step - 1
-        return f"no issue in {self.evaluated} steps evaluated (up to step {last})"
+        summary = f"no issue in {self.evaluated} steps evaluated (up to step {last})"
+        return (summary + self._unreadable())[:_MAX_DETAILS]
+
+    def _unreadable(self) -> str:
+        """What the job's files kept the rule from reading, if anything (one clause)."""
+        reads = int(getattr(self.rule, "unreadable", 0) or 0)
+        first = self.first_left_out or str(getattr(self.rule, "first_unreadable", ""))
+        if not reads and not self.left_out:
+            return ""
+        steps = f"{self.left_out} steps left out" if self.left_out else ""
+        tensors = f"{reads} tensor reads failed" if reads else ""
+        return f"; {', '.join(p for p in (steps, tensors) if p)} (first: {first})"
