@@ -1,6 +1,6 @@
 """The HTML around every page (head, navigation, scripts) and the headers every UI answer has:
 a strict Content-Security-Policy (nothing but this server's own files: no inline script or
-style, no other origin), no framing, no sniffing, no caching, no referrer."""
+style, no other origin), no framing, no sniffing, no caching, no referrer to other sites."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ SECURITY_HEADERS = {
     "Content-Security-Policy": CSP,
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
-    "Referrer-Policy": "no-referrer",
+    "Referrer-Policy": "same-origin",  # "no-referrer" would make a form's Origin "null"
     "Cache-Control": "no-store",
 }
 BASE_STYLES = ("ui.css",)

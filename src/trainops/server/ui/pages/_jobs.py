@@ -24,6 +24,7 @@ PAGE_SIZES = (25, 50, 100, 200)
 _STATUSES = tuple(s.value for s in PrimaryStatus)
 _STOPPABLE = (PrimaryStatus.IN_PROGRESS.value,)
 _MAX_NAME = 200
+_MAX_REASON = 300
 _METRICS_SHOWN = 3
 _COLUMNS = (
     ("name", "Name"), ("status", "Status"), ("created", "Created"), ("duration", "Duration"),
@@ -130,8 +131,7 @@ def _row(request: PageRequest, job: dict[str, Any]) -> str:
     created = job.get("CreationTime") or ""
     cells = [
         (name, _name_cell(name)),
-        (status, f'<span class="status s-{esc(status.lower())}">{esc(status)}</span>'
-                 f' <small>{esc(job.get("SecondaryStatus"))}</small>'),
+        (status, _status(job, status)),
         (created, f'<time datetime="{esc(created)}">{esc(created.replace("T", " ")[:19])}</time>'),
         *_duration(job),
         (_instances(job), esc(_instances(job))),
@@ -140,6 +140,16 @@ def _row(request: PageRequest, job: dict[str, Any]) -> str:
     ]  # fmt: skip
     tds = "".join(f'<td data-key="{esc(key)}">{html}</td>' for key, html in cells)
     return f'<tr data-job="{esc(name)}">{tds}<td>{_stop(request, name, status)}</td></tr>'
+
+
+def _status(job: dict[str, Any], status: str) -> str:
+    reason = str(job.get("FailureReason") or "")
+    cut = reason if len(reason) <= _MAX_REASON else reason[:_MAX_REASON] + "…"
+    return (
+        f'<span class="status s-{esc(status.lower())}">{esc(status)}</span>'
+        f" <small>{esc(job.get('SecondaryStatus'))}</small>"
+        + (f'<div class="reason">{esc(cut)}</div>' if reason else "")
+    )
 
 
 def _name_cell(name: str) -> str:
