@@ -23,6 +23,7 @@ __all__ = ["JOBS_PAGE", "PAGE_SIZES"]
 PAGE_SIZES = (25, 50, 100, 200)
 _STATUSES = tuple(s.value for s in PrimaryStatus)
 _STOPPABLE = (PrimaryStatus.IN_PROGRESS.value,)
+_ACTIVE = (PrimaryStatus.IN_PROGRESS.value, PrimaryStatus.STOPPING.value)
 _MAX_NAME = 200
 _MAX_REASON = 300
 _METRICS_SHOWN = 3
@@ -161,13 +162,16 @@ def _name_cell(name: str) -> str:
 
 
 def _duration(job: dict[str, Any]) -> list[tuple[str, str]]:
-    start, end = job.get("CreationTime"), job.get("TrainingEndTime")
+    """Created to ended (its end time, else its last change once it has ended); while it
+    runs, created to now, "so far"."""
+    start = job.get("CreationTime")
     if not start:
         return [("", "")]
-    ended = (
-        datetime.fromisoformat(end) if end else datetime.now(datetime.fromisoformat(start).tzinfo)
-    )
-    seconds = max(0.0, (ended - datetime.fromisoformat(start)).total_seconds())
+    running = job.get("TrainingJobStatus") in _ACTIVE
+    end = job.get("TrainingEndTime") or (None if running else job.get("LastModifiedTime"))
+    began = datetime.fromisoformat(start)
+    ended = datetime.fromisoformat(end) if end else datetime.now(began.tzinfo)
+    seconds = max(0.0, (ended - began).total_seconds())
     return [(f"{seconds:012.3f}", _seconds(seconds) + ("" if end else " so far"))]
 
 
