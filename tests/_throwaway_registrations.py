@@ -15,6 +15,7 @@ from trainops.control.services import SERVICES
 from trainops.data.packer._formats import FORMATS
 from trainops.data.streaming._dataset import SHARD_SOURCES
 from trainops.rules import RULES, StepOutlier
+from trainops.server.ui import PAGES, Page
 from trainops.storage import STORES
 
 THROWAWAY = "throwaway"
@@ -34,3 +35,4 @@ RULES.register(THROWAWAY, StepOutlier)
 ACTIONS.register(THROWAWAY, _never)
 FORMATS.register(THROWAWAY, FORMATS.lookup("shards"))
 SHARD_SOURCES.register(THROWAWAY, _never)  # type: ignore[arg-type]
+PAGES.register(THROWAWAY, Page("/ui/throwaway", "Throwaway", _never))

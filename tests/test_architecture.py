@@ -318,6 +318,7 @@ REGISTRIES = [
     ("trainops.data.pipe._dataset", "RECORD_FORMATS"),
     ("trainops.data.streaming._dataset", "SHARD_SOURCES"),
     ("trainops.profiler._windows", "WINDOWS"),
+    ("trainops.server.ui", "PAGES"),
 ]
 
 

@@ -30,6 +30,7 @@ SUITES = {
     "ACTIONS": "tests/actions/test_action_conformance.py",
     "FORMATS": "tests/data/test_pack.py",
     "SHARD_SOURCES": "tests/data/test_shard_source_conformance.py",
+    "PAGES": "tests/ui/test_page_conformance.py",
 }
 
 

@@ -15,7 +15,7 @@ from trainops.cli._parser import build_parser
 
 EXPECTED = {
     "": {"-h", "--help", "--version"},
-    "run": {"-h", "--help", "SPEC"},
+    "run": {"-h", "--help", "SPEC", "--ui"},  # --ui: keep the embedded server's web UI up
     "submit": {"-h", "--help", "SPEC"},
     "jobs": {"-h", "--help", "--status", "--name-contains", "--limit"},
     "describe": {"-h", "--help", "NAME"},
@@ -32,6 +32,7 @@ EXPECTED = {
     "cluster": {"-h", "--help"},  # the backend's machines: a deliberate command, no knobs
     "study": {"-h", "--help", "STUDY"},  # a deliberate command: its knobs are in the study file
     "server": {"-h", "--help", "--host", "--port", "--backend", "--ray-address", "--s3"},
+    "ui": {"-h", "--help", "--port"},  # the web UI on this home (off loopback: trainops server)
     # a deliberate command: packing files is no job, so its knobs cannot live in a spec
     "pack": {"-h", "--help", "SRC", "DEST", "--format", "--shard-size", "--workers", "--labels"},
     "tune": {"-h", "--help", "TUNE"},  # a deliberate command: its knobs are in the tuning config
@@ -67,6 +68,7 @@ def test_every_command_has_a_handler() -> None:
         operands = {
             "jobs": [],
             "server": [],
+            "ui": [],
             "cluster": [],
             "pack": ["x", "y"],
             "tuning": ["list"],

@@ -191,6 +191,24 @@ def server(args: argparse.Namespace) -> int:
     return 0
 
 
+def ui(args: argparse.Namespace) -> int:
+    """``trainops ui``: the home's server's UI if it runs, else a server on loopback for it."""
+    from trainops.client import running_server
+    from trainops.server import serve
+
+    settings = Settings.load()
+    url = running_server(settings)
+    if url is not None:
+        print(
+            f"Web UI: {url}/ (the home's server runs already: open the login link it printed, "
+            f"or sign in with the API token in {settings.home / 'token'})",
+            flush=True,
+        )
+        return 0
+    serve(settings, "127.0.0.1", args.port)
+    return 0
+
+
 def _check_host(description: dict[str, Any], host: str) -> None:
     count = int(description.get("ResourceConfig", {}).get("InstanceCount") or 1)
     if host in {f"algo-{i}" for i in range(1, count + 1)}:

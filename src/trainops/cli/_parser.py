@@ -42,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_cluster(commands)
     _add_study(commands)
     _add_server(commands)
+    _add_ui(commands)
     _add_pack(commands)
     _add_tune(commands)
     _add_tuning(commands)
@@ -67,6 +68,12 @@ def _add_run(commands: Commands) -> None:
         "Submit a job spec, follow its status and log, exit with its outcome.",
     )
     sub.add_argument("spec", metavar="SPEC", help="job spec (YAML)")
+    sub.add_argument(
+        "--ui",
+        action="store_true",
+        help="print the web UI's address and keep the embedded server (and the UI) up after the "
+        "job, until Ctrl-C",
+    )
 
 
 def _add_submit(commands: Commands) -> None:
@@ -208,6 +215,17 @@ def _add_server(commands: Commands) -> None:
         help="start and supervise an S3 server (SeaweedFS) on 127.0.0.1 as the default object "
         "store (also: s3.serve in config.yaml, TRAINOPS_S3_SERVE=1)",
     )
+
+
+def _add_ui(commands: Commands) -> None:
+    sub = _command(
+        commands,
+        "ui",
+        "ui",
+        "Serve the web UI (and the API) on this home on 127.0.0.1 and print a one-time login "
+        "link; with the home's server running already, print its address.",
+    )
+    sub.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"default {DEFAULT_PORT}")
 
 
 def _add_pack(commands: Commands) -> None:

@@ -91,6 +91,7 @@ def _embedded(settings: Settings, before_embedded: Callable[[], object] | None) 
         raise
     try:
         with Client(server.url, server.token, embedded=True) as client:
+            client.ui_link = server.ui_link
             yield client
     finally:
         server.stop()  # closes the backend too

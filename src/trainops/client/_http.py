@@ -7,7 +7,7 @@ problems, anything else (including an unreachable server) is :class:`ServerError
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -46,6 +46,8 @@ class Client:
         """``fix`` says what to do when the server cannot be reached (it ends that error)."""
         self.url = url.rstrip("/")
         self.embedded = embedded
+        #: An embedded server's web UI login links (``EmbeddedServer.ui_link``); None otherwise.
+        self.ui_link: Callable[[], str] | None = None
         self._fix = fix
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         try:

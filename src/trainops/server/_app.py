@@ -1,5 +1,6 @@
 """The ASGI application (Starlette): public API under ``/api/v1``, agent API under ``/agent/v1``,
-and AWS's own protocols (SageMaker's JSON 1.1 API, SigV4-signed) on the same port (``aws/``).
+AWS's own protocols (SageMaker's JSON 1.1 API, SigV4-signed) and the web UI (``/`` and ``/ui``,
+``ui/``) on the same port (``aws/``).
 
 The routes come from one table (``_routing.Operation`` declarations in the ``routes`` package
 and ``_agent_api.py``), which parses the requests and writes the OpenAPI document served at
@@ -32,6 +33,7 @@ from trainops.server._longpoll import LogWaiter
 from trainops.server._routing import Operation, starlette_routes
 from trainops.server.aws import AWS_SERVICES, AwsWire, Verifier, derive_credentials
 from trainops.server.routes import public_operations
+from trainops.server.ui import UiAuth, UiContext, UiSite
 
 __all__ = ["create_app"]
 
@@ -51,6 +53,7 @@ def create_app(
 
     Requests whose Host is not a name of a server bound to ``bind_host`` (or one of
     ``settings.server.allowed_hosts``), or whose Origin is another site, are refused (403).
+    The web UI's :class:`~trainops.server.ui.UiSite` is ``app.state.ui`` (its login links).
     """
 
     waiter = LogWaiter(controller)
@@ -68,11 +71,13 @@ def create_app(
         finally:
             waiter.stop()
 
+    ui = UiSite(UiContext.build(controller, settings, waiter), UiAuth(settings.token))
     routes = [
         *starlette_routes(operations, token=settings.token, store_path=settings.db_path),
         *_document_routes(operations),
+        *ui.routes(),
     ]
-    return Starlette(
+    app = Starlette(
         routes=routes,
         middleware=[
             Middleware(
@@ -90,6 +95,8 @@ def create_app(
         exception_handlers={HTTPException: _http_error},
         lifespan=lifespan,
     )
+    app.state.ui = ui
+    return app
 
 
 def _document_routes(operations: list[Operation]) -> list[Route]:

@@ -32,9 +32,10 @@ from trainops.tuner import TunerHook as TunerHook  # registers the tuner service
 
 if TYPE_CHECKING:
     from trainops.server._uvicorn import Uvicorn
+    from trainops.server.ui import UiSite
     from trainops.storage._seaweed import S3Server
 
-__all__ = ["EmbeddedServer", "serve"]
+__all__ = ["EmbeddedServer", "serve", "ui_banner"]
 
 _STARTUP_POLL_S = 0.005
 _STARTUP_TIMEOUT_S = 30.0
@@ -65,6 +66,7 @@ class EmbeddedServer:
         self._controller: JobController | None = None
         self._store: MetadataStore | None = None
         self._server: Uvicorn | None = None
+        self._ui: UiSite | None = None
         self._thread: threading.Thread | None = None
         self._sock: socket.socket | None = None
         self.s3: S3Server | None = None
@@ -152,8 +154,10 @@ class EmbeddedServer:
 
         assert self._controller is not None and self._sock is not None
         guarded = dataclasses.replace(self.settings, token=self.token)
+        app = create_app(self._controller, guarded, bind_host=self._options[2])
+        self._ui = app.state.ui
         config = uvicorn.Config(
-            create_app(self._controller, guarded, bind_host=self._options[2]),
+            app,
             log_config=None,
             log_level="warning",
             access_log=False,
@@ -172,6 +176,15 @@ class EmbeddedServer:
             if time.monotonic() > deadline:
                 raise ServerError("the trainops server did not start within 30 s")
             time.sleep(_STARTUP_POLL_S)
+
+    def ui_link(self) -> str:
+        """The web UI's address: on a loopback server a new one-time login link (good once, for
+        10 minutes), elsewhere the UI's root, where the API token signs in."""
+        if self._ui is None:
+            raise RuntimeError("the server is not running")
+        if _is_loopback(self._options[2]):
+            return self._ui.auth.login_link(self.url)
+        return f"{self.bind_url}/"
 
     def stop(self) -> None:
         """Stop serving; agents keep running. Safe to call more than once."""
@@ -194,6 +207,7 @@ class EmbeddedServer:
             self.s3 = None
         self._lock.release()
         self._controller = self._store = self._server = self._thread = self._sock = None
+        self._ui = None
 
     def __repr__(self) -> str:
         return f"EmbeddedServer(url={self.url!r}, home={str(self.settings.home)!r})"
@@ -226,6 +240,7 @@ def serve(
         with EmbeddedServer(settings, backend=backend, config=config, host=host, port=port) as srv:
             print(_banner(srv), file=sys.stderr, flush=True)
             print(_aws_banner(srv), file=sys.stderr, flush=True)
+            print(ui_banner(srv), file=sys.stderr, flush=True)
             while srv.running and not stop.wait(0.5):
                 pass
     finally:
@@ -277,6 +292,14 @@ def _banner(srv: EmbeddedServer) -> str:
             f"its key and secret are in {srv.settings.home / 's3' / 'client.json'}"
         )
     return banner
+
+
+def ui_banner(srv: EmbeddedServer) -> str:
+    """Where the web UI is: a one-time login link on loopback, else the page and the token."""
+    link = srv.ui_link()
+    if "/ui/login?code=" in link:
+        return f"Web UI: {link} (a one-time login link, good for 10 minutes)"
+    return f"Web UI: {link} (sign in with the API token)"
 
 
 def _aws_banner(srv: EmbeddedServer) -> str:

@@ -1,0 +1,129 @@
+"""What a web UI page is: :class:`Page` (its path, title, renderer, live parts and actions), the
+request a renderer gets (:class:`PageRequest`), what it reads through (:class:`UiContext`) and
+the registry of pages (:data:`PAGES`).
+
+A page renders on the server, from the same route handlers the JSON API answers with
+(``UiContext.jobs`` is the API's own :class:`~trainops.server.routes.JobRoutes`, and so on):
+the UI has no second way to read the store. Everything a renderer writes from data is escaped
+with :func:`esc`; markup it writes itself is a plain string. docs/internals/ui-pages.md says how
+to add a page.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from trainops._errors import TrainopsError
+from trainops._registry import Registry
+from trainops._settings import Settings
+from trainops.control import JobController
+from trainops.server._longpoll import LogWaiter
+from trainops.server.routes import (
+    ClusterRoutes,
+    JobOutputRoutes,
+    JobRoutes,
+    ReportRoutes,
+    TuningRoutes,
+)
+
+__all__ = ["PAGES", "Page", "PageRequest", "UiContext", "UiError", "esc"]
+
+
+def esc(value: object) -> str:
+    """``value`` as text in HTML (element content or a quoted attribute): ``<&>"'`` escaped;
+    ``None`` is the empty string."""
+    return "" if value is None else html.escape(str(value), quote=True)
+
+
+class UiError(TrainopsError):
+    """A page, part or action cannot answer (a bad query value, an unknown page): shown to the
+    user as one line with ``status``."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class UiContext:
+    """What pages read through: the API's own route groups around the server's controller."""
+
+    controller: JobController
+    settings: Settings
+    jobs: JobRoutes
+    output: JobOutputRoutes
+    reports: ReportRoutes
+    tuning: TuningRoutes
+    cluster: ClusterRoutes
+
+    @classmethod
+    def build(cls, controller: JobController, settings: Settings, waiter: LogWaiter) -> UiContext:
+        return cls(
+            controller=controller,
+            settings=settings,
+            jobs=JobRoutes(controller, settings),
+            output=JobOutputRoutes(controller, waiter),
+            reports=ReportRoutes(controller, settings),
+            tuning=TuningRoutes(controller),
+            cluster=ClusterRoutes(controller, settings),
+        )
+
+
+@dataclass(frozen=True)
+class PageRequest:
+    """One request to a page, a part or an action.
+
+    ``params`` are the page path's ``{name}`` values; ``query`` the URL's query (last value of a
+    repeated name; ``query_lists`` has them all); ``form`` an action's form fields; ``csrf`` the
+    session's CSRF token, which every form that changes state carries as ``csrf``
+    (:func:`~trainops.server.ui.csrf_field` writes it); ``path`` the path asked for.
+    """
+
+    ui: UiContext
+    path: str
+    params: Mapping[str, str] = field(default_factory=dict)
+    query: Mapping[str, str] = field(default_factory=dict)
+    query_lists: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    form: Mapping[str, str] = field(default_factory=dict)
+    csrf: str = ""
+
+
+Render = Callable[[PageRequest], str]
+Act = Callable[[PageRequest], str]
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of the web UI.
+
+    ``path`` is under ``/ui`` and may hold ``{name}`` parameters (``/ui/jobs/{job}``: a
+    parameter called ``job`` is a job's name, which the conformance test fills in). ``render``
+    returns the page's main content as HTML (the layout adds the head, navigation and scripts);
+    ``nav`` puts ``title`` in the navigation bar (pages without parameters only). ``parts`` are
+    HTML fragments served at ``{path}/-/{part}`` (with the page's query) that ``ui.js`` refreshes
+    live: an element ``<... data-live="{url}">`` is replaced by the part's content whenever it
+    changes. ``actions`` are state changes, POSTed as forms to ``{path}/-/{action}`` with the
+    session's CSRF token; an action returns the URL to go to next. ``scripts`` and ``styles``
+    name further files of ``static/`` the page needs.
+    """
+
+    path: str
+    title: str
+    render: Render
+    nav: bool = False
+    parts: Mapping[str, Render] = field(default_factory=dict)
+    actions: Mapping[str, Act] = field(default_factory=dict)
+    scripts: tuple[str, ...] = ()
+    styles: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.path.startswith("/ui/") or "/-/" in self.path or self.path.endswith("/"):
+            raise ValueError(f"page path {self.path!r}: must be /ui/<name>[/...], without /-/")
+        if self.nav and "{" in self.path:
+            raise ValueError(f"page path {self.path!r}: a page with parameters is not in the nav")
+
+
+#: Every page of the web UI, by name (``"jobs"``); registered in ``pages/__init__.py``.
+PAGES: Registry[Page] = Registry("web UI page", error=lambda m: UiError(m, 404))

@@ -1,0 +1,12 @@
+"""The built-in pages of the web UI, registered in :data:`~trainops.server.ui.PAGES` in the order
+the navigation bar lists them. A new page is a module here and a line below
+(docs/internals/ui-pages.md)."""
+
+from __future__ import annotations
+
+from trainops.server.ui._page import PAGES
+from trainops.server.ui.pages._jobs import JOBS_PAGE
+
+__all__ = ["JOBS_PAGE"]
+
+PAGES.register("jobs", JOBS_PAGE)

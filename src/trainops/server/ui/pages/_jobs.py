@@ -1,0 +1,227 @@
+"""The jobs page (``/ui/jobs``): every job with its status, times, instances, cost and final
+metrics; filtered by status and name, paged on the server, refreshed live, with a stop button
+for each running job.
+
+Its rows come from the API's own handlers: ``GET /api/v1/jobs`` (``JobRoutes.list_jobs``, the
+store's indexed listing, newest first) for the page, and ``GET /api/v1/jobs/{name}``
+(``describe_job``) for each row's cost and metrics. Pages are keyset-paged (``before``: the
+creation time of the last job shown), so the 200th page costs what the first does.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from trainops.control import PrimaryStatus
+from trainops.server.routes import parse_timestamp
+from trainops.server.ui._layout import csrf_field
+from trainops.server.ui._page import PAGES, Page, PageRequest, UiError, esc
+
+__all__ = ["JOBS_PAGE", "PAGE_SIZES"]
+
+PAGE_SIZES = (25, 50, 100, 200)
+_STATUSES = tuple(s.value for s in PrimaryStatus)
+_STOPPABLE = (PrimaryStatus.IN_PROGRESS.value,)
+_ACTIVE = (PrimaryStatus.IN_PROGRESS.value, PrimaryStatus.STOPPING.value)
+_MAX_NAME = 200
+_MAX_REASON = 300
+_METRICS_SHOWN = 3
+_COLUMNS = (
+    ("name", "Name"), ("status", "Status"), ("created", "Created"), ("duration", "Duration"),
+    ("instance", "Instances"), ("cost", "Cost (USD)"), ("metrics", "Final metrics"), ("", ""),
+)  # fmt: skip
+
+
+class _View:
+    """The page's query, checked: statuses, name filter, page cursor and size."""
+
+    def __init__(self, request: PageRequest) -> None:
+        self.statuses = list(dict.fromkeys(s for s in request.query_lists.get("status", ()) if s))
+        for status in self.statuses:
+            if status not in _STATUSES:
+                raise UiError(f"status {status[:40]!r} is not one of {', '.join(_STATUSES)}")
+        self.name = request.query.get("name", "").strip()[:_MAX_NAME]
+        self.before = request.query.get("before", "")
+        try:
+            self.before_ts = parse_timestamp(self.before)
+        except ValueError as exc:
+            raise UiError(f"before: {exc}") from None
+        size = request.query.get("size", "50")
+        if size not in {str(s) for s in PAGE_SIZES}:
+            raise UiError(f"size must be one of {', '.join(map(str, PAGE_SIZES))}")
+        self.size = int(size)
+
+    def query(self, *, before: str | None = None) -> str:
+        """This view's URL query (with another cursor)."""
+        pairs = [("status", s) for s in self.statuses]
+        pairs += [("name", self.name)] if self.name else []
+        cursor = self.before if before is None else before
+        pairs += [("before", cursor)] if cursor else []
+        pairs += [("size", str(self.size))] if self.size != 50 else []
+        return urlencode(pairs)
+
+
+def render(request: PageRequest) -> str:
+    view = _View(request)
+    live = f"/ui/jobs/-/table?{view.query()}"
+    return (
+        f"<h1>Training jobs</h1>{_filters(view)}"
+        f'<div id="jobs" class="live" data-live="{esc(live)}">{table(request)}</div>'
+    )
+
+
+def table(request: PageRequest) -> str:
+    """The table and its pager (the live part ``table``)."""
+    view = _View(request)
+    listed = request.ui.jobs.list_jobs(
+        status=view.statuses,
+        name_contains=view.name or None,
+        created_after=None,
+        created_before=view.before_ts,
+        limit=view.size + 1,
+    )["jobs"]
+    shown = listed[: view.size]
+    rows = "".join(_row(request, request.ui.jobs.describe_job(j["TrainingJobName"])) for j in shown)
+    if not rows:
+        rows = f'<tr><td colspan="{len(_COLUMNS)}" class="empty">No jobs match.</td></tr>'
+    heads = "".join(
+        f'<th data-sort="{key}">{label}</th>' if key else "<th></th>" for key, label in _COLUMNS
+    )
+    more = shown[-1]["CreationTime"] if len(listed) > view.size else None
+    return (
+        f'<table class="jobs sortable"><thead><tr>{heads}</tr></thead><tbody>{rows}</tbody></table>'
+        f"{_pager(view, more, len(shown))}"
+    )
+
+
+def _filters(view: _View) -> str:
+    boxes = "".join(
+        f'<label><input type="checkbox" name="status" value="{s}"'
+        f"{' checked' if s in view.statuses else ''}> {s}</label>"
+        for s in _STATUSES
+    )
+    sizes = "".join(
+        f'<option value="{n}"{" selected" if n == view.size else ""}>{n}</option>'
+        for n in PAGE_SIZES
+    )
+    return (
+        '<form class="filters" method="get" action="/ui/jobs">'
+        f'<input type="search" name="name" value="{esc(view.name)}" placeholder="name contains"'
+        f' maxlength="{_MAX_NAME}" aria-label="name contains">'
+        f"<fieldset><legend>Status</legend>{boxes}</fieldset>"
+        f'<label>Per page <select name="size">{sizes}</select></label>'
+        '<button type="submit">Filter</button> <a href="/ui/jobs">Clear</a></form>'
+    )
+
+
+def _pager(view: _View, more: str | None, shown: int) -> str:
+    first = f'<a href="/ui/jobs?{esc(view.query(before=""))}">Newest</a>' if view.before else ""
+    older = (
+        f'<a rel="next" href="/ui/jobs?{esc(view.query(before=more))}">Older</a>' if more else ""
+    )
+    return f'<nav class="pager"><span>{shown} shown</span> {first} {older}</nav>'
+
+
+def _row(request: PageRequest, job: dict[str, Any]) -> str:
+    name = str(job["TrainingJobName"])
+    status = str(job["TrainingJobStatus"])
+    cost = (job.get("Cost") or {}).get("EstimatedCostUsd")
+    created = job.get("CreationTime") or ""
+    cells = [
+        (name, _name_cell(name)),
+        (status, _status(job, status)),
+        (created, f'<time datetime="{esc(created)}">{esc(created.replace("T", " ")[:19])}</time>'),
+        *_duration(job),
+        (_instances(job), esc(_instances(job))),
+        ("" if cost is None else f"{cost:.6f}", "" if cost is None else f"{cost:.4f}"),
+        ("", _metrics(job)),
+    ]  # fmt: skip
+    tds = "".join(f'<td data-key="{esc(key)}">{html}</td>' for key, html in cells)
+    return f'<tr data-job="{esc(name)}">{tds}<td>{_stop(request, name, status)}</td></tr>'
+
+
+def _status(job: dict[str, Any], status: str) -> str:
+    reason = str(job.get("FailureReason") or "")
+    cut = reason if len(reason) <= _MAX_REASON else reason[:_MAX_REASON] + "…"
+    return (
+        f'<span class="status s-{esc(status.lower())}">{esc(status)}</span>'
+        f" <small>{esc(job.get('SecondaryStatus'))}</small>"
+        + (f'<div class="reason">{esc(cut)}</div>' if reason else "")
+    )
+
+
+def _name_cell(name: str) -> str:
+    if "job" in PAGES:  # the job page, where one is registered
+        return f'<a href="/ui/jobs/{esc(quote(name, safe=""))}">{esc(name)}</a>'
+    return esc(name)
+
+
+def _duration(job: dict[str, Any]) -> list[tuple[str, str]]:
+    """Created to ended (its end time, else its last change once it has ended); while it
+    runs, created to now, "so far"."""
+    start = job.get("CreationTime")
+    if not start:
+        return [("", "")]
+    running = job.get("TrainingJobStatus") in _ACTIVE
+    end = job.get("TrainingEndTime") or (None if running else job.get("LastModifiedTime"))
+    began = datetime.fromisoformat(start)
+    ended = datetime.fromisoformat(end) if end else datetime.now(began.tzinfo)
+    seconds = max(0.0, (ended - began).total_seconds())
+    return [(f"{seconds:012.3f}", _seconds(seconds) + ("" if end else " so far"))]
+
+
+def _seconds(total: float) -> str:
+    minutes, seconds = divmod(int(total), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m{seconds:02d}s" if hours else f"{minutes}m{seconds:02d}s"
+
+
+def _instances(job: dict[str, Any]) -> str:
+    config = job.get("ResourceConfig") or {}
+    return f"{config.get('InstanceType', '')} x {config.get('InstanceCount', '')}"
+
+
+def _metrics(job: dict[str, Any]) -> str:
+    metrics = job.get("FinalMetricDataList") or []
+    shown = "".join(
+        f"<li>{esc(m['MetricName'])} = {esc(_number(m['Value']))}</li>"
+        for m in metrics[:_METRICS_SHOWN]
+    )
+    rest = len(metrics) - _METRICS_SHOWN
+    more = f"<li>… {rest} more</li>" if rest > 0 else ""
+    return f'<ul class="metrics">{shown}{more}</ul>' if shown else ""
+
+
+def _number(value: object) -> str:
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
+def _stop(request: PageRequest, name: str, status: str) -> str:
+    if status not in _STOPPABLE:
+        return ""
+    return (
+        f'<form method="post" action="/ui/jobs/-/stop" class="stop">{csrf_field(request.csrf)}'
+        f'<input type="hidden" name="job" value="{esc(name)}">'
+        f'<button type="submit" aria-label="Stop {esc(name)}">Stop</button></form>'
+    )
+
+
+def stop(request: PageRequest) -> str:
+    """Action ``stop``: ``POST /api/v1/jobs/{name}/stop``'s handler for the form's ``job``."""
+    name = request.form.get("job", "")
+    if not name:
+        raise UiError("which job: the form has no job")
+    request.ui.jobs.stop_job(name)
+    return "/ui/jobs"
+
+
+JOBS_PAGE = Page(
+    path="/ui/jobs",
+    title="Jobs",
+    render=render,
+    nav=True,
+    parts={"table": table},
+    actions={"stop": stop},
+)

@@ -1,0 +1,51 @@
+"""Every registered page of the web UI (``trainops.server.ui.PAGES``), loaded in the tests'
+browser against a real server whose job holds markup and script in its failure reason and
+hyperparameters: it loads with no console error (a Content-Security-Policy violation is one),
+no failed request and no request outside the server, and none of the job's text became an
+element or ran. Parametrized over the registry at collection: a registered page is tested
+without touching this file (docs/internals/ui-pages.md)."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import quote
+
+import pytest
+
+from tests.control._harness import ControlPlane
+from tests.ui._browser import Tab
+from tests.ui._jobs import HOSTILE
+from trainops.server.ui import PAGES
+
+pytestmark = pytest.mark.slow
+_JOB = "hostile"
+# What fills a page path's parameters; {job} is the hostile job's name.
+_SAMPLES = {"job": _JOB}
+
+
+def _url(path: str) -> str:
+    def fill(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in _SAMPLES:
+            pytest.fail(f"no sample value for the page parameter {{{name}}}: add it to _SAMPLES")
+        return quote(_SAMPLES[name], safe="")
+
+    return re.sub(r"{([^}]+)}", fill, path)
+
+
+@pytest.mark.parametrize("name", PAGES.names())
+def test_the_page_loads_cleanly_and_shows_the_jobs_text_as_text(
+    name: str, plane: ControlPlane, tab: Tab
+) -> None:
+    env = {"FAKE_FAIL_HOST": "algo-1", "FAKE_FAIL_REASON": HOSTILE}
+    plane.submit(_JOB, env, hyperparameters={"note": HOSTILE})
+    plane.wait_ended(_JOB)
+    tab.page.goto(plane.server.url + _url(PAGES[name].path))
+    tab.page.wait_for_load_state("networkidle")
+    assert tab.page.locator("main").count() == 1
+    assert tab.page.locator("#injected").count() == 0
+    assert tab.page.evaluate("window.injected") is None
+    if "window.injected = 1" in tab.page.content():  # wherever the page has the text, as text
+        assert "<script>window.injected = 1</script>" in tab.page.locator("main").inner_text()
+    if name == "jobs":
+        assert tab.page.locator(f'tr[data-job="{_JOB}"] .reason').inner_text().startswith("<i id")
