@@ -45,7 +45,7 @@ __all__ = [
     "tpe_sampler",
 ]
 
-BAYESIAN_STARTUP_TRIALS = 10  # random trials before the model (Optuna's default for both)
+BAYESIAN_STARTUP_TRIALS = 10  # trials before the model (Optuna's default for both): the design
 _GP_MODULES = ("torch", "scipy")  # what Optuna's GPSampler imports (the `torch` extra brings both)
 
 
@@ -69,6 +69,10 @@ def _gp_imports() -> bool:
 
 class SearchStrategy(ABC):
     """How one tuning job chooses its trials."""
+
+    #: how many first trials come from a Latin-hypercube start design (trainops.tuning._design)
+    #: instead of the sampler; 0: none
+    design_size = 0
 
     def __init__(self, config: TuningJobConfig, study_name: str) -> None:
         self.config = config
@@ -105,11 +109,13 @@ class RandomStrategy(SearchStrategy):
 class BayesianStrategy(SearchStrategy):
     """Optuna's GP sampler (log expected improvement; trials still running are kept apart by
     its q-batch acquisition) where every range is Continuous and :func:`gp_available`, else
-    :func:`tpe_sampler`'s TPE."""
+    :func:`tpe_sampler`'s TPE; either model starts from a Latin-hypercube design of its 10
+    startup trials (trainops.tuning._design) instead of random draws."""
 
     def __init__(self, config: TuningJobConfig, study_name: str) -> None:
         super().__init__(config, study_name)
         self.uses_gp: bool | None = None  # decided on the first proposal (imports torch)
+        self.design_size = BAYESIAN_STARTUP_TRIALS  # the model's startup trials, spread out
 
     def gp_pays(self) -> bool:
         """Whether every range is Continuous: there the GP finds far better points than TPE;
