@@ -13,6 +13,7 @@ from tests.tuning.test_search import RANGES, _config, _run
 from trainops.tuning import Search
 from trainops.tuning._design import design_point, latin_hypercube
 from trainops.tuning._engine import trial_seed
+from trainops.tuning._strategies import gp_available
 
 pytestmark = pytest.mark.usefixtures("optuna")
 
@@ -95,3 +96,15 @@ def test_design_points_are_values_of_their_distributions() -> None:
         )
     with pytest.raises(IndexError):
         design_point(dists, 10, seed, 10)
+
+
+def test_the_gp_keeps_random_startup_trials_and_tpe_without_torch_takes_the_design() -> None:
+    square = {"x": RANGES["lr"], "y": RANGES["momentum"]}  # every range Continuous: the GP
+    search = Search(_config("Bayesian", hyperparameter_ranges=square))
+    if gp_available():
+        assert search._strategy.design_size() == 0
+        assert search._engine._design(0) is None
+    search._strategy.uses_gp = False  # as without torch: TPE
+    assert search._strategy.design_size() == 10
+    assert search._engine._design(0) is not None
+    assert Search(_config("Random"))._strategy.design_size() == 0

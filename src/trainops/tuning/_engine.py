@@ -118,7 +118,7 @@ class Engine:
     def _design(self, number: int) -> dict[str, Any] | None:
         """Trial ``number``'s point of the strategy's start design, or ``None``: past the
         design, with warm-start priors (they are the start), or when it repeats a trial."""
-        size = self.strategy.design_size
+        size = self.strategy.design_size()
         if number >= size or self.priors:
             return None
         point = design_point(self.distributions, size, self.seed, number)
