@@ -14,7 +14,6 @@ import zlib
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from trainops.tuning._design import design_point
 from trainops.tuning._records import TrialRecord, TrialStatus, TunedValue
 from trainops.tuning._space import ParameterRange, ParameterType, ScalingType, effective_scaling
 from trainops.tuning._strategies import SearchStrategy
@@ -90,16 +89,12 @@ class Engine:
         self.trials: dict[int, Trial] = {}
         self.taken: set[tuple[tuple[str, Any], ...]] = set()  # the trials' configurations
         self.curves: dict[int, dict[int, float]] = {}
-        self.priors = 0  # warm-start parents' trials added
 
     def ask(self, number: int) -> dict[str, TunedValue]:
         """Sample trial ``number``'s hyperparameters (a fixed set for Grid)."""
         fixed = self.strategy.fixed(number)
         if fixed is not None:
             return self._start(number, fixed)
-        design = self._design(number)
-        if design is not None:
-            return self._start(number, self._decode(design))
         taken = self.taken
         draws = 1 if self.size is not None and len(taken) >= self.size else MAX_DRAWS
         for draw in range(draws):
@@ -114,15 +109,6 @@ class Engine:
         self._round_trip(trial, values)
         taken.add(_key(trial.params))
         return values
-
-    def _design(self, number: int) -> dict[str, Any] | None:
-        """Trial ``number``'s point of the strategy's start design, or ``None``: past the
-        design, with warm-start priors (they are the start), or when it repeats a trial."""
-        size = self.strategy.design_size()
-        if number >= size or self.priors:
-            return None
-        point = design_point(self.distributions, size, self.seed, number)
-        return None if _key(point) in self.taken else point
 
     def _sampler(self, seed: int, draw: int) -> Any:
         if draw < MODEL_DRAWS:
@@ -217,7 +203,6 @@ class Engine:
                 intermediate_values=dict(record.intermediate_values),
             )
         )
-        self.priors += 1
         return True
 
     def _encode(self, values: Mapping[str, TunedValue]) -> dict[str, Any]:

@@ -45,7 +45,7 @@ __all__ = [
     "tpe_sampler",
 ]
 
-BAYESIAN_STARTUP_TRIALS = 10  # trials before the model (Optuna's default for both): the design
+BAYESIAN_STARTUP_TRIALS = 10  # random trials before the model (Optuna's default for both)
 _GP_MODULES = ("torch", "scipy")  # what Optuna's GPSampler imports (the `torch` extra brings both)
 
 
@@ -86,11 +86,6 @@ class SearchStrategy(ABC):
         """How many distinct trials the strategy can propose (``None``: unbounded)."""
         return None
 
-    def design_size(self) -> int:
-        """How many first trials come from a Latin-hypercube start design
-        (trainops.tuning._design) instead of the sampler; 0: none."""
-        return 0
-
     def stopping_rule(self) -> StoppingRule | None:
         """The rule that stops trials early: the median rule with early stopping ``Auto``."""
         if self.config.training_job_early_stopping_type is EarlyStoppingType.AUTO:
@@ -110,8 +105,7 @@ class RandomStrategy(SearchStrategy):
 class BayesianStrategy(SearchStrategy):
     """Optuna's GP sampler (log expected improvement; trials still running are kept apart by
     its q-batch acquisition) where every range is Continuous and :func:`gp_available`, else
-    :func:`tpe_sampler`'s TPE, which starts from a Latin-hypercube design of its 10 startup
-    trials (trainops.tuning._design) instead of random draws."""
+    :func:`tpe_sampler`'s TPE."""
 
     def __init__(self, config: TuningJobConfig, study_name: str) -> None:
         super().__init__(config, study_name)
@@ -123,19 +117,10 @@ class BayesianStrategy(SearchStrategy):
         ranges = self.config.hyperparameter_ranges.values()
         return all(rng.type is ParameterType.CONTINUOUS for rng in ranges)
 
-    def _gp(self) -> bool:
+    def sampler(self, seed: int) -> optuna.samplers.BaseSampler:
         if self.uses_gp is None:
             self.uses_gp = self.gp_pays() and gp_available()
-        return self.uses_gp
-
-    def design_size(self) -> int:
-        """TPE's startup trials come from the design (on held-out seeds its median regret at 50 fell
-        on every table); the GP's stay random draws (there it changed nothing beyond the noise
-        and left more runs of Hartmann6 in a flat region: bench/README.md)."""
-        return 0 if self._gp() else BAYESIAN_STARTUP_TRIALS
-
-    def sampler(self, seed: int) -> optuna.samplers.BaseSampler:
-        if not self._gp():
+        if not self.uses_gp:
             return tpe_sampler(seed)
         import optuna
 
