@@ -109,3 +109,19 @@ def test_a_rebuilt_search_takes_the_same_local_steps() -> None:
     _run(first, 33)  # every third left running
     rebuilt = Search(first.config, first.records)
     assert _run(first, 9) == _run(rebuilt, 9)
+
+
+def test_a_warm_start_prior_without_every_range_is_no_incumbent() -> None:
+    parent = Search(
+        _config("Random", tuning_job_name="parent", resource_limits=LIMITS,
+                hyperparameter_ranges={k: FINITE[k] for k in ("lr", "optimizer")})
+    )  # fmt: skip
+    _run(parent, 12, leave_running=False)  # the parents' best lacks "layers"
+    config = _config("Bayesian", hyperparameter_ranges=FINITE, resource_limits=LIMITS,
+                     warm_start_config={"parents": ["parent"],
+                                        "warm_start_type": "TransferLearning"})  # fmt: skip
+    search = Search(config, parents=parent.records)
+    assert search.priors == 12
+    assert search._engine._local(32) is None  # no trial of this job has completed yet
+    proposals = _run(search, 36, leave_running=False)
+    assert all(set(p.hyperparameters) == set(FINITE) for p in proposals)
