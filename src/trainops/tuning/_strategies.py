@@ -7,7 +7,8 @@ enumerates its combinations in order instead of sampling.
 
 Bayesian is Optuna's Gaussian-process sampler where every range is Continuous and torch and
 scipy are installed (they are optional); otherwise, and for Hyperband (whose stopped trials only
-TPE learns from), it is Optuna's TPE. bench/tuning_quality.py measures both.
+TPE learns from), it is Optuna's TPE; Bayesian's TPE on a finite space also takes local steps
+from the best trial (trainops.tuning._local). bench/tuning_quality.py measures both.
 """
 
 from __future__ import annotations
