@@ -14,6 +14,7 @@ import zlib
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from trainops.tuning._local import is_local_turn, local_step
 from trainops.tuning._records import TrialRecord, TrialStatus, TunedValue
 from trainops.tuning._space import ParameterRange, ParameterType, ScalingType, effective_scaling
 from trainops.tuning._strategies import SearchStrategy
@@ -40,6 +41,7 @@ def import_optuna() -> Any:
 #: sampler, then uniformly at random; past both, the last draw is taken even if it repeats.
 MODEL_DRAWS = 8
 MAX_DRAWS = 24
+LOCAL_DRAW = 99  # the draw index that seeds a local step (past every redraw's)
 
 
 def trial_seed(seed: int, number: int, draw: int = 0) -> int:
@@ -95,6 +97,9 @@ class Engine:
         fixed = self.strategy.fixed(number)
         if fixed is not None:
             return self._start(number, fixed)
+        local = self._local(number)
+        if local is not None:
+            return self._start(number, self._decode(local))
         taken = self.taken
         draws = 1 if self.size is not None and len(taken) >= self.size else MAX_DRAWS
         for draw in range(draws):
@@ -109,6 +114,14 @@ class Engine:
         self._round_trip(trial, values)
         taken.add(_key(trial.params))
         return values
+
+    def _local(self, number: int) -> dict[str, Any] | None:
+        """Trial ``number`` as a local step from the best trial (trainops.tuning._local), or
+        ``None``: not the strategy's way, not a finite space, not its turn, or no step left."""
+        if self.size is None or not is_local_turn(number) or not self.strategy.local_steps():
+            return None
+        seed = trial_seed(self.seed, number, LOCAL_DRAW)
+        return local_step(self.study, self.distributions, self.taken, seed)
 
     def _sampler(self, seed: int, draw: int) -> Any:
         if draw < MODEL_DRAWS:

@@ -7,7 +7,8 @@ enumerates its combinations in order instead of sampling.
 
 Bayesian is Optuna's Gaussian-process sampler where every range is Continuous and torch and
 scipy are installed (they are optional); otherwise, and for Hyperband (whose stopped trials only
-TPE learns from), it is Optuna's TPE. bench/tuning_quality.py measures both.
+TPE learns from), it is Optuna's TPE; Bayesian's TPE on a finite space also takes local steps
+from the best trial (trainops.tuning._local). bench/tuning_quality.py measures both.
 """
 
 from __future__ import annotations
@@ -86,6 +87,11 @@ class SearchStrategy(ABC):
         """How many distinct trials the strategy can propose (``None``: unbounded)."""
         return None
 
+    def local_steps(self) -> bool:
+        """Whether some trials on a finite space are local steps from the best trial
+        (trainops.tuning._local) instead of the sampler's proposals."""
+        return False
+
     def stopping_rule(self) -> StoppingRule | None:
         """The rule that stops trials early: the median rule with early stopping ``Auto``."""
         if self.config.training_job_early_stopping_type is EarlyStoppingType.AUTO:
@@ -105,7 +111,8 @@ class RandomStrategy(SearchStrategy):
 class BayesianStrategy(SearchStrategy):
     """Optuna's GP sampler (log expected improvement; trials still running are kept apart by
     its q-batch acquisition) where every range is Continuous and :func:`gp_available`, else
-    :func:`tpe_sampler`'s TPE."""
+    :func:`tpe_sampler`'s TPE, which on a finite space takes one trial in three past the 30th
+    as a local step from the best trial (trainops.tuning._local)."""
 
     def __init__(self, config: TuningJobConfig, study_name: str) -> None:
         super().__init__(config, study_name)
@@ -117,10 +124,17 @@ class BayesianStrategy(SearchStrategy):
         ranges = self.config.hyperparameter_ranges.values()
         return all(rng.type is ParameterType.CONTINUOUS for rng in ranges)
 
-    def sampler(self, seed: int) -> optuna.samplers.BaseSampler:
+    def _gp(self) -> bool:
         if self.uses_gp is None:
             self.uses_gp = self.gp_pays() and gp_available()
-        if not self.uses_gp:
+        return self.uses_gp
+
+    def local_steps(self) -> bool:
+        """TPE's, on a finite space (every range Integer or Categorical)."""
+        return not self._gp()
+
+    def sampler(self, seed: int) -> optuna.samplers.BaseSampler:
+        if not self._gp():
             return tpe_sampler(seed)
         import optuna
 
