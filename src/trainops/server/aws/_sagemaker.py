@@ -33,7 +33,13 @@ from trainops.server.aws._update import update_training_job
 from trainops.spec import JobSpec
 from trainops.store import JobExistsError, JobRecord, MetadataStore
 
-__all__ = ["ACCOUNT_ID", "api_description", "sagemaker_service", "training_job_arn"]
+__all__ = [
+    "ACCOUNT_ID",
+    "api_description",
+    "sagemaker_service",
+    "training_job_arn",
+    "tuning_job_arn",
+]
 
 #: The account every ARN names (there is one account: the server's).
 ACCOUNT_ID = "000000000000"
@@ -47,6 +53,10 @@ _SORT_KEYS = {"Name": "name", "CreationTime": "creation_time", "Status": "status
 
 def training_job_arn(region: str, name: str) -> str:
     return f"arn:aws:sagemaker:{region}:{ACCOUNT_ID}:training-job/{name.lower()}"
+
+
+def tuning_job_arn(region: str, name: str) -> str:
+    return f"arn:aws:sagemaker:{region}:{ACCOUNT_ID}:hyper-parameter-tuning-job/{name.lower()}"
 
 
 def sagemaker_service(controller: JobController, settings: Settings) -> AwsService:
@@ -140,6 +150,9 @@ class _Operations:
     def describe_training_job(self, body: dict[str, Any]) -> dict[str, Any]:
         job = self._job(body["TrainingJobName"])
         described = describe(self.store, job, self.settings, time.time())
+        trial = self.store.trial_of_job(job.name)
+        if trial is not None:  # a tuning job's trial: the service names its tuning job
+            described["TuningJobArn"] = tuning_job_arn(self.settings.region, trial.tuning_job)
         return api_description(described, self.settings.region)
 
     def stop_training_job(self, body: dict[str, Any]) -> dict[str, Any]:
