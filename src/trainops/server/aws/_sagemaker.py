@@ -35,6 +35,7 @@ from trainops.store import JobExistsError, JobRecord, MetadataStore
 
 __all__ = [
     "ACCOUNT_ID",
+    "api_describe",
     "api_description",
     "sagemaker_service",
     "training_job_arn",
@@ -77,6 +78,16 @@ def sagemaker_service(controller: JobController, settings: Settings) -> AwsServi
             *tag_operations(ops),
         ],
     )
+
+
+def api_describe(
+    store: MetadataStore, job: JobRecord, settings: Settings, now: float
+) -> dict[str, Any]:
+    """DescribeTrainingJob's answer for ``job`` (before the output shape puts it on the wire)."""
+    described = describe(store, job, settings, now)
+    trial = store.trial_of_job(job.name)  # a tuning job's trial: the service names its tuning job
+    tuning = None if trial is None else tuning_job_arn(settings.region, trial.tuning_job)
+    return api_description(described | {"TuningJobArn": tuning}, settings.region)
 
 
 def api_description(described: dict[str, Any], region: str) -> dict[str, Any]:
@@ -149,11 +160,7 @@ class _Operations:
 
     def describe_training_job(self, body: dict[str, Any]) -> dict[str, Any]:
         job = self._job(body["TrainingJobName"])
-        described = describe(self.store, job, self.settings, time.time())
-        trial = self.store.trial_of_job(job.name)
-        if trial is not None:  # a tuning job's trial: the service names its tuning job
-            described["TuningJobArn"] = tuning_job_arn(self.settings.region, trial.tuning_job)
-        return api_description(described, self.settings.region)
+        return api_describe(self.store, job, self.settings, time.time())
 
     def stop_training_job(self, body: dict[str, Any]) -> dict[str, Any]:
         name = body["TrainingJobName"]
