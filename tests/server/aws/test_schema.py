@@ -248,3 +248,14 @@ def test_derived_members_leave_defaults_where_the_request_is_silent() -> None:
     assert declared_spec({"EnableManagedSpotTraining": False, "Environment": {}}) == {}
     found = declared_spec({"StoppingCondition": {"MaxRuntimeInSeconds": 60}, "Bogus": 1})
     assert found == {"stopping_condition": {"max_runtime_in_seconds": 60}}
+
+
+def test_hostile_shapes_leave_the_spec_s_defaults() -> None:
+    hostile = {
+        "ResourceConfig": ["ml.m5.large"],
+        "StoppingCondition": "3600",
+        "CheckpointConfig": None,
+        "OutputDataConfig": {"S3OutputPath": ""},
+    }
+    assert declared_spec(hostile) == {}
+    assert at_path({"a": "text"}, "a.b.c") is None
