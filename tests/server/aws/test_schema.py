@@ -23,6 +23,7 @@ from trainops.server.aws._sagemaker import api_describe
 from trainops.server.aws._schema import (
     MEMBERS,
     NOT_IN_API,
+    NOT_MAPPED_REQUEST,
     UNSUPPORTED_DESCRIBE,
     Member,
     at_path,
@@ -259,3 +260,13 @@ def test_hostile_shapes_leave_the_spec_s_defaults() -> None:
     }
     assert declared_spec(hostile) == {}
     assert at_path({"a": "text"}, "a.b.c") is None
+
+
+def test_every_create_member_is_mapped_or_marked_not_mapped() -> None:
+    request = service_model("sagemaker").operation_model("CreateTrainingJob").input_shape
+    mapped = {m.request.split(".")[0] for m in MEMBERS if m.request and m.create != "ignored"}
+    members = set(request.members)
+    missing = members - mapped - {m.request for m in MEMBERS if m.request} - set(NOT_MAPPED_REQUEST)
+    assert missing == set(), f"map these in _schema.MEMBERS or add to NOT_MAPPED_REQUEST: {missing}"
+    assert mapped & set(NOT_MAPPED_REQUEST) == set()
+    assert set(NOT_MAPPED_REQUEST) <= members  # no stale names

@@ -10,8 +10,9 @@ the few members whose mapping reads more than their own member are mapped by han
 value sent at a member's request path must come back at its response path, and its REST key must
 be there.
 
-What is left out is left out by name: :data:`NOT_IN_API` (spec fields the API has no member for)
-and :data:`UNSUPPORTED_DESCRIBE` (DescribeTrainingJob members trainops does not produce). The
+What is left out is left out by name: :data:`NOT_IN_API` (spec fields the API has no member
+for), :data:`NOT_MAPPED_REQUEST` (CreateTrainingJob members accepted and not mapped) and
+:data:`UNSUPPORTED_DESCRIBE` (DescribeTrainingJob members trainops does not produce). The
 test fails when a spec field is in neither the members nor ``NOT_IN_API``, and when a member of
 the botocore model's DescribeTrainingJob answer is neither produced nor in
 ``UNSUPPORTED_DESCRIBE``.
@@ -26,6 +27,7 @@ from typing import Any, Literal
 __all__ = [
     "MEMBERS",
     "NOT_IN_API",
+    "NOT_MAPPED_REQUEST",
     "UNSUPPORTED_DESCRIBE",
     "Member",
     "at_path",
@@ -127,6 +129,24 @@ NOT_IN_API: Mapping[str, str] = {
     "chaos": "trainops' fault injection, for tests",
     "mount_opt_ml": "trainops' own (how the /opt/ml tree is made)",
     "distribution": "the SDK's sagemaker_distribution-style hyperparameters are not mapped yet",
+}
+
+#: CreateTrainingJob members (of the botocore model) that no member maps to a spec field.
+NOT_MAPPED_REQUEST: Mapping[str, str] = {
+    "TrainingJobName": "names the job (the store's key), not a spec field",
+    "Tags": "kept in the tags table (ListTags), not in the spec",
+    "RoleArn": "validated by the model, then not used: there is no IAM",
+    "VpcConfig": "validated, then not used",
+    "EnableNetworkIsolation": "validated, then not used",
+    "EnableInterContainerTrafficEncryption": "validated, then not used",
+    "DebugRuleConfigurations": "validated, then not used (debugger rules come in the spec)",
+    "ExperimentConfig": "validated, then not used",
+    "RemoteDebugConfig": "validated, then not used",
+    "InfraCheckConfig": "validated, then not used",
+    "SessionChainingConfig": "validated, then not used",
+    "ServerlessJobConfig": "validated, then not used",
+    "MlflowConfig": "validated, then not used",
+    "ModelPackageConfig": "validated, then not used",
 }
 
 #: DescribeTrainingJob members (of the botocore model) that trainops does not produce.
