@@ -4,6 +4,7 @@ spec models, the botocore model and what the describe views really show."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import types
 import typing
 from collections.abc import Iterator
@@ -31,7 +32,7 @@ from trainops.server.aws._schema import (
 )
 from trainops.server.aws._shapes import to_wire
 from trainops.spec import JobSpec
-from trainops.store import JobRecord, MetadataStore
+from trainops.store import JobRecord, MetadataStore, TuningTrialRecord
 
 IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.1-cpu-py310"
 RULES_IMAGE = "503895931360.dkr.ecr.us-east-1.amazonaws.com/sagemaker-debugger-rules:latest"
@@ -270,3 +271,23 @@ def test_every_create_member_is_mapped_or_marked_not_mapped() -> None:
     assert missing == set(), f"map these in _schema.MEMBERS or add to NOT_MAPPED_REQUEST: {missing}"
     assert mapped & set(NOT_MAPPED_REQUEST) == set()
     assert set(NOT_MAPPED_REQUEST) <= members  # no stale names
+
+
+def test_a_trial_names_its_tuning_job_and_a_plain_job_none(store: MetadataStore) -> None:
+    job = _stored(store, _request())
+    assert api_describe(store, job, Settings.load(), 200.0)["TuningJobArn"] is None
+    store.create_tuning_job("Tuner-A", {}, "s3://bucket/code.tar.gz", 100.0)
+    store.add_trial(
+        TuningTrialRecord(
+            tuning_job="Tuner-A",
+            number=1,
+            training_job=job.name,
+            hyperparameters={},
+            status="InProgress",
+            creation_time=100.0,
+        )
+    )
+    settings = dataclasses.replace(Settings.load(), region="eu-west-1")
+    found = api_describe(store, job, settings, 200.0)
+    arn = "arn:aws:sagemaker:eu-west-1:000000000000:hyper-parameter-tuning-job/tuner-a"
+    assert found["TuningJobArn"] == arn
