@@ -240,7 +240,7 @@ def test_attach_and_analytics_read_the_store_without_a_server(trainops_home: Pat
     assert frame["FinalObjectiveValue"].tolist() == [0.25, 0.5]
     assert frame["TrainingElapsedTimeSeconds"].isna().all()  # no start time: never started
     assert analytics.tuning_ranges["batch"] == {
-        "Name": "batch", "MinValue": "16.0", "MaxValue": "128.0", "ScalingType": "Auto",
+        "Name": "batch", "MinValue": "16", "MaxValue": "128", "ScalingType": "Auto",
     }  # fmt: skip
     assert analytics.dataframe() is frame  # cached until refreshed
     assert analytics.dataframe(force_refresh=True) is not frame

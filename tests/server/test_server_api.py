@@ -48,6 +48,7 @@ DESCRIBE_KEYS = {
     "Cost",
     "Attempt",
     "Hosts",
+    "ProfilerConfig",
     "ProfilingStatus",
     "ProfilerRuleConfigurations",
     "ProfilerRuleEvaluationStatuses",

@@ -54,6 +54,7 @@ def profiler_sections(
         row = rows.get(rule.name)
         statuses.append(_status(row, iso) if row else _pending(rule.name, rule.rule, job, iso))
     return {
+        "ProfilerConfig": _profiler_config(job),
         "ProfilingStatus": "Enabled" if spec.profiling is not None else "Disabled",
         "ProfilerRuleConfigurations": [
             {
@@ -67,6 +68,22 @@ def profiler_sections(
             for rule in spec.profiler_rules
         ],
         "ProfilerRuleEvaluationStatuses": statuses,
+    }
+
+
+def _profiler_config(job: JobRecord) -> dict[str, Any] | None:
+    """The job's ``ProfilerConfig`` as CreateTrainingJob gave it: ``S3OutputPath`` is the base
+    the job's ``<job>/profiler-output`` prefix is under (``_update.profiler_config``)."""
+    config = job.spec.profiler_config
+    if config is None:
+        return None
+    path, suffix = config.s3_output_path, f"/{job.name}/profiler-output"
+    if path is not None and path.endswith(suffix):
+        path = path[: -len(suffix)] + "/"
+    return {
+        "S3OutputPath": path,
+        "ProfilingIntervalInMilliseconds": config.system_monitor_interval_millis,
+        "DisableProfiler": config.disable_profiler,
     }
 
 

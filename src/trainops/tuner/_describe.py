@@ -123,6 +123,14 @@ def status_counters(trials: list[TuningTrialRecord]) -> dict[str, dict[str, int]
     }
 
 
+def _bound(kind: str, value: float | None) -> str:
+    """A range's bound as the service echoes it: an Integer range's as an integer ("1", not
+    "1.0")."""
+    if kind == "Integer" and value is not None:
+        return str(int(value))
+    return str(value)
+
+
 def _config(config: TuningJobConfig) -> dict[str, Any]:
     ranges: dict[str, list[dict[str, Any]]] = {
         "ContinuousParameterRanges": [],
@@ -134,7 +142,8 @@ def _config(config: TuningJobConfig) -> dict[str, Any]:
         if r.values is not None:
             item: dict[str, Any] = {"Name": name, "Values": [str(v) for v in r.values]}
         else:
-            item = {"Name": name, "MinValue": str(r.min_value), "MaxValue": str(r.max_value),
+            item = {"Name": name, "MinValue": _bound(kind, r.min_value),
+                    "MaxValue": _bound(kind, r.max_value),
                     "ScalingType": r.scaling_type.value}  # fmt: skip
         ranges[f"{kind}ParameterRanges"].append(item)
     limits = config.resource_limits

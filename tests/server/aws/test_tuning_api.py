@@ -91,7 +91,7 @@ def test_a_tuning_job_runs_and_its_trials_are_listed(plane: ControlPlane) -> Non
     config = job["HyperParameterTuningJobConfig"]
     assert config["Strategy"] == "Random" and config["RandomSeed"] == 7
     assert config["ParameterRanges"]["IntegerParameterRanges"] == [
-        {"Name": "layers", "MinValue": "1.0", "MaxValue": "4.0", "ScalingType": "Auto"}
+        {"Name": "layers", "MinValue": "1", "MaxValue": "4", "ScalingType": "Auto"}
     ]
     best = job["BestTrainingJob"]
     assert best["TrainingJobArn"].endswith(f":training-job/{best['TrainingJobName']}")
@@ -124,6 +124,7 @@ def test_a_tuning_job_runs_and_its_trials_are_listed(plane: ControlPlane) -> Non
         trial = client.describe_training_job(TrainingJobName=summary["TrainingJobName"])
         assert trial["HyperParameters"]["lr"] == tuned["lr"]
         assert trial["HyperParameters"]["_tuning_objective_metric"] == "loss"
+        assert trial["TuningJobArn"] == arn  # the service names a trial's tuning job
     failed = client.list_training_jobs_for_hyper_parameter_tuning_job(
         HyperParameterTuningJobName="tiny", StatusEquals="Failed"
     )

@@ -15,6 +15,7 @@ import re
 from typing import Any
 
 from trainops.server.aws._errors import AwsError
+from trainops.server.aws._schema import declared_spec
 from trainops.server.aws._update import profiler_sections
 
 __all__ = ["code_uri_of", "hyperparameters", "spec_of"]
@@ -61,7 +62,9 @@ def code_uri_of(params: dict[str, str]) -> str:
 
 
 def spec_of(body: dict[str, Any], params: dict[str, str]) -> dict[str, Any]:
-    """The job spec (as the REST API takes it) of a CreateTrainingJob request."""
+    """The job spec (as the REST API takes it) of a CreateTrainingJob request: the members
+    ``_schema.MEMBERS`` derive, and those mapped here by hand (the entry point and the
+    hyperparameters from the framework contract's hyperparameters, the channels)."""
     algorithm = body.get("AlgorithmSpecification") or {}
     _check_image(algorithm)
     program = params.get(PROGRAM)
@@ -71,49 +74,12 @@ def spec_of(body: dict[str, Any], params: dict[str, str]) -> dict[str, Any]:
             "framework estimators set it from entry_point)"
         )
     mode = algorithm.get("TrainingInputMode", "File")
-    resources = body.get("ResourceConfig") or {}
-    spec: dict[str, Any] = {
+    by_hand: dict[str, Any] = {
         "entry_point": program,
         "hyperparameters": {k: v for k, v in params.items() if not k.startswith("sagemaker_")},
-        "environment": body.get("Environment") or {},
         "inputs": {c["ChannelName"]: _channel(c, mode) for c in body.get("InputDataConfig") or []},
-        "output_path": body["OutputDataConfig"]["S3OutputPath"],
-        "metric_definitions": [
-            {"name": m["Name"], "regex": m["Regex"]}
-            for m in algorithm.get("MetricDefinitions") or []
-        ],
     }
-    if "InstanceType" in resources:
-        spec["instance_type"] = resources["InstanceType"]
-    if "InstanceCount" in resources:
-        spec["instance_count"] = resources["InstanceCount"]
-    return spec | _optional_sections(body) | profiler_sections(body)
-
-
-def _optional_sections(body: dict[str, Any]) -> dict[str, Any]:
-    sections: dict[str, Any] = {}
-    stopping = body.get("StoppingCondition") or {}
-    condition = {
-        ours: stopping[theirs]
-        for ours, theirs in (
-            ("max_runtime_in_seconds", "MaxRuntimeInSeconds"),
-            ("max_wait_time_in_seconds", "MaxWaitTimeInSeconds"),
-        )
-        if theirs in stopping
-    }
-    if condition:
-        sections["stopping_condition"] = condition
-    if body.get("EnableManagedSpotTraining"):
-        sections["use_spot_instances"] = True
-    checkpoint = body.get("CheckpointConfig")
-    if checkpoint:
-        sections["checkpoint"] = {"uri": checkpoint["S3Uri"]} | (
-            {"local_path": checkpoint["LocalPath"]} if checkpoint.get("LocalPath") else {}
-        )
-    retry = body.get("RetryStrategy")
-    if retry:
-        sections["retry_strategy"] = {"maximum_retry_attempts": retry["MaximumRetryAttempts"]}
-    return sections
+    return by_hand | declared_spec(body) | profiler_sections(body)
 
 
 def _check_image(algorithm: dict[str, Any]) -> None:

@@ -33,7 +33,14 @@ from trainops.server.aws._update import update_training_job
 from trainops.spec import JobSpec
 from trainops.store import JobExistsError, JobRecord, MetadataStore
 
-__all__ = ["ACCOUNT_ID", "api_description", "sagemaker_service", "training_job_arn"]
+__all__ = [
+    "ACCOUNT_ID",
+    "api_describe",
+    "api_description",
+    "sagemaker_service",
+    "training_job_arn",
+    "tuning_job_arn",
+]
 
 #: The account every ARN names (there is one account: the server's).
 ACCOUNT_ID = "000000000000"
@@ -47,6 +54,10 @@ _SORT_KEYS = {"Name": "name", "CreationTime": "creation_time", "Status": "status
 
 def training_job_arn(region: str, name: str) -> str:
     return f"arn:aws:sagemaker:{region}:{ACCOUNT_ID}:training-job/{name.lower()}"
+
+
+def tuning_job_arn(region: str, name: str) -> str:
+    return f"arn:aws:sagemaker:{region}:{ACCOUNT_ID}:hyper-parameter-tuning-job/{name.lower()}"
 
 
 def sagemaker_service(controller: JobController, settings: Settings) -> AwsService:
@@ -67,6 +78,16 @@ def sagemaker_service(controller: JobController, settings: Settings) -> AwsServi
             *tag_operations(ops),
         ],
     )
+
+
+def api_describe(
+    store: MetadataStore, job: JobRecord, settings: Settings, now: float
+) -> dict[str, Any]:
+    """DescribeTrainingJob's answer for ``job`` (before the output shape puts it on the wire)."""
+    described = describe(store, job, settings, now)
+    trial = store.trial_of_job(job.name)  # a tuning job's trial: the service names its tuning job
+    tuning = None if trial is None else tuning_job_arn(settings.region, trial.tuning_job)
+    return api_description(described | {"TuningJobArn": tuning}, settings.region)
 
 
 def api_description(described: dict[str, Any], region: str) -> dict[str, Any]:
@@ -139,8 +160,7 @@ class _Operations:
 
     def describe_training_job(self, body: dict[str, Any]) -> dict[str, Any]:
         job = self._job(body["TrainingJobName"])
-        described = describe(self.store, job, self.settings, time.time())
-        return api_description(described, self.settings.region)
+        return api_describe(self.store, job, self.settings, time.time())
 
     def stop_training_job(self, body: dict[str, Any]) -> dict[str, Any]:
         name = body["TrainingJobName"]

@@ -23,12 +23,12 @@ from trainops.control import JobController
 from trainops.server._views import spec_sections
 from trainops.server.aws._errors import AwsError
 from trainops.server.aws._sagemaker import (
-    ACCOUNT_ID,
     _offset,
     _one_line,
     _token,
     api_description,
     training_job_arn,
+    tuning_job_arn,
 )
 from trainops.server.aws._services import AwsOperation
 from trainops.server.aws._tags import MAX_TAGS, check_tags
@@ -53,10 +53,6 @@ _DEFINITION = (
     "RetryStrategy",
     "Environment",
 )
-
-
-def tuning_job_arn(region: str, name: str) -> str:
-    return f"arn:aws:sagemaker:{region}:{ACCOUNT_ID}:hyper-parameter-tuning-job/{name.lower()}"
 
 
 def tuning_operations(controller: JobController, settings: Settings) -> list[AwsOperation]:
