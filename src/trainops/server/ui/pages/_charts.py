@@ -155,9 +155,10 @@ def parallel(
         parts.append(f'<line class="pc-axis" x1="{left:.1f}" x2="{left:.1f}" y1="{top}" y2="{bottom}"/>'
                      f'<text class="axis" x="{left:.1f}" y="{top - 4}" text-anchor="middle">{esc(name[:18])}</text>')  # fmt: skip
         labels = categories or [number(v) for v in (axis.low, axis.high)]
+        side, anchor = (3, "start") if i < len(axes) - 1 else (-3, "end")
         for j, label in enumerate(labels):
             share = j / max(len(labels) - 1, 1)
-            parts.append(f'<text x="{left + 3:.1f}" y="{bottom - (bottom - top) * share + 4:.1f}">{esc(label[:14])}</text>')  # fmt: skip
+            parts.append(f'<text x="{left + side:.1f}" y="{bottom - (bottom - top) * share + 4:.1f}" text-anchor="{anchor}">{esc(label[:14])}</text>')  # fmt: skip
     for values, shade, tip in lines:
         coords = [
             f"{_LEFT + step * i:.1f},{bottom - (bottom - top) * min(max(axis.share(v), 0.0), 1.0):.1f}"

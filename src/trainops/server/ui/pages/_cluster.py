@@ -62,7 +62,9 @@ def _row(node: dict[str, Any], hosts: list[tuple[str, str]]) -> str:
 def _meter(free: int, have: int) -> str:
     used = max(have - free, 0)
     return f"{int(free)} / {int(have)}" + (
-        f' <meter min="0" max="{int(have)}" value="{used}">{used} used</meter>' if have else ""
+        f' <meter min="0" max="{int(have)}" value="{used}" title="{used} used">{used} used</meter>'
+        if have
+        else ""
     )
 
 

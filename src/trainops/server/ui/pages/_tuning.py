@@ -152,12 +152,14 @@ def _summary(request: PageRequest, described: dict[str, Any], analysis: dict[str
         else "none yet"
     )
     cost = (described.get("Cost") or {}).get("EstimatedCostUsd")
-    reason = described.get("FailureReason") or described.get("CompletionReason") or ""
+    failure, done = described.get("FailureReason"), described.get("CompletionReason")
+    reason = f'<p class="reason">{esc(failure)}</p>' if failure else ""
+    reason += f'<p class="muted">Ended: {esc(done)}</p>' if done else ""
     return (
         f'<p class="summary">{_status(status)} · objective: <code>{esc(goal)}</code> · best: '
         f'<span id="best">{best_text}</span> · cost: {esc("" if cost is None else f"{cost:.4f}")} USD'
         f" {_stop(request, described)}</p>"
-        + (f'<p class="reason">{esc(reason)}</p>' if reason else "")
+        + reason
         + f'<ul class="counts" id="counts">{cells}</ul>'
         f'<p class="muted">Objective: {int(objective.get("Succeeded", 0))} succeeded, '
         f'{int(objective.get("Pending", 0))} pending, {int(objective.get("Failed", 0))} failed.</p>'
@@ -228,7 +230,7 @@ def _leaderboard(analysis: dict[str, Any]) -> str:
             (t["training_job"], _job_link(t["training_job"])),
             (t["status"], _status(t["status"]) + (" <small>early stopped</small>" if t["early_stopped"] else "")),
             (str(t["objective"]) if scored else "", esc(number(t["objective"]) if scored else "")),
-            *((str(t["hyperparameters"].get(p, "")), esc(t["hyperparameters"].get(p, ""))) for p in params),
+            *_values(t["hyperparameters"], params),
             (f"{t['seconds']:.1f}", esc(f"{t['seconds']:.0f}")),
             (f"{t['cost_usd']:.6f}", esc(f"{t['cost_usd']:.4f}")),
         ]  # fmt: skip
@@ -236,6 +238,16 @@ def _leaderboard(analysis: dict[str, Any]) -> str:
         rows.append(f'<tr data-trial="{int(t["number"])}">{tds}</tr>')
     body = "".join(rows) or f'<tr><td colspan="{len(heads)}" class="empty">No trials yet.</td></tr>'
     return f'<table class="sortable leaderboard"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _values(values: dict[str, Any], params: list[str]) -> list[tuple[str, str]]:
+    """A trial's tuned values as leaderboard cells (sort key, text): numbers to 4 digits."""
+    cells = []
+    for name in params:
+        value = values.get(name, "")
+        shown = number(value) if isinstance(value, float) else str(value)
+        cells.append((str(value), esc(shown)))
+    return cells
 
 
 def _importance(analysis: dict[str, Any]) -> str:
