@@ -10,9 +10,11 @@ import re
 import httpx
 import pytest
 
-from tests.control._harness import ControlPlane
+from tests.control._harness import ControlPlane, control_plane
 from tests.tuner.test_service import create, tuning_config, wait_tuning
 from tests.ui._jobs import HOSTILE, hostile_tuning
+from trainops._settings import Settings
+from trainops.store import MetadataStore, TuningTrialRecord
 
 _CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 
@@ -37,7 +39,7 @@ def test_the_tuning_page_shows_the_apis_trials_charts_and_counts_as_escaped_text
         assert f'id="{figure}"' in html
     assert html.count('<figure class="slice">') == 2  # lr and optimizer
     assert '<polyline class="best"' in html and 'class="pc-line' in html
-    assert 'data-live="/ui/tuning/tiny/-/body"' in html
+    assert '<div id="tuning">' in html  # ended: nothing more to follow
     assert browser_session.get("/ui/tuning/tiny/-/body").status_code == 200
     assert "charts.css" in html and "style=" not in html
 
@@ -69,6 +71,7 @@ def test_the_stop_button_stops_a_running_tuning_job_only_with_the_csrf_token(
     config = tuning_config("slow", jobs=20, parallel=1, FAKE_LINES="200", FAKE_LINE_DELAY="0.1")
     create(plane, config)
     page = browser_session.get("/ui/tuning/slow").text
+    assert '<div id="tuning" class="live" data-live="/ui/tuning/slow/-/body">' in page
     token = _CSRF.search(page.split("Stop tuning job")[0].rsplit("<form", 1)[1])
     assert token is not None
     origin = {"Origin": plane.server.url}
@@ -106,3 +109,33 @@ def test_the_cluster_page_shows_the_backends_nodes_and_what_runs_on_each(
     plane.wait_ended("busy")
     idle = browser_session.get("/ui/cluster/-/nodes").text
     assert "busy" not in idle and "<small>nothing</small>" in idle
+
+
+def test_a_big_tuning_jobs_leaderboard_shows_the_best_hundred(settings: Settings) -> None:
+    store = MetadataStore(settings.db_path)  # written before the server (and its tuner) starts
+    try:
+        store.create_tuning_job("big", tuning_config("big", jobs=120), "file:///c", 1.0)
+        for i in range(120):
+            trial = TuningTrialRecord("big", i, f"big-{i:03d}", {"lr": 0.01, "optimizer": "sgd"},
+                                      "InProgress", 2.0 + i)  # fmt: skip
+            store.add_trial(trial)
+            store.update_trial("big", i, status="Completed", objective=float(i), end_time=3.0 + i)
+        store.update_tuning_job("big", 200.0, status="Completed", end_time=200.0)
+    finally:
+        store.close()
+    with control_plane(settings) as plane, httpx.Client(base_url=plane.server.url) as visitor:
+        visitor.get(plane.server.ui_link())
+        html = visitor.get("/ui/tuning/big").text
+    assert html.count('<tr data-trial="') == 100
+    assert '<tr data-trial="0">' in html and '<tr data-trial="100">' not in html  # Minimize
+    assert "… 20 more trials" in html
+    assert html.count('class="dot trial"') == 3 * 120  # the objective and two slices: all
+
+
+@pytest.mark.parametrize("name", ["..%2F..%2Fjobs", "%2E%2E", "a%00b", "x" * 300])
+def test_a_hostile_tuning_name_in_the_path_is_a_clean_error(
+    browser_session: httpx.Client, name: str
+) -> None:
+    answer = browser_session.get(f"/ui/tuning/{name}")
+    assert answer.status_code in (404, 400), answer.text
+    assert "Traceback" not in answer.text  # a page's 404, or the app's for a path it lacks

@@ -25,6 +25,8 @@ __all__ = ["TUNING_JOBS_PAGE", "TUNING_PAGE"]
 _STATUSES = ("InProgress", "Stopping", "Completed", "Stopped", "Failed")
 _LIMITS = (25, 50, 100, 200)
 _SHOWN_PARAMS = 12  # parallel coordinates and slices: the most important this many
+_LEADERS = 100  # the leaderboard's rows; `trainops tuning export` has them all
+_RUNNING = ("InProgress", "Stopping")
 _STYLES = ("charts.css",)
 
 
@@ -108,11 +110,14 @@ def list_table(request: PageRequest) -> str:
 
 def render_one(request: PageRequest) -> str:
     name = request.params["tuning"]
-    request.ui.tuning.describe(name)  # an unknown name is the API's 404, before any markup
+    described = request.ui.tuning.describe(name)  # an unknown name: the API's 404
+    # Live while it runs; an ended tuning job changes no more (its page is not refetched).
     live = f"/ui/tuning/{quote(name, safe='')}/-/body"
+    running = described["HyperParameterTuningJobStatus"] in _RUNNING
+    follow = f' class="live" data-live="{esc(live)}"' if running else ""
     return (
         f'<h1>Tuning job <span class="name">{esc(name)}</span></h1>'
-        f'<div id="tuning" class="live" data-live="{esc(live)}">{body(request)}</div>'
+        f'<div id="tuning"{follow}>{body(request)}</div>'
     )
 
 
@@ -222,7 +227,8 @@ def _leaderboard(analysis: dict[str, Any]) -> str:
              "seconds", "cost (USD)"]  # fmt: skip
     head = "".join(f'<th data-sort="{i}">{esc(h)}</th>' for i, h in enumerate(heads))
     rows = []
-    for rank, t in enumerate(_ranked(analysis), 1):
+    ranked = _ranked(analysis)
+    for rank, t in enumerate(ranked[:_LEADERS], 1):
         scored = _finite(t.get("objective"))
         cells = [
             (str(rank) if scored else "", str(rank) if scored else ""),
@@ -237,6 +243,9 @@ def _leaderboard(analysis: dict[str, Any]) -> str:
         tds = "".join(f'<td data-key="{esc(k)}">{v}</td>' for k, v in cells)
         rows.append(f'<tr data-trial="{int(t["number"])}">{tds}</tr>')
     body = "".join(rows) or f'<tr><td colspan="{len(heads)}" class="empty">No trials yet.</td></tr>'
+    if len(ranked) > _LEADERS:
+        body += (f'<tr><td colspan="{len(heads)}" class="empty">… {len(ranked) - _LEADERS} more'
+                 " trials: <code>trainops tuning export</code> lists them all.</td></tr>")  # fmt: skip
     return f'<table class="sortable leaderboard"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
