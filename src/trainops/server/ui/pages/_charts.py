@@ -27,6 +27,7 @@ class Axis:
     low: float
     high: float
     log: bool = False
+    whole: bool = False
 
     @classmethod
     def over(cls, values: Sequence[float], *, log: bool = False) -> Axis:
@@ -49,6 +50,13 @@ class Axis:
         return (value - self.low) / (self.high - self.low)
 
     def ticks(self, count: int = 4) -> list[float]:
+        if self.whole:  # counts (trial numbers): whole ticks only
+            return sorted(
+                {
+                    float(round(self.low + (self.high - self.low) * i / count))
+                    for i in range(count + 1)
+                }
+            )
         if self.log:
             a, b = math.log(self.low), math.log(self.high)
             return [math.exp(a + (b - a) * i / count) for i in range(count + 1)]
@@ -101,7 +109,8 @@ def points_and_line(
     """Dots ``(x, y, tip)`` and a step line through ``line`` (the best so far)."""
     if not points:
         return '<p class="empty">No trial has an objective yet.</p>'
-    x = Axis.over([p[0] for p in points])
+    found = Axis.over([p[0] for p in points])
+    x = Axis(found.low, found.high, whole=all(float(p[0]).is_integer() for p in points))
     y = Axis.over([p[1] for p in points] + [p[1] for p in line])
     parts = _open(title) + _frame(x, y, x_label, y_label)
     steps: list[str] = []
