@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import math
 import os
 import signal
 import sys
@@ -173,6 +174,19 @@ def write_part(assignment: Assignment, folder: str) -> str:
     return target.as_uri()
 
 
+def _loss_scale(hyperparameters: dict[str, Any], env: dict[str, str]) -> float:
+    """1, or with ``FAKE_LOSS_BY_LR=1`` a loss that depends on the tuned ``lr`` and
+    ``optimizer`` (best near lr=0.01 with adam), so a tuning job's charts have a shape."""
+    if env.get("FAKE_LOSS_BY_LR") != "1":
+        return 1.0
+    try:
+        lr = float(hyperparameters.get("lr", 0.01))
+    except (TypeError, ValueError):
+        lr = 0.01
+    sgd = 0.3 if str(hyperparameters.get("optimizer")) == "sgd" else 0.0
+    return 1.0 + (math.log10(max(lr, 1e-12)) + 2.0) ** 2 + sgd
+
+
 def run(agent: FakeAgent) -> int:
     assignment = agent.fetch_assignment()
     env = assignment.spec.environment
@@ -185,7 +199,8 @@ def run(agent: FakeAgent) -> int:
     for i in range(int(env.get("FAKE_LINES", "3"))):
         agent.emit(EventKind.LOG, stream="stdout", line=f"{host} line {i}")
         agent.emit(EventKind.METRIC, name="step", value=float(i), timestamp=time.time())
-        agent.emit(EventKind.METRIC, name="loss", value=1.0 / (i + 1), timestamp=time.time())
+        loss = _loss_scale(assignment.spec.hyperparameters, env) / (i + 1)
+        agent.emit(EventKind.METRIC, name="loss", value=loss, timestamp=time.time())
         agent.post()
         if agent.stop_reason is not None:
             break

@@ -4,7 +4,10 @@ user with a long history has), and the hostile text that must show as text every
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+from tests.control._harness import ControlPlane
+from tests.tuner.test_service import create, tuning_config, wait_tuning
 from trainops.spec import JobSpec
 from trainops.store import MetadataStore
 
@@ -37,3 +40,12 @@ def finished_jobs(home: Path, count: int, prefix: str = "old") -> list[str]:
     finally:
         store.close()
     return names
+
+
+def hostile_tuning(plane: ControlPlane, name: str = "tiny", jobs: int = 3) -> dict[str, Any]:
+    """A small real tuning job on ``plane`` (fake trials), one of whose categorical values is
+    :data:`HOSTILE`; its describe once it has Completed."""
+    config = tuning_config(name, jobs=jobs, parallel=2)
+    config["hyperparameter_ranges"]["optimizer"] = ["sgd", HOSTILE]
+    create(plane, config)
+    return wait_tuning(plane, name, "Completed")

@@ -14,13 +14,15 @@ import pytest
 
 from tests.control._harness import ControlPlane
 from tests.ui._browser import Tab
-from tests.ui._jobs import HOSTILE
+from tests.ui._jobs import HOSTILE, hostile_tuning
 from trainops.server.ui import PAGES
 
 pytestmark = pytest.mark.slow
 _JOB = "hostile"
-# What fills a page path's parameters; {job} is the hostile job's name.
-_SAMPLES = {"job": _JOB}
+_TUNING = "hostile-tuning"
+# What fills a page path's parameters; {job} is the hostile job's name, {tuning} the hostile
+# tuning job's (made for the tuning pages only: it runs trials).
+_SAMPLES = {"job": _JOB, "tuning": _TUNING}
 
 
 def _url(path: str) -> str:
@@ -40,6 +42,8 @@ def test_the_page_loads_cleanly_and_shows_the_jobs_text_as_text(
     env = {"FAKE_FAIL_HOST": "algo-1", "FAKE_FAIL_REASON": HOSTILE}
     plane.submit(_JOB, env, hyperparameters={"note": HOSTILE})
     plane.wait_ended(_JOB)
+    if PAGES[name].path.startswith("/ui/tuning"):
+        hostile_tuning(plane, _TUNING, jobs=2)
     tab.page.goto(plane.server.url + _url(PAGES[name].path))
     tab.page.wait_for_load_state("networkidle")
     assert tab.page.locator("main").count() == 1

@@ -14,13 +14,16 @@ from trainops.server.ui._auth import LINK_TTL_S, Session, UiAuth
 from trainops.server.ui._layout import CSP, csrf_field, layout, static_url
 from trainops.server.ui._page import PAGES, Page, PageRequest, UiContext, UiError, esc
 from trainops.server.ui._site import UiSite
-from trainops.server.ui.pages import JOBS_PAGE
+from trainops.server.ui.pages import CLUSTER_PAGE, JOBS_PAGE, TUNING_JOBS_PAGE, TUNING_PAGE
 
 __all__ = [
+    "CLUSTER_PAGE",
     "CSP",
     "JOBS_PAGE",
     "LINK_TTL_S",
     "PAGES",
+    "TUNING_JOBS_PAGE",
+    "TUNING_PAGE",
     "Page",
     "PageRequest",
     "Session",
