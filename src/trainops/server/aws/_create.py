@@ -14,11 +14,18 @@ import json
 import re
 from typing import Any
 
+from trainops.protocol import LAUNCHER_FLAGS
 from trainops.server.aws._errors import AwsError
 
 __all__ = ["code_uri_of", "hyperparameters", "spec_of"]
 
 PROGRAM, SUBMIT_DIRECTORY = "sagemaker_program", "sagemaker_submit_directory"
+MODEL_PARALLEL = "mp_parameters"  # the SDK's smdistributed.modelparallel parameters
+_MPI_PROCESSES = "sagemaker_mpi_num_of_processes_per_host"
+_MPI_OPTIONS = "sagemaker_mpi_custom_mpi_options"
+_DATA_PARALLEL = "sagemaker_distributed_dataparallel_enabled"
+_DATA_PARALLEL_OPTIONS = "sagemaker_distributed_dataparallel_custom_mpi_options"
+_XLA = "sagemaker_pytorch_xla_multi_worker_enabled"
 _FRAMEWORK_IMAGE = re.compile(
     r"[0-9]{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com(?:\.cn)?/"
     r"(?:pytorch|tensorflow|mxnet|huggingface-pytorch|huggingface-tensorflow)-training"
@@ -73,7 +80,11 @@ def spec_of(body: dict[str, Any], params: dict[str, str]) -> dict[str, Any]:
     resources = body.get("ResourceConfig") or {}
     spec: dict[str, Any] = {
         "entry_point": program,
-        "hyperparameters": {k: v for k, v in params.items() if not k.startswith("sagemaker_")},
+        "hyperparameters": {
+            k: v
+            for k, v in params.items()
+            if not k.startswith("sagemaker_") and k != MODEL_PARALLEL
+        },
         "environment": body.get("Environment") or {},
         "inputs": {c["ChannelName"]: _channel(c, mode) for c in body.get("InputDataConfig") or []},
         "output_path": body["OutputDataConfig"]["S3OutputPath"],
@@ -86,7 +97,59 @@ def spec_of(body: dict[str, Any], params: dict[str, str]) -> dict[str, Any]:
         spec["instance_type"] = resources["InstanceType"]
     if "InstanceCount" in resources:
         spec["instance_count"] = resources["InstanceCount"]
+    distribution = distribution_of(params)
+    if distribution:
+        spec["distribution"] = distribution
     return spec | _optional_sections(body)
+
+
+def _enabled(value: str | None) -> bool:
+    return (value or "").strip().lower() in {"true", "1"}
+
+
+def distribution_of(params: dict[str, str]) -> dict[str, Any]:
+    """The spec's ``distribution`` from the flags the SDK's ``distribution=`` argument sets
+    (the inverse of what the agent writes to hyperparameters.json for the toolkit)."""
+    if _enabled(params.get(_XLA)):
+        raise _invalid("distribution pytorchxla is not supported by trainops (no XLA devices)")
+    found: dict[str, Any] = {
+        name: {"enabled": True}
+        for name, flag in LAUNCHER_FLAGS.items()
+        if _enabled(params.get(flag))
+    }
+    if "mpi" in found:
+        found["mpi"] |= {"custom_mpi_options": params.get(_MPI_OPTIONS) or ""}
+        if params.get(_MPI_PROCESSES):
+            found["processes_per_host"] = _whole(_MPI_PROCESSES, params[_MPI_PROCESSES])
+    smdistributed: dict[str, Any] = {}
+    if _enabled(params.get(_DATA_PARALLEL)):
+        options = params.get(_DATA_PARALLEL_OPTIONS) or ""
+        smdistributed["dataparallel"] = {"enabled": True, "custom_mpi_options": options}
+    if params.get(MODEL_PARALLEL):
+        smdistributed["modelparallel"] = {
+            "enabled": True,
+            "parameters": _json_object(MODEL_PARALLEL, params[MODEL_PARALLEL]),
+        }
+    if smdistributed:
+        found["smdistributed"] = smdistributed
+    return found
+
+
+def _whole(name: str, value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise _invalid(f"HyperParameters.{name} {value[:40]!r} is not a whole number") from None
+
+
+def _json_object(name: str, value: str) -> dict[str, Any]:
+    try:
+        decoded = json.loads(value)
+    except ValueError:
+        decoded = None
+    if not isinstance(decoded, dict):
+        raise _invalid(f"HyperParameters.{name} is not a JSON object")
+    return decoded
 
 
 def _optional_sections(body: dict[str, Any]) -> dict[str, Any]:
