@@ -1,7 +1,7 @@
 """The real SageMaker Python SDK v2 drives `trainops server --s3` unchanged: its PyTorch estimator
-uploads ``source_dir`` to the served S3, CreateTrainingJob runs it on the server's own Python,
-``fit(wait=True)`` follows it to Completed with DescribeTrainingJob, and ``model_data`` is the
-model the script wrote. The user's only changes are the environment variables the server prints
+uploads ``source_dir`` to the served S3, CreateTrainingJob runs it on the Python the server's
+``images`` setting maps its image to, ``fit(wait=True)`` follows it to Completed with
+DescribeTrainingJob, and ``model_data`` is the model the script wrote. The user's only changes are the environment variables the server prints
 (the profile, and the SDK's defaults file), and one SDK setting: its source tarball is uploaded
 with SSE-KMS unless ``encrypt_repacked_artifacts`` is off, and the served SeaweedFS has no KMS.
 
@@ -29,7 +29,7 @@ from trainops.storage._seaweed import read_client_file
 pytestmark = [pytest.mark.slow, pytest.mark.s3]
 
 TRAIN = """
-import argparse, json, os
+import argparse, json, os, sys
 parser = argparse.ArgumentParser()
 parser.add_argument("--epochs", type=int)
 parser.add_argument("--label")
@@ -38,7 +38,8 @@ channel = os.environ["SM_CHANNEL_TRAIN"]
 total = sum(int(open(os.path.join(channel, n)).read()) for n in sorted(os.listdir(channel)))
 for epoch in range(args.epochs):
     print(f"epoch={epoch} loss={1.0 / (epoch + 1 + total):.4f}", flush=True)
-model = {"total": total, "label": args.label, "region": os.environ.get("AWS_REGION")}
+model = {"total": total, "label": args.label, "region": os.environ.get("AWS_REGION"),
+         "python": sys.executable}
 json.dump(model, open(os.path.join(os.environ["SM_MODEL_DIR"], "model.json"), "w"))
 """
 
@@ -125,8 +126,14 @@ def test_the_sdk_v2_pytorch_estimator_fits_on_trainops_and_reads_its_model(
     (source / "train.py").write_text(TRAIN)
     driver = tmp_path / "driver.py"
     driver.write_text(DRIVER)
+    # The image the estimator names (pytorch-training:2.3.0-cpu-py311) runs on the Python the
+    # server's images setting maps it to: here a bare venv's (the script needs only stdlib).
+    venv = tmp_path / "torch23"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
     home = tmp_path / "home"
-    server = Server(home, TRAINOPS_S3_SERVE="1").start()
+    images = f"pytorch:2.3={python},sklearn=server"
+    server = Server(home, TRAINOPS_S3_SERVE="1", TRAINOPS_IMAGES=images).start()
     try:
         wait_for(lambda: read_client_file(home), timeout=120)
         wait_for(lambda: (home / "aws" / "sagemaker.yaml").is_file(), timeout=30)
@@ -146,6 +153,6 @@ def test_the_sdk_v2_pytorch_estimator_fits_on_trainops_and_reads_its_model(
         name = result["name"]
         assert result["model_data"] == f"s3://trainops/{name}/output/model.tar.gz"
         model = _model(home, result["model_data"])
-        assert model == {"total": 6, "label": "sdk run", "region": "us-east-1"}
+        assert model == {"total": 6, "label": "sdk run", "region": "us-east-1", "python": python}
     finally:
         server.stop()

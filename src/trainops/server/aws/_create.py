@@ -1,21 +1,24 @@
 """CreateTrainingJob's request mapped to our job spec.
 
-The training image: for now every job runs on the server's own Python, so an image is accepted
-when it is one of SageMaker's framework training images (whose contract the script expects: the
-``sagemaker_program`` entry point and the ``sagemaker_submit_directory`` tarball, read as the
-training toolkit reads them); any other image, or an ``AlgorithmName``, fails at once, saying so.
-The SageMaker Python SDK JSON-encodes every hyperparameter value (``"\\"text\\""``); a value that
-is a JSON string is unwrapped, as the toolkit does.
+The training image: the server's ``images`` setting maps it to a local Python (``_images.py``;
+by default every SageMaker framework training image runs on the server's own Python), whose
+contract the script expects: the ``sagemaker_program`` entry point and the
+``sagemaker_submit_directory`` tarball, read as the training toolkit reads them, and the
+``distribution=`` flags the SDK sets. An image with no mapping, or an ``AlgorithmName``, fails
+at once, saying so. The SageMaker Python SDK JSON-encodes every hyperparameter value
+(``"\\"text\\""``); a value that is a JSON string is unwrapped, as the toolkit does.
 """
 
 from __future__ import annotations
 
 import json
-import re
+from collections.abc import Sequence
 from typing import Any
 
 from trainops.protocol import LAUNCHER_FLAGS
+from trainops.server._settings import DEFAULT_IMAGES, ImageMapping
 from trainops.server.aws._errors import AwsError
+from trainops.server.aws._images import python_for
 
 __all__ = ["code_uri_of", "hyperparameters", "spec_of"]
 
@@ -26,12 +29,6 @@ _MPI_OPTIONS = "sagemaker_mpi_custom_mpi_options"
 _DATA_PARALLEL = "sagemaker_distributed_dataparallel_enabled"
 _DATA_PARALLEL_OPTIONS = "sagemaker_distributed_dataparallel_custom_mpi_options"
 _XLA = "sagemaker_pytorch_xla_multi_worker_enabled"
-_FRAMEWORK_IMAGE = re.compile(
-    r"[0-9]{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com(?:\.cn)?/"
-    r"(?:pytorch|tensorflow|mxnet|huggingface-pytorch|huggingface-tensorflow)-training"
-    r"(?::[A-Za-z0-9._-]+)?|[0-9]{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com(?:\.cn)?/"
-    r"sagemaker-scikit-learn(?::[A-Za-z0-9._-]+)?"
-)
 _DISTRIBUTION = {"FullyReplicated": "FullyReplicated", "ShardedByS3Key": "ShardedByKey"}
 
 
@@ -66,10 +63,15 @@ def code_uri_of(params: dict[str, str]) -> str:
     return uri
 
 
-def spec_of(body: dict[str, Any], params: dict[str, str]) -> dict[str, Any]:
-    """The job spec (as the REST API takes it) of a CreateTrainingJob request."""
+def spec_of(
+    body: dict[str, Any],
+    params: dict[str, str],
+    images: Sequence[ImageMapping] = DEFAULT_IMAGES,
+) -> dict[str, Any]:
+    """The job spec (as the REST API takes it) of a CreateTrainingJob request; ``images`` is
+    the server's setting that maps its TrainingImage to a Python."""
     algorithm = body.get("AlgorithmSpecification") or {}
-    _check_image(algorithm)
+    python = _python_of(algorithm, images)
     program = params.get(PROGRAM)
     if not program:
         raise _invalid(
@@ -100,6 +102,8 @@ def spec_of(body: dict[str, Any], params: dict[str, str]) -> dict[str, Any]:
     distribution = distribution_of(params)
     if distribution:
         spec["distribution"] = distribution
+    if python is not None:
+        spec["python"] = python
     return spec | _optional_sections(body)
 
 
@@ -178,20 +182,15 @@ def _optional_sections(body: dict[str, Any]) -> dict[str, Any]:
     return sections
 
 
-def _check_image(algorithm: dict[str, Any]) -> None:
+def _python_of(algorithm: dict[str, Any], images: Sequence[ImageMapping]) -> str | None:
     if algorithm.get("AlgorithmName"):
         raise _invalid(
             "AlgorithmSpecification.AlgorithmName is not supported: trainops runs framework "
             "training images' scripts; use a TrainingImage of a SageMaker framework (PyTorch, "
-            "TensorFlow, scikit-learn, MXNet, Hugging Face)"
+            "TensorFlow, scikit-learn, MXNet, Hugging Face, XGBoost) or one the server maps"
         )
     image = algorithm.get("TrainingImage")
-    if image and _FRAMEWORK_IMAGE.fullmatch(image) is None:
-        raise _invalid(
-            f"TrainingImage {image[:200]!r} has no mapping on this trainops server: it runs "
-            "SageMaker framework training images (PyTorch, TensorFlow, scikit-learn, MXNet, "
-            "Hugging Face) on its own Python; use one of those images"
-        )
+    return None if not image else python_for(image, images)
 
 
 def _channel(channel: dict[str, Any], mode: str) -> dict[str, Any]:

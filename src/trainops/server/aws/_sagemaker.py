@@ -105,7 +105,7 @@ class _Operations:
         params = hyperparameters(body)
         code_uri = code_uri_of(params)
         try:
-            spec = JobSpec(**spec_of(body, params))
+            spec = JobSpec(**spec_of(body, params, self.settings.server.images))
             self.controller.submit(name, spec, code_uri)
         except JobExistsError:
             arn = training_job_arn(self.settings.region, name)
