@@ -7,6 +7,7 @@ newer trainops is refused with :class:`SchemaVersionError`.
 """
 
 from trainops.protocol import CHECKPOINT_KINDS, CheckpointKind, CheckpointRecord
+from trainops.store._log_streams import LogPosition, LogStreamStats, StreamLine
 from trainops.store._records import (
     AgentCredential,
     ArtifactRecord,
@@ -48,12 +49,15 @@ __all__ = [
     "JobRecord",
     "LogChunk",
     "LogLine",
+    "LogPosition",
+    "LogStreamStats",
     "MetadataStore",
     "MetricPoint",
     "Migration",
     "NewHost",
     "RuleEvaluation",
     "SchemaVersionError",
+    "StreamLine",
     "Transition",
     "TrialExistsError",
     "TuningJobExistsError",

@@ -11,7 +11,7 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,13 @@ from trainops.store._ingest import (
     read_log_chunks,
     read_logs,
     read_metrics,
+)
+from trainops.store._log_streams import (
+    LogPosition,
+    LogStreamStats,
+    StreamLine,
+    read_stream_lines,
+    read_streams,
 )
 from trainops.store._records import (
     AgentCredential,
@@ -325,6 +332,34 @@ class MetadataStore(TuningTables):
         """The lines :meth:`logs` returns, as runs that share host, stream, rank and time."""
         with self._lock:
             return read_log_chunks(self._conn, job, after, host, limit)
+
+    def log_streams(self, jobs: Collection[str] | None = None) -> list[LogStreamStats]:
+        """The log streams (one per host and attempt with a line) of ``jobs`` (default all)."""
+        with self._lock:
+            return read_streams(self._conn, jobs)
+
+    def stream_lines(
+        self,
+        streams: Collection[tuple[str, str, int]],
+        position: LogPosition,
+        *,
+        backward: bool = False,
+        window_ms: tuple[int | None, int | None] = (None, None),
+        max_lines: int = 1000,
+        max_chars: int = 1024 * 1024,
+    ) -> list[StreamLine]:
+        """A page of the lines of ``streams`` ((job, host, attempt) each) in time order from
+        ``position`` (``store/_log_streams.py``)."""
+        with self._lock:
+            return read_stream_lines(
+                self._conn,
+                streams,
+                position,
+                backward=backward,
+                window_ms=window_ms,
+                max_lines=max_lines,
+                max_chars=max_chars,
+            )
 
     def metrics(
         self, job: str, name: str | None = None, attempt: int | None = None

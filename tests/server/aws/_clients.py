@@ -70,3 +70,29 @@ def aws_error(response: httpx.Response) -> tuple[int, str, str]:
     body = json.loads(response.content)
     assert response.headers["x-amzn-errortype"].split(":")[0] == body["__type"]
     return response.status_code, body["__type"], body["message"]
+
+
+def aws_client(
+    service: str, url: str, creds: AwsCredentials, region: str = "us-east-1", **config: Any
+) -> Any:
+    """botocore's client of ``service`` (``logs``, ``sts``, ``cloudwatch``...) at ``url``."""
+    settings = Config(retries={"max_attempts": 1, "mode": "standard"}, **config)
+    return botocore.session.Session().create_client(
+        service,
+        region_name=region,
+        endpoint_url=url,
+        aws_access_key_id=creds.access_key_id,
+        aws_secret_access_key=creds.secret_access_key,
+        config=settings,
+    )
+
+
+def signed_form(
+    url: str, body: bytes, creds: AwsCredentials, region: str = "us-east-1", service: str = "sts"
+) -> AWSRequest:
+    """A query-protocol POST of ``body`` (a form) signed as botocore signs it."""
+    headers = {"Content-Type": "application/x-www-form-urlencoded; charset=utf-8"}
+    request = AWSRequest(method="POST", url=url + "/", data=body, headers=headers)
+    keys = Credentials(creds.access_key_id, creds.secret_access_key)
+    SigV4Auth(keys, service, region).add_auth(request)
+    return request

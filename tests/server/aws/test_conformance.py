@@ -45,6 +45,41 @@ SAMPLES: dict[str, dict[str, Any]] = {
         "CreationTimeAfter": 1_700_000_000,
         "NextToken": "abc",
     },
+    "GetCallerIdentity": {},
+    "DescribeLogStreams": {
+        "logGroupName": "/aws/sagemaker/TrainingJobs",
+        "logStreamNamePrefix": "my-job-1/",
+        "orderBy": "LogStreamName",
+        "descending": False,
+        "limit": 50,
+    },
+    "GetLogEvents": {
+        "logGroupName": "/aws/sagemaker/TrainingJobs",
+        "logStreamName": "my-job-1/algo-1-1700000000",
+        "startTime": 1_700_000_000_000,
+        "startFromHead": True,
+        "limit": 100,
+        "nextToken": "f/0",
+    },
+    "FilterLogEvents": {
+        "logGroupName": "/aws/sagemaker/TrainingJobs",
+        "logStreamNames": ["my-job-1/algo-1-1700000000"],
+        "filterPattern": "ERROR",
+        "limit": 100,
+    },
+    "GetMetricStatistics": {
+        "Namespace": "/aws/sagemaker/TrainingJobs",
+        "MetricName": "loss",
+        "Dimensions": [{"Name": "TrainingJobName", "Value": "my-job-1"}],
+        "StartTime": 1_700_000_000,
+        "EndTime": 1_700_003_600,
+        "Period": 60,
+        "Statistics": ["Average"],
+    },
+    "ListMetrics": {
+        "Namespace": "/aws/sagemaker/TrainingJobs",
+        "Dimensions": [{"Name": "TrainingJobName", "Value": "my-job-1"}],
+    },
 }
 
 

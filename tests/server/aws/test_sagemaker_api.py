@@ -246,10 +246,12 @@ def test_an_unknown_operation_or_service(plane: ControlPlane) -> None:
     url, creds = plane.server.url, _creds(plane)
     response = send(signed_request(url, "SageMaker.LaunchRockets", b"{}", creds))
     assert aws_error(response)[:2] == (400, "UnknownOperationException")
-    response = send(signed_request(url, "Logs.GetLogEvents", b"{}", creds, service="logs"))
+    response = send(
+        signed_request(url, "Kinesis_20131202.ListStreams", b"{}", creds, service="kinesis")
+    )
     status, code, message = aws_error(response)
     assert (status, code) == (403, "InvalidSignatureException")
-    assert "scoped to correct service: 'logs'" in message
+    assert "scoped to correct service: 'kinesis'" in message
 
 
 def test_hostile_bodies(plane: ControlPlane) -> None:

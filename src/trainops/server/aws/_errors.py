@@ -10,7 +10,9 @@ from starlette.responses import Response
 
 __all__ = ["AwsError", "aws_answer", "error_response", "request_id"]
 
-JSON_11 = "application/x-amz-json-1.1"
+
+def _media(version: str) -> str:
+    return f"application/x-amz-json-{version}"
 
 
 class AwsError(Exception):
@@ -25,14 +27,14 @@ def request_id() -> str:
     return str(uuid.uuid4())
 
 
-def aws_answer(body: object, rid: str) -> Response:
-    """A JSON 1.1 success answer."""
+def aws_answer(body: object, rid: str, version: str = "1.1") -> Response:
+    """A JSON (1.1, or ``version``) success answer."""
     data = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
-    return Response(data, 200, headers={"x-amzn-RequestId": rid}, media_type=JSON_11)
+    return Response(data, 200, headers={"x-amzn-RequestId": rid}, media_type=_media(version))
 
 
-def error_response(exc: AwsError, rid: str) -> Response:
+def error_response(exc: AwsError, rid: str, version: str = "1.1") -> Response:
     """``exc`` as the service answers it."""
     data = json.dumps({"__type": exc.code, "message": exc.message}).encode()
     headers = {"x-amzn-RequestId": rid, "x-amzn-ErrorType": f"{exc.code}:"}
-    return Response(data, exc.status, headers=headers, media_type=JSON_11)
+    return Response(data, exc.status, headers=headers, media_type=_media(version))

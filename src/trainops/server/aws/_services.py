@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from trainops._registry import Registry
+from trainops.server.aws._protocols import WireProtocol, protocol_of
 
 if TYPE_CHECKING:
     from botocore.model import OperationModel, ServiceModel
@@ -69,10 +70,16 @@ class AwsService:
         if unknown:
             raise ValueError(f"{model_name} has no operation {unknown[0]!r}")
         prefix = str(model.metadata.get("targetPrefix", ""))
+        protocol_of(model)  # a protocol we do not answer fails at start-up too
         return cls(signing_name, prefix, model_name, table)
 
     def operation_model(self, name: str) -> OperationModel:
         return service_model(self.model_name).operation_model(name)
+
+    @property
+    def protocol(self) -> WireProtocol:
+        """How botocore speaks to this service (JSON, query...)."""
+        return protocol_of(service_model(self.model_name))
 
 
 @functools.cache

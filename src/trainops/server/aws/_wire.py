@@ -4,24 +4,25 @@ A request carrying ``X-Amz-Target`` or a SigV4 ``Authorization`` header is an AW
 other request goes on to trainops' own REST API untouched. An AWS request is routed by the
 service name in its signature's credential scope (as moto does), and answered in this order:
 the signature's presence and form, the credential (key id, scope, date: headers only, so a
-stranger's request costs no body), the operation (``X-Amz-Target``), the body (refused before
+stranger's request costs no body), the operation (``X-Amz-Target``; a query-protocol service's
+``Action`` is in the body, so it is found after the signature), the body (refused before
 reading when its Content-Length is over the bound), the signature itself over the body, the
-JSON, the model's constraints, and only then the handler (on a worker thread).
+body's parse, the model's constraints, and only then the handler (on a worker thread). Each
+service's answers and refusals are encoded in its own protocol (``_protocols.py``).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any
 
 import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from trainops.server.aws._errors import AwsError, aws_answer, error_response, request_id
+from trainops.server.aws._errors import AwsError, error_response, request_id
+from trainops.server.aws._protocols import WireProtocol
 from trainops.server.aws._services import AwsOperation, AwsService
 from trainops.server.aws._shapes import to_wire
 from trainops.server.aws._sigv4 import SignedRequest, Verifier, parse_signature
@@ -80,20 +81,39 @@ class AwsWire:
     async def _answer(self, request: Request, headers: dict[str, str], rid: str) -> Response:
         signed = parse_signature(headers)
         service = await self._service(signed)
+        protocol = service.protocol
+        try:
+            return await self._answer_in(protocol, service, signed, request, headers, rid)
+        except AwsError as exc:
+            return protocol.error(exc, rid)
+
+    async def _answer_in(
+        self,
+        protocol: WireProtocol,
+        service: AwsService,
+        signed: SignedRequest,
+        request: Request,
+        headers: dict[str, str],
+        rid: str,
+    ) -> Response:
         self.verifier.check_credential(signed, headers, datetime.now(UTC))
-        operation = _operation(service, headers.get("x-amz-target", ""), request.method)
+        path = request.url.path
+        named = protocol.target(headers, path)
+        operation = _operation(service, named, request.method) if named is not None else None
         body = await _read_body(request, headers)
-        raw_path = request.scope.get("raw_path") or request.url.path.encode()
+        raw_path = request.scope.get("raw_path") or path.encode()
         query = request.scope.get("query_string", b"").decode("latin-1")
         self.verifier.verify(
             signed, (request.method, raw_path.decode("latin-1"), query), headers, body
         )
-        data = _parse(body)
+        in_body, data = protocol.parse(body)
+        if operation is None:
+            operation = _operation(service, f"{service.target_prefix}.{in_body}", request.method)
         model = service.operation_model(operation.name)
         validate(data, model.input_shape)
         answer = await anyio.to_thread.run_sync(operation.handler, data)
         shaped = to_wire(answer, model.output_shape) if model.output_shape is not None else {}
-        return aws_answer(shaped or {}, rid)
+        return protocol.answer(shaped, model, rid)
 
     async def _service(self, signed: SignedRequest) -> AwsService:
         services = await self.services()
@@ -141,14 +161,3 @@ def _too_large() -> AwsError:
     return AwsError(
         413, "RequestEntityTooLargeException", f"Request body is larger than {MAX_AWS_BODY} bytes"
     )
-
-
-def _parse(body: bytes) -> Any:
-    if not body.strip():
-        return {}
-    try:
-        return json.loads(body)
-    except RecursionError:
-        raise AwsError(400, "SerializationException", "Request body is nested too deeply") from None
-    except ValueError as exc:
-        raise AwsError(400, "SerializationException", f"Request body is not JSON: {exc}") from None
