@@ -1,9 +1,11 @@
 """The real SageMaker Python SDK v2 drives `trainops server --s3` unchanged: its PyTorch estimator
 uploads ``source_dir`` to the served S3, CreateTrainingJob runs it on the Python the server's
-``images`` setting maps its image to, ``fit(wait=True)`` follows it to Completed with
-DescribeTrainingJob, and ``model_data`` is the model the script wrote. The user's only changes are the environment variables the server prints
-(the profile, and the SDK's defaults file), and one SDK setting: its source tarball is uploaded
-with SSE-KMS unless ``encrypt_repacked_artifacts`` is off, and the served SeaweedFS has no KMS.
+``images`` setting maps its image to, ``fit(wait=True, logs="All")`` follows it to Completed
+(DescribeTrainingJob, and its log from CloudWatch Logs), ``model_data`` is the model the script
+wrote and ``training_job_analytics`` reads its metric from CloudWatch metrics. The user's only
+changes are the environment variables the server prints (the profile, and the SDK's defaults
+file), and one SDK setting: its source tarball is uploaded with SSE-KMS unless
+``encrypt_repacked_artifacts`` is off, and the served SeaweedFS has no KMS.
 
 The SDK runs in a child process: it is what a user runs, it imports much (and warns on import,
 which this suite makes errors), and it must see only the variables the banner prints.
@@ -68,9 +70,12 @@ estimator = PyTorch(
     metric_definitions=[{"Name": "loss", "Regex": "loss=([0-9.]+)"}],
     sagemaker_session=session,
 )
-estimator.fit({"train": "s3://trainops/data/train/"}, wait=True, logs=False)
+estimator.fit({"train": "s3://trainops/data/train/"}, wait=True, logs="All")
 job = estimator.latest_training_job.describe()
+metrics = estimator.training_job_analytics.dataframe()
 print(json.dumps({
+    "metrics": sorted(set(metrics["metric_name"])),
+    "values": len(metrics),
     "bucket": session.default_bucket(),
     "model_data": estimator.model_data,
     "name": estimator.latest_training_job.name,
@@ -149,6 +154,10 @@ def test_the_sdk_v2_pytorch_estimator_fits_on_trainops_and_reads_its_model(
         result = json.loads(done.stdout.strip().splitlines()[-1])
         assert result["bucket"] == "trainops"
         assert result["status"] == "Completed"
+        # logs="All": the script's lines, streamed from CloudWatch Logs as the SDK reads them
+        assert "epoch=2 loss=0.1111" in done.stdout
+        # training_job_analytics: the metric from metric_definitions, via CloudWatch metrics
+        assert result["metrics"] == ["loss"] and result["values"] >= 1
         assert result["hyperparameters"]["label"] == "sdk run"  # the SDK's JSON unwrapped
         name = result["name"]
         assert result["model_data"] == f"s3://trainops/{name}/output/model.tar.gz"
