@@ -55,15 +55,15 @@ class ImageMapping:
             raise ValueError("is not IMAGE=PYTHON (e.g. pytorch:2.3=server)")
         if python != SERVER_PYTHON and not _PATH.fullmatch(python):
             raise ValueError(f"names {python[:60]!r}: use server or an absolute interpreter path")
-        if "/" in image:
+        framework, tagged, version = image.partition(":")
+        if "/" in image or (tagged and framework not in FRAMEWORKS):  # an exact URI
             if not _URI.fullmatch(image):
                 raise ValueError("has an image URI with characters an image name cannot have")
             return cls(None, None, image, python)
-        framework, _, version = image.partition(":")
         if framework not in FRAMEWORKS:
             raise ValueError(
                 f"names no framework: use one of {', '.join(FRAMEWORKS)} (with :VERSION or "
-                "not), or an exact image URI"
+                "not), or an exact image URI with its tag"
             )
         if version and not _VERSION.fullmatch(version):
             raise ValueError(f"has version {version[:20]!r}: use digits and dots (2.3)")

@@ -99,6 +99,7 @@ def test_the_most_specific_mapping_wins() -> None:
     # 2.3 is not a prefix of 2.30: versions match at their dots
     assert _python(f"{ECR}/pytorch-training:2.30.0-cpu-py311", *entries) == "/opt/torch2/bin/python"
     assert _python("registry.example/me/trainer:1", "registry.example/me/trainer:1=server") is None
+    assert _python("mine:latest", "mine:latest=/opt/mine/bin/python") == "/opt/mine/bin/python"
 
 
 @pytest.mark.parametrize(
@@ -209,3 +210,20 @@ def test_a_broken_distribution_flag_is_refused_in_one_line(
         spec_of(request, hyperparameters(request))
     assert caught.value.code == "ValidationException"
     assert words in caught.value.message
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "../../../usr/bin/python",
+        f"{ECR}/pytorch-training:$(touch /tmp/pwned)",
+        f"{ECR}/pytorch-training:2.3.0\u202e-cpu",  # a right-to-left override
+        "evil\x1b[2Jimage/x:1",
+    ],
+)
+def test_a_hostile_image_name_is_refused_without_echoing_its_characters(image: str) -> None:
+    with pytest.raises(AwsError) as caught:
+        _python(image, "pytorch=server")
+    message = caught.value.message
+    assert "no images entry can name it" in message
+    assert "\u202e" not in message and "\x1b" not in message and "images: [" not in message

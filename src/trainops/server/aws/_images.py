@@ -59,17 +59,30 @@ def python_for(image: str, mappings: Sequence[ImageMapping]) -> str | None:
     raise AwsError(
         400,
         "ValidationException",
-        f"TrainingImage {image[:200]!r} has no mapping on this trainops server: map it to a "
-        "local Python in the server's images setting (config.yaml images: "
-        f"['{_suggested_key(image, parsed)}=server'], or TRAINOPS_IMAGES), then restart it",
+        f"TrainingImage {image[:200]!r} has no mapping on this trainops server: "
+        + _how_to_map(image, parsed),
     )
 
 
-def _suggested_key(image: str, parsed: tuple[str, str | None] | None) -> str:
-    if parsed is None:
-        return image[:200]
-    framework, version = parsed
-    return f"{framework}:{version}" if version else framework
+def _how_to_map(image: str, parsed: tuple[str, str | None] | None) -> str:
+    """The entry to add, when one could map the image (never echoing what no entry can hold:
+    a hostile name's control or bidirectional characters stay escaped in the repr above)."""
+    if parsed is not None:
+        framework, version = parsed
+        key = f"{framework}:{version}" if version else framework
+    else:
+        key = image
+    try:
+        ImageMapping.parse(f"{key}={SERVER_PYTHON}")
+    except ValueError:
+        return (
+            "no images entry can name it (an image URI has letters, digits and ._:/@+- only); "
+            "use a SageMaker framework image or one the server's images setting maps"
+        )
+    return (
+        "map it to a local Python in the server's images setting (config.yaml images: "
+        f"['{key}={SERVER_PYTHON}'], or TRAINOPS_IMAGES), then restart it"
+    )
 
 
 def _target(entry: ImageMapping) -> str | None:
