@@ -80,7 +80,6 @@ print(json.dumps({
     "model_data": estimator.model_data,
     "name": estimator.latest_training_job.name,
     "status": job["TrainingJobStatus"],
-    "hyperparameters": job["HyperParameters"],
 }))
 """
 
@@ -158,7 +157,6 @@ def test_the_sdk_v2_pytorch_estimator_fits_on_trainops_and_reads_its_model(
         assert "epoch=2 loss=0.1111" in done.stdout
         # training_job_analytics: the metric from metric_definitions, via CloudWatch metrics
         assert result["metrics"] == ["loss"] and result["values"] >= 1
-        assert result["hyperparameters"]["label"] == "sdk run"  # the SDK's JSON unwrapped
         name = result["name"]
         assert result["model_data"] == f"s3://trainops/{name}/output/model.tar.gz"
         model = _model(home, result["model_data"])
