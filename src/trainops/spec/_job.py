@@ -451,9 +451,8 @@ class JobSpec(SpecModel):
     python: str | None = Field(
         default=None,
         max_length=4096,
-        description="The interpreter that runs the script, an absolute path on every host "
-        "(default: the host agent's own); the SageMaker API sets it from the server's images "
-        "setting",
+        description="The interpreter that runs the script (default: the host agent's own): one "
+        "the server's images setting names, on every host; the SageMaker API sets it from there",
     )
 
     @field_validator("entry_point")
