@@ -12,6 +12,7 @@ import pytest
 from trainops._errors import ConfigError
 from trainops._settings import MIB, SECTIONS, Settings, TransferSettings
 from trainops._settings_source import SettingsSource
+from trainops.server._settings import ImageMapping
 
 
 def test_defaults(tmp_path: Path) -> None:
@@ -164,6 +165,15 @@ EVERY_VARIABLE = [
     ("TRAINOPS_SHARED_PATHS", "/a,/b/", "shared_paths", ("/a", "/b")),
     ("TRAINOPS_ALLOWED_HOSTS", "x.test, y.test", "allowed_hosts", ("x.test", "y.test")),
     ("TRAINOPS_ALLOWED_HOSTS", "*", "server.allowed_hosts", ("*",)),
+    (
+        "TRAINOPS_IMAGES",
+        "pytorch:2.3=/opt/t/bin/python, sklearn=server",
+        "server.images",
+        (
+            ImageMapping("pytorch", "2.3", None, "/opt/t/bin/python"),
+            ImageMapping("sklearn", None, None, "server"),
+        ),
+    ),
     ("TRAINOPS_WEBHOOK_NETWORKS", "loopback", "webhook_networks", ("loopback",)),
     ("TRAINOPS_RAY_ADDRESS", "auto", "ray.address", "auto"),
     ("TRAINOPS_RAY_NAMESPACE", "team", "ray.namespace", "team"),
@@ -190,6 +200,11 @@ EVERY_KEY = [
     ("fastfile_fallback: true\n", "fastfile_fallback", True),
     ("fastfile_fallback: 0\n", "fastfile_fallback", False),
     ("allowed_hosts: a.test\n", "allowed_hosts", ("a.test",)),
+    (
+        "images: [r.example/me:1=server]\n",
+        "server.images",
+        (ImageMapping.parse("r.example/me:1=server"),),
+    ),
     ("webhook_networks: [private]\n", "actions.webhook_networks", ("private",)),
     ("s3:\n  endpoint_url: http://e\n", "s3.endpoint_url", "http://e"),
     ("s3:\n  region: r\n", "s3.region", "r"),
@@ -288,6 +303,8 @@ def test_an_unknown_key_is_refused_with_the_known_ones(tmp_path: Path) -> None:
         ("heartbeat_timeout: 2\n", "config.yaml heartbeat_timeout: heartbeat_timeout must be"),
         ("server: {url: x}\n", "config.yaml server: expected text, got a mapping"),
         ("allowed_hosts: {x: 1}\n", "config.yaml allowed_hosts: expected a list of host names"),
+        ("images: [torch=server]\n", "config.yaml: images entry 'torch=server' names no framew"),
+        ("images: [pytorch=py]\n", "config.yaml: images entry 'pytorch=py' names 'py': use serv"),
         ("shared_paths: [/a, 3]\n", "config.yaml shared_paths: expected a list of folders"),
         ("shared_paths: [rel]\n", "config.yaml shared_paths: shared_paths must be absolute"),
         ("transfer:\n  part_size_mb: 64\n  memory_mb: 32\n", "config.yaml transfer.memory_mb:"),

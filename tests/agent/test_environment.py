@@ -219,6 +219,7 @@ def test_platform_and_trainops_variables(tmp_path: Path) -> None:
     assert env["TRAINING_JOB_NAME"] == "job-1"
     assert env["TRAINING_JOB_ARN"] == "arn:trainops:local:training-job/job-1"
     assert env["SAGEMAKER_BASE_DIR"] == str(tmp_path / "root")
+    assert env["AWS_REGION"] == "us-east-1"  # from sagemaker_region, as the toolkit sets it
     assert env["SM_CHECKPOINT_DIR"] == str(tmp_path / "root/checkpoints/run")
     assert env["PYTHONUNBUFFERED"] == "1"
     assert env["OMP_NUM_THREADS"] == env["OPENBLAS_NUM_THREADS"] == "3"

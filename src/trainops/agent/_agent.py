@@ -398,7 +398,9 @@ class HostAgent:
         self._env = script_environment(self.tree, self.assignment, self.job, self.environ)
         if self._sidecars is not None:
             self._env = self._sidecars.environment(self._env)
-        installer = JobInstaller(self.tree.code_dir, self.state_dir / "env", self._run_tool)
+        installer = JobInstaller(
+            self.tree.code_dir, self.state_dir / "env", self._run_tool, self.job.python
+        )
         try:
             return script_command(self.tree, self.job, self._env, installer)
         finally:

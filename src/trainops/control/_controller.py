@@ -174,6 +174,7 @@ class JobController:
         """Record a new job (InProgress/Starting); the scheduler starts it when it fits."""
         check_job_name(job_name)
         _check_launcher(spec)
+        _check_python(spec, self.settings)
         self.check_code(code_uri)
         output = spec.output_path or self.settings.default_output_uri
         if self.backend.spans_machines:
@@ -534,6 +535,25 @@ def _under_shared(uri: str, shared: tuple[str, ...]) -> bool:
     return any(
         path == PurePosixPath(root) or PurePosixPath(root) in path.parents for root in shared
     )
+
+
+def _check_python(spec: JobSpec, settings: Settings) -> None:
+    """A job's ``python`` must be one the server's ``images`` setting names: the agent runs it
+    outside the job's sandbox to make its environment, so a job may not choose any program."""
+    if spec.python is None:
+        return
+    allowed = sorted({m.python for m in settings.server.images if m.python.startswith("/")})
+    if spec.python not in allowed:
+        named = ", ".join(allowed) if allowed else "none"
+        raise SpecError(
+            [
+                (
+                    "python",
+                    f"{spec.python[:200]!r} is not an interpreter the server's images setting "
+                    f"names (it names {named[:400]}); leave python out to use the agent's own",
+                )
+            ]
+        )
 
 
 def _check_launcher(spec: JobSpec) -> None:

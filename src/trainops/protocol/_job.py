@@ -306,6 +306,7 @@ class SubmittedJob:
     debugger_hook_config: DebugHookSpec | None
     tensorboard_output_config: TensorBoardSpec | None
     distribution: DistributionSpec
+    python: str | None  # the script's interpreter; None: the agent's own
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> SubmittedJob:
@@ -313,6 +314,8 @@ class SubmittedJob:
             raw = {**raw, "debugger_hook_config": None}  # stored before the debugger existed
         if isinstance(raw, Mapping) and "use_spot_instances" not in raw:
             raw = {**raw, "use_spot_instances": False, "chaos": None}  # stored before spot
+        if isinstance(raw, Mapping) and "python" not in raw:
+            raw = {**raw, "python": None}  # stored before image mappings
         data = _fields(cls, raw, "spec")
         inputs = _mapping(data["inputs"], "inputs")
         data["inputs"] = tuple(ChannelSpec.from_json(k, v) for k, v in inputs.items())

@@ -131,14 +131,17 @@ class EmbeddedServer:
         """With ``s3.serve``: start SeaweedFS, and jobs and clients use it (docs/storage.md)."""
         if not self.settings.s3.serve:
             return
+        from trainops.server.aws import derive_credentials
         from trainops.storage._seaweed import DEFAULT_BUCKET, S3Server
 
         assert self.token is not None
+        profile = derive_credentials(self.token)  # the AWS profile's key signs S3 requests too
         self.s3 = S3Server(
             self.settings.home,
             self.token,
             bucket=self.settings.s3.default_bucket or DEFAULT_BUCKET,
             region=self.settings.s3.region or self.settings.region,
+            extra_keys=((profile.access_key_id, profile.secret_access_key),),
         )
         self.s3.start()
         served = dataclasses.replace(self.s3.settings, serve=True)
@@ -304,17 +307,26 @@ def ui_banner(srv: EmbeddedServer) -> str:
 
 def _aws_banner(srv: EmbeddedServer) -> str:
     """Write the ``trainops`` AWS profile (the server's SigV4 key) and say how SDKs use it."""
-    from trainops.server.aws import PROFILE, derive_credentials, write_profile
+    from trainops.server.aws import PROFILE, SDK_CONFIG, derive_credentials, write_profile
 
     assert srv.token is not None and srv.url is not None
     creds = derive_credentials(srv.token)
     directory = srv.settings.home / "aws"
-    credentials = write_profile(directory, creds, region=srv.settings.region, endpoint=srv.url)
+    s3, bucket = (None, None) if srv.s3 is None else (srv.s3.endpoint_url, srv.s3.bucket)
+    credentials = write_profile(
+        directory,
+        creds,
+        region=srv.settings.region,
+        endpoint=srv.url,
+        s3_endpoint=s3,
+        bucket=bucket,
+    )
     return (
         f"SageMaker API on {srv.url}: access key id {creds.access_key_id}, secret in "
         f"{credentials} (profile {PROFILE!r}); for the AWS SDKs: "
         f"AWS_SHARED_CREDENTIALS_FILE={credentials} AWS_CONFIG_FILE={directory / 'config'} "
-        f"AWS_PROFILE={PROFILE}"
+        f"AWS_PROFILE={PROFILE}; for the SageMaker Python SDK also "
+        f"SAGEMAKER_USER_CONFIG_OVERRIDE={directory / SDK_CONFIG}"
     )
 
 

@@ -492,6 +492,12 @@ class JobSpec(SpecModel):
     tensorboard_output_config: TensorBoardOutputConfig | None = None
     # Last: its checks read entry_point, instance_type and instance_count, validated before it.
     distribution: DistributionConfig = Field(default_factory=DistributionConfig)
+    python: str | None = Field(
+        default=None,
+        max_length=4096,
+        description="The interpreter that runs the script (default: the host agent's own): one "
+        "the server's images setting names, on every host; the SageMaker API sets it from there",
+    )
 
     @field_validator("entry_point")
     @classmethod
@@ -500,6 +506,15 @@ class JobSpec(SpecModel):
             raise ValueError("must not contain a NUL character")
         if Path(value).is_absolute() or ".." in Path(value).parts:
             raise ValueError("must be a path relative to source_dir, without '..'")
+        return value
+
+    @field_validator("python")
+    @classmethod
+    def _python(cls, value: str | None) -> str | None:
+        if value is not None and (
+            not Path(value).is_absolute() or any(ord(c) < 32 or ord(c) == 127 for c in value)
+        ):
+            raise ValueError("must be an absolute path without control characters")
         return value
 
     @field_validator("source_dir")

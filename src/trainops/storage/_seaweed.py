@@ -191,6 +191,7 @@ class S3Server:
         region: str = "us-east-1",
         port: int = 0,
         ready_timeout: float = 60.0,
+        extra_keys: tuple[tuple[str, str], ...] = (),
     ) -> None:
         if not _BUCKET.fullmatch(bucket):
             raise S3ServerError(
@@ -202,6 +203,9 @@ class S3Server:
         self.bucket = bucket
         self.region = region
         self.access_key, self._secret = _derived_keys(token)
+        # More (key id, secret) pairs of the same identity: the server's AWS profile's key, so
+        # one profile signs both the SageMaker API's requests and S3's (the SDKs use one).
+        self._extra_keys = extra_keys
         self._port = port
         self._timeout = ready_timeout
         self._process: subprocess.Popen[bytes] | None = None
@@ -371,7 +375,10 @@ class S3Server:
         """The server's own identity: every action on every bucket."""
         return {
             "name": "trainops",
-            "credentials": [{"accessKey": self.access_key, "secretKey": self._secret}],
+            "credentials": [
+                {"accessKey": key, "secretKey": secret}
+                for key, secret in ((self.access_key, self._secret), *self._extra_keys)
+            ],
             "actions": ["Admin", "Read", "Write", "List", "Tagging"],
         }
 

@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import os
 import stat
 from collections.abc import Iterator
+from pathlib import Path
 
 import botocore.session
 import pytest
@@ -12,7 +14,7 @@ import pytest
 from tests.control._harness import ControlPlane, control_plane
 from trainops._settings import Settings
 from trainops.server._run import _aws_banner
-from trainops.server.aws import PROFILE, derive_credentials
+from trainops.server.aws import PROFILE, derive_credentials, write_profile
 
 
 def test_the_key_is_derived_from_the_token_and_is_not_the_token() -> None:
@@ -52,3 +54,43 @@ def test_the_printed_profile_reaches_the_server(
     monkeypatch.setenv("AWS_PROFILE", PROFILE)
     client = botocore.session.Session().create_client("sagemaker")
     assert client.list_training_jobs()["TrainingJobSummaries"] == []
+
+
+def test_with_a_served_s3_the_profile_sends_s3_there_and_everything_else_to_the_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    creds = derive_credentials("a-token")
+    write_profile(
+        tmp_path,
+        creds,
+        region="eu-west-1",
+        endpoint="http://127.0.0.1:8470",
+        s3_endpoint="http://127.0.0.1:8333",
+    )
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    for name in list(os.environ):
+        if name.startswith("AWS_ENDPOINT_URL"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "credentials"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "config"))
+    monkeypatch.setenv("AWS_PROFILE", PROFILE)
+    session = botocore.session.Session()
+    s3 = session.create_client("s3")
+    assert s3.meta.endpoint_url == "http://127.0.0.1:8333"
+    assert s3.meta.config.s3 == {"addressing_style": "path"}
+    for service in ("sagemaker", "logs", "sts"):
+        assert session.create_client(service).meta.endpoint_url == "http://127.0.0.1:8470"
+    # One key signs both: the served S3 is given it (S3Server's extra_keys).
+    assert session.get_credentials().access_key == creds.access_key_id
+
+
+def test_the_served_s3_takes_the_profile_s_key_as_a_second_key_of_its_identity(
+    tmp_path: Path,
+) -> None:
+    from trainops.storage._seaweed import S3Server
+
+    server = S3Server(tmp_path, "a-token", extra_keys=(("AKIAEXAMPLE", "secret"),))
+    (identity,) = server._identities()["identities"]
+    keys = [c["accessKey"] for c in identity["credentials"]]
+    assert keys == [server.access_key, "AKIAEXAMPLE"]

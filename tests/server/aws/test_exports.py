@@ -27,6 +27,7 @@ EXPECTED = {
     "training_job_arn",
     "validate",
     "write_profile",
+    "SDK_CONFIG",
 }
 
 

@@ -3,9 +3,10 @@
 The toolkit's ``Environment`` is built once here as a plain dict (:func:`training_env`, which is
 also ``SM_TRAINING_ENV``), and the ``SM_*`` variables are derived from it with the toolkit's
 ``to_env_vars`` rules. trainops adds ``TRAINING_JOB_NAME``/``ARN`` (set by the platform on
-SageMaker), ``SAGEMAKER_BASE_DIR``, ``SM_CHECKPOINT_DIR`` (SageMaker has no such variable, so
-portable scripts default to ``/opt/ml/checkpoints``), thread limits and ``CUDA_VISIBLE_DEVICES``
-from the host's reservation, and finally the spec's ``environment`` on top.
+SageMaker), ``AWS_REGION`` (the toolkit sets it from ``sagemaker_region``),
+``SAGEMAKER_BASE_DIR``, ``SM_CHECKPOINT_DIR`` (SageMaker has no such variable, so portable
+scripts default to ``/opt/ml/checkpoints``), thread limits and ``CUDA_VISIBLE_DEVICES`` from the
+host's reservation, and finally the spec's ``environment`` on top.
 """
 
 from __future__ import annotations
@@ -169,6 +170,9 @@ def build_environment(
     env.update(sm_variables(training_env(tree, host, hyperparameters, seen)))
     env.update(_platform_variables(paths, host))
     env.update(_resource_variables(host, machine_gpus))
+    region = hyperparameters.get("sagemaker_region")
+    if region:  # as the toolkit does (os.environ[REGION_NAME_ENV] = sagemaker_region)
+        env["AWS_REGION"] = str(region)
     env["PYTHONPATH"] = _prepend_path(str(paths.code_dir), env.get("PYTHONPATH"))
     env.update(spec_environment)
     return env

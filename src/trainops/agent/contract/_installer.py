@@ -7,10 +7,16 @@ interpreter's site-packages (``--system-site-packages`` alone would only reach t
 interpreter when the agent itself runs in a virtual environment), and installs into it with the
 current interpreter's pip (``pip --python``). The new environment's own packages come first on
 ``sys.path``; the user's environment is never written to.
+
+A job whose spec names its ``python`` (the SageMaker API sets it from the server's ``images``
+setting) runs with that interpreter instead, and its per-job environment is layered over that
+interpreter's site-packages the same way.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import site
 import subprocess
 import sys
@@ -56,10 +62,13 @@ class InstallModuleError(JobFailure):
 class JobInstaller:
     """Prepares the interpreter that runs the job's script."""
 
-    def __init__(self, code_dir: Path, env_dir: Path, run: RunCommand) -> None:
+    def __init__(
+        self, code_dir: Path, env_dir: Path, run: RunCommand, python: str | None = None
+    ) -> None:
         self.code_dir = code_dir
         self.env_dir = env_dir
         self._run = run
+        self.python = python or sys.executable
 
     def needs_environment(self, kind: EntryPointKind) -> bool:
         """As the toolkit: packages always install; Python programs only with requirements."""
@@ -69,8 +78,9 @@ class JobInstaller:
 
     def prepare(self, kind: EntryPointKind) -> str:
         """The interpreter to run the script with, installing what the source dir asks for."""
+        self._check_python()
         if not self.needs_environment(kind):
-            return sys.executable
+            return self.python
         python = self.create_environment()
         if (self.code_dir / REQUIREMENTS).is_file():
             self._pip(python, ["-r", REQUIREMENTS], InstallRequirementsError)
@@ -78,16 +88,38 @@ class JobInstaller:
             self._pip(python, ["."], InstallModuleError)
         return python
 
+    def _check_python(self) -> None:
+        if self.python == sys.executable:
+            return
+        if not (os.path.isfile(self.python) and os.access(self.python, os.X_OK)):
+            raise JobFailure(
+                f"the job's Python {self.python[:300]} is not an executable file on this host "
+                "(the server's images setting maps the job's image to it): install it there or "
+                "change the mapping"
+            )
+
     def create_environment(self) -> str:
-        command = [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip"]
+        command = [self.python, "-m", "venv", "--system-site-packages", "--without-pip"]
         done = subprocess.run(
             [*command, str(self.env_dir)], capture_output=True, text=True, check=False
         )
         if done.returncode != 0:
             raise RuntimeError(f"creating the job environment failed: {done.stderr.strip()}")
         layer = _site_packages(self.env_dir) / LAYER_FILE
-        layer.write_text(_layer_lines(), encoding="utf-8")
+        layer.write_text(_layer_lines(self._base_site_dirs()), encoding="utf-8")
         return str(self.env_dir / "bin" / "python")
+
+    def _base_site_dirs(self) -> list[str]:
+        """The site-packages directories of the interpreter the environment is layered over."""
+        if self.python == sys.executable:
+            return list(site.getsitepackages())
+        code = "import json, site; print(json.dumps(site.getsitepackages()))"
+        done = subprocess.run(
+            [self.python, "-c", code], capture_output=True, text=True, check=False, timeout=60
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"{self.python} could not list its site-packages")
+        return [str(d) for d in json.loads(done.stdout)]
 
     def _pip(self, python: str, args: list[str], error: type[JobFailure]) -> None:
         command = [sys.executable, "-m", "pip", "--python", python, "install", *PIP_FLAGS, *args]
@@ -98,12 +130,16 @@ class JobInstaller:
 
 
 def _site_packages(env_dir: Path) -> Path:
+    """The environment's site-packages (its interpreter may be another version than ours)."""
+    found = sorted((env_dir / "lib").glob("python*/site-packages"))
+    if found:
+        return found[0]
     version = f"python{sys.version_info.major}.{sys.version_info.minor}"
     return env_dir / "lib" / version / "site-packages"
 
 
-def _layer_lines() -> str:
+def _layer_lines(site_dirs: list[str]) -> str:
     """``import`` lines run at start-up: ``addsitedir`` also processes the parent's ``.pth``
     files (editable installs), which a plain path line would not."""
-    dirs = [d for d in site.getsitepackages() if Path(d).is_dir()]
+    dirs = [d for d in site_dirs if Path(d).is_dir()]
     return "".join(f"import site; site.addsitedir({d!r})\n" for d in dirs)

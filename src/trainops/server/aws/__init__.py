@@ -9,6 +9,7 @@ aws-services.md says how to add a service or an operation.
 
 from trainops.server.aws._credentials import (
     PROFILE,
+    SDK_CONFIG,
     AwsCredentials,
     derive_credentials,
     write_profile,
@@ -36,6 +37,7 @@ __all__ = [
     "AWS_SERVICES",
     "MAX_AWS_BODY",
     "PROFILE",
+    "SDK_CONFIG",
     "SKEW",
     "AwsCredentials",
     "AwsError",

@@ -1,32 +1,36 @@
 """CreateTrainingJob's request mapped to our job spec.
 
-The training image: for now every job runs on the server's own Python, so an image is accepted
-when it is one of SageMaker's framework training images (whose contract the script expects: the
-``sagemaker_program`` entry point and the ``sagemaker_submit_directory`` tarball, read as the
-training toolkit reads them); any other image, or an ``AlgorithmName``, fails at once, saying so.
-The SageMaker Python SDK JSON-encodes every hyperparameter value (``"\\"text\\""``); a value that
-is a JSON string is unwrapped, as the toolkit does.
+The training image: the server's ``images`` setting maps it to a local Python (``_images.py``;
+by default every SageMaker framework training image runs on the server's own Python), whose
+contract the script expects: the ``sagemaker_program`` entry point and the
+``sagemaker_submit_directory`` tarball, read as the training toolkit reads them, and the
+``distribution=`` flags the SDK sets. An image with no mapping, or an ``AlgorithmName``, fails
+at once, saying so. The SageMaker Python SDK JSON-encodes every hyperparameter value
+(``"\\"text\\""``); a value that is a JSON string is unwrapped, as the toolkit does.
 """
 
 from __future__ import annotations
 
 import json
-import re
+from collections.abc import Sequence
 from typing import Any
 
+from trainops.protocol import LAUNCHER_FLAGS
+from trainops.server._settings import DEFAULT_IMAGES, ImageMapping
 from trainops.server.aws._errors import AwsError
 from trainops.server.aws._schema import declared_spec
 from trainops.server.aws._update import profiler_sections
+from trainops.server.aws._images import python_for
 
 __all__ = ["code_uri_of", "hyperparameters", "spec_of"]
 
 PROGRAM, SUBMIT_DIRECTORY = "sagemaker_program", "sagemaker_submit_directory"
-_FRAMEWORK_IMAGE = re.compile(
-    r"[0-9]{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com(?:\.cn)?/"
-    r"(?:pytorch|tensorflow|mxnet|huggingface-pytorch|huggingface-tensorflow)-training"
-    r"(?::[A-Za-z0-9._-]+)?|[0-9]{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com(?:\.cn)?/"
-    r"sagemaker-scikit-learn(?::[A-Za-z0-9._-]+)?"
-)
+MODEL_PARALLEL = "mp_parameters"  # the SDK's smdistributed.modelparallel parameters
+_MPI_PROCESSES = "sagemaker_mpi_num_of_processes_per_host"
+_MPI_OPTIONS = "sagemaker_mpi_custom_mpi_options"
+_DATA_PARALLEL = "sagemaker_distributed_dataparallel_enabled"
+_DATA_PARALLEL_OPTIONS = "sagemaker_distributed_dataparallel_custom_mpi_options"
+_XLA = "sagemaker_pytorch_xla_multi_worker_enabled"
 _DISTRIBUTION = {"FullyReplicated": "FullyReplicated", "ShardedByS3Key": "ShardedByKey"}
 
 
@@ -61,12 +65,17 @@ def code_uri_of(params: dict[str, str]) -> str:
     return uri
 
 
-def spec_of(body: dict[str, Any], params: dict[str, str]) -> dict[str, Any]:
+def spec_of(
+    body: dict[str, Any],
+    params: dict[str, str],
+    images: Sequence[ImageMapping] = DEFAULT_IMAGES,
+) -> dict[str, Any]:
     """The job spec (as the REST API takes it) of a CreateTrainingJob request: the members
     ``_schema.MEMBERS`` derive, and those mapped here by hand (the entry point and the
-    hyperparameters from the framework contract's hyperparameters, the channels)."""
+    hyperparameters from the framework contract's hyperparameters, the distribution its flags
+    set, the channels, the Python that ``images``, the server's setting, maps TrainingImage to)."""
     algorithm = body.get("AlgorithmSpecification") or {}
-    _check_image(algorithm)
+    python = _python_of(algorithm, images)
     program = params.get(PROGRAM)
     if not program:
         raise _invalid(
@@ -76,26 +85,79 @@ def spec_of(body: dict[str, Any], params: dict[str, str]) -> dict[str, Any]:
     mode = algorithm.get("TrainingInputMode", "File")
     by_hand: dict[str, Any] = {
         "entry_point": program,
-        "hyperparameters": {k: v for k, v in params.items() if not k.startswith("sagemaker_")},
+        "hyperparameters": {
+            k: v
+            for k, v in params.items()
+            if not k.startswith("sagemaker_") and k != MODEL_PARALLEL
+        },
         "inputs": {c["ChannelName"]: _channel(c, mode) for c in body.get("InputDataConfig") or []},
     }
+    distribution = distribution_of(params)
+    if distribution:
+        by_hand["distribution"] = distribution
+    if python is not None:
+        by_hand["python"] = python
     return by_hand | declared_spec(body) | profiler_sections(body)
 
 
-def _check_image(algorithm: dict[str, Any]) -> None:
+def _enabled(value: str | None) -> bool:
+    return (value or "").strip().lower() in {"true", "1"}
+
+
+def distribution_of(params: dict[str, str]) -> dict[str, Any]:
+    """The spec's ``distribution`` from the flags the SDK's ``distribution=`` argument sets
+    (the inverse of what the agent writes to hyperparameters.json for the toolkit)."""
+    if _enabled(params.get(_XLA)):
+        raise _invalid("distribution pytorchxla is not supported by trainops (no XLA devices)")
+    found: dict[str, Any] = {
+        name: {"enabled": True}
+        for name, flag in LAUNCHER_FLAGS.items()
+        if _enabled(params.get(flag))
+    }
+    if "mpi" in found:
+        found["mpi"] |= {"custom_mpi_options": params.get(_MPI_OPTIONS) or ""}
+        if params.get(_MPI_PROCESSES):
+            found["processes_per_host"] = _whole(_MPI_PROCESSES, params[_MPI_PROCESSES])
+    smdistributed: dict[str, Any] = {}
+    if _enabled(params.get(_DATA_PARALLEL)):
+        options = params.get(_DATA_PARALLEL_OPTIONS) or ""
+        smdistributed["dataparallel"] = {"enabled": True, "custom_mpi_options": options}
+    if params.get(MODEL_PARALLEL):
+        smdistributed["modelparallel"] = {
+            "enabled": True,
+            "parameters": _json_object(MODEL_PARALLEL, params[MODEL_PARALLEL]),
+        }
+    if smdistributed:
+        found["smdistributed"] = smdistributed
+    return found
+
+
+def _whole(name: str, value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise _invalid(f"HyperParameters.{name} {value[:40]!r} is not a whole number") from None
+
+
+def _json_object(name: str, value: str) -> dict[str, Any]:
+    try:
+        decoded = json.loads(value)
+    except ValueError:
+        decoded = None
+    if not isinstance(decoded, dict):
+        raise _invalid(f"HyperParameters.{name} is not a JSON object")
+    return decoded
+
+
+def _python_of(algorithm: dict[str, Any], images: Sequence[ImageMapping]) -> str | None:
     if algorithm.get("AlgorithmName"):
         raise _invalid(
             "AlgorithmSpecification.AlgorithmName is not supported: trainops runs framework "
             "training images' scripts; use a TrainingImage of a SageMaker framework (PyTorch, "
-            "TensorFlow, scikit-learn, MXNet, Hugging Face)"
+            "TensorFlow, scikit-learn, MXNet, Hugging Face, XGBoost) or one the server maps"
         )
     image = algorithm.get("TrainingImage")
-    if image and _FRAMEWORK_IMAGE.fullmatch(image) is None:
-        raise _invalid(
-            f"TrainingImage {image[:200]!r} has no mapping on this trainops server: it runs "
-            "SageMaker framework training images (PyTorch, TensorFlow, scikit-learn, MXNet, "
-            "Hugging Face) on its own Python; use one of those images"
-        )
+    return None if not image else python_for(image, images)
 
 
 def _channel(channel: dict[str, Any], mode: str) -> dict[str, Any]:

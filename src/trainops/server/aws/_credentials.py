@@ -13,9 +13,12 @@ from pathlib import Path
 
 from trainops._home import write_private
 
-__all__ = ["PROFILE", "AwsCredentials", "derive_credentials", "write_profile"]
+__all__ = ["PROFILE", "SDK_CONFIG", "AwsCredentials", "derive_credentials", "write_profile"]
 
 PROFILE = "trainops"
+# The SageMaker Python SDK's defaults file (its SAGEMAKER_USER_CONFIG_OVERRIDE): no telemetry
+# calls to AWS, and the served S3's bucket as the default bucket.
+SDK_CONFIG = "sagemaker.yaml"
 _KEY_ID_LABEL = b"trainops aws access key id v1"
 _SECRET_LABEL = b"trainops aws secret access key v1"
 
@@ -42,9 +45,20 @@ def derive_credentials(token: str) -> AwsCredentials:
     )
 
 
-def write_profile(directory: Path, creds: AwsCredentials, *, region: str, endpoint: str) -> Path:
+def write_profile(
+    directory: Path,
+    creds: AwsCredentials,
+    *,
+    region: str,
+    endpoint: str,
+    s3_endpoint: str | None = None,
+    bucket: str | None = None,
+) -> Path:
     """Write the ``trainops`` profile (credentials, mode 0600; config with the region and the
-    endpoint URL) under ``directory``; returns the credentials file's path."""
+    endpoint URL) under ``directory``; returns the credentials file's path. With
+    ``s3_endpoint`` (the served S3, which takes the same key), S3 requests go there instead:
+    a ``services`` section, as the AWS SDKs read service-specific endpoints. Beside them, the
+    SageMaker Python SDK's defaults (:data:`SDK_CONFIG`), with ``bucket`` as its default."""
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     credentials = directory / "credentials"
     write_private(
@@ -52,8 +66,17 @@ def write_profile(directory: Path, creds: AwsCredentials, *, region: str, endpoi
         f"[{PROFILE}]\naws_access_key_id = {creds.access_key_id}\n"
         f"aws_secret_access_key = {creds.secret_access_key}\n",
     )
+    config = f"[profile {PROFILE}]\nregion = {region}\nendpoint_url = {endpoint}\n"
+    if s3_endpoint:
+        config += (
+            f"services = {PROFILE}\ns3 =\n  addressing_style = path\n\n"
+            f"[services {PROFILE}]\ns3 =\n  endpoint_url = {s3_endpoint}\n"
+        )
+    write_private(directory / "config", config)
+    session = f"      Session:\n        DefaultS3Bucket: {bucket}\n" if bucket else ""
     write_private(
-        directory / "config",
-        f"[profile {PROFILE}]\nregion = {region}\nendpoint_url = {endpoint}\n",
+        directory / SDK_CONFIG,
+        f"SchemaVersion: '1.0'\nSageMaker:\n  PythonSDK:\n    Modules:\n"
+        f"      TelemetryOptOut: true\n{session}",
     )
     return credentials

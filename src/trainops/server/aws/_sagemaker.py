@@ -143,7 +143,7 @@ class _Operations:
         code_uri = code_uri_of(params)
         tags = check_tags(body.get("Tags") or [])
         try:
-            spec = JobSpec(**spec_of(body, params))
+            spec = JobSpec(**spec_of(body, params, self.settings.server.images))
             self.controller.submit(name, spec, code_uri)
             self.store.put_tags("training-job", name, tags, MAX_TAGS)
         except JobExistsError:

@@ -1,0 +1,165 @@
+"""The real SageMaker Python SDK v2 drives `trainops server --s3` unchanged: its PyTorch estimator
+uploads ``source_dir`` to the served S3, CreateTrainingJob runs it on the Python the server's
+``images`` setting maps its image to, ``fit(wait=True, logs="All")`` follows it to Completed
+(DescribeTrainingJob, and its log from CloudWatch Logs), ``model_data`` is the model the script
+wrote and ``training_job_analytics`` reads its metric from CloudWatch metrics. The user's only
+changes are the environment variables the server prints (the profile, and the SDK's defaults
+file), and one SDK setting: its source tarball is uploaded with SSE-KMS unless
+``encrypt_repacked_artifacts`` is off, and the served SeaweedFS has no KMS.
+
+The SDK runs in a child process: it is what a user runs, it imports much (and warns on import,
+which this suite makes errors), and it must see only the variables the banner prints.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests._support.system import require, require_installed
+from tests.e2e._harness import Server, cli_env, wait_for
+from trainops.storage._seaweed import read_client_file
+
+pytestmark = [pytest.mark.slow, pytest.mark.s3]
+
+TRAIN = """
+import argparse, json, os, sys
+parser = argparse.ArgumentParser()
+parser.add_argument("--epochs", type=int)
+parser.add_argument("--label")
+args = parser.parse_args()
+channel = os.environ["SM_CHANNEL_TRAIN"]
+total = sum(int(open(os.path.join(channel, n)).read()) for n in sorted(os.listdir(channel)))
+for epoch in range(args.epochs):
+    print(f"epoch={epoch} loss={1.0 / (epoch + 1 + total):.4f}", flush=True)
+model = {"total": total, "label": args.label, "region": os.environ.get("AWS_REGION"),
+         "python": sys.executable}
+json.dump(model, open(os.path.join(os.environ["SM_MODEL_DIR"], "model.json"), "w"))
+"""
+
+DRIVER = """
+import json, sys
+import boto3, sagemaker
+from sagemaker.pytorch import PyTorch
+from sagemaker.session_settings import SessionSettings
+
+boto = boto3.Session()
+s3 = boto.client("s3")
+for i in range(3):
+    s3.put_object(Bucket="trainops", Key=f"data/train/part-{i}", Body=str(i + 1).encode())
+session = sagemaker.Session(
+    boto_session=boto, settings=SessionSettings(encrypt_repacked_artifacts=False)
+)
+estimator = PyTorch(
+    entry_point="train.py",
+    source_dir=sys.argv[1],
+    role="arn:aws:iam::000000000000:role/SageMakerRole",
+    framework_version="2.3",
+    py_version="py311",
+    instance_count=1,
+    instance_type="ml.m5.large",
+    hyperparameters={"epochs": 3, "label": "sdk run"},
+    metric_definitions=[{"Name": "loss", "Regex": "loss=([0-9.]+)"}],
+    sagemaker_session=session,
+)
+estimator.fit({"train": "s3://trainops/data/train/"}, wait=True, logs="All")
+job = estimator.latest_training_job.describe()
+metrics = estimator.training_job_analytics.dataframe()
+print(json.dumps({
+    "metrics": sorted(set(metrics["metric_name"])),
+    "values": len(metrics),
+    "bucket": session.default_bucket(),
+    "model_data": estimator.model_data,
+    "name": estimator.latest_training_job.name,
+    "status": job["TrainingJobStatus"],
+}))
+"""
+
+
+def _sdk_env(home: Path) -> dict[str, str]:
+    """The variables the server's banner prints, and nothing else of AWS's."""
+    aws = home / "aws"
+    return cli_env(
+        home,
+        AWS_SHARED_CREDENTIALS_FILE=str(aws / "credentials"),
+        AWS_CONFIG_FILE=str(aws / "config"),
+        AWS_PROFILE="trainops",
+        SAGEMAKER_USER_CONFIG_OVERRIDE=str(aws / "sagemaker.yaml"),
+        SAGEMAKER_SUPPRESS_V2_WARNING="1",
+        PYTHONPATH=os.environ.get("PYTHONPATH", ""),
+    )
+
+
+def _model(home: Path, uri: str) -> Any:
+    import botocore.session  # type: ignore[import-untyped]
+    from botocore.config import Config  # type: ignore[import-untyped]
+
+    s3 = read_client_file(home)
+    assert s3 is not None
+    client = botocore.session.get_session().create_client(
+        "s3",
+        endpoint_url=s3.endpoint_url,
+        region_name=s3.region,
+        aws_access_key_id=s3.access_key_id,
+        aws_secret_access_key=s3.secret_access_key,
+        config=Config(s3={"addressing_style": "path"}),
+    )
+    bucket, key = uri.removeprefix("s3://").split("/", 1)
+    body = client.get_object(Bucket=bucket, Key=key)["Body"].read()
+    with tarfile.open(fileobj=io.BytesIO(body), mode="r:gz") as tar:
+        handle = tar.extractfile("model.json")
+        assert handle is not None
+        return json.load(handle)
+
+
+def test_the_sdk_v2_pytorch_estimator_fits_on_trainops_and_reads_its_model(
+    tmp_path: Path,
+) -> None:
+    require("weed")
+    require_installed("dev", "sagemaker")
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "train.py").write_text(TRAIN)
+    driver = tmp_path / "driver.py"
+    driver.write_text(DRIVER)
+    # The image the estimator names (pytorch-training:2.3.0-cpu-py311) runs on the Python the
+    # server's images setting maps it to: here a bare venv's (the script needs only stdlib).
+    venv = tmp_path / "torch23"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    home = tmp_path / "home"
+    images = f"pytorch:2.3={python},sklearn=server"
+    server = Server(home, TRAINOPS_S3_SERVE="1", TRAINOPS_IMAGES=images).start()
+    try:
+        wait_for(lambda: read_client_file(home), timeout=120)
+        wait_for(lambda: (home / "aws" / "sagemaker.yaml").is_file(), timeout=30)
+        done = subprocess.run(
+            [sys.executable, str(driver), str(source)],
+            env=_sdk_env(home),
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+        assert result["bucket"] == "trainops"
+        assert result["status"] == "Completed"
+        # logs="All": the script's lines, streamed from CloudWatch Logs as the SDK reads them
+        assert "epoch=2 loss=0.1111" in done.stdout
+        # training_job_analytics: the metric from metric_definitions, via CloudWatch metrics
+        assert result["metrics"] == ["loss"] and result["values"] >= 1
+        name = result["name"]
+        assert result["model_data"] == f"s3://trainops/{name}/output/model.tar.gz"
+        model = _model(home, result["model_data"])
+        assert model == {"total": 6, "label": "sdk run", "region": "us-east-1", "python": python}
+    finally:
+        server.stop()
