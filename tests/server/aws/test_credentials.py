@@ -91,6 +91,6 @@ def test_the_served_s3_takes_the_profile_s_key_as_a_second_key_of_its_identity(
     from trainops.storage._seaweed import S3Server
 
     server = S3Server(tmp_path, "a-token", extra_keys=(("AKIAEXAMPLE", "secret"),))
-    (identity,) = server._identities()["identities"]
+    identity = server._identities()
     keys = [c["accessKey"] for c in identity["credentials"]]
     assert keys == [server.access_key, "AKIAEXAMPLE"]

@@ -128,7 +128,10 @@ NOT_IN_API: Mapping[str, str] = {
     "stopping_condition.grace_period_in_seconds": "trainops' own (SIGTERM to SIGKILL)",
     "chaos": "trainops' fault injection, for tests",
     "mount_opt_ml": "trainops' own (how the /opt/ml tree is made)",
-    "distribution": "the SDK's sagemaker_distribution-style hyperparameters are not mapped yet",
+    "distribution": "mapped by hand from the SDK's distribution hyperparameters "
+    "(_create.distribution_of); the describe does not give them back yet",
+    "python": "the Python the server's images setting maps AlgorithmSpecification.TrainingImage "
+    "to (by hand in _create.py); the image itself is not kept yet",
 }
 
 #: CreateTrainingJob members (of the botocore model) that no member maps to a spec field.
