@@ -1,7 +1,8 @@
 """The host's namespace holder forked ready (``_holder_fork``): taken by ``HostNamespace.start``,
-it makes the same namespaces and runs the host's one process as the started holder does, ends
-as the script ends, keeps nothing of its parent's but its pipes, is forked only by a process with
-one thread where no user namespace is needed, and one never taken goes quietly.
+it makes the same namespaces and runs the host's one process as the started holder does (on
+the CPUs its parent pinned itself to after the fork), ends as the script ends, keeps nothing of
+its parent's but its pipes, is forked only by a process with one thread where no user namespace
+is needed, and one never taken goes quietly.
 
 Each case runs in a fresh interpreter: the fork is only made in a process with a single thread
 (which pytest's need not be), and nothing forked may outlive the case."""
@@ -51,7 +52,9 @@ RUNS_THE_SCRIPT_AS_THE_STARTED_HOLDER = (
     PRELUDE
     + """
 assert fork_spare_holder(True)
-shell = 'echo $$; hostname; ls /proc | grep -c "^[0-9]"; ls {home}; echo "$ONLY"; exit 7'
+os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # the agent pins itself after the fork
+shell = 'echo $$; hostname; ls /proc | grep -c "^[0-9]"; ls {home}; echo "$ONLY"; '
+shell += "grep Cpus_allowed_list /proc/self/status; exit 7"
 kind, out, code = held(shell.format(home=home), {"PATH": "/usr/bin:/bin", "ONLY": "a b=c"})
 print(kind, code)
 print(out.replace(chr(10), "|"))
@@ -117,10 +120,11 @@ def _run(script: str, tmp_path: Path) -> list[str]:
 def test_the_forked_holder_runs_the_script_as_the_started_one(tmp_path: Path) -> None:
     first, out, second = _run(RUNS_THE_SCRIPT_AS_THE_STARTED_HOLDER, tmp_path)
     assert first == "ForkedHolder 7"
-    pid, hostname, count, home, only = out.split("|")[:5]
+    pid, hostname, count, home, only, cpus = out.split("|")[:6]
     assert int(pid) > 1 and hostname == "algo-1" and int(count) < 10
     assert home == "jobs"  # the home is masked but for the tree: the token is not there
     assert only == "a b=c"
+    assert cpus.split() == ["Cpus_allowed_list:", str(min(os.sched_getaffinity(0)))]
     assert second == "Popen 3"
 
 

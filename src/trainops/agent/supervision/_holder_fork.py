@@ -56,8 +56,12 @@ class ForkedHolder:
         self._arguments: IO[bytes] | None = arguments
 
     def begin(self, argv: Sequence[str]) -> None:
-        """Send the holder its arguments (those after the program's path); raises ``OSError``
-        if it is gone, ``ValueError`` for an argument that holds a NUL byte."""
+        """Send the holder its arguments (those after the program's path), with this process's
+        CPUs (the agent pins itself to the host's once the spare is forked: the holder, and the
+        script it starts, run on them as a started holder would); raises ``OSError`` if it is
+        gone, ``ValueError`` for an argument that holds a NUL byte."""
+        if hasattr(os, "sched_setaffinity"):
+            os.sched_setaffinity(self.pid, os.sched_getaffinity(0))
         encoded = [os.fsencode(word) for word in argv]
         if any(b"\0" in word for word in encoded):
             raise ValueError("an argument of the host's namespace holder holds a NUL byte")
