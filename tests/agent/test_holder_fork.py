@@ -90,6 +90,17 @@ namespace.close()
 """
 )
 
+PEEKS_AT_ITS_INIT = (
+    PRELUDE
+    + """
+assert fork_spare_holder(True)  # this interpreter's environment (as the fork server's) has a key
+shell = "for f in environ mem; do head -c 4096 /proc/1/$f > /dev/null && echo read $f; done; "
+shell += "grep -a -c S3_KEY_OF_THE_SERVER /proc/1/environ /proc/1/mem; ls /proc/self/fd"
+kind, out, code = held(shell)
+print(kind, out.replace(chr(10), "|"))
+"""
+)
+
 UNUSED_OR_NOT_FORKED = (
     PRELUDE
     + """
@@ -105,9 +116,10 @@ print(fork_spare_holder(True), take_spare_holder())  # a process with threads fo
 )
 
 
-def _run(script: str, tmp_path: Path) -> list[str]:
+def _run(script: str, tmp_path: Path, env: dict[str, str] | None = None) -> list[str]:
     done = subprocess.run(
         [sys.executable, "-c", script, str(tmp_path)],
+        env=env,
         capture_output=True,
         text=True,
         timeout=120,
@@ -139,3 +151,14 @@ def test_an_unused_holder_goes_and_none_is_forked_where_it_must_not_be(tmp_path:
     assert released == "0"
     assert without_namespaces == "False None"
     assert threaded == "False None"
+
+
+def test_a_hostile_script_cannot_read_its_init_a_copy_of_the_fork_server(tmp_path: Path) -> None:
+    secret = {**os.environ, "AWS_SECRET_ACCESS_KEY": "S3_KEY_OF_THE_SERVER"}
+    [line] = _run(PEEKS_AT_ITS_INIT, tmp_path, secret)
+    kind, out = line.split(" ", 1)
+    assert kind == "ForkedHolder"
+    assert "read" not in out  # neither /proc/1/environ nor /proc/1/mem opens (not dumpable)
+    assert "S3_KEY_OF_THE_SERVER" not in out
+    # stdin, stdout, stderr and ls's own listing: nothing of the holder's or the fork server's
+    assert out == "0|1|2|3|"
