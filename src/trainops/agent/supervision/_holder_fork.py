@@ -89,8 +89,8 @@ class ForkedHolder:
             self._reap(os.WNOHANG)
         return self.returncode
 
-    def wait(self, timeout: float | None = None) -> int:
-        del timeout  # as the callers use it: until it has ended
+    def wait(self) -> int:
+        """Until it has ended (reaped here): its exit code, or minus the signal that ended it."""
         while self.returncode is None:
             self._reap(0)
         return self.returncode
