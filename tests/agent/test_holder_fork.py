@@ -67,7 +67,6 @@ KEEPS_ONLY_ITS_PIPES = (
     PRELUDE
     + """
 extra = os.pipe()  # a descriptor of the parent's that the holder must not hold
-signal.signal(signal.SIGCHLD, lambda *a: os.waitpid(-1, os.WNOHANG))  # the parent's handler
 assert fork_spare_holder(True)
 os.environ["TRAINOPS_AGENT_TOKEN"] = "read after the fork"  # as the launch is
 spare = take_spare_holder()
@@ -78,13 +77,12 @@ while len(fds := sorted(int(fd) for fd in os.listdir(f"/proc/{spare.pid}/fd"))) 
 links = {os.readlink(f"/proc/{spare.pid}/fd/{fd}") for fd in fds}
 theirs = {os.readlink(f"/proc/self/fd/{fd}") for fd in extra}
 print(fds[:3] == [0, 1, 2], len(fds) == 4, not theirs & links)
-# the parent's SIGCHLD handler is not the holder's: it still learns how its script ended
+# it ends as its script ended: killed by the same signal
 os.close(extra[0]); os.close(extra[1])
 namespace = HostNamespace(spare)
 spare.begin(["--hold", "--run", "--die-with-parent", str(os.getpid()), *arguments])
 start = namespace.run_held(["algo-1"])
 process = start(["/bin/sh", "-c", "kill -USR1 $$"], tmp, {"PATH": "/bin"}, lambda p: None)
-signal.signal(signal.SIGCHLD, signal.SIG_DFL)
 print(process.wait() == -signal.SIGUSR1)
 namespace.close()
 """
