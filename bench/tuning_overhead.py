@@ -3,7 +3,7 @@ job path (each trial a real training job), against the ideal (N x 0.1 s / 2), an
 running the same trivial trial in the same run, rounds interleaved (A, B, A, B, ...).
 
     python bench/tuning_overhead.py [--trials 500] [--parallel 2] [--rounds 3]
-                                    [--baseline REF] [--ray-no-reuse]
+                                    [--baseline REF] [--ray-no-reuse] [--no-ray]
 
 Each round runs every variant once, the order rotating from round to round, so the machine's
 load (shared, and moving from minute to minute) falls on all of them alike; the figures are the
@@ -67,6 +67,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=positive, default=3)
     parser.add_argument("--baseline", help="also run the tuner of this git ref's src/")
     parser.add_argument("--ray-no-reuse", action="store_true", help="also Ray's default actors")
+    parser.add_argument(
+        "--no-ray", action="store_true", help="trainops only (Ray's node may not start under load)"
+    )
     parser.add_argument("--out", type=Path, default=RESULTS, help="the results file")
     args = parser.parse_args()
     ideal = args.trials * TRIAL_S / args.parallel
@@ -94,8 +97,9 @@ def make_variants(tmp: Path, args: argparse.Namespace) -> dict[str, Variant]:
                                 ignore=shutil.ignore_patterns("__pycache__")))  # fmt: skip
     variants: dict[str, Variant] = {
         "trainops": lambda work, i: trainops_round(head, work, trials, parallel),
-        "ray_tune": lambda work, i: ray_tune_round(work, trials, parallel, reuse=True),
     }
+    if not args.no_ray:
+        variants["ray_tune"] = lambda work, i: ray_tune_round(work, trials, parallel, reuse=True)
     if args.baseline:
         before = baseline_tree(args.baseline, tmp / "baseline")
         variants["trainops_baseline"] = lambda work, i: trainops_round(
@@ -200,7 +204,7 @@ def summary(
             in_job = statistics.median(f["mean_trial_training_s"] for f in figures)
             row["overhead_inside_a_job_s"] = round(in_job - TRIAL_S, 3)
         per_trial[name] = row
-    ours, ray = per_trial["trainops"], per_trial["ray_tune"]
+    ours, ray = per_trial["trainops"], per_trial.get("ray_tune")
     return {
         "trials": args.trials,
         "parallel": args.parallel,
@@ -210,9 +214,9 @@ def summary(
         "baseline": args.baseline,
         "summary": {
             **per_trial,
-            "trainops_overhead_vs_ray_tune": round(
-                ours["overhead_per_trial_s"] / ray["overhead_per_trial_s"], 2
-            ),
+            "trainops_overhead_vs_ray_tune": None
+            if ray is None
+            else round(ours["overhead_per_trial_s"] / ray["overhead_per_trial_s"], 2),
         },
         "rounds_raw": rounds,
         "machine": machine(),

@@ -56,6 +56,7 @@ from trainops.agent.reporting._reporter import Reporter
 from trainops.agent.sidecars import SidecarContext, Sidecars
 from trainops.agent.supervision._actions import ActionRunner
 from trainops.agent.supervision._group import ProcessGroup
+from trainops.agent.supervision._holder_fork import release_spare_holder
 from trainops.agent.supervision._hostns import (
     HostNamespace,
     NamespaceError,
@@ -271,6 +272,7 @@ class HostAgent:
         # A Pipe channel has FIFOs (input/data/<name>_<epoch>), not a directory.
         self.tree.create([c.name for c in self.job.inputs if c.mode != "Pipe"])
         self._start_namespace_early()
+        release_spare_holder()  # a holder forked for the host, where it made none early
         self._doing = "downloading the source"
         self._fetch_code()
         self._doing = "writing the configuration files"

@@ -180,10 +180,11 @@ class TuningTables:
                 f"trial {trial.number} of {trial.tuning_job!r} is recorded already"
             ) from None
 
-    def trials(self, tuning_job: str) -> list[TuningTrialRecord]:
-        """Every trial of ``tuning_job``, by number."""
+    def trials(self, tuning_job: str, after: int | None = None) -> list[TuningTrialRecord]:
+        """Every trial of ``tuning_job``, by number (only those numbered above ``after``)."""
         rows = self._read(
-            "SELECT * FROM tuning_trials WHERE tuning_job = ? ORDER BY number", (tuning_job,)
+            "SELECT * FROM tuning_trials WHERE tuning_job = ? AND number > ? ORDER BY number",
+            (tuning_job, -1 if after is None else after),
         )
         return [TuningTrialRecord.from_row(r) for r in rows]
 

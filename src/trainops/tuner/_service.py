@@ -36,6 +36,7 @@ from trainops.store import (
     TuningTrialRecord,
 )
 from trainops.tuner._records import MAX_TRIES, retry_due, search_for, stored_config, trial_record
+from trainops.tuner._settled import SettledTrials
 from trainops.tuner._sync import catch_up
 from trainops.tuning import OBJECTIVE_HYPERPARAMETER, Search, TuningJobConfig
 
@@ -85,12 +86,16 @@ class TunerService(ControlService):
         # than the rest of a pass without news. Keyed by name and creation time, so a job made
         # again under the same name is read afresh.
         self._configs: dict[tuple[str, float], TuningJobConfig] = {}
+        # Each running tuning job's settled trials (see _settled), keyed as its config is.
+        self._settled: dict[tuple[str, float], SettledTrials] = {}
 
     def tick(self) -> None:
         running = self.store.list_tuning_jobs(statuses=("InProgress", "Stopping"), limit=1000)
         names = {tuning.name for tuning in running}
         for key in [k for k in self._configs if k[0] not in names]:
             del self._configs[key]  # ended by another hand than this tuner's
+        for key in [k for k in self._settled if k[0] not in names]:
+            del self._settled[key]
         for tuning in running:
             self.advance(tuning.name)
 
@@ -126,14 +131,14 @@ class TunerService(ControlService):
 
     def _fail(self, tuning: TuningJobRecord, reason: str) -> None:
         """End the tuning job Failed with ``reason``, stopping its running trials."""
-        for trial in self.store.trials(tuning.name):
+        for trial in self._trials(tuning):
             if not trial.ended:
                 self._stop_trial(tuning, trial, f"The tuning job failed: {reason}")
         self._finish(tuning, "Failed", failure=reason)
 
     def _advance(self, tuning: TuningJobRecord, config: TuningJobConfig) -> None:
         self._wrote = False
-        trials = self.store.trials(tuning.name)
+        trials = self._trials(tuning)
         for trial in trials:
             if not trial.ended:
                 self._reconcile(tuning, config, trial)
@@ -195,7 +200,7 @@ class TunerService(ControlService):
         """Whether a rule may stop the trials early (asked of the kept search, so that a job
         without one does not read its rows for it)."""
         kept = self._searches.get(tuning.name)
-        return (kept or self._search(tuning, config, self.store.trials(tuning.name))).stops_early
+        return (kept or self._search(tuning, config, self._trials(tuning))).stops_early
 
     def _maybe_stop_early(
         self,
@@ -204,7 +209,7 @@ class TunerService(ControlService):
         trial: TuningTrialRecord,
         values: list[float],
     ) -> None:
-        search = self._search(tuning, config, self.store.trials(tuning.name))
+        search = self._search(tuning, config, self._trials(tuning))
         stop = False
         for step in range(len(trial.intermediate) + 1, len(values) + 1):
             stop = search.should_stop(trial.number, step, values[step - 1]) or stop
@@ -270,6 +275,7 @@ class TunerService(ControlService):
     ) -> None:
         self._searches.pop(tuning.name, None)
         self._configs.pop((tuning.name, tuning.creation_time), None)
+        self._settled.pop((tuning.name, tuning.creation_time), None)
         now = self.context.now()
         self.store.update_tuning_job(
             tuning.name,
@@ -350,6 +356,14 @@ class TunerService(ControlService):
         self._searches[tuning.name] = search
         return search
 
+    def _trials(self, tuning: TuningJobRecord) -> list[TuningTrialRecord]:
+        """Every trial of ``tuning``, by number: its settled ones as held, the rest read."""
+        key = (tuning.name, tuning.creation_time)
+        held = self._settled.get(key)
+        if held is None:
+            held = self._settled[key] = SettledTrials()
+        return held.read(self.store, tuning.name)
+
     def _update(self, trial: TuningTrialRecord, **changes: object) -> None:
         self.store.update_trial(trial.tuning_job, trial.number, **changes)
         self._wrote = True
@@ -362,7 +376,7 @@ class TunerService(ControlService):
         if not self._wrote:
             return trials
         self._wrote = False
-        return self.store.trials(tuning.name)
+        return self._trials(tuning)
 
 
 def _same(a: list[float], b: list[float]) -> bool:

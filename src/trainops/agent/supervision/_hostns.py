@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from trainops._containment import containment
+from trainops.agent.supervision._holder_fork import ForkedHolder, take_spare_holder
 
 if TYPE_CHECKING:  # the channels import this module (no cycle at run time)
     from trainops.agent.channels._base import Bind
@@ -96,7 +97,7 @@ class HostNamespace:
     every process still inside. :meth:`start` only starts the holder (the agent does that
     early, beside its other preparations); :meth:`ready` waits until they are in place."""
 
-    def __init__(self, holder: subprocess.Popen[bytes]) -> None:
+    def __init__(self, holder: subprocess.Popen[bytes] | ForkedHolder) -> None:
         self.holder = holder
         self._init_pid: int | None = None
         self.inode = 0
@@ -106,6 +107,13 @@ class HostNamespace:
         """Start making them (``arguments``: the holder's, from :func:`hold_arguments`)."""
         argv = [*HOSTNS_EXEC, "--hold", "--run"]
         argv += ["--die-with-parent", str(os.getpid()), *arguments]
+        spare = take_spare_holder()  # forked ready (see _holder_fork): no interpreter to start
+        if spare is not None:
+            try:
+                spare.begin(argv[len(HOSTNS_EXEC) :])
+                return cls(spare)
+            except (OSError, ValueError):
+                spare.release()
         env = {k: v for k in ("PATH", "PYTHONPATH") if (v := os.environ.get(k)) is not None}
         holder = subprocess.Popen(  # a session of its own: a signal to the agent's group
             argv,  # (a stop) must not end the namespaces under the script
@@ -170,7 +178,7 @@ class HostNamespace:
 
         def start(
             argv: Sequence[str], cwd: Path, env: Mapping[str, str], adopt: Callable[[int], None]
-        ) -> subprocess.Popen[bytes]:
+        ) -> subprocess.Popen[bytes] | ForkedHolder:
             holder = self.holder
             assert holder.stdin is not None
             adopt(holder.pid)  # before the script is forked: it starts in the host's cgroup

@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from trainops.agent.reporting._hostlog import LineSink
+from trainops.agent.supervision._holder_fork import ForkedHolder
 from trainops.agent.supervision._pipes import read_pipes
 from trainops.agent.supervision._reaper import MARKER_VARIABLE, ProcessTree, new_marker
 
@@ -38,7 +39,8 @@ __all__ = ["MAX_LINE_BYTES", "ScriptProcess", "Spawn"]
 # process to supervise, in a session of its own, stdout and stderr pipes; ``adopt`` must be
 # called with its pid before it starts the command (the host's namespace holder does so).
 Spawn = Callable[
-    [Sequence[str], Path, Mapping[str, str], Callable[[int], None]], "subprocess.Popen[bytes]"
+    [Sequence[str], Path, Mapping[str, str], Callable[[int], None]],
+    "subprocess.Popen[bytes] | ForkedHolder",
 ]
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -75,7 +77,7 @@ class ScriptProcess:
         self._tree: ProcessTree | None = None
         self._env = {**env, MARKER_VARIABLE: self.marker}
         self._on_line = on_line
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._proc: subprocess.Popen[bytes] | ForkedHolder | None = None
         self._readers: list[threading.Thread] = []
         self._chunks: queue.Queue[tuple[str, bytes] | None] = queue.Queue(QUEUED_CHUNKS)
         self._put_back: list[tuple[str, bytes] | None] = []  # taken from the queue too early
@@ -193,7 +195,7 @@ class ScriptProcess:
             os.killpg(self.pgid, sig)
 
     @property
-    def _popen(self) -> subprocess.Popen[bytes]:
+    def _popen(self) -> subprocess.Popen[bytes] | ForkedHolder:
         if self._proc is None:
             raise RuntimeError("the process has not been started")
         return self._proc

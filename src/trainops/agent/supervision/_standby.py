@@ -26,6 +26,8 @@ import socket
 from types import FrameType
 from typing import Any
 
+from trainops.agent.supervision._holder_fork import fork_spare_holder
+from trainops.agent.supervision._hostns import namespaces_available
 from trainops.agent.supervision._nodump import forbid_memory_reads
 from trainops.protocol import LAUNCH_FD_ENV, STANDBY_ENV
 
@@ -100,6 +102,9 @@ def _read_launch(fd: int) -> dict[str, Any] | None:
 def _become_agent(launch: int, replies: int) -> dict[str, str]:
     """In the child: read the launch, answer with our pid, then become a launched agent."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    # Before the launch (and its token) is read: the spare is a copy of the fork server's
+    # memory, never of an agent's (see _holder_fork).
+    fork_spare_holder(namespaces_available())
     message = _read_launch(launch)
     if message is None:
         os._exit(2)  # no agent to run for it (and no pid: the backend falls back)
