@@ -77,6 +77,7 @@ def test_the_table_lists_every_public_route_once_in_document_order(
         ("POST", "/jobs/{name}/interrupt", "interrupt_job"),
         ("GET", "/jobs/{name}/logs", "logs"),
         ("GET", "/jobs/{name}/metrics", "metrics"),
+        ("GET", "/jobs/{name}/metric-series", "metric_series"),
         ("GET", "/jobs/{name}/profiler-report", "profiler_report"),
         ("GET", "/jobs/{name}/cost", "cost"),
         ("POST", "/tuning-jobs", "create"),

@@ -24,6 +24,7 @@ from trainops.store._records import (
     Transition,
 )
 from trainops.store._schema import Migration, SchemaVersionError, apply_migrations, load_migrations
+from trainops.store._series import SeriesBucket
 from trainops.store._store import MetadataStore
 from trainops.store._tuning import (
     TRIAL_ENDED,
@@ -54,6 +55,7 @@ __all__ = [
     "NewHost",
     "RuleEvaluation",
     "SchemaVersionError",
+    "SeriesBucket",
     "Transition",
     "TrialExistsError",
     "TuningJobExistsError",
