@@ -3,6 +3,7 @@ and its metrics (``GET /jobs/{name}/metrics``)."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from trainops.control import JobController
@@ -23,9 +24,19 @@ class JobOutputRoutes:
         self.waiter = waiter
 
     async def logs(
-        self, name: str, after: int, host: str | None, limit: int, wait: float, shape: str
+        self,
+        name: str,
+        after: int,
+        host: str | None,
+        limit: int,
+        wait: float,
+        shape: str,
+        tail: int = 0,
     ) -> dict[str, Any]:
         # Async: a long-poll waits on the event loop, holding no worker thread (LogWaiter).
+        if tail:  # the last `tail` lines: start where they begin
+            store = self.controller.store
+            after = await asyncio.to_thread(store.log_tail_cursor, name, host=host, lines=tail)
         job, chunks = await self.waiter.lines(name, after, host, limit, wait)
         return log_page(chunks, after, job, runs=shape == "runs")
 
@@ -117,6 +128,15 @@ _LOG_PARAMS = (
     ),
     Param("host", description="only this host's lines (algo-1, ...)"),
     Param("limit", "integer", default=1000, ge=1, le=10000),
+    Param(
+        "tail",
+        "integer",
+        default=0,
+        ge=0,
+        le=10000,
+        description="where above 0: the last `tail` lines (of `host`) instead of those after "
+        "`after` (at most `limit` of them); `next` then follows from there",
+    ),
     Param(
         "wait",
         "number",

@@ -1,10 +1,13 @@
 """``GET /jobs/{name}/metric-series``: a metric downsampled on the server, each bucket keeping
-its points' min, max and last value, read from the store's chunks (400,000 points too)."""
+its points' min, max and last value, read from the store's chunks (400,000 points too); and
+``GET /jobs/{name}/logs?tail=N``, a log's last lines found from its newest chunk back."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -82,3 +85,25 @@ def test_400000_points_come_back_as_at_most_width_buckets(output: JobOutputRoute
     assert series["Count"] == 400_000 and len(series["Buckets"]) == 800
     assert series["Buckets"][0]["Min"] == 0.0 and series["Buckets"][-1]["Max"] == 399_999.0
     print(f"400,000 points in 800 buckets: {took * 1000:.1f} ms")
+
+
+def _lines(output: JobOutputRoutes, **query: Any) -> list[str]:
+    async def read() -> list[str]:
+        await output.waiter.start()
+        try:
+            args = {"after": 0, "host": None, "limit": 1000, "wait": 0, "shape": "lines"} | query
+            page = await output.logs("plotted", **args)
+            return [line["line"] for line in page["lines"]]
+        finally:
+            output.waiter.stop()
+
+    return asyncio.run(read())
+
+
+def test_the_log_tail_is_its_last_lines_however_long_it_is(output: JobOutputRoutes) -> None:
+    lines = [f"line {i}" for i in range(5000)]
+    _ingest(output, [AgentEvent(1, 1.0, EventKind.LOG, {"stream": "stdout", "lines": lines})])
+    assert _lines(output, tail=3) == ["line 4997", "line 4998", "line 4999"]
+    assert _lines(output, tail=3000, limit=2) == ["line 2000", "line 2001"]
+    assert len(_lines(output, tail=9999)) == 1000  # all 5000 lines, a page of them
+    assert _lines(output, tail=3, host="algo-2") == []
