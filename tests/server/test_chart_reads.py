@@ -47,7 +47,9 @@ def _ingest(output: JobOutputRoutes, events: list[AgentEvent]) -> None:
 
 def test_each_bucket_keeps_min_max_and_last(output: JobOutputRoutes) -> None:
     # Times 0..9, two points each; 5 buckets: two times per bucket.
-    _ingest(output, [_metric(2 * t + 1, "loss", 100.0 + t, [float(t), -float(t)]) for t in range(10)])
+    _ingest(
+        output, [_metric(2 * t + 1, "loss", 100.0 + t, [float(t), -float(t)]) for t in range(10)]
+    )
     (series,) = output.metric_series("plotted", "loss", 5)["series"]
     assert series["MetricName"] == "loss" and series["Count"] == 20
     buckets = series["Buckets"]

@@ -77,7 +77,7 @@ def read_log_tail_cursor(conn: sqlite3.Connection, job: str, host: str | None, l
         args.append(host)
     seen = 0
     for first, count in conn.execute(sql + " ORDER BY first DESC", args):
-        seen += count
+        seen += int(count)
         if seen >= lines:
             return int(first) + (seen - lines) - 1
     return 0

@@ -93,9 +93,15 @@ class JobOutputRoutes:
                 self.metric_series,
                 params=(
                     Param("name", arg="metric", description="only this metric"),
-                    Param("width", "integer", default=800, ge=1, le=10000,
-                          description="buckets (a chart's width in pixels)"),
-                ),  # fmt: skip
+                    Param(
+                        "width",
+                        "integer",
+                        default=800,
+                        ge=1,
+                        le=10000,
+                        description="buckets (a chart's width in pixels)",
+                    ),
+                ),
                 errors=(400, 404),
                 auth="token",
                 returns=json_object(
@@ -110,10 +116,16 @@ def _series(name: str, buckets: list[SeriesBucket]) -> dict[str, Any]:
         "MetricName": name,
         "Count": sum(b.count for b in buckets),
         "Buckets": [
-            {"Start": b.start, "End": b.end, "Min": b.low, "Max": b.high, "Last": b.last,
-             "Count": b.count}
+            {
+                "Start": b.start,
+                "End": b.end,
+                "Min": b.low,
+                "Max": b.high,
+                "Last": b.last,
+                "Count": b.count,
+            }
             for b in buckets
-        ],  # fmt: skip
+        ],
     }
 
 
