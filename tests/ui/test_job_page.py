@@ -12,7 +12,10 @@ import pytest
 
 from tests.control._harness import ControlPlane, wait_for
 from tests.ui._jobs import HOSTILE
+from trainops._settings import Settings
+from trainops.protocol import AgentEvent, EventKind
 from trainops.server.ui import PAGES
+from trainops.store import MetadataStore
 
 
 def _csrf(page: str) -> str:
@@ -132,3 +135,25 @@ def test_a_bad_query_or_job_is_one_line_saying_what(
     assert answer.status_code == status
     assert problem in answer.text
     assert "Traceback" not in answer.text
+
+
+def test_hostile_log_lines_and_metric_names_are_text(
+    plane: ControlPlane, browser_session: httpx.Client, settings: Settings
+) -> None:
+    plane.submit("writer", {"FAKE_LINES": "1"})
+    plane.wait_ended("writer")
+    store = MetadataStore(settings.db_path)
+    try:
+        (host,) = store.hosts("writer", plane.describe("writer")["Attempt"])
+        seq = int(host.acked_seq) + 1
+        events = [
+            AgentEvent(seq, 1.0, EventKind.LOG, {"stream": "stderr", "lines": [HOSTILE]}),
+            AgentEvent(seq + 1, 2.0, EventKind.METRIC, {"name": HOSTILE, "value": 1.0}),
+        ]
+        assert store.ingest("writer", "algo-1", host.attempt, events) is not None
+    finally:
+        store.close()
+    for url in ("/ui/jobs/writer", "/ui/jobs/writer/-/log", "/ui/jobs/writer/-/metrics"):
+        text = browser_session.get(url).text
+        assert "<script>window.injected" not in text and '<i id="injected">' not in text, url
+        assert "&lt;script&gt;window.injected = 1&lt;/script&gt;" in text, url
