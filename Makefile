@@ -51,7 +51,8 @@ install-rclone:
 	  else echo "note: rclone or fusermount3 not found and not root: FastFile s3:// channels cannot mount here"; fi; }
 
 # The profiler report's tests open the page in headless Chromium (Debian's chromium) to check it
-# loads without a console message. Installed here where apt-get can (root, Debian); elsewhere
+# loads without a console message; the web UI's tests (tests/ui) drive it through Playwright,
+# launched by its path (Playwright's own browser download is not used). Installed here where apt-get can (root, Debian); elsewhere
 # those tests say they were skipped and why, and fail under CI=true.
 install-chromium:
 	@{ command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \

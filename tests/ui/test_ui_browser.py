@@ -28,7 +28,7 @@ _WAIT_MS = 30_000
 DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 
 
-def _row(tab: Tab, job: str) -> str:
+def _row(job: str) -> str:
     return f'tr[data-job="{job}"]'
 
 
@@ -38,12 +38,12 @@ def test_new_jobs_and_status_changes_arrive_live_and_the_stop_button_stops_a_job
     tab.page.goto(f"{plane.server.url}/ui/jobs")
     assert tab.page.locator("tr[data-job]").count() == 0
     plane.submit("live-a", {"FAKE_HANG_ATTEMPTS": "1"})  # no reload from here on
-    row = tab.page.locator(_row(tab, "live-a"))
+    row = tab.page.locator(_row("live-a"))
     row.get_by_role("button", name="Stop live-a").wait_for(timeout=_WAIT_MS)
     plane.wait_secondary("live-a", "Training")
     row.get_by_role("button", name="Stop live-a").click()
     tab.page.wait_for_url("**/ui/jobs", timeout=_WAIT_MS)
-    tab.page.locator(f"{_row(tab, 'live-a')} .s-stopped").wait_for(timeout=_WAIT_MS)
+    tab.page.locator(f"{_row('live-a')} .s-stopped").wait_for(timeout=_WAIT_MS)
     assert plane.describe("live-a")["TrainingJobStatus"] == "Stopped"
 
 

@@ -3,7 +3,9 @@
 Ctrl-C with an embedded server asks the job to stop and waits for it (the job cannot outlive
 this command); a second Ctrl-C exits at once. With a configured server Ctrl-C only detaches.
 SIGTERM and SIGHUP (a closed terminal, a CI runner's timeout) count as Ctrl-C; after SIGHUP the
-output goes nowhere, since the terminal that showed it is gone.
+output goes nowhere, since the terminal that showed it is gone. With ``--ui`` the web UI's login
+link is printed once the job is submitted, and the embedded server stays up after the job (with a
+fresh link) until Ctrl-C.
 """
 
 from __future__ import annotations
@@ -36,11 +38,12 @@ _RULES_POLL_S = 0.2
 def run(args: argparse.Namespace) -> int:
     spec = load_raw_spec(args.spec)
     settings = Settings.load()
+    ui = bool(getattr(args, "ui", False))
     # A running server validates the spec; an embedded one is only started for a valid spec.
     with _signals_as_ctrl_c(), connect(settings, before_embedded=spec.check) as client:
         name = submit_spec(client, spec, settings)
         print(f"Submitted {name}", flush=True)
-        if getattr(args, "ui", False):
+        if ui:
             print(_ui_address(client), flush=True)
         follower = JobFollower(
             client, name, print_line, print_transition, on_page=flush_output, on_lines=print_lines
@@ -48,13 +51,13 @@ def run(args: argparse.Namespace) -> int:
         description = _follow(client, follower)
         if description is not None:
             description = _rules_settled(client, description)
-            if getattr(args, "ui", False):
+            if ui:  # the summary now: the server (and the UI) stays up after it
                 print(format_job_summary(description), flush=True)
                 _keep_serving(client)
-                return 0 if description["TrainingJobStatus"] == "Completed" else 1
     if description is None:
         return INTERRUPTED
-    print(format_job_summary(description))
+    if not ui:
+        print(format_job_summary(description))
     return 0 if description["TrainingJobStatus"] == "Completed" else 1
 
 

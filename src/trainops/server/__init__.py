@@ -4,7 +4,7 @@
 :func:`serve` runs a long-lived server (``trainops server``); :class:`EmbeddedServer` runs one on
 an ephemeral loopback port for as long as a ``with`` block lasts (``trainops run``). Either holds
 the home's lock while it runs (:class:`HomeInUseError` for a second one) and requires the home's
-API token on the public API.
+API token on the public API. The same app serves the web UI (``ui``: ``/`` and ``/ui/...``).
 
 Names are imported on first use, and Starlette and uvicorn only once a server starts serving, so
 that an embedded server's start-up can overlap with theirs. The OpenAPI document is written from

@@ -129,7 +129,7 @@ class UiSite:
 
     def _part_handler(self, page: Page) -> Handler:
         async def handler(request: Request) -> Response:
-            session, _new = self._session(request)
+            session = self.auth.session(dict(request.cookies))  # the page set it, open or not
             if session is None:
                 return _html("signed out", 401)
             render = page.parts.get(request.path_params["part"])

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote, urlencode
 
 from trainops.control import PrimaryStatus
 from trainops.server.routes import parse_timestamp
@@ -37,7 +38,7 @@ class _View:
     """The page's query, checked: statuses, name filter, page cursor and size."""
 
     def __init__(self, request: PageRequest) -> None:
-        self.statuses = [s for s in request.query_lists.get("status", ()) if s]
+        self.statuses = list(dict.fromkeys(s for s in request.query_lists.get("status", ()) if s))
         for status in self.statuses:
             if status not in _STATUSES:
                 raise UiError(f"status {status[:40]!r} is not one of {', '.join(_STATUSES)}")
@@ -54,8 +55,6 @@ class _View:
 
     def query(self, *, before: str | None = None) -> str:
         """This view's URL query (with another cursor)."""
-        from urllib.parse import urlencode
-
         pairs = [("status", s) for s in self.statuses]
         pairs += [("name", self.name)] if self.name else []
         cursor = self.before if before is None else before
@@ -155,8 +154,6 @@ def _status(job: dict[str, Any], status: str) -> str:
 
 def _name_cell(name: str) -> str:
     if "job" in PAGES:  # the job page, where one is registered
-        from urllib.parse import quote
-
         return f'<a href="/ui/jobs/{esc(quote(name, safe=""))}">{esc(name)}</a>'
     return esc(name)
 
