@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -99,7 +100,9 @@ def _lines(output: JobOutputRoutes, **query: Any) -> list[str]:
         finally:
             output.waiter.stop()
 
-    return asyncio.run(read())
+    # A thread of its own: the browser tests' Playwright keeps an event loop in the main thread.
+    with ThreadPoolExecutor(1) as thread:
+        return thread.submit(asyncio.run, read()).result()
 
 
 def test_the_log_tail_is_its_last_lines_however_long_it_is(output: JobOutputRoutes) -> None:
