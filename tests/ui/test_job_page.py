@@ -67,7 +67,7 @@ def test_the_log_is_filtered_searched_and_paged_on_the_server(
     assert _lines(browser_session.get(f"{base}?host=algo-9").text) == []
     paged = browser_session.get("/ui/jobs/talker?after=0&q=line").text
     assert _lines(paged) == [f"algo-1 line {i}" for i in range(5)]
-    assert 'rel="next"' in paged and "data-live" not in paged.split('id="log"')[1][:40]
+    assert 'rel="next"' in paged and "data-follow" not in paged.split('id="log"')[1][:40]
 
 
 @pytest.mark.slow
@@ -76,7 +76,7 @@ def test_a_running_jobs_log_and_metrics_arrive_live(
 ) -> None:
     plane.submit("live", {"FAKE_LINES": "1000", "FAKE_LINE_DELAY": "0.02"})
     page = browser_session.get("/ui/jobs/live").text
-    assert 'data-live="/ui/jobs/live/-/log?"' in page
+    assert 'data-follow="/ui/jobs/live/-/log?"' in page
     assert 'data-live="/ui/jobs/live/-/metrics"' in page
 
     def shown(line: str) -> bool:
@@ -94,6 +94,22 @@ def test_a_running_jobs_log_and_metrics_arrive_live(
     first = wait_for(loss_points, what="a loss chart")
     wait_for(lambda: loss_points() > first, what="more loss points in the live chart")
     plane.stop("live")
+
+
+def test_a_follower_long_polls_the_log_part_until_a_line_arrives(
+    plane: ControlPlane, browser_session: httpx.Client
+) -> None:
+    plane.submit("slow", {"FAKE_LINES": "3", "FAKE_LINE_DELAY": "1"})
+    plane.wait_secondary("slow", "Training")
+    cursor = re.compile(r'data-next="(\d+)" data-ended="(\d)"')
+    part = browser_session.get("/ui/jobs/slow/-/log").text
+    while len(_lines(part)) < 3:  # each answer comes when a line arrives, not on a clock
+        found = cursor.search(part)
+        assert found is not None and found.group(2) == "0", part
+        waited = browser_session.get(f"/ui/jobs/slow/-/log?since={found.group(1)}&wait=20").text
+        assert len(_lines(waited)) > len(_lines(part)), "the long-poll came back with no line"
+        part = waited
+    assert _lines(part) == [f"algo-1 line {i}" for i in range(3)]
 
 
 def test_the_stop_button_needs_the_csrf_token_and_a_same_site_origin(
@@ -124,6 +140,7 @@ def test_the_stop_button_needs_the_csrf_token_and_a_same_site_origin(
         ("?rank=x", 400, "rank must be a whole number, not &#x27;x&#x27;"),
         ("?after=-1", 400, "after must be a whole number"),
         ("?stream=%3Cb%3E", 400, "stream &#x27;&lt;b&gt;&#x27; is not one of"),
+        ("/-/log?since=0&wait=99", 400, "wait must be at most 25 seconds"),
     ],
 )
 def test_a_bad_query_or_job_is_one_line_saying_what(

@@ -7,7 +7,9 @@ Everything comes from the API's own handlers: ``GET /api/v1/jobs/{name}`` (``des
 ``GET /jobs/{name}/metric-series`` (each metric downsampled on the server: min, max and last per
 pixel), ``GET /jobs/{name}/logs`` (``tail`` to follow the end, ``after`` to page; never the whole
 log) and ``GET /jobs/{name}/profiler-report`` (its timelines). The status, metrics and log are
-live parts that ``ui.js`` refreshes.
+live parts that ``ui.js`` refreshes; the log, while followed, is long-polled by ``job.js``
+(``wait``: the part answers when a line after ``since`` arrives, through the logs route's own
+long-poll), so a new line shows in well under a second.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ LOG_PAGE_LINES = 200
 _SCAN_PAGES = 20  # a filtered page reads at most this many pages of 1000 lines to fill itself
 _STREAMS = ("stdout", "stderr", "agent")
 _MAX_SEARCH = 200
+_MAX_WAIT = 25  # seconds a follower's long-poll of the log part may wait for a line
+_ENDED = ("Completed", "Failed", "Stopped")
 _CHART_WIDTH = 600
 _DYNAMIC = {
     "TrainingJobStatus", "SecondaryStatus", "FailureReason", "CreationTime", "TrainingStartTime",
@@ -221,9 +225,9 @@ def _log_filters(base: str, view: _LogView, job: dict[str, Any]) -> str:
 
 
 def _log_holder(request: PageRequest, base: str, view: _LogView) -> str:
-    if view.after is None:  # following the end: a live part
+    if view.after is None:  # following the end: job.js long-polls the live part
         live = f"{base}/-/log?{view.query()}"
-        return f'<div id="log" data-live="{esc(live)}">{log(request)}</div>'
+        return f'<div id="log" data-follow="{esc(live)}">{log(request)}</div>'
     return f'<div id="log">{log(request)}</div>'
 
 
@@ -233,9 +237,18 @@ def log(request: PageRequest) -> str:
     name, view = _job_name(request), _LogView(request)
     host = view.host or None
     if view.after is None:
+        since, wait = _whole("since", request.query.get("since", "")), _wait(request)
+        if since is not None and wait:  # a follower's long-poll: first wait for news
+            _logs(request, name, since, host, 1, wait=wait)
         page = _logs(request, name, 0, host, 1000 if view.filtered else LOG_PAGE_LINES, tail=True)
         shown = [line for line in page["lines"] if view.keeps(line)][-LOG_PAGE_LINES:]
-        return _log_lines(shown, "Following the end: new lines appear as they are written.")
+        ended = page["TrainingJobStatus"] in _ENDED
+        return (
+            f'<div class="follow" data-next="{int(page["next"])}"'
+            f' data-ended="{"1" if ended else "0"}">'
+            + _log_lines(shown, "Following the end: new lines appear as they are written.")
+            + "</div>"
+        )
     after, shown = view.after, []
     for _ in range(_SCAN_PAGES):
         page = _logs(request, name, after, host, 1000 if view.filtered else LOG_PAGE_LINES)
@@ -251,13 +264,27 @@ def log(request: PageRequest) -> str:
     return _log_lines(shown, f"From cursor {view.after}.") + f'<nav class="pager">{more}</nav>'
 
 
+def _wait(request: PageRequest) -> float:
+    wait = _whole("wait", request.query.get("wait", "")) or 0
+    if wait > _MAX_WAIT:
+        raise UiError(f"wait must be at most {_MAX_WAIT} seconds")
+    return float(wait)
+
+
 def _logs(
-    request: PageRequest, name: str, after: int, host: str | None, limit: int, tail: bool = False
+    request: PageRequest,
+    name: str,
+    after: int,
+    host: str | None,
+    limit: int,
+    *,
+    tail: bool = False,
+    wait: float = 0.0,
 ) -> dict[str, Any]:
     # The route's handler is async (its long-poll waits on the event loop): run it there.
     handler = request.ui.output.logs
     result: dict[str, Any] = anyio.from_thread.run(
-        handler, name, after, host, limit, 0.0, "lines", limit if tail else 0
+        handler, name, after, host, limit, wait, "lines", limit if tail else 0
     )
     return result
 
@@ -343,6 +370,7 @@ JOB_PAGE = Page(
     path="/ui/jobs/{job}",
     title="Job",
     render=render,
+    scripts=("job.js",),
     parts={"overview": overview, "metrics": metrics, "log": log},
     actions={"stop": stop},
 )
