@@ -15,6 +15,7 @@ from tests.ui._jobs import HOSTILE
 from trainops._settings import Settings
 from trainops.protocol import AgentEvent, EventKind
 from trainops.server.ui import PAGES
+from trainops.server.ui.pages import FOLLOWERS
 from trainops.store import MetadataStore
 
 
@@ -174,3 +175,25 @@ def test_hostile_log_lines_and_metric_names_are_text(
         text = browser_session.get(url).text
         assert "<script>window.injected" not in text and '<i id="injected">' not in text, url
         assert "&lt;script&gt;window.injected = 1&lt;/script&gt;" in text, url
+
+
+def test_past_the_followers_cap_a_long_poll_is_answered_at_once(
+    plane: ControlPlane, browser_session: httpx.Client
+) -> None:
+    plane.submit("held", {"FAKE_HANG_ATTEMPTS": "1"})
+    plane.wait_secondary("held", "Training")
+    part = browser_session.get("/ui/jobs/held/-/log").text
+    found = re.search(r'data-next="(\d+)"', part)
+    assert found is not None
+    taken = 0
+    while FOLLOWERS.acquire(blocking=False):  # every slot busy, as with many open tabs
+        taken += 1
+    try:
+        # It would wait 25 s for a line that never comes; the client gives up well before that.
+        url = f"/ui/jobs/held/-/log?since={found.group(1)}&wait=25"
+        again = browser_session.get(url, timeout=12)
+        assert again.status_code == 200 and _lines(again.text) == _lines(part)
+    finally:
+        for _ in range(taken):
+            FOLLOWERS.release()
+    plane.stop("held")

@@ -5,10 +5,10 @@ the navigation bar lists them. A new page is a module here and a line below
 from __future__ import annotations
 
 from trainops.server.ui._page import PAGES
-from trainops.server.ui.pages._job import JOB_PAGE
+from trainops.server.ui.pages._job import FOLLOWERS, JOB_PAGE
 from trainops.server.ui.pages._jobs import JOBS_PAGE
 
-__all__ = ["JOBS_PAGE", "JOB_PAGE"]
+__all__ = ["FOLLOWERS", "JOBS_PAGE", "JOB_PAGE"]
 
 PAGES.register("jobs", JOBS_PAGE)
 PAGES.register("job", JOB_PAGE)

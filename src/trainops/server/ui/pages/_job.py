@@ -15,6 +15,7 @@ long-poll), so a new line shows in well under a second.
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -26,7 +27,7 @@ from trainops.server.ui._layout import csrf_field
 from trainops.server.ui._page import Page, PageRequest, UiError, esc
 from trainops.server.ui.pages._chart import band_chart, lines_chart
 
-__all__ = ["JOB_PAGE", "LOG_PAGE_LINES"]
+__all__ = ["FOLLOWERS", "JOB_PAGE", "LOG_PAGE_LINES"]
 
 LOG_PAGE_LINES = 200
 """Lines a log view shows at most (the tail it follows, or a page)."""
@@ -34,6 +35,10 @@ _SCAN_PAGES = 20  # a filtered page reads at most this many pages of 1000 lines 
 _STREAMS = ("stdout", "stderr", "agent")
 _MAX_SEARCH = 200
 _MAX_WAIT = 25  # seconds a follower's long-poll of the log part may wait for a line
+FOLLOWERS = threading.BoundedSemaphore(8)
+"""Followers whose long-poll may wait at once. A page's part runs on a worker thread, which a
+waiting follower holds: past this many, a follower is answered at once (its script then asks
+again 1.5 s later), so tabs left open cannot take the threads the API's routes need."""
 _ENDED = ("Completed", "Failed", "Stopped")
 _CHART_WIDTH = 600
 _DYNAMIC = {
@@ -238,8 +243,11 @@ def log(request: PageRequest) -> str:
     host = view.host or None
     if view.after is None:
         since, wait = _whole("since", request.query.get("since", "")), _wait(request)
-        if since is not None and wait:  # a follower's long-poll: first wait for news
-            _logs(request, name, since, host, 1, wait=wait)
+        if since is not None and wait and FOLLOWERS.acquire(blocking=False):
+            try:  # a follower's long-poll: first wait for news
+                _logs(request, name, since, host, 1, wait=wait)
+            finally:
+                FOLLOWERS.release()
         page = _logs(request, name, 0, host, 1000 if view.filtered else LOG_PAGE_LINES, tail=True)
         shown = [line for line in page["lines"] if view.keeps(line)][-LOG_PAGE_LINES:]
         ended = page["TrainingJobStatus"] in _ENDED

@@ -23,10 +23,15 @@
         return;
       }
       if (response.status === 401) return; // signed out: ui.js says so on its next refresh
+      let changed = false;
       if (response.status === 200) {
-        element.innerHTML = await response.text(); // server-rendered, every value escaped there
+        const text = await response.text();
+        changed = text !== element.innerHTML;
+        if (changed) element.innerHTML = text; // server-rendered, every value escaped there
       }
-      setTimeout(next, response.status === 200 ? 0 : RETRY_MS);
+      // Straight on after news; after an answer without any (the server had no follower slot
+      // free, or only the status changed) wait a little, so a follower never spins.
+      setTimeout(next, changed ? 0 : RETRY_MS);
     }
     next();
   }
