@@ -54,6 +54,7 @@ def test_a_hostile_job_is_shown_as_text_everywhere(
     for metric in ("loss", "step"):  # each metric a chart, from the downsampled series
         assert f"<title>{metric}</title>" in page
     assert "<h2>Spec</h2>" in page and "ResourceConfig:" in page
+    assert "<td>OnDemandCostUsd</td>" in page and "<td>Interruptions</td><td>0</td>" in page
     assert "Failed" in page
 
 

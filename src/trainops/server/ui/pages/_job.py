@@ -1,15 +1,16 @@
 """A job's page (``/ui/jobs/{job}``): its status and status timeline, failure reason, hosts and
 ranks, cost, hyperparameters, spec (as YAML), every metric as a chart, its log (followed live or
 paged, filtered by host, rank and stream, searched), the profiler's utilization timelines, the
-profiler and debugger rules' verdicts with their evidence, its artifacts, and a stop button.
+profiler and debugger rules' verdicts with their evidence, its artifacts, its cost and checkpoint
+advice, and a stop button.
 
 Everything comes from the API's own handlers: ``GET /api/v1/jobs/{name}`` (``describe_job``),
 ``GET /jobs/{name}/metric-series`` (each metric downsampled on the server: min, max and last per
 pixel), ``GET /jobs/{name}/logs`` (``tail`` to follow the end, ``after`` to page; never the whole
-log) and ``GET /jobs/{name}/profiler-report`` (its timelines). The status, metrics and log are
-live parts that ``ui.js`` refreshes; the log, while followed, is long-polled by ``job.js``
-(``wait``: the part answers when a line after ``since`` arrives, through the logs route's own
-long-poll), so a new line shows in well under a second.
+log), ``GET /jobs/{name}/profiler-report`` (its timelines) and ``GET /jobs/{name}/cost``. The
+status and metrics are live parts that ``ui.js`` refreshes; the log, while followed, is
+long-polled by ``job.js`` (``wait``: the part answers when a line after ``since`` arrives,
+through the logs route's own long-poll), so a new line shows in well under a second.
 """
 
 from __future__ import annotations
@@ -112,6 +113,7 @@ def render(request: PageRequest) -> str:
         f"<h2>Rules</h2>{_rules(job)}"
         f"<h2>Utilization</h2>{_utilization(request, name)}"
         f"<h2>Artifacts</h2>{_artifacts(job)}"
+        f"<h2>Cost and checkpoints</h2>{_cost(request, name)}"
         f'<h2>Spec</h2><pre class="spec">{esc(_spec_yaml(job))}</pre>'
     )
 
@@ -347,6 +349,25 @@ def _artifacts(job: dict[str, Any]) -> str:
     if checkpoint:
         rows.append(["checkpoints", "", checkpoint])
     return _table(["Name", "Host", "URI"], rows)
+
+
+_COST_KEYS = (
+    "OnDemandCostUsd", "SpotCostUsd", "SavingsPercent", "BillableTimeInSeconds",
+    "TrainingTimeInSeconds", "LostSeconds", "LostCostUsd", "RestartSeconds", "CheckpointsSynced",
+)  # fmt: skip
+
+
+def _cost(request: PageRequest, name: str) -> str:
+    """``GET /api/v1/jobs/{name}/cost`` (what ``trainops cost`` shows): its money and time, the
+    interruptions, checkpoint syncs and the advised checkpoint interval."""
+    cost = request.ui.reports.cost(name, None, None)
+    rows = [[key, cost.get(key)] for key in _COST_KEYS if cost.get(key) is not None]
+    rows.append(["Interruptions", len(cost.get("Interruptions") or [])])
+    problems = cost.get("CheckpointSyncProblems") or []
+    rows += [["Checkpoint sync problem", p] for p in problems]
+    interval = cost.get("CheckpointInterval") or {}
+    rows += [[f"CheckpointInterval.{k}", v] for k, v in interval.items() if not isinstance(v, dict)]
+    return _table(["", ""], rows)
 
 
 def _spec_yaml(job: dict[str, Any]) -> str:
