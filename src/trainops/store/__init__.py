@@ -25,6 +25,7 @@ from trainops.store._records import (
     Transition,
 )
 from trainops.store._schema import Migration, SchemaVersionError, apply_migrations, load_migrations
+from trainops.store._series import SeriesBucket
 from trainops.store._store import MetadataStore
 from trainops.store._tags import TAGGED_KINDS, TagLimitError
 from trainops.store._tuning import (
@@ -59,6 +60,7 @@ __all__ = [
     "NewHost",
     "RuleEvaluation",
     "SchemaVersionError",
+    "SeriesBucket",
     "StreamLine",
     "TagLimitError",
     "Transition",

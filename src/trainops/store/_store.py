@@ -50,6 +50,7 @@ from trainops.store._records import (
 )
 from trainops.store._schema import Migration, apply_migrations, load_migrations
 from trainops.store._tags import TagTables
+from trainops.store._series import SeriesBucket, read_log_tail_cursor, read_metric_series
 from trainops.store._tuning import TuningTables
 
 __all__ = ["MetadataStore"]
@@ -379,6 +380,17 @@ class MetadataStore(TuningTables, TagTables):
         """The job's metric points in time order (of one name, of one attempt: default all)."""
         with self._lock:
             return read_metrics(self._conn, job, name, attempt)
+
+    def log_tail_cursor(self, job: str, *, host: str | None = None, lines: int = 1000) -> int:
+        """The cursor after which ``job``'s last ``lines`` lines (of ``host``) begin."""
+        with self._lock:
+            return read_log_tail_cursor(self._conn, job, host, lines)
+
+    def metric_series(self, job: str, name: str, buckets: int) -> list[SeriesBucket]:
+        """Metric ``name`` of ``job`` in at most ``buckets`` time buckets, each with its min,
+        max and last value (for a chart ``buckets`` pixels wide)."""
+        with self._lock:
+            return read_metric_series(self._conn, job, name, buckets)
 
     def final_metrics(self, job: str) -> list[MetricPoint]:
         with self._lock:

@@ -3,6 +3,7 @@ and its metrics (``GET /jobs/{name}/metrics``)."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from trainops.control import JobController
@@ -10,6 +11,7 @@ from trainops.server._longpoll import LogWaiter
 from trainops.server._routing import SQLITE_INT_MAX, Operation, Param
 from trainops.server._views import log_page, metric_points
 from trainops.server.routes._shapes import API, STRING, json_object
+from trainops.store import SeriesBucket
 
 __all__ = ["JobOutputRoutes"]
 
@@ -22,9 +24,19 @@ class JobOutputRoutes:
         self.waiter = waiter
 
     async def logs(
-        self, name: str, after: int, host: str | None, limit: int, wait: float, shape: str
+        self,
+        name: str,
+        after: int,
+        host: str | None,
+        limit: int,
+        wait: float,
+        shape: str,
+        tail: int = 0,
     ) -> dict[str, Any]:
         # Async: a long-poll waits on the event loop, holding no worker thread (LogWaiter).
+        if tail:  # the last `tail` lines: start where they begin
+            store = self.controller.store
+            after = await asyncio.to_thread(store.log_tail_cursor, name, host=host, lines=tail)
         job, chunks = await self.waiter.lines(name, after, host, limit, wait)
         return log_page(chunks, after, job, runs=shape == "runs")
 
@@ -32,8 +44,19 @@ class JobOutputRoutes:
         self.controller.job(name)  # an unknown job is a 404, not an empty list
         return metric_points(self.controller.store, name, metric)
 
+    def metric_series(self, name: str, metric: str | None, width: int) -> dict[str, Any]:
+        """Each metric (or only ``metric``) downsampled on the server for a chart ``width``
+        pixels wide: its time span cut into ``width`` buckets, each with the ``Min``, ``Max`` and
+        ``Last`` value of its points, their ``Count`` and the ``Start`` and ``End`` time of its
+        points (Unix seconds). Empty buckets are left out; 400,000 points answer quickly."""
+        self.controller.job(name)  # an unknown job is a 404, not an empty list
+        store = self.controller.store
+        names = [metric] if metric is not None else [m.name for m in store.final_metrics(name)]
+        return {"series": [_series(n, store.metric_series(name, n, width)) for n in names]}
+
     def operations(self) -> list[Operation]:
-        """``GET /jobs/{name}/logs`` and ``GET /jobs/{name}/metrics``, in this order."""
+        """``GET /jobs/{name}/logs``, ``GET /jobs/{name}/metrics`` and
+        ``GET /jobs/{name}/metric-series``, in this order."""
         return [
             Operation(
                 "GET",
@@ -64,7 +87,46 @@ class JobOutputRoutes:
                     "metrics", metrics={"type": "array", "items": {"type": "object"}}
                 ),
             ),
+            Operation(
+                "GET",
+                f"{API}/jobs/{{name}}/metric-series",
+                self.metric_series,
+                params=(
+                    Param("name", arg="metric", description="only this metric"),
+                    Param(
+                        "width",
+                        "integer",
+                        default=800,
+                        ge=1,
+                        le=10000,
+                        description="buckets (a chart's width in pixels)",
+                    ),
+                ),
+                errors=(400, 404),
+                auth="token",
+                returns=json_object(
+                    "series", series={"type": "array", "items": {"type": "object"}}
+                ),
+            ),
         ]
+
+
+def _series(name: str, buckets: list[SeriesBucket]) -> dict[str, Any]:
+    return {
+        "MetricName": name,
+        "Count": sum(b.count for b in buckets),
+        "Buckets": [
+            {
+                "Start": b.start,
+                "End": b.end,
+                "Min": b.low,
+                "Max": b.high,
+                "Last": b.last,
+                "Count": b.count,
+            }
+            for b in buckets
+        ],
+    }
 
 
 _LOG_PARAMS = (
@@ -78,6 +140,15 @@ _LOG_PARAMS = (
     ),
     Param("host", description="only this host's lines (algo-1, ...)"),
     Param("limit", "integer", default=1000, ge=1, le=10000),
+    Param(
+        "tail",
+        "integer",
+        default=0,
+        ge=0,
+        le=10000,
+        description="where above 0: the last `tail` lines (of `host`) instead of those after "
+        "`after` (at most `limit` of them); `next` then follows from there",
+    ),
     Param(
         "wait",
         "number",
