@@ -7,7 +7,9 @@ When ``training_job_end.ts`` appears the trial waits ``end_delay`` seconds, load
 and from then on :attr:`Trial.loaded_all_steps` is true (waiting for a step raises
 ``NoMoreData``). A file that is corrupt, too large or out of the layout is left out and named in
 :attr:`Trial.errors` (a job's files must not stop its trial); reading a value from a corrupt event
-file raises :class:`~trainops.debugger.DebugFormatError` naming the file and the byte. Refreshes happen on each query unless :func:`no_refresh` holds them.
+file raises :class:`~trainops.debugger.DebugFormatError` naming the file and the record's byte
+(``<file>: record at byte 89: field of 70 bytes runs past the message's end``). Refreshes happen
+on each query unless :func:`no_refresh` holds them.
 """
 
 from __future__ import annotations
@@ -281,17 +283,23 @@ class Trial:
     def _read_value(self, location: Location, name: str | None) -> np.ndarray:
         where = f"{self.path}/{location.event_file}"
         if location.length > self.limits.index.max_record_bytes:
-            raise DebugFormatError(f"{where}: byte {location.start}: record too large")
+            raise DebugFormatError(f"{where}: record at byte {location.start}: too large")
         raw = self._records.read(location)
-        payload = read_record(raw, 0, f"{where} (record at byte {location.start})")
+        payload = read_record(raw, 0, where, base=location.start)
         try:
             events = decode_tensor_event(payload, self.limits.tensor)
-        except (WireError, ValueError) as err:
-            raise DebugFormatError(f"{where}: byte {location.start}: {err}") from None
+        except WireError as err:  # its offset is within a nested message, not the file: left out
+            raise DebugFormatError(
+                f"{where}: record at byte {location.start}: {err.reason}"
+            ) from None
+        except ValueError as err:
+            raise DebugFormatError(f"{where}: record at byte {location.start}: {err}") from None
         for event in events:
             if name is None or event.name == name:
                 return event.value
-        raise DebugFormatError(f"{where}: byte {location.start}: no tensor {name!r} in the record")
+        raise DebugFormatError(
+            f"{where}: record at byte {location.start}: no tensor {name!r} in it"
+        )
 
     # -- steps and modes -------------------------------------------------------------------
     @property
