@@ -186,4 +186,4 @@ def test_a_trial_keeps_track_of_a_bounded_number_of_records(tmp_path: Path) -> N
         writer.write_step(step, modes.TRAIN, step, [(f"t{i}", np.ones(1)) for i in range(10)])
     trial = Trial(LocalSource(tmp_path), limits=TrialLimits(max_records=25))
     assert trial.steps() == [0, 1]
-    assert "more than 25 tensor records; step 2 of worker_0" in trial.errors[0]
+    assert "more than 25 records held; step 2 of worker_0 is left out" in trial.errors[0]

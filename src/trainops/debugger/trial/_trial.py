@@ -73,7 +73,10 @@ class TrialLimits:
     max_collections_bytes: int = 16 << 20
     max_collection_files: int = 4096
     max_workers: int = 100_000
-    max_records: int = 5_000_000  # tensor records a trial keeps track of (its memory)
+    #: Records a trial holds at once (its memory: a few hundred bytes each): a tensor's record
+    #: at a step, and a step of a worker. A reader that forgets steps it is done with
+    #: (:meth:`Trial.forget_before`) holds only the steps it still needs.
+    max_records: int = 5_000_000
 
 
 def _env_number(name: str, default: float) -> float:
@@ -251,13 +254,13 @@ class Trial:
     def _add_step(self, step: int, worker: str, index: StepIndex) -> None:
         if worker not in self._book.workers and len(self._book.workers) >= self.limits.max_workers:
             raise DebugFormatError(f"{self.path}: more than {self.limits.max_workers} workers")
-        if self._records_held + len(index.tensors) > self.limits.max_records:
+        records = len(index.tensors) + len(index.shapes)
+        if self._records_held + records + 1 > self.limits.max_records:
             raise DebugFormatError(
-                f"{self.path}: more than {self.limits.max_records} tensor records; "
-                f"step {step} of {worker} and later ones are left out"
+                f"{self.path}: more than {self.limits.max_records} records held; "
+                f"step {step} of {worker} is left out"
             )
-        self._records_held += len(index.tensors)
-        self._book.add(step, worker, index.mode, index.mode_step)
+        self._records_held += records + self._book.add(step, worker, index.mode, index.mode_step)
         for entry in index.tensors:
             location = Location(index.event_file or "", entry.start, entry.length)
             self._records.note(location)
@@ -278,6 +281,32 @@ class Trial:
         if found is None:
             found = self._tensors[name] = Tensor(name, self)
         return found
+
+    @property
+    def records_held(self) -> int:
+        """The records the trial holds now (tensor records and steps of workers), at most
+        ``limits.max_records``."""
+        return self._records_held
+
+    # -- forgetting (a live reader that has evaluated the old steps) ------------------------
+    def forget_before(self, step: int) -> int:
+        """Drop what the trial holds of the global steps before ``step`` (their tensors'
+        records, the steps themselves, their settled index keys): a live reader (the control
+        plane's rules) that is done with them bounds its memory by the steps it still needs.
+        The forgotten steps are gone from every query; returns how many records were dropped."""
+        dropped = 0
+        for name in list(self._tensors):
+            tensor = self._tensors[name]
+            dropped += tensor._forget_before(step)
+            if tensor._empty():
+                del self._tensors[name]
+        dropped += self._book.forget_before(step)
+        self._records_held -= dropped
+        self._records.forget_before(step)
+        if self._cursor is not None:  # keys up to the cursor are never listed again
+            cursor = f"{INDEX_DIR}/{self._cursor}"
+            self._seen = {key for key in self._seen if key > cursor}
+        return dropped
 
     # -- reading values (the tensors call this) --------------------------------------------
     def _read_value(self, location: Location, name: str | None) -> np.ndarray:
