@@ -124,9 +124,10 @@ class DebuggerRuleEvaluation:
     """One built-in debugger rule of one job, evaluated on the steps that arrive.
 
     The rules of one job share their trials (``trials``: one per debug-output prefix, the
-    job's own and any ``other_trials`` job's): a trial keeps track of every tensor record it
-    read (hundreds of bytes each, up to its ``max_records``), so one per rule would multiply
-    what a job's files make the control plane hold, and its reads, by the number of rules."""
+    job's own and any ``other_trials`` job's): a trial holds the tensor records it read
+    (hundreds of bytes each), so one per rule would multiply what a job's files make the
+    control plane hold, and its reads, by the number of rules; after each evaluation the
+    trials forget the steps every rule reading them is done with."""
 
     def __init__(
         self,
