@@ -33,6 +33,8 @@ def check_untrusted_regex(pattern: str) -> None:
         height, unbounded = _measure(_sre.parse(pattern), 0)
     except _sre.error as err:
         raise ValueError(f"{pattern[:100]!r} is not a regular expression ({err})") from None
+    except RecursionError:
+        raise ValueError(f"{pattern[:100]!r}: groups nested too deeply") from None
     if height > 1:
         raise ValueError(
             f"{pattern[:100]!r}: a repeat inside a repeat (its matching time could blow up)"

@@ -117,6 +117,10 @@ def test_the_describe_shape_is_sagemakers() -> None:
             "collection_configs.0.parameters.include_regex: include_regex: '(x|xy)*z': a repeat",
         ),
         ({"hook_parameters": {"include_regex": ",".join("a" * 101)}}, "101 patterns, at most 100"),
+        (
+            {"hook_parameters": {"include_regex": "(" * 499 + "a" + ")" * 499}},
+            "groups nested too deeply",
+        ),
         ({"hook_parameters": {"include_workers": "some"}}, "must be one or all"),
         ({"hook_parameters": {"save_all": "maybe"}}, "save_all: must be true or false"),
         ({"hook_parameters": {"tensorboard_dir": "/etc"}}, "must be a directory under /opt/ml/"),
