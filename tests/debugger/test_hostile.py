@@ -187,3 +187,14 @@ def test_a_trial_keeps_track_of_a_bounded_number_of_records(tmp_path: Path) -> N
     trial = Trial(LocalSource(tmp_path), limits=TrialLimits(max_records=25))
     assert trial.steps() == [0, 1]
     assert "more than 25 records held; step 2 of worker_0 is left out" in trial.errors[0]
+
+
+def test_indexes_awaiting_their_event_files_count_against_the_record_cap(tmp_path: Path) -> None:
+    """An index whose event file is not there is kept, parsed, for the next refreshes: a job
+    writing many such indexes must not make the reader hold more than its cap."""
+    for step in range(5):
+        write_index(tmp_path, step, index_for(event_file_key(step, "worker_0"), 16))
+    trial = Trial(LocalSource(tmp_path), limits=TrialLimits(max_records=5))
+    assert trial.steps(show_incomplete_steps=True) == []
+    assert len(trial.errors) == 3  # two indexes of 2 records each wait; the others are left out
+    assert all("records held with those awaiting their event files" in e for e in trial.errors)

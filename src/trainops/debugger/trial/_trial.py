@@ -113,6 +113,7 @@ class Trial:
         self._seen: set[str] = set()
         self._pending: dict[str, int] = {}  # index key -> refreshes spent awaiting its events
         self._waiting: dict[str, StepIndex] = {}  # those indexes, parsed
+        self._waiting_records = 0  # their records (held too: counted against the cap)
         self._book = StepBook(int(_env_number(_WAIT_WINDOW_ENV, 1000)))
         self._tensors: dict[str, Tensor] = {}
         self._manager: CollectionManager | None = None
@@ -240,16 +241,33 @@ class Trial:
         if index.event_file is not None and index.event_file not in present:
             tries = self._pending.get(key, 0) + 1
             if tries <= self._missing_retries and not final:
-                self._pending[key] = tries  # an uploader may copy the index before its events
-                self._waiting[key] = index
+                self._await(key, index, tries)  # an uploader may copy the index before its events
                 return
+            self._stop_waiting(key)
             raise DebugFormatError(
                 f"{self.path}/{key}: its event file {index.event_file} is missing"
             )
         self._seen.add(key)
-        self._pending.pop(key, None)
-        self._waiting.pop(key, None)
+        self._stop_waiting(key)
         self._add_step(parsed.step, parsed.worker, index)
+
+    def _await(self, key: str, index: StepIndex, tries: int) -> None:
+        if key not in self._waiting:
+            records = len(index.tensors) + len(index.shapes) + 1
+            if self._records_held + self._waiting_records + records > self.limits.max_records:
+                raise DebugFormatError(
+                    f"{self.path}/{key}: more than {self.limits.max_records} records held "
+                    "with those awaiting their event files; left out"
+                )
+            self._waiting_records += records
+        self._pending[key] = tries
+        self._waiting[key] = index
+
+    def _stop_waiting(self, key: str) -> None:
+        self._pending.pop(key, None)
+        index = self._waiting.pop(key, None)
+        if index is not None:
+            self._waiting_records -= len(index.tensors) + len(index.shapes) + 1
 
     def _add_step(self, step: int, worker: str, index: StepIndex) -> None:
         if worker not in self._book.workers and len(self._book.workers) >= self.limits.max_workers:
