@@ -311,3 +311,25 @@ def test_the_rules_trial_holds_only_the_steps_the_rules_still_need(plane: Plane)
     rows = {r.name: r for r in plane.store.rule_evaluations("job-a")}
     assert {r.status for r in rows.values()} == {"NoIssuesFound"}, rows
     assert "400 steps evaluated" in rows["WeightUpdateRatio"].status_details
+
+
+def test_past_half_its_cap_a_trial_forgets_the_rules_look_back_first(plane: Plane) -> None:
+    """A tensor saved once keeps UnchangedTensor's look back at its step: past half the cap
+    the trial forgets it anyway rather than leave every later step out."""
+    from trainops.rules._base import ProfilerData
+    from trainops.rules._debugger import DebuggerRuleEvaluation, SharedTrials
+
+    job = plane.submit([{"rule": "UnchangedTensor", "rule_parameters": {"num_steps": "3"}}])
+    trials = SharedTrials(max_records=40)
+    evaluation = DebuggerRuleEvaluation(job.spec.rules[0], job, plane.context, trials)
+    once = Series().add(0, **{"fc.bias": np.zeros(2, np.float32)})
+    write_series(plane.tensors, once, end=False)
+    for start in range(0, 60, 5):
+        series = Series()
+        for step in range(max(start, 1), start + 5):
+            series.add(step, **{"fc.weight": np.full(2, step, np.float32)})
+        write_series(plane.tensors, series, end=False)
+        evaluation.evaluate(ProfilerData(now=plane.now))
+    trial = evaluation.runner.rule.base_trial
+    assert trial.records_held <= 40 and not trial.errors
+    assert evaluation.runner.next_step == 60  # every step evaluated

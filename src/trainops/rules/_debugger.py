@@ -16,8 +16,9 @@ What a job's files make the control plane hold is bounded: the rules of a job sh
 (:class:`SharedTrials`, one per debug-output prefix), each trial holds at most
 :data:`SERVICE_MAX_RECORDS` records (a few hundred bytes each: about 30 MB), and after each
 rule's evaluation the trials forget the steps that every rule reading them is done with (each
-rule says how far back it reads: :meth:`~trainops.debugger.rules.Rule.keep_from`). A step over
-the cap is left out (and named in the trial's errors) until the rules are done with older ones.
+rule says how far back it reads: :meth:`~trainops.debugger.rules.Rule.keep_from`; past half
+the cap, only the steps a rule has yet to evaluate). A step over the cap is left out (and named
+in the trial's errors) until the rules are done with older ones.
 """
 
 from __future__ import annotations
@@ -113,11 +114,19 @@ class SharedTrials:
                 self._readers.setdefault(prefix, []).append(runner)
 
     def forget(self) -> None:
-        """Each trial drops the steps before the oldest one a runner reading it still needs."""
+        """Each trial drops the steps before the oldest one a runner reading it still needs;
+        past half its cap, the steps before the oldest one a runner has yet to evaluate (the
+        new steps come first: a rule loses a comparison with an old step rather than every
+        later step, as when a tensor saved once would keep UnchangedTensor's look back)."""
         for prefix, runners in self._readers.items():
-            needs = [need for runner in runners if (need := runner.keep_from()) is not None]
-            if needs:
-                self.trials[prefix].forget_before(min(needs))
+            needs = {id(r): need for r in runners if (need := r.keep_from()) is not None}
+            if not needs:
+                continue  # every rule has found: none reads on
+            trial = self.trials[prefix]
+            oldest = min(needs.values())
+            if trial.records_held > self.limits.max_records // 2:
+                oldest = max(oldest, min(r.next_step for r in runners if id(r) in needs))
+            trial.forget_before(oldest)
 
 
 class DebuggerRuleEvaluation:

@@ -131,6 +131,12 @@ class BuiltinRule(Rule):
         says how far back it reads (or keeps its own small state)."""
         return next_step
 
+    def present(self) -> set[str]:
+        """The tensors its trial holds now (a tensor whose steps were all forgotten is gone:
+        a look back at it keeps nothing)."""
+        with no_refresh(self.base_trial):
+            return set(self.base_trial.tensor_names())
+
     def tensors(
         self,
         collection_names: Iterable[str] = (),

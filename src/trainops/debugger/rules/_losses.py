@@ -85,6 +85,8 @@ class LossNotDecreasing(_LossRule):
         self._oldest: dict[tuple[str, ModeKeys], int] = {}  # the oldest global step it needs
 
     def keep_from(self, next_step: int) -> int:
+        present = self.present()
+        self._oldest = {k: s for k, s in self._oldest.items() if k[0] in present}
         return min(self._oldest.values(), default=next_step)
 
     def invoke_at_step(self, step: int) -> bool:

@@ -132,6 +132,8 @@ class UnchangedTensor(_SelectingRule):
         self._oldest: dict[str, int] = {}  # tensor -> the oldest of its saved steps it needs
 
     def keep_from(self, next_step: int) -> int:
+        present = self.present()
+        self._oldest = {t: s for t, s in self._oldest.items() if t in present}
         return min(self._oldest.values(), default=next_step)
 
     def invoke_at_step(self, step: int) -> bool:
