@@ -170,3 +170,42 @@ def test_steps_read_before_the_collections_file_wait_for_every_worker(tmp_path: 
         second.write_step(step, modes.TRAIN, step, [("loss", np.ones(1))])
     assert trial.steps() == [0, 1, 2]
     assert all(trial.tensor("loss").workers(s) == ["worker_0", "worker_1"] for s in range(3))
+
+
+def test_forgetting_the_steps_a_reader_is_done_with(tmp_path: Path) -> None:
+    """A live reader (the control plane's rules) drops the steps it evaluated: they are gone
+    from every query, the later ones read as before, and the trial holds only those."""
+    write_run(tmp_path, steps=6)
+    trial = create_trial(tmp_path)
+    assert trial.steps() == [0, 1, 2, 3, 4, 5]
+    held = trial.records_held
+    assert held == 6 * 4  # 3 tensor records and the step, per step
+    assert trial.forget_before(4) == 4 * 4
+    assert trial.records_held == held - 16
+    assert trial.steps(show_incomplete_steps=True) == [4, 5]
+    assert trial.steps(modes.EVAL, show_incomplete_steps=True) == [2]  # global 5
+    assert trial.tensor("fc.weight").value(4).tolist() == [[4.0] * 3] * 2
+    assert trial.tensor("fc.weight").reduction_value(5, "max", abs=True) == 99
+    with pytest.raises(StepUnavailable):
+        trial.tensor("fc.weight").value(3)
+    assert trial.has_passed_step(1) == StepState.UNAVAILABLE
+    write_run(tmp_path, steps=8)  # the job goes on: the new steps arrive, the old stay gone
+    assert trial.steps(show_incomplete_steps=True) == [4, 5, 6, 7]
+
+
+def test_the_record_cap_is_a_window_for_a_reader_that_forgets(tmp_path: Path) -> None:
+    """Over ``max_records`` a step is left out and named; once the reader forgets older steps,
+    the later ones are read again (a job's files bound what the reader holds, not what it
+    reads)."""
+    from trainops.debugger.trial import TrialLimits
+
+    write_run(tmp_path, steps=3)
+    trial = create_trial(tmp_path, limits=TrialLimits(max_records=10))
+    assert trial.steps(show_incomplete_steps=True) == [0, 1]
+    assert trial.errors == [
+        f"{tmp_path}: more than 10 records held; step 2 of worker_0 is left out"
+    ]
+    trial.forget_before(2)
+    write_run(tmp_path, steps=5)
+    assert trial.steps(show_incomplete_steps=True) == [3, 4]
+    assert trial.records_held == 8

@@ -115,3 +115,39 @@ def test_refuses_a_parameter_it_does_not_take(name: str, tmp_path: Path) -> None
     trial = create_trial(write_series(tmp_path, CASES[name].healthy()))
     with pytest.raises(ValueError, match=f"{name} has no parameter 'no_such'"):
         make_debugger_rule(name, trial, {"no_such": "1"})
+
+
+def _verdict_forgetting(rule: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The rule run one step per advance, its trials forgetting after each step every step it
+    says it no longer reads (as the control plane's trials do), to the job's end."""
+    monkeypatch.setattr("trainops.debugger.rules._invoker.STEPS_PER_ADVANCE", 1)
+    runner = RuleRunner(rule)
+    for _ in range(1000):
+        verdict = runner.advance(_NOW)
+        if verdict.status == ISSUES_FOUND or runner.next_step > max(rule.base_trial.steps()):
+            break
+        keep = runner.keep_from()
+        assert keep is not None
+        for trial in rule.trials:
+            trial.forget_before(keep)
+    if verdict.status != ISSUES_FOUND:
+        verdict = runner.advance(_LATER)
+    return runner.advance(_LATER, ended=True) if verdict.status != ISSUES_FOUND else verdict
+
+
+@pytest.mark.parametrize("triggered", [True, False], ids=["trigger", "healthy"])
+@pytest.mark.parametrize("name", list(DEBUGGER_RULES))
+def test_the_same_verdict_when_the_trials_forget_what_the_rule_is_done_with(
+    name: str, triggered: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The control plane's trials drop the steps every rule is done with (a job's tensors must
+    not make it hold more and more): a rule comparing with earlier steps keeps what it needs
+    (``keep_from``) or its own small state, and finds what it finds with every step kept."""
+    kept = RuleRunner(_rule(name, tmp_path / "kept", triggered))
+    expected = kept.advance(_NOW)
+    if expected.status != ISSUES_FOUND:
+        expected = kept.advance(_LATER)
+    if expected.status != ISSUES_FOUND:
+        expected = kept.advance(_LATER, ended=True)
+    forgetting = _verdict_forgetting(_rule(name, tmp_path / "forgetting", triggered), monkeypatch)
+    assert (forgetting.status, forgetting.details) == (expected.status, expected.details)

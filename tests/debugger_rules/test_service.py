@@ -280,3 +280,56 @@ def test_describe_lists_a_custom_rules_status_beside_the_built_in_ones(plane: Pl
     debug = debugger_sections(plane.store, found, iso)["DebugRuleEvaluationStatuses"]
     assert [s["RuleConfigurationName"] for s in debug] == ["VanishingGradient", "Mine"]
     assert debug[1]["RuleEvaluationStatus"] == plane.row("Mine").status
+
+
+def test_the_rules_trial_holds_only_the_steps_the_rules_still_need(plane: Plane) -> None:
+    """A job's tensors must cost the control plane a bounded, small memory: the rules' shared
+    trial forgets the steps every rule is done with (WeightUpdateRatio keeps the step before,
+    UnchangedTensor its tensors' last num_steps - 1 saved steps), under a cap of its own."""
+    from trainops.rules._debugger import SERVICE_MAX_RECORDS
+    from trainops.rules._tracking import JobRules
+
+    job = plane.submit(["VanishingGradient", "WeightUpdateRatio", "UnchangedTensor"])
+    job_rules = JobRules(job, plane.context, kind="debugger")
+    trial = job_rules.rules[0].rule.runner.rule.base_trial  # type: ignore[union-attr]
+    assert trial.limits.max_records == SERVICE_MAX_RECORDS < 100_000
+    held = []
+    for start in range(0, 400, 40):
+        series = Series()
+        for step in range(start, start + 40):
+            scale = 1.0 + step / 100
+            series.add(step, **{"gradient/fc.weight": np.full((4, 4), scale, np.float32)})
+            series.add(step, **{"fc.weight": np.full((4, 4), scale, np.float32)})
+        write_series(plane.tensors, series, end=False)
+        plane.now += 1
+        job_rules.scan(job)
+        held.append(trial.records_held)
+    assert trial.steps(show_incomplete_steps=True)[-1] == 399
+    assert max(held) <= 3 * 40  # 2 tensors and the step, of at most the last tick's 40 steps
+    assert trial.steps()[0] >= 360 and not trial.errors
+    job_rules.scan(plane.end(), final=True)
+    rows = {r.name: r for r in plane.store.rule_evaluations("job-a")}
+    assert {r.status for r in rows.values()} == {"NoIssuesFound"}, rows
+    assert "400 steps evaluated" in rows["WeightUpdateRatio"].status_details
+
+
+def test_past_half_its_cap_a_trial_forgets_the_rules_look_back_first(plane: Plane) -> None:
+    """A tensor saved once keeps UnchangedTensor's look back at its step: past half the cap
+    the trial forgets it anyway rather than leave every later step out."""
+    from trainops.rules._base import ProfilerData
+    from trainops.rules._debugger import DebuggerRuleEvaluation, SharedTrials
+
+    job = plane.submit([{"rule": "UnchangedTensor", "rule_parameters": {"num_steps": "3"}}])
+    trials = SharedTrials(max_records=40)
+    evaluation = DebuggerRuleEvaluation(job.spec.rules[0], job, plane.context, trials)
+    once = Series().add(0, **{"fc.bias": np.zeros(2, np.float32)})
+    write_series(plane.tensors, once, end=False)
+    for start in range(0, 60, 5):
+        series = Series()
+        for step in range(max(start, 1), start + 5):
+            series.add(step, **{"fc.weight": np.full(2, step, np.float32)})
+        write_series(plane.tensors, series, end=False)
+        evaluation.evaluate(ProfilerData(now=plane.now))
+    trial = evaluation.runner.rule.base_trial
+    assert trial.records_held <= 40 and not trial.errors
+    assert evaluation.runner.next_step == 60  # every step evaluated

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from trainops import JobSpec, SpecError
+from trainops.debugger.config import Collection
 from trainops.spec import parse_spec
 
 
@@ -109,6 +110,17 @@ def test_the_describe_shape_is_sagemakers() -> None:
         ({"hook_parameters": {"save_steps": "1,x"}}, "save_steps: must be a whole number"),
         ({"hook_parameters": {"reductions": "median"}}, "'median' is not a reduction"),
         ({"hook_parameters": {"include_regex": "a,(b"}}, "'(b' is not a regular expression"),
+        ({"hook_parameters": {"include_regex": "a, (a+)+$"}}, "a repeat inside a repeat"),
+        ({"hook_parameters": {"include_regex": ".*a.*a.*a.*b"}}, "4 unbounded repeats, at most 2"),
+        (
+            {"collection_configs": {"w": {"include_regex": "(x|xy)*z"}}},
+            "collection_configs.0.parameters.include_regex: include_regex: '(x|xy)*z': a repeat",
+        ),
+        ({"hook_parameters": {"include_regex": ",".join("a" * 101)}}, "101 patterns, at most 100"),
+        (
+            {"hook_parameters": {"include_regex": "(" * 499 + "a" + ")" * 499}},
+            "groups nested too deeply",
+        ),
         ({"hook_parameters": {"include_workers": "some"}}, "must be one or all"),
         ({"hook_parameters": {"save_all": "maybe"}}, "save_all: must be true or false"),
         ({"hook_parameters": {"tensorboard_dir": "/etc"}}, "must be a directory under /opt/ml/"),
@@ -156,3 +168,31 @@ def test_a_yaml_refusal_names_the_field_and_its_line() -> None:
     text = str(info.value)
     expected = "debugger_hook_config.hook_parameters.save_interval (line 4): save_interval: must"
     assert expected in text, text
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        ".*relu_output",
+        "fc.*weight",
+        "(a+)+$",
+        ".*a.*a.*a.*b",
+        "(x|xy)*z",
+        "a+b{17}c+",
+        "x" * 1001,
+    ],
+)
+def test_the_spec_refuses_exactly_the_patterns_the_trial_reader_refuses(pattern: str) -> None:
+    """A pattern the control plane's trial reader refuses in the job's collections file would
+    leave the job's rules seeing nothing: the spec refuses it at submit instead."""
+    try:
+        Collection.from_dict({"name": "c", "include_regex": [pattern]}, untrusted=True)
+        reader_refuses = False
+    except ValueError:
+        reader_refuses = True
+    try:
+        spec(debugger_hook_config={"collection_configs": {"c": {"include_regex": pattern}}})
+        spec_refuses = False
+    except SpecError:
+        spec_refuses = True
+    assert spec_refuses == reader_refuses

@@ -11,6 +11,14 @@ the job's debug-output prefix (``<output_path>/<job>/debug-output`` unless the j
 StalledTrainingRule with ``stop_training_on_fire`` stops the job itself, as SageMaker's does.
 Everything the rule reads is the job's own: a ``SimilarAcrossRuns`` rule compares with another
 job of this control plane, named by ``other_trials``, never a path.
+
+What a job's files make the control plane hold is bounded: the rules of a job share their trials
+(:class:`SharedTrials`, one per debug-output prefix), each trial holds at most
+:data:`SERVICE_MAX_RECORDS` records (a few hundred bytes each: about 30 MB), and after each
+rule's evaluation the trials forget the steps that every rule reading them is done with (each
+rule says how far back it reads: :meth:`~trainops.debugger.rules.Rule.keep_from`; past half
+the cap, only the steps a rule has yet to evaluate). A step over the cap is left out (and named
+in the trial's errors) until the rules are done with older ones.
 """
 
 from __future__ import annotations
@@ -24,14 +32,24 @@ from trainops.debugger.rules import (
     RuleRunner,
     make_debugger_rule,
 )
+from trainops.debugger.trial import TrialLimits
 from trainops.protocol import RuleSpec
 from trainops.rules._base import IN_PROGRESS, ProfilerData, RuleResult
 from trainops.storage import join_uri
 from trainops.store import JobRecord
 
-__all__ = ["DEBUG_OUTPUT", "DebuggerRuleEvaluation", "Evaluates", "debug_output_prefix"]
+__all__ = [
+    "DEBUG_OUTPUT",
+    "SERVICE_MAX_RECORDS",
+    "DebuggerRuleEvaluation",
+    "Evaluates",
+    "SharedTrials",
+    "debug_output_prefix",
+]
 
 DEBUG_OUTPUT = "debug-output"
+#: The records one trial of the service holds at once (~600 bytes each: ~30 MB).
+SERVICE_MAX_RECORDS = 50_000
 
 _RECOMMENDATIONS = {
     "VanishingGradient": "check the weight initialization, the activations and the learning rate",
@@ -70,39 +88,76 @@ def debug_output_prefix(job: JobRecord) -> str:
     return join_uri(job.output_prefix, DEBUG_OUTPUT)
 
 
+class SharedTrials:
+    """The trials of one job's debugger rules, one per debug-output prefix, and the runners
+    reading each: :meth:`forget` drops the steps every runner of a trial is done with."""
+
+    def __init__(self, max_records: int = SERVICE_MAX_RECORDS) -> None:
+        self.limits = TrialLimits(max_records=max_records)
+        self.trials: dict[str, Any] = {}
+        self._readers: dict[str, list[RuleRunner]] = {}
+
+    def trial(self, prefix: str, context: ServiceContext) -> Any:
+        """The trial on ``prefix`` (made on first use)."""
+        from trainops.debugger import create_trial
+
+        found = self.trials.get(prefix)
+        if found is None:
+            found = create_trial(prefix, settings=context.settings, limits=self.limits)
+            self.trials[prefix] = found
+        return found
+
+    def read_by(self, runner: RuleRunner) -> None:
+        """``runner``'s rule reads its trials: they keep what it still needs."""
+        for prefix, trial in self.trials.items():
+            if any(trial is mine for mine in runner.rule.trials):
+                self._readers.setdefault(prefix, []).append(runner)
+
+    def forget(self) -> None:
+        """Each trial drops the steps before the oldest one a runner reading it still needs;
+        past half its cap, the steps before the oldest one a runner has yet to evaluate (the
+        new steps come first: a rule loses a comparison with an old step rather than every
+        later step, as when a tensor saved once would keep UnchangedTensor's look back)."""
+        for prefix, runners in self._readers.items():
+            needs = {id(r): need for r in runners if (need := r.keep_from()) is not None}
+            if not needs:
+                continue  # every rule has found: none reads on
+            trial = self.trials[prefix]
+            oldest = min(needs.values())
+            if trial.records_held > self.limits.max_records // 2:
+                oldest = max(oldest, min(r.next_step for r in runners if id(r) in needs))
+            trial.forget_before(oldest)
+
+
 class DebuggerRuleEvaluation:
     """One built-in debugger rule of one job, evaluated on the steps that arrive.
 
     The rules of one job share their trials (``trials``: one per debug-output prefix, the
-    job's own and any ``other_trials`` job's): a trial keeps track of every tensor record it
-    read (hundreds of bytes each, up to its ``max_records``), so one per rule would multiply
-    what a job's files make the control plane hold, and its reads, by the number of rules."""
+    job's own and any ``other_trials`` job's): a trial holds the tensor records it read
+    (hundreds of bytes each), so one per rule would multiply what a job's files make the
+    control plane hold, and its reads, by the number of rules; after each evaluation the
+    trials forget the steps every rule reading them is done with."""
 
     def __init__(
         self,
         spec: RuleSpec,
         job: JobRecord,
         context: ServiceContext,
-        trials: dict[str, Any] | None = None,
+        trials: SharedTrials | None = None,
     ) -> None:
         self.spec, self.job, self.context = spec, job, context
-        self._trials: dict[str, Any] = {} if trials is None else trials
+        self._trials = SharedTrials() if trials is None else trials
         parameters = dict(spec.rule_parameters)
         parameters.pop("scan_interval_us", None)
         others = self._other_trials(parameters.pop("other_trials", None))
         self.runner = RuleRunner(
             make_debugger_rule(spec.rule, self._trial(job), parameters, others)
         )
+        self._trials.read_by(self.runner)
         self._stopped = False
 
     def _trial(self, job: JobRecord) -> Any:
-        from trainops.debugger import create_trial
-
-        prefix = debug_output_prefix(job)
-        found = self._trials.get(prefix)
-        if found is None:
-            found = self._trials[prefix] = create_trial(prefix, settings=self.context.settings)
-        return found
+        return self._trials.trial(debug_output_prefix(job), self.context)
 
     def _other_trials(self, name: Any) -> list[Any] | None:
         if name is None or (isinstance(name, str) and name.strip() in ("", "None")):
@@ -117,6 +172,7 @@ class DebuggerRuleEvaluation:
         ended)."""
         now = data.now if data.now is not None else self.context.now()
         verdict = self.runner.advance(now, ended=data.ended)
+        self._trials.forget()
         if verdict.status == ISSUES_FOUND:
             self._stop_if_asked(verdict.details)
             recommendation = _RECOMMENDATIONS.get(self.spec.rule, "")

@@ -41,7 +41,7 @@ from trainops.profiler import ProfilerReader, profiler_prefix
 from trainops.protocol import RuleSpec
 from trainops.rules._base import ISSUES_FOUND, ProfilerData, RuleResult
 from trainops.rules._custom import CustomRuleEvaluation
-from trainops.rules._debugger import DebuggerRuleEvaluation, Evaluates
+from trainops.rules._debugger import DebuggerRuleEvaluation, Evaluates, SharedTrials
 from trainops.rules._registry import make_rule
 from trainops.spec._debugger_catalog import CUSTOM
 from trainops.storage import ObjectStore, join_uri, store_for
@@ -90,7 +90,7 @@ class RuleState:
         row: RuleEvaluation | None,
         job: JobRecord,
         context: ServiceContext,
-        trials: dict[str, Any] | None = None,
+        trials: SharedTrials | None = None,
     ) -> RuleState:
         """The rule's state; a built-in debugger rule reads through ``trials``, shared by the
         job's rules (see :class:`DebuggerRuleEvaluation`)."""
@@ -124,7 +124,7 @@ class JobRules:
         self._reader: ProfilerReader | None = None
         rows = {row.name: row for row in context.store.rule_evaluations(job.name)}
         specs = rules_of_kind(job, kind)
-        trials: dict[str, Any] = {}  # the debugger rules' trials, one per prefix
+        trials = SharedTrials()  # the debugger rules' trials, one per prefix
         self.rules = [RuleState.make(s, rows.get(s.name), job, context, trials) for s in specs]
         if kind == KIND:
             assert self.reader is not None  # made now: a prefix that cannot be read fails here

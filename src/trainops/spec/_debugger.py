@@ -21,12 +21,12 @@ At most 20 hook parameters and 20 collections (the API's limits).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
+from trainops._regex import MAX_PATTERN_CHARS, MAX_PATTERNS, check_untrusted_regex
 from trainops.spec._base import FieldValueError, SpecModel
 from trainops.spec._debugger_catalog import COLLECTION_NAME, MAX_TEXT
 from trainops.spec._profiler import _opt_ml_path, _uri
@@ -91,11 +91,17 @@ def _steps(value: str) -> str:
 
 
 def _regexes(value: str) -> str:
-    for item in value.split(","):
-        try:
-            re.compile(item.strip())
-        except re.error as exc:
-            raise ValueError(f"{item.strip()!r} is not a regular expression ({exc})") from None
+    """Each pattern must be one the debugger's trial reader accepts from the job's collections
+    file (the control plane's rules read it): refused there, the rules would see nothing."""
+    items = value.split(",")
+    if len(items) > MAX_PATTERNS:
+        raise ValueError(f"{len(items)} patterns, at most {MAX_PATTERNS}")
+    for item in items:
+        if len(item.strip()) > MAX_PATTERN_CHARS:
+            raise ValueError(
+                f"a pattern of {len(item.strip())} characters, at most {MAX_PATTERN_CHARS}"
+            )
+        check_untrusted_regex(item.strip())
     return value
 
 

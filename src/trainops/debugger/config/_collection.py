@@ -13,8 +13,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from trainops._regex import MAX_PATTERN_CHARS, MAX_PATTERNS, check_untrusted_regex
 from trainops.debugger.config._reduction_config import ReductionConfig, parse_bool
-from trainops.debugger.config._regex import check_untrusted_regex
 from trainops.debugger.config._save_config import SaveConfig
 
 __all__ = [
@@ -26,8 +26,8 @@ __all__ = [
     "CollectionManager",
 ]
 
-_MAX_REGEX = 1_000
-_MAX_REGEXES = 100
+_MAX_REGEX = MAX_PATTERN_CHARS
+_MAX_REGEXES = MAX_PATTERNS
 _MAX_NAMES = 100_000
 _MAX_COLLECTIONS = 1_000
 
@@ -161,7 +161,10 @@ class Collection:
         reduction, save = params.get("reduction_config"), params.get("save_config")
         collection = cls._build(params, names, reduction, save)
         for pattern in collection.include_regex if untrusted else ():
-            check_untrusted_regex(pattern)
+            try:
+                check_untrusted_regex(pattern)
+            except ValueError as err:
+                raise ValueError(f"include_regex {err}") from None
         return collection
 
     @classmethod

@@ -51,22 +51,24 @@ def record_footer(parts: tuple[bytes, memoryview] | None = None) -> bytes:
 
 
 def read_record(
-    data: bytes | memoryview, start: int, source: str, end: int | None = None
+    data: bytes | memoryview, start: int, source: str, end: int | None = None, *, base: int = 0
 ) -> memoryview:
-    """The payload of the record at ``data[start:]`` (which must end by ``end``)."""
+    """The payload of the record at ``data[start:]`` (which must end by ``end``); ``data`` is
+    the part of ``source`` from byte ``base`` on (errors name the byte in the whole file)."""
     view = memoryview(data)
     end = len(view) if end is None else min(end, len(view))
+    where = f"{source}: byte {base + start}"
     if start < 0 or start + 16 > end:
-        raise DebugFormatError(f"{source}: byte {start}: no complete record there")
+        raise DebugFormatError(f"{where}: no complete record there")
     length, crc = _HEAD.unpack_from(view, start)
     if crc != masked_crc32c(view[start : start + 8]):
-        raise DebugFormatError(f"{source}: byte {start}: record length CRC mismatch")
+        raise DebugFormatError(f"{where}: record length CRC mismatch")
     if length > end - start - 16:
-        raise DebugFormatError(f"{source}: byte {start}: record of {length} bytes is cut short")
+        raise DebugFormatError(f"{where}: record of {length} bytes is cut short")
     payload = view[start + 12 : start + 12 + length]
     (data_crc,) = _CRC.unpack_from(view, start + 12 + length)
     if data_crc != SMDEBUG_NO_CHECKSUM_CRC and data_crc != masked_crc32c(payload):
-        raise DebugFormatError(f"{source}: byte {start}: record data CRC mismatch")
+        raise DebugFormatError(f"{where}: record data CRC mismatch")
     return payload
 
 

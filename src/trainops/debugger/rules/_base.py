@@ -112,12 +112,30 @@ class Rule(ABC):
         del now
         return False
 
+    def keep_from(self, next_step: int) -> int:
+        """The oldest global step the rule may still read when it evaluates ``next_step`` and
+        later ones: a live reader (the control plane's) drops what the rule's trials hold of
+        earlier steps. A rule of its own may read any step: every one is kept."""
+        del next_step
+        return 0
+
 
 class BuiltinRule(Rule):
     """A built-in rule: registered under :attr:`name`, parameters as keyword arguments."""
 
     #: The catalog's name (``rules: [{rule: <name>}]``).
     name: ClassVar[str]
+
+    def keep_from(self, next_step: int) -> int:
+        """A built-in rule reads the step it evaluates; one that compares with earlier steps
+        says how far back it reads (or keeps its own small state)."""
+        return next_step
+
+    def present(self) -> set[str]:
+        """The tensors its trial holds now (a tensor whose steps were all forgotten is gone:
+        a look back at it keeps nothing)."""
+        with no_refresh(self.base_trial):
+            return set(self.base_trial.tensor_names())
 
     def tensors(
         self,

@@ -103,6 +103,14 @@ class RuleRunner:
             self.verdict = Verdict(IN_PROGRESS, self._summary())
         return self.verdict
 
+    def keep_from(self) -> int | None:
+        """The oldest global step the rule may still read (None: it reads no more, its
+        finding is final)."""
+        if self.verdict.status == ISSUES_FOUND:
+            return None
+        keep_from = getattr(self.rule, "keep_from", None)  # a rule not made on ours: all
+        return 0 if keep_from is None else min(int(keep_from(self.next_step)), self.next_step)
+
     def _evaluate(self, step: int) -> bool:
         try:
             found = self.rule._at_step(step)

@@ -81,6 +81,13 @@ class LossNotDecreasing(_LossRule):
         )
         self.mode = None if mode in (None, "", "None") else parse_mode(mode)
         self._next: dict[tuple[str, ModeKeys], int] = {}
+        self._modes: dict[str, ModeKeys] = {}  # the best mode a loss was seen in (EVAL first)
+        self._oldest: dict[tuple[str, ModeKeys], int] = {}  # the oldest global step it needs
+
+    def keep_from(self, next_step: int) -> int:
+        present = self.present()
+        self._oldest = {k: s for k, s in self._oldest.items() if k[0] in present}
+        return min(self._oldest.values(), default=next_step)
 
     def invoke_at_step(self, step: int) -> bool:
         step_mode, mode_step = self.mode_of(step)
@@ -89,19 +96,47 @@ class LossNotDecreasing(_LossRule):
             if mode is None:
                 continue
             at = step if mode == ModeKeys.GLOBAL else mode_step
-            if mode not in (ModeKeys.GLOBAL, step_mode) or at < self._next.get((tensor, mode), 0):
+            if mode not in (ModeKeys.GLOBAL, step_mode):
+                continue
+            self._keep((tensor, mode), at, step)
+            if at < self._next.get((tensor, mode), 0):
                 continue
             if self._check(tensor, mode, at):
                 return True
         return False
 
     def _mode_for(self, tensor: str) -> ModeKeys | None:
+        """The mode of ``tensor``'s series: ``mode`` if given, else EVAL once it was seen in
+        EVAL, else TRAIN, else GLOBAL (remembered: the trial forgets old steps)."""
         if self.mode is not None:
             return self.mode
-        for mode in _SEARCH_ORDER:
-            if self.series(tensor, mode):
+        seen = self._modes.get(tensor)
+        for mode in (*_SEARCH_ORDER, ModeKeys.GLOBAL):
+            if mode == seen:
                 return mode
-        return ModeKeys.GLOBAL if self.series(tensor, ModeKeys.GLOBAL) else None
+            if self.series(tensor, mode):
+                self._modes[tensor] = mode
+                return mode
+        return None
+
+    def _keep(self, key: tuple[str, ModeKeys], at: int, step: int) -> None:
+        """Remember the oldest step a later check of ``key`` may compare with: the newest
+        saved step at least ``num_steps`` before the next check (the first saved one until
+        there is such a step)."""
+        series = self.series(*key)
+        threshold = max(self._next.get(key, 0), at + 1) - self.num_steps
+        base = [s for s in series if s <= threshold]
+        oldest = base[-1] if base else series[0] if series else at
+        found = self._global(key[1], oldest)
+        self._oldest[key] = step if found is None else found
+
+    def _global(self, mode: ModeKeys, mode_step: int) -> int | None:
+        if mode == ModeKeys.GLOBAL:
+            return mode_step
+        try:
+            return int(self.base_trial.global_step(mode, mode_step))
+        except (*UNAVAILABLE, ValueError, KeyError):
+            return None
 
     def _check(self, tensor: str, mode: ModeKeys, at: int) -> bool:
         series = self.series(tensor, mode)
@@ -154,15 +189,20 @@ class Overfit(_LossRule):
         self.patience = as_int(self.name, "patience", patience, minimum=1)
         self.ratio_threshold = as_float(self.name, "ratio_threshold", ratio_threshold)
         self._in_a_row: dict[str, int] = {}
-        self._last_eval: dict[str, int] = {}
+        #: Per loss, the TRAIN losses since the previous validation (sum, count) and the
+        #: latest one: the rule's own state, read at each TRAIN step (no earlier step kept).
+        self._since: dict[str, tuple[float, int]] = {}
+        self._latest: dict[str, float] = {}
 
     def invoke_at_step(self, step: int) -> bool:
         mode, mode_step = self.mode_of(step)
+        if mode == ModeKeys.TRAIN:
+            self._add_training_losses(mode_step)
         if mode != ModeKeys.EVAL or step < self.start_step:
             return False
         for tensor in self.losses([], self.tensor_regex):
             validation = self.scalar(tensor, mode_step, ModeKeys.EVAL)
-            training = self._training_loss(tensor, step)
+            training = self._training_loss(tensor)
             if validation is None or training is None or training == 0:
                 continue
             ratio = (validation - training) / abs(training)
@@ -179,28 +219,18 @@ class Overfit(_LossRule):
                 )
         return False
 
-    def _training_loss(self, tensor: str, step: int) -> float | None:
-        """The mean TRAIN loss between the previous validation and global ``step``."""
-        since = self._last_eval.get(tensor, -1)
-        self._last_eval[tensor] = step
-        values, latest = [], None
-        for mode_step in self.series(tensor, ModeKeys.TRAIN):
-            at = self._global(ModeKeys.TRAIN, mode_step)
-            if at is None or at >= step:
-                continue
-            latest = mode_step
-            if at > since:
-                values.append(self.scalar(tensor, mode_step, ModeKeys.TRAIN))
-        kept = [v for v in values if v is not None]
-        if kept:
-            return float(np.mean(kept))
-        return None if latest is None else self.scalar(tensor, latest, ModeKeys.TRAIN)
+    def _add_training_losses(self, mode_step: int) -> None:
+        for tensor in self.losses([], self.tensor_regex):
+            value = self.scalar(tensor, mode_step, ModeKeys.TRAIN)
+            if value is not None:
+                total, count = self._since.get(tensor, (0.0, 0))
+                self._since[tensor] = (total + value, count + 1)
+                self._latest[tensor] = value
 
-    def _global(self, mode: ModeKeys, mode_step: int) -> int | None:
-        try:
-            return int(self.base_trial.global_step(mode, mode_step))
-        except (*UNAVAILABLE, ValueError, KeyError):
-            return None
+    def _training_loss(self, tensor: str) -> float | None:
+        """The mean TRAIN loss since the previous validation (the latest one when none)."""
+        total, count = self._since.pop(tensor, (0.0, 0))
+        return total / count if count else self._latest.get(tensor)
 
 
 class Overtraining(_LossRule):

@@ -129,6 +129,12 @@ class UnchangedTensor(_SelectingRule):
         self.rtol = as_float(self.name, "rtol", rtol)
         self.atol = as_float(self.name, "atol", atol)
         self.equal_nan = as_bool(self.name, "equal_nan", equal_nan)
+        self._oldest: dict[str, int] = {}  # tensor -> the oldest of its saved steps it needs
+
+    def keep_from(self, next_step: int) -> int:
+        present = self.present()
+        self._oldest = {t: s for t, s in self._oldest.items() if t in present}
+        return min(self._oldest.values(), default=next_step)
 
     def invoke_at_step(self, step: int) -> bool:
         for tensor in self.chosen():
@@ -137,6 +143,7 @@ class UnchangedTensor(_SelectingRule):
                 continue
             earlier = [s for s in self.base_trial.tensor(tensor).steps() if s < step]
             earlier = earlier[-(self.num_steps - 1) :]
+            self._oldest[tensor] = [*earlier, step][-(self.num_steps - 1) :][0]
             if len(earlier) < self.num_steps - 1:
                 continue
             if all(self._same(current, self.value(tensor, s)) for s in earlier):

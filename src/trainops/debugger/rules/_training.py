@@ -68,6 +68,9 @@ class WeightUpdateRatio(BuiltinRule):
         self.small_threshold = as_float(self.name, "small_threshold", small_threshold)
         self.epsilon = as_float(self.name, "epsilon", epsilon)
 
+    def keep_from(self, next_step: int) -> int:
+        return next_step - 1  # it compares a step with the one before
+
     def invoke_at_step(self, step: int) -> bool:
         if step < 1 or (self.num_steps is not None and step % self.num_steps):
             return False
@@ -115,6 +118,9 @@ class PoorWeightInitialization(BuiltinRule):
         self.distribution_range = as_float(self.name, "distribution_range", distribution_range)
         self.patience = as_int(self.name, "patience", patience, minimum=1)
         self.steps = as_int(self.name, "steps", steps)
+
+    def keep_from(self, next_step: int) -> int:
+        return 0 if next_step <= self.steps else next_step  # the first loss, in its steps
 
     def invoke_at_step(self, step: int) -> bool:
         if step > self.steps:

@@ -13,7 +13,7 @@ import re
 from typing import TYPE_CHECKING
 
 from trainops.debugger.trial._source import source_for
-from trainops.debugger.trial._trial import Trial
+from trainops.debugger.trial._trial import Trial, TrialLimits
 
 if TYPE_CHECKING:
     from trainops._settings import Settings
@@ -31,6 +31,7 @@ def create_trial(
     *,
     poll_interval: float = 2.0,
     settings: Settings | None = None,
+    limits: TrialLimits | None = None,
 ) -> Trial:
     """A :class:`Trial` over ``path``: a directory, a ``file://`` or ``s3://`` URI, or the name
     of a job of this home."""
@@ -42,6 +43,7 @@ def create_trial(
         name or os.fspath(path),
         range_steps,
         poll_interval=poll_interval,
+        limits=limits,
     )
 
 

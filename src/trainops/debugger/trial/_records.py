@@ -35,6 +35,15 @@ class RecordReader:
         if end > self.extents.get(location.event_file, 0):
             self.extents[location.event_file] = end
 
+    def forget_before(self, step: int) -> None:
+        """Drop what is kept of the event files of global steps before ``step`` (their key
+        says their step: ``events/<step>/...``); a record read later is read alone."""
+        for key in [k for k in self.extents if _step_of(k) < step]:
+            del self.extents[key]
+            dropped = self._files.pop(key, None)
+            if dropped is not None:
+                self._held -= len(dropped)
+
     def read(self, location: Location) -> bytes:
         extent = self.extents.get(location.event_file, 0)
         end = location.start + location.length
@@ -54,3 +63,9 @@ class RecordReader:
         while self._held > self._budget and len(self._files) > 1:
             _, dropped = self._files.popitem(last=False)
             self._held -= len(dropped)
+
+
+def _step_of(key: str) -> int:
+    """The global step in an event file's key (``events/000000000012/...``), -1 if none."""
+    parts = key.split("/")
+    return int(parts[1]) if len(parts) > 2 and parts[1].isdigit() else -1

@@ -35,14 +35,34 @@ class StepBook:
         self._wait_window = wait_window
         self._incomplete: set[int] = set()
 
-    def add(self, step: int, worker: str, mode: ModeKeys, mode_step: int) -> None:
+    def add(self, step: int, worker: str, mode: ModeKeys, mode_step: int) -> int:
+        """File ``worker``'s ``step``; 1 if it is new (a record the book holds), else 0."""
         record = self.steps.setdefault(step, _Step(mode, mode_step))
+        new = int(worker not in record.workers)
         record.workers.add(worker)
         self.workers.add(worker)
         self.by_mode[ModeKeys.GLOBAL][step] = step
         if mode != ModeKeys.GLOBAL:
             self.by_mode[mode][mode_step] = step
         self._settle(step)
+        return new
+
+    def forget_before(self, step: int) -> int:
+        """Drop the global steps before ``step`` (the last complete step stays as it is);
+        how many step records of workers were dropped."""
+        old = [at for at in self.steps if at < step]
+        dropped = 0
+        for at in old:
+            record = self.steps.pop(at)
+            dropped += len(record.workers)
+            self.by_mode[ModeKeys.GLOBAL].pop(at, None)
+            if (
+                record.mode != ModeKeys.GLOBAL
+                and self.by_mode[record.mode].get(record.mode_step) == at
+            ):
+                del self.by_mode[record.mode][record.mode_step]
+        self._incomplete = {s for s in self._incomplete if s >= step}
+        return dropped
 
     def set_num_workers(self, num_workers: int) -> None:
         if num_workers != self.num_workers:

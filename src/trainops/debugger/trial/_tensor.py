@@ -59,6 +59,19 @@ class Tensor:
     def _add_shape(self, step: int, worker: str, shape: tuple[int, ...]) -> None:
         self._shapes.setdefault(step, {})[worker] = shape
 
+    def _forget_before(self, step: int) -> int:
+        """Drop the records of global steps before ``step``; how many were dropped."""
+        dropped = 0
+        for table in (self._raw, self._shapes):
+            for at in [at for at in table if at < step]:
+                dropped += len(table.pop(at))
+        for at in [at for at in self._reductions if at < step]:
+            dropped += sum(len(by_key) for by_key in self._reductions.pop(at).values())
+        return dropped
+
+    def _empty(self) -> bool:
+        return not (self._raw or self._reductions or self._shapes)
+
     def _global_steps(self) -> set[int]:
         return set(self._raw) | set(self._reductions) | set(self._shapes)
 

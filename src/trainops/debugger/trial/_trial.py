@@ -7,7 +7,9 @@ When ``training_job_end.ts`` appears the trial waits ``end_delay`` seconds, load
 and from then on :attr:`Trial.loaded_all_steps` is true (waiting for a step raises
 ``NoMoreData``). A file that is corrupt, too large or out of the layout is left out and named in
 :attr:`Trial.errors` (a job's files must not stop its trial); reading a value from a corrupt event
-file raises :class:`~trainops.debugger.DebugFormatError` naming the file and the byte. Refreshes happen on each query unless :func:`no_refresh` holds them.
+file raises :class:`~trainops.debugger.DebugFormatError` naming the file and the record's byte
+(``<file>: record at byte 89: field of 70 bytes runs past the message's end``). Refreshes happen
+on each query unless :func:`no_refresh` holds them.
 """
 
 from __future__ import annotations
@@ -71,7 +73,10 @@ class TrialLimits:
     max_collections_bytes: int = 16 << 20
     max_collection_files: int = 4096
     max_workers: int = 100_000
-    max_records: int = 5_000_000  # tensor records a trial keeps track of (its memory)
+    #: Records a trial holds at once (its memory: a few hundred bytes each): a tensor's record
+    #: at a step, and a step of a worker. A reader that forgets steps it is done with
+    #: (:meth:`Trial.forget_before`) holds only the steps it still needs.
+    max_records: int = 5_000_000
 
 
 def _env_number(name: str, default: float) -> float:
@@ -108,6 +113,7 @@ class Trial:
         self._seen: set[str] = set()
         self._pending: dict[str, int] = {}  # index key -> refreshes spent awaiting its events
         self._waiting: dict[str, StepIndex] = {}  # those indexes, parsed
+        self._waiting_records = 0  # their records (held too: counted against the cap)
         self._book = StepBook(int(_env_number(_WAIT_WINDOW_ENV, 1000)))
         self._tensors: dict[str, Tensor] = {}
         self._manager: CollectionManager | None = None
@@ -235,27 +241,44 @@ class Trial:
         if index.event_file is not None and index.event_file not in present:
             tries = self._pending.get(key, 0) + 1
             if tries <= self._missing_retries and not final:
-                self._pending[key] = tries  # an uploader may copy the index before its events
-                self._waiting[key] = index
+                self._await(key, index, tries)  # an uploader may copy the index before its events
                 return
+            self._stop_waiting(key)
             raise DebugFormatError(
                 f"{self.path}/{key}: its event file {index.event_file} is missing"
             )
         self._seen.add(key)
-        self._pending.pop(key, None)
-        self._waiting.pop(key, None)
+        self._stop_waiting(key)
         self._add_step(parsed.step, parsed.worker, index)
+
+    def _await(self, key: str, index: StepIndex, tries: int) -> None:
+        if key not in self._waiting:
+            records = len(index.tensors) + len(index.shapes) + 1
+            if self._records_held + self._waiting_records + records > self.limits.max_records:
+                raise DebugFormatError(
+                    f"{self.path}/{key}: more than {self.limits.max_records} records held "
+                    "with those awaiting their event files; left out"
+                )
+            self._waiting_records += records
+        self._pending[key] = tries
+        self._waiting[key] = index
+
+    def _stop_waiting(self, key: str) -> None:
+        self._pending.pop(key, None)
+        index = self._waiting.pop(key, None)
+        if index is not None:
+            self._waiting_records -= len(index.tensors) + len(index.shapes) + 1
 
     def _add_step(self, step: int, worker: str, index: StepIndex) -> None:
         if worker not in self._book.workers and len(self._book.workers) >= self.limits.max_workers:
             raise DebugFormatError(f"{self.path}: more than {self.limits.max_workers} workers")
-        if self._records_held + len(index.tensors) > self.limits.max_records:
+        records = len(index.tensors) + len(index.shapes)
+        if self._records_held + records + 1 > self.limits.max_records:
             raise DebugFormatError(
-                f"{self.path}: more than {self.limits.max_records} tensor records; "
-                f"step {step} of {worker} and later ones are left out"
+                f"{self.path}: more than {self.limits.max_records} records held; "
+                f"step {step} of {worker} is left out"
             )
-        self._records_held += len(index.tensors)
-        self._book.add(step, worker, index.mode, index.mode_step)
+        self._records_held += records + self._book.add(step, worker, index.mode, index.mode_step)
         for entry in index.tensors:
             location = Location(index.event_file or "", entry.start, entry.length)
             self._records.note(location)
@@ -277,21 +300,53 @@ class Trial:
             found = self._tensors[name] = Tensor(name, self)
         return found
 
+    @property
+    def records_held(self) -> int:
+        """The records the trial holds now (tensor records and steps of workers), at most
+        ``limits.max_records``."""
+        return self._records_held
+
+    # -- forgetting (a live reader that has evaluated the old steps) ------------------------
+    def forget_before(self, step: int) -> int:
+        """Drop what the trial holds of the global steps before ``step`` (their tensors'
+        records, the steps themselves, their settled index keys): a live reader (the control
+        plane's rules) that is done with them bounds its memory by the steps it still needs.
+        The forgotten steps are gone from every query; returns how many records were dropped."""
+        dropped = 0
+        for name in list(self._tensors):
+            tensor = self._tensors[name]
+            dropped += tensor._forget_before(step)
+            if tensor._empty():
+                del self._tensors[name]
+        dropped += self._book.forget_before(step)
+        self._records_held -= dropped
+        self._records.forget_before(step)
+        if self._cursor is not None:  # keys up to the cursor are never listed again
+            cursor = f"{INDEX_DIR}/{self._cursor}"
+            self._seen = {key for key in self._seen if key > cursor}
+        return dropped
+
     # -- reading values (the tensors call this) --------------------------------------------
     def _read_value(self, location: Location, name: str | None) -> np.ndarray:
         where = f"{self.path}/{location.event_file}"
         if location.length > self.limits.index.max_record_bytes:
-            raise DebugFormatError(f"{where}: byte {location.start}: record too large")
+            raise DebugFormatError(f"{where}: record at byte {location.start}: too large")
         raw = self._records.read(location)
-        payload = read_record(raw, 0, f"{where} (record at byte {location.start})")
+        payload = read_record(raw, 0, where, base=location.start)
         try:
             events = decode_tensor_event(payload, self.limits.tensor)
-        except (WireError, ValueError) as err:
-            raise DebugFormatError(f"{where}: byte {location.start}: {err}") from None
+        except WireError as err:  # its offset is within a nested message, not the file: left out
+            raise DebugFormatError(
+                f"{where}: record at byte {location.start}: {err.reason}"
+            ) from None
+        except ValueError as err:
+            raise DebugFormatError(f"{where}: record at byte {location.start}: {err}") from None
         for event in events:
             if name is None or event.name == name:
                 return event.value
-        raise DebugFormatError(f"{where}: byte {location.start}: no tensor {name!r} in the record")
+        raise DebugFormatError(
+            f"{where}: record at byte {location.start}: no tensor {name!r} in it"
+        )
 
     # -- steps and modes -------------------------------------------------------------------
     @property

@@ -1,4 +1,4 @@
-"""Screening a regex that came from a job's files before the reader matches names with it.
+"""Screening a regex that someone else's names will be matched with (a job's, an API caller's).
 
 Python's ``re`` backtracks: ``(a+)+$`` takes exponential time on a name of thirty ``a``s, and
 ``.*a.*a.*a.*b`` minutes on a 1,024-character one. A collection's ``include_regex`` read from a
@@ -6,6 +6,10 @@ job's ``collections`` file is the job's input, matched by whoever reads the tria
 plane's rules included), so such a pattern is refused: no repeat inside a repeat (star height
 one; an alternation inside a repeat counts as one, ``(a|a)*`` backtracks as ``(a*)*``), and at
 most two unbounded repeats (``*``, ``+``, ``{n,}`` or a bound over 16).
+
+The check is pure (the standard library's own parser, no matching) and lives here, in the
+foundation, so that the spec refuses at submit a pattern the debugger's trial reader would refuse
+later (a job whose collections file the reader refuses has rules that quietly see nothing).
 """
 
 from __future__ import annotations
@@ -13,7 +17,10 @@ from __future__ import annotations
 import re._parser as _sre  # type: ignore[import-not-found]  # the stdlib's own parser
 from typing import Any
 
-__all__ = ["check_untrusted_regex"]
+__all__ = ["MAX_PATTERNS", "MAX_PATTERN_CHARS", "check_untrusted_regex"]
+
+MAX_PATTERN_CHARS = 1_000  # one pattern's length
+MAX_PATTERNS = 100  # patterns of one collection
 
 _MAX_UNBOUNDED = 2
 _BIG = 16
@@ -22,12 +29,20 @@ _REPEATS = {_sre.MAX_REPEAT, _sre.MIN_REPEAT, _sre.POSSESSIVE_REPEAT}
 
 def check_untrusted_regex(pattern: str) -> None:
     """Refuse (``ValueError``) a pattern whose matching time could blow up on a short name."""
-    height, unbounded = _measure(_sre.parse(pattern), 0)
+    try:
+        height, unbounded = _measure(_sre.parse(pattern), 0)
+    except _sre.error as err:
+        raise ValueError(f"{pattern[:100]!r} is not a regular expression ({err})") from None
+    except RecursionError:
+        raise ValueError(f"{pattern[:100]!r}: groups nested too deeply") from None
     if height > 1:
-        raise ValueError(f"include_regex {pattern[:100]!r}: a repeat inside a repeat")
+        raise ValueError(
+            f"{pattern[:100]!r}: a repeat inside a repeat (its matching time could blow up)"
+        )
     if unbounded > _MAX_UNBOUNDED:
         raise ValueError(
-            f"include_regex {pattern[:100]!r}: {unbounded} unbounded repeats, at most {_MAX_UNBOUNDED}"
+            f"{pattern[:100]!r}: {unbounded} unbounded repeats, at most {_MAX_UNBOUNDED} "
+            "(its matching time could blow up)"
         )
 
 
