@@ -168,3 +168,11 @@ def test_a_configuration_that_cannot_run_is_refused_before_any_job(tmp_path: Pat
     assert result.returncode == 2, result.stdout + result.stderr
     assert "configurations.1.instance_type" in result.stderr and "Traceback" not in result.stderr
     assert not (home / "trainops.db").exists()  # no job ran, none was even submitted
+
+
+def test_a_study_is_named_from_its_files_stem_as_a_job_name_allows() -> None:
+    from trainops.cli._study import study_name
+
+    assert study_name("<b>x y/..", 0.5) == "b-x-y-19700101-000000-500"
+    assert study_name("---", 0.0) == "study-19700101-000000-000"
+    assert len(study_name("a" * 80, 1.0)) <= 63
