@@ -16,7 +16,6 @@ import os
 import statistics
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 from typing import Any
@@ -50,6 +49,15 @@ new MutationObserver(() => {
 }).observe(document, {childList: true, subtree: true, characterData: true});
 window.__opened = Date.now();
 """
+
+
+def _rss_samples(pid: int, count: int) -> int:
+    """The most of ``count`` readings of ``pid``'s RSS (KiB), 0.1 s apart."""
+    most = 0
+    for _ in range(count):
+        most = max(most, _rss_kb(pid))
+        time.sleep(0.1)
+    return most
 
 
 def _rss_kb(pid: int) -> int:
@@ -121,7 +129,7 @@ def follow(chromium: str, followers: int, lines: int, interval: float) -> dict[s
             name = _submit(server, work, lines, interval)
             _wait_running(server, name)
             time.sleep(1.0)  # the job's first lines in; the server settled with its one job
-            before = max(_rss_kb(server.proc.pid) for _ in range(5) if time.sleep(0.1) is None)
+            before = _rss_samples(server.proc.pid, 5)
             samples: list[int] = []
             seen: list[dict[str, Any]] = []
             with sync_playwright() as playwright:
@@ -156,6 +164,8 @@ def follow(chromium: str, followers: int, lines: int, interval: float) -> dict[s
         for shown, printed in marks.values()
         if printed > opened  # printed while the page was open: a live line, not the first load
     ]
+    if not latencies:
+        sys.exit("no page showed a line the job printed while it was open")
     return {
         "followers": followers, "lines": lines, "interval_s": interval,
         "new_line_ms": {
@@ -170,5 +180,5 @@ def follow(chromium: str, followers: int, lines: int, interval: float) -> dict[s
     }  # fmt: skip
 
 
-if __name__ == "__main__":
-    print(textwrap.dedent(str(follow(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), 0.25))))
+if __name__ == "__main__":  # python bench/_ui_follow.py CHROMIUM FOLLOWERS LINES
+    print(follow(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), 0.25))
