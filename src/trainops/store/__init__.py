@@ -1,5 +1,5 @@
 """The metadata store: jobs, transitions, hosts, logs, metrics, artifacts,
-checkpoint records, tuning jobs and the SageMaker API's tags in SQLite.
+checkpoint records, tuning jobs and the SageMaker API's tags and kept requests in SQLite.
 
 Owned by the control plane (agents never open it). The schema is versioned: numbered SQL files
 in ``migrations/`` are applied in order when a database is opened, and a database written by a

@@ -97,7 +97,16 @@ def test_a_tuning_job_runs_and_its_trials_are_listed(plane: ControlPlane) -> Non
     assert best["TrainingJobArn"].endswith(f":training-job/{best['TrainingJobName']}")
     assert best["FinalHyperParameterTuningJobObjectiveMetric"]["MetricName"] == "loss"
     definition = job["TrainingJobDefinition"]
-    assert definition["StaticHyperParameters"] == {"epochs": "3"}
+    sent = _request(plane, "tiny")["TrainingJobDefinition"]
+    # as the request sent them (the SDK's HyperparameterTuner.attach reads them back)
+    assert definition["StaticHyperParameters"] == sent["StaticHyperParameters"]
+    assert definition["RoleArn"] == sent["RoleArn"]
+    assert definition["AlgorithmSpecification"]["TrainingImage"] == IMAGE
+    assert definition["ResourceConfig"]["VolumeSizeInGB"] == 1
+    trial = client.describe_training_job(TrainingJobName=best["TrainingJobName"])
+    assert trial["RoleArn"] == sent["RoleArn"]
+    assert trial["AlgorithmSpecification"]["TrainingImage"] == IMAGE
+    assert trial["TuningJobArn"] == arn
     assert definition["Environment"]["API_TOKEN"] != "s3cr3t-value"  # masked, as describe does
     assert definition["AlgorithmSpecification"]["TrainingInputMode"] == "File"
     assert "Cost" not in job and "TrainingJobs" not in job  # ours, not the API's
