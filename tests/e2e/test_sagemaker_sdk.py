@@ -73,6 +73,7 @@ estimator = PyTorch(
 estimator.fit({"train": "s3://trainops/data/train/"}, wait=True, logs="All")
 job = estimator.latest_training_job.describe()
 metrics = estimator.training_job_analytics.dataframe()
+attached = PyTorch.attach(estimator.latest_training_job.name, sagemaker_session=session)
 print(json.dumps({
     "metrics": sorted(set(metrics["metric_name"])),
     "values": len(metrics),
@@ -80,6 +81,12 @@ print(json.dumps({
     "model_data": estimator.model_data,
     "name": estimator.latest_training_job.name,
     "status": job["TrainingJobStatus"],
+    "attached": {
+        "model_data": attached.model_data,
+        "entry_point": attached.entry_point,
+        "framework_version": attached.framework_version,
+        "hyperparameters": attached.hyperparameters(),
+    },
 }))
 """
 
@@ -159,6 +166,11 @@ def test_the_sdk_v2_pytorch_estimator_fits_on_trainops_and_reads_its_model(
         assert result["metrics"] == ["loss"] and result["values"] >= 1
         name = result["name"]
         assert result["model_data"] == f"s3://trainops/{name}/output/model.tar.gz"
+        # Estimator.attach: the estimator rebuilt from DescribeTrainingJob, as the SDK does it
+        attached = result["attached"]
+        assert attached["model_data"] == result["model_data"]
+        assert (attached["entry_point"], attached["framework_version"]) == ("train.py", "2.3")
+        assert json.loads(attached["hyperparameters"]["label"]) == "sdk run"
         model = _model(home, result["model_data"])
         assert model == {"total": 6, "label": "sdk run", "region": "us-east-1", "python": python}
     finally:
