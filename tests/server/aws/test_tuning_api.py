@@ -144,8 +144,14 @@ def test_stop_ends_a_tuning_job_stopped_and_a_second_stop_is_refused(
     plane: ControlPlane,
 ) -> None:
     client = _client(plane)
-    client.create_hyper_parameter_tuning_job(
-        **_request(plane, "halted", jobs=4, FAKE_HANG_ATTEMPTS="1")
+    request = _request(plane, "halted", jobs=4, FAKE_HANG_ATTEMPTS="1")
+    del request["TrainingJobDefinition"]["StaticHyperParameters"]["_tuning_objective_metric"]
+    client.create_hyper_parameter_tuning_job(**request)
+    # not sent, given back as the service gives it (the SDK's HyperparameterTuner.attach needs it)
+    described = client.describe_hyper_parameter_tuning_job(HyperParameterTuningJobName="halted")
+    assert (
+        described["TrainingJobDefinition"]["StaticHyperParameters"]["_tuning_objective_metric"]
+        == "loss"
     )
     store = plane.server.controller.store
     wait_for(lambda: len(store.trials("halted")) == 2, 60, "two trials running")

@@ -34,6 +34,7 @@ from trainops.server.aws._sagemaker import (
 from trainops.server.aws._schema import KEPT_TUNING, kept_of, with_kept
 from trainops.server.aws._services import AwsOperation
 from trainops.server.aws._tags import MAX_TAGS, check_tags
+from trainops.server.aws._tuning_request import OBJECTIVE_HYPERPARAMETER as _OBJECTIVE
 from trainops.server.aws._tuning_request import api_field, tuning_request
 from trainops.store import JobExistsError, MetadataStore, TuningJobRecord, TuningTrialRecord
 
@@ -166,10 +167,11 @@ class _TuningOperations:
         sections = spec_sections(job.view(), self.settings)
         api = api_description(sections | {"TrainingJobName": tuning.name}, self.settings.region)
         definition = {key: api[key] for key in _DEFINITION if key in api}
+        static = {k: v for k, v in sections["HyperParameters"].items() if k in job.hyperparameters}
         definition |= {
-            "StaticHyperParameters": {
-                k: v for k, v in sections["HyperParameters"].items() if k in job.hyperparameters
-            },
+            # the service adds the objective's name (the SDK's HyperparameterTuner.attach
+            # removes it, and fails where it is not)
+            "StaticHyperParameters": static | {_OBJECTIVE: config.objective.metric_name},
             "EnableManagedSpotTraining": job.use_spot_instances,
         }
         kept = self.store.api_request("hyper-parameter-tuning-job", tuning.name)
