@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests._support.system import require_extra
 from tests.e2e._harness import trainops, write_job
 from trainops import SpecError
+from trainops._settings import Settings
 from trainops.cost import (
     StudyRun,
     plot_study,
@@ -19,6 +21,7 @@ from trainops.cost import (
     time_to_target,
 )
 from trainops.spec import load_study
+from trainops.store import MetadataStore
 
 
 def _run(count: int, per_host: int, throughput: float | None) -> StudyRun:
@@ -133,6 +136,22 @@ def test_trainops_study_runs_every_configuration(tmp_path: Path) -> None:
     assert all(f["time_to_target_s"] is not None and f["status"] == "Completed" for f in figures)
     assert (tmp_path / "out" / "scaling.png").read_bytes()[:4] == b"\x89PNG"
     assert "samples/s" in result.stdout and "100%" in result.stdout
+    _the_study_is_recorded(tmp_path / "home", figures)
+
+
+def _the_study_is_recorded(home: Path, figures: list[dict[str, Any]]) -> None:
+    """The embedded server recorded the study in the home's store, as every client sees it."""
+    store = MetadataStore(Settings.load(env={"TRAINOPS_HOME": str(home)}).db_path)
+    try:
+        (study,) = store.list_studies()
+    finally:
+        store.close()
+    assert study.name.startswith("study-") and study.status == "Completed"
+    assert study.title == "train.py: scaling study" and study.target_metric == "test_accuracy"
+    kept = ("job_name", "throughput", "efficiency", "cost_usd", "time_to_target_s")
+    assert [{k: getattr(r, k) for k in kept} for r in study.rows] == [
+        {k: f[k] for k in kept} for f in figures
+    ]
 
 
 def test_a_configuration_that_cannot_run_is_refused_before_any_job(tmp_path: Path) -> None:
@@ -149,3 +168,11 @@ def test_a_configuration_that_cannot_run_is_refused_before_any_job(tmp_path: Pat
     assert result.returncode == 2, result.stdout + result.stderr
     assert "configurations.1.instance_type" in result.stderr and "Traceback" not in result.stderr
     assert not (home / "trainops.db").exists()  # no job ran, none was even submitted
+
+
+def test_a_study_is_named_from_its_files_stem_as_a_job_name_allows() -> None:
+    from trainops.cli._study import study_name
+
+    assert study_name("<b>x y/..", 0.5) == "b-x-y-19700101-000000-500"
+    assert study_name("---", 0.0) == "study-19700101-000000-000"
+    assert len(study_name("a" * 80, 1.0)) <= 63

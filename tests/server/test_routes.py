@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 import trainops.server.routes as routes
 from tests.control._harness import code_uri, fake_backend, job_spec
@@ -87,6 +88,9 @@ def test_the_table_lists_every_public_route_once_in_document_order(
         ("GET", "/tuning-jobs/{name}/best", "best"),
         ("GET", "/tuning-jobs/{name}/analysis", "analysis"),
         ("POST", "/tuning-jobs/{name}/stop", "stop"),
+        ("POST", "/studies", "put_study"),
+        ("GET", "/studies", "list_studies"),
+        ("GET", "/studies/{name}", "describe_study"),
     ]
     assert [op.path for op in table if op.auth is None] == ["/api/v1/health"]
 
@@ -231,3 +235,44 @@ def test_a_starting_jobs_cost_is_nothing_yet_at_prices_that_say_where_they_come_
     assert (cost["Running"], cost["BillableTimeInSeconds"], cost["SpotCostUsd"]) == (True, 0, 0)
     assert cost["Prices"]["SpotPriceKind"] == "estimate" and cost["Interruptions"] == []
     assert cost["CheckpointInterval"]["InterruptionsPerHour"] == 2.0
+
+
+_STUDY_ROW = {"label": "2 x ml.m5.large, 1/host", "instance_type": "ml.m5.large",
+              "instance_count": 2, "processes_per_host": 1, "job_name": "j-2",
+              "status": "Completed", "throughput": 200.0, "efficiency": 0.9}  # fmt: skip
+
+
+def test_a_study_is_recorded_replaced_listed_and_described(controller: JobController) -> None:
+    studies = routes.StudyRoutes(controller)
+    first = routes.StudyRequest(name="s-1", title="train.py: scaling study", status="InProgress")
+    assert studies.put_study(first)["rows"] == []
+    ended = routes.StudyRequest(name="s-1", title="train.py: scaling study", status="Completed",
+                                target_metric="acc", rows=[_STUDY_ROW])  # fmt: skip
+    studies.put_study(ended)
+    described = studies.describe_study("s-1")
+    assert (described["status"], described["target_metric"]) == ("Completed", "acc")
+    assert described["rows"] == [{"time_to_target_s": None, "billable_seconds": None,
+                                  "cost_usd": None, **_STUDY_ROW}]  # fmt: skip
+    assert [s["name"] for s in studies.list_studies(limit=50)["studies"]] == ["s-1"]
+    with pytest.raises(JobNotFoundError, match="no study named 'nope'"):
+        studies.describe_study("nope")
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"name": "../etc/passwd"},
+        {"name": ""},
+        {"status": "Done"},
+        {"title": "x" * 257},
+        {"rows": [{**_STUDY_ROW, "throughput": float("nan")}]},
+        {"rows": [{**_STUDY_ROW, "cost_usd": -1.0}]},
+        {"rows": [{**_STUDY_ROW, "job_name": "a b"}]},
+        {"rows": [{**_STUDY_ROW, "extra": 1}]},
+        {"rows": [_STUDY_ROW] * 1001},
+    ],
+)
+def test_a_hostile_study_is_refused(change: dict[str, Any]) -> None:
+    body = {"name": "s", "title": "t", "status": "InProgress", **change}
+    with pytest.raises(ValidationError):
+        routes.StudyRequest(**body)

@@ -1,4 +1,4 @@
-"""The api_requests table (schema version 16): a resource's kept request survives reopening the
+"""The api_requests table (schema version 17): a resource's kept request survives reopening the
 database, the first one kept stays, kinds are apart, and a resource without one has none."""
 
 from __future__ import annotations

@@ -21,8 +21,19 @@ pytestmark = pytest.mark.slow
 _JOB = "hostile"
 _TUNING = "hostile-tuning"
 # What fills a page path's parameters; {job} is the hostile job's name, {tuning} the hostile
-# tuning job's (made for the tuning pages only: it runs trials).
-_SAMPLES = {"job": _JOB, "tuning": _TUNING}
+# tuning job's (made for the tuning pages only: it runs trials), {study} a study recorded
+# through the API (for the study pages only).
+_STUDY = "hostile-study"
+_SAMPLES = {"job": _JOB, "tuning": _TUNING, "study": _STUDY}
+
+
+def _hostile_study(plane: ControlPlane) -> None:
+    """A running study, as ``trainops study`` records one, whose title and label hold markup."""
+    row = {"label": HOSTILE, "instance_type": "ml.m5.large", "instance_count": 1,
+           "processes_per_host": 1, "job_name": _JOB, "status": "Completed",
+           "throughput": 10.0, "efficiency": 1.0}  # fmt: skip
+    study = {"name": _STUDY, "title": HOSTILE, "status": "InProgress", "rows": [row]}
+    assert plane.client.post("/api/v1/studies", json=study).status_code == 200
 
 
 def _url(path: str) -> str:
@@ -44,6 +55,8 @@ def test_the_page_loads_cleanly_and_shows_the_jobs_text_as_text(
     plane.wait_ended(_JOB)
     if PAGES[name].path.startswith("/ui/tuning"):
         hostile_tuning(plane, _TUNING, jobs=2)
+    if PAGES[name].path.startswith("/ui/studies"):
+        _hostile_study(plane)
     tab.page.goto(plane.server.url + _url(PAGES[name].path))
     tab.page.wait_for_load_state("networkidle")
     assert tab.page.locator("main").count() == 1

@@ -1,6 +1,8 @@
 """``trainops study``: run one job spec over a list of resource configurations, one at a time,
 and print how it scaled (samples/s, time to a target metric, scaling efficiency, cost), with a
-PNG plot and a JSON file of the figures next to the study file.
+PNG plot and a JSON file of the figures next to the study file. The study and its rows are also
+recorded through the API as it runs (``POST /api/v1/studies``), so every client of the server
+and its web UI's studies page see it; a failed recording is said once and the study goes on.
 
 Ctrl-C stops the job that is running (with an embedded server) and ends the study.
 """
@@ -10,6 +12,9 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import re
+import sys
+import time
 from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
@@ -57,12 +62,18 @@ def study(args: argparse.Namespace) -> int:
         raise TrainopsError("the study's plot needs matplotlib: pip install 'trainops[plot]'")
     runs: list[StudyRun] = []
     with connect(settings) as client:
+        record = _Recorder(client, plan, variants, runs, f"{base.entry_point}: scaling study",
+                           study_name(Path(args.spec).stem, time.time()))  # fmt: skip
+        record()
         for config, spec in zip(plan.configurations, variants, strict=True):
             try:
-                runs.append(_run(client, settings, spec, config, plan, job_path.parent))
+                runs.append(_run(client, settings, spec, config, plan, job_path.parent, record))
             except KeyboardInterrupt:
+                record(ended="Stopped")
                 print("\nStudy interrupted.", flush=True)
                 return INTERRUPTED
+            record()
+        record(ended="Completed" if _all_completed(runs) else "Failed")
     rows = scaling_rows(runs)
     target = plan.target.metric if plan.target else None
     print("\n" + render_study(rows, target), flush=True)
@@ -78,7 +89,69 @@ def study(args: argparse.Namespace) -> int:
         results.write_text(json.dumps(figures, indent=2) + "\n")
         png = plot_study(rows, folder / plan.plot, f"{base.entry_point}: scaling study")
         print(f"Plot: {png}\nFigures: {results}", flush=True)
-    return 0 if all(r.status == "Completed" for r in runs) else 1
+    return 0 if _all_completed(runs) else 1
+
+
+def _all_completed(runs: list[StudyRun]) -> bool:
+    return all(r.status == "Completed" for r in runs)
+
+
+def study_name(stem: str, now: float) -> str:
+    """The name a study is recorded under: its file's stem (as a job name allows) and the time,
+    ``<stem>-YYYYMMDD-HHMMSS-mmm``."""
+    base = re.sub(r"-+", "-", re.sub(r"[^a-zA-Z0-9]+", "-", stem)).strip("-")[:38] or "study"
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now))
+    return f"{base}-{stamp}-{int(now * 1000) % 1000:03d}"
+
+
+class _Recorder:
+    """Records the study as it stands through the API; after a failure it says so once and
+    records nothing more (the study itself goes on)."""
+
+    def __init__(
+        self,
+        client: Client,
+        plan: StudySpec,
+        variants: list[JobSpec],
+        runs: list[StudyRun],
+        title: str,
+        name: str,
+    ) -> None:
+        self.client, self.plan, self.variants, self.runs = client, plan, variants, runs
+        self.title, self.name = title, name
+        self.broken = False
+
+    def __call__(self, *, running: str | None = None, ended: str | None = None) -> None:
+        if self.broken:
+            return
+        study = {"name": self.name, "title": self.title, "status": ended or "InProgress",
+                 "target_metric": self.plan.target.metric if self.plan.target else None,
+                 "rows": self._rows(running)}  # fmt: skip
+        try:
+            self.client.put_study(study)
+        except TrainopsError as exc:
+            self.broken = True
+            print(f"warning: the study is not recorded on the server: {exc}", file=sys.stderr)
+
+    def _rows(self, running: str | None) -> list[dict[str, Any]]:
+        done = [_row_json(row) for row in scaling_rows(self.runs)]
+        rows = [{k: row[k] for k in _ROW_KEYS} for row in done]
+        pending = zip(self.plan.configurations, self.variants, strict=True)
+        for i, (config, spec) in enumerate(pending):
+            if i < len(rows):
+                continue
+            now = running if i == len(rows) else None
+            rows.append({"label": config.label(spec.instance_type),
+                         "instance_type": spec.instance_type,
+                         "instance_count": config.instance_count,
+                         "processes_per_host": config.processes_per_host, "job_name": now,
+                         "status": "InProgress" if now else "Pending"})  # fmt: skip
+        return rows
+
+
+_ROW_KEYS = ("label", "instance_type", "instance_count", "processes_per_host", "job_name",
+             "status", "throughput", "time_to_target_s", "billable_seconds", "cost_usd",
+             "efficiency")  # fmt: skip
 
 
 def _deadline(runs: list[StudyRun], plan: StudySpec, settings: Settings) -> DeadlineChoice | None:
@@ -104,10 +177,12 @@ def _run(
     config: StudyConfiguration,
     plan: StudySpec,
     job_dir: Path,
+    record: _Recorder,
 ) -> StudyRun:
     label = config.label(spec.instance_type)
     name = submit_job(client, spec, settings, base_dir=job_dir, progress=False)
     print(f"{label}: {name} ...", flush=True)
+    record(running=name)
     follower = JobFollower(client, name, lambda _line: None)
     try:
         description = follower.follow()

@@ -232,6 +232,24 @@ class Client:
         """Stop the tuning job and its running trials; returns its description (Stopping)."""
         return self._json("POST", _tuning_path(name, "stop"))
 
+    # --- scaling studies (server/routes/_studies.py) -------------------------------------------
+
+    def put_study(self, study: Mapping[str, Any]) -> dict[str, Any]:
+        """Record a study as it stands (name, title, status, target_metric, rows); a study
+        already recorded under its name is replaced. Returns the study as recorded."""
+        return self._json("POST", "/studies", body=dict(study))
+
+    def list_studies(self, limit: int = 50) -> list[dict[str, Any]]:
+        """The recorded studies, newest first, with their rows."""
+        found: list[dict[str, Any]] = self._json("GET", "/studies", params=[("limit", limit)])[
+            "studies"
+        ]
+        return found
+
+    def describe_study(self, name: str) -> dict[str, Any]:
+        """Study ``name`` with its rows; :class:`JobNotFoundError` if there is none."""
+        return self._json("GET", f"/studies/{quote(name, safe='')}")
+
     def _json(
         self,
         method: str,

@@ -1,5 +1,6 @@
 """The metadata store: jobs, transitions, hosts, logs, metrics, artifacts,
-checkpoint records, tuning jobs and the SageMaker API's tags and kept requests in SQLite.
+checkpoint records, tuning jobs, the SageMaker API's tags and kept requests, and scaling studies
+in SQLite.
 
 Owned by the control plane (agents never open it). The schema is versioned: numbered SQL files
 in ``migrations/`` are applied in order when a database is opened, and a database written by a
@@ -27,6 +28,7 @@ from trainops.store._records import (
 from trainops.store._schema import Migration, SchemaVersionError, apply_migrations, load_migrations
 from trainops.store._series import SeriesBucket
 from trainops.store._store import MetadataStore
+from trainops.store._studies import STUDY_STATUSES, StudyRecord, StudyRowRecord
 from trainops.store._tags import TAGGED_KINDS, TagLimitError
 from trainops.store._tuning import (
     TRIAL_ENDED,
@@ -38,6 +40,7 @@ from trainops.store._tuning import (
 
 __all__ = [
     "CHECKPOINT_KINDS",
+    "STUDY_STATUSES",
     "TAGGED_KINDS",
     "TRIAL_ENDED",
     "AgentCredential",
@@ -62,6 +65,8 @@ __all__ = [
     "SchemaVersionError",
     "SeriesBucket",
     "StreamLine",
+    "StudyRecord",
+    "StudyRowRecord",
     "TagLimitError",
     "Transition",
     "TrialExistsError",

@@ -1,5 +1,5 @@
 """The api_requests table: what a SageMaker API request sent that is given back as sent
-(schema version 16).
+(schema version 17).
 
 A row holds a JSON object of the request's kept members (which ones is the server's business:
 ``server/aws/_schema.py``) for a resource named by its kind and its name as stored. It is written

@@ -14,6 +14,7 @@ all but ``/health`` need that token. docs/internals/routes.md says how to add a 
 - ``_output``: a job's log lines (long-polled) and metrics;
 - ``_reports``: a job's profiler report;
 - ``_tuning``: tuning jobs (create, list, describe, best trial, stop);
+- ``_studies``: scaling studies (record, list, describe);
 - ``_shapes``: the JSON schemas the answers share.
 """
 
@@ -27,6 +28,7 @@ from trainops.server.routes._cluster import ClusterRoutes
 from trainops.server.routes._jobs import JobRoutes, NameRequest, SubmitRequest, parse_timestamp
 from trainops.server.routes._output import JobOutputRoutes
 from trainops.server.routes._reports import ReportRoutes
+from trainops.server.routes._studies import StudyRequest, StudyRoutes, study_json
 from trainops.server.routes._tuning import TuningRequest, TuningRoutes
 
 __all__ = [
@@ -35,11 +37,14 @@ __all__ = [
     "JobRoutes",
     "NameRequest",
     "ReportRoutes",
+    "StudyRequest",
+    "StudyRoutes",
     "SubmitRequest",
     "TuningRequest",
     "TuningRoutes",
     "parse_timestamp",
     "public_operations",
+    "study_json",
 ]
 
 
@@ -53,4 +58,5 @@ def public_operations(
         *JobOutputRoutes(controller, waiter).operations(),
         *ReportRoutes(controller, settings).operations(),
         *TuningRoutes(controller).operations(),
+        *StudyRoutes(controller).operations(),
     ]

@@ -25,6 +25,7 @@ from trainops.server.routes import (
     JobOutputRoutes,
     JobRoutes,
     ReportRoutes,
+    StudyRoutes,
     TuningRoutes,
 )
 
@@ -56,6 +57,7 @@ class UiContext:
     output: JobOutputRoutes
     reports: ReportRoutes
     tuning: TuningRoutes
+    studies: StudyRoutes
     cluster: ClusterRoutes
 
     @classmethod
@@ -67,6 +69,7 @@ class UiContext:
             output=JobOutputRoutes(controller, waiter),
             reports=ReportRoutes(controller, settings),
             tuning=TuningRoutes(controller),
+            studies=StudyRoutes(controller),
             cluster=ClusterRoutes(controller, settings),
         )
 

@@ -8,12 +8,24 @@ from trainops.server.ui._page import PAGES
 from trainops.server.ui.pages._cluster import CLUSTER_PAGE
 from trainops.server.ui.pages._job import FOLLOWERS, JOB_PAGE
 from trainops.server.ui.pages._jobs import JOBS_PAGE
+from trainops.server.ui.pages._studies import STUDIES_PAGE, STUDY_PAGE
 from trainops.server.ui.pages._tuning import TUNING_JOBS_PAGE, TUNING_PAGE
 
-__all__ = ["CLUSTER_PAGE", "FOLLOWERS", "JOBS_PAGE", "JOB_PAGE", "TUNING_JOBS_PAGE", "TUNING_PAGE"]
+__all__ = [
+    "CLUSTER_PAGE",
+    "FOLLOWERS",
+    "JOBS_PAGE",
+    "JOB_PAGE",
+    "STUDIES_PAGE",
+    "STUDY_PAGE",
+    "TUNING_JOBS_PAGE",
+    "TUNING_PAGE",
+]
 
 PAGES.register("jobs", JOBS_PAGE)
 PAGES.register("job", JOB_PAGE)
 PAGES.register("tuning-jobs", TUNING_JOBS_PAGE)
 PAGES.register("tuning", TUNING_PAGE)
+PAGES.register("studies", STUDIES_PAGE)
+PAGES.register("study", STUDY_PAGE)
 PAGES.register("cluster", CLUSTER_PAGE)

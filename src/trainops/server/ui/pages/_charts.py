@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from trainops.server.ui._page import esc
 
-__all__ = ["Axis", "bars", "parallel", "points_and_line", "scatter"]
+__all__ = ["Axis", "bars", "parallel", "points_and_line", "scaling", "scatter"]
 
 _W, _H, _LEFT, _RIGHT, _TOP, _BOTTOM = 640, 220, 64, 16, 12, 40
 
@@ -193,4 +193,26 @@ def bars(items: Sequence[tuple[str, float, str]], *, title: str) -> str:
         parts.append(f'<text x="{label_w - 6}" y="{y + 14}" text-anchor="end">{esc(label[:24])}</text>'
                      f'<rect class="bar" x="{label_w}" y="{y + 3}" width="{w:.1f}" height="{row - 6}"><title>{esc(label)}: {esc(text)}</title></rect>'
                      f'<text x="{label_w + w + 6:.1f}" y="{y + 14}">{esc(text)}</text>')  # fmt: skip
+    return "".join(parts) + "</svg>"
+
+
+def scaling(
+    points: Sequence[tuple[float, float, str]],
+    ideal: Sequence[tuple[float, float]],
+    *,
+    x_label: str,
+    y_label: str,
+    title: str,
+) -> str:
+    """Dots ``(x, y, tip)`` and a straight dashed line through ``ideal`` (perfect scaling)."""
+    if not points:
+        return '<p class="empty">No configuration has a throughput yet.</p>'
+    found = Axis.over([p[0] for p in points] + [p[0] for p in ideal])
+    x = Axis(found.low, found.high, whole=all(float(p[0]).is_integer() for p in points))
+    y = Axis.over([0.0] + [p[1] for p in points] + [p[1] for p in ideal])
+    parts = _open(title) + _frame(x, y, x_label, y_label)
+    if ideal:
+        line = " ".join("{:.1f},{:.1f}".format(*_xy(x, y, px, py)) for px, py in ideal)
+        parts.append(f'<polyline class="ideal" fill="none" points="{line}"><title>perfect scaling</title></polyline>')  # fmt: skip
+    parts += [_dot(*_xy(x, y, px, py), "trial", tip) for px, py, tip in points]
     return "".join(parts) + "</svg>"
