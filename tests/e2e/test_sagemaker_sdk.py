@@ -2,7 +2,9 @@
 uploads ``source_dir`` to the served S3, CreateTrainingJob runs it on the Python the server's
 ``images`` setting maps its image to, ``fit(wait=True, logs="All")`` follows it to Completed
 (DescribeTrainingJob, and its log from CloudWatch Logs), ``model_data`` is the model the script
-wrote and ``training_job_analytics`` reads its metric from CloudWatch metrics. The user's only
+wrote and ``training_job_analytics`` reads its metric from CloudWatch metrics; ``PyTorch.attach``
+rebuilds the estimator from DescribeTrainingJob, a HyperparameterTuner runs two trials, its
+analytics' dataframe lists them and ``HyperparameterTuner.attach`` rebuilds it. The user's only
 changes are the environment variables the server prints (the profile, and the SDK's defaults
 file), and one SDK setting: its source tarball is uploaded with SSE-KMS unless
 ``encrypt_repacked_artifacts`` is off, and the served SeaweedFS has no KMS.
