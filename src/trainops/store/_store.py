@@ -49,9 +49,9 @@ from trainops.store._records import (
     Transition,
 )
 from trainops.store._schema import Migration, apply_migrations, load_migrations
+from trainops.store._series import SeriesBucket, read_log_tail_cursor, read_metric_series
 from trainops.store._studies import StudyTables
 from trainops.store._tags import TagTables
-from trainops.store._series import SeriesBucket, read_log_tail_cursor, read_metric_series
 from trainops.store._tuning import TuningTables
 
 __all__ = ["MetadataStore"]
