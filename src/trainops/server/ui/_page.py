@@ -109,7 +109,10 @@ class Page:
     live: an element ``<... data-live="{url}">`` is replaced by the part's content whenever it
     changes. ``actions`` are state changes, POSTed as forms to ``{path}/-/{action}`` with the
     session's CSRF token; an action returns the URL to go to next. ``scripts`` and ``styles``
-    name further files of ``static/`` the page needs.
+    name further files of ``static/`` the page needs. ``tags`` may give a part a cheap
+    fingerprint (any text that changes whenever the part's content would): the site answers a
+    refresh whose ETag matches it with a 304 without rendering the part at all (a part without
+    one is rendered and its content hashed).
     """
 
     path: str
@@ -118,12 +121,15 @@ class Page:
     nav: bool = False
     parts: Mapping[str, Render] = field(default_factory=dict)
     actions: Mapping[str, Act] = field(default_factory=dict)
+    tags: Mapping[str, Render] = field(default_factory=dict)
     scripts: tuple[str, ...] = ()
     styles: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.path.startswith("/ui/") or "/-/" in self.path or self.path.endswith("/"):
             raise ValueError(f"page path {self.path!r}: must be /ui/<name>[/...], without /-/")
+        if set(self.tags) - set(self.parts):
+            raise ValueError(f"page path {self.path!r}: a tag of no part: {sorted(self.tags)}")
         if self.nav and "{" in self.path:
             raise ValueError(f"page path {self.path!r}: a page with parameters is not in the nav")
 

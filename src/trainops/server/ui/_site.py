@@ -156,16 +156,23 @@ class UiSite:
             session = self.auth.session(dict(request.cookies))  # the page set it, open or not
             if session is None:
                 return _html("signed out", 401)
-            render = page.parts.get(request.path_params["part"])
+            part = request.path_params["part"]
+            render, fingerprint = page.parts.get(part), page.tags.get(part)
             if render is None:
                 return _html("no such part", 404)
+            asked = self._request(request, session)
             try:
-                text = await anyio.to_thread.run_sync(render, self._request(request, session))
+                if fingerprint is not None:  # cheap: a match is answered without rendering
+                    tag = _etag(await anyio.to_thread.run_sync(fingerprint, asked))
+                    if request.headers.get("if-none-match") == tag:
+                        return Response(status_code=304, headers={**SECURITY_HEADERS, "ETag": tag})
+                text = await anyio.to_thread.run_sync(render, asked)
             except Exception as exc:
                 return self._failure(exc)
-            tag = '"' + hashlib.sha256(text.encode()).hexdigest()[:20] + '"'
-            if request.headers.get("if-none-match") == tag:
-                return Response(status_code=304, headers={**SECURITY_HEADERS, "ETag": tag})
+            if fingerprint is None:
+                tag = _etag(text)
+                if request.headers.get("if-none-match") == tag:
+                    return Response(status_code=304, headers={**SECURITY_HEADERS, "ETag": tag})
             response = _html(text)
             response.headers["ETag"] = tag
             return response
@@ -236,6 +243,10 @@ async def _form(request: Request) -> dict[str, str]:
     except (UnicodeDecodeError, ValueError) as exc:
         raise UiError(f"the form cannot be read: {exc}") from None
     return dict(pairs)
+
+
+def _etag(text: str) -> str:
+    return '"' + hashlib.sha256(text.encode()).hexdigest()[:20] + '"'
 
 
 def _local(target: str) -> bool:

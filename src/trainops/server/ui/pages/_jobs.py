@@ -11,6 +11,8 @@ listing's ``next`` cursor), so the 200th page costs what the first does, in ever
 
 from __future__ import annotations
 
+import json
+import time
 from datetime import datetime
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -99,16 +101,7 @@ def render(request: PageRequest) -> str:
 def table(request: PageRequest) -> str:
     """The table and its pager (the live part ``table``)."""
     view = _View(request)
-    listed = request.ui.jobs.list_jobs(
-        status=view.statuses,
-        name_contains=view.name or None,
-        created_after=None,
-        created_before=None,
-        limit=view.size,
-        order=view.order,
-        direction=view.direction,
-        after=view.cursor,
-    )
+    listed = _listing(request, view)
     shown = listed["jobs"]
     rows = "".join(_row(request, request.ui.jobs.describe_job(j["TrainingJobName"])) for j in shown)
     if not rows:
@@ -117,6 +110,31 @@ def table(request: PageRequest) -> str:
     return (
         f'<table class="jobs"><thead><tr>{heads}</tr></thead><tbody>{rows}</tbody></table>'
         f"{_pager(view, listed.get('next'), len(shown))}"
+    )
+
+
+def table_tag(request: PageRequest) -> str:
+    """The table's fingerprint (its live refresh's ETag): the page's listing, one indexed query,
+    no describe. A page of ended jobs changes only when the listing does (a new job, a status);
+    while one of its jobs is active (its duration and cost "so far" move), every second and
+    every change the controller counts (a metric arriving)."""
+    listed = _listing(request, _View(request))
+    active = any(j["TrainingJobStatus"] in _ACTIVE for j in listed["jobs"])
+    moving = [request.ui.controller.change_version, int(time.time())] if active else []
+    return json.dumps([listed, moving, request.csrf], sort_keys=True, default=str)
+
+
+def _listing(request: PageRequest, view: _View) -> dict[str, Any]:
+    """``GET /api/v1/jobs`` for the view: its page of jobs and the cursor of the next."""
+    return request.ui.jobs.list_jobs(
+        status=view.statuses,
+        name_contains=view.name or None,
+        created_after=None,
+        created_before=None,
+        limit=view.size,
+        order=view.order,
+        direction=view.direction,
+        after=view.cursor,
     )
 
 
@@ -263,5 +281,6 @@ JOBS_PAGE = Page(
     render=render,
     nav=True,
     parts={"table": table},
+    tags={"table": table_tag},
     actions={"stop": stop},
 )
