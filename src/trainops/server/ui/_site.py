@@ -162,6 +162,9 @@ class UiSite:
                 return _html("no such part", 404)
             asked = self._request(request, session)
             try:
+                wait = page.waits.get(part)
+                if wait is not None:  # a long-poll: on the event loop, holding no thread
+                    await wait(asked)
                 if fingerprint is not None:  # cheap: a match is answered without rendering
                     tag = _etag(await anyio.to_thread.run_sync(fingerprint, asked))
                     if request.headers.get("if-none-match") == tag:
