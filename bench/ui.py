@@ -47,6 +47,7 @@ import httpx
 
 from trainops._settings import Settings
 from trainops.server import EmbeddedServer
+from trainops.server.routes import job_cursor
 from trainops.spec import JobSpec
 from trainops.store import MetadataStore
 
@@ -171,17 +172,17 @@ def render_times(url: str, link: str, pages: dict[str, str], loads: int) -> dict
 
 def jobs_page(args: argparse.Namespace, peer: str | None) -> dict[str, Any]:
     """Part 1: the jobs page on ``--jobs`` jobs (and Optuna Dashboard's, interleaved)."""
-    from datetime import UTC, datetime
-
     with tempfile.TemporaryDirectory(prefix="trainops-ui-bench-") as tmp:
         home = Path(tmp)
         fill(home, args.jobs)
-        cursor = 1_700_000_000 + args.jobs - 99 * 50  # the 100th page of 50, keyset-paged
-        before = datetime.fromtimestamp(cursor, UTC).isoformat()
+        store = MetadataStore(home / "trainops.db")  # the 100th page of 50, keyset-paged:
+        last = store.list_jobs(limit=99 * 50)[-1]  # its cursor is the 99th page's last job's
+        store.close()
+        after = job_cursor("created", last)
         pages = {
             "first_page": "/ui/jobs",
             "filtered": "/ui/jobs?status=Failed&name=job-00",
-            "page_100": f"/ui/jobs?before={quote(before)}",
+            "page_100": f"/ui/jobs?after={quote(after)}",
         }
         with EmbeddedServer(Settings(home=home)) as server:
             browser = measure(server.url, server.ui_link(), pages, args.loads, peer)

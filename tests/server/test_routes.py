@@ -32,6 +32,7 @@ from trainops.server.routes import (
     NameRequest,
     ReportRoutes,
     SubmitRequest,
+    parse_cursor,
     parse_timestamp,
     public_operations,
 )
@@ -276,3 +277,26 @@ def test_a_hostile_study_is_refused(change: dict[str, Any]) -> None:
     body = {"name": "s", "title": "t", "status": "InProgress", **change}
     with pytest.raises(ValidationError):
         routes.StudyRequest(**body)
+
+
+def test_the_listing_orders_and_pages_with_its_cursor(jobs: JobRoutes, settings: Settings) -> None:
+    for name in ("b-job", "c-job", "a-job", "d-job"):
+        _submit(jobs, settings, name)
+
+    def listed(**query: Any) -> tuple[list[str], str | None]:
+        answer = jobs.list_jobs(None, None, None, None, **query)
+        return [j["TrainingJobName"] for j in answer["jobs"]], answer.get("next")
+
+    assert listed(limit=10) == (["d-job", "a-job", "c-job", "b-job"], None)  # newest first
+    first, cursor = listed(limit=3, order="name", direction="asc")
+    assert first == ["a-job", "b-job", "c-job"] and cursor is not None
+    assert listed(limit=3, order="name", direction="asc", after=parse_cursor(cursor)) == (
+        ["d-job"],
+        None,
+    )
+    assert listed(limit=2, order="name", direction="desc")[0] == ["d-job", "c-job"]
+    with pytest.raises(ApiError, match="the cursor is of order 'name', not 'created'"):
+        listed(limit=3, after=parse_cursor(cursor))
+    for bad in ("yesterday", "W10=", "WyJuYW1lIiwgMSwgMV0", "Wy" * 2000, "W1tb" * 500):
+        with pytest.raises(ValueError, match="is not a cursor this server gave"):
+            parse_cursor(bad)

@@ -5,12 +5,19 @@ the page follows a study while it runs and stops once it has ended."""
 
 from __future__ import annotations
 
-from typing import Any
+import os
+from typing import TYPE_CHECKING, Any
 
 import httpx
+import pytest
 
 from tests.control._harness import ControlPlane
+from tests.ui._browser import Tab
 from tests.ui._jobs import HOSTILE
+from tests.ui.test_ui_browser import DOCS_IMAGES
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
 
 _ROW = {"instance_type": "ml.m5.large", "processes_per_host": 1, "status": "Completed"}
 
@@ -61,3 +68,34 @@ def test_the_studies_list_links_each_and_an_unknown_study_is_a_404(
     missing = browser_session.get("/ui/studies/%3Cb%3Enope")
     assert missing.status_code == 404 and "no study named" in missing.text
     assert "<b>nope" not in missing.text
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not os.environ.get("TRAINOPS_UI_SCREENSHOTS"),
+    reason="writes docs/images/ui-study.png only when asked: TRAINOPS_UI_SCREENSHOTS=1",
+)
+def test_screenshot_of_a_study_page_for_the_docs(plane: ControlPlane, browser: Browser) -> None:
+    rows = []
+    for count, seconds, speed in ((1, 1840.0, 410.0), (2, 960.0, 790.0), (4, 520.0, 1460.0),
+                                  (8, 300.0, 2530.0)):  # fmt: skip
+        rows.append({
+            "instance_type": "ml.g5.2xlarge", "processes_per_host": 1, "status": "Completed",
+            "label": f"{count} x ml.g5.2xlarge", "instance_count": count,
+            "job_name": f"resnet50-scaling-{count}", "throughput": speed,
+            "efficiency": speed / (410.0 * count), "time_to_target_s": seconds,
+            "cost_usd": round(seconds / 3600 * 1.212 * count, 4),
+            "billable_seconds": seconds * count,
+        })  # fmt: skip
+    study = {"name": "resnet50-scaling", "title": "train.py on 1-8 x ml.g5.2xlarge",
+             "status": "Completed", "target_metric": "val_acc", "rows": rows}  # fmt: skip
+    assert plane.client.post("/api/v1/studies", json=study).status_code == 200
+    tab = Tab(browser, plane.server.url)
+    try:
+        tab.sign_in(plane.server.ui_link())
+        tab.page.set_viewport_size({"width": 1100, "height": 640})
+        tab.page.goto(f"{plane.server.url}/ui/studies/resnet50-scaling")
+        tab.page.screenshot(path=str(DOCS_IMAGES / "ui-study.png"), full_page=True)
+    finally:
+        tab.close()
+    assert tab.problems == [], "\n".join(tab.problems)

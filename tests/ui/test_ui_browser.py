@@ -126,8 +126,8 @@ def test_filtering_and_paging(settings: Settings, browser: Browser) -> None:
             page.get_by_role("button", name="Filter").click()
             page.wait_for_url("**size=25**")
             assert page.locator("tr[data-job]").first.get_attribute("data-job") == names[-1]
-            page.get_by_role("link", name="Older").click()
-            page.wait_for_url("**before=**")
+            page.get_by_role("link", name="Next").click()
+            page.wait_for_url("**after=**")
             shown = page.locator("tr[data-job]").evaluate_all(
                 "rows => rows.map(r => r.dataset.job)"
             )
@@ -141,11 +141,18 @@ def test_filtering_and_paging(settings: Settings, browser: Browser) -> None:
                 "rows => rows.map(r => r.dataset.job)"
             )
             assert shown == [f"old-{i:05d}" for i in range(19, 9, -1)]
-            page.locator("th[data-sort=name]").click()  # sorts the rows shown, in the browser
+            page.locator("th[data-order=name] a").click()  # sorted on the server, filters kept
+            page.wait_for_url("**order=name**")
             shown = page.locator("tr[data-job]").evaluate_all(
                 "rows => rows.map(r => r.dataset.job)"
             )
             assert shown == [f"old-{i:05d}" for i in range(10, 20)]
+            page.locator("th[data-order=name] a").click()  # again: the other way round
+            page.wait_for_url("**direction=desc**")
+            shown = page.locator("tr[data-job]").evaluate_all(
+                "rows => rows.map(r => r.dataset.job)"
+            )
+            assert shown == [f"old-{i:05d}" for i in range(19, 9, -1)]
             assert tab.problems == []
         finally:
             tab.close()

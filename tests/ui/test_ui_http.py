@@ -106,7 +106,9 @@ def test_a_failure_reason_with_markup_is_shown_as_text(
     [
         ("status=Bogus", "status 'Bogus' is not one of"),
         ("size=7", "size must be one of"),
-        ("before=yesterday", "before: 'yesterday' is not an ISO 8601 time"),
+        ("after=yesterday", "after: 'yesterday' is not a cursor this server gave"),
+        ("order=cost", "order 'cost' is not one of created, name, status"),
+        ("order=name&direction=up", "direction must be one of desc, asc"),
         ("status=%3Cb%3E", "status '&lt;b&gt;'"),
     ],
 )

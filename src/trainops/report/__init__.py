@@ -20,7 +20,7 @@ from trainops.report._build import (
     write_report,
 )
 from trainops.report._data import REPORT_VERSION, SECTIONS, report_data
-from trainops.report._html import render_html, report_json
+from trainops.report._html import REPORT_CSP, render_html, report_json
 from trainops.report._service import (
     SERVICE_NAME,
     ProfilerReportService,
@@ -28,6 +28,7 @@ from trainops.report._service import (
 )
 
 __all__ = [
+    "REPORT_CSP",
     "REPORT_HTML",
     "REPORT_JSON",
     "REPORT_VERSION",

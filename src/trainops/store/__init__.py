@@ -27,7 +27,7 @@ from trainops.store._records import (
 )
 from trainops.store._schema import Migration, SchemaVersionError, apply_migrations, load_migrations
 from trainops.store._series import SeriesBucket
-from trainops.store._store import MetadataStore
+from trainops.store._store import JOB_ORDERS, MetadataStore
 from trainops.store._studies import STUDY_STATUSES, StudyRecord, StudyRowRecord
 from trainops.store._tags import TAGGED_KINDS, TagLimitError
 from trainops.store._tuning import (
@@ -40,6 +40,7 @@ from trainops.store._tuning import (
 
 __all__ = [
     "CHECKPOINT_KINDS",
+    "JOB_ORDERS",
     "STUDY_STATUSES",
     "TAGGED_KINDS",
     "TRIAL_ENDED",

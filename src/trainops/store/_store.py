@@ -55,7 +55,10 @@ from trainops.store._studies import StudyTables
 from trainops.store._tags import TagTables
 from trainops.store._tuning import TuningTables
 
-__all__ = ["MetadataStore"]
+__all__ = ["JOB_ORDERS", "MetadataStore"]
+
+#: The orders :meth:`MetadataStore.list_jobs` can list jobs in, each its indexed column.
+JOB_ORDERS = {"created": "creation_time", "name": "name", "status": "status"}
 
 _JOB_FIELDS = frozenset(JobRecord.__slots__) - {"name", "spec", "order", "creation_time"}
 _HOST_FIELDS = frozenset(HostRecord.__slots__) - {"job", "host", "attempt"}
@@ -158,8 +161,17 @@ class MetadataStore(TuningTables, TagTables, StudyTables, ApiRequestTables):
         created_after: float | None = None,
         created_before: float | None = None,
         limit: int = 50,
+        order: str = "created",
+        descending: bool = True,
+        after: tuple[str | float, int] | None = None,
     ) -> list[JobRecord]:
-        """Jobs matching every given filter, newest first."""
+        """Jobs matching every given filter, by ``order`` (a key of :data:`JOB_ORDERS`; ties
+        by submission), newest first by default. ``after`` is the keyset cursor of the page
+        before: the last job's ``(value of the order's column, JobRecord.order)``. Each order
+        reads an index (``jobs_by_creation``, the name's unique index, ``jobs_by_status``)."""
+        if order not in JOB_ORDERS:
+            raise ValueError(f"order {order!r} is not one of {', '.join(JOB_ORDERS)}")
+        column = JOB_ORDERS[order]
         where: list[str] = ["1 = 1"]
         args: list[Any] = []
         if statuses:
@@ -174,9 +186,13 @@ class MetadataStore(TuningTables, TagTables, StudyTables, ApiRequestTables):
         if created_before is not None:
             where.append("creation_time < ?")
             args.append(created_before)
-        # Only fixed clauses are joined in; every value is a bound parameter.
+        if after is not None:
+            where.append(f"({column}, id) {'<' if descending else '>'} (?, ?)")
+            args.extend(after)
+        direction = "DESC" if descending else "ASC"
+        # Only fixed clauses and column names are joined in; every value is a bound parameter.
         sql = f"SELECT * FROM jobs WHERE {' AND '.join(where)}"  # noqa: S608
-        sql += " ORDER BY creation_time DESC, id DESC"
+        sql += f" ORDER BY {column} {direction}, id {direction}"
         return [JobRecord.from_row(r) for r in self._read(sql + " LIMIT ?", (*args, limit))]
 
     def active_jobs(self, statuses: Sequence[str]) -> list[JobRecord]:

@@ -25,14 +25,25 @@ from trainops.control import JobController
 from trainops.server._longpoll import LogWaiter
 from trainops.server._routing import Operation
 from trainops.server.routes._cluster import ClusterRoutes
-from trainops.server.routes._jobs import JobRoutes, NameRequest, SubmitRequest, parse_timestamp
+from trainops.server.routes._jobs import (
+    JOB_DIRECTIONS,
+    JobCursor,
+    JobRoutes,
+    NameRequest,
+    SubmitRequest,
+    job_cursor,
+    parse_cursor,
+    parse_timestamp,
+)
 from trainops.server.routes._output import JobOutputRoutes
 from trainops.server.routes._reports import ReportRoutes
 from trainops.server.routes._studies import StudyRequest, StudyRoutes, study_json
 from trainops.server.routes._tuning import TuningRequest, TuningRoutes
 
 __all__ = [
+    "JOB_DIRECTIONS",
     "ClusterRoutes",
+    "JobCursor",
     "JobOutputRoutes",
     "JobRoutes",
     "NameRequest",
@@ -42,6 +53,8 @@ __all__ = [
     "SubmitRequest",
     "TuningRequest",
     "TuningRoutes",
+    "job_cursor",
+    "parse_cursor",
     "parse_timestamp",
     "public_operations",
     "study_json",

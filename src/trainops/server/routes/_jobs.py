@@ -6,20 +6,39 @@ A job's description is DescribeTrainingJob's keys (``server/_views.py``); the co
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 import time
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from trainops._settings import Settings
 from trainops.control import JobController, PrimaryStatus
-from trainops.server._routing import Operation, Param
+from trainops.server._http import ApiError
+from trainops.server._routing import SQLITE_INT_MAX, Operation, Param
 from trainops.server._views import describe, summary
 from trainops.server.routes._shapes import API, DESCRIBED, JOB, STRING, SUBMITTED, json_object
 from trainops.spec import JobNamer, JobSpec
+from trainops.store import JOB_ORDERS, JobRecord
 
-__all__ = ["InterruptRequest", "JobRoutes", "NameRequest", "SubmitRequest", "parse_timestamp"]
+__all__ = [
+    "JOB_DIRECTIONS",
+    "InterruptRequest",
+    "JobCursor",
+    "JobRoutes",
+    "NameRequest",
+    "SubmitRequest",
+    "job_cursor",
+    "parse_cursor",
+    "parse_timestamp",
+]
+
+#: The directions ``GET /jobs`` can list in (``order=``'s column, then submission order).
+JOB_DIRECTIONS = ("desc", "asc")
+_MAX_CURSOR = 2048
 
 
 class SubmitRequest(BaseModel):
@@ -90,15 +109,31 @@ class JobRoutes:
         created_after: float | None,
         created_before: float | None,
         limit: int,
+        order: str = "created",
+        direction: str = "desc",
+        after: JobCursor | None = None,
     ) -> dict[str, Any]:
+        """The jobs, by ``order`` (``created``, ``name`` or ``status``, then submission order)
+        in ``direction``: newest first by default. ``next``, where more jobs follow, is the
+        cursor to pass as ``after`` for the page after this one (keyset paging: every page costs what the first
+        does)."""
+        if after is not None and after.order != order:
+            raise ApiError(400, "bad_request",
+                           f"after: the cursor is of order {after.order!r}, not {order!r}")  # fmt: skip
         jobs = self.store.list_jobs(
             statuses=status or [],
             name_contains=name_contains,
             created_after=created_after,
             created_before=created_before,
-            limit=limit,
+            limit=limit + 1,  # one more: is there a page after this one?
+            order=order,
+            descending=direction == "desc",
+            after=None if after is None else (after.value, after.id),
         )
-        return {"jobs": [summary(j) for j in jobs]}
+        answer: dict[str, Any] = {"jobs": [summary(j) for j in jobs[:limit]]}
+        if len(jobs) > limit:
+            answer["next"] = job_cursor(order, jobs[limit - 1])
+        return answer
 
     def describe_job(self, name: str) -> dict[str, Any]:
         return describe(self.store, self.controller.job(name), self.settings, time.time())
@@ -151,8 +186,13 @@ class JobRoutes:
                 params=_LIST_PARAMS,
                 errors=(400,),
                 auth="token",
-                returns=json_object("jobs", jobs={"type": "array", "items": JOB}),
-                description="The jobs, newest first.",
+                returns=json_object(
+                    "jobs",
+                    jobs={"type": "array", "items": JOB},
+                    next={"type": "string", "description": "the ``after`` of the next page"},
+                ),
+                description="The jobs, newest first (or by ``order`` and ``direction``); ``next``, "
+                "where more follow, is the ``after`` of the next page.",
             ),
             Operation(
                 "GET",
@@ -184,6 +224,41 @@ class JobRoutes:
         ]
 
 
+class JobCursor(NamedTuple):
+    """Where a page of ``GET /jobs`` ended: its order, the last job's value of that order's
+    column and its submission order."""
+
+    order: str
+    value: str | float
+    id: int
+
+
+def job_cursor(order: str, job: JobRecord) -> str:
+    """The cursor after ``job`` in ``order`` (opaque to clients: URL-safe base64 of JSON)."""
+    value = {"created": job.creation_time, "name": job.name, "status": job.status}[order]
+    raw = json.dumps([order, value, job.order], separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def parse_cursor(text: str) -> JobCursor | None:
+    """A cursor :func:`job_cursor` made (``None`` for an empty one); ``ValueError`` says why
+    it is not one."""
+    if not text:
+        return None
+    try:
+        if len(text) > _MAX_CURSOR:
+            raise ValueError("too long")
+        order, value, ident = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+    except (ValueError, TypeError, RecursionError, binascii.Error):
+        raise ValueError(f"{text[:40]!r} is not a cursor this server gave") from None
+    kind = float if order == "created" else str
+    valid = (order in JOB_ORDERS and isinstance(value, kind | int) and not isinstance(value, bool)
+             and type(ident) is int and 0 <= ident <= SQLITE_INT_MAX)  # fmt: skip
+    if not valid or (kind is str and not isinstance(value, str)):
+        raise ValueError(f"{text[:40]!r} is not a cursor this server gave")
+    return JobCursor(order, float(value) if kind is float else value, ident)
+
+
 def parse_timestamp(value: str) -> float | None:
     """An ISO 8601 time (UTC unless it says) as a Unix time; ``None`` for an empty one."""
     if not value:  # empty (`created_after=`): no bound
@@ -209,4 +284,7 @@ _LIST_PARAMS = (
     Param("created_after", convert=parse_timestamp, description=_TIME),
     Param("created_before", convert=parse_timestamp, description=_TIME),
     Param("limit", "integer", default=50, ge=1, le=1000),
+    Param("order", default="created", choices=tuple(JOB_ORDERS), description="sort by this"),
+    Param("direction", default="desc", choices=JOB_DIRECTIONS),
+    Param("after", convert=parse_cursor, description="a page's ``next``"),
 )

@@ -111,8 +111,11 @@ class Page:
     changes. ``actions`` are state changes, POSTed as forms to ``{path}/-/{action}`` with the
     session's CSRF token; an action returns the URL to go to next. ``waits`` are optional
     long-polls of parts (by the part's name): awaited on the server's event loop before the part
-    renders, so a follower waiting for news holds no worker thread. ``scripts`` and ``styles``
-    name further files of ``static/`` the page needs.
+    renders, so a follower waiting for news holds no worker thread. ``tags`` may give a part a
+    cheap fingerprint (any text that changes whenever the part's content would): the site
+    answers a refresh whose ETag matches it with a 304 without rendering the part at all (a part
+    without one is rendered and its content hashed). ``scripts`` and ``styles`` name further
+    files of ``static/`` the page needs.
     """
 
     path: str
@@ -122,12 +125,15 @@ class Page:
     parts: Mapping[str, Render] = field(default_factory=dict)
     actions: Mapping[str, Act] = field(default_factory=dict)
     waits: Mapping[str, Wait] = field(default_factory=dict)
+    tags: Mapping[str, Render] = field(default_factory=dict)
     scripts: tuple[str, ...] = ()
     styles: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.path.startswith("/ui/") or "/-/" in self.path or self.path.endswith("/"):
             raise ValueError(f"page path {self.path!r}: must be /ui/<name>[/...], without /-/")
+        if set(self.tags) - set(self.parts):
+            raise ValueError(f"page path {self.path!r}: a tag of no part: {sorted(self.tags)}")
         if self.nav and "{" in self.path:
             raise ValueError(f"page path {self.path!r}: a page with parameters is not in the nav")
 

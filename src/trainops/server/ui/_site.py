@@ -21,6 +21,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from trainops.report import REPORT_CSP, render_html
 from trainops.server._body import read_body
 from trainops.server._http import error_answer
 from trainops.server.ui._auth import Session, UiAuth, csrf_matches
@@ -32,6 +33,14 @@ __all__ = ["UiSite"]
 
 _MAX_FORM = 64 * 1024
 _FORM = "application/x-www-form-urlencoded"
+#: The profiler report's own page: its policy (no script, no style but its own by hash), framed
+#: by no one, posting nowhere.
+REPORT_PATH = "/ui/jobs/{job}/profiler-report"
+REPORT_HEADERS = {
+    **SECURITY_HEADERS,
+    "Content-Security-Policy": f"{REPORT_CSP}; base-uri 'none'; form-action 'none'; "
+    "frame-ancestors 'none'",
+}
 Handler = Callable[[Request], Awaitable[Response]]
 
 
@@ -50,6 +59,7 @@ class UiSite:
             Route("/ui/static/{name}", static_file, methods=["GET"]),
             Route("/ui/login", self._login, methods=["GET", "POST"]),
             Route("/ui/logout", self._logout, methods=["POST"]),
+            Route(REPORT_PATH, self._report, methods=["GET"]),
         ]
         for name in PAGES:
             page = PAGES[name]
@@ -102,6 +112,20 @@ class UiSite:
             return self.auth.new_session(), True
         return session, False
 
+    async def _report(self, request: Request) -> Response:
+        """A job's profiler report as ``trainops report`` writes it (``GET
+        /api/v1/jobs/{name}/profiler-report``'s data drawn by ``render_html``), under its own
+        strict policy: the UI's would block its ``<style>``."""
+        session, _new = self._session(request)
+        if session is None:
+            return _redirect("/ui/login")
+        name = request.path_params["job"]
+        try:
+            data = await anyio.to_thread.run_sync(self.ui.reports.profiler_report, name)
+        except Exception as exc:
+            return self._failure(exc)
+        return HTMLResponse(render_html(data), headers=dict(REPORT_HEADERS))
+
     # --- pages, parts, actions ----------------------------------------------------------------
 
     def _page_handler(self, name: str, page: Page) -> Handler:
@@ -133,20 +157,25 @@ class UiSite:
             if session is None:
                 return _html("signed out", 401)
             part = request.path_params["part"]
-            render = page.parts.get(part)
+            render, fingerprint = page.parts.get(part), page.tags.get(part)
             if render is None:
                 return _html("no such part", 404)
+            asked = self._request(request, session)
             try:
-                asked = self._request(request, session)
                 wait = page.waits.get(part)
                 if wait is not None:  # a long-poll: on the event loop, holding no thread
                     await wait(asked)
+                if fingerprint is not None:  # cheap: a match is answered without rendering
+                    tag = _etag(await anyio.to_thread.run_sync(fingerprint, asked))
+                    if request.headers.get("if-none-match") == tag:
+                        return Response(status_code=304, headers={**SECURITY_HEADERS, "ETag": tag})
                 text = await anyio.to_thread.run_sync(render, asked)
             except Exception as exc:
                 return self._failure(exc)
-            tag = '"' + hashlib.sha256(text.encode()).hexdigest()[:20] + '"'
-            if request.headers.get("if-none-match") == tag:
-                return Response(status_code=304, headers={**SECURITY_HEADERS, "ETag": tag})
+            if fingerprint is None:
+                tag = _etag(text)
+                if request.headers.get("if-none-match") == tag:
+                    return Response(status_code=304, headers={**SECURITY_HEADERS, "ETag": tag})
             response = _html(text)
             response.headers["ETag"] = tag
             return response
@@ -217,6 +246,10 @@ async def _form(request: Request) -> dict[str, str]:
     except (UnicodeDecodeError, ValueError) as exc:
         raise UiError(f"the form cannot be read: {exc}") from None
     return dict(pairs)
+
+
+def _etag(text: str) -> str:
+    return '"' + hashlib.sha256(text.encode()).hexdigest()[:20] + '"'
 
 
 def _local(target: str) -> bool:

@@ -332,13 +332,16 @@ def _utilization(request: PageRequest, name: str) -> str:
         report = request.ui.reports.profiler_report(name)
     except ApiError as exc:
         return f'<p class="empty">{esc(exc)}</p>'
-    charts = []
+    link = f'<p><a class="report" href="{esc(_base(name))}/profiler-report">Profiler report</a></p>'
+    charts = [link]
     for host, lines in (report.get("timelines") or {}).items():
         for part, title in (("host", "CPU, I/O wait, memory"), ("cores", "per core"),
                             ("gpus", "per GPU"), ("gpu_memory", "GPU memory")):  # fmt: skip
             drawn = {k: v for k, v in (lines.get(part) or {}).items() if k != "memory_bytes"}
             charts.append(lines_chart(f"{host}: {title} (%)", drawn))
-    return "".join(charts) or '<p class="empty">No utilization samples yet.</p>'
+    if len(charts) == 1:
+        charts.append('<p class="empty">No utilization samples yet.</p>')
+    return "".join(charts)
 
 
 def _artifacts(job: dict[str, Any]) -> str:

@@ -3,19 +3,22 @@ metrics; filtered by status and name, paged on the server, refreshed live, with 
 for each running job.
 
 Its rows come from the API's own handlers: ``GET /api/v1/jobs`` (``JobRoutes.list_jobs``, the
-store's indexed listing, newest first) for the page, and ``GET /api/v1/jobs/{name}``
-(``describe_job``) for each row's cost and metrics. Pages are keyset-paged (``before``: the
-creation time of the last job shown), so the 200th page costs what the first does.
+store's indexed listing, newest first or sorted by name, status or creation time in either
+direction: the column headers are links) for the page, and ``GET /api/v1/jobs/{name}``
+(``describe_job``) for each row's cost and metrics. Pages are keyset-paged (``after``: the
+listing's ``next`` cursor), so the 200th page costs what the first does, in every order.
 """
 
 from __future__ import annotations
 
+import json
+import time
 from datetime import datetime
 from typing import Any
 from urllib.parse import quote, urlencode
 
 from trainops.control import PrimaryStatus
-from trainops.server.routes import parse_timestamp
+from trainops.server.routes import JOB_DIRECTIONS, parse_cursor
 from trainops.server.ui._layout import csrf_field
 from trainops.server.ui._page import PAGES, Page, PageRequest, UiError, esc
 
@@ -29,13 +32,20 @@ _MAX_NAME = 200
 _MAX_REASON = 300
 _METRICS_SHOWN = 3
 _COLUMNS = (
-    ("name", "Name"), ("status", "Status"), ("created", "Created"), ("duration", "Duration"),
-    ("instance", "Instances"), ("cost", "Cost (USD)"), ("metrics", "Final metrics"), ("", ""),
-)  # fmt: skip
+    ("name", "Name"),
+    ("status", "Status"),
+    ("created", "Created"),
+    ("", "Duration"),
+    ("", "Instances"),
+    ("", "Cost (USD)"),
+    ("", "Final metrics"),
+    ("", ""),
+)  # fmt: skip  (a key: sorted on the server by that order of the listing)
+_FIRST_DIRECTION = {"created": "desc", "name": "asc", "status": "asc"}
 
 
 class _View:
-    """The page's query, checked: statuses, name filter, page cursor and size."""
+    """The page's query, checked: statuses, name filter, order, page cursor and size."""
 
     def __init__(self, request: PageRequest) -> None:
         self.statuses = list(dict.fromkeys(s for s in request.query_lists.get("status", ()) if s))
@@ -43,22 +53,38 @@ class _View:
             if status not in _STATUSES:
                 raise UiError(f"status {status[:40]!r} is not one of {', '.join(_STATUSES)}")
         self.name = request.query.get("name", "").strip()[:_MAX_NAME]
-        self.before = request.query.get("before", "")
+        self.order = request.query.get("order", "created")
+        if self.order not in _FIRST_DIRECTION:
+            raise UiError(f"order {self.order[:40]!r} is not one of {', '.join(_FIRST_DIRECTION)}")
+        self.direction = request.query.get("direction", _FIRST_DIRECTION[self.order])
+        if self.direction not in JOB_DIRECTIONS:
+            raise UiError(f"direction must be one of {', '.join(JOB_DIRECTIONS)}")
+        self.after = request.query.get("after", "")
         try:
-            self.before_ts = parse_timestamp(self.before)
+            self.cursor = parse_cursor(self.after)
         except ValueError as exc:
-            raise UiError(f"before: {exc}") from None
+            raise UiError(f"after: {exc}") from None
         size = request.query.get("size", "50")
         if size not in {str(s) for s in PAGE_SIZES}:
             raise UiError(f"size must be one of {', '.join(map(str, PAGE_SIZES))}")
         self.size = int(size)
 
-    def query(self, *, before: str | None = None) -> str:
-        """This view's URL query (with another cursor)."""
+    def query(self, *, after: str | None = None, order: str | None = None) -> str:
+        """This view's URL query (with another cursor; in another order, from its start)."""
         pairs = [("status", s) for s in self.statuses]
         pairs += [("name", self.name)] if self.name else []
-        cursor = self.before if before is None else before
-        pairs += [("before", cursor)] if cursor else []
+        if order is not None:  # a header: its order, the other way round when it is this one
+            again = order == self.order and self.direction == _FIRST_DIRECTION[order]
+            flip = {"asc": "desc", "desc": "asc"}
+            direction, cursor = flip[_FIRST_DIRECTION[order]] if again else "", ""
+        else:
+            order, direction = self.order, self.direction
+            cursor = self.after if after is None else after
+        pairs += [("order", order)] if order != "created" else []
+        pairs += (
+            [("direction", direction)] if direction not in ("", _FIRST_DIRECTION[order]) else []
+        )
+        pairs += [("after", cursor)] if cursor else []
         pairs += [("size", str(self.size))] if self.size != 50 else []
         return urlencode(pairs)
 
@@ -75,25 +101,52 @@ def render(request: PageRequest) -> str:
 def table(request: PageRequest) -> str:
     """The table and its pager (the live part ``table``)."""
     view = _View(request)
-    listed = request.ui.jobs.list_jobs(
-        status=view.statuses,
-        name_contains=view.name or None,
-        created_after=None,
-        created_before=view.before_ts,
-        limit=view.size + 1,
-    )["jobs"]
-    shown = listed[: view.size]
+    listed = _listing(request, view)
+    shown = listed["jobs"]
     rows = "".join(_row(request, request.ui.jobs.describe_job(j["TrainingJobName"])) for j in shown)
     if not rows:
         rows = f'<tr><td colspan="{len(_COLUMNS)}" class="empty">No jobs match.</td></tr>'
-    heads = "".join(
-        f'<th data-sort="{key}">{label}</th>' if key else "<th></th>" for key, label in _COLUMNS
-    )
-    more = shown[-1]["CreationTime"] if len(listed) > view.size else None
+    heads = "".join(_head(view, key, label) for key, label in _COLUMNS)
     return (
-        f'<table class="jobs sortable"><thead><tr>{heads}</tr></thead><tbody>{rows}</tbody></table>'
-        f"{_pager(view, more, len(shown))}"
+        f'<table class="jobs"><thead><tr>{heads}</tr></thead><tbody>{rows}</tbody></table>'
+        f"{_pager(view, listed.get('next'), len(shown))}"
     )
+
+
+def table_tag(request: PageRequest) -> str:
+    """The table's fingerprint (its live refresh's ETag): the page's listing, one indexed query,
+    no describe. A page of ended jobs changes only when the listing does (a new job, a status);
+    while one of its jobs is active (its duration and cost "so far" move), every second and
+    every change the controller counts (a metric arriving)."""
+    listed = _listing(request, _View(request))
+    active = any(j["TrainingJobStatus"] in _ACTIVE for j in listed["jobs"])
+    moving = [request.ui.controller.change_version, int(time.time())] if active else []
+    return json.dumps([listed, moving, request.csrf], sort_keys=True, default=str)
+
+
+def _listing(request: PageRequest, view: _View) -> dict[str, Any]:
+    """``GET /api/v1/jobs`` for the view: its page of jobs and the cursor of the next."""
+    return request.ui.jobs.list_jobs(
+        status=view.statuses,
+        name_contains=view.name or None,
+        created_after=None,
+        created_before=None,
+        limit=view.size,
+        order=view.order,
+        direction=view.direction,
+        after=view.cursor,
+    )
+
+
+def _head(view: _View, key: str, label: str) -> str:
+    """A column's header: a link sorting by it (on the server) where the listing can."""
+    if not key:
+        return f"<th>{label}</th>"
+    sort = ""
+    if key == view.order:
+        sort = ' aria-sort="descending"' if view.direction == "desc" else ' aria-sort="ascending"'
+    link = f'<a href="/ui/jobs?{esc(view.query(order=key))}">{label}</a>'
+    return f'<th data-order="{key}"{sort}>{link}</th>'
 
 
 def _filters(view: _View) -> str:
@@ -112,15 +165,20 @@ def _filters(view: _View) -> str:
         f' maxlength="{_MAX_NAME}" aria-label="name contains">'
         f"<fieldset><legend>Status</legend>{boxes}</fieldset>"
         f'<label>Per page <select name="size">{sizes}</select></label>'
+        f"{_kept(view)}"
         '<button type="submit">Filter</button> <a href="/ui/jobs">Clear</a></form>'
     )
 
 
+def _kept(view: _View) -> str:
+    """The order, kept when the filters change (the cursor is not: a new filter starts over)."""
+    kept = [("order", view.order), ("direction", view.direction)]
+    return "".join(f'<input type="hidden" name="{k}" value="{esc(v)}">' for k, v in kept)
+
+
 def _pager(view: _View, more: str | None, shown: int) -> str:
-    first = f'<a href="/ui/jobs?{esc(view.query(before=""))}">Newest</a>' if view.before else ""
-    older = (
-        f'<a rel="next" href="/ui/jobs?{esc(view.query(before=more))}">Older</a>' if more else ""
-    )
+    first = f'<a href="/ui/jobs?{esc(view.query(after=""))}">First</a>' if view.after else ""
+    older = f'<a rel="next" href="/ui/jobs?{esc(view.query(after=more))}">Next</a>' if more else ""
     return f'<nav class="pager"><span>{shown} shown</span> {first} {older}</nav>'
 
 
@@ -223,5 +281,6 @@ JOBS_PAGE = Page(
     render=render,
     nav=True,
     parts={"table": table},
+    tags={"table": table_tag},
     actions={"stop": stop},
 )
