@@ -86,7 +86,8 @@ def test_the_table_shows_each_phase_and_the_floor() -> None:
     assert "load average 3.0 at the start and 4.0 at the end" in table
 
 
-def test_rounds_below_one_are_refused() -> None:
+@pytest.mark.parametrize("argv", [["--rounds", "0"], ["--timeout", "-1"]])
+def test_bad_options_are_refused(argv: list[str]) -> None:
     bench = _load()
     with pytest.raises(SystemExit):
-        bench.parse_args(["--rounds", "0"])
+        bench.parse_args(argv)
