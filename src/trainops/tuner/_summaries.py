@@ -25,8 +25,9 @@ from trainops.tuner._settled import SettledTrials, settled
 
 __all__ = ["KEPT_TUNING_JOBS", "SummaryCache", "final"]
 
-#: How many tuning jobs' settled summaries are kept (the least recently described go first).
-KEPT_TUNING_JOBS = 16
+#: How many tuning jobs' settled summaries are kept (the least recently described go first):
+#: about 1 MB for 500 trials, so at most ~13 MB at the limit of 750 trials a tuning job.
+KEPT_TUNING_JOBS = 8
 
 _ENDED_JOB = frozenset({"Completed", "Failed", "Stopped"})
 
