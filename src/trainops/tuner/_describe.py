@@ -14,10 +14,11 @@ from typing import Any
 
 from trainops._redaction import Masker
 from trainops.catalog import load_catalog
-from trainops.store import MetadataStore, TuningJobRecord, TuningTrialRecord
+from trainops.store import JobRecord, MetadataStore, TuningJobRecord, TuningTrialRecord
 from trainops.tuner._analysis import trial_cost, trial_jobs
 from trainops.tuner._records import retry_due, trial_record
-from trainops.tuning import Search, TuningJobConfig, completion_details
+from trainops.tuner._summaries import SummaryCache
+from trainops.tuning import Search, TrialRecord, TuningJobConfig, completion_details
 
 __all__ = [
     "best_trial",
@@ -27,6 +28,10 @@ __all__ = [
     "trial_summary",
     "tuning_summary",
 ]
+
+
+#: The settled trials' summaries, kept between describes (``_summaries``).
+_SUMMARIES = SummaryCache()
 
 
 def _iso(ts: float | None) -> str | None:
@@ -53,9 +58,16 @@ def best_trial(
     config: TuningJobConfig, trials: list[TuningTrialRecord]
 ) -> TuningTrialRecord | None:
     """The trial with the best counted objective (Completed, or Stopped with its last value)."""
+    return _best(config, trials, [trial_record(t) for t in trials])
+
+
+def _best(
+    config: TuningJobConfig, trials: list[TuningTrialRecord], records: list[TrialRecord]
+) -> TuningTrialRecord | None:
+    """:func:`best_trial`, given ``trials`` as the search sees them."""
     from trainops.tuning import best_trial as best_record
 
-    best = best_record([trial_record(t) for t in trials], config.objective.type)
+    best = best_record(records, config.objective.type)
     if best is None:
         return None
     return next(t for t in trials if t.training_job == best.training_job_name)
@@ -69,6 +81,16 @@ def trial_summary(
 ) -> dict[str, Any]:
     """One trial as ``HyperParameterTrainingJobSummary``, plus what its training jobs cost
     (``BillableTimeInSeconds`` and ``EstimatedCostUsd``, its earlier tries included)."""
+    return _summary_and_jobs(store, config, trial, now)[0]
+
+
+def _summary_and_jobs(
+    store: MetadataStore,
+    config: TuningJobConfig,
+    trial: TuningTrialRecord,
+    now: float | None = None,
+) -> tuple[dict[str, Any], list[JobRecord]]:
+    """:func:`trial_summary`, and the training jobs it was made from."""
     jobs = trial_jobs(store, trial)
     job = next((j for j in jobs if j.name == trial.training_job), None)
     seconds, usd = trial_cost(jobs, time.time() if now is None else now)
@@ -95,7 +117,7 @@ def trial_summary(
         }
     if trial.earlier_jobs:
         item["EarlierTrainingJobs"] = trial.earlier_jobs
-    return item
+    return item, jobs
 
 
 def _masker(config: TuningJobConfig, trial: TuningTrialRecord) -> Masker:
@@ -232,12 +254,14 @@ def describe_tuning_job(
     """DescribeHyperParameterTuningJob's response for ``tuning``, plus its trials and ``Cost``
     (what its trials' training jobs cost so far: billed seconds at the catalog's prices)."""
     moment = time.time() if now is None else now
-    trials = store.trials(tuning.name)
-    summaries = [trial_summary(store, config, t, moment) for t in trials]
+    trials, summaries = _SUMMARIES.summarise(
+        store, tuning, lambda t: _summary_and_jobs(store, config, t, moment)
+    )
     # From the rows alone: a search rebuilt here would replay every trial into Optuna (~0.4 ms
     # a trial) on each describe, and `trainops tune` describes its job every second.
-    details = completion_details(config, [trial_record(t) for t in trials])
-    best = best_trial(config, trials)
+    records = [trial_record(t) for t in trials]
+    details = completion_details(config, records)
+    best = _best(config, trials, records)
     described: dict[str, Any] = {
         **tuning_summary(tuning),
         "LastModifiedTime": _iso(tuning.last_modified_time),
@@ -263,7 +287,9 @@ def describe_tuning_job(
             "WarmStartType": config.warm_start_config.warm_start_type.value,
         }
     if best is not None:
-        described["BestTrainingJob"] = trial_summary(store, config, best, moment)
+        described["BestTrainingJob"] = next(
+            dict(s) for s in summaries if s["TrainingJobName"] == best.training_job
+        )
     if config.warm_start_config is not None:
         # With warm start, SageMaker also names the best of this job's and its parents' trials.
         parents = [t for p in config.warm_start_config.parents for t in store.trials(p)]
