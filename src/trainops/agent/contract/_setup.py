@@ -96,5 +96,7 @@ def script_command(
         decode_hyperparameters(tree.read_config(HYPERPARAMETERS))
     )
     args = to_cmd_args(user)
+    if job.container_entrypoint is not None:  # an argv list the request named: no shell built
+        return ScriptCommand([*job.container_entrypoint, *job.container_args], python, [])
     argv = entry_point_command(kind, tree.code_dir, job.entry_point, python, args)
     return ScriptCommand(argv, python, args)
