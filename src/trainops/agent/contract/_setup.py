@@ -40,6 +40,10 @@ def write_configs(tree: HostTree, assignment: Assignment, job: SubmittedJob) -> 
         job_name=assignment.job_name,
         region=assignment.region,
     )
+    if job.container_entrypoint is not None:
+        # A container command is not the training toolkit: it is given the request's
+        # hyperparameters only, as the service gives a container (no sagemaker_* entries).
+        hps = {key: value for key, value in hps.items() if key in job.hyperparameters}
     tree.write_config(HYPERPARAMETERS, hps)
     resources = resource_config(assignment.current_host, assignment.hosts, job.instance_type)
     tree.write_config("resourceconfig.json", resources)
