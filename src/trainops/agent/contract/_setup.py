@@ -6,6 +6,7 @@ so the script's arguments and ``SM_*`` variables come from the same file it can 
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -42,8 +43,12 @@ def write_configs(tree: HostTree, assignment: Assignment, job: SubmittedJob) -> 
     )
     if job.container_entrypoint is not None:
         # A container command is not the training toolkit: it is given the request's
-        # hyperparameters only, as the service gives a container (no sagemaker_* entries).
-        hps = {key: value for key, value in hps.items() if key in job.hyperparameters}
+        # hyperparameters only, text as sent, as the service gives a container (no
+        # sagemaker_* entries, no JSON encoding added).
+        hps = {
+            key: value if isinstance(value, str) else json.dumps(value)
+            for key, value in job.hyperparameters.items()
+        }
     tree.write_config(HYPERPARAMETERS, hps)
     resources = resource_config(assignment.current_host, assignment.hosts, job.instance_type)
     tree.write_config("resourceconfig.json", resources)
