@@ -12,6 +12,7 @@ at once, saying so. The SageMaker Python SDK JSON-encodes every hyperparameter v
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from pathlib import PurePosixPath
 from typing import Any
@@ -32,6 +33,7 @@ _MPI_OPTIONS = "sagemaker_mpi_custom_mpi_options"
 _DATA_PARALLEL = "sagemaker_distributed_dataparallel_enabled"
 _DATA_PARALLEL_OPTIONS = "sagemaker_distributed_dataparallel_custom_mpi_options"
 _XLA = "sagemaker_pytorch_xla_multi_worker_enabled"
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
 _DISTRIBUTION = {"FullyReplicated": "FullyReplicated", "ShardedByS3Key": "ShardedByKey"}
 
 
@@ -65,7 +67,8 @@ def code_uri_of(params: dict[str, str], body: dict[str, Any] | None = None) -> s
         raise _invalid(
             f"HyperParameters has no {SUBMIT_DIRECTORY}: trainops runs the script from the "
             "source tarball that hyperparameter names (the SDK's framework estimators set it; "
-            "with boto3, upload sourcedir.tar.gz and set it and sagemaker_program)"
+            "with boto3, upload sourcedir.tar.gz and set it and sagemaker_program; or name the "
+            "command to run in AlgorithmSpecification.ContainerEntrypoint)"
         )
     return uri
 
@@ -115,7 +118,7 @@ def _command_name(entrypoint: list[str]) -> str | None:
     if not entrypoint:
         return None
     name = PurePosixPath(entrypoint[0]).name
-    return name if name not in {"", ".", ".."} else "command"
+    return name if _PLAIN_NAME.fullmatch(name) and name not in {".", ".."} else "command"
 
 
 def _enabled(value: str | None) -> bool:
