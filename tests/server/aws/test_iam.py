@@ -68,3 +68,18 @@ def test_a_malformed_simulation_is_refused_in_xml(plane: ControlPlane, form: byt
     response = httpx.post(request.url, content=form, headers=dict(request.headers), timeout=30)
     assert response.status_code == 400
     assert response.text.startswith("<ErrorResponse")
+
+
+def test_a_role_exists_and_trusts_sagemaker(plane: ControlPlane) -> None:
+    role = _iam(plane).get_role(RoleName="SageMakerRole")["Role"]
+    assert role["Arn"] == "arn:aws:iam::000000000000:role/SageMakerRole"
+    document = role["AssumeRolePolicyDocument"]  # URL-encoded JSON, as IAM's: botocore reads it
+    [statement] = document["Statement"]
+    assert statement["Principal"] == {"Service": "sagemaker.amazonaws.com"}
+    assert (statement["Effect"], statement["Action"]) == ("Allow", "sts:AssumeRole")
+
+
+def test_a_role_name_out_of_the_pattern_is_refused(plane: ControlPlane) -> None:
+    with pytest.raises(ClientError) as caught:
+        _iam(plane).get_role(RoleName="a/<b>")
+    assert caught.value.response["Error"]["Code"] == "ValidationError"

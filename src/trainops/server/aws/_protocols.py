@@ -87,6 +87,7 @@ _QUERY_CODES = {
     "IncompleteSignatureException": "IncompleteSignature",
     "UnknownOperationException": "InvalidAction",
     "SerializationException": "MalformedInput",
+    "ValidationException": "ValidationError",
 }
 
 
