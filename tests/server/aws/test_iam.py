@@ -53,21 +53,30 @@ def test_another_iam_operation_is_refused(plane: ControlPlane) -> None:
     assert caught.value.response["Error"]["Code"] == "InvalidAction"
 
 
+_FORM = b"Action=SimulatePrincipalPolicy&Version=2010-05-08&PolicySourceArn=" + ROLE.encode()
+
+
 @pytest.mark.parametrize(
-    "form",
+    ("form", "words"),
     [
-        b"Action=SimulatePrincipalPolicy&Version=2010-05-08&PolicySourceArn=arn:aws:iam::0:role/r"
-        b"&ActionNames.member.1=a&ActionNames.member.3=b",  # a gap in the numbers
-        b"Action=SimulatePrincipalPolicy&Version=2010-05-08&PolicySourceArn=arn:aws:iam::0:role/r",
+        (  # a gap in the list's numbers
+            _FORM + b"&ActionNames.member.1=s3:GetObject&ActionNames.member.3=s3:PutObject",
+            "ActionNames: list items are not 1..n",
+        ),
+        (_FORM, "ActionNames"),  # required
+        (_FORM + b"&ActionNames.member.1=s3", "ActionNames"),  # under the model's 3 characters
     ],
 )
-def test_a_malformed_simulation_is_refused_in_xml(plane: ControlPlane, form: bytes) -> None:
+def test_a_malformed_simulation_is_refused_in_xml(
+    plane: ControlPlane, form: bytes, words: str
+) -> None:
     assert plane.server.token is not None
     creds = derive_credentials(plane.server.token)
     request = signed_form(plane.server.url, form, creds, service="iam")
     response = httpx.post(request.url, content=form, headers=dict(request.headers), timeout=30)
     assert response.status_code == 400
     assert response.text.startswith("<ErrorResponse")
+    assert words.lower() in response.text.lower()  # the service words members in camelCase
 
 
 def test_a_role_exists_and_trusts_sagemaker(plane: ControlPlane) -> None:
