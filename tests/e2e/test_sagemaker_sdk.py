@@ -2,7 +2,9 @@
 uploads ``source_dir`` to the served S3, CreateTrainingJob runs it on the Python the server's
 ``images`` setting maps its image to, ``fit(wait=True, logs="All")`` follows it to Completed
 (DescribeTrainingJob, and its log from CloudWatch Logs), ``model_data`` is the model the script
-wrote and ``training_job_analytics`` reads its metric from CloudWatch metrics. The user's only
+wrote and ``training_job_analytics`` reads its metric from CloudWatch metrics; ``PyTorch.attach``
+rebuilds the estimator from DescribeTrainingJob, a HyperparameterTuner runs two trials, its
+analytics' dataframe lists them and ``HyperparameterTuner.attach`` rebuilds it. The user's only
 changes are the environment variables the server prints (the profile, and the SDK's defaults
 file), and one SDK setting: its source tarball is uploaded with SSE-KMS unless
 ``encrypt_repacked_artifacts`` is off, and the served SeaweedFS has no KMS.
@@ -50,6 +52,8 @@ import json, sys
 import boto3, sagemaker
 from sagemaker.pytorch import PyTorch
 from sagemaker.session_settings import SessionSettings
+from sagemaker.tuner import HyperparameterTuner, IntegerParameter
+from sagemaker.analytics import HyperparameterTuningJobAnalytics
 
 boto = boto3.Session()
 s3 = boto.client("s3")
@@ -73,6 +77,22 @@ estimator = PyTorch(
 estimator.fit({"train": "s3://trainops/data/train/"}, wait=True, logs="All")
 job = estimator.latest_training_job.describe()
 metrics = estimator.training_job_analytics.dataframe()
+attached = PyTorch.attach(estimator.latest_training_job.name, sagemaker_session=session)
+tuner = HyperparameterTuner(
+    estimator,
+    objective_metric_name="loss",
+    hyperparameter_ranges={"epochs": IntegerParameter(1, 4)},
+    metric_definitions=[{"Name": "loss", "Regex": "loss=([0-9.]+)"}],
+    objective_type="Minimize",
+    strategy="Random",
+    max_jobs=2,
+    max_parallel_jobs=2,
+)
+tuner.fit({"train": "s3://trainops/data/train/"}, wait=True)
+trials = HyperparameterTuningJobAnalytics(
+    tuner.latest_tuning_job.name, sagemaker_session=session
+).dataframe()
+tuner_attached = HyperparameterTuner.attach(tuner.latest_tuning_job.name, sagemaker_session=session)
 print(json.dumps({
     "metrics": sorted(set(metrics["metric_name"])),
     "values": len(metrics),
@@ -80,6 +100,22 @@ print(json.dumps({
     "model_data": estimator.model_data,
     "name": estimator.latest_training_job.name,
     "status": job["TrainingJobStatus"],
+    "trials": {
+        "statuses": sorted(trials["TrainingJobStatus"]),
+        "objectives": len(trials["FinalObjectiveValue"].dropna()),
+        "epochs": sorted(int(e) for e in trials["epochs"]),
+    },
+    "tuner_attached": {
+        "estimator": type(tuner_attached.estimator).__name__,
+        "role": tuner_attached.estimator.role,
+        "max_jobs": tuner_attached.max_jobs,
+    },
+    "attached": {
+        "model_data": attached.model_data,
+        "entry_point": attached.entry_point,
+        "framework_version": attached.framework_version,
+        "hyperparameters": attached.hyperparameters(),
+    },
 }))
 """
 
@@ -159,6 +195,20 @@ def test_the_sdk_v2_pytorch_estimator_fits_on_trainops_and_reads_its_model(
         assert result["metrics"] == ["loss"] and result["values"] >= 1
         name = result["name"]
         assert result["model_data"] == f"s3://trainops/{name}/output/model.tar.gz"
+        # Estimator.attach: the estimator rebuilt from DescribeTrainingJob, as the SDK does it
+        attached = result["attached"]
+        assert attached["model_data"] == result["model_data"]
+        assert (attached["entry_point"], attached["framework_version"]) == ("train.py", "2.3")
+        assert json.loads(attached["hyperparameters"]["label"]) == "sdk run"
+        # a HyperparameterTuner of 2 trials, its analytics' dataframe, and its attach
+        trials = result["trials"]
+        assert trials["statuses"] == ["Completed", "Completed"] and trials["objectives"] == 2
+        assert all(1 <= epochs <= 4 for epochs in trials["epochs"])
+        assert result["tuner_attached"] == {
+            "estimator": "PyTorch",
+            "role": "arn:aws:iam::000000000000:role/SageMakerRole",
+            "max_jobs": 2,
+        }
         model = _model(home, result["model_data"])
         assert model == {"total": 6, "label": "sdk run", "region": "us-east-1", "python": python}
     finally:

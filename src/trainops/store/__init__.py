@@ -1,5 +1,6 @@
 """The metadata store: jobs, transitions, hosts, logs, metrics, artifacts,
-checkpoint records, tuning jobs, the SageMaker API's tags and scaling studies in SQLite.
+checkpoint records, tuning jobs, the SageMaker API's tags and kept requests, and scaling studies
+in SQLite.
 
 Owned by the control plane (agents never open it). The schema is versioned: numbered SQL files
 in ``migrations/`` are applied in order when a database is opened, and a database written by a

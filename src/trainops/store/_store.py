@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from trainops.protocol import CheckpointRecord, SubmittedJob
+from trainops.store._api_requests import ApiRequestTables
 from trainops.store._checkpoints import insert_checkpoint, read_checkpoints
 from trainops.store._ingest import (
     ingest_events,
@@ -49,9 +50,9 @@ from trainops.store._records import (
     Transition,
 )
 from trainops.store._schema import Migration, apply_migrations, load_migrations
+from trainops.store._series import SeriesBucket, read_log_tail_cursor, read_metric_series
 from trainops.store._studies import StudyTables
 from trainops.store._tags import TagTables
-from trainops.store._series import SeriesBucket, read_log_tail_cursor, read_metric_series
 from trainops.store._tuning import TuningTables
 
 __all__ = ["MetadataStore"]
@@ -61,7 +62,7 @@ _HOST_FIELDS = frozenset(HostRecord.__slots__) - {"job", "host", "attempt"}
 _JSON_FIELDS = frozenset({"resources", "reservation", "processes", "handle"})
 
 
-class MetadataStore(TuningTables, TagTables, StudyTables):
+class MetadataStore(TuningTables, TagTables, StudyTables, ApiRequestTables):
     """Jobs, their transitions, hosts, logs, metrics and artifacts in ``path``."""
 
     def __init__(

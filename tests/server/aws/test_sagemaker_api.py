@@ -112,16 +112,24 @@ def test_create_runs_a_job_and_a_duplicate_is_in_use(plane: ControlPlane) -> Non
     )
     job = client.describe_training_job(TrainingJobName="made")
     assert job["TrainingJobStatus"] == "Completed"
-    assert job["HyperParameters"] == {"epochs": "3"}
+    sent = _create_request(plane, "made")
+    # given back as sent, as the service does (the SDK's attach reads them)
+    assert job["HyperParameters"] == sent["HyperParameters"]
+    assert job["RoleArn"] == sent["RoleArn"]
+    assert job["AlgorithmSpecification"]["TrainingImage"] == IMAGE
+    assert job["ResourceConfig"]["VolumeSizeInGB"] == 1
+    assert job["OutputDataConfig"]["KmsKeyId"] == ""
     assert job["StoppingCondition"]["MaxRuntimeInSeconds"] == 600
     assert "RetryStrategy" not in job  # none asked for: left out, as the service does
     source = job["InputDataConfig"][0]["DataSource"]["S3DataSource"]
     assert source["S3DataDistributionType"] == "ShardedByS3Key"
+    other_role = "arn:aws:iam::123456789012:role/Other"
     with pytest.raises(ClientError) as caught:
-        client.create_training_job(**_create_request(plane, "made"))
+        client.create_training_job(**_create_request(plane, "made", RoleArn=other_role))
     code, message, status = _code(caught)
     assert (code, status) == ("ResourceInUse", 400)
     assert message.startswith("Training job names must be unique within an AWS account")
+    assert client.describe_training_job(TrainingJobName="made")["RoleArn"] == sent["RoleArn"]
 
 
 def test_create_refuses_what_it_cannot_run(plane: ControlPlane) -> None:

@@ -18,10 +18,13 @@ from botocore.model import Shape
 from tests.server.aws.test_conformance import SAMPLES
 from trainops._settings import Settings
 from trainops.server import describe
+from trainops.server._redaction import MASK
 from trainops.server.aws import service_model
 from trainops.server.aws._create import hyperparameters, spec_of
 from trainops.server.aws._sagemaker import api_describe
 from trainops.server.aws._schema import (
+    KEPT,
+    KEPT_TUNING,
     MEMBERS,
     NOT_IN_API,
     NOT_MAPPED_REQUEST,
@@ -29,6 +32,8 @@ from trainops.server.aws._schema import (
     Member,
     at_path,
     declared_spec,
+    kept_of,
+    with_kept,
 )
 from trainops.server.aws._shapes import to_wire
 from trainops.spec import JobSpec
@@ -107,7 +112,9 @@ def _request() -> dict[str, Any]:
 
 
 def _stored(store: MetadataStore, request: dict[str, Any]) -> JobRecord:
+    """The job as CreateTrainingJob makes it (its spec, and the members it keeps)."""
     spec = JobSpec(**spec_of(request, hyperparameters(request)))
+    store.put_api_request("training-job", request["TrainingJobName"], kept_of(request, KEPT))
     return store.create_job(
         name=request["TrainingJobName"],
         spec=spec.view(),
@@ -268,6 +275,7 @@ def test_hostile_shapes_leave_the_spec_s_defaults() -> None:
 def test_every_create_member_is_mapped_or_marked_not_mapped() -> None:
     request = service_model("sagemaker").operation_model("CreateTrainingJob").input_shape
     mapped = {m.request.split(".")[0] for m in MEMBERS if m.request and m.create != "ignored"}
+    mapped |= {path.split(".")[0] for path in KEPT}
     members = set(request.members)
     missing = members - mapped - {m.request for m in MEMBERS if m.request} - set(NOT_MAPPED_REQUEST)
     assert missing == set(), f"map these in _schema.MEMBERS or add to NOT_MAPPED_REQUEST: {missing}"
@@ -293,3 +301,76 @@ def test_a_trial_names_its_tuning_job_and_a_plain_job_none(store: MetadataStore)
     found = api_describe(store, job, settings, 200.0)
     arn = "arn:aws:sagemaker:eu-west-1:000000000000:hyper-parameter-tuning-job/tuner-a"
     assert found["TuningJobArn"] == arn
+
+
+def test_every_kept_path_is_the_model_s_on_both_sides() -> None:
+    model = service_model("sagemaker")
+    for create, described, paths in (
+        ("CreateTrainingJob", "DescribeTrainingJob", KEPT),
+        ("CreateHyperParameterTuningJob", "DescribeHyperParameterTuningJob", KEPT_TUNING),
+    ):
+        request = model.operation_model(create).input_shape
+        response = model.operation_model(described).output_shape
+        for path in paths:
+            assert _has_path(request, path), f"{create} has no {path}"
+            assert _has_path(response, path), f"{described} has no {path}"
+
+
+def test_what_the_request_sent_comes_back_as_sent(store: MetadataStore) -> None:
+    request = _request()
+    request["HyperParameters"] |= {"sagemaker_program": '"train.py"', "label": '"a b"'}
+    request["ResourceConfig"]["VolumeSizeInGB"] = 77
+    request["OutputDataConfig"]["KmsKeyId"] = "alias/mine"
+    job = _stored(store, request)
+    output = service_model("sagemaker").operation_model("DescribeTrainingJob").output_shape
+    answer = to_wire(api_describe(store, job, Settings.load(), 200.0), output)
+    for path in KEPT:
+        assert at_path(answer, path) == at_path(request, path), path
+    # the spec keeps them unwrapped and without the framework's entries; the API as sent
+    assert job.spec.hyperparameters["label"] == "a b"
+    assert "sagemaker_program" not in job.spec.hyperparameters
+
+
+def test_kept_hyperparameters_are_masked_as_the_describe_masks_them(store: MetadataStore) -> None:
+    request = _request()
+    request["HyperParameters"] |= {"db_password": '"s3cret-value"', "note": '"s3cret-value"'}
+    job = _stored(store, request)
+    answer = api_describe(store, job, Settings.load(), 200.0)
+    shown = answer["HyperParameters"]
+    assert "s3cret-value" not in str(answer)
+    assert shown["db_password"] == MASK  # a secret by its name
+    assert shown["note"] == f'"{MASK}"'  # a secret's value, inside the JSON string sent
+
+
+def test_a_job_made_otherwise_keeps_its_spec_s_hyperparameters_and_the_defaults(
+    store: MetadataStore,
+) -> None:
+    request = _request()
+    job = store.create_job(
+        name="rest-job",
+        spec=JobSpec(**spec_of(request, hyperparameters(request))).view(),
+        code_uri="s3://bucket/code.tar.gz",
+        output_prefix="s3://bucket/out/rest-job",
+        max_attempts=1,
+        status="InProgress",
+        secondary_status="Starting",
+        message="starting",
+        now=100.0,
+    )
+    answer = api_describe(store, job, Settings.load(), 200.0)
+    assert "RoleArn" not in answer and "TrainingImage" not in answer["AlgorithmSpecification"]
+    assert answer["HyperParameters"] == {"epochs": "3", "lr": "0.1"}
+    assert answer["ResourceConfig"]["VolumeSizeInGB"] == 30
+    assert answer["OutputDataConfig"]["KmsKeyId"] == ""
+
+
+def test_kept_members_merge_into_the_answer_s_sections() -> None:
+    answer = {"ResourceConfig": {"InstanceCount": 2, "VolumeSizeInGB": 30}, "Name": "a"}
+    kept = {"ResourceConfig": {"VolumeSizeInGB": 5}, "RoleArn": "arn:role"}
+    assert with_kept(answer, kept) == {
+        "ResourceConfig": {"InstanceCount": 2, "VolumeSizeInGB": 5},
+        "Name": "a",
+        "RoleArn": "arn:role",
+    }
+    assert kept_of({"A": {"B": 1}, "C": None}, ["A.B", "C", "D.E"]) == {"A": {"B": 1}}
+    assert kept_of({"A": "text"}, ["A.B"]) == {}

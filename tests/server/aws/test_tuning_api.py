@@ -97,7 +97,16 @@ def test_a_tuning_job_runs_and_its_trials_are_listed(plane: ControlPlane) -> Non
     assert best["TrainingJobArn"].endswith(f":training-job/{best['TrainingJobName']}")
     assert best["FinalHyperParameterTuningJobObjectiveMetric"]["MetricName"] == "loss"
     definition = job["TrainingJobDefinition"]
-    assert definition["StaticHyperParameters"] == {"epochs": "3"}
+    sent = _request(plane, "tiny")["TrainingJobDefinition"]
+    # as the request sent them (the SDK's HyperparameterTuner.attach reads them back)
+    assert definition["StaticHyperParameters"] == sent["StaticHyperParameters"]
+    assert definition["RoleArn"] == sent["RoleArn"]
+    assert definition["AlgorithmSpecification"]["TrainingImage"] == IMAGE
+    assert definition["ResourceConfig"]["VolumeSizeInGB"] == 1
+    trial = client.describe_training_job(TrainingJobName=best["TrainingJobName"])
+    assert trial["RoleArn"] == sent["RoleArn"]
+    assert trial["AlgorithmSpecification"]["TrainingImage"] == IMAGE
+    assert trial["TuningJobArn"] == arn
     assert definition["Environment"]["API_TOKEN"] != "s3cr3t-value"  # masked, as describe does
     assert definition["AlgorithmSpecification"]["TrainingInputMode"] == "File"
     assert "Cost" not in job and "TrainingJobs" not in job  # ours, not the API's
@@ -135,8 +144,14 @@ def test_stop_ends_a_tuning_job_stopped_and_a_second_stop_is_refused(
     plane: ControlPlane,
 ) -> None:
     client = _client(plane)
-    client.create_hyper_parameter_tuning_job(
-        **_request(plane, "halted", jobs=4, FAKE_HANG_ATTEMPTS="1")
+    request = _request(plane, "halted", jobs=4, FAKE_HANG_ATTEMPTS="1")
+    del request["TrainingJobDefinition"]["StaticHyperParameters"]["_tuning_objective_metric"]
+    client.create_hyper_parameter_tuning_job(**request)
+    # not sent, given back as the service gives it (the SDK's HyperparameterTuner.attach needs it)
+    described = client.describe_hyper_parameter_tuning_job(HyperParameterTuningJobName="halted")
+    assert (
+        described["TrainingJobDefinition"]["StaticHyperParameters"]["_tuning_objective_metric"]
+        == "loss"
     )
     store = plane.server.controller.store
     wait_for(lambda: len(store.trials("halted")) == 2, 60, "two trials running")

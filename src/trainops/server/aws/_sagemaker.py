@@ -24,9 +24,11 @@ from pydantic import ValidationError
 from trainops._errors import JobNotFoundError, SpecError
 from trainops._settings import Settings
 from trainops.control import JobController, JobEndedError
-from trainops.server._views import describe
+from trainops.server._redaction import Masker
+from trainops.server._views import describe, job_masker
 from trainops.server.aws._create import code_uri_of, hyperparameters, spec_of
 from trainops.server.aws._errors import AwsError
+from trainops.server.aws._schema import KEPT, kept_of, with_kept
 from trainops.server.aws._services import AwsOperation, AwsService
 from trainops.server.aws._tags import MAX_TAGS, check_tags, tag_operations
 from trainops.server.aws._update import update_training_job
@@ -37,6 +39,7 @@ __all__ = [
     "ACCOUNT_ID",
     "api_describe",
     "api_description",
+    "masked_kept",
     "sagemaker_service",
     "training_job_arn",
     "tuning_job_arn",
@@ -87,7 +90,25 @@ def api_describe(
     described = describe(store, job, settings, now)
     trial = store.trial_of_job(job.name)  # a tuning job's trial: the service names its tuning job
     tuning = None if trial is None else tuning_job_arn(settings.region, trial.tuning_job)
-    return api_description(described | {"TuningJobArn": tuning}, settings.region)
+    answer = api_description(described | {"TuningJobArn": tuning}, settings.region)
+    kept = store.api_request("training-job", job.name)
+    if trial is not None:  # made by the tuner from its tuning job's request: its kept members
+        definition = store.api_request("hyper-parameter-tuning-job", trial.tuning_job)
+        kept = trial_kept(definition.get("TrainingJobDefinition") or {})
+    return with_kept(answer, masked_kept(kept, job_masker(job.spec), "HyperParameters"))
+
+
+def trial_kept(definition: dict[str, Any]) -> dict[str, Any]:
+    """What a trial's DescribeTrainingJob gives back of its tuning job's kept request (its own
+    hyperparameters are the tuner's: the static ones unwrapped and its tuned values)."""
+    return {k: v for k, v in definition.items() if k != "StaticHyperParameters"}
+
+
+def masked_kept(kept: dict[str, Any], mask: Masker, key: str) -> dict[str, Any]:
+    """``kept`` with the hyperparameters at ``key`` masked as the describe masks them."""
+    if not isinstance(kept.get(key), dict):
+        return kept
+    return kept | {key: mask.mapping(kept[key])}
 
 
 def api_description(described: dict[str, Any], region: str) -> dict[str, Any]:
@@ -104,6 +125,9 @@ def api_description(described: dict[str, Any], region: str) -> dict[str, Any]:
         "AlgorithmSpecification": algorithm,
         "InputDataConfig": channels,
         "ModelArtifacts": described.get("ModelArtifacts") or {"S3ModelArtifacts": ""},
+        # the service's defaults, as it gives them back (the SDK's attach reads both)
+        "ResourceConfig": {"VolumeSizeInGB": 30} | (described.get("ResourceConfig") or {}),
+        "OutputDataConfig": {"KmsKeyId": ""} | (described.get("OutputDataConfig") or {}),
     }
 
 
@@ -145,6 +169,7 @@ class _Operations:
         try:
             spec = JobSpec(**spec_of(body, params, self.settings.server.images))
             self.controller.submit(name, spec, code_uri)
+            self.store.put_api_request("training-job", name, kept_of(body, KEPT))
             self.store.put_tags("training-job", name, tags, MAX_TAGS)
         except JobExistsError:
             arn = training_job_arn(self.settings.region, name)

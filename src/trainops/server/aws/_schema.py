@@ -10,6 +10,12 @@ the few members whose mapping reads more than their own member are mapped by han
 value sent at a member's request path must come back at its response path, and its REST key must
 be there.
 
+Some members are given back as the request sent them and have no spec field: :data:`KEPT` (kept
+with the job, in the store's ``api_requests``, and laid over DescribeTrainingJob's answer at the
+same path) and :data:`KEPT_TUNING` (the same for CreateHyperParameterTuningJob's request and its
+describe). The SDK's ``attach`` reads them back (``RoleArn``, ``TrainingImage``, the
+hyperparameters JSON-encoded with their ``sagemaker_*`` entries).
+
 What is left out is left out by name: :data:`NOT_IN_API` (spec fields the API has no member
 for), :data:`NOT_MAPPED_REQUEST` (CreateTrainingJob members accepted and not mapped) and
 :data:`UNSUPPORTED_DESCRIBE` (DescribeTrainingJob members trainops does not produce). The
@@ -20,11 +26,13 @@ the botocore model's DescribeTrainingJob answer is neither produced nor in
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 __all__ = [
+    "KEPT",
+    "KEPT_TUNING",
     "MEMBERS",
     "NOT_IN_API",
     "NOT_MAPPED_REQUEST",
@@ -32,6 +40,8 @@ __all__ = [
     "Member",
     "at_path",
     "declared_spec",
+    "kept_of",
+    "with_kept",
 ]
 
 #: How CreateTrainingJob's member becomes the spec field: ``derived`` (by :func:`declared_spec`),
@@ -87,7 +97,7 @@ def _member(
 
 
 MEMBERS: tuple[Member, ...] = (
-    # the service echoes sagemaker_program among the hyperparameters; trainops does not (yet)
+    # the API's describe gives sagemaker_program back among the hyperparameters (KEPT)
     _member(
         "entry_point",
         "HyperParameters.sagemaker_program",
@@ -133,14 +143,37 @@ NOT_IN_API: Mapping[str, str] = {
     "distribution": "mapped by hand from the SDK's distribution hyperparameters "
     "(_create.distribution_of); the describe does not give them back yet",
     "python": "the Python the server's images setting maps AlgorithmSpecification.TrainingImage "
-    "to (by hand in _create.py); the image itself is not kept yet",
+    "to (by hand in _create.py); the image itself is KEPT as sent",
+}
+
+#: CreateTrainingJob members given back by DescribeTrainingJob as the request sent them (kept
+#: with the job; a job made otherwise than by the API has none of them but ``HyperParameters``,
+#: its spec's, and ``VolumeSizeInGB``/``KmsKeyId``, the service's defaults).
+KEPT: Mapping[str, str] = {
+    "RoleArn": "not used (there is no IAM); the SDK's attach needs it",
+    "AlgorithmSpecification.TrainingImage": "mapped to a Python (images setting); the SDK's "
+    "attach reads the framework and its version from it",
+    "HyperParameters": "as sent: the SDK's JSON-encoded values and its sagemaker_* entries "
+    "(the spec keeps them unwrapped, without those), masked as the describe masks them",
+    "ResourceConfig.VolumeSizeInGB": "not used (no volumes); the service gives it back",
+    "OutputDataConfig.KmsKeyId": "not used (no KMS); the service gives it back",
+}
+
+#: CreateHyperParameterTuningJob members given back by DescribeHyperParameterTuningJob as the
+#: request sent them (the SDK's HyperparameterTuner.attach builds its estimator from them).
+KEPT_TUNING: Mapping[str, str] = {
+    "TrainingJobDefinition.RoleArn": "not used (there is no IAM)",
+    "TrainingJobDefinition.AlgorithmSpecification.TrainingImage": "mapped to a Python",
+    "TrainingJobDefinition.StaticHyperParameters": "as sent (with _tuning_objective_metric and "
+    "the SDK's sagemaker_* entries), masked",
+    "TrainingJobDefinition.ResourceConfig.VolumeSizeInGB": "not used (no volumes)",
+    "TrainingJobDefinition.OutputDataConfig.KmsKeyId": "not used (no KMS)",
 }
 
 #: CreateTrainingJob members (of the botocore model) that no member maps to a spec field.
 NOT_MAPPED_REQUEST: Mapping[str, str] = {
     "TrainingJobName": "names the job (the store's key), not a spec field",
     "Tags": "kept in the tags table (ListTags), not in the spec",
-    "RoleArn": "validated by the model, then not used: there is no IAM",
     "VpcConfig": "validated, then not used",
     "EnableNetworkIsolation": "validated, then not used",
     "EnableInterContainerTrafficEncryption": "validated, then not used",
@@ -158,7 +191,6 @@ NOT_MAPPED_REQUEST: Mapping[str, str] = {
 UNSUPPORTED_DESCRIBE: Mapping[str, str] = {
     "LabelingJobArn": "no Ground Truth labeling jobs",
     "AutoMLJobArn": "no AutoML jobs",
-    "RoleArn": "accepted by CreateTrainingJob and not kept: there is no IAM",
     "WarmPoolStatus": "no warm pools",
     "VpcConfig": "accepted and not kept: no VPCs",
     "EnableNetworkIsolation": "accepted and not kept",
@@ -206,3 +238,31 @@ def declared_spec(body: Mapping[str, Any]) -> dict[str, Any]:
             into = into.setdefault(section, {})
         into[field] = member.to_spec(value)
     return spec
+
+
+def kept_of(body: Mapping[str, Any], paths: Iterable[str]) -> dict[str, Any]:
+    """The members of ``body`` at ``paths`` (those it has), nested as in ``body``."""
+    kept: dict[str, Any] = {}
+    for path in paths:
+        value = at_path(body, path)
+        if value is None:
+            continue
+        *sections, field = path.split(".")
+        into = kept
+        for section in sections:
+            into = into.setdefault(section, {})
+        into[field] = value
+    return kept
+
+
+def with_kept(answer: Mapping[str, Any], kept: Mapping[str, Any]) -> dict[str, Any]:
+    """``answer`` with ``kept`` laid over it: a kept object's members merged into the answer's
+    object at the same path, any other kept value in place of the answer's."""
+    merged = dict(answer)
+    for key, value in kept.items():
+        below = merged.get(key)
+        if isinstance(value, Mapping) and isinstance(below, Mapping):
+            merged[key] = with_kept(below, value)
+        else:
+            merged[key] = value
+    return merged

@@ -20,18 +20,21 @@ from typing import TYPE_CHECKING, Any
 from trainops._errors import SpecError
 from trainops._settings import Settings
 from trainops.control import JobController
-from trainops.server._views import spec_sections
+from trainops.server._views import job_masker, spec_sections
 from trainops.server.aws._errors import AwsError
 from trainops.server.aws._sagemaker import (
     _offset,
     _one_line,
     _token,
     api_description,
+    masked_kept,
     training_job_arn,
     tuning_job_arn,
 )
+from trainops.server.aws._schema import KEPT_TUNING, kept_of, with_kept
 from trainops.server.aws._services import AwsOperation
 from trainops.server.aws._tags import MAX_TAGS, check_tags
+from trainops.server.aws._tuning_request import OBJECTIVE_HYPERPARAMETER as _OBJECTIVE
 from trainops.server.aws._tuning_request import api_field, tuning_request
 from trainops.store import JobExistsError, MetadataStore, TuningJobRecord, TuningTrialRecord
 
@@ -124,6 +127,7 @@ class _TuningOperations:
             raise AwsError(400, "ValidationException", _refusal(exc)) from None
         except ValueError as exc:  # pydantic's, of a member our declaration cannot take
             raise AwsError(400, "ValidationException", _one_line(exc)) from None
+        self.store.put_api_request("hyper-parameter-tuning-job", name, _kept(body))
         self.store.put_tags("hyper-parameter-tuning-job", name, tags, MAX_TAGS)
         return {"HyperParameterTuningJobArn": tuning_job_arn(self.settings.region, name)}
 
@@ -163,12 +167,17 @@ class _TuningOperations:
         sections = spec_sections(job.view(), self.settings)
         api = api_description(sections | {"TrainingJobName": tuning.name}, self.settings.region)
         definition = {key: api[key] for key in _DEFINITION if key in api}
-        return definition | {
-            "StaticHyperParameters": {
-                k: v for k, v in sections["HyperParameters"].items() if k in job.hyperparameters
-            },
+        static = {k: v for k, v in sections["HyperParameters"].items() if k in job.hyperparameters}
+        definition |= {
+            # the service adds the objective's name (the SDK's HyperparameterTuner.attach
+            # removes it, and fails where it is not)
+            "StaticHyperParameters": static | {_OBJECTIVE: config.objective.metric_name},
             "EnableManagedSpotTraining": job.use_spot_instances,
         }
+        kept = self.store.api_request("hyper-parameter-tuning-job", tuning.name)
+        kept = kept.get("TrainingJobDefinition") or {}
+        mask = job_masker(job.view())
+        return with_kept(definition, masked_kept(kept, mask, "StaticHyperParameters"))
 
     # --- ListHyperParameterTuningJobs ---------------------------------------------------------
 
@@ -283,3 +292,11 @@ def _page(items: list[Any], body: dict[str, Any]) -> tuple[list[Any], dict[str, 
     start, size = _offset(body.get("NextToken")), int(body.get("MaxResults", 10))
     more = start + size < len(items)
     return items[start : start + size], ({"NextToken": _token(start + size)} if more else {})
+
+
+def _kept(body: dict[str, Any]) -> dict[str, Any]:
+    """The members of the request :data:`KEPT_TUNING` keeps (of its one training job
+    definition, given as ``TrainingJobDefinition`` or as the one of ``TrainingJobDefinitions``)."""
+    if not body.get("TrainingJobDefinition") and body.get("TrainingJobDefinitions"):
+        body = {"TrainingJobDefinition": body["TrainingJobDefinitions"][0]}
+    return kept_of(body, KEPT_TUNING)

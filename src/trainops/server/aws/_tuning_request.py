@@ -17,9 +17,9 @@ from typing import Any
 from trainops.server.aws._create import code_uri_of, hyperparameters, spec_of
 from trainops.server.aws._errors import AwsError
 
-__all__ = ["api_field", "tuning_request"]
+__all__ = ["OBJECTIVE_HYPERPARAMETER", "api_field", "tuning_request"]
 
-_OBJECTIVE_HYPERPARAMETER = "_tuning_objective_metric"  # the platform sets it on each trial
+OBJECTIVE_HYPERPARAMETER = "_tuning_objective_metric"  # the platform sets it on each trial
 _CONFIG = "HyperParameterTuningJobConfig"
 #: Our config's field paths -> the request's members (the longest prefix wins).
 _FIELDS = {
@@ -70,7 +70,7 @@ def tuning_request(body: dict[str, Any]) -> tuple[dict[str, Any], str]:
     static = {
         k: v
         for k, v in (definition.get("StaticHyperParameters") or {}).items()
-        if k != _OBJECTIVE_HYPERPARAMETER
+        if k != OBJECTIVE_HYPERPARAMETER
     }
     job_body = definition | {
         "HyperParameters": static,

@@ -12,7 +12,7 @@ to add a page.
 from __future__ import annotations
 
 import html
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
 from trainops._errors import TrainopsError
@@ -95,6 +95,7 @@ class PageRequest:
 
 Render = Callable[[PageRequest], str]
 Act = Callable[[PageRequest], str]
+Wait = Callable[[PageRequest], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,9 @@ class Page:
     HTML fragments served at ``{path}/-/{part}`` (with the page's query) that ``ui.js`` refreshes
     live: an element ``<... data-live="{url}">`` is replaced by the part's content whenever it
     changes. ``actions`` are state changes, POSTed as forms to ``{path}/-/{action}`` with the
-    session's CSRF token; an action returns the URL to go to next. ``scripts`` and ``styles``
+    session's CSRF token; an action returns the URL to go to next. ``waits`` are optional
+    long-polls of parts (by the part's name): awaited on the server's event loop before the part
+    renders, so a follower waiting for news holds no worker thread. ``scripts`` and ``styles``
     name further files of ``static/`` the page needs.
     """
 
@@ -118,6 +121,7 @@ class Page:
     nav: bool = False
     parts: Mapping[str, Render] = field(default_factory=dict)
     actions: Mapping[str, Act] = field(default_factory=dict)
+    waits: Mapping[str, Wait] = field(default_factory=dict)
     scripts: tuple[str, ...] = ()
     styles: tuple[str, ...] = ()
 

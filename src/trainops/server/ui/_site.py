@@ -132,11 +132,16 @@ class UiSite:
             session = self.auth.session(dict(request.cookies))  # the page set it, open or not
             if session is None:
                 return _html("signed out", 401)
-            render = page.parts.get(request.path_params["part"])
+            part = request.path_params["part"]
+            render = page.parts.get(part)
             if render is None:
                 return _html("no such part", 404)
             try:
-                text = await anyio.to_thread.run_sync(render, self._request(request, session))
+                asked = self._request(request, session)
+                wait = page.waits.get(part)
+                if wait is not None:  # a long-poll: on the event loop, holding no thread
+                    await wait(asked)
+                text = await anyio.to_thread.run_sync(render, asked)
             except Exception as exc:
                 return self._failure(exc)
             tag = '"' + hashlib.sha256(text.encode()).hexdigest()[:20] + '"'

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 from trainops.server.ui._page import PAGES
 from trainops.server.ui.pages._cluster import CLUSTER_PAGE
-from trainops.server.ui.pages._job import FOLLOWERS, JOB_PAGE
+from trainops.server.ui.pages._job import JOB_PAGE
 from trainops.server.ui.pages._jobs import JOBS_PAGE
 from trainops.server.ui.pages._studies import STUDIES_PAGE, STUDY_PAGE
 from trainops.server.ui.pages._tuning import TUNING_JOBS_PAGE, TUNING_PAGE
 
 __all__ = [
     "CLUSTER_PAGE",
-    "FOLLOWERS",
     "JOBS_PAGE",
     "JOB_PAGE",
     "STUDIES_PAGE",

@@ -16,7 +16,6 @@ through the logs route's own long-poll), so a new line shows in well under a sec
 from __future__ import annotations
 
 import json
-import threading
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -28,7 +27,7 @@ from trainops.server.ui._layout import csrf_field
 from trainops.server.ui._page import Page, PageRequest, UiError, esc
 from trainops.server.ui.pages._chart import band_chart, lines_chart
 
-__all__ = ["FOLLOWERS", "JOB_PAGE", "LOG_PAGE_LINES"]
+__all__ = ["JOB_PAGE", "LOG_PAGE_LINES"]
 
 LOG_PAGE_LINES = 200
 """Lines a log view shows at most (the tail it follows, or a page)."""
@@ -36,10 +35,6 @@ _SCAN_PAGES = 20  # a filtered page reads at most this many pages of 1000 lines 
 _STREAMS = ("stdout", "stderr", "agent")
 _MAX_SEARCH = 200
 _MAX_WAIT = 25  # seconds a follower's long-poll of the log part may wait for a line
-FOLLOWERS = threading.BoundedSemaphore(8)
-"""Followers whose long-poll may wait at once. A page's part runs on a worker thread, which a
-waiting follower holds: past this many, a follower is answered at once (its script then asks
-again 1.5 s later), so tabs left open cannot take the threads the API's routes need."""
 _ENDED = ("Completed", "Failed", "Stopped")
 _CHART_WIDTH = 600
 _DYNAMIC = {
@@ -244,12 +239,6 @@ def log(request: PageRequest) -> str:
     name, view = _job_name(request), _LogView(request)
     host = view.host or None
     if view.after is None:
-        since, wait = _whole("since", request.query.get("since", "")), _wait(request)
-        if since is not None and wait and FOLLOWERS.acquire(blocking=False):
-            try:  # a follower's long-poll: first wait for news
-                _logs(request, name, since, host, 1, wait=wait)
-            finally:
-                FOLLOWERS.release()
         page = _logs(request, name, 0, host, 1000 if view.filtered else LOG_PAGE_LINES, tail=True)
         shown = [line for line in page["lines"] if view.keeps(line)][-LOG_PAGE_LINES:]
         ended = page["TrainingJobStatus"] in _ENDED
@@ -274,6 +263,16 @@ def log(request: PageRequest) -> str:
     return _log_lines(shown, f"From cursor {view.after}.") + f'<nav class="pager">{more}</nav>'
 
 
+async def follow_wait(request: PageRequest) -> None:
+    """The log part's long-poll (``since`` and ``wait``): wait for a line after ``since`` on the
+    event loop, as the logs route does (its reads on their own few threads), holding no worker
+    thread; then the part renders the tail."""
+    view = _LogView(request)
+    since, wait = _whole("since", request.query.get("since", "")), _wait(request)
+    if view.after is None and since is not None and wait:
+        await request.ui.output.logs(_job_name(request), since, view.host or None, 1, wait, "lines")
+
+
 def _wait(request: PageRequest) -> float:
     wait = _whole("wait", request.query.get("wait", "")) or 0
     if wait > _MAX_WAIT:
@@ -289,12 +288,11 @@ def _logs(
     limit: int,
     *,
     tail: bool = False,
-    wait: float = 0.0,
 ) -> dict[str, Any]:
     # The route's handler is async (its long-poll waits on the event loop): run it there.
     handler = request.ui.output.logs
     result: dict[str, Any] = anyio.from_thread.run(
-        handler, name, after, host, limit, wait, "lines", limit if tail else 0
+        handler, name, after, host, limit, 0.0, "lines", limit if tail else 0
     )
     return result
 
@@ -401,5 +399,6 @@ JOB_PAGE = Page(
     render=render,
     scripts=("job.js",),
     parts={"overview": overview, "metrics": metrics, "log": log},
+    waits={"log": follow_wait},
     actions={"stop": stop},
 )
