@@ -19,6 +19,8 @@ RENAMED = {
     "s3_output_path": "output_path",
     "env": "environment",
     "metrics": "metric_definitions",
+    "container_entry_point": "container_entrypoint",
+    "container_arguments": "container_args",
 }
 NO_MEANING = [
     "volume_size",

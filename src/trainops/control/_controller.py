@@ -175,7 +175,8 @@ class JobController:
         check_job_name(job_name)
         _check_launcher(spec)
         _check_python(spec, self.settings)
-        self.check_code(code_uri)
+        if code_uri or spec.container_entrypoint is None:  # a command may come with no code
+            self.check_code(code_uri)
         output = spec.output_path or self.settings.default_output_uri
         if self.backend.spans_machines:
             _check_shared_storage(spec, code_uri, output, self.settings.shared_paths)

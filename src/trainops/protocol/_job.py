@@ -64,6 +64,14 @@ def _fields(cls: type, raw: Any, where: str) -> dict[str, Any]:
     return {n: raw[n] for n in names}
 
 
+def _argv(raw: Any, where: str) -> list[str] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, list | tuple) or not all(isinstance(a, str) for a in raw):
+        raise SpecViewError(f"{where}: expected a list of strings")
+    return list(raw)
+
+
 @dataclass(frozen=True, slots=True)
 class FileSystemSpec:
     """A shared directory shown at ``input/data/<name>`` without copying."""
@@ -307,6 +315,8 @@ class SubmittedJob:
     tensorboard_output_config: TensorBoardSpec | None
     distribution: DistributionSpec
     python: str | None  # the script's interpreter; None: the agent's own
+    container_entrypoint: list[str] | None  # a command run instead of entry_point (argv)
+    container_args: list[str]
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> SubmittedJob:
@@ -316,6 +326,8 @@ class SubmittedJob:
             raw = {**raw, "use_spot_instances": False, "chaos": None}  # stored before spot
         if isinstance(raw, Mapping) and "python" not in raw:
             raw = {**raw, "python": None}  # stored before image mappings
+        if isinstance(raw, Mapping) and "container_entrypoint" not in raw:
+            raw = {**raw, "container_entrypoint": None, "container_args": []}  # stored before
         data = _fields(cls, raw, "spec")
         inputs = _mapping(data["inputs"], "inputs")
         data["inputs"] = tuple(ChannelSpec.from_json(k, v) for k, v in inputs.items())
@@ -341,6 +353,8 @@ class SubmittedJob:
             **_fields(RetrySpec, data["retry_strategy"], "retry_strategy")
         )
         data["distribution"] = DistributionSpec.from_json(data["distribution"])
+        data["container_entrypoint"] = _argv(data["container_entrypoint"], "container_entrypoint")
+        data["container_args"] = _argv(data["container_args"], "container_args") or []
         if data["profiler_config"] is not None:
             data["profiler_config"] = ProfilerSpec.from_json(data["profiler_config"])
         if not isinstance(data["rules"], list | tuple):

@@ -112,6 +112,16 @@ def spec_sections(spec: SubmittedJob, settings: Settings) -> dict[str, Any]:
     return _spec_sections(spec, settings, job_masker(spec))
 
 
+def _container_command(spec: SubmittedJob) -> dict[str, Any]:
+    """A container command's argv, as the request named it (absent for an entry point)."""
+    if spec.container_entrypoint is None:
+        return {}
+    found: dict[str, Any] = {"ContainerEntrypoint": list(spec.container_entrypoint)}
+    if spec.container_args:
+        found["ContainerArguments"] = list(spec.container_args)
+    return found
+
+
 def _spec_sections(spec: SubmittedJob, settings: Settings, mask: Masker) -> dict[str, Any]:
     checkpoint = spec.checkpoint
     stopping = spec.stopping_condition
@@ -124,6 +134,7 @@ def _spec_sections(spec: SubmittedJob, settings: Settings, mask: Masker) -> dict
             "MetricDefinitions": [
                 {"Name": m.name, "Regex": m.regex} for m in spec.metric_definitions
             ],
+            **_container_command(spec),
         },
         "ResourceConfig": {
             "InstanceType": spec.instance_type,

@@ -31,7 +31,11 @@ from trainops.protocol import DEFAULT_CHECKPOINT_PATH, RESERVED_HYPERPARAMETERS,
 from trainops.spec._argsize import argument_text, check_argument_size
 from trainops.spec._base import FieldValueError, SpecModel
 from trainops.spec._debugger import DebuggerHookConfig, with_rule_collections
-from trainops.spec._distribution import DistributionConfig, check_distribution
+from trainops.spec._distribution import (
+    DistributionConfig,
+    check_distribution,
+    launchers_enabled,
+)
 from trainops.spec._names import JOB_NAME
 from trainops.spec._profiler import (
     ProfilerConfig,
@@ -77,6 +81,8 @@ MAX_HYPERPARAMETER_LENGTH = 2500
 MAX_CHANNELS = 20
 MAX_METRICS = 40
 MAX_ENVIRONMENT = 100
+MAX_COMMAND_ITEMS = 100  # the API's ContainerEntrypoint and ContainerArguments
+MAX_COMMAND_ITEM = 256
 MAX_RUNTIME_LIMIT = 28 * 24 * 3600
 MAX_WAIT_LIMIT = 2 * MAX_RUNTIME_LIMIT
 DEFAULT_CHANNEL = "training"  # the SDK's name for a single input given as one URI
@@ -492,6 +498,19 @@ class JobSpec(SpecModel):
     tensorboard_output_config: TensorBoardOutputConfig | None = None
     # Last: its checks read entry_point, instance_type and instance_count, validated before it.
     distribution: DistributionConfig = Field(default_factory=DistributionConfig)
+    container_entrypoint: list[str] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_COMMAND_ITEMS,
+        description="A command to run instead of the entry point (SageMaker's "
+        "AlgorithmSpecification.ContainerEntrypoint): an argv list, never a shell string, run "
+        "in the code directory with the host's tree shown at /opt/ml (needs mount_opt_ml)",
+    )
+    container_args: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_COMMAND_ITEMS,
+        description="The arguments after container_entrypoint (ContainerArguments)",
+    )
     python: str | None = Field(
         default=None,
         max_length=4096,
@@ -507,6 +526,37 @@ class JobSpec(SpecModel):
         if Path(value).is_absolute() or ".." in Path(value).parts:
             raise ValueError("must be a path relative to source_dir, without '..'")
         return value
+
+    @field_validator("container_entrypoint", "container_args")
+    @classmethod
+    def _command(cls, value: list[str] | None) -> list[str] | None:
+        for i, item in enumerate(value or []):
+            if not item or len(item) > MAX_COMMAND_ITEM or "\x00" in item:
+                raise ValueError(
+                    f"item {i} must be 1-{MAX_COMMAND_ITEM} characters without a NUL character"
+                )
+        return value
+
+    @model_validator(mode="after")
+    def _container_command(self) -> JobSpec:
+        """A container command names the /opt/ml tree itself and is its own launcher."""
+        if self.container_entrypoint is None:
+            if self.container_args:
+                raise FieldValueError("container_args", "needs container_entrypoint")
+            return self
+        if not self.mount_opt_ml:
+            raise FieldValueError(
+                "mount_opt_ml",
+                "is false, but container_entrypoint runs a command that reads the tree at "
+                "/opt/ml, as a SageMaker container does",
+            )
+        if launchers_enabled(self.distribution):
+            raise FieldValueError(
+                "distribution",
+                "a launcher cannot start container_entrypoint: the command starts its own "
+                "processes (as a SageMaker container's entrypoint does)",
+            )
+        return self
 
     @field_validator("python")
     @classmethod

@@ -50,8 +50,8 @@ ESTIMATOR_ARGUMENTS: dict[str, str] = {
     "model_uri": "use an input channel, e.g. inputs: {model: <uri>}",
     "model_channel_name": "use an input channel, e.g. inputs: {model: <uri>}",
     "instance_groups": "use instance_type and instance_count (one group of identical hosts)",
-    "container_entry_point": "use entry_point",
-    "container_arguments": "use hyperparameters (passed to the script as --name value)",
+    "container_entry_point": "use container_entrypoint (an argv list), or entry_point",
+    "container_arguments": "use container_args (with container_entrypoint), or hyperparameters",
     "dependencies": "copy them into source_dir (or list packages in requirements.txt)",
     "git_config": "check the repository out locally and point source_dir at it",
     "code_location": (

@@ -120,6 +120,11 @@ SAMPLES: dict[str, dict[str, Any]] = {
         "NextToken": "abc",
     },
     "GetCallerIdentity": {},
+    "GetRole": {"RoleName": "SageMakerRole"},
+    "SimulatePrincipalPolicy": {
+        "PolicySourceArn": "arn:aws:iam::000000000000:role/SageMakerRole",
+        "ActionNames": ["sagemaker:CreateTrainingJob"],
+    },
     "DescribeLogStreams": {
         "logGroupName": "/aws/sagemaker/TrainingJobs",
         "logStreamNamePrefix": "my-job-1/",

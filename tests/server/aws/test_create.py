@@ -227,3 +227,42 @@ def test_a_hostile_image_name_is_refused_without_echoing_its_characters(image: s
     message = caught.value.message
     assert "no images entry can name it" in message
     assert "\u202e" not in message and "\x1b" not in message and "images: [" not in message
+
+
+def _model_trainer_request(**algorithm: object) -> dict[str, object]:
+    """SAMPLES' request in the SDK v3 ModelTrainer's shape: no framework hyperparameters, a
+    container command instead."""
+    request = copy.deepcopy(SAMPLES["CreateTrainingJob"])
+    request["HyperParameters"] = {"epochs": "3"}
+    request["AlgorithmSpecification"] |= {  # type: ignore[operator]
+        "ContainerEntrypoint": ["/bin/bash"],
+        "ContainerArguments": ["-c", "/opt/ml/input/data/sm_drivers/sm_train.sh"],
+        **algorithm,
+    }
+    return request
+
+
+def test_a_container_command_needs_no_source_tarball() -> None:
+    request = _model_trainer_request()
+    params = hyperparameters(request)
+    assert code_uri_of(params, request) == ""  # the code comes as a channel
+    spec = JobSpec(**spec_of(request, params))
+    assert spec.container_entrypoint == ["/bin/bash"]
+    assert spec.container_args == ["-c", "/opt/ml/input/data/sm_drivers/sm_train.sh"]
+    assert spec.entry_point == "bash"  # a label (the job's name base): the command runs
+    assert spec.hyperparameters == {"epochs": "3"}
+
+
+@pytest.mark.parametrize(
+    ("entrypoint", "label"),
+    [(["/usr/bin/env", "python3"], "env"), (["/"], "command"), (["/x/<b>"], "command")],
+)
+def test_a_container_command_s_label_is_a_plain_name(entrypoint: list[str], label: str) -> None:
+    request = _model_trainer_request(ContainerEntrypoint=entrypoint)
+    assert spec_of(request, hyperparameters(request))["entry_point"] == label
+
+
+def test_without_a_container_command_the_tarball_is_still_needed() -> None:
+    request = copy.deepcopy(SAMPLES["CreateTrainingJob"])
+    with pytest.raises(AwsError, match="or name the command to run in"):
+        code_uri_of(hyperparameters(request), request)

@@ -46,6 +46,8 @@ RULES_IMAGE = "503895931360.dkr.ecr.us-east-1.amazonaws.com/sagemaker-debugger-r
 #: the member's request path, it must come back (as a part of the answer) at its response path.
 SENT: dict[str, Any] = {
     "hyperparameters": {"epochs": "3", "lr": "0.1"},
+    "container_entrypoint": ["/bin/bash"],
+    "container_args": ["/opt/ml/input/data/sm_drivers/sm_train.sh"],
     "instance_type": "ml.c5.xlarge",
     "instance_count": 2,
     "environment": {"MODE": "fast"},

@@ -6,6 +6,7 @@ so the script's arguments and ``SM_*`` variables come from the same file it can 
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -40,6 +41,14 @@ def write_configs(tree: HostTree, assignment: Assignment, job: SubmittedJob) -> 
         job_name=assignment.job_name,
         region=assignment.region,
     )
+    if job.container_entrypoint is not None:
+        # A container command is not the training toolkit: it is given the request's
+        # hyperparameters only, text as sent, as the service gives a container (no
+        # sagemaker_* entries, no JSON encoding added).
+        hps = {
+            key: value if isinstance(value, str) else json.dumps(value)
+            for key, value in job.hyperparameters.items()
+        }
     tree.write_config(HYPERPARAMETERS, hps)
     resources = resource_config(assignment.current_host, assignment.hosts, job.instance_type)
     tree.write_config("resourceconfig.json", resources)
@@ -96,5 +105,7 @@ def script_command(
         decode_hyperparameters(tree.read_config(HYPERPARAMETERS))
     )
     args = to_cmd_args(user)
+    if job.container_entrypoint is not None:  # an argv list the request named: no shell built
+        return ScriptCommand([*job.container_entrypoint, *job.container_args], python, [])
     argv = entry_point_command(kind, tree.code_dir, job.entry_point, python, args)
     return ScriptCommand(argv, python, args)

@@ -29,6 +29,7 @@ from trainops.server.aws._wire import MAX_AWS_BODY, AwsWire, is_aws_request
 
 AWS_SERVICES.register_lazy("sagemaker", "trainops.server.aws._sagemaker:sagemaker_service")
 AWS_SERVICES.register_lazy("sts", "trainops.server.aws._sts:sts_service")
+AWS_SERVICES.register_lazy("iam", "trainops.server.aws._iam:iam_service")
 AWS_SERVICES.register_lazy("logs", "trainops.server.aws._logs:logs_service")
 AWS_SERVICES.register_lazy("monitoring", "trainops.server.aws._metrics:metrics_service")
 

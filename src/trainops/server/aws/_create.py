@@ -12,7 +12,9 @@ at once, saying so. The SageMaker Python SDK JSON-encodes every hyperparameter v
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
+from pathlib import PurePosixPath
 from typing import Any
 
 from trainops.protocol import LAUNCHER_FLAGS
@@ -31,6 +33,7 @@ _MPI_OPTIONS = "sagemaker_mpi_custom_mpi_options"
 _DATA_PARALLEL = "sagemaker_distributed_dataparallel_enabled"
 _DATA_PARALLEL_OPTIONS = "sagemaker_distributed_dataparallel_custom_mpi_options"
 _XLA = "sagemaker_pytorch_xla_multi_worker_enabled"
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
 _DISTRIBUTION = {"FullyReplicated": "FullyReplicated", "ShardedByS3Key": "ShardedByKey"}
 
 
@@ -54,13 +57,18 @@ def _unwrapped(value: str) -> str:
     return value
 
 
-def code_uri_of(params: dict[str, str]) -> str:
+def code_uri_of(params: dict[str, str], body: dict[str, Any] | None = None) -> str:
+    """The source tarball's URI; ``""`` (no tarball) for a request that names its own
+    ContainerEntrypoint without one (the SDK v3's ModelTrainer: its code is a channel)."""
     uri = params.get(SUBMIT_DIRECTORY)
+    if not uri and _container_entrypoint(body or {}):
+        return ""
     if not uri:
         raise _invalid(
             f"HyperParameters has no {SUBMIT_DIRECTORY}: trainops runs the script from the "
             "source tarball that hyperparameter names (the SDK's framework estimators set it; "
-            "with boto3, upload sourcedir.tar.gz and set it and sagemaker_program)"
+            "with boto3, upload sourcedir.tar.gz and set it and sagemaker_program; or name the "
+            "command to run in AlgorithmSpecification.ContainerEntrypoint)"
         )
     return uri
 
@@ -76,7 +84,7 @@ def spec_of(
     set, the channels, the Python that ``images``, the server's setting, maps TrainingImage to)."""
     algorithm = body.get("AlgorithmSpecification") or {}
     python = _python_of(algorithm, images)
-    program = params.get(PROGRAM)
+    program = params.get(PROGRAM) or _command_name(_container_entrypoint(body))
     if not program:
         raise _invalid(
             f"HyperParameters has no {PROGRAM}: name the entry point script (the SDK's "
@@ -98,6 +106,19 @@ def spec_of(
     if python is not None:
         by_hand["python"] = python
     return by_hand | declared_spec(body) | profiler_sections(body)
+
+
+def _container_entrypoint(body: dict[str, Any]) -> list[str]:
+    return list((body.get("AlgorithmSpecification") or {}).get("ContainerEntrypoint") or [])
+
+
+def _command_name(entrypoint: list[str]) -> str | None:
+    """The spec's entry point (the job's name base and label) for a ContainerEntrypoint: its
+    program's file name (``/bin/bash``: ``bash``); the command runs, not this name."""
+    if not entrypoint:
+        return None
+    name = PurePosixPath(entrypoint[0]).name
+    return name if _PLAIN_NAME.fullmatch(name) and name not in {".", ".."} else "command"
 
 
 def _enabled(value: str | None) -> bool:

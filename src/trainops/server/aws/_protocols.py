@@ -14,6 +14,7 @@ first of the model's ``protocols`` that botocore supports): CloudWatch metrics' 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qsl
@@ -86,11 +87,13 @@ _QUERY_CODES = {
     "IncompleteSignatureException": "IncompleteSignature",
     "UnknownOperationException": "InvalidAction",
     "SerializationException": "MalformedInput",
+    "ValidationException": "ValidationError",
 }
 
 
 class QueryProtocol:
-    """AWS's query protocol: top-level scalar members only (all STS's answered operations have)."""
+    """AWS's query protocol: top-level scalars and lists of scalars (all that STS's and IAM's
+    answered operations take)."""
 
     def __init__(self, namespace: str) -> None:
         self.namespace = namespace
@@ -104,7 +107,7 @@ class QueryProtocol:
         except (UnicodeDecodeError, ValueError):
             raise AwsError(400, "MalformedQueryString", "The request is not a form") from None
         form.pop("Version", None)
-        return form.pop("Action", ""), form
+        return form.pop("Action", ""), _lists(form)
 
     def answer(self, value: Any, model: OperationModel, rid: str) -> Response:
         name = model.name
@@ -128,6 +131,27 @@ class QueryProtocol:
             f"<RequestId>{rid}</RequestId></ErrorResponse>"
         )
         return Response(text, exc.status, headers={"x-amzn-RequestId": rid}, media_type="text/xml")
+
+
+_LIST_ITEM = re.compile(r"([A-Za-z][A-Za-z0-9]*)\.member\.([1-9][0-9]{0,2})")
+
+
+def _lists(form: dict[str, str]) -> dict[str, Any]:
+    """The form's top-level lists of scalars (``Names.member.1=a&Names.member.2=b``) as lists,
+    in their numbers' order; a list with a gap in its numbers is refused."""
+    found: dict[str, Any] = {}
+    items: dict[str, dict[int, str]] = {}
+    for key, value in form.items():
+        item = _LIST_ITEM.fullmatch(key)
+        if item is None:
+            found[key] = value
+        else:
+            items.setdefault(item.group(1), {})[int(item.group(2))] = value
+    for name, numbered in items.items():
+        if sorted(numbered) != list(range(1, len(numbered) + 1)):
+            raise AwsError(400, "MalformedQueryString", f"{name}: list items are not 1..n")
+        found[name] = [numbered[n] for n in sorted(numbered)]
+    return found
 
 
 def _xml(value: Any, shape: Shape) -> str:

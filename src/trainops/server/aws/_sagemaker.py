@@ -164,7 +164,7 @@ class _Operations:
     def create_training_job(self, body: dict[str, Any]) -> dict[str, Any]:
         name = body["TrainingJobName"]
         params = hyperparameters(body)
-        code_uri = code_uri_of(params)
+        code_uri = code_uri_of(params, body)
         tags = check_tags(body.get("Tags") or [])
         try:
             spec = JobSpec(**spec_of(body, params, self.settings.server.images))

@@ -106,6 +106,8 @@ MEMBERS: tuple[Member, ...] = (
         rest="AlgorithmSpecification.EntryPoint",
     ),
     _member("hyperparameters", "HyperParameters", "by hand"),
+    _member("container_entrypoint", "AlgorithmSpecification.ContainerEntrypoint"),
+    _member("container_args", "AlgorithmSpecification.ContainerArguments"),
     _member("instance_type", "ResourceConfig.InstanceType"),
     _member("instance_count", "ResourceConfig.InstanceCount"),
     _member("environment", "Environment"),
