@@ -11,9 +11,6 @@ service answers at most a megabyte).
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 from collections.abc import Callable, Collection
 from typing import Any
 
@@ -30,6 +27,7 @@ from trainops.server.aws._log_words import (
     term_filter,
     token,
 )
+from trainops.server.aws._paging import page_of
 from trainops.server.aws._sagemaker import ACCOUNT_ID
 from trainops.server.aws._services import AwsOperation, AwsService
 from trainops.store import LogPosition, LogStreamStats, MetadataStore, StreamLine
@@ -117,12 +115,10 @@ class _Operations:
             names = sorted(named)
         if body.get("descending", False):
             names.reverse()
-        start, size = _offset(body.get("nextToken")), int(body.get("limit", 50))
-        answer: dict[str, Any] = {
-            "logStreams": [self._stream_summary(n, named[n]) for n in names[start : start + size]]
-        }
-        if start + size < len(names):
-            answer["nextToken"] = _offset_token(start + size)
+        page, token = page_of(names, body.get("nextToken"), int(body.get("limit", 50)), _bad_token)
+        answer: dict[str, Any] = {"logStreams": [self._stream_summary(n, named[n]) for n in page]}
+        if token is not None:
+            answer["nextToken"] = token
         return answer
 
     def _stream_summary(self, name: str, stream: LogStreamStats) -> dict[str, Any]:
@@ -245,17 +241,5 @@ def _masked(store: MetadataStore, lines: list[StreamLine]) -> list[str]:
     return texts
 
 
-def _offset_token(offset: int) -> str:
-    return base64.urlsafe_b64encode(json.dumps({"offset": offset}).encode()).decode()
-
-
-def _offset(text: str | None) -> int:
-    if text is None:
-        return 0
-    try:
-        offset = json.loads(base64.urlsafe_b64decode(text.encode()))["offset"]
-    except (ValueError, KeyError, TypeError, binascii.Error):
-        offset = None
-    if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
-        raise invalid("The specified nextToken is invalid.")
-    return offset
+def _bad_token() -> AwsError:
+    return invalid("The specified nextToken is invalid.")

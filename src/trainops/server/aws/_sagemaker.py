@@ -11,12 +11,7 @@ the timestamps (``_shapes.to_wire``).
 
 from __future__ import annotations
 
-import base64
-import binascii
-import calendar
-import json
 import time
-from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -28,6 +23,7 @@ from trainops.server._redaction import Masker
 from trainops.server._views import describe, job_masker
 from trainops.server.aws._create import code_uri_of, hyperparameters, spec_of
 from trainops.server.aws._errors import AwsError
+from trainops.server.aws._paging import page_of, within_windows
 from trainops.server.aws._schema import KEPT, kept_of, with_kept
 from trainops.server.aws._services import AwsOperation, AwsService
 from trainops.server.aws._tags import MAX_TAGS, check_tags, tag_operations
@@ -49,10 +45,12 @@ __all__ = [
 ACCOUNT_ID = "000000000000"
 _NOT_FOUND = "Requested resource not found."
 _MAX_SCANNED = 100_000  # jobs a ListTrainingJobs call filters and sorts at most
-_EPOCH_SPAN = (
-    6e10  # seconds either side of 1970 a datetime holds (years 69 to 3871): bounds clamped
-)
 _SORT_KEYS = {"Name": "name", "CreationTime": "creation_time", "Status": "status"}
+
+
+def bad_token() -> AwsError:
+    """A page token that is not one of ours, as the service words it."""
+    return AwsError(400, "ValidationException", "Invalid pagination token")
 
 
 def training_job_arn(region: str, name: str) -> str:
@@ -210,17 +208,18 @@ class _Operations:
             created_before=_widened(body.get("CreationTimeBefore"), 1),
             limit=_MAX_SCANNED,
         )
-        jobs = [j for j in jobs if _within(j, body)]
+        jobs = [j for j in jobs if within_windows(j.creation_time, j.last_modified_time, body)]
         if body.get("WarmPoolStatusEquals"):
             jobs = []  # no job here has a warm pool (trainops keeps none), so none has the status
         key = _SORT_KEYS[body.get("SortBy", "CreationTime")]
         descending = body.get("SortOrder", "Descending") == "Descending"
         jobs.sort(key=lambda j: (getattr(j, key), j.order), reverse=descending)
-        start, size = _offset(body.get("NextToken")), int(body.get("MaxResults", 10))
-        page = jobs[start : start + size]
+        page, token = page_of(
+            jobs, body.get("NextToken"), int(body.get("MaxResults", 10)), bad_token
+        )
         answer: dict[str, Any] = {"TrainingJobSummaries": [self._summary(j) for j in page]}
-        if start + size < len(jobs):
-            answer["NextToken"] = _token(start + size)
+        if token is not None:
+            answer["NextToken"] = token
         return answer
 
     def _summary(self, job: JobRecord) -> dict[str, Any]:
@@ -241,41 +240,3 @@ def _one_line(exc: Exception) -> str:
 
 def _widened(bound: float | None, by_ms: int) -> float | None:
     return None if bound is None else bound + by_ms / 1000
-
-
-def _ms(when: float) -> int:
-    """A time in whole milliseconds, the API's precision, read as botocore reads an answer's
-    time (a datetime, to the nearest microsecond): a time read from an answer and sent back as
-    a bound (in microseconds, milliseconds or seconds) names that same moment."""
-    moment = datetime.fromtimestamp(min(max(when, -_EPOCH_SPAN), _EPOCH_SPAN), UTC)
-    return calendar.timegm(moment.timetuple()) * 1000 + moment.microsecond // 1000
-
-
-def _within(job: JobRecord, body: dict[str, Any]) -> bool:
-    """Whether the job's times are strictly inside the request's time windows."""
-    for when, field in (
-        (job.creation_time, "CreationTime"),
-        (job.last_modified_time, "LastModifiedTime"),
-    ):
-        after, before = body.get(f"{field}After"), body.get(f"{field}Before")
-        if (after is not None and not _ms(when) > _ms(after)) or (
-            before is not None and not _ms(when) < _ms(before)
-        ):
-            return False
-    return True
-
-
-def _token(offset: int) -> str:
-    return base64.urlsafe_b64encode(json.dumps({"offset": offset}).encode()).decode()
-
-
-def _offset(token: str | None) -> int:
-    if token is None:
-        return 0
-    try:
-        offset = json.loads(base64.urlsafe_b64decode(token.encode()))["offset"]
-    except (ValueError, KeyError, TypeError, binascii.Error):
-        offset = None
-    if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
-        raise AwsError(400, "ValidationException", "Invalid pagination token")
-    return offset

@@ -12,7 +12,6 @@ DescribeHyperParameterTuningJob's shape), to which this adds only what the API s
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -22,11 +21,11 @@ from trainops._settings import Settings
 from trainops.control import JobController
 from trainops.server._views import job_masker, spec_sections
 from trainops.server.aws._errors import AwsError
+from trainops.server.aws._paging import page_of, within_windows
 from trainops.server.aws._sagemaker import (
-    _offset,
     _one_line,
-    _token,
     api_description,
+    bad_token,
     masked_kept,
     training_job_arn,
     tuning_job_arn,
@@ -259,20 +258,7 @@ def _matches(tuning: TuningJobRecord, body: dict[str, Any]) -> bool:
     contains = body.get("NameContains")
     if contains is not None and contains.lower() not in tuning.name.lower():
         return False
-    for moment, field in (
-        (tuning.creation_time, "CreationTime"),
-        (tuning.last_modified_time, "LastModifiedTime"),
-    ):
-        after, before = body.get(f"{field}After"), body.get(f"{field}Before")
-        if (after is not None and not _ms(moment) > _ms(after)) or (
-            before is not None and not _ms(moment) < _ms(before)
-        ):
-            return False
-    return True
-
-
-def _ms(when: float) -> float:
-    return math.floor(when * 1000) / 1000
+    return within_windows(tuning.creation_time, tuning.last_modified_time, body)
 
 
 def _trial_key(by: str) -> Callable[[TuningTrialRecord], tuple[Any, ...]]:
@@ -289,9 +275,8 @@ def _trial_key(by: str) -> Callable[[TuningTrialRecord], tuple[Any, ...]]:
 
 
 def _page(items: list[Any], body: dict[str, Any]) -> tuple[list[Any], dict[str, str]]:
-    start, size = _offset(body.get("NextToken")), int(body.get("MaxResults", 10))
-    more = start + size < len(items)
-    return items[start : start + size], ({"NextToken": _token(start + size)} if more else {})
+    page, token = page_of(items, body.get("NextToken"), int(body.get("MaxResults", 10)), bad_token)
+    return list(page), ({"NextToken": token} if token is not None else {})
 
 
 def _kept(body: dict[str, Any]) -> dict[str, Any]:
