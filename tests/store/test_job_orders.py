@@ -1,6 +1,7 @@
 """The store's job listing in each order (``JOB_ORDERS``), both directions: ties broken by
 submission order, keyset pages that walk every job once in the listing's own order, and each
-order read from an index (no sort of the whole table)."""
+order read from an index (no sort of the whole table), with a status filter too: one status
+reads its own index in that order (migration 0018), several merge a page of each."""
 
 from __future__ import annotations
 
@@ -75,3 +76,67 @@ def test_each_order_is_read_from_an_index(store: MetadataStore, tmp_path: Path, 
         plan = " | ".join(row[3] for row in other.execute(f"EXPLAIN QUERY PLAN {statement}"))
     other.close()
     assert "USING INDEX" in plan and "TEMP B-TREE" not in plan, plan
+
+
+_FILTERS = [["Failed"], ["Failed", "InProgress"], ["Completed", "Failed", "Completed"]]
+
+
+@pytest.mark.parametrize("order", list(JOB_ORDERS))
+@pytest.mark.parametrize("descending", [True, False])
+@pytest.mark.parametrize("statuses", _FILTERS)
+def test_a_status_filter_keeps_each_order_and_its_keyset_pages(
+    store: MetadataStore, order: str, descending: bool, statuses: list[str]
+) -> None:
+    whole = store.list_jobs(order=order, descending=descending, limit=100)
+    wanted = [j.name for j in whole if j.status in statuses]
+    walked: list[str] = []
+    after = None
+    while True:
+        page = store.list_jobs(
+            statuses=statuses, order=order, descending=descending, limit=3, after=after
+        )
+        walked += [j.name for j in page]
+        if len(page) < 3:
+            break
+        after = _key(order, page[-1])
+    assert walked == wanted
+
+
+def _plan(store: MetadataStore, path: Path, **listing: object) -> str:
+    seen: list[str] = []
+    store._conn.set_trace_callback(seen.append)  # the statement the store really runs
+    try:
+        store.list_jobs(limit=5, **listing)  # type: ignore[arg-type]
+    finally:
+        store._conn.set_trace_callback(None)
+    statement = next(s for s in seen if s.startswith("SELECT * FROM"))
+    with sqlite3.connect(path) as other:
+        plan = " | ".join(row[3] for row in other.execute(f"EXPLAIN QUERY PLAN {statement}"))
+    other.close()
+    return plan
+
+
+_AFTER = {"created": 105.0, "name": "job-05", "status": "Failed"}
+
+
+@pytest.mark.parametrize("order", list(JOB_ORDERS))
+@pytest.mark.parametrize("descending", [True, False])
+@pytest.mark.parametrize("paged", [False, True])
+def test_one_status_in_each_order_reads_its_index_and_sorts_nothing(
+    store: MetadataStore, tmp_path: Path, order: str, descending: bool, paged: bool
+) -> None:
+    after = (_AFTER[order], 9) if paged else None
+    plan = _plan(store, tmp_path / "trainops.db", statuses=["Failed"], order=order,
+                 descending=descending, after=after)  # fmt: skip
+    index = {"created": "jobs_by_status_creation", "name": "jobs_by_status_name"}
+    assert f"USING INDEX {index.get(order, 'jobs_by_status')} (status=?" in plan, plan
+    assert "TEMP B-TREE" not in plan and "SCAN jobs" not in plan, plan
+
+
+@pytest.mark.parametrize("order", list(JOB_ORDERS))
+def test_several_statuses_merge_a_page_of_each_read_from_its_index(
+    store: MetadataStore, tmp_path: Path, order: str
+) -> None:
+    plan = _plan(store, tmp_path / "trainops.db", statuses=["Failed", "Completed"], order=order)
+    assert plan.count("SEARCH jobs USING INDEX") == 2, plan
+    assert "SCAN jobs" not in plan, plan

@@ -60,6 +60,8 @@ __all__ = ["JOB_ORDERS", "MetadataStore"]
 #: The orders :meth:`MetadataStore.list_jobs` can list jobs in, each its indexed column.
 JOB_ORDERS = {"created": "creation_time", "name": "name", "status": "status"}
 
+#: Up to this many statuses, a listing merges a page of each (more: one scan, then a sort).
+_MERGED_STATUSES = 16
 _JOB_FIELDS = frozenset(JobRecord.__slots__) - {"name", "spec", "order", "creation_time"}
 _HOST_FIELDS = frozenset(HostRecord.__slots__) - {"job", "host", "attempt"}
 _JSON_FIELDS = frozenset({"resources", "reservation", "processes", "handle"})
@@ -168,15 +170,14 @@ class MetadataStore(TuningTables, TagTables, StudyTables, ApiRequestTables):
         """Jobs matching every given filter, by ``order`` (a key of :data:`JOB_ORDERS`; ties
         by submission), newest first by default. ``after`` is the keyset cursor of the page
         before: the last job's ``(value of the order's column, JobRecord.order)``. Each order
-        reads an index (``jobs_by_creation``, the name's unique index, ``jobs_by_status``)."""
+        reads an index (``jobs_by_creation``, the name's unique index, ``jobs_by_status``); with
+        ``statuses``, each status reads its own in that order (``jobs_by_status_creation``,
+        ``jobs_by_status_name``, ``jobs_by_status``) up to ``limit``, and several are merged."""
         if order not in JOB_ORDERS:
             raise ValueError(f"order {order!r} is not one of {', '.join(JOB_ORDERS)}")
         column = JOB_ORDERS[order]
         where: list[str] = ["1 = 1"]
         args: list[Any] = []
-        if statuses:
-            where.append(f"status IN ({', '.join('?' * len(statuses))})")
-            args.extend(statuses)
         if name_contains:
             where.append("instr(lower(name), lower(?)) > 0")
             args.append(name_contains)
@@ -191,9 +192,26 @@ class MetadataStore(TuningTables, TagTables, StudyTables, ApiRequestTables):
             args.extend(after)
         direction = "DESC" if descending else "ASC"
         # Only fixed clauses and column names are joined in; every value is a bound parameter.
+        by = f" ORDER BY {column} {direction}, id {direction} LIMIT ?"
         sql = f"SELECT * FROM jobs WHERE {' AND '.join(where)}"  # noqa: S608
-        sql += f" ORDER BY {column} {direction}, id {direction}"
-        return [JobRecord.from_row(r) for r in self._read(sql + " LIMIT ?", (*args, limit))]
+        return [JobRecord.from_row(r) for r in self._read_jobs(sql, by, args, statuses, limit)]
+
+    def _read_jobs(
+        self, sql: str, by: str, args: list[Any], statuses: Sequence[str], limit: int
+    ) -> list[sqlite3.Row]:
+        """``sql`` ordered ``by``, in any of ``statuses`` (every job when none). One status reads
+        its index in this order (0018) up to ``limit``; a few are a page of each, merged, so the
+        sort is of ``limit`` rows per status, never of every job of those statuses."""
+        distinct = list(dict.fromkeys(statuses))
+        if not distinct:
+            return self._read(sql + by, (*args, limit))
+        if len(distinct) == 1 or len(distinct) > _MERGED_STATUSES:
+            where = f" AND status IN ({', '.join('?' * len(distinct))})"
+            return self._read(sql + where + by, (*args, *distinct, limit))
+        one = f"SELECT * FROM ({sql} AND status = ?{by})"  # noqa: S608
+        merged = " UNION ALL ".join([one] * len(distinct))
+        each = [value for status in distinct for value in (*args, status, limit)]
+        return self._read(f"SELECT * FROM ({merged}){by}", (*each, limit))  # noqa: S608
 
     def active_jobs(self, statuses: Sequence[str]) -> list[JobRecord]:
         """Jobs in ``statuses``, or with a host of their current attempt that has not exited."""
