@@ -83,6 +83,7 @@ def test_the_table_lists_every_public_route_once_in_document_order(
         ("GET", "/jobs/{name}/metric-series", "metric_series"),
         ("GET", "/jobs/{name}/profiler-report", "profiler_report"),
         ("GET", "/jobs/{name}/cost", "cost"),
+        ("GET", "/jobs/{name}/checkpoints", "checkpoints"),
         ("POST", "/tuning-jobs", "create"),
         ("GET", "/tuning-jobs", "list_tuning_jobs"),
         ("GET", "/tuning-jobs/{name}", "describe"),

@@ -1,5 +1,6 @@
 """The report routes: ``GET /api/v1/jobs/{name}/profiler-report``, the profiler report's data,
-and ``GET /api/v1/jobs/{name}/cost``, the job's cost advice.
+``GET /api/v1/jobs/{name}/cost``, the job's cost advice, and ``GET
+/api/v1/jobs/{name}/checkpoints``, what each host's checkpoint sync did.
 
 The reports are computed here, on the server, from the store and the job's profiler prefix, so a
 client needs no access to the object store (a remote server's store may be out of its reach);
@@ -18,6 +19,7 @@ from trainops.report import NoProfilerDataError, job_report
 from trainops.server._http import ApiError
 from trainops.server._routing import Operation, Param
 from trainops.server.routes._shapes import API, json_object
+from trainops.store import CheckpointRecord
 
 #: Bounds of an interruption rate a cost question may ask about (per hour: one a second at most).
 MIN_RATE_PER_HOUR = 0.001
@@ -77,8 +79,18 @@ class ReportRoutes:
         return job_spot_cost(self.controller.store, name, own, time.time(),
                              interruptions_per_hour, checkpoint_seconds).to_json()  # fmt: skip
 
+    def checkpoints(self, name: str) -> dict[str, Any]:
+        """A job's checkpoint records, oldest first: per host and attempt, what its checkpoint
+        sync restored at start, synced (every finished file uploaded), failed to sync or left
+        behind, with the files and bytes, the newest file's write time, the seconds the script
+        took writing it and the sync took uploading it, and why (a failure). 404 for an
+        unknown job."""
+        self.controller.job(name)
+        records = self.controller.store.checkpoints(name)
+        return {"TrainingJobName": name, "Checkpoints": [_checkpoint(r) for r in records]}
+
     def operations(self) -> list[Operation]:
-        """``GET /jobs/{name}/profiler-report`` and ``GET /jobs/{name}/cost``."""
+        """``GET /jobs/{name}/profiler-report``, ``.../cost`` and ``.../checkpoints``."""
         return [
             Operation(
                 "GET",
@@ -97,7 +109,27 @@ class ReportRoutes:
                 auth="token",
                 returns=_COST,
             ),
+            Operation(
+                "GET",
+                f"{API}/jobs/{{name}}/checkpoints",
+                self.checkpoints,
+                errors=(404,),
+                auth="token",
+                returns=_CHECKPOINTS,
+            ),
         ]
+
+
+def _checkpoint(record: CheckpointRecord) -> dict[str, Any]:
+    data = record.event_data()
+    return {"Host": record.host, "Attempt": record.attempt,
+            **{_CHECKPOINT_KEYS[k]: v for k, v in data.items()}}  # fmt: skip
+
+
+_CHECKPOINT_KEYS = {
+    "kind": "Kind", "at": "At", "files": "Files", "bytes": "Bytes", "newest_write": "NewestWrite",
+    "write_seconds": "WriteSeconds", "upload_seconds": "UploadSeconds", "reason": "Reason",
+}  # fmt: skip
 
 
 _RATE = Param(
@@ -132,4 +164,10 @@ _COST = json_object(
     SpotCostUsd=_NUMBER,
     Interruptions={"type": "array", "items": {"type": "object"}},
     CheckpointInterval={"type": "object"},
+)
+_CHECKPOINTS = json_object(
+    "TrainingJobName",
+    "Checkpoints",
+    TrainingJobName={"type": "string"},
+    Checkpoints={"type": "array", "items": {"type": "object"}},
 )

@@ -24,6 +24,7 @@ from starlette.routing import Route
 from trainops.report import REPORT_CSP, render_html
 from trainops.server._body import read_body
 from trainops.server._http import error_answer
+from trainops.server.ui._artifacts import ARTIFACT_PATH, artifact_response
 from trainops.server.ui._auth import Session, UiAuth, csrf_matches
 from trainops.server.ui._layout import SECURITY_HEADERS, csrf_field, layout
 from trainops.server.ui._page import PAGES, Page, PageRequest, UiContext, UiError, esc
@@ -60,6 +61,7 @@ class UiSite:
             Route("/ui/login", self._login, methods=["GET", "POST"]),
             Route("/ui/logout", self._logout, methods=["POST"]),
             Route(REPORT_PATH, self._report, methods=["GET"]),
+            Route(ARTIFACT_PATH, self._artifact, methods=["GET"]),
         ]
         for name in PAGES:
             page = PAGES[name]
@@ -125,6 +127,17 @@ class UiSite:
         except Exception as exc:
             return self._failure(exc)
         return HTMLResponse(render_html(data), headers=dict(REPORT_HEADERS))
+
+    async def _artifact(self, request: Request) -> Response:
+        """A job's model or output archive as an attachment (``_artifacts``)."""
+        session, _new = self._session(request)
+        if session is None:
+            return _redirect("/ui/login")
+        job, artifact = request.path_params["job"], request.path_params["artifact"]
+        try:
+            return await artifact_response(self.ui, job, artifact)
+        except Exception as exc:
+            return self._failure(exc)
 
     # --- pages, parts, actions ----------------------------------------------------------------
 

@@ -1,13 +1,15 @@
 """A job's page (``/ui/jobs/{job}``): its status and status timeline, failure reason, hosts and
 ranks, cost, hyperparameters, spec (as YAML), every metric as a chart, its log (followed live or
 paged, filtered by host, rank and stream, searched), the profiler's utilization timelines, the
-profiler and debugger rules' verdicts with their evidence, its artifacts, its cost and checkpoint
-advice, and a stop button.
+profiler and debugger rules' verdicts with their evidence, its artifacts (the model and output
+archives with a download link: ``ui/_artifacts``), its checkpoints with their sync state, its
+cost and checkpoint advice, and a stop button.
 
 Everything comes from the API's own handlers: ``GET /api/v1/jobs/{name}`` (``describe_job``),
 ``GET /jobs/{name}/metric-series`` (each metric downsampled on the server: min, max and last per
 pixel), ``GET /jobs/{name}/logs`` (``tail`` to follow the end, ``after`` to page; never the whole
-log), ``GET /jobs/{name}/profiler-report`` (its timelines) and ``GET /jobs/{name}/cost``. The
+log), ``GET /jobs/{name}/profiler-report`` (its timelines), ``GET /jobs/{name}/checkpoints`` and ``GET
+/jobs/{name}/cost``. The
 status and metrics are live parts that ``ui.js`` refreshes; the log, while followed, is
 long-polled by ``job.js`` (``wait``: the part answers when a line after ``since`` arrives,
 through the logs route's own long-poll), so a new line shows in well under a second.
@@ -16,6 +18,7 @@ through the logs route's own long-poll), so a new line shows in well under a sec
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -23,6 +26,7 @@ import anyio.from_thread
 import yaml
 
 from trainops.server._http import ApiError
+from trainops.server.ui._artifacts import DOWNLOADABLE, artifact_url
 from trainops.server.ui._layout import csrf_field
 from trainops.server.ui._page import Page, PageRequest, UiError, esc
 from trainops.server.ui.pages._chart import band_chart, lines_chart
@@ -108,7 +112,8 @@ def render(request: PageRequest) -> str:
         f"<h2>Rules</h2>{_rules(job)}"
         f"<h2>Utilization</h2>{_utilization(request, name)}"
         f"<h2>Artifacts</h2>{_artifacts(job)}"
-        f"<h2>Cost and checkpoints</h2>{_cost(request, name)}"
+        f"<h2>Checkpoints</h2>{_checkpoints(request, name, job)}"
+        f"<h2>Cost</h2>{_cost(request, name)}"
         f'<h2>Spec</h2><pre class="spec">{esc(_spec_yaml(job))}</pre>'
     )
 
@@ -345,11 +350,42 @@ def _utilization(request: PageRequest, name: str) -> str:
 
 
 def _artifacts(job: dict[str, Any]) -> str:
-    rows = [[a.get("Name"), a.get("Host", ""), a.get("Uri")] for a in job.get("Artifacts") or []]
-    checkpoint = (job.get("CheckpointConfig") or {}).get("S3Uri")
-    if checkpoint:
-        rows.append(["checkpoints", "", checkpoint])
-    return _table(["Name", "Host", "URI"], rows)
+    """Each artifact with its URI; the model and output archives with a download link."""
+    name = str(job.get("TrainingJobName", ""))
+    rows = []
+    for artifact in job.get("Artifacts") or []:
+        label = str(artifact.get("Name", ""))
+        link = (f'<a class="download" href="{esc(artifact_url(name, label))}" download>Download</a>'
+                if label in DOWNLOADABLE else "")  # fmt: skip
+        cells = [label, artifact.get("Host", ""), artifact.get("Uri")]
+        rows.append("".join(f"<td>{esc(c)}</td>" for c in cells) + f"<td>{link}</td>")
+    if not rows:
+        return '<p class="empty">None.</p>'
+    head = "".join(f"<th>{h}</th>" for h in ("Name", "Host", "URI", ""))
+    body = "".join(f"<tr>{row}</tr>" for row in rows)
+    return f'<table class="artifacts"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+_CHECKPOINT_COLUMNS = (
+    ("Host", "Host"), ("Attempt", "Attempt"), ("Kind", "Sync"), ("At", "At"), ("Files", "Files"),
+    ("Bytes", "Bytes"), ("UploadSeconds", "Upload (s)"), ("Reason", "Reason"),
+)  # fmt: skip
+
+
+def _checkpoints(request: PageRequest, name: str, job: dict[str, Any]) -> str:
+    """``GET /api/v1/jobs/{name}/checkpoints``: each host's restores and syncs, with their
+    state (synced, restored, sync_failed, sync_incomplete), under the job's checkpoint URI."""
+    where = (job.get("CheckpointConfig") or {}).get("S3Uri")
+    records = request.ui.reports.checkpoints(name)["Checkpoints"]
+    rows = [[_checkpoint_cell(key, r.get(key)) for key, _ in _CHECKPOINT_COLUMNS] for r in records]
+    note = f'<p class="checkpoint-uri">{esc(where)}</p>' if where else ""
+    return note + _table([title for _, title in _CHECKPOINT_COLUMNS], rows)
+
+
+def _checkpoint_cell(key: str, value: Any) -> Any:
+    if key == "At" and isinstance(value, (int, float)):
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(value)) + " UTC"
+    return value
 
 
 _COST_KEYS = (
@@ -364,8 +400,7 @@ def _cost(request: PageRequest, name: str) -> str:
     cost = request.ui.reports.cost(name, None, None)
     rows = [[key, cost.get(key)] for key in _COST_KEYS if cost.get(key) is not None]
     rows.append(["Interruptions", len(cost.get("Interruptions") or [])])
-    problems = cost.get("CheckpointSyncProblems") or []
-    rows += [["Checkpoint sync problem", p] for p in problems]
+    rows.append(["CheckpointSyncProblems", cost.get("CheckpointSyncProblems") or 0])  # a count
     interval = cost.get("CheckpointInterval") or {}
     rows += [[f"CheckpointInterval.{k}", v] for k, v in interval.items() if not isinstance(v, dict)]
     return _table(["", ""], rows)
