@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e._harness import CLI, cli_env, free_port, trainops, wait_for, write_job
+from tests.server.aws.test_schema import describe_errors
 from trainops import ServerError
 from trainops.cli import main
 from trainops.client import Client
@@ -141,7 +142,17 @@ def test_read_commands_after_a_run(
     assert capsys.readouterr().out == "No jobs found.\n"
 
     assert main(["describe", "done"]) == 0
-    assert json.loads(capsys.readouterr().out)["TrainingJobStatus"] == "Completed"
+    described = json.loads(capsys.readouterr().out)
+    assert described["TrainingJobStatus"] == "Completed"
+    # DescribeTrainingJob's shape (botocore's model), trainops' own apart: diffable with SageMaker
+    assert describe_errors(described) == ""
+    assert described["TrainingJobArn"].endswith(":training-job/done")
+    assert described["FinalMetricDataList"][0]["MetricName"] == "loss"
+    assert [h["Status"] for h in described["Trainops"]["Hosts"]] == ["Completed"]
+    assert "Hosts" not in described and "Cost" in described["Trainops"]
+    assert main(["describe", "done", "--rest"]) == 0
+    rest = json.loads(capsys.readouterr().out)
+    assert "Trainops" not in rest and rest["Hosts"] == described["Trainops"]["Hosts"]
 
     assert main(["logs", "done"]) == 0
     logged = capsys.readouterr().out.splitlines()

@@ -227,6 +227,10 @@ def test_rule_statuses() -> None:
         "\nDebugger rules:\n  VanishingGradient: IssuesFound: gradient fc.weight vanishes at step 3"
         "\n    Recommendation: check the initialization"
     )
+    # as `trainops describe` prints it: each status's Evaluation under Trainops, same path
+    from trainops.server.aws._schema import split_trainops
+
+    assert format_rule_statuses(split_trainops(debug)) == format_rule_statuses(debug)
 
 
 def test_a_spot_jobs_cost_comes_first_at_spot_labelled_an_estimate() -> None:

@@ -18,7 +18,7 @@ EXPECTED = {
     "run": {"-h", "--help", "SPEC", "--ui"},  # --ui: keep the embedded server's web UI up
     "submit": {"-h", "--help", "SPEC"},
     "jobs": {"-h", "--help", "--status", "--name-contains", "--limit"},
-    "describe": {"-h", "--help", "NAME"},
+    "describe": {"-h", "--help", "NAME", "--rest"},
     "logs": {"-h", "--help", "NAME", "-f", "--follow", "--host"},
     "metrics": {"-h", "--help", "NAME", "--name", "--csv"},
     "stop": {"-h", "--help", "NAME", "--wait"},

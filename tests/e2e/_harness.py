@@ -44,15 +44,16 @@ def trainops(
 
 
 def describe(name: str, home: Path, **extra: str) -> dict[str, Any]:
-    result = trainops("describe", name, home=home, **extra)
+    """The job's REST describe (``trainops describe --rest``: every key at the top)."""
+    result = trainops("describe", name, "--rest", home=home, **extra)
     assert result.returncode == 0, result.stderr
     data: dict[str, Any] = json.loads(result.stdout)
     return data
 
 
 def try_describe(name: str, home: Path, **extra: str) -> dict[str, Any] | None:
-    """The description, or None while the job does not exist yet."""
-    result = trainops("describe", name, home=home, **extra)
+    """The REST description, or None while the job does not exist yet."""
+    result = trainops("describe", name, "--rest", home=home, **extra)
     if result.returncode != 0:
         return None
     data: dict[str, Any] = json.loads(result.stdout)

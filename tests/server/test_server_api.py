@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from tests.control._harness import ControlPlane, control_plane, wait_for
+from tests.server.aws.test_schema import describe_errors
 from trainops._settings import Settings
 
 pytestmark = pytest.mark.slow
@@ -205,6 +206,19 @@ def test_describe_has_the_documented_keys_and_hides_credentials(plane: ControlPl
         }
     ]
     assert "k" not in str(plane.client.get(f"{API}/jobs").json())
+
+
+def test_describe_in_the_sagemaker_shape_as_the_cli_prints_it(plane: ControlPlane) -> None:
+    plane.submit("api-shape", {"FAKE_LINES": "1"})
+    rest = plane.wait_ended("api-shape")
+    found = plane.client.get(f"{API}/jobs/api-shape", params={"shape": "sagemaker"})
+    assert found.status_code == 200, found.text
+    shaped = found.json()
+    assert describe_errors(shaped) == ""  # botocore's DescribeTrainingJob, minus Trainops
+    assert shaped["Trainops"]["Hosts"] == rest["Hosts"] and "Hosts" not in shaped
+    assert shaped["CreationTime"] == rest["CreationTime"]  # ISO, as the REST describe's
+    bad = plane.client.get(f"{API}/jobs/api-shape", params={"shape": "<script>"})
+    assert bad.status_code == 400 and "shape" in bad.text
 
 
 def test_list_filters_and_newest_first(plane: ControlPlane) -> None:

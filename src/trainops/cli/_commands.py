@@ -90,7 +90,8 @@ def cluster(_args: argparse.Namespace) -> int:
 
 def describe(args: argparse.Namespace) -> int:
     with read_jobs() as client:
-        description = client.describe(resolve_job_name(client, args.name))
+        name = resolve_job_name(client, args.name)
+        description = client.describe(name, shape="rest" if args.rest else "sagemaker")
     print(json.dumps(description, indent=2))
     rules = format_rule_statuses(description)
     if rules is not None:  # for people; standard output stays one JSON document

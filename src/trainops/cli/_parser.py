@@ -110,8 +110,19 @@ def _add_study(commands: Commands) -> None:
 
 
 def _add_describe(commands: Commands) -> None:
-    sub = _command(commands, "describe", "describe", "Print a job's description as JSON.")
+    sub = _command(
+        commands,
+        "describe",
+        "describe",
+        "Print a job's description as JSON: DescribeTrainingJob's shape, trainops' own under "
+        "Trainops.",
+    )
     sub.add_argument("name", metavar="NAME", help=NAME_HELP)
+    sub.add_argument(
+        "--rest",
+        action="store_true",
+        help="the REST API's describe instead (GET /api/v1/jobs/NAME, docs/api.md)",
+    )
 
 
 def _add_logs(commands: Commands) -> None:

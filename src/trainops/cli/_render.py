@@ -217,7 +217,7 @@ def format_rule_statuses(description: dict[str, Any]) -> str | None:
     ``DebugRuleEvaluationStatuses``): a line each (name, status, details), then for a rule that
     found issues its recommendation and what its actions did; None when the job has no rules."""
     blocks = [
-        _rule_block(title, description.get(key) or [])
+        _rule_block(title, _statuses(description, key))
         for title, key in (
             ("Profiler rules:", "ProfilerRuleEvaluationStatuses"),
             ("Debugger rules:", "DebugRuleEvaluationStatuses"),
@@ -225,6 +225,17 @@ def format_rule_statuses(description: dict[str, Any]) -> str | None:
     ]
     shown = [block for block in blocks if block]
     return "\n".join(shown) if shown else None
+
+
+def _statuses(description: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    """The rule statuses at ``key``, each with its evaluation: in the REST describe it is the
+    status's own ``Evaluation``; ``trainops describe`` prints it under ``Trainops`` (at the same
+    path: a list of the same length)."""
+    statuses = description.get(key) or []
+    own = (description.get("Trainops") or {}).get(key) or []
+    if len(own) != len(statuses):
+        return list(statuses)
+    return [status | part for status, part in zip(statuses, own, strict=True)]
 
 
 def printable(text: Any) -> str:

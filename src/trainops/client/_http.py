@@ -118,9 +118,11 @@ class Client:
         jobs: list[dict[str, Any]] = self._json("GET", "/jobs", params=list(params))["jobs"]
         return jobs
 
-    def describe(self, name: str) -> dict[str, Any]:
-        """The DescribeTrainingJob-shaped description of job ``name``."""
-        return self._json("GET", _job_path(name))
+    def describe(self, name: str, shape: str = "rest") -> dict[str, Any]:
+        """The DescribeTrainingJob-shaped description of job ``name``: ``rest`` (the REST
+        describe) or ``sagemaker`` (the API's members and nesting, trainops' own under
+        ``Trainops``: what ``trainops describe`` prints)."""
+        return self._json("GET", _job_path(name), params=[("shape", shape)])
 
     def stop(self, name: str) -> dict[str, Any]:
         """Ask every host of job ``name`` to stop; returns the description (``Stopping``)."""

@@ -46,7 +46,7 @@ class JobReader(Protocol):
         created_before: datetime | str | None = None,
     ) -> list[dict[str, Any]]: ...
 
-    def describe(self, name: str) -> dict[str, Any]: ...
+    def describe(self, name: str, shape: str = "rest") -> dict[str, Any]: ...
 
     def logs(
         self,
@@ -132,11 +132,13 @@ class StoreReader:
         )
         return [summary(job) for job in jobs]
 
-    def describe(self, name: str) -> dict[str, Any]:
+    def describe(self, name: str, shape: str = "rest") -> dict[str, Any]:
         from trainops.server._views import describe
+        from trainops.server.aws._sagemaker import cli_describe
 
         store, job = self._job(name)
-        return describe(store, job, self._settings, time.time())
+        view = cli_describe if shape == "sagemaker" else describe
+        return view(store, job, self._settings, time.time())
 
     def logs(
         self,

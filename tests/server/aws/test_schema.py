@@ -14,6 +14,7 @@ from typing import Any
 import pydantic
 import pytest
 from botocore.model import Shape
+from botocore.validate import ParamValidator
 
 from tests.server.aws.test_conformance import SAMPLES
 from trainops._settings import Settings
@@ -21,18 +22,21 @@ from trainops.server import describe
 from trainops.server._redaction import MASK
 from trainops.server.aws import service_model
 from trainops.server.aws._create import hyperparameters, spec_of
-from trainops.server.aws._sagemaker import api_describe
+from trainops.server.aws._sagemaker import api_describe, cli_describe
 from trainops.server.aws._schema import (
     KEPT,
     KEPT_TUNING,
     MEMBERS,
     NOT_IN_API,
     NOT_MAPPED_REQUEST,
+    TRAINOPS_KEY,
+    TRAINOPS_ONLY,
     UNSUPPORTED_DESCRIBE,
     Member,
     at_path,
     declared_spec,
     kept_of,
+    split_trainops,
     with_kept,
 )
 from trainops.server.aws._shapes import to_wire
@@ -374,3 +378,95 @@ def test_kept_members_merge_into_the_answer_s_sections() -> None:
     }
     assert kept_of({"A": {"B": 1}, "C": None}, ["A.B", "C", "D.E"]) == {"A": {"B": 1}}
     assert kept_of({"A": "text"}, ["A.B"]) == {}
+
+
+def describe_errors(printed: dict[str, Any]) -> str:
+    """What botocore's validator finds wrong in ``printed`` (``trainops describe``'s JSON) minus
+    its ``Trainops`` section, checked against DescribeTrainingJob's output shape: an unknown
+    member, a wrong type or nesting, a missing required member ("" where none)."""
+    output = service_model("sagemaker").operation_model("DescribeTrainingJob").output_shape
+    api = {k: v for k, v in printed.items() if k != TRAINOPS_KEY}
+    report = ParamValidator().validate(api, output)
+    return str(report.generate_report()) if report.has_errors() else ""
+
+
+def test_the_cli_s_describe_minus_trainops_is_the_api_s_shape(store: MetadataStore) -> None:
+    printed = cli_describe(store, _stored(store, _request()), Settings.load(), 200.0)
+    assert describe_errors(printed) == ""
+    own = printed[TRAINOPS_KEY]
+    assert {"Hosts", "Cost", "Artifacts", "Attempt"} <= set(own)
+    assert own["AlgorithmSpecification"] == {"EntryPoint": "train.py"}
+    assert own["InputDataConfig"][0]["Uri"] == "s3://bucket/train/"
+    assert printed["TrainingJobArn"].endswith(":training-job/my-job-1")
+    assert printed["CreationTime"].startswith("1970-01-01T00:01:40")  # ISO, as the AWS CLI prints
+    assert printed["RoleArn"] == SAMPLES["CreateTrainingJob"]["RoleArn"]
+    assert "FailureReason" not in printed  # absent members are left out, as the API leaves them
+
+
+def test_an_undeclared_rest_key_fails_the_shape_check(store: MetadataStore) -> None:
+    described = api_describe(store, _stored(store, _request()), Settings.load(), 200.0)
+    described["ResourceConfig"]["Gpus"] = 1
+    assert 'Unknown parameter in ResourceConfig: "Gpus"' in describe_errors(
+        split_trainops(described)
+    )
+
+
+def test_every_trainops_only_path_is_not_the_model_s() -> None:
+    response = service_model("sagemaker").operation_model("DescribeTrainingJob").output_shape
+    for path in TRAINOPS_ONLY:
+        assert not _has_path(response, path.replace("[]", "")), path
+
+
+def test_split_moves_list_items_parts_and_leaves_the_rest() -> None:
+    described = {
+        "TrainingJobName": "j",
+        "FailureReason": None,
+        "InputDataConfig": [{"ChannelName": "a", "Uri": "s3://b/a"}, {"ChannelName": "b"}],
+        "AlgorithmSpecification": {"TrainingInputMode": "File"},
+        "Hosts": [],
+    }
+    assert split_trainops(described) == {
+        "TrainingJobName": "j",
+        "InputDataConfig": [{"ChannelName": "a"}, {"ChannelName": "b"}],
+        "AlgorithmSpecification": {"TrainingInputMode": "File"},
+        TRAINOPS_KEY: {"InputDataConfig": [{"Uri": "s3://b/a"}, {}], "Hosts": []},
+    }
+    assert split_trainops({"TrainingJobName": "j"}) == {"TrainingJobName": "j"}
+
+
+def test_a_debugger_job_s_cli_describe_is_the_api_s_shape(store: MetadataStore) -> None:
+    spec = JobSpec(
+        entry_point="train.py",
+        output_path="s3://bucket/out",
+        rules=[{"rule": "loss_not_decreasing"}, "StepOutlier"],
+        debugger_hook_config={"hook_parameters": {"save_interval": 10}},
+        tensorboard_output_config={},
+        inputs={
+            "train": {"uri": "s3://bucket/train/", "distribution": "sharded"},
+            "shared": {"file_system": {"directory_path": "/mnt/data", "id": "fs-0123456789"}},
+        },
+    )
+    job = store.create_job(
+        name="dbg",
+        spec=spec.view(),
+        code_uri="file:///code.tar.gz",
+        output_prefix="s3://bucket/out/dbg",
+        max_attempts=1,
+        status="Failed",
+        secondary_status="Failed",
+        message="it broke",
+        now=100.0,
+    )
+    printed = cli_describe(store, job, Settings.load(), 200.0)
+    assert describe_errors(printed) == ""
+    assert printed[TRAINOPS_KEY]["DebugOutputPath"] == "s3://bucket/out/dbg/debug-output"
+    assert printed["DebugRuleConfigurations"][0]["RuleConfigurationName"] == "LossNotDecreasing"
+    assert printed[TRAINOPS_KEY]["DebugRuleEvaluationStatuses"][0]["Evaluation"]["Rule"]
+    assert printed["InputDataConfig"][1]["DataSource"] == {
+        "FileSystemDataSource": {
+            "DirectoryPath": "/mnt/data",
+            "FileSystemAccessMode": "ro",
+            "FileSystemType": "Local",
+            "FileSystemId": "fs-0123456789",
+        }
+    }

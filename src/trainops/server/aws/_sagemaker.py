@@ -24,7 +24,7 @@ from trainops.server._views import describe, job_masker
 from trainops.server.aws._create import code_uri_of, hyperparameters, spec_of
 from trainops.server.aws._errors import AwsError
 from trainops.server.aws._paging import page_of, within_windows
-from trainops.server.aws._schema import KEPT, kept_of, with_kept
+from trainops.server.aws._schema import KEPT, kept_of, split_trainops, with_kept
 from trainops.server.aws._services import AwsOperation, AwsService
 from trainops.server.aws._tags import MAX_TAGS, check_tags, tag_operations
 from trainops.server.aws._update import update_training_job
@@ -35,6 +35,7 @@ __all__ = [
     "ACCOUNT_ID",
     "api_describe",
     "api_description",
+    "cli_describe",
     "masked_kept",
     "sagemaker_service",
     "training_job_arn",
@@ -96,6 +97,15 @@ def api_describe(
     return with_kept(answer, masked_kept(kept, job_masker(job.spec), "HyperParameters"))
 
 
+def cli_describe(
+    store: MetadataStore, job: JobRecord, settings: Settings, now: float
+) -> dict[str, Any]:
+    """What ``trainops describe`` prints: DescribeTrainingJob's members and nesting (timestamps
+    as ISO strings, as the AWS CLI prints them) and, under ``Trainops``, what only trainops has
+    (``_schema.TRAINOPS_ONLY``: hosts, cost, artifacts, ...)."""
+    return split_trainops(api_describe(store, job, settings, now))
+
+
 def trial_kept(definition: dict[str, Any]) -> dict[str, Any]:
     """What a trial's DescribeTrainingJob gives back of its tuning job's kept request (its own
     hyperparameters are the tuner's: the static ones unwrapped and its tuned values)."""
@@ -121,7 +131,7 @@ def api_description(described: dict[str, Any], region: str) -> dict[str, Any]:
     return described | {
         "TrainingJobArn": training_job_arn(region, described["TrainingJobName"]),
         "AlgorithmSpecification": algorithm,
-        "InputDataConfig": channels,
+        "InputDataConfig": channels or None,  # none: left out, as the service (min length 1)
         "ModelArtifacts": described.get("ModelArtifacts") or {"S3ModelArtifacts": ""},
         # the service's defaults, as it gives them back (the SDK's attach reads both)
         "ResourceConfig": {"VolumeSizeInGB": 30} | (described.get("ResourceConfig") or {}),
@@ -134,6 +144,9 @@ def _api_channel(channel: dict[str, Any]) -> dict[str, Any]:
         str(channel.get("InputMode") or "").lower()
     )
     distribution = {"FullyReplicated": "FullyReplicated", "ShardedByKey": "ShardedByS3Key"}
+    fs = channel.get("FileSystem")
+    if isinstance(fs, dict):  # a shared directory: the API's FileSystemDataSource
+        return channel | {"InputMode": mode, "DataSource": {"FileSystemDataSource": fs}}
     source = {
         "S3DataType": channel.get("S3DataType") or "S3Prefix",
         "S3Uri": channel.get("Uri"),

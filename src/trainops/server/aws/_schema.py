@@ -36,11 +36,13 @@ __all__ = [
     "MEMBERS",
     "NOT_IN_API",
     "NOT_MAPPED_REQUEST",
+    "TRAINOPS_ONLY",
     "UNSUPPORTED_DESCRIBE",
     "Member",
     "at_path",
     "declared_spec",
     "kept_of",
+    "split_trainops",
     "with_kept",
 ]
 
@@ -206,6 +208,73 @@ UNSUPPORTED_DESCRIBE: Mapping[str, str] = {
     "OutputModelPackageArn": "no model registry",
     "ProgressInfo": "not reported",
 }
+
+
+#: What our REST describe shows that DescribeTrainingJob has no member for (``[]``: each item of
+#: a list): ``trainops describe`` prints these under :data:`TRAINOPS_KEY`, at the same path, and
+#: the rest in the API's shape, so it diffs against SageMaker's answer. A test checks the rest
+#: against the botocore model's output shape: a new REST key is declared here or fails it.
+TRAINOPS_ONLY: Mapping[str, str] = {
+    "Hosts": "each host's status, exit code, node and ranks",
+    "Attempt": "the job's attempt (retries and spot interruptions)",
+    "Interruptions": "spot interruptions so far",
+    "ManagedSpotTrainingSavings": "the SDK prints it; the API has no member",
+    "Cost": "the estimated cost (on-demand and spot)",
+    "Artifacts": "every artifact the job wrote, per host",
+    "AlgorithmSpecification.EntryPoint": "the script (the API has it as sagemaker_program)",
+    "StoppingCondition.GracePeriodInSeconds": "SIGTERM to SIGKILL",
+    "InputDataConfig[].Uri": "our spelling of DataSource.S3DataSource.S3Uri",
+    "InputDataConfig[].Distribution": "our spelling of S3DataDistributionType",
+    "InputDataConfig[].S3DataType": "our spelling of DataSource.S3DataSource.S3DataType",
+    "InputDataConfig[].FileSystem": "a file system channel, as the spec names it",
+    "DebugOutputPath": "where the debugger hook's tensors are written",
+    "ProfilerRuleEvaluationStatuses[].Evaluation": "a rule's verdict, evidence and actions",
+    "DebugRuleEvaluationStatuses[].Evaluation": "a rule's verdict, evidence and actions",
+}
+
+#: The key ``trainops describe`` prints :data:`TRAINOPS_ONLY` under.
+TRAINOPS_KEY = "Trainops"
+
+
+def split_trainops(described: Mapping[str, Any]) -> dict[str, Any]:
+    """``described`` (DescribeTrainingJob's answer before the wire) as ``trainops describe``
+    prints it: :data:`TRAINOPS_ONLY` moved under :data:`TRAINOPS_KEY`, absent members left out."""
+    api: dict[str, Any] = _without_nulls(described)
+    own: dict[str, Any] = {}
+    for path in TRAINOPS_ONLY:
+        _move(api, own, path.split("."))
+    return api | ({TRAINOPS_KEY: own} if own else {})
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(item) for item in value]
+    return value
+
+
+def _move(source: dict[str, Any], into: dict[str, Any], parts: list[str]) -> None:
+    """Move the value at ``parts`` of ``source`` to the same path of ``into``; a part ending in
+    ``[]`` moves it out of each item of that list (``into`` gets a list of the items' parts)."""
+    head, rest = parts[0], parts[1:]
+    key = head.removesuffix("[]")
+    if key not in source:
+        return
+    if not rest:
+        into[key] = source.pop(key)
+    elif head.endswith("[]") and isinstance(source[key], list):
+        items: list[dict[str, Any]] = into.setdefault(key, [{} for _ in source[key]])
+        for item, moved in zip(source[key], items, strict=True):
+            if isinstance(item, dict):
+                _move(item, moved, rest)
+        if not any(items):
+            del into[key]
+    elif isinstance(source[key], dict):
+        below = into.setdefault(key, {})
+        _move(source[key], below, rest)
+        if not below:
+            del into[key]
 
 
 def at_path(data: Mapping[str, Any], path: str) -> Any:

@@ -20,6 +20,7 @@ from trainops.control import JobController, PrimaryStatus
 from trainops.server._http import ApiError
 from trainops.server._routing import SQLITE_INT_MAX, Operation, Param
 from trainops.server._views import describe, summary
+from trainops.server.aws._sagemaker import cli_describe
 from trainops.server.routes._shapes import API, DESCRIBED, JOB, STRING, SUBMITTED, json_object
 from trainops.spec import JobNamer, JobSpec
 from trainops.store import JOB_ORDERS, JobRecord
@@ -135,8 +136,11 @@ class JobRoutes:
             answer["next"] = job_cursor(order, jobs[limit - 1])
         return answer
 
-    def describe_job(self, name: str) -> dict[str, Any]:
-        return describe(self.store, self.controller.job(name), self.settings, time.time())
+    def describe_job(self, name: str, shape: str = "rest") -> dict[str, Any]:
+        job = self.controller.job(name)
+        if shape == "sagemaker":  # what ``trainops describe`` prints
+            return cli_describe(self.store, job, self.settings, time.time())
+        return describe(self.store, job, self.settings, time.time())
 
     def stop_job(self, name: str) -> dict[str, Any]:
         return describe(self.store, self.controller.stop(name), self.settings, time.time())
@@ -198,7 +202,8 @@ class JobRoutes:
                 "GET",
                 f"{API}/jobs/{{name}}",
                 self.describe_job,
-                errors=(404,),
+                params=_DESCRIBE_PARAMS,
+                errors=(400, 404),
                 auth="token",
                 returns=DESCRIBED,
             ),
@@ -273,6 +278,16 @@ def parse_timestamp(value: str) -> float | None:
 
 
 _TIME = "an ISO 8601 time (UTC unless it says); empty: no bound"
+_DESCRIBE_PARAMS = (
+    Param(
+        "shape",
+        default="rest",
+        choices=("rest", "sagemaker"),
+        description="``sagemaker``: DescribeTrainingJob's members and nesting (ISO timestamps), "
+        "trainops' own under ``Trainops``, as ``trainops describe`` prints it",
+    ),
+)
+
 _LIST_PARAMS = (
     Param(
         "status",
