@@ -192,7 +192,9 @@ def _kill_the_agent_of(job: str) -> bool:
             if proc.environ().get("TRAINING_JOB_NAME") != job:
                 continue
             for parent in proc.parents():
-                if "trainops.agent" in " ".join(parent.cmdline()):
+                # As root the namespace holder is forked from the agents' fork server too (the
+                # same command line), single-threaded as the fork server: the agent has threads.
+                if "trainops.agent" in " ".join(parent.cmdline()) and parent.num_threads() > 1:
                     parent.kill()
                     return True
         except psutil.Error:
