@@ -9,8 +9,8 @@ home pick up the endpoint while the server runs. It makes the default bucket, re
 the same S3 port when it dies, and stops it with the server. Jobs get keys of their own, scoped
 to their own prefixes (:attr:`S3Server.jobs`, see ``_seaweed_identities``). weed's other HTTP
 ports (filer, volume) demand JWTs signed with keys made fresh at each launch and written only to
-``s3/security.toml`` (0600; see ``_seaweed_security``), so only weed itself and this server use
-them. docs/storage.md describes it.
+``s3/security.toml`` (0600), and its gRPC ports mutual TLS with a certificate made at each
+launch (``s3/tls``; see ``_seaweed_security``), so only weed itself and this server use them. docs/storage.md describes it.
 """
 
 from __future__ import annotations
@@ -37,7 +37,12 @@ from typing import Any
 from trainops._errors import StorageError
 from trainops._home import make_private, write_private
 from trainops.storage._seaweed_identities import JobIdentities
-from trainops.storage._seaweed_security import SECURITY_FILE, WeedKeys, signed_create_bucket
+from trainops.storage._seaweed_security import (
+    SECURITY_FILE,
+    WeedKeys,
+    make_grpc_tls,
+    signed_create_bucket,
+)
 from trainops.storage._settings import S3Settings
 
 __all__ = [
@@ -293,7 +298,7 @@ class S3Server:
         ports["s3"] = (self._port, free[-1])
         # weed reads security.toml from its working directory (self.root) first.
         keys = WeedKeys.generate()
-        write_private(self.root / SECURITY_FILE, keys.toml())
+        write_private(self.root / SECURITY_FILE, keys.toml(self._grpc_tls()))
         with self.log_path.open("ab") as out:
             process = subprocess.Popen(
                 weed_command(weed, data, self.identity_file, ports),
@@ -347,6 +352,21 @@ class S3Server:
                 last = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
             time.sleep(0.2)
         raise self._failed(f"its S3 port did not answer within {self._timeout:.0f} s ({last})")
+
+    def _grpc_tls(self) -> Path | None:
+        """A fresh CA and certificate for weed's gRPC ports (``s3/tls``), or None without
+        openssl (then the gRPC ports stay open: docs/storage.md, "Limits")."""
+        tls = self.root / "tls"
+        shutil.rmtree(tls, ignore_errors=True)
+        make_private(tls)
+        try:
+            if make_grpc_tls(tls):
+                return tls
+        except (OSError, subprocess.SubprocessError) as exc:
+            log.warning("weed's gRPC ports stay open: no certificate was made (%s)", exc)
+            return None
+        log.warning("weed's gRPC ports stay open: the openssl command was not found")
+        return None
 
     def _bucket_request(self) -> urllib.request.Request:
         """CreateBucket for the default bucket (its name was checked: no escapes)."""

@@ -1,25 +1,31 @@
-"""The served weed's lock-down: ``security.toml``'s JWT keys, and a bucket made through S3.
+"""The served weed's lock-down: ``security.toml``'s JWT keys and gRPC TLS, and a bucket made
+through S3.
 
 weed's master, volume and filer HTTP ports check no S3 credentials. ``_seaweed`` turns the
 master's and the filer's HTTP APIs off (``-disableHttp``), and with the keys below a volume
 server serves or takes a file only with a JWT signed by ``jwt.signing`` (``.read`` for reads),
 which weed's own filer and S3 gateway mint (the filer keys guard the filer should its HTTP come
 back). The keys are random, made at each launch of weed, written to the 0600 file only and never
-logged. With the filer's HTTP off, the default bucket is made by a SigV4-signed S3 CreateBucket.
-docs/storage.md ("Limits") says what stays open: weed's gRPC ports.
+logged. weed's gRPC ports take mutual TLS with a certificate of a CA made at each launch (by the
+``openssl`` command; without it they stay open). With the filer's HTTP off, the default bucket
+is made by a SigV4-signed S3 CreateBucket. docs/storage.md ("Limits") says what stays open.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import secrets
+import shutil
+import subprocess
 import time
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
+from pathlib import Path
 
-__all__ = ["SECURITY_FILE", "WeedKeys", "signed_create_bucket"]
+__all__ = ["SECURITY_FILE", "WeedKeys", "make_grpc_tls", "signed_create_bucket"]
 
 SECURITY_FILE = "security.toml"
 _TTL_SECONDS = 60
@@ -42,18 +48,53 @@ class WeedKeys:
     def generate(cls) -> WeedKeys:
         return cls(_key(), _key(), _key(), _key())
 
-    def toml(self) -> str:
-        """The text of ``security.toml`` (the keys are hex: no quoting needed)."""
-        return (
-            "# Written by trainops at each start of its S3 server; do not edit.\n"
-            f'[jwt.signing]\nkey = "{self.volume_write}"\nexpires_after_seconds = {_TTL_SECONDS}\n'
-            f'[jwt.signing.read]\nkey = "{self.volume_read}"\n'
-            f"expires_after_seconds = {_TTL_SECONDS}\n"
-            f'[jwt.filer_signing]\nkey = "{self.filer_write}"\n'
-            f"expires_after_seconds = {_TTL_SECONDS}\n"
-            f'[jwt.filer_signing.read]\nkey = "{self.filer_read}"\n'
-            f"expires_after_seconds = {_TTL_SECONDS}\n"
-        )
+    def toml(self, tls: Path | None = None) -> str:
+        """The text of ``security.toml`` (the keys are hex: no quoting needed); with ``tls`` (a
+        folder :func:`make_grpc_tls` filled), every gRPC port takes only its certificate."""
+        return _jwt_toml(self) + ("" if tls is None else _grpc_toml(tls))
+
+
+def _grpc_toml(tls: Path) -> str:
+    ca, cert, key = (json.dumps(str(tls / name)) for name in ("ca.crt", "weed.crt", "weed.key"))
+    roles = "".join(
+        f"[grpc.{role}]\ncert = {cert}\nkey = {key}\n"
+        for role in ("master", "volume", "filer", "s3", "client")
+    )
+    return f"[grpc]\nca = {ca}\n{roles}"
+
+
+def make_grpc_tls(folder: Path) -> bool:
+    """A CA and one certificate it signed for weed's gRPC ports, new in ``folder`` (private),
+    made by the ``openssl`` command with fixed arguments; False where there is no openssl."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        return False
+    curve = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    (folder / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    ca = ["-keyout", "ca.key", "-out", "ca.crt", "-days", "3650", "-subj", "/CN=trainops CA"]
+    sign = ["-in", "weed.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial"]
+    steps = [
+        ["req", "-x509", *curve, *ca],
+        ["req", *curve, "-keyout", "weed.key", "-out", "weed.csr", "-subj", "/CN=weed"],
+        ["x509", "-req", *sign, "-out", "weed.crt", "-days", "3650", "-extfile", "san.ext"],
+    ]
+    for step in steps:
+        subprocess.run([openssl, *step], cwd=folder, check=True, capture_output=True, timeout=60)
+    (folder / "ca.key").unlink()  # nothing more is signed: no one can mint another certificate
+    return True
+
+
+def _jwt_toml(keys: WeedKeys) -> str:
+    return (
+        "# Written by trainops at each start of its S3 server; do not edit.\n"
+        f'[jwt.signing]\nkey = "{keys.volume_write}"\nexpires_after_seconds = {_TTL_SECONDS}\n'
+        f'[jwt.signing.read]\nkey = "{keys.volume_read}"\n'
+        f"expires_after_seconds = {_TTL_SECONDS}\n"
+        f'[jwt.filer_signing]\nkey = "{keys.filer_write}"\n'
+        f"expires_after_seconds = {_TTL_SECONDS}\n"
+        f'[jwt.filer_signing.read]\nkey = "{keys.filer_read}"\n'
+        f"expires_after_seconds = {_TTL_SECONDS}\n"
+    )
 
 
 def signed_create_bucket(
