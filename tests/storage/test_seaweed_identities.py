@@ -15,7 +15,7 @@ import pytest
 
 from tests._support.system import require
 from trainops.storage import JobGrant
-from trainops.storage._seaweed import S3Server
+from trainops.storage._seaweed import S3Server, find_weed
 from trainops.storage._seaweed_identities import identity_actions
 from trainops.storage._settings import S3Settings
 
@@ -241,3 +241,105 @@ def test_a_job_key_cannot_widen_itself(served: S3Server) -> None:
     assert (
         _refused(job.put_bucket_acl, Bucket="trainops", ACL="public-read-write") == "AccessDenied"
     )
+
+
+# A job script that looks past the S3 API: it finds every loopback port weed listens on (its
+# process is the script's neighbour) and tries weed's own HTTP APIs on each.
+_HOSTILE_SCRIPT = r"""
+import json, os, subprocess, sys, urllib.error, urllib.request
+import psutil
+import botocore.session
+from botocore.config import Config
+
+ports = sorted({c.laddr.port for c in psutil.Process(int(sys.argv[1])).net_connections("tcp")
+                if c.status == psutil.CONN_LISTEN})
+paths = ["/buckets/trainops/jobs/j2/output/model.tar.gz", "/buckets/trainops/?pretty=y",
+         "/buckets/", "/dir/lookup?volumeId=1", "/dir/lookup?fileId=1,0100000000",
+         "/vol/status", "/dir/assign", "/col/delete?collection=nothing", "/cluster/status"]
+paths += [f"/{vid},{key:x}{cookie:08x}" for vid in range(1, 5) for key in (1, 2, 3)
+          for cookie in (0, 1)]
+found = []
+for port in ports:
+    for path in paths:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=3) as r:
+                found.append([port, path, r.status, b"secret-of-j2" in r.read()])
+        except urllib.error.HTTPError as exc:
+            found.append([port, path, exc.code, b"secret-of-j2" in exc.read()])
+        except Exception:  # a gRPC port: no HTTP/1 answer
+            found.append([port, path, 0, False])
+# weed's gRPC, through weed's own shell (the master's ports are in weed's command line).
+flags = dict(a.lstrip("-").split("=", 1) for a in psutil.Process(int(sys.argv[1])).cmdline()
+             if a.startswith("-master.port"))
+master = f"127.0.0.1:{flags['master.port']}.{flags['master.port.grpc']}"
+try:
+    shell = subprocess.run([sys.argv[2], "shell", f"-master={master}"], cwd=os.getcwd(),
+                           input="fs.ls -l /buckets/trainops/jobs/j2/output\n", capture_output=True,
+                           text=True, timeout=20)
+    grpc = shell.stdout + shell.stderr
+except subprocess.TimeoutExpired:
+    grpc = "(no answer)"
+s3 = botocore.session.get_session().create_client(
+    "s3", endpoint_url=os.environ["S3_ENDPOINT"], region_name="us-east-1",
+    config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}))
+s3.put_object(Bucket="trainops", Key="jobs/j3/output/mine", Body=b"mine")
+own = s3.get_object(Bucket="trainops", Key="jobs/j3/output/mine")["Body"].read().decode()
+print(json.dumps({"ports": ports, "found": found, "own": own, "grpc": grpc}))
+"""
+
+
+def test_a_script_that_finds_weeds_other_ports_reads_nothing_through_them(
+    served: S3Server, tmp_path: Path
+) -> None:
+    import subprocess
+    import sys
+
+    admin = _client(served.settings)
+    admin.put_object(Bucket="trainops", Key="jobs/j2/output/model.tar.gz", Body=b"secret-of-j2")
+    key = served.jobs.issue_key("j3", JobGrant(write=("s3://trainops/jobs/j3",)))
+    script = tmp_path / "hostile.py"
+    script.write_text(_HOSTILE_SCRIPT)
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "AWS_ACCESS_KEY_ID": key.access_key_id,
+        "AWS_SECRET_ACCESS_KEY": key.secret_access_key,
+        "S3_ENDPOINT": key.endpoint_url,
+    }
+    done = subprocess.run(
+        [sys.executable, str(script), str(served.pid), str(find_weed())],
+        env={**env, "HOME": str(tmp_path)},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    report = json.loads(done.stdout)
+    assert len(report["ports"]) >= 8  # master, volume, filer, S3: HTTP and gRPC each
+    assert report["own"] == "mine"  # S3 with the job's own key still works
+    leaked = [hit for hit in report["found"] if hit[3]]
+    answered = {hit[1] for hit in report["found"] if 200 <= hit[2] < 300}
+    assert leaked == []
+    # Only the master's cluster status (which master leads, its peers) answers: no data.
+    assert answered <= {"/cluster/status"}
+    # The volume server is there and refuses reads without weed's JWT, whatever the file id.
+    volume_reads = [hit for hit in report["found"] if hit[1].startswith("/1,") and hit[2] == 401]
+    assert volume_reads
+    # weed's gRPC ports take only the certificate trainops made: its shell learns nothing.
+    assert "model.tar.gz" not in report["grpc"], report["grpc"][-300:]
+    assert admin.get_object(Bucket="trainops", Key="jobs/j2/output/model.tar.gz")["Body"].read()
+
+
+def test_weeds_signing_keys_are_private_and_never_logged(served: S3Server) -> None:
+    import re
+
+    toml = served.root / "security.toml"
+    assert toml.stat().st_mode & 0o777 == 0o600
+    keys = re.findall(r'key = "([0-9a-f]{64})"', toml.read_text())
+    assert len(set(keys)) == 4
+    tls = served.root / "tls"
+    assert {p.name for p in tls.iterdir()} >= {"ca.crt", "weed.crt", "weed.key"}
+    assert "ca.key" not in {p.name for p in tls.iterdir()}
+    assert tls.stat().st_mode & 0o777 == 0o700
+    log = served.log_path.read_text(errors="replace")
+    assert [k for k in keys if k in log] == []

