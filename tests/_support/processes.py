@@ -31,7 +31,7 @@ import psutil
 from trainops.agent.supervision._reaper import MARKER_VARIABLE
 from trainops.protocol._launch import ENV_JOB
 
-__all__ = ["JobProcess", "assert_nothing_left", "job_processes"]
+__all__ = ["JobProcess", "assert_nothing_left", "host_agent", "job_processes"]
 
 
 @dataclass(frozen=True)
@@ -137,3 +137,17 @@ def _cmdline(proc: psutil.Process) -> str:
         return " ".join(proc.cmdline()) or f"[{proc.name()}]"
     except psutil.Error:
         return "[gone]"
+
+
+def host_agent(proc: psutil.Process) -> psutil.Process | None:
+    """The host agent above ``proc`` (a process of a job's script): its nearest ancestor whose
+    command line is the agent's and that has threads. As root, the namespace holder between
+    them is forked from the agents' fork server too, so its command line is the agent's, but it
+    is single-threaded; the agent reports from threads of its own."""
+    for parent in proc.parents():
+        try:
+            if "trainops.agent" in " ".join(parent.cmdline()) and parent.num_threads() > 1:
+                return parent
+        except psutil.Error:
+            continue
+    return None

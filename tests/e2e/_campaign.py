@@ -28,7 +28,7 @@ from pathlib import Path
 
 import psutil
 
-from tests._support.processes import job_processes
+from tests._support.processes import host_agent, job_processes
 from tests.e2e._harness import Server, wait_for
 from trainops import TrainopsError
 from trainops._home import home_token
@@ -92,7 +92,6 @@ print(f"final={state.hex()}", flush=True)
 """
 
 KINDS = {"interrupt": 35, "rank": 25, "agent": 15, "host": 10, "server": 15}
-AGENT = "trainops.agent"
 RETRY_KINDS = ("agent", "host")  # an internal error: each uses one of the job's retries
 
 
@@ -177,7 +176,7 @@ def agents_of(job: str) -> list[int]:
         try:
             if not _marker(proc.pid).startswith(f"{job}/attempt-".encode()):
                 continue
-            agent = next((p for p in proc.parents() if AGENT in " ".join(p.cmdline())), None)
+            agent = host_agent(proc)
         except psutil.Error:
             continue
         if agent is not None:

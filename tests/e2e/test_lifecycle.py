@@ -14,6 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tests._support.processes import host_agent
 from tests.e2e._harness import (
     CLI,
     Server,
@@ -191,12 +192,10 @@ def _kill_the_agent_of(job: str) -> bool:
                 continue
             if proc.environ().get("TRAINING_JOB_NAME") != job:
                 continue
-            for parent in proc.parents():
-                # As root the namespace holder is forked from the agents' fork server too (the
-                # same command line), single-threaded as the fork server: the agent has threads.
-                if "trainops.agent" in " ".join(parent.cmdline()) and parent.num_threads() > 1:
-                    parent.kill()
-                    return True
+            agent = host_agent(proc)
+            if agent is not None:
+                agent.kill()
+                return True
         except psutil.Error:
             continue
     return False
