@@ -19,7 +19,13 @@ from tests._support.system import require
 from tests.e2e._harness import wait_for
 from trainops import ConfigError
 from trainops._settings import Settings
-from trainops.storage._seaweed import CLIENT_FILE, S3Server, S3ServerError, read_client_file
+from trainops.storage._seaweed import (
+    CLIENT_FILE,
+    S3Server,
+    S3ServerError,
+    read_client_file,
+    sync_tree,
+)
 
 TOKEN = "a-home-token-for-the-tests"
 
@@ -101,6 +107,60 @@ def test_a_killed_s3_server_is_restarted_on_the_same_port_with_its_data(
         return None
 
     assert wait_for(answers, timeout=60) == b"still here"
+
+
+@pytest.mark.slow
+@pytest.mark.s3
+def test_a_stopped_s3_server_is_gone_and_keeps_every_acknowledged_write(tmp_path: Path) -> None:
+    """stop() kills weed at once (its own graceful stop takes 15 s and does not finish sooner)
+    and then syncs its files: writes acknowledged just before the stop are there after a start."""
+    require("weed")
+    home = tmp_path / "home"
+    server = S3Server(home, TOKEN)
+    server.start()
+    try:
+        client = _client(server)
+        for index in range(20):
+            client.put_object(Bucket="trainops", Key=f"k/{index}", Body=b"v%d" % index)
+        client.put_object(Bucket="trainops", Key="k/0", Body=b"overwritten")
+        client.delete_object(Bucket="trainops", Key="k/1")
+        pid = server.pid
+    finally:
+        server.stop()
+    assert pid is not None and not _alive(pid)
+    again = S3Server(home, TOKEN)
+    again.start()
+    try:
+        client = _client(again)
+        listed = client.list_objects_v2(Bucket="trainops", Prefix="k/")["Contents"]
+        assert sorted(item["Key"] for item in listed) == sorted(
+            f"k/{index}" for index in range(20) if index != 1
+        )
+        assert client.get_object(Bucket="trainops", Key="k/0")["Body"].read() == b"overwritten"
+        assert client.get_object(Bucket="trainops", Key="k/19")["Body"].read() == b"v19"
+    finally:
+        again.stop()
+
+
+def test_syncing_a_tree_leaves_fifos_sockets_and_links_alone(tmp_path: Path) -> None:
+    """A FIFO is not opened for a blocking read, a link is not followed, a socket is skipped."""
+    tree = tmp_path / "data"
+    (tree / "sub").mkdir(parents=True)
+    (tree / "sub" / "file").write_bytes(b"x")
+    os.mkfifo(tree / "fifo")
+    (tree / "link").symlink_to("/dev/zero")
+    with socket.socket(socket.AF_UNIX) as listening:
+        listening.bind(str(tree / "sock"))
+        sync_tree(tree)
+    assert (tree / "sub" / "file").read_bytes() == b"x"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 @pytest.mark.slow

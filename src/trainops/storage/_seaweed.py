@@ -25,6 +25,7 @@ import re
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -55,6 +56,7 @@ __all__ = [
     "kill_group",
     "log_tail",
     "read_client_file",
+    "sync_tree",
     "weed_command",
     "weed_env",
 ]
@@ -151,6 +153,20 @@ def kill_group(process: subprocess.Popen[bytes], *, grace: float = 0.0) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
     process.wait(timeout=30)
+
+
+def sync_tree(root: Path) -> None:
+    """fsync every regular file and folder under ``root`` (what a killed process wrote is in
+    the page cache: this puts it on disk). Sockets, FIFOs and links are left alone."""
+    for folder, _dirs, files in os.walk(root):
+        for path in (folder, *(os.path.join(folder, name) for name in files)):
+            with contextlib.suppress(OSError):
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+                try:
+                    if stat.S_ISREG(os.fstat(fd).st_mode) or path == folder:
+                        os.fsync(fd)
+                finally:
+                    os.close(fd)
 
 
 def log_tail(path: Path, lines: int = 12) -> str:
@@ -282,7 +298,15 @@ class S3Server:
         (self.home / CLIENT_FILE).unlink(missing_ok=True)
         with self._lock:
             if self._process is not None:
-                kill_group(self._process, grace=10.0)
+                # No SIGTERM: weed's graceful path (``weed server``) outlasts any grace worth
+                # giving. Its filer waits a fixed 10 s for gRPC streams that only end with the
+                # process (the S3 gateway's and its own metadata subscriptions), then 5 s
+                # more, and only then closes its store; the S3 gateway keeps taking requests
+                # meanwhile. Every write weed acknowledged is already in its files (volumes
+                # append, the filer's leveldb journal is written per batch), so a kill loses
+                # nothing acknowledged; syncing its files then makes them durable on disk too.
+                kill_group(self._process)
+                sync_tree(self.root / "data")
                 self._remove_sockets()
         if self._watcher is not None and self._watcher is not threading.current_thread():
             self._watcher.join(timeout=30)
