@@ -18,10 +18,10 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from trainops.protocol import LAUNCHER_FLAGS
+from trainops.server._schema import declared_spec
 from trainops.server._settings import DEFAULT_IMAGES, ImageMapping
 from trainops.server.aws._errors import AwsError
 from trainops.server.aws._images import python_for
-from trainops.server.aws._schema import declared_spec
 from trainops.server.aws._update import profiler_sections
 
 __all__ = ["code_uri_of", "hyperparameters", "spec_of"]

@@ -2,8 +2,8 @@
 request ``_create.py`` maps to our spec, DescribeTrainingJob, ListTrainingJobs, StopTrainingJob;
 UpdateTrainingJob in ``_update.py``, the tag operations in ``_tags.py``).
 
-DescribeTrainingJob is derived from the REST describe (``server/_views.describe``, the one
-declaration of a job's DescribeTrainingJob keys): :func:`api_description` adds what the API's
+DescribeTrainingJob is derived from the REST describe (``server/_views.describe``, itself
+derived from the one declaration, ``server/_schema``): :func:`api_description` adds what the API's
 shape has and ours spells otherwise (the ARN, ``AlgorithmSpecification.TrainingInputMode``,
 ``DataSource.S3DataSource``), and the model's output shape then drops our extra keys and encodes
 the timestamps (``_shapes.to_wire``).
@@ -20,11 +20,11 @@ from trainops._errors import JobNotFoundError, SpecError
 from trainops._settings import Settings
 from trainops.control import JobController, JobEndedError
 from trainops.server._redaction import Masker
+from trainops.server._schema import KEPT, kept_of, split_trainops, with_kept
 from trainops.server._views import describe, job_masker
 from trainops.server.aws._create import code_uri_of, hyperparameters, spec_of
 from trainops.server.aws._errors import AwsError
 from trainops.server.aws._paging import page_of, within_windows
-from trainops.server.aws._schema import KEPT, kept_of, split_trainops, with_kept
 from trainops.server.aws._services import AwsOperation, AwsService
 from trainops.server.aws._tags import MAX_TAGS, check_tags, tag_operations
 from trainops.server.aws._update import update_training_job
