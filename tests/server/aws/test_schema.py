@@ -446,7 +446,9 @@ def test_a_debugger_job_s_cli_describe_is_the_api_s_shape(store: MetadataStore) 
         tensorboard_output_config={},
         inputs={
             "train": {"uri": "s3://bucket/train/", "distribution": "sharded"},
-            "shared": {"file_system": {"directory_path": "/mnt/data", "id": "fs-0123456789"}},
+            "shared": {
+                "file_system": {"directory_path": "/mnt/data", "id": "fs-0123456789", "type": "EFS"}
+            },
         },
     )
     job = store.create_job(
@@ -469,7 +471,7 @@ def test_a_debugger_job_s_cli_describe_is_the_api_s_shape(store: MetadataStore) 
         "FileSystemDataSource": {
             "DirectoryPath": "/mnt/data",
             "FileSystemAccessMode": "ro",
-            "FileSystemType": "Local",
+            "FileSystemType": "EFS",
             "FileSystemId": "fs-0123456789",
         }
     }

@@ -11,6 +11,7 @@ the timestamps (``_shapes.to_wire``).
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -47,6 +48,8 @@ ACCOUNT_ID = "000000000000"
 _NOT_FOUND = "Requested resource not found."
 _MAX_SCANNED = 100_000  # jobs a ListTrainingJobs call filters and sorts at most
 _SORT_KEYS = {"Name": "name", "CreationTime": "creation_time", "Status": "status"}
+_API_FILE_SYSTEMS = ("EFS", "FSxLustre")
+_FILE_SYSTEM_ID = re.compile(r"fs-[0-9a-f]{8,17}")  # the model's pattern and its length (11-21)
 
 
 def bad_token() -> AwsError:
@@ -145,14 +148,25 @@ def _api_channel(channel: dict[str, Any]) -> dict[str, Any]:
     )
     distribution = {"FullyReplicated": "FullyReplicated", "ShardedByKey": "ShardedByS3Key"}
     fs = channel.get("FileSystem")
-    if isinstance(fs, dict):  # a shared directory: the API's FileSystemDataSource
-        return channel | {"InputMode": mode, "DataSource": {"FileSystemDataSource": fs}}
+    if isinstance(fs, dict):  # a shared directory: the API's FileSystemDataSource, if it is one
+        named = {"FileSystemDataSource": fs} if _api_file_system(fs) else {}
+        return channel | {"InputMode": mode, "DataSource": named}
     source = {
         "S3DataType": channel.get("S3DataType") or "S3Prefix",
         "S3Uri": channel.get("Uri"),
         "S3DataDistributionType": distribution.get(str(channel.get("Distribution"))),
     }
     return channel | {"InputMode": mode, "DataSource": {"S3DataSource": source}}
+
+
+def _api_file_system(fs: dict[str, Any]) -> bool:
+    """Whether the API can name this file system: the service's FileSystemDataSource has all
+    four members, an ``fs-`` id and an EFS or FSx for Lustre type. Another (a local or NFS
+    path, no id) is trainops' own: the answer's DataSource is left empty and the REST describe
+    (``Trainops`` in ``trainops describe``) shows it as ``FileSystem``."""
+    return fs.get("FileSystemType") in _API_FILE_SYSTEMS and bool(
+        _FILE_SYSTEM_ID.fullmatch(str(fs.get("FileSystemId") or ""))
+    )
 
 
 class _Operations:
