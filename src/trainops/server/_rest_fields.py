@@ -8,7 +8,7 @@ a job does not have, a limit it did not set).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -42,10 +42,10 @@ OMIT: Final = _Omit()
 @dataclass(frozen=True, slots=True)
 class Shown:
     """What showing a job's fields needs: its masker (its secrets) and the server's default
-    output (where a job that names none writes)."""
+    output (where a job that names none writes; asked only then: finding it touches the disk)."""
 
     mask: Masker
-    default_output: str
+    default_output: Callable[[], str]
 
 
 def as_is(value: Any, shown: Shown) -> Any:
@@ -76,7 +76,7 @@ def masked_uri(value: str | None, shown: Shown) -> str | None:
 
 def output_path(value: str | None, shown: Shown) -> str:
     """Where the job writes: its own output path, else the server's default."""
-    return mask_text(value or shown.default_output)
+    return mask_text(value or shown.default_output())
 
 
 def metric_definitions(value: Sequence[MetricSpec], shown: Shown) -> list[Any]:

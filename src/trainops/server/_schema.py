@@ -316,12 +316,9 @@ def rest_sections(view: Any, shown: Shown) -> dict[str, Any]:
     ``rest`` path; a member of a section the job has not got (no checkpoint) makes that section
     null. Members shown by another view (``rest_by``) are left to it."""
     sections: dict[str, Any] = {}
-    for member in MEMBERS:
-        if member.rest is None or member.rest_by is not None:
-            continue
-        *parents, key = member.rest.split(".")
+    for member, spec_path, parents, key in _shown_members(MEMBERS):
         into = _section(sections, parents)
-        value = _spec_value(view, member.spec)
+        value = _spec_value(view, spec_path)
         if value is _NO_SECTION:
             if parents and into == {}:
                 _section(sections, parents[:-1])[parents[-1]] = None
@@ -332,18 +329,33 @@ def rest_sections(view: Any, shown: Shown) -> dict[str, Any]:
 
 
 _NO_SECTION = object()  # a spec field below a section the job has not got
+_Shown = tuple[Member, tuple[str, ...], tuple[str, ...], str]
+_layout: list[tuple[tuple[Member, ...], tuple[_Shown, ...]]] = []
 
 
-def _spec_value(view: Any, path: str) -> Any:
+def _shown_members(members: tuple[Member, ...]) -> tuple[_Shown, ...]:
+    """The members :func:`rest_sections` shows, each with its spec path's parts, its ``rest``
+    path's sections and key: split once per declaration, not on every describe."""
+    if not _layout or _layout[0][0] is not members:
+        shown = tuple(
+            (m, tuple(m.spec.split(".")), tuple(m.rest.split(".")[:-1]), m.rest.split(".")[-1])
+            for m in members
+            if m.rest is not None and m.rest_by is None
+        )
+        _layout[:] = [(members, shown)]
+    return _layout[0][1]
+
+
+def _spec_value(view: Any, parts: tuple[str, ...]) -> Any:
     found = view
-    for part in path.split("."):
+    for part in parts:
         if found is None:
             return _NO_SECTION
         found = getattr(found, part)
     return found
 
 
-def _section(sections: dict[str, Any], parents: list[str]) -> Any:
+def _section(sections: dict[str, Any], parents: tuple[str, ...]) -> Any:
     """The dict at ``parents`` of ``sections``, made where missing (``None`` where a member
     before made that section null)."""
     into: Any = sections

@@ -114,7 +114,7 @@ def spec_sections(spec: SubmittedJob, settings: Settings) -> dict[str, Any]:
 
 def _spec_sections(spec: SubmittedJob, settings: Settings, mask: Masker) -> dict[str, Any]:
     """The keys the spec's fields give, derived from their one declaration (``_schema``)."""
-    return rest_sections(spec, Shown(mask, settings.default_output_uri))
+    return rest_sections(spec, Shown(mask, lambda: settings.default_output_uri))
 
 
 def _model_artifacts(artifacts: list[ArtifactRecord]) -> dict[str, str] | None:

@@ -519,14 +519,14 @@ def test_a_new_member_is_shown_by_the_rest_describe_with_no_other_edit(
     extra = Member("instance_count", None, None, "Placement.Hosts", to_rest=lambda v, _: v * 10)
     monkeypatch.setattr(_schema, "MEMBERS", (*MEMBERS, extra))
     spec = JobSpec(entry_point="train.py", instance_count=3).view()
-    shown = rest_sections(spec, Shown(Masker.for_job({}, {}), "s3://b/out"))
+    shown = rest_sections(spec, Shown(Masker.for_job({}, {}), lambda: "s3://b/out"))
     assert shown["Placement"] == {"Hosts": 30}
     assert shown["ResourceConfig"] == {"InstanceType": "ml.m5.large", "InstanceCount": 3}
 
 
 def test_a_section_the_job_has_not_got_is_null_and_a_limit_not_set_left_out() -> None:
     spec = JobSpec(entry_point="train.py").view()
-    shown = rest_sections(spec, Shown(Masker.for_job({}, {}), "s3://b/out"))
+    shown = rest_sections(spec, Shown(Masker.for_job({}, {}), lambda: "s3://b/out"))
     assert shown["CheckpointConfig"] is None
     assert "MaxWaitTimeInSeconds" not in shown["StoppingCondition"]
     assert "ContainerEntrypoint" not in shown["AlgorithmSpecification"]
@@ -540,7 +540,9 @@ def test_the_rest_describe_masks_what_it_derives() -> None:
         environment={"API_TOKEN": "tok-secret-1"},
         checkpoint={"uri": "s3://user:pass-word@bucket/ckpt"},
     ).view()
-    shown = rest_sections(spec, Shown(Masker.for_job(spec.environment, spec.hyperparameters), ""))
+    shown = rest_sections(
+        spec, Shown(Masker.for_job(spec.environment, spec.hyperparameters), lambda: "")
+    )
     text = str(shown)
     assert "hunter2-value" not in text and "tok-secret-1" not in text and "pass-word" not in text
     assert shown["HyperParameters"]["lr"] == "0.1"
