@@ -11,7 +11,8 @@
   machine's ``/opt`` is bound back into it, ``ml`` is added, and the tmpfs is made read-only.
   Nothing is ever written to the machine's own ``/opt``.
 - :func:`mask_all`: directories the job must not see (``$TRAINOPS_HOME``, the parent of the
-  remote-shell sockets, the machine's ``/dev``) covered by an empty tmpfs, with only the paths
+  remote-shell sockets, the machine's ``/dev``) covered by an empty tmpfs (with the mode and
+  owner of the directory it covers, as are the directories made in it), with only the paths
   the job may use (its own tree, its Python environment, its own socket directory, the device
   nodes a container gets) bound back at their places; the tmpfs is then made read-only;
 - :func:`make_read_only`: every mount at and below a path read-only in this namespace (``/sys``,
@@ -188,12 +189,20 @@ def _cover_opt() -> None:
         os.close(keep)
 
 
-def _keep_entry(original: str, place: str, read_only: bool = False, parents: bool = False) -> None:
+def _keep_entry(
+    original: str,
+    place: str,
+    read_only: bool = False,
+    parents: bool = False,
+    looks: dict[str, os.stat_result] | None = None,
+) -> None:
     """``original`` (reached through a ``/proc/self/fd`` descriptor) shown at ``place`` in a
-    fresh tmpfs, with the directories above it made when ``parents``."""
+    fresh tmpfs, with the directories above it made when ``parents`` (given the mode and owner
+    they have on the machine: ``looks``, taken before the tmpfs hid them)."""
     mode = os.lstat(original).st_mode if not parents else os.stat(original).st_mode
     if parents:
         os.makedirs(os.path.dirname(place), exist_ok=True)
+        _restore_looks(os.path.dirname(place), looks)
     if stat.S_ISLNK(mode):
         os.symlink(os.readlink(original), place)
         return
@@ -242,19 +251,52 @@ def mask_all(masks: list[str], keeps: list[tuple[str, bool]]) -> None:
         for path, ro in kept
         if not os.path.islink(path)
     ]
+    looks = _looks_below(covered, [path for path, _ro in kept])
     try:
         for mask in covered:
-            _mount("tmpfs", mask, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
+            _mount("tmpfs", mask, "tmpfs", MS_NOSUID | MS_NODEV, _tmpfs_options(looks[mask]))
         for fd, path, ro in opened:
-            _keep_entry(f"/proc/self/fd/{fd}", path, ro, parents=True)
+            _keep_entry(f"/proc/self/fd/{fd}", path, ro, parents=True, looks=looks)
         for path, target in links:
             os.makedirs(os.path.dirname(path), exist_ok=True)
+            _restore_looks(os.path.dirname(path), looks)
             os.symlink(target, path)
         for mask in covered:
             _mount(None, mask, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
     finally:
         for fd, _path, _ro in opened:
             os.close(fd)
+
+
+def _looks_below(covered: list[str], kept: list[str]) -> dict[str, os.stat_result]:
+    """The machine's mode and owner of each mask and of every directory between a mask and a
+    kept path: the tmpfs and the directories made in it look as they do outside (a private
+    directory stays private inside the job too, where a nested trainops checks it)."""
+    looks = {mask: os.stat(mask) for mask in covered}
+    for path in kept:
+        above = os.path.dirname(path)
+        while any(_below(above, mask) for mask in covered):
+            if above not in looks and os.path.isdir(above):
+                looks[above] = os.stat(above)
+            above = os.path.dirname(above)
+    return looks
+
+
+def _tmpfs_options(looks: os.stat_result) -> str:
+    """The tmpfs's mode, and its owner where we are root (in a user namespace of our own, what
+    we make is ours, as the masked directories of a user are)."""
+    owner = f",uid={looks.st_uid},gid={looks.st_gid}" if os.geteuid() == 0 else ""
+    return f"mode={stat.S_IMODE(looks.st_mode):04o}{owner}"
+
+
+def _restore_looks(made: str, looks: dict[str, os.stat_result] | None) -> None:
+    """Give ``made`` and the directories above it (made in a mask's tmpfs) the mode and owner
+    they have on the machine (:func:`_looks_below`; it knows no directory above a mask)."""
+    while looks and made in looks:
+        if os.geteuid() == 0:
+            os.chown(made, looks[made].st_uid, looks[made].st_gid)
+        os.chmod(made, stat.S_IMODE(looks[made].st_mode))
+        made = os.path.dirname(made)
 
 
 def _real_parent(path: str) -> str:

@@ -336,3 +336,39 @@ def test_a_holder_refuses_a_command_it_cannot_read_in_one_line(
         ]
     finally:
         namespace.close()
+
+
+def test_a_masked_directory_looks_inside_as_it_does_outside(tmp_path: Path, home: Path) -> None:
+    """The tmpfs over a mask, and the directories made in it, have the mode of what they
+    cover: a private home stays private in the job too."""
+    home.chmod(0o700)
+    (home / "jobs").chmod(0o750)
+    hosts = write_hosts_file(tmp_path / "hosts", {"algo-1": "127.9.9.1"})
+    tree = home / "jobs" / "j" / "algo-1"
+    namespace = HostNamespace.hold(hold_arguments("algo-1", hosts, [], [home], [tree]))
+    try:
+        done = _run(namespace, f"stat -c '%a %u' {home} {home}/jobs {home}/jobs/j")
+    finally:
+        namespace.close()
+    uid, mode = os.getuid(), oct((home / "jobs" / "j").stat().st_mode & 0o7777)[2:]
+    assert done.stdout.split("\n")[:3] == [f"700 {uid}", f"750 {uid}", f"{mode} {uid}"]
+
+
+def test_a_trainops_inside_a_job_finds_the_masked_socket_parent_private(tmp_path: Path) -> None:
+    """A trainops run by a job's script (its own agents) checks the socket parent it sees: the
+    mask over the machine's. It was a read-only 0755 tmpfs, and every such agent failed with
+    '... is not a private directory of this user'."""
+    temp = tmp_path / "tmp"
+    sockets = temp / f"trainops-rsh-{os.getuid()}"
+    (sockets / "rsh-mine").mkdir(parents=True)
+    sockets.chmod(0o700)
+    hosts = write_hosts_file(tmp_path / "hosts", {"algo-1": "127.9.9.1"})
+    arguments = hold_arguments("algo-1", hosts, [], [sockets], [sockets / "rsh-mine"])
+    check = "from trainops.agent.supervision._hostns import socket_parent; print(socket_parent())"
+    namespace = HostNamespace.hold(arguments)
+    try:
+        done = _run(namespace, f"TMPDIR={temp} {sys.executable} -c '{check}'")
+    finally:
+        namespace.close()
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(sockets)

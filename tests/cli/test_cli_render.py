@@ -228,7 +228,7 @@ def test_rule_statuses() -> None:
         "\n    Recommendation: check the initialization"
     )
     # as `trainops describe` prints it: each status's Evaluation under Trainops, same path
-    from trainops.server.aws._schema import split_trainops
+    from trainops.server._schema import split_trainops
 
     assert format_rule_statuses(split_trainops(debug)) == format_rule_statuses(debug)
 

@@ -158,6 +158,8 @@ def test_a_file_system_channel() -> None:
             )
     with pytest.raises(SpecError, match="access mode; use ro or rw"):
         Channel(file_system={"directory_path": "/d", "access_mode": "write"})
+    with pytest.raises(SpecError, match="'data/train' is not absolute: name the directory"):
+        Channel(file_system={"directory_path": "data/train"})
 
 
 @pytest.mark.parametrize(

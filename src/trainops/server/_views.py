@@ -12,10 +12,11 @@ from typing import Any
 
 from trainops._settings import Settings
 from trainops.cost import job_cost, prices_of
-from trainops.protocol import ChannelSpec, SubmittedJob
+from trainops.protocol import SubmittedJob
 from trainops.server._debug_views import debug_sections
-from trainops.server._redaction import Masker, hyperparameter_text, mask_text, redact
+from trainops.server._redaction import Masker, redact
 from trainops.server._rule_views import debugger_sections, profiler_sections
+from trainops.server._schema import Shown, rest_sections
 from trainops.store import ArtifactRecord, HostRecord, JobRecord, LogChunk, MetadataStore
 
 __all__ = ["describe", "iso", "log_page", "metric_points", "redact", "spec_sections", "summary"]
@@ -92,14 +93,13 @@ def describe(
 
 
 def _spot(job: JobRecord) -> dict[str, Any]:
-    """Managed spot: whether it is on, the interruptions so far and, once the job has ended,
+    """Managed spot: the interruptions so far and, once the job has ended,
     the savings as the SageMaker SDK prints them: (1 - billable / training) x 100."""
     savings = None
     training, billable = job.training_seconds, job.billable_seconds
     if job.spec.use_spot_instances and training and billable is not None:
         savings = round((1.0 - billable / training) * 100.0, 1)
     return {
-        "EnableManagedSpotTraining": job.spec.use_spot_instances,
         "Interruptions": job.interruptions,
         "ManagedSpotTrainingSavings": savings,
     }
@@ -112,80 +112,9 @@ def spec_sections(spec: SubmittedJob, settings: Settings) -> dict[str, Any]:
     return _spec_sections(spec, settings, job_masker(spec))
 
 
-def _container_command(spec: SubmittedJob) -> dict[str, Any]:
-    """A container command's argv, as the request named it (absent for an entry point)."""
-    if spec.container_entrypoint is None:
-        return {}
-    found: dict[str, Any] = {"ContainerEntrypoint": list(spec.container_entrypoint)}
-    if spec.container_args:
-        found["ContainerArguments"] = list(spec.container_args)
-    return found
-
-
 def _spec_sections(spec: SubmittedJob, settings: Settings, mask: Masker) -> dict[str, Any]:
-    checkpoint = spec.checkpoint
-    stopping = spec.stopping_condition
-    return {
-        "HyperParameters": mask.mapping(
-            {k: hyperparameter_text(v) for k, v in spec.hyperparameters.items()}
-        ),
-        "AlgorithmSpecification": {
-            "EntryPoint": spec.entry_point,
-            "MetricDefinitions": [
-                {"Name": m.name, "Regex": m.regex} for m in spec.metric_definitions
-            ],
-            **_container_command(spec),
-        },
-        "ResourceConfig": {
-            "InstanceType": spec.instance_type,
-            "InstanceCount": spec.instance_count,
-        },
-        "InputDataConfig": [_channel(channel) for channel in spec.inputs],
-        "OutputDataConfig": {
-            "S3OutputPath": mask_text(spec.output_path or settings.default_output_uri)
-        },
-        "CheckpointConfig": (
-            {"S3Uri": mask_text(checkpoint.uri), "LocalPath": checkpoint.local_path}
-            if checkpoint
-            else None
-        ),
-        "StoppingCondition": {
-            "MaxRuntimeInSeconds": stopping.max_runtime_in_seconds,
-            "GracePeriodInSeconds": stopping.grace_period_in_seconds,
-        }
-        | (
-            {"MaxWaitTimeInSeconds": stopping.max_wait_time_in_seconds}
-            if stopping.max_wait_time_in_seconds is not None
-            else {}
-        ),
-        "RetryStrategy": {"MaximumRetryAttempts": spec.retry_strategy.maximum_retry_attempts},
-        "Environment": mask.mapping(spec.environment),
-    }
-
-
-def _channel(channel: ChannelSpec) -> dict[str, Any]:
-    found: dict[str, Any] = {
-        "ChannelName": channel.name,
-        "Uri": None if channel.uri is None else mask_text(channel.uri),
-        "ContentType": channel.content_type,
-        "Distribution": channel.distribution,
-        "ShuffleSeed": channel.shuffle_seed,
-        "InputMode": channel.mode,
-        "CompressionType": channel.compression,
-        "RecordWrapperType": channel.record_wrapping,
-        "S3DataType": channel.s3_data_type,
-    }
-    if channel.attribute_names:
-        found["AttributeNames"] = list(channel.attribute_names)
-    fs = channel.file_system
-    if fs is not None:
-        found["FileSystem"] = {
-            "DirectoryPath": fs.directory_path,
-            "FileSystemAccessMode": fs.access_mode,
-            "FileSystemType": fs.type,
-            "FileSystemId": fs.id,
-        }
-    return found
+    """The keys the spec's fields give, derived from their one declaration (``_schema``)."""
+    return rest_sections(spec, Shown(mask, lambda: settings.default_output_uri))
 
 
 def _model_artifacts(artifacts: list[ArtifactRecord]) -> dict[str, str] | None:

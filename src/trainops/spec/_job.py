@@ -182,6 +182,8 @@ class FileSystemSource(SpecModel):
     def _directory_path(cls, value: str) -> str:
         if "\x00" in value:
             raise ValueError("must not contain a NUL character")
+        if not value.startswith("/"):
+            raise ValueError(f"{value!r} is not absolute: name the directory from /")
         return value
 
     @field_validator("access_mode", mode="before")

@@ -378,8 +378,9 @@ class S3Server:
         raise self._failed(f"its S3 port did not answer within {self._timeout:.0f} s ({last})")
 
     def _grpc_tls(self) -> Path | None:
-        """A fresh CA and certificate for weed's gRPC ports (``s3/tls``), or None without
-        openssl (then the gRPC ports stay open: docs/storage.md, "Limits")."""
+        """A fresh CA and certificate for weed's gRPC ports (``s3/tls``), or None without the
+        cryptography package and openssl (then the gRPC ports stay open: docs/storage.md,
+        "Limits")."""
         tls = self.root / "tls"
         shutil.rmtree(tls, ignore_errors=True)
         make_private(tls)
@@ -389,7 +390,10 @@ class S3Server:
         except (OSError, subprocess.SubprocessError) as exc:
             log.warning("weed's gRPC ports stay open: no certificate was made (%s)", exc)
             return None
-        log.warning("weed's gRPC ports stay open: the openssl command was not found")
+        log.warning(
+            "weed's gRPC ports stay open: neither the cryptography package (pip install "
+            "'trainops[s3]') nor the openssl command was found"
+        )
         return None
 
     def _bucket_request(self) -> urllib.request.Request:

@@ -6,16 +6,20 @@ master's and the filer's HTTP APIs off (``-disableHttp``), and with the keys bel
 server serves or takes a file only with a JWT signed by ``jwt.signing`` (``.read`` for reads),
 which weed's own filer and S3 gateway mint (the filer keys guard the filer should its HTTP come
 back). The keys are random, made at each launch of weed, written to the 0600 file only and never
-logged. weed's gRPC ports take mutual TLS with a certificate of a CA made at each launch (by the
-``openssl`` command; without it they stay open). With the filer's HTTP off, the default bucket
-is made by a SigV4-signed S3 CreateBucket. docs/storage.md ("Limits") says what stays open.
+logged. weed's gRPC ports take mutual TLS with a certificate of a CA made at each launch: by the
+``cryptography`` package (the ``s3`` extra installs it), else by the ``openssl`` command; without
+either they stay open. With the filer's HTTP off, the default bucket is made by a SigV4-signed S3
+CreateBucket. docs/storage.md ("Limits") says what stays open.
 """
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import hmac
+import ipaddress
 import json
+import os
 import secrets
 import shutil
 import subprocess
@@ -24,8 +28,16 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-__all__ = ["SECURITY_FILE", "WeedKeys", "make_grpc_tls", "signed_create_bucket"]
+__all__ = [
+    "SECURITY_FILE",
+    "WeedKeys",
+    "make_grpc_tls",
+    "signed_create_bucket",
+    "tls_by_cryptography",
+    "tls_by_openssl",
+]
 
 SECURITY_FILE = "security.toml"
 _TTL_SECONDS = 60
@@ -64,8 +76,70 @@ def _grpc_toml(tls: Path) -> str:
 
 
 def make_grpc_tls(folder: Path) -> bool:
-    """A CA and one certificate it signed for weed's gRPC ports, new in ``folder`` (private),
-    made by the ``openssl`` command with fixed arguments; False where there is no openssl."""
+    """A CA and one certificate it signed for weed's gRPC ports, new in ``folder`` (private):
+    ``ca.crt``, ``weed.crt`` and ``weed.key``, the CA's own key thrown away (nothing more is
+    signed: no one can mint another certificate). Made by the ``cryptography`` package where it
+    is importable, else by the ``openssl`` command; False where there is neither."""
+    return tls_by_cryptography(folder) or tls_by_openssl(folder)
+
+
+def tls_by_cryptography(folder: Path) -> bool:
+    """:func:`make_grpc_tls` by the ``cryptography`` package: False where it is not installed.
+    The certificates are those ``openssl`` makes below (P-256 keys, SHA-256, ten years, the
+    server's name ``127.0.0.1`` and ``localhost``), and the keys never touch a file but
+    ``weed.key`` (0600)."""
+    try:
+        from cryptography.hazmat.primitives.asymmetric import ec
+    except ImportError:
+        return False
+    from cryptography.hazmat.primitives import serialization
+
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca = _certificate("trainops CA", ca_key.public_key(), ca_key, ca=True)
+    weed = _certificate("weed", key.public_key(), ca_key, ca=False)
+    pem = serialization.Encoding.PEM
+    _write_private(
+        folder / "weed.key",
+        key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()),
+    )
+    (folder / "weed.crt").write_bytes(weed.public_bytes(pem))
+    (folder / "ca.crt").write_bytes(ca.public_bytes(pem))
+    return True
+
+
+def _certificate(name: str, public_key: Any, ca_key: Any, *, ca: bool) -> Any:
+    """A certificate of ``name`` for ``public_key``, signed by ``ca_key`` (the CA's, named
+    ``trainops CA``): the CA's own with ``ca``, else the server's with its names."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.UTC)
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
+        .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "trainops CA")]))
+        .public_key(public_key)
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=3650))
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=0 if ca else None), critical=True)
+    )
+    if not ca:
+        names = [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]
+        builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
+    return builder.sign(ca_key, hashes.SHA256())
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
+
+
+def tls_by_openssl(folder: Path) -> bool:
+    """:func:`make_grpc_tls` by the ``openssl`` command with fixed arguments: False where there
+    is no openssl."""
     openssl = shutil.which("openssl")
     if openssl is None:
         return False

@@ -2,7 +2,7 @@
 (schema version 17).
 
 A row holds a JSON object of the request's kept members (which ones is the server's business:
-``server/aws/_schema.py``) for a resource named by its kind and its name as stored. It is written
+``server/_schema.py``) for a resource named by its kind and its name as stored. It is written
 once, after the resource is made, and never changed.
 """
 

@@ -4,6 +4,7 @@ copied, nothing in the machine's mount table, and bad directories named clearly.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import hashlib
 import os
@@ -16,6 +17,7 @@ import pytest
 from tests.agent.channels._support import Host
 from tests.agent.channels._views import filesystem_channel, seen_by_script
 from trainops import StorageError
+from trainops._errors import SpecError
 from trainops.agent.channels import FileSystemChannel, open_channel
 from trainops.agent.channels._filesystem import NOT_ENFORCED, show_directory
 
@@ -84,14 +86,14 @@ def test_a_bad_directory_is_a_clear_error(
     source.close()
 
 
-def test_a_relative_directory_is_refused_by_the_spec_or_the_channel(host: Host) -> None:
-    try:
-        channel = filesystem_channel("relative/dir")
-    except ValueError as exc:  # the spec refused it: equally clear
-        assert "directory_path" in str(exc)
-        return
+def test_a_relative_directory_is_refused_by_the_spec_and_the_channel(host: Host) -> None:
+    with pytest.raises(SpecError, match="directory_path: 'relative/dir' is not absolute"):
+        filesystem_channel("relative/dir")
+    channel = filesystem_channel("/abs")  # one stored before the spec refused it
+    assert channel.file_system is not None
+    relative = dataclasses.replace(channel.file_system, directory_path="relative/dir")
     with pytest.raises(StorageError, match="must be an absolute path"):
-        open_channel(channel, host.context()).prepare()
+        open_channel(dataclasses.replace(channel, file_system=relative), host.context()).prepare()
 
 
 def test_rw_on_a_directory_the_agent_cannot_write_is_refused(shared: Path) -> None:

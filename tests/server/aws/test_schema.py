@@ -18,12 +18,9 @@ from botocore.validate import ParamValidator
 
 from tests.server.aws.test_conformance import SAMPLES
 from trainops._settings import Settings
-from trainops.server import describe
-from trainops.server._redaction import MASK
-from trainops.server.aws import service_model
-from trainops.server.aws._create import hyperparameters, spec_of
-from trainops.server.aws._sagemaker import api_describe, cli_describe
-from trainops.server.aws._schema import (
+from trainops.server import _schema, _views, describe
+from trainops.server._redaction import MASK, Masker
+from trainops.server._schema import (
     KEPT,
     KEPT_TUNING,
     MEMBERS,
@@ -32,13 +29,19 @@ from trainops.server.aws._schema import (
     TRAINOPS_KEY,
     TRAINOPS_ONLY,
     UNSUPPORTED_DESCRIBE,
+    VIEW_KEYS,
     Member,
+    Shown,
     at_path,
     declared_spec,
     kept_of,
+    rest_sections,
     split_trainops,
     with_kept,
 )
+from trainops.server.aws import service_model
+from trainops.server.aws._create import hyperparameters, spec_of
+from trainops.server.aws._sagemaker import api_describe, cli_describe
 from trainops.server.aws._shapes import to_wire
 from trainops.spec import JobSpec
 from trainops.store import JobRecord, MetadataStore, TuningTrialRecord
@@ -443,7 +446,9 @@ def test_a_debugger_job_s_cli_describe_is_the_api_s_shape(store: MetadataStore) 
         tensorboard_output_config={},
         inputs={
             "train": {"uri": "s3://bucket/train/", "distribution": "sharded"},
-            "shared": {"file_system": {"directory_path": "/mnt/data", "id": "fs-0123456789"}},
+            "shared": {
+                "file_system": {"directory_path": "/mnt/data", "id": "fs-0123456789", "type": "EFS"}
+            },
         },
     )
     job = store.create_job(
@@ -466,7 +471,78 @@ def test_a_debugger_job_s_cli_describe_is_the_api_s_shape(store: MetadataStore) 
         "FileSystemDataSource": {
             "DirectoryPath": "/mnt/data",
             "FileSystemAccessMode": "ro",
-            "FileSystemType": "Local",
+            "FileSystemType": "EFS",
             "FileSystemId": "fs-0123456789",
         }
     }
+
+
+def _key_paths(value: Any, prefix: str = "") -> Iterator[str]:
+    """Every dotted key path of ``value``'s nested objects (not into lists: an item's keys are
+    its list's member's to declare)."""
+    if isinstance(value, dict):
+        for key, below in value.items():
+            yield f"{prefix}{key}"
+            yield from _key_paths(below, f"{prefix}{key}.")
+
+
+def _undeclared(paths: Iterator[str], declared: set[str]) -> list[str]:
+    """The paths that are neither declared, below a declared one, nor a section above one."""
+    return [
+        path
+        for path in paths
+        if not any(
+            path == d or path.startswith(f"{d}.") or d.startswith(f"{path}.") for d in declared
+        )
+    ]
+
+
+def test_every_rest_key_is_declared_and_every_member_s_is_shown(store: MetadataStore) -> None:
+    """The REST describe's keys are the members' ``rest`` paths and ``VIEW_KEYS``, no other:
+    a key added to a view by hand and not declared fails here."""
+    job = _stored(store, _request())
+    described = describe(store, job, Settings.load(), 200.0)
+    declared = {m.rest for m in MEMBERS if m.rest} | set(VIEW_KEYS)
+    assert _undeclared(_key_paths(described), declared) == []
+    assert _undeclared(iter(["AlgorithmSpecification.Gpus", "Gpus"]), declared) == [
+        "AlgorithmSpecification.Gpus",
+        "Gpus",
+    ]
+    for member in MEMBERS:  # (each member's key is there: the first test of this module)
+        assert member.rest_by is None or callable(getattr(_views, member.rest_by, None))
+    assert set(VIEW_KEYS) <= set(described)  # no stale names
+
+
+def test_a_new_member_is_shown_by_the_rest_describe_with_no_other_edit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    extra = Member("instance_count", None, None, "Placement.Hosts", to_rest=lambda v, _: v * 10)
+    monkeypatch.setattr(_schema, "MEMBERS", (*MEMBERS, extra))
+    spec = JobSpec(entry_point="train.py", instance_count=3).view()
+    shown = rest_sections(spec, Shown(Masker.for_job({}, {}), lambda: "s3://b/out"))
+    assert shown["Placement"] == {"Hosts": 30}
+    assert shown["ResourceConfig"] == {"InstanceType": "ml.m5.large", "InstanceCount": 3}
+
+
+def test_a_section_the_job_has_not_got_is_null_and_a_limit_not_set_left_out() -> None:
+    spec = JobSpec(entry_point="train.py").view()
+    shown = rest_sections(spec, Shown(Masker.for_job({}, {}), lambda: "s3://b/out"))
+    assert shown["CheckpointConfig"] is None
+    assert "MaxWaitTimeInSeconds" not in shown["StoppingCondition"]
+    assert "ContainerEntrypoint" not in shown["AlgorithmSpecification"]
+    assert shown["OutputDataConfig"] == {"S3OutputPath": "s3://b/out"}
+
+
+def test_the_rest_describe_masks_what_it_derives() -> None:
+    spec = JobSpec(
+        entry_point="train.py",
+        hyperparameters={"db_password": "hunter2-value", "lr": 0.1},
+        environment={"API_TOKEN": "tok-secret-1"},
+        checkpoint={"uri": "s3://user:pass-word@bucket/ckpt"},
+    ).view()
+    shown = rest_sections(
+        spec, Shown(Masker.for_job(spec.environment, spec.hyperparameters), lambda: "")
+    )
+    text = str(shown)
+    assert "hunter2-value" not in text and "tok-secret-1" not in text and "pass-word" not in text
+    assert shown["HyperParameters"]["lr"] == "0.1"

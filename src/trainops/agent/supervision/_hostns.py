@@ -236,10 +236,35 @@ def socket_parent() -> Path:
     parent = Path(tempfile.gettempdir()) / f"trainops-rsh-{os.getuid()}"
     with contextlib.suppress(FileExistsError):
         parent.mkdir(mode=0o700)
-    info = os.lstat(parent)
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
-        raise OSError(f"{parent} is not a private directory of this user: remove it")
+    try:  # never through a link: opened as the directory itself, checked and mended by its fd
+        fd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        raise OSError(
+            f"{parent} is not a directory of this user ({exc.strerror}): remove it"
+        ) from None
+    try:
+        _keep_private(fd, parent)
+    finally:
+        os.close(fd)
     return parent
+
+
+def _keep_private(fd: int, parent: Path) -> None:
+    """Mend a socket parent of ours that others may enter (left by an older trainops, or made
+    by hand under another umask): its mode made 0700 again. One of another user is refused."""
+    info = os.fstat(fd)
+    if info.st_uid != os.getuid():
+        raise OSError(
+            f"{parent} belongs to uid {info.st_uid}, not to this user ({os.getuid()}): remove it"
+        )
+    if info.st_mode & 0o077:
+        try:
+            os.fchmod(fd, 0o700)
+        except OSError as exc:
+            raise OSError(
+                f"{parent} is open to others (mode {stat.S_IMODE(info.st_mode):04o}) and "
+                f"cannot be made private ({exc.strerror}): remove it"
+            ) from None
 
 
 def opt_ml_hint(failure: str, shown: bool, mount_opt_ml: bool) -> str | None:

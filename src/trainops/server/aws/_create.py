@@ -18,10 +18,10 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from trainops.protocol import LAUNCHER_FLAGS
+from trainops.server._schema import declared_spec
 from trainops.server._settings import DEFAULT_IMAGES, ImageMapping
 from trainops.server.aws._errors import AwsError
 from trainops.server.aws._images import python_for
-from trainops.server.aws._schema import declared_spec
 from trainops.server.aws._update import profiler_sections
 
 __all__ = ["code_uri_of", "hyperparameters", "spec_of"]
@@ -170,6 +170,26 @@ def _json_object(name: str, value: str) -> dict[str, Any]:
     return decoded
 
 
+def _file_system_channel(
+    source: dict[str, Any], channel: dict[str, Any], mode: str
+) -> dict[str, Any]:
+    """A FileSystemDataSource (the model has made each of its members required): the spec's
+    file-system channel, its directory shown as it is (the hosts must see it at that path; the
+    service's VPC does not exist here)."""
+    found: dict[str, Any] = {
+        "mode": channel.get("InputMode") or mode,
+        "file_system": {
+            "directory_path": source["DirectoryPath"],
+            "access_mode": source["FileSystemAccessMode"],
+            "type": source["FileSystemType"],
+            "id": source["FileSystemId"],
+        },
+    }
+    if channel.get("ContentType"):
+        found["content_type"] = channel["ContentType"]
+    return found
+
+
 def _python_of(algorithm: dict[str, Any], images: Sequence[ImageMapping]) -> str | None:
     if algorithm.get("AlgorithmName"):
         raise _invalid(
@@ -182,11 +202,14 @@ def _python_of(algorithm: dict[str, Any], images: Sequence[ImageMapping]) -> str
 
 
 def _channel(channel: dict[str, Any], mode: str) -> dict[str, Any]:
-    source = (channel.get("DataSource") or {}).get("S3DataSource")
+    data_source = channel.get("DataSource") or {}
+    if "FileSystemDataSource" in data_source:
+        return _file_system_channel(data_source["FileSystemDataSource"], channel, mode)
+    source = data_source.get("S3DataSource")
     if source is None:
         raise _invalid(
             f"InputDataConfig channel {channel['ChannelName']!r}: only DataSource.S3DataSource "
-            "is supported"
+            "and DataSource.FileSystemDataSource are supported"
         )
     found: dict[str, Any] = {
         "uri": source["S3Uri"],

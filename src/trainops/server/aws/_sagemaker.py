@@ -2,8 +2,8 @@
 request ``_create.py`` maps to our spec, DescribeTrainingJob, ListTrainingJobs, StopTrainingJob;
 UpdateTrainingJob in ``_update.py``, the tag operations in ``_tags.py``).
 
-DescribeTrainingJob is derived from the REST describe (``server/_views.describe``, the one
-declaration of a job's DescribeTrainingJob keys): :func:`api_description` adds what the API's
+DescribeTrainingJob is derived from the REST describe (``server/_views.describe``, itself
+derived from the one declaration, ``server/_schema``): :func:`api_description` adds what the API's
 shape has and ours spells otherwise (the ARN, ``AlgorithmSpecification.TrainingInputMode``,
 ``DataSource.S3DataSource``), and the model's output shape then drops our extra keys and encodes
 the timestamps (``_shapes.to_wire``).
@@ -11,6 +11,7 @@ the timestamps (``_shapes.to_wire``).
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -20,11 +21,11 @@ from trainops._errors import JobNotFoundError, SpecError
 from trainops._settings import Settings
 from trainops.control import JobController, JobEndedError
 from trainops.server._redaction import Masker
+from trainops.server._schema import KEPT, kept_of, split_trainops, with_kept
 from trainops.server._views import describe, job_masker
 from trainops.server.aws._create import code_uri_of, hyperparameters, spec_of
 from trainops.server.aws._errors import AwsError
 from trainops.server.aws._paging import page_of, within_windows
-from trainops.server.aws._schema import KEPT, kept_of, split_trainops, with_kept
 from trainops.server.aws._services import AwsOperation, AwsService
 from trainops.server.aws._tags import MAX_TAGS, check_tags, tag_operations
 from trainops.server.aws._update import update_training_job
@@ -47,6 +48,8 @@ ACCOUNT_ID = "000000000000"
 _NOT_FOUND = "Requested resource not found."
 _MAX_SCANNED = 100_000  # jobs a ListTrainingJobs call filters and sorts at most
 _SORT_KEYS = {"Name": "name", "CreationTime": "creation_time", "Status": "status"}
+_API_FILE_SYSTEMS = ("EFS", "FSxLustre")
+_FILE_SYSTEM_ID = re.compile(r"fs-[0-9a-f]{8,17}")  # the model's pattern and its length (11-21)
 
 
 def bad_token() -> AwsError:
@@ -145,14 +148,25 @@ def _api_channel(channel: dict[str, Any]) -> dict[str, Any]:
     )
     distribution = {"FullyReplicated": "FullyReplicated", "ShardedByKey": "ShardedByS3Key"}
     fs = channel.get("FileSystem")
-    if isinstance(fs, dict):  # a shared directory: the API's FileSystemDataSource
-        return channel | {"InputMode": mode, "DataSource": {"FileSystemDataSource": fs}}
+    if isinstance(fs, dict):  # a shared directory: the API's FileSystemDataSource, if it is one
+        named = {"FileSystemDataSource": fs} if _api_file_system(fs) else {}
+        return channel | {"InputMode": mode, "DataSource": named}
     source = {
         "S3DataType": channel.get("S3DataType") or "S3Prefix",
         "S3Uri": channel.get("Uri"),
         "S3DataDistributionType": distribution.get(str(channel.get("Distribution"))),
     }
     return channel | {"InputMode": mode, "DataSource": {"S3DataSource": source}}
+
+
+def _api_file_system(fs: dict[str, Any]) -> bool:
+    """Whether the API can name this file system: the service's FileSystemDataSource has all
+    four members, an ``fs-`` id and an EFS or FSx for Lustre type. Another (a local or NFS
+    path, no id) is trainops' own: the answer's DataSource is left empty and the REST describe
+    (``Trainops`` in ``trainops describe``) shows it as ``FileSystem``."""
+    return fs.get("FileSystemType") in _API_FILE_SYSTEMS and bool(
+        _FILE_SYSTEM_ID.fullmatch(str(fs.get("FileSystemId") or ""))
+    )
 
 
 class _Operations:

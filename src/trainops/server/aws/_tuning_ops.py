@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from trainops._errors import SpecError
 from trainops._settings import Settings
 from trainops.control import JobController
+from trainops.server._schema import KEPT_TUNING, kept_of, with_kept
 from trainops.server._views import job_masker, spec_sections
 from trainops.server.aws._errors import AwsError
 from trainops.server.aws._paging import page_of, within_windows
@@ -30,7 +31,6 @@ from trainops.server.aws._sagemaker import (
     training_job_arn,
     tuning_job_arn,
 )
-from trainops.server.aws._schema import KEPT_TUNING, kept_of, with_kept
 from trainops.server.aws._services import AwsOperation
 from trainops.server.aws._tags import MAX_TAGS, check_tags
 from trainops.server.aws._tuning_request import OBJECTIVE_HYPERPARAMETER as _OBJECTIVE

@@ -5,10 +5,14 @@ CreateTrainingJob's request, its member path in DescribeTrainingJob's answer and
 our REST describe. CreateTrainingJob's mapping is derived from it (:func:`declared_spec`: every
 ``derived`` member is read from the request at its path, converted, and put at its spec path);
 the few members whose mapping reads more than their own member are mapped by hand in
-``_create.py`` and say so (``by hand``). The describe views (``server/_views.describe``, then
-``_sagemaker.api_description``) are checked against it by ``tests/server/aws/test_schema.py``: a
-value sent at a member's request path must come back at its response path, and its REST key must
-be there.
+``_create.py`` and say so (``by hand``). So is the REST describe's part that the spec gives
+(:func:`rest_sections`: every member's value at its ``rest`` path, made by its ``to_rest``, one of
+``_rest_fields``), but for the members whose showing reads the store or the job's record and
+names the view that shows them (``rest_by``); its other keys are the views' own, each named in
+:data:`VIEW_KEYS`. The API's describe is made from the REST one (``aws/_sagemaker``).
+``tests/server/aws/test_schema.py`` checks it all: a value sent at a member's request path must
+come back at its response path, its REST key must be there, and the REST describe may have no
+key that is neither a member's nor in ``VIEW_KEYS``.
 
 Some members are given back as the request sent them and have no spec field: :data:`KEPT` (kept
 with the job, in the store's ``api_requests``, and laid over DescribeTrainingJob's answer at the
@@ -30,6 +34,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from trainops.server import _rest_fields as rest_fields
+from trainops.server._rest_fields import OMIT, Shown
+
 __all__ = [
     "KEPT",
     "KEPT_TUNING",
@@ -38,10 +45,13 @@ __all__ = [
     "NOT_MAPPED_REQUEST",
     "TRAINOPS_ONLY",
     "UNSUPPORTED_DESCRIBE",
+    "VIEW_KEYS",
     "Member",
+    "Shown",
     "at_path",
     "declared_spec",
     "kept_of",
+    "rest_sections",
     "split_trainops",
     "with_kept",
 ]
@@ -60,11 +70,17 @@ def _metric_definitions(value: list[dict[str, str]]) -> list[dict[str, str]]:
     return [{"name": m["Name"], "regex": m["Regex"]} for m in value]
 
 
+#: How the REST describe shows a spec field's value (``_rest_fields``; ``OMIT``: left out).
+ToRest = Callable[[Any, Shown], Any]
+
+
 @dataclass(frozen=True, slots=True)
 class Member:
     """One spec field's place in the API: ``request`` (CreateTrainingJob), ``response``
     (DescribeTrainingJob) and ``rest`` (our describe) are dotted member paths, ``None`` where
-    that side has no such member."""
+    that side has no such member. The REST describe shows the field at ``rest`` as ``to_rest``
+    makes it (:func:`rest_sections`), or, where showing it reads more than the field (the
+    store's rule statuses, the job's output prefix), as the view named by ``rest_by`` does."""
 
     spec: str
     request: str | None
@@ -72,6 +88,8 @@ class Member:
     rest: str | None
     create: Create = "derived"
     to_spec: Callable[[Any], Any] = _same
+    to_rest: ToRest = rest_fields.as_is
+    rest_by: str | None = None
 
 
 _AS_API = "="  # an override that is the member's ``api`` path
@@ -85,6 +103,8 @@ def _member(
     to_spec: Callable[[Any], Any] = _same,
     response: str | None = _AS_API,
     rest: str | None = _AS_API,
+    to_rest: ToRest = rest_fields.as_is,
+    rest_by: str | None = None,
 ) -> Member:
     """A member at ``api`` in both the request and the answer (and at that key in the REST
     describe) unless ``response`` or ``rest`` say otherwise."""
@@ -95,11 +115,15 @@ def _member(
         api if rest == _AS_API else rest,
         create,
         to_spec,
+        to_rest,
+        rest_by,
     )
 
 
 MEMBERS: tuple[Member, ...] = (
-    # the API's describe gives sagemaker_program back among the hyperparameters (KEPT)
+    # In the REST describe's order. The API's describe gives sagemaker_program back among the
+    # hyperparameters (KEPT).
+    _member("hyperparameters", "HyperParameters", "by hand", to_rest=rest_fields.hyperparameters),
     _member(
         "entry_point",
         "HyperParameters.sagemaker_program",
@@ -107,31 +131,52 @@ MEMBERS: tuple[Member, ...] = (
         response=None,
         rest="AlgorithmSpecification.EntryPoint",
     ),
-    _member("hyperparameters", "HyperParameters", "by hand"),
-    _member("container_entrypoint", "AlgorithmSpecification.ContainerEntrypoint"),
-    _member("container_args", "AlgorithmSpecification.ContainerArguments"),
-    _member("instance_type", "ResourceConfig.InstanceType"),
-    _member("instance_count", "ResourceConfig.InstanceCount"),
-    _member("environment", "Environment"),
-    _member("inputs", "InputDataConfig", "by hand"),
-    _member("output_path", "OutputDataConfig.S3OutputPath"),
-    _member("checkpoint.uri", "CheckpointConfig.S3Uri"),
-    _member("checkpoint.local_path", "CheckpointConfig.LocalPath"),
     _member(
         "metric_definitions",
         "AlgorithmSpecification.MetricDefinitions",
         to_spec=_metric_definitions,
+        to_rest=rest_fields.metric_definitions,
     ),
-    _member("stopping_condition.max_runtime_in_seconds", "StoppingCondition.MaxRuntimeInSeconds"),
     _member(
-        "stopping_condition.max_wait_time_in_seconds", "StoppingCondition.MaxWaitTimeInSeconds"
+        "container_entrypoint",
+        "AlgorithmSpecification.ContainerEntrypoint",
+        to_rest=rest_fields.omitted_if_none,
+    ),
+    _member(
+        "container_args",
+        "AlgorithmSpecification.ContainerArguments",
+        to_rest=rest_fields.omitted_if_empty,
+    ),
+    _member("instance_type", "ResourceConfig.InstanceType"),
+    _member("instance_count", "ResourceConfig.InstanceCount"),
+    _member("inputs", "InputDataConfig", "by hand", to_rest=rest_fields.channels),
+    _member("output_path", "OutputDataConfig.S3OutputPath", to_rest=rest_fields.output_path),
+    _member("checkpoint.uri", "CheckpointConfig.S3Uri", to_rest=rest_fields.masked_uri),
+    _member("checkpoint.local_path", "CheckpointConfig.LocalPath"),
+    _member("stopping_condition.max_runtime_in_seconds", "StoppingCondition.MaxRuntimeInSeconds"),
+    Member(  # trainops' own (SIGTERM to SIGKILL): the API has no member for it
+        "stopping_condition.grace_period_in_seconds",
+        None,
+        None,
+        "StoppingCondition.GracePeriodInSeconds",
+    ),
+    _member(
+        "stopping_condition.max_wait_time_in_seconds",
+        "StoppingCondition.MaxWaitTimeInSeconds",
+        to_rest=rest_fields.omitted_if_none,
     ),
     _member("retry_strategy.maximum_retry_attempts", "RetryStrategy.MaximumRetryAttempts"),
+    _member("environment", "Environment", to_rest=rest_fields.masked_mapping),
     _member("use_spot_instances", "EnableManagedSpotTraining"),
-    _member("profiler_config", "ProfilerConfig", "by hand"),
-    _member("rules", "ProfilerRuleConfigurations", "by hand"),
-    _member("debugger_hook_config", "DebugHookConfig", "ignored"),
-    _member("tensorboard_output_config", "TensorBoardOutputConfig", "ignored"),
+    _member("profiler_config", "ProfilerConfig", "by hand", rest_by="profiler_sections"),
+    _member("rules", "ProfilerRuleConfigurations", "by hand", rest_by="profiler_sections"),
+    _member("debugger_hook_config", "DebugHookConfig", "ignored", rest_by="debug_sections"),
+    _member(
+        "tensorboard_output_config",
+        "TensorBoardOutputConfig",
+        "ignored",
+        rest_by="debug_sections",
+    ),
 )
 
 #: Spec fields (dotted paths; a section covers its fields) that the API has no member for.
@@ -139,7 +184,6 @@ NOT_IN_API: Mapping[str, str] = {
     "source_dir": "the code is the sagemaker_submit_directory tarball (the job's code URI)",
     "job_name": "the request's TrainingJobName names the job",
     "base_job_name": "the SDK makes the TrainingJobName from it before the request",
-    "stopping_condition.grace_period_in_seconds": "trainops' own (SIGTERM to SIGKILL)",
     "chaos": "trainops' fault injection, for tests",
     "mount_opt_ml": "trainops' own (how the /opt/ml tree is made)",
     "distribution": "mapped by hand from the SDK's distribution hyperparameters "
@@ -234,6 +278,92 @@ TRAINOPS_ONLY: Mapping[str, str] = {
 
 #: The key ``trainops describe`` prints :data:`TRAINOPS_ONLY` under.
 TRAINOPS_KEY = "Trainops"
+
+#: The REST describe's keys that its own views compute from the job's record and the store
+#: (status, times, hosts, artifacts, metrics, rule statuses) rather than from one spec field.
+#: With the members' ``rest`` paths they are every key it has: a test fails on any other.
+VIEW_KEYS: Mapping[str, str] = {
+    "TrainingJobName": "the job's name",
+    "TrainingJobStatus": "the job's status",
+    "SecondaryStatus": "the job's secondary status",
+    "FailureReason": "why it failed (masked)",
+    "CreationTime": "the record's times",
+    "TrainingStartTime": "the record's times",
+    "TrainingEndTime": "the record's times",
+    "LastModifiedTime": "the record's times",
+    "SecondaryStatusTransitions": "the recorded transitions",
+    "ModelArtifacts": "the job's recorded model artifact",
+    "Artifacts": "every artifact the job wrote",
+    "FinalMetricDataList": "the last value of each metric",
+    "TrainingTimeInSeconds": "the record's seconds",
+    "BillableTimeInSeconds": "the record's seconds",
+    "Interruptions": "spot interruptions so far",
+    "ManagedSpotTrainingSavings": "from the billable and training seconds",
+    "Cost": "from the seconds and the catalog's prices",
+    "Attempt": "the job's attempt",
+    "Hosts": "the attempt's hosts",
+    "ProfilingStatus": "whether the spec profiles",
+    "ProfilerRuleEvaluationStatuses": "the store's rule evaluations",
+    "DebugOutputPath": "from the hook and the job's output prefix",
+    "DebugRuleConfigurations": "the spec's debugger and custom rules",
+    "DebugRuleEvaluationStatuses": "the store's rule evaluations",
+}
+
+
+def rest_sections(view: Any, shown: Shown) -> dict[str, Any]:
+    """The REST describe's keys that :data:`MEMBERS` derive from the submitted job ``view``
+    (``SubmittedJob``): each member's value at its spec path, made by its ``to_rest``, at its
+    ``rest`` path; a member of a section the job has not got (no checkpoint) makes that section
+    null. Members shown by another view (``rest_by``) are left to it."""
+    sections: dict[str, Any] = {}
+    for member, spec_path, parents, key in _shown_members(MEMBERS):
+        into = _section(sections, parents)
+        value = _spec_value(view, spec_path)
+        if value is _NO_SECTION:
+            if parents and into == {}:
+                _section(sections, parents[:-1])[parents[-1]] = None
+            continue
+        if into is not None and (shown_value := member.to_rest(value, shown)) is not OMIT:
+            into[key] = shown_value
+    return sections
+
+
+_NO_SECTION = object()  # a spec field below a section the job has not got
+_Shown = tuple[Member, tuple[str, ...], tuple[str, ...], str]
+_layout: list[tuple[tuple[Member, ...], tuple[_Shown, ...]]] = []
+
+
+def _shown_members(members: tuple[Member, ...]) -> tuple[_Shown, ...]:
+    """The members :func:`rest_sections` shows, each with its spec path's parts, its ``rest``
+    path's sections and key: split once per declaration, not on every describe."""
+    if not _layout or _layout[0][0] is not members:
+        shown = tuple(
+            (m, tuple(m.spec.split(".")), tuple(m.rest.split(".")[:-1]), m.rest.split(".")[-1])
+            for m in members
+            if m.rest is not None and m.rest_by is None
+        )
+        _layout[:] = [(members, shown)]
+    return _layout[0][1]
+
+
+def _spec_value(view: Any, parts: tuple[str, ...]) -> Any:
+    found = view
+    for part in parts:
+        if found is None:
+            return _NO_SECTION
+        found = getattr(found, part)
+    return found
+
+
+def _section(sections: dict[str, Any], parents: tuple[str, ...]) -> Any:
+    """The dict at ``parents`` of ``sections``, made where missing (``None`` where a member
+    before made that section null)."""
+    into: Any = sections
+    for part in parents:
+        if into is None:
+            return None
+        into = into.setdefault(part, {})
+    return into
 
 
 def split_trainops(described: Mapping[str, Any]) -> dict[str, Any]:
