@@ -10,15 +10,40 @@ from trainops._errors import SpecError
 from trainops.store import MetadataStore, TuningJobRecord, TuningTrialRecord
 from trainops.tuning import Search, TrialRecord, TrialStatus, TuningJobConfig
 
-__all__ = ["MAX_TRIES", "retry_due", "search_for", "stored_config", "trial_record"]
+__all__ = [
+    "MAX_TRIES",
+    "NO_SUCCESS_ATTEMPTS",
+    "no_success_reason",
+    "retry_due",
+    "search_for",
+    "stored_config",
+    "trial_record",
+]
 
 #: How many training jobs one trial may take (its first try and the retries).
 MAX_TRIES = 3
+#: How many trials may fail, none succeeding, before the tuning job fails (SageMaker's 5).
+NO_SUCCESS_ATTEMPTS = 5
 
 
 def retry_due(trial: TuningTrialRecord) -> bool:
     """Whether the trial's try failed for a reason another try may cure, and tries are left."""
     return trial.status == "Failed" and trial.retryable and trial.tries < MAX_TRIES
+
+
+def no_success_reason(trials: Sequence[TuningTrialRecord], max_jobs: int) -> str | None:
+    """Why the tuning job fails, or ``None``: as SageMaker's, it fails once
+    :data:`NO_SUCCESS_ATTEMPTS` trials (or every trial it may run, if fewer) have failed while
+    none has succeeded (ended Completed or Stopped). A trial being tried again has not failed."""
+    if any(t.status in ("Completed", "Stopped") for t in trials):
+        return None
+    failed = sum(1 for t in trials if t.status == "Failed" and not retry_due(t))
+    if failed < min(NO_SUCCESS_ATTEMPTS, max_jobs):
+        return None
+    return (
+        f"No training job succeeded after {failed} attempt{'' if failed == 1 else 's'}. "
+        "Please take a look at the training job failures to get more details."
+    )
 
 
 def stored_config(tuning: TuningJobRecord) -> TuningJobConfig:
