@@ -411,3 +411,30 @@ def test_a_tuning_job_s_config_is_validated_once_not_on_every_pass(
     tuning = plane.store.get_tuning_job("tiny")
     assert tuning is not None and tuning.status == "Completed"
     assert plane.tuner._configs == {}  # an ended job's config is let go
+
+
+def test_convergence_ends_the_job_and_is_described_with_its_time(plane: Plane) -> None:
+    config = tuning_config(name="flat", jobs=12, parallel=12)
+    config["completion_criteria"] = {"convergence_detected": {"complete_on_convergence": "Enabled"}}
+    plane.store.create_tuning_job("flat", config, "file:///c", 1.0)
+    plane.tuner.advance("flat")
+    names = [t.training_job for t in plane.store.trials("flat")]
+    assert len(names) == 12
+    for index, name in enumerate(names[:10]):  # ten equal objectives: nothing improves
+        plane.now = 2000.0 + index
+        plane.report(name, 1.0)
+        plane.end(name)
+    plane.tuner.advance("flat")
+    assert set(names[10:]) <= set(plane.stops)  # the job ends: its running trials stop
+    for name in names[10:]:
+        plane.end(name, "Stopped")
+    plane.tuner.advance("flat")
+    tuning = plane.store.get_tuning_job("flat")
+    assert tuning is not None and tuning.status == "Completed"
+    assert tuning.completion_reason == "ConvergenceDetected"
+    details = describe_tuning_job(plane.store, tuning, stored_config(tuning))[
+        "TuningJobCompletionDetails"
+    ]
+    # SageMaker's ConvergenceDetectedTime: when the tenth trial, which made it converge, ended.
+    assert details["ConvergenceDetected"] is True
+    assert details["ConvergenceDetectedTime"] == "1970-01-01T00:33:29.000+00:00"
