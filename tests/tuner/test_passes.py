@@ -438,3 +438,30 @@ def test_convergence_ends_the_job_and_is_described_with_its_time(plane: Plane) -
     # SageMaker's ConvergenceDetectedTime: when the tenth trial, which made it converge, ended.
     assert details["ConvergenceDetected"] is True
     assert details["ConvergenceDetectedTime"] == "1970-01-01T00:33:29.000+00:00"
+
+
+def test_max_runtime_stops_the_trials_and_ends_the_job_stopped(plane: Plane) -> None:
+    config = tuning_config(name="timed", jobs=6, parallel=2)
+    config["resource_limits"]["max_runtime_in_seconds"] = 120
+    plane.store.create_tuning_job("timed", config, "file:///c", plane.now)
+    plane.tuner.advance("timed")
+    running = list(plane.submitted)
+    plane.now += 60
+    plane.tuner.advance("timed")
+    assert plane.stops == []  # within its time
+    tuning = plane.store.get_tuning_job("timed")
+    assert tuning is not None
+    described = describe_tuning_job(plane.store, tuning, stored_config(tuning), plane.now)
+    assert described["ConsumedResources"] == {"RuntimeInSeconds": 60}
+    plane.now += 61
+    plane.tuner.advance("timed")
+    assert sorted(plane.stops) == sorted(running)  # past it: the trials are stopped
+    for name in running:
+        plane.end(name, "Stopped")
+    plane.tuner.advance("timed")
+    tuning = plane.store.get_tuning_job("timed")
+    assert tuning is not None and tuning.status == "Stopped"
+    assert tuning.completion_reason == "MaxRuntimeInSecondsReached"
+    assert plane.submitted == running  # nothing started after the limit
+    described = describe_tuning_job(plane.store, tuning, stored_config(tuning), plane.now + 999)
+    assert described["ConsumedResources"] == {"RuntimeInSeconds": 121}  # to its end

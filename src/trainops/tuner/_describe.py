@@ -288,6 +288,10 @@ def describe_tuning_job(
     described: dict[str, Any] = {
         **tuning_summary(tuning),
         "LastModifiedTime": _iso(tuning.last_modified_time),
+        # SageMaker's wall-clock runtime of the tuning job (to its end, or so far).
+        "ConsumedResources": {
+            "RuntimeInSeconds": max(0, round((tuning.end_time or moment) - tuning.creation_time))
+        },
         "HyperParameterTuningJobConfig": _config(config),
         **status_counters(trials),
         "TuningJobCompletionDetails": _completion_details(details, trials),
