@@ -51,7 +51,8 @@ _POLL_S = 1.0
 def tune(args: argparse.Namespace) -> int:
     path = Path(args.tune)
     if not path.is_file():
-        raise TrainopsError(f"{path}: no such tuning config file")
+        why = "not a regular file" if path.exists() else "no such tuning config file"
+        raise TrainopsError(f"{path}: {why}")
     settings = Settings.load()
     with signals_as_ctrl_c(), connect(settings) as client:
         name = submit_tuning(client, path, settings)
