@@ -25,7 +25,7 @@ from trainops._errors import TrainopsError
 from trainops._settings import Settings
 from trainops.cli._parser import TUNING_ACTIONS
 from trainops.cli._render import format_table
-from trainops.cli._run import INTERRUPTED, _say, _silence, signals_as_ctrl_c
+from trainops.cli._run import INTERRUPTED, say, signals_as_ctrl_c, silence
 from trainops.cli._tune_table import (
     format_ending,
     format_trials,
@@ -72,11 +72,11 @@ def _follow(client: Client, name: str) -> dict[str, Any] | None:
     try:
         return _watch(client, name, _Display(sys.stdout.isatty()))
     except BrokenPipeError:
-        _silence(sys.stdout)
+        silence(sys.stdout)
     if not client.embedded:
-        _say(f"Detached; tuning job {name} keeps running: trainops tuning describe {name}")
+        say(f"Detached; tuning job {name} keeps running: trainops tuning describe {name}")
         return None
-    _say(f"Stopping tuning job {name}: its output has no reader (Ctrl-C to exit at once)...")
+    say(f"Stopping tuning job {name}: its output has no reader (Ctrl-C to exit at once)...")
     with contextlib.suppress(TrainopsError):  # it ended meanwhile
         client.stop_tuning_job(name)
     return _watch(client, name, _Display(False))
