@@ -465,3 +465,21 @@ def test_max_runtime_stops_the_trials_and_ends_the_job_stopped(plane: Plane) -> 
     assert plane.submitted == running  # nothing started after the limit
     described = describe_tuning_job(plane.store, tuning, stored_config(tuning), plane.now + 999)
     assert described["ConsumedResources"] == {"RuntimeInSeconds": 121}  # to its end
+
+
+def test_a_job_whose_trials_all_failed_or_stopped_without_an_objective_fails(
+    plane: Plane,
+) -> None:
+    _failing_job(plane, jobs=3, parallel=3)
+    plane.tuner.advance("flaky")
+    stopped, *failed = plane.submitted
+    plane.end(stopped, "Stopped")  # stopped before it reported an objective: no success
+    plane.tuner.advance("flaky")
+    tuning = plane.store.get_tuning_job("flaky")
+    assert tuning is not None and tuning.status == "InProgress" and not tuning.failure_reason
+    for name in failed:
+        plane.end(name, "Failed", "AlgorithmError: x")
+    plane.tuner.advance("flaky")
+    tuning = plane.store.get_tuning_job("flaky")
+    assert tuning is not None and tuning.status == "Failed"
+    assert (tuning.failure_reason or "").startswith("No training job succeeded after 2 attempts.")

@@ -33,14 +33,15 @@ def retry_due(trial: TuningTrialRecord) -> bool:
 
 def no_success_reason(trials: Sequence[TuningTrialRecord], max_jobs: int) -> str | None:
     """Why the tuning job fails, or ``None``: as SageMaker's, it fails once
-    :data:`NO_SUCCESS_ATTEMPTS` trials (or every trial it may run, if fewer) have failed while
-    none has succeeded (ended Completed, or Stopped with an objective). A trial being tried
-    again has not failed."""
+    :data:`NO_SUCCESS_ATTEMPTS` trials have failed, or every trial it may run has ended with one
+    failed at least, while none has succeeded (ended Completed, or Stopped with an objective).
+    A trial being tried again has not ended."""
     if any(t.status == "Completed" or (t.status == "Stopped" and t.objective is not None)
            for t in trials):  # fmt: skip
         return None
-    failed = sum(1 for t in trials if t.status == "Failed" and not retry_due(t))
-    if failed < min(NO_SUCCESS_ATTEMPTS, max_jobs):
+    ended = [t for t in trials if t.ended and not retry_due(t)]
+    failed = sum(1 for t in ended if t.status == "Failed")
+    if failed == 0 or (failed < NO_SUCCESS_ATTEMPTS and len(ended) < max_jobs):
         return None
     return (
         f"No training job succeeded after {failed} attempt{'' if failed == 1 else 's'}. "

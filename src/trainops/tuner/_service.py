@@ -12,8 +12,8 @@ the rows say it was:
    a new training job of the same trial: same number and hyperparameters, not counted twice;
 2. end the tuning job when it was asked to stop, ran out of time, or its search says it is
    complete (every trial run, a target reached, no improvement), once its trials have ended;
-   or Failed, as SageMaker's, once 5 trials failed and none succeeded (the failure is written
-   first, then the running trials are stopped);
+   or Failed, as SageMaker's, once 5 trials failed (or all ended, one failed) and none
+   succeeded (the failure is written first, then the running trials are stopped);
 3. otherwise ask the search (rebuilt from the recorded trials, never pickled) for trials up to
    the parallel limit: each trial's row is written *before* its job is submitted.
 """
