@@ -7,10 +7,11 @@ If this test fails because you added a flag, ask whether it should be a spec fie
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import pytest
 
-from trainops.cli import HANDLERS
+from trainops.cli import ERROR_EXIT, HANDLERS, main
 from trainops.cli._parser import build_parser
 
 EXPECTED = {
@@ -118,3 +119,17 @@ def test_bad_arguments_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str
         build_parser().parse_args(argv)
     assert caught.value.code == 2
     assert "error:" in capsys.readouterr().err
+
+
+def test_tune_names_what_is_wrong_with_its_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for path, words in (
+        (tmp_path / "missing.yaml", "missing.yaml: no such tuning config file"),
+        (tmp_path, f"{tmp_path}: not a regular file"),  # a folder, or a device: never read
+        (Path("/dev/null"), "/dev/null: not a regular file"),
+    ):
+        assert main(["tune", str(path)]) == ERROR_EXIT
+        err = capsys.readouterr().err
+        assert err.startswith("trainops: error: ") and words in err, err
+        assert err.count("\n") == 1  # one line, no traceback

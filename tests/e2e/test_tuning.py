@@ -261,3 +261,40 @@ def test_the_digits_example_tunes_the_cnn_with_hyperband(tmp_path: Path) -> None
     assert all(t["TrainingJobStatus"] in ("Completed", "Stopped") for t in trials), trials
     assert all(t["TunedHyperParameters"]["optimizer"] in ("adam", "sgd", "rmsprop") for t in trials)
     assert all("FinalHyperParameterTuningJobObjectiveMetric" in t for t in trials)
+
+
+def test_a_reader_that_goes_away_stops_an_embedded_tuning_job(tmp_path: Path) -> None:
+    # `trainops tune tune.yaml | head`: once nobody reads, it is as Ctrl-C. Without a server the
+    # tuning job cannot outlive the command: it is stopped, not left InProgress in the store
+    # (for whichever server starts next to resume behind the user's back).
+    home = tmp_path / "home"
+    go = tmp_path / "go"
+    path = write_tuning(tmp_path, jobs=6, parallel=2, WAIT_FOR=str(go))
+    err = tmp_path / "stderr"
+    with err.open("w") as sink:
+        proc = subprocess.Popen(
+            [*CLI, "tune", str(path)], env=cli_env(home),
+            stdout=subprocess.PIPE, stderr=sink, text=True,
+        )  # fmt: skip
+    try:
+        wait_for(
+            lambda: (
+                (r := trainops("tuning", "describe", "tiny", home=home)).returncode == 0
+                and json.loads(r.stdout)["TrainingJobStatusCounters"]["InProgress"] == 2
+            ),
+            timeout=120,
+        )
+        assert proc.stdout is not None
+        proc.stdout.close()  # the reader goes away; the next line written breaks the pipe
+        go.touch()  # the trials end, and their lines are written
+        proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    errors = err.read_text()
+    assert "Traceback" not in errors, errors
+    assert "its output has no reader" in errors
+    described = describe(home)
+    assert described["HyperParameterTuningJobStatus"] in ("Stopped", "Completed"), described
+    assert described["TrainingJobStatusCounters"]["InProgress"] == 0

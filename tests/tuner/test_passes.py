@@ -151,7 +151,77 @@ def test_a_trial_that_cannot_be_submitted_fails_alone(plane: Plane) -> None:
     (trial,) = plane.store.trials("bad")
     assert trial.status == "Failed" and "upload the code first" in (trial.failure_reason or "")
     tuning = plane.store.get_tuning_job("bad")
-    assert tuning is not None and tuning.status == "Completed"
+    # Its only trial failed: as SageMaker's, the tuning job fails (none of its trials succeeded).
+    assert tuning is not None and tuning.status == "Failed"
+    assert tuning.failure_reason == (
+        "No training job succeeded after 1 attempt. "
+        "Please take a look at the training job failures to get more details."
+    )
+    assert tuning.completion_reason is None
+
+
+def _failing_job(plane: Plane, jobs: int = 8, parallel: int = 3) -> None:
+    plane.store.create_tuning_job(
+        "flaky", tuning_config(name="flaky", jobs=jobs, parallel=parallel), "file:///c", 1.0
+    )
+
+
+def _end_running(plane: Plane, status: str = "Failed", reason: str = "AlgorithmError: x") -> None:
+    """End every trial job of ``flaky`` still running as ``status``, and run a pass."""
+    for trial in plane.store.trials("flaky"):
+        job = plane.store.get_job(trial.training_job)
+        if job is not None and job.status == "InProgress":
+            plane.end(trial.training_job, status, reason if status == "Failed" else None)
+    plane.tuner.advance("flaky")
+
+
+def test_failed_trials_do_not_end_a_tuning_job_once_one_succeeded(plane: Plane) -> None:
+    _failing_job(plane, jobs=6, parallel=1)
+    plane.tuner.advance("flaky")
+    plane.report(plane.submitted[-1], 0.5)
+    _end_running(plane, "Completed")
+    for _ in range(5):  # the five others fail: a tuning job with a success runs them all
+        _end_running(plane)
+    tuning = plane.store.get_tuning_job("flaky")
+    assert tuning is not None and tuning.status == "Completed", tuning
+    assert tuning.failure_reason is None
+    assert [t.status for t in plane.store.trials("flaky")] == ["Completed"] + ["Failed"] * 5
+
+
+def test_five_failed_trials_and_no_success_fail_the_tuning_job_and_stop_the_rest(
+    plane: Plane,
+) -> None:
+    _failing_job(plane, jobs=8, parallel=3)
+    plane.tuner.advance("flaky")
+    _end_running(plane)  # trials 0-2 fail; 3-5 start
+    first, second = plane.submitted[3:5]
+    plane.end(first, "Failed", "AlgorithmError: x")
+    plane.end(second, "Failed", "InternalServerError: host lost")  # retried: not failed yet
+    plane.tuner.advance("flaky")
+    tuning = plane.store.get_tuning_job("flaky")
+    assert tuning is not None and tuning.status == "InProgress" and not tuning.failure_reason
+    plane.end(plane.submitted[-1], "Failed", "AlgorithmError: x")  # the fifth, none succeeded
+    plane.tuner = TunerService(plane.tuner.context)  # a tuner that died and came back
+    plane.tuner.advance("flaky")
+    tuning = plane.store.get_tuning_job("flaky")
+    reason = (
+        "No training job succeeded after 5 attempts. "
+        "Please take a look at the training job failures to get more details."
+    )
+    assert tuning is not None and tuning.status == "InProgress"
+    assert tuning.failure_reason == reason
+    jobs = [plane.store.get_job(n) for n in plane.submitted]
+    running = [j.name for j in jobs if j is not None and j.status == "InProgress"]
+    assert running and set(running) <= set(plane.stops)  # the running trials are stopped
+    submitted = len(plane.submitted)
+    _end_running(plane, "Stopped")  # a stopped trial does not undo the decision
+    tuning = plane.store.get_tuning_job("flaky")
+    assert tuning is not None and tuning.status == "Failed" and tuning.failure_reason == reason
+    assert len(plane.submitted) == submitted  # nothing more was started, nothing retried
+    described = describe_tuning_job(plane.store, tuning, stored_config(tuning))
+    assert described["FailureReason"] == reason
+    assert described["TrainingJobStatusCounters"]["NonRetryableError"] == 5
+    assert described["TrainingJobStatusCounters"]["InProgress"] == 0
 
 
 def test_the_median_rule_stops_a_trailing_trial_which_keeps_its_objective(plane: Plane) -> None:
@@ -341,3 +411,75 @@ def test_a_tuning_job_s_config_is_validated_once_not_on_every_pass(
     tuning = plane.store.get_tuning_job("tiny")
     assert tuning is not None and tuning.status == "Completed"
     assert plane.tuner._configs == {}  # an ended job's config is let go
+
+
+def test_convergence_ends_the_job_and_is_described_with_its_time(plane: Plane) -> None:
+    config = tuning_config(name="flat", jobs=12, parallel=12)
+    config["completion_criteria"] = {"convergence_detected": {"complete_on_convergence": "Enabled"}}
+    plane.store.create_tuning_job("flat", config, "file:///c", 1.0)
+    plane.tuner.advance("flat")
+    names = [t.training_job for t in plane.store.trials("flat")]
+    assert len(names) == 12
+    for index, name in enumerate(names[:10]):  # ten equal objectives: nothing improves
+        plane.now = 2000.0 + index
+        plane.report(name, 1.0)
+        plane.end(name)
+    plane.tuner.advance("flat")
+    assert set(names[10:]) <= set(plane.stops)  # the job ends: its running trials stop
+    for name in names[10:]:
+        plane.end(name, "Stopped")
+    plane.tuner.advance("flat")
+    tuning = plane.store.get_tuning_job("flat")
+    assert tuning is not None and tuning.status == "Completed"
+    assert tuning.completion_reason == "ConvergenceDetected"
+    details = describe_tuning_job(plane.store, tuning, stored_config(tuning))[
+        "TuningJobCompletionDetails"
+    ]
+    # SageMaker's ConvergenceDetectedTime: when the tenth trial, which made it converge, ended.
+    assert details["ConvergenceDetected"] is True
+    assert details["ConvergenceDetectedTime"] == "1970-01-01T00:33:29.000+00:00"
+
+
+def test_max_runtime_stops_the_trials_and_ends_the_job_stopped(plane: Plane) -> None:
+    config = tuning_config(name="timed", jobs=6, parallel=2)
+    config["resource_limits"]["max_runtime_in_seconds"] = 120
+    plane.store.create_tuning_job("timed", config, "file:///c", plane.now)
+    plane.tuner.advance("timed")
+    running = list(plane.submitted)
+    plane.now += 60
+    plane.tuner.advance("timed")
+    assert plane.stops == []  # within its time
+    tuning = plane.store.get_tuning_job("timed")
+    assert tuning is not None
+    described = describe_tuning_job(plane.store, tuning, stored_config(tuning), plane.now)
+    assert described["ConsumedResources"] == {"RuntimeInSeconds": 60}
+    plane.now += 61
+    plane.tuner.advance("timed")
+    assert sorted(plane.stops) == sorted(running)  # past it: the trials are stopped
+    for name in running:
+        plane.end(name, "Stopped")
+    plane.tuner.advance("timed")
+    tuning = plane.store.get_tuning_job("timed")
+    assert tuning is not None and tuning.status == "Stopped"
+    assert tuning.completion_reason == "MaxRuntimeInSecondsReached"
+    assert plane.submitted == running  # nothing started after the limit
+    described = describe_tuning_job(plane.store, tuning, stored_config(tuning), plane.now + 999)
+    assert described["ConsumedResources"] == {"RuntimeInSeconds": 121}  # to its end
+
+
+def test_a_job_whose_trials_all_failed_or_stopped_without_an_objective_fails(
+    plane: Plane,
+) -> None:
+    _failing_job(plane, jobs=3, parallel=3)
+    plane.tuner.advance("flaky")
+    stopped, *failed = plane.submitted
+    plane.end(stopped, "Stopped")  # stopped before it reported an objective: no success
+    plane.tuner.advance("flaky")
+    tuning = plane.store.get_tuning_job("flaky")
+    assert tuning is not None and tuning.status == "InProgress" and not tuning.failure_reason
+    for name in failed:
+        plane.end(name, "Failed", "AlgorithmError: x")
+    plane.tuner.advance("flaky")
+    tuning = plane.store.get_tuning_job("flaky")
+    assert tuning is not None and tuning.status == "Failed"
+    assert (tuning.failure_reason or "").startswith("No training job succeeded after 2 attempts.")

@@ -77,3 +77,28 @@ def test_a_name_taken_is_a_conflict_and_secrets_stay_out(plane: ControlPlane) ->
     assert best.status_code == 200 and best.json()["TrainingJobName"].startswith("tiny-001-")
     listed = plane.client.get("/api/v1/tuning-jobs", params={"status": "Completed"}).json()
     assert [t["HyperParameterTuningJobName"] for t in listed["tuning_jobs"]] == ["tiny"]
+
+
+def test_a_warm_start_that_breaks_sagemaker_s_rules_is_refused(plane: ControlPlane) -> None:
+    create(plane, tuning_config(name="parent", jobs=1, parallel=1))
+    wait_tuning(plane, "parent", "Completed")
+    config = tuning_config(name="child", jobs=1, parallel=1)
+    warm = {"parents": ["parent"], "warm_start_type": "IdenticalDataAndAlgorithm"}
+    maximize = {**config, "warm_start_config": warm, "objective": {"type": "Maximize",
+                                                                  "metric_name": "loss"}}  # fmt: skip
+    job = {**config["training_job"], "entry_point": "other.py"}
+    job["hyperparameters"] = {**job["hyperparameters"], "extra": 1}
+    moved = {**config, "warm_start_config": warm, "training_job": job}
+    for child, words in (
+        (maximize, "parent: its objective is Minimize loss, not Maximize loss"),
+        (moved, "parent: it has 3 static and tuned hyperparameters, this job 4"),
+        (moved, "parent: its algorithm (entry_point, source_dir) differs: use TransferLearning"),
+    ):
+        response = _post(plane, child)
+        assert response.status_code == 422, response.text
+        problems = response.json()["detail"]["problems"]
+        field = "warm_start_config.parents.0"
+        assert any(path == field and words in why for path, why in problems), problems
+    names = [t.name for t in plane.server.controller.store.list_tuning_jobs()]
+    assert names == ["parent"]  # nothing recorded
+    assert _post(plane, {**config, "warm_start_config": warm}).status_code == 201

@@ -135,7 +135,7 @@ def test_a_lost_trial_is_tried_again_as_the_same_trial(settings: Settings) -> No
     # Every try reports an internal error: the one trial takes MAX_TRIES (3) training jobs.
     with control_plane(settings) as plane:
         create(plane, tuning_config(jobs=1, parallel=1, FAKE_INTERNAL_ATTEMPTS="1"))
-        done = wait_tuning(plane, "tiny", "Completed")
+        done = wait_tuning(plane, "tiny", "Completed", "Failed")
         jobs = trial_jobs(plane.server.controller.store, "tiny")
     (trial,) = done["TrainingJobs"]
     earlier = [j["name"] for j in trial["EarlierTrainingJobs"]]
@@ -145,6 +145,9 @@ def test_a_lost_trial_is_tried_again_as_the_same_trial(settings: Settings) -> No
     assert done["TrainingJobStatusCounters"]["RetryableError"] == MAX_TRIES
     assert done["ObjectiveStatusCounters"]["Failed"] == 1
     assert "BestTrainingJob" not in done
+    # Its one trial failed (each of its tries): none succeeded, so the tuning job fails.
+    assert done["HyperParameterTuningJobStatus"] == "Failed"
+    assert done["FailureReason"].startswith("No training job succeeded after 1 attempt.")
 
 
 def test_a_control_plane_that_dies_resumes_without_losing_or_repeating_a_trial(

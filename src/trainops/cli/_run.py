@@ -27,7 +27,7 @@ from trainops.cli._render import format_job_summary
 from trainops.client import Client, JobFollower, connect, submit_spec
 from trainops.spec import load_raw_spec
 
-__all__ = ["INTERRUPTED", "run", "signals_as_ctrl_c"]
+__all__ = ["INTERRUPTED", "run", "say", "signals_as_ctrl_c", "silence"]
 
 INTERRUPTED = 130
 _LIKE_CTRL_C = (signal.SIGTERM, signal.SIGHUP)
@@ -112,12 +112,12 @@ def _follow(client: Client, follower: JobFollower) -> dict[str, Any] | None:
     except BrokenPipeError:
         # Nobody reads the output any more (`trainops run job.yaml | head`): treat it as Ctrl-C,
         # following on in silence.
-        _silence(sys.stdout)
+        silence(sys.stdout)
     name = follower.name
     if not client.embedded:
-        _say(f"Detached; {name} keeps running. Follow it with: trainops logs -f {name}")
+        say(f"Detached; {name} keeps running. Follow it with: trainops logs -f {name}")
         return None
-    _say(f"Stopping {name}{cause} (press Ctrl-C again to exit at once)...")
+    say(f"Stopping {name}{cause} (press Ctrl-C again to exit at once)...")
     try:
         _request_stop(client, name)
         return follower.follow()
@@ -142,8 +142,8 @@ signals_as_ctrl_c = _signals_as_ctrl_c
 
 def _interrupt(signum: int, _frame: FrameType | None) -> None:
     if signum == signal.SIGHUP:
-        _silence(sys.stdout)
-        _silence(sys.stderr)
+        silence(sys.stdout)
+        silence(sys.stderr)
     raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
@@ -153,11 +153,11 @@ def _request_stop(client: Client, name: str) -> None:
         client.stop(name)
 
 
-def _silence(stream: Any) -> None:
+def silence(stream: Any) -> None:
     null = os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, stream.fileno())
     os.close(null)
 
 
-def _say(message: str) -> None:
+def say(message: str) -> None:
     print(f"\n{message}", file=sys.stderr, flush=True)

@@ -25,7 +25,7 @@ from trainops._errors import TrainopsError
 from trainops._settings import Settings
 from trainops.cli._parser import TUNING_ACTIONS
 from trainops.cli._render import format_table
-from trainops.cli._run import INTERRUPTED, signals_as_ctrl_c
+from trainops.cli._run import INTERRUPTED, say, signals_as_ctrl_c, silence
 from trainops.cli._tune_table import (
     format_ending,
     format_trials,
@@ -51,7 +51,8 @@ _POLL_S = 1.0
 def tune(args: argparse.Namespace) -> int:
     path = Path(args.tune)
     if not path.is_file():
-        raise TrainopsError(f"{path}: no such tuning config file")
+        why = "not a regular file" if path.exists() else "no such tuning config file"
+        raise TrainopsError(f"{path}: {why}")
     settings = Settings.load()
     with signals_as_ctrl_c(), connect(settings) as client:
         name = submit_tuning(client, path, settings)
@@ -64,8 +65,25 @@ def tune(args: argparse.Namespace) -> int:
 
 
 def _follow(client: Client, name: str) -> dict[str, Any] | None:
-    """Show the trials as they move until the job ends; Ctrl-C stops the job and waits."""
-    display = _Display(sys.stdout.isatty())
+    """Show the trials as they move until the job ends; Ctrl-C stops the job and waits. When
+    nobody reads the output any more (`trainops tune tune.yaml | head`) it is as Ctrl-C: an
+    embedded server's tuning job is stopped and waited for in silence (it cannot outlive the
+    command, and must not be left InProgress for the next server), a server's keeps running."""
+    try:
+        return _watch(client, name, _Display(sys.stdout.isatty()))
+    except BrokenPipeError:
+        silence(sys.stdout)
+    if not client.embedded:
+        say(f"Detached; tuning job {name} keeps running: trainops tuning describe {name}")
+        return None
+    say(f"Stopping tuning job {name}: its output has no reader (Ctrl-C to exit at once)...")
+    with contextlib.suppress(TrainopsError):  # it ended meanwhile
+        client.stop_tuning_job(name)
+    return _watch(client, name, _Display(False))
+
+
+def _watch(client: Client, name: str, display: _Display) -> dict[str, Any] | None:
+    """:func:`_follow` until the job ends, or a second Ctrl-C (None)."""
     stopping = False
     while True:
         try:

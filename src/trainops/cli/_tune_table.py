@@ -134,4 +134,4 @@ def format_ending(described: dict[str, Any]) -> str:
     best = described.get("BestTrainingJob")
     found = "no trial has an objective" if best is None else f"best: {_best(best)}"
     name = printable(described["HyperParameterTuningJobName"])
-    return f"Tuning job {name} {status}: {printable(why)}; {found}"
+    return f"Tuning job {name} {status}: {printable(why).rstrip('.')}; {found}"

@@ -18,7 +18,13 @@ from trainops.store import JobRecord, MetadataStore, TuningJobRecord, TuningTria
 from trainops.tuner._analysis import trial_cost, trial_jobs
 from trainops.tuner._records import retry_due, trial_record
 from trainops.tuner._summaries import SummaryCache
-from trainops.tuning import Search, TrialRecord, TuningJobConfig, completion_details
+from trainops.tuning import (
+    CompletionDetails,
+    Search,
+    TrialRecord,
+    TuningJobConfig,
+    completion_details,
+)
 
 __all__ = [
     "best_trial",
@@ -223,6 +229,23 @@ def _completion_criteria(config: TuningJobConfig) -> dict[str, Any]:
     return described
 
 
+def _completion_details(
+    details: CompletionDetails, trials: list[TuningTrialRecord]
+) -> dict[str, Any]:
+    """``TuningJobCompletionDetails``: SageMaker's keys (``ConvergenceDetectedTime``: when the
+    trial that made the search converged ended), and trainops' ``ConvergenceDetected``."""
+    described: dict[str, Any] = {
+        "NumberOfTrainingJobsObjectiveNotImproving": (
+            details.number_of_training_jobs_objective_not_improving
+        ),
+        "ConvergenceDetected": details.convergence_detected,
+    }
+    found = [t for t in trials if t.number == details.convergence_trial]
+    if found:
+        described["ConvergenceDetectedTime"] = _iso(found[0].end_time)
+    return described
+
+
 def tuning_summary(tuning: TuningJobRecord) -> dict[str, Any]:
     """One line of ``trainops tuning list``."""
     return {
@@ -265,14 +288,13 @@ def describe_tuning_job(
     described: dict[str, Any] = {
         **tuning_summary(tuning),
         "LastModifiedTime": _iso(tuning.last_modified_time),
+        # SageMaker's wall-clock runtime of the tuning job (to its end, or so far).
+        "ConsumedResources": {
+            "RuntimeInSeconds": max(0, round((tuning.end_time or moment) - tuning.creation_time))
+        },
         "HyperParameterTuningJobConfig": _config(config),
         **status_counters(trials),
-        "TuningJobCompletionDetails": {
-            "NumberOfTrainingJobsObjectiveNotImproving": (
-                details.number_of_training_jobs_objective_not_improving
-            ),
-            "ConvergenceDetected": details.convergence_detected,
-        },
+        "TuningJobCompletionDetails": _completion_details(details, trials),
         "CompletionReason": tuning.completion_reason,
         "TrainingJobs": summaries,
         "Cost": _cost(summaries),

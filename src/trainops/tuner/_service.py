@@ -12,6 +12,8 @@ the rows say it was:
    a new training job of the same trial: same number and hyperparameters, not counted twice;
 2. end the tuning job when it was asked to stop, ran out of time, or its search says it is
    complete (every trial run, a target reached, no improvement), once its trials have ended;
+   or Failed, as SageMaker's, once 5 trials failed (or all ended, one failed) and none
+   succeeded (the failure is written first, then the running trials are stopped);
 3. otherwise ask the search (rebuilt from the recorded trials, never pickled) for trials up to
    the parallel limit: each trial's row is written *before* its job is submitted.
 """
@@ -35,7 +37,14 @@ from trainops.store import (
     TuningJobRecord,
     TuningTrialRecord,
 )
-from trainops.tuner._records import MAX_TRIES, retry_due, search_for, stored_config, trial_record
+from trainops.tuner._records import (
+    MAX_TRIES,
+    no_success_reason,
+    retry_due,
+    search_for,
+    stored_config,
+    trial_record,
+)
 from trainops.tuner._settled import SettledTrials
 from trainops.tuner._sync import catch_up
 from trainops.tuning import OBJECTIVE_HYPERPARAMETER, Search, TuningJobConfig
@@ -143,9 +152,10 @@ class TunerService(ControlService):
             if not trial.ended:
                 self._reconcile(tuning, config, trial)
         trials = self._reread(tuning, trials)
-        if not tuning.stop_requested:
+        if not (tuning.stop_requested or tuning.failure_reason):
             self._retry_lost(tuning, trials)
             trials = self._reread(tuning, trials)
+        tuning = self._failing(tuning, config, trials)
         search = self._search(tuning, config, trials)
         running = [t for t in trials if not t.ended]
         reason = self._end_reason(tuning, config, search)
@@ -154,9 +164,25 @@ class TunerService(ControlService):
         elif running:
             for trial in running:
                 self._stop_trial(tuning, trial, f"The tuning job is ending: {reason}")
+        elif tuning.failure_reason:
+            self._finish(tuning, "Failed", failure=tuning.failure_reason)
         else:
             status = "Stopped" if reason in (STOP_REQUESTED, MAX_RUNTIME) else "Completed"
             self._finish(tuning, status, reason=reason)
+
+    def _failing(
+        self, tuning: TuningJobRecord, config: TuningJobConfig, trials: list[TuningTrialRecord]
+    ) -> TuningJobRecord:
+        """``tuning``, its failure recorded (while still InProgress) once its trials have failed
+        with none succeeding: the record holds the decision, so the trials it then stops (which
+        end Stopped) cannot undo it, and a tuner that dies meanwhile finds it made."""
+        if tuning.failure_reason or tuning.stop_requested:
+            return tuning
+        reason = no_success_reason(trials, config.max_training_jobs)
+        if reason is None:
+            return tuning
+        _log.info("tuning job %s fails: %s", tuning.name, reason)
+        return self.store.update_tuning_job(tuning.name, self.context.now(), failure_reason=reason)
 
     # --- 1. reconcile -------------------------------------------------------------------------
 
@@ -165,7 +191,7 @@ class TunerService(ControlService):
     ) -> None:
         job = self.store.get_job(trial.training_job)
         if job is None:
-            if tuning.stop_requested:
+            if tuning.stop_requested or tuning.failure_reason:
                 self._update(trial, status="Stopped", end_time=self.context.now())
             else:
                 self._submit(tuning, config, trial)
@@ -250,6 +276,8 @@ class TunerService(ControlService):
     def _end_reason(
         self, tuning: TuningJobRecord, config: TuningJobConfig, search: Search
     ) -> str | None:
+        if tuning.failure_reason:
+            return tuning.failure_reason
         if tuning.stop_requested:
             return STOP_REQUESTED
         limit = config.resource_limits.max_runtime_in_seconds

@@ -48,6 +48,9 @@ class CompletionDetails:
 
     number_of_training_jobs_objective_not_improving: int
     convergence_detected: bool
+    #: The trial whose objective first made the search converged (its end is SageMaker's
+    #: ``ConvergenceDetectedTime``), or None.
+    convergence_trial: int | None = None
 
 
 def best_trial(records: Sequence[TrialRecord], objective_type: ObjectiveType) -> TrialRecord | None:
@@ -69,12 +72,17 @@ def _better(a: float, b: float, objective_type: ObjectiveType) -> bool:
 
 def _objectives(records: Sequence[TrialRecord]) -> list[float]:
     """The counted objectives of finished trials, in trial order."""
-    values = []
+    return [value for _, value in _counted(records)]
+
+
+def _counted(records: Sequence[TrialRecord]) -> list[tuple[int, float]]:
+    """Each finished trial with a counted objective, as (number, objective), in trial order."""
+    found = []
     for record in sorted(records, key=lambda r: r.number):
         value = record.counted_objective
         if record.status.finished and value is not None and value == value:
-            values.append(value)
-    return values
+            found.append((record.number, value))
+    return found
 
 
 def _improves(value: float, best: float, objective_type: ObjectiveType, tolerance: float) -> bool:
@@ -111,9 +119,14 @@ def completion_details(
     config: TuningJobConfig, records: Sequence[TrialRecord]
 ) -> CompletionDetails:
     """Progress towards the completion criteria."""
-    values = _objectives(records)
+    counted = _counted(records)
+    values = [value for _, value in counted]
     kind = config.objective.type
-    return CompletionDetails(not_improving_count(values, kind), converged(values, kind))
+    if not converged(values, kind):
+        return CompletionDetails(not_improving_count(values, kind), False)
+    first = next(k for k in range(CONVERGENCE_MIN_TRIALS, len(values) + 1)
+                 if converged(values[:k], kind))  # fmt: skip
+    return CompletionDetails(not_improving_count(values, kind), True, counted[first - 1][0])
 
 
 def completion_reason(

@@ -296,7 +296,7 @@ def test_a_trial_s_failure_reason_is_masked_as_its_job_masks_it(plane: ControlPl
     reason = "AlgorithmError: token s3cr3t-value refused"
     request = _request(plane, "leaky", jobs=1, FAKE_FAIL_HOST="algo-1", FAKE_FAIL_REASON=reason)
     client.create_hyper_parameter_tuning_job(**request)
-    wait_for(lambda: _status(client, "leaky") == "Completed", 120, "leaky Completed")
+    wait_for(lambda: _status(client, "leaky") == "Failed", 120, "leaky Failed")  # none succeeded
     listed = client.list_training_jobs_for_hyper_parameter_tuning_job(
         HyperParameterTuningJobName="leaky"
     )["TrainingJobSummaries"]

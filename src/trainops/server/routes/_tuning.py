@@ -71,8 +71,13 @@ class TuningRoutes:
         return tuner.describe_tuning_job(self.store, tuning, config)
 
     def _check_parents(self, config: TuningJobConfig) -> None:
-        """Warm start's parents must exist and have ended (SageMaker's rule)."""
+        """Warm start's parents must exist, have ended, and keep SageMaker's rules against this
+        job (the objective, the hyperparameters' count and types; for IdenticalDataAndAlgorithm
+        the data and the code: ``check_warm_start``)."""
+        from trainops.tuning import check_warm_start
+
         warm = config.warm_start_config
+        parents: dict[str, TuningJobConfig] = {}
         for index, parent in enumerate([] if warm is None else warm.parents):
             found = self.store.get_tuning_job(parent)
             field = f"warm_start_config.parents.{index}"
@@ -81,6 +86,12 @@ class TuningRoutes:
             if found.status not in ("Completed", "Stopped", "Failed"):
                 why = f"{parent!r} is {found.status}: wait until it ends"
                 raise SpecError([(field, why)], subject=TUNING_JOB)
+            try:
+                parents[parent] = tuner.stored_config(found)
+            except SpecError:
+                why = f"{parent!r}: its stored config is no longer valid; name another parent"
+                raise SpecError([(field, why)], subject=TUNING_JOB) from None
+        check_warm_start(config, parents)
 
     def list_tuning_jobs(self, status: list[str] | None, limit: int) -> dict[str, Any]:
         found = self.store.list_tuning_jobs(statuses=status or [], limit=limit)
