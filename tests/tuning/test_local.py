@@ -1,6 +1,7 @@
-"""Local steps: past trial 30, one Bayesian (TPE) trial in three on a finite space is the best
-trial with one range moved (an Integer by one, a Categorical to another value), never a trial
-already tried; not on Continuous ranges, not for the GP or Random; rebuilt alike."""
+"""Local steps: past trial 25, every Bayesian (TPE) trial on a finite space is the best trial
+with one range moved (an Integer by one, a Categorical to another value), never a trial already
+tried, while the best has such a neighbour left (else TPE proposes); not on Continuous ranges,
+not for the GP or Random; rebuilt alike."""
 
 from __future__ import annotations
 
@@ -36,9 +37,9 @@ def _best_before(search: Search, number: int) -> dict[str, Any]:
     return dict(min(done, key=lambda r: (r.objective, r.number)).hyperparameters)
 
 
-def test_the_turns_are_one_in_three_past_the_thirtieth() -> None:
+def test_every_trial_past_the_25th_is_a_local_turn() -> None:
     turns = [n for n in range(45) if is_local_turn(n)]
-    assert turns == [32, 35, 38, 41, 44] and LOCAL_FROM == 30
+    assert turns == list(range(25, 45)) and LOCAL_FROM == 25
 
 
 def test_neighbours_move_one_range_by_one_step() -> None:
@@ -65,18 +66,20 @@ def test_a_local_turn_is_a_fresh_neighbour_of_the_best_trial() -> None:
     proposals = _run(search, 45, leave_running=False)
     keys = [_key(p.hyperparameters) for p in proposals]
     assert len(set(keys)) == len(keys)  # never a trial already tried
-    steps = 0
+    steps = stuck = 0
     for proposal in proposals:
         if not is_local_turn(proposal.number):
             continue
         best = _best_before(search, proposal.number)
         tried = set(keys[: proposal.number])
         fresh = [p for p in neighbours(search._engine.distributions, best) if _key(p) not in tried]
-        if not fresh:
-            continue  # every neighbour tried: the sampler proposes
+        if not fresh:  # every neighbour tried (a local optimum): the sampler proposes
+            assert _key(proposal.hyperparameters) not in tried
+            stuck += 1
+            continue
         assert proposal.hyperparameters in fresh, proposal.number
         steps += 1
-    assert steps >= 3
+    assert steps >= 5 and stuck >= 5 and steps + stuck == 45 - LOCAL_FROM
 
 
 def test_only_bayesian_tpe_on_a_finite_space_takes_local_steps() -> None:

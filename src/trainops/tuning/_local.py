@@ -1,12 +1,14 @@
 """Local steps: a trial one move away from the best trial so far, on a finite space.
 
-Past its first :data:`LOCAL_FROM` trials, every :data:`LOCAL_EVERY`-th trial of a Bayesian
-search whose ranges are all Integer or Categorical (TPE's) is a neighbour of the incumbent
-instead of a model proposal: the best completed trial with one range changed, an Integer by one
-step up or down, a Categorical to another of its values, chosen at random among the neighbours
-not tried yet. TPE models each range's good values but proposes from its whole density; on the
-tables of bench/tuning_quality.py a run's last gains come from single changes to the best
-configuration, which a local step tries directly.
+Past its first :data:`LOCAL_FROM` trials, every trial of a Bayesian search whose ranges are
+all Integer or Categorical (TPE's) is a neighbour of the incumbent instead of a model proposal
+while the incumbent has one not tried yet: the best completed trial with one range changed, an
+Integer by one step up or down, a Categorical to another of its values, chosen at random among
+the neighbours not tried yet. When every neighbour of the incumbent has been tried (a local
+optimum), TPE proposes, until one of its trials becomes the new incumbent. So the search is a
+hill climb from the model's best, restarted by the model: TPE models each range's good values
+but proposes from its whole density; on the tables of bench/tuning_quality.py a run's last
+gains come from single changes to the best configuration, which a local step tries directly.
 
 A step is a function of the study's completed trials and a seed alone, so a search rebuilt
 from the same records proposes the same step.
@@ -17,15 +19,15 @@ from __future__ import annotations
 from collections.abc import Container, Mapping
 from typing import Any
 
-__all__ = ["LOCAL_EVERY", "LOCAL_FROM", "is_local_turn", "local_step", "neighbours"]
+__all__ = ["LOCAL_FROM", "is_local_turn", "local_step", "neighbours"]
 
-LOCAL_FROM = 30  # trials before the first local step (three times the model's startup)
-LOCAL_EVERY = 3  # then one trial in this many is a local step
+LOCAL_FROM = 25  # trials before the first local step: the model's 10 startup and 15 of its own
 
 
 def is_local_turn(number: int) -> bool:
-    """Whether trial ``number`` is a local step's turn."""
-    return number >= LOCAL_FROM and number % LOCAL_EVERY == LOCAL_EVERY - 1
+    """Whether trial ``number`` is a local step's turn (the sampler proposes instead when the
+    incumbent has no neighbour left to try)."""
+    return number >= LOCAL_FROM
 
 
 def neighbours(distributions: Mapping[str, Any], params: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -111,8 +111,9 @@ class RandomStrategy(SearchStrategy):
 class BayesianStrategy(SearchStrategy):
     """Optuna's GP sampler (log expected improvement; trials still running are kept apart by
     its q-batch acquisition) where every range is Continuous and :func:`gp_available`, else
-    :func:`tpe_sampler`'s TPE, which on a finite space takes one trial in three past the 30th
-    as a local step from the best trial (trainops.tuning._local)."""
+    :func:`tpe_sampler`'s TPE, which on a finite space takes every trial past the 25th as a
+    local step from the best trial while it has a neighbour left to try
+    (trainops.tuning._local)."""
 
     def __init__(self, config: TuningJobConfig, study_name: str) -> None:
         super().__init__(config, study_name)
