@@ -2,7 +2,8 @@
 server --s3`: a client script run in the SDK's own venv (``.venv-sdk3``, built by ``make
 install-sdk3`` from requirements-sdk3.txt: the v3 SDK cannot share .venv with the v2 one) uploads
 its data to the served S3, and ``ModelTrainer(source_code=SourceCode(source_dir=…), compute=
-Compute(…)).train([InputData(…)], wait=True, logs=True)`` creates the job (the SDK uploads the
+Compute(…)).train([InputData(…)], wait=True, logs=True)`` (a channel from S3, one from a local
+directory, which the SDK uploads) creates the job (the SDK uploads the
 code and its drivers, checks the role with IAM, runs ``sm_train.sh`` as the container command),
 follows it to Completed printing its log from CloudWatch Logs, and the client reads the model
 back from S3. Every endpoint reaches trainops through the ``AWS_ENDPOINT_URL_<service>`` variables
@@ -41,23 +42,26 @@ channel = os.environ["SM_CHANNEL_TRAIN"]
 total = sum(int(open(os.path.join(channel, n)).read()) for n in sorted(os.listdir(channel)))
 for epoch in range(args.epochs):
     print(f"epoch={epoch} loss={1.0 / (epoch + 1 + total):.4f}", flush=True)
+local = os.environ["SM_CHANNEL_LOCAL"]
+notes = {n: open(os.path.join(local, n)).read() for n in sorted(os.listdir(local))}
 model = {"total": total, "epochs": args.epochs, "hps": json.loads(os.environ["SM_HPS"]),
-         "cwd": os.getcwd(), "model_dir": os.environ["SM_MODEL_DIR"]}
+         "cwd": os.getcwd(), "model_dir": os.environ["SM_MODEL_DIR"], "local": notes}
 json.dump(model, open(os.path.join(os.environ["SM_MODEL_DIR"], "model.json"), "w"))
 """
 
+# torchrun's agents on the two hosts meet at algo-1:7777 (the drivers' master address and port)
+# before either starts the script: that rendezvous is what this proves, and the ranks and world
+# size it hands out. The script itself imports no torch (the collectives between hosts are
+# tests/distributed's), which keeps two torch imports out of the suite's time.
 TRAIN_DDP = """
 import json, os
-import torch, torch.distributed as dist
-dist.init_process_group("gloo")
-total = torch.tensor([dist.get_rank() + 1.0])
-dist.all_reduce(total)
-print(f"rank={dist.get_rank()} world={dist.get_world_size()} sum={total.item()}", flush=True)
-if dist.get_rank() == 0:
-    model = {"sum": total.item(), "world": dist.get_world_size()}
-    json.dump(model, open(os.path.join(os.environ["SM_MODEL_DIR"], "model.json"), "w"))
-dist.destroy_process_group()
+keys = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT")
+seen = {key: os.environ[key] for key in keys}
+print(f"rank={seen['RANK']} world={seen['WORLD_SIZE']} node={seen['GROUP_RANK']}", flush=True)
+if seen["RANK"] == "0":
+    json.dump(seen, open(os.path.join(os.environ["SM_MODEL_DIR"], "model.json"), "w"))
 """
+
 
 # What a user writes: the SDK's INFO log shown (where train(logs=True) prints the job's lines),
 # data put in S3, a ModelTrainer trained on it, and its model read back.
@@ -70,6 +74,9 @@ from sagemaker.train.configs import Compute, InputData, SourceCode
 from sagemaker.train.distributed import Torchrun
 
 source_dir, base_name, hosts, torchrun = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+channels = [InputData(channel_name="train", data_source="s3://trainops/data/train/")]
+if len(sys.argv) > 5:  # a local directory: the SDK uploads it to the default bucket
+    channels.append(InputData(channel_name="local", data_source=sys.argv[5]))
 s3 = boto3.client("s3")
 for i in range(3):
     s3.put_object(Bucket="trainops", Key=f"data/train/part-{i}", Body=str(i + 1).encode())
@@ -84,11 +91,7 @@ trainer = ModelTrainer(
 )
 error = None
 try:
-    trainer.train(
-        input_data_config=[InputData(channel_name="train", data_source="s3://trainops/data/train/")],
-        wait=True,
-        logs=True,
-    )
+    trainer.train(input_data_config=channels, wait=True, logs=True)
 except Exception as exc:  # the job failed: say why, as the SDK raised it
     error = str(exc)
 job = trainer._latest_training_job
@@ -150,15 +153,24 @@ def _client_env(home: Path, url: str, s3_url: str, region: str) -> dict[str, str
 
 
 def _train(
-    served: Served, folder: Path, script: str, *, base_name: str, hosts: int, torchrun: bool
+    served: Served,
+    folder: Path,
+    script: str,
+    *,
+    base_name: str,
+    hosts: int,
+    torchrun: bool,
+    local: Path | None = None,
 ) -> tuple[dict[str, Any], str]:
-    """Run the client in the SDK v3's venv; its result and its log (stderr)."""
+    """Run the client in the SDK v3's venv (``local``: a directory for a channel ``local``);
+    its result and its log (stderr)."""
     source = folder / "src"
     source.mkdir(parents=True)
     (source / "train.py").write_text(script)
     client = folder / "client.py"
     client.write_text(CLIENT)
     args = [str(source), base_name, str(hosts), "yes" if torchrun else "no"]
+    args += [] if local is None else [str(local)]
     done = subprocess.run(
         [str(require_sdk3()), str(client), *args],
         env=served.env,
@@ -179,7 +191,12 @@ def _train(
 def test_model_trainer_trains_with_the_endpoint_variables_and_reads_its_model(
     served: Served, tmp_path: Path
 ) -> None:
-    result, log = _train(served, tmp_path, TRAIN, base_name="v3-basic", hosts=1, torchrun=False)
+    local = tmp_path / "notes"
+    local.mkdir()
+    (local / "note.txt").write_text("from a local directory")
+    result, log = _train(
+        served, tmp_path, TRAIN, base_name="v3-basic", hosts=1, torchrun=False, local=local
+    )
     name = result["name"]
     assert name.startswith("v3-basic-")
     assert result["uri"] == f"s3://trainops/v3-basic/{name}/output/model.tar.gz"
@@ -189,6 +206,7 @@ def test_model_trainer_trains_with_the_endpoint_variables_and_reads_its_model(
         "hps": {"epochs": 3},
         "cwd": "/opt/ml/input/data/code",
         "model_dir": "/opt/ml/model",
+        "local": {"note.txt": "from a local directory"},  # uploaded by the SDK, then downloaded
     }
     # logs=True: the job's lines, from its CloudWatch Logs stream, printed by the SDK
     assert f"{name}/algo-1-" in log
@@ -199,9 +217,16 @@ def test_model_trainer_trains_with_the_endpoint_variables_and_reads_its_model(
 def test_model_trainer_torchrun_runs_on_two_hosts(served: Served, tmp_path: Path) -> None:
     require_installed("torch")  # the job's Python (the server's) runs torchrun
     result, log = _train(served, tmp_path, TRAIN_DDP, base_name="v3-ddp", hosts=2, torchrun=True)
-    assert result["model"] == {"sum": 3.0, "world": 2}
+    model = result["model"]  # rank 0's view: torchrun's, not the hosts' own SM_* variables
+    assert {k: model[k] for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "GROUP_RANK")} == {
+        "RANK": "0",
+        "WORLD_SIZE": "2",
+        "LOCAL_RANK": "0",
+        "GROUP_RANK": "0",
+    }
+    assert (model["MASTER_ADDR"], model["MASTER_PORT"]) == ("algo-1", "7777")  # the drivers'
     name = result["name"]
     for host, rank in (("algo-1", 0), ("algo-2", 1)):
         assert f"{name}/{host}-" in log  # both hosts' streams followed
-        assert f"rank={rank} world=2 sum=3.0" in log
+        assert f"rank={rank} world=2 node={rank}" in log
     assert "torchrun --nnodes=2 --nproc_per_node=1" in log
