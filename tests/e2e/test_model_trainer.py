@@ -2,8 +2,9 @@
 server --s3`: a client script run in the SDK's own venv (``.venv-sdk3``, built by ``make
 install-sdk3`` from requirements-sdk3.txt: the v3 SDK cannot share .venv with the v2 one) uploads
 its data to the served S3, and ``ModelTrainer(source_code=SourceCode(source_dir=…), compute=
-Compute(…)).train([InputData(…)], wait=True, logs=True)`` (a channel from S3, one from a local
-directory, which the SDK uploads) creates the job (the SDK uploads the
+Compute(…), environment=…, stopping_condition=…, checkpoint_config=…).train([InputData(…)],
+wait=True, logs=True)`` (a channel from S3, one from a local directory, which the SDK uploads)
+creates the job (the SDK uploads the
 code and its drivers, checks the role with IAM, runs ``sm_train.sh`` as the container command),
 follows it to Completed printing its log from CloudWatch Logs, and the client reads the model
 back from S3. Every endpoint reaches trainops through the ``AWS_ENDPOINT_URL_<service>`` variables
@@ -45,7 +46,10 @@ for epoch in range(args.epochs):
 local = os.environ["SM_CHANNEL_LOCAL"]
 notes = {n: open(os.path.join(local, n)).read() for n in sorted(os.listdir(local))}
 model = {"total": total, "epochs": args.epochs, "hps": json.loads(os.environ["SM_HPS"]),
-         "cwd": os.getcwd(), "model_dir": os.environ["SM_MODEL_DIR"], "local": notes}
+         "cwd": os.getcwd(), "model_dir": os.environ["SM_MODEL_DIR"], "local": notes,
+         "greeting": os.environ.get("GREETING")}
+with open("/opt/ml/checkpoints/step-3.txt", "w") as out:
+    out.write(str(total))
 json.dump(model, open(os.path.join(os.environ["SM_MODEL_DIR"], "model.json"), "w"))
 """
 
@@ -70,7 +74,9 @@ import io, json, logging, sys, tarfile
 logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(name)s: %(message)s")
 import boto3
 from sagemaker.train import ModelTrainer
-from sagemaker.train.configs import Compute, InputData, SourceCode
+from sagemaker.core.training.configs import (
+    CheckpointConfig, Compute, InputData, SourceCode, StoppingCondition,
+)
 from sagemaker.train.distributed import Torchrun
 
 source_dir, base_name, hosts, torchrun = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
@@ -86,6 +92,9 @@ trainer = ModelTrainer(
     role="arn:aws:iam::000000000000:role/SageMakerRole",
     compute=Compute(instance_type="ml.m5.large", instance_count=hosts),
     hyperparameters={} if torchrun == "yes" else {"epochs": 3},
+    environment={"GREETING": "hello from the SDK"},
+    stopping_condition=StoppingCondition(max_runtime_in_seconds=600),
+    checkpoint_config=CheckpointConfig(s3_uri=f"s3://trainops/checkpoints/{base_name}/"),
     distributed=Torchrun(process_count_per_node=1) if torchrun == "yes" else None,
     base_job_name=base_name,
 )
@@ -104,6 +113,8 @@ if job.training_job_status == "Completed":
     with tarfile.open(fileobj=io.BytesIO(body), mode="r:gz") as tar:
         result["model"] = json.load(tar.extractfile("model.json"))
     result["uri"] = uri
+    listed = s3.list_objects_v2(Bucket="trainops", Prefix=f"checkpoints/{base_name}/")
+    result["checkpoints"] = sorted(o["Key"] for o in listed.get("Contents", []))
 print(json.dumps(result))
 """
 
@@ -207,7 +218,9 @@ def test_model_trainer_trains_with_the_endpoint_variables_and_reads_its_model(
         "cwd": "/opt/ml/input/data/code",
         "model_dir": "/opt/ml/model",
         "local": {"note.txt": "from a local directory"},  # uploaded by the SDK, then downloaded
+        "greeting": "hello from the SDK",  # environment=
     }
+    assert result["checkpoints"] == ["checkpoints/v3-basic/step-3.txt"]  # checkpoint_config=
     # logs=True: the job's lines, from its CloudWatch Logs stream, printed by the SDK
     assert f"{name}/algo-1-" in log
     assert "epoch=2 loss=0.1111" in log
