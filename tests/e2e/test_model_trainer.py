@@ -220,7 +220,11 @@ def test_model_trainer_trains_with_the_endpoint_variables_and_reads_its_model(
         "local": {"note.txt": "from a local directory"},  # uploaded by the SDK, then downloaded
         "greeting": "hello from the SDK",  # environment=
     }
-    assert result["checkpoints"] == ["checkpoints/v3-basic/step-3.txt"]  # checkpoint_config=
+    # checkpoint_config=: the script's checkpoint, beside the manifest trainops keeps with it
+    assert result["checkpoints"] == [
+        "checkpoints/v3-basic/.trainops/manifest-algo-1.json",
+        "checkpoints/v3-basic/step-3.txt",
+    ]
     # logs=True: the job's lines, from its CloudWatch Logs stream, printed by the SDK
     assert f"{name}/algo-1-" in log
     assert "epoch=2 loss=0.1111" in log
