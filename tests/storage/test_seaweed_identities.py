@@ -14,7 +14,9 @@ from typing import Any
 import pytest
 
 from tests._support.system import require
+from trainops.agent.reporting._sync import DirectorySync
 from trainops.storage import JobGrant
+from trainops.storage._s3 import S3Store
 from trainops.storage._seaweed import S3Server, find_weed
 from trainops.storage._seaweed_identities import identity_actions
 from trainops.storage._settings import S3Settings
@@ -110,6 +112,24 @@ def test_a_job_key_reaches_its_own_prefixes_only(served: S3Server) -> None:
     )
     assert [e["Code"] for e in batch["Errors"]] == ["AccessDenied"]
     assert admin.get_object(Bucket="trainops", Key="jobs/j2/output/model.tar.gz")["Body"].read()
+
+
+@pytest.mark.parametrize(("name", "slash"), [("j3", "/"), ("j4", "")])
+def test_a_job_key_restores_from_its_empty_checkpoint_folder(
+    served: S3Server, tmp_path: Path, name: str, slash: str
+) -> None:
+    """A first run's checkpoint folder is empty: its restore lists the folder and finds nothing.
+    It must not look for an object of the folder's bare name (``checkpoints/j3``), which the
+    job's key may not read (its grant is the folder): that refusal failed every such job."""
+    folder = f"s3://trainops/checkpoints/{name}/"
+    job = S3Store(served.jobs.issue_key(name, JobGrant(write=(folder,))))
+    assert job.list_objects(folder) == []
+    sync = DirectorySync(tmp_path / "ckpt", folder.rstrip("/") + slash, job, propagate_deletes=True)
+    assert sync.restore() == 0
+    admin = _client(served.settings)
+    admin.put_object(Bucket="trainops", Key=f"checkpoints/{name}/step-1", Body=b"1")
+    assert sync.restore() == 1
+    assert (tmp_path / "ckpt" / "step-1").read_bytes() == b"1"
 
 
 def test_a_new_attempts_key_replaces_the_last_and_a_revoked_key_is_refused(

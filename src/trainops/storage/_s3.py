@@ -81,7 +81,9 @@ class S3Store(ObjectStore):
         key = key.strip("/")
         try:
             found = self._list_under(bucket, key)
-            if found or not key:
+            # Nothing under it: the prefix may name one object, unless it ends in "/" (a folder:
+            # a job's key on the served S3 may list its folder but not read its bare name).
+            if found or not key or prefix.endswith("/"):
                 return found
             meta = _obs().head(self._client(bucket), key)
         except FileNotFoundError:

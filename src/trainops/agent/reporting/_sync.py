@@ -294,7 +294,8 @@ class DirectorySync:
         With a manifest, a listed file that matches no listing is not restored, and the
         reserved folder never is; :attr:`last_restore` says what was done.
         """
-        objects = self._store.list_objects(self.remote_prefix)
+        # The prefix is a folder, listed as one: never an object of its bare name.
+        objects = self._store.list_objects(self.remote_prefix.rstrip("/") + "/")
         if self._mirror.manifest is None:
             download_objects(self._store, objects, self.local_dir)
             with self._lock:

@@ -1,0 +1,249 @@
+"""The real SageMaker Python SDK v3 (``sagemaker-train``'s ``ModelTrainer``) drives `trainops
+server --s3`: a client script run in the SDK's own venv (``.venv-sdk3``, built by ``make
+install-sdk3`` from requirements-sdk3.txt: the v3 SDK cannot share .venv with the v2 one) uploads
+its data to the served S3, and ``ModelTrainer(source_code=SourceCode(source_dir=…), compute=
+Compute(…), environment=…, stopping_condition=…, checkpoint_config=…).train([InputData(…)],
+wait=True, logs=True)`` (a channel from S3, one from a local directory, which the SDK uploads)
+creates the job (the SDK uploads the
+code and its drivers, checks the role with IAM, runs ``sm_train.sh`` as the container command),
+follows it to Completed printing its log from CloudWatch Logs, and the client reads the model
+back from S3. Every endpoint reaches trainops through the ``AWS_ENDPOINT_URL_<service>`` variables
+alone (no config file: the profile gives only the key), as a user keeps their own AWS config. A
+second run uses ``distributed=Torchrun()`` on two hosts, which the SDK's drivers start with
+``torchrun`` on each host.
+
+The replay of the same requests with botocore (test_model_trainer_shape.py) stays: it runs where
+the SDK v3's venv is not built. One server serves both runs here (neither needs a fresh one).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests._support.system import require, require_installed, require_sdk3
+from tests.e2e._harness import Server, cli_env, wait_for
+from trainops.agent.supervision._hostns import opt_ml_shown
+from trainops.storage._seaweed import read_client_file
+
+pytestmark = [pytest.mark.slow, pytest.mark.s3]
+
+TRAIN = """
+import argparse, json, os
+parser = argparse.ArgumentParser()
+parser.add_argument("--epochs", type=int)
+args = parser.parse_args()
+channel = os.environ["SM_CHANNEL_TRAIN"]
+total = sum(int(open(os.path.join(channel, n)).read()) for n in sorted(os.listdir(channel)))
+for epoch in range(args.epochs):
+    print(f"epoch={epoch} loss={1.0 / (epoch + 1 + total):.4f}", flush=True)
+local = os.environ["SM_CHANNEL_LOCAL"]
+notes = {n: open(os.path.join(local, n)).read() for n in sorted(os.listdir(local))}
+model = {"total": total, "epochs": args.epochs, "hps": json.loads(os.environ["SM_HPS"]),
+         "cwd": os.getcwd(), "model_dir": os.environ["SM_MODEL_DIR"], "local": notes,
+         "greeting": os.environ.get("GREETING")}
+with open("/opt/ml/checkpoints/step-3.txt", "w") as out:
+    out.write(str(total))
+json.dump(model, open(os.path.join(os.environ["SM_MODEL_DIR"], "model.json"), "w"))
+"""
+
+# torchrun's agents on the two hosts meet at algo-1:7777 (the drivers' master address and port)
+# before either starts the script: that rendezvous is what this proves, and the ranks and world
+# size it hands out. The script itself imports no torch (the collectives between hosts are
+# tests/distributed's), which keeps two torch imports out of the suite's time.
+TRAIN_DDP = """
+import json, os
+keys = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT")
+seen = {key: os.environ[key] for key in keys}
+print(f"rank={seen['RANK']} world={seen['WORLD_SIZE']} node={seen['GROUP_RANK']}", flush=True)
+if seen["RANK"] == "0":
+    json.dump(seen, open(os.path.join(os.environ["SM_MODEL_DIR"], "model.json"), "w"))
+"""
+
+
+# What a user writes: the SDK's INFO log shown (where train(logs=True) prints the job's lines),
+# data put in S3, a ModelTrainer trained on it, and its model read back.
+CLIENT = """
+import io, json, logging, sys, tarfile
+logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(name)s: %(message)s")
+import boto3
+from sagemaker.train import ModelTrainer
+from sagemaker.core.training.configs import (
+    CheckpointConfig, Compute, InputData, SourceCode, StoppingCondition,
+)
+from sagemaker.train.distributed import Torchrun
+
+source_dir, base_name, hosts, torchrun = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+channels = [InputData(channel_name="train", data_source="s3://trainops/data/train/")]
+if len(sys.argv) > 5:  # a local directory: the SDK uploads it to the default bucket
+    channels.append(InputData(channel_name="local", data_source=sys.argv[5]))
+s3 = boto3.client("s3")
+for i in range(3):
+    s3.put_object(Bucket="trainops", Key=f"data/train/part-{i}", Body=str(i + 1).encode())
+trainer = ModelTrainer(
+    training_image="763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.3-cpu-py311",
+    source_code=SourceCode(source_dir=source_dir, entry_script="train.py"),
+    role="arn:aws:iam::000000000000:role/SageMakerRole",
+    compute=Compute(instance_type="ml.m5.large", instance_count=hosts),
+    hyperparameters={} if torchrun == "yes" else {"epochs": 3},
+    environment={"GREETING": "hello from the SDK"},
+    stopping_condition=StoppingCondition(max_runtime_in_seconds=600),
+    checkpoint_config=CheckpointConfig(s3_uri=f"s3://trainops/checkpoints/{base_name}/"),
+    distributed=Torchrun(process_count_per_node=1) if torchrun == "yes" else None,
+    base_job_name=base_name,
+)
+error = None
+try:
+    trainer.train(input_data_config=channels, wait=True, logs=True)
+except Exception as exc:  # the job failed: say why, as the SDK raised it
+    error = str(exc)
+job = trainer._latest_training_job
+job.refresh()
+result = {"name": job.training_job_name, "status": job.training_job_status, "error": error}
+if job.training_job_status == "Completed":
+    uri = job.model_artifacts.s3_model_artifacts
+    bucket, key = uri.removeprefix("s3://").split("/", 1)
+    body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+    with tarfile.open(fileobj=io.BytesIO(body), mode="r:gz") as tar:
+        result["model"] = json.load(tar.extractfile("model.json"))
+    result["uri"] = uri
+    listed = s3.list_objects_v2(Bucket="trainops", Prefix=f"checkpoints/{base_name}/")
+    result["checkpoints"] = sorted(o["Key"] for o in listed.get("Contents", []))
+print(json.dumps(result))
+"""
+
+
+@dataclass(frozen=True)
+class Served:
+    """A running `trainops server --s3` and what a client needs to reach it."""
+
+    home: Path
+    env: dict[str, str]
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    require("weed")
+    require_sdk3()
+    home = tmp_path_factory.mktemp("sdk3") / "home"
+    server = Server(home, TRAINOPS_S3_SERVE="1").start()
+    try:
+        s3 = wait_for(lambda: read_client_file(home), timeout=120)
+        wait_for(lambda: (home / "aws" / "sagemaker.yaml").is_file(), timeout=30)
+        yield Served(home, _client_env(home, server.url, s3.endpoint_url, s3.region))
+    finally:
+        server.stop()
+
+
+def _client_env(home: Path, url: str, s3_url: str, region: str) -> dict[str, str]:
+    """The profile's key and every endpoint by its ``AWS_ENDPOINT_URL_<service>`` variable; no
+    AWS config file (a missing one), so no endpoint comes from the profile."""
+    aws = home / "aws"
+    env = cli_env(
+        home,
+        AWS_SHARED_CREDENTIALS_FILE=str(aws / "credentials"),
+        AWS_PROFILE="trainops",
+        AWS_CONFIG_FILE=str(home / "no-aws-config"),
+        AWS_DEFAULT_REGION=region,
+        SAGEMAKER_USER_CONFIG_OVERRIDE=str(aws / "sagemaker.yaml"),
+        AWS_ENDPOINT_URL_SAGEMAKER=url,
+        AWS_ENDPOINT_URL_S3=s3_url,
+        AWS_ENDPOINT_URL_CLOUDWATCH_LOGS=url,
+        AWS_ENDPOINT_URL_CLOUDWATCH=url,
+        AWS_ENDPOINT_URL_STS=url,
+        AWS_ENDPOINT_URL_IAM=url,
+    )
+    env.pop("PYTHONPATH", None)  # the client sees its own venv only, not trainops
+    return env
+
+
+def _train(
+    served: Served,
+    folder: Path,
+    script: str,
+    *,
+    base_name: str,
+    hosts: int,
+    torchrun: bool,
+    local: Path | None = None,
+) -> tuple[dict[str, Any], str]:
+    """Run the client in the SDK v3's venv (``local``: a directory for a channel ``local``);
+    its result and its log (stderr)."""
+    source = folder / "src"
+    source.mkdir(parents=True)
+    (source / "train.py").write_text(script)
+    client = folder / "client.py"
+    client.write_text(CLIENT)
+    args = [str(source), base_name, str(hosts), "yes" if torchrun else "no"]
+    args += [] if local is None else [str(local)]
+    done = subprocess.run(
+        [str(require_sdk3()), str(client), *args],
+        env=served.env,
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    if not opt_ml_shown(True):  # the SDK's command needs /opt/ml: such a job fails saying so
+        assert result["status"] == "Failed" and "/opt/ml" in str(result["error"]), result
+        pytest.skip("this machine cannot show /opt/ml to a job: the job failed saying so")
+    assert result["status"] == "Completed", result["error"]
+    return result, done.stderr
+
+
+def test_model_trainer_trains_with_the_endpoint_variables_and_reads_its_model(
+    served: Served, tmp_path: Path
+) -> None:
+    local = tmp_path / "notes"
+    local.mkdir()
+    (local / "note.txt").write_text("from a local directory")
+    result, log = _train(
+        served, tmp_path, TRAIN, base_name="v3-basic", hosts=1, torchrun=False, local=local
+    )
+    name = result["name"]
+    assert name.startswith("v3-basic-")
+    assert result["uri"] == f"s3://trainops/v3-basic/{name}/output/model.tar.gz"
+    assert result["model"] == {
+        "total": 6,
+        "epochs": 3,
+        "hps": {"epochs": 3},
+        "cwd": "/opt/ml/input/data/code",
+        "model_dir": "/opt/ml/model",
+        "local": {"note.txt": "from a local directory"},  # uploaded by the SDK, then downloaded
+        "greeting": "hello from the SDK",  # environment=
+    }
+    # checkpoint_config=: the script's checkpoint, beside the manifest trainops keeps with it
+    assert result["checkpoints"] == [
+        "checkpoints/v3-basic/.trainops/manifest-algo-1.json",
+        "checkpoints/v3-basic/step-3.txt",
+    ]
+    # logs=True: the job's lines, from its CloudWatch Logs stream, printed by the SDK
+    assert f"{name}/algo-1-" in log
+    assert "epoch=2 loss=0.1111" in log
+    assert "Training Container Execution Completed" in log
+
+
+def test_model_trainer_torchrun_runs_on_two_hosts(served: Served, tmp_path: Path) -> None:
+    require_installed("torch")  # the job's Python (the server's) runs torchrun
+    result, log = _train(served, tmp_path, TRAIN_DDP, base_name="v3-ddp", hosts=2, torchrun=True)
+    model = result["model"]  # rank 0's view: torchrun's, not the hosts' own SM_* variables
+    assert {k: model[k] for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "GROUP_RANK")} == {
+        "RANK": "0",
+        "WORLD_SIZE": "2",
+        "LOCAL_RANK": "0",
+        "GROUP_RANK": "0",
+    }
+    assert (model["MASTER_ADDR"], model["MASTER_PORT"]) == ("algo-1", "7777")  # the drivers'
+    name = result["name"]
+    for host, rank in (("algo-1", 0), ("algo-2", 1)):
+        assert f"{name}/{host}-" in log  # both hosts' streams followed
+        assert f"rank={rank} world=2 node={rank}" in log
+    assert "torchrun --nnodes=2 --nproc_per_node=1" in log
