@@ -11,7 +11,7 @@ import hmac
 import posixpath
 import sqlite3
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -170,8 +170,19 @@ class JobController:
 
     # --- public API ---------------------------------------------------------------------------
 
-    def submit(self, job_name: str, spec: JobSpec, code_uri: str) -> JobRecord:
-        """Record a new job (InProgress/Starting); the scheduler starts it when it fits."""
+    def submit(
+        self,
+        job_name: str,
+        spec: JobSpec,
+        code_uri: str,
+        *,
+        with_job: Callable[[JobRecord], None] | None = None,
+    ) -> JobRecord:
+        """Record a new job (InProgress/Starting); the scheduler starts it when it fits.
+
+        ``with_job`` runs inside the transaction that records the job: what it writes to the
+        store (the API's tags, its kept request) is kept with the job or, if it raises, neither
+        is (the error goes on to the caller). It must not wait on another thread."""
         check_job_name(job_name)
         _check_launcher(spec)
         _check_python(spec, self.settings)
@@ -180,17 +191,20 @@ class JobController:
         output = spec.output_path or self.settings.default_output_uri
         if self.backend.spans_machines:
             _check_shared_storage(spec, code_uri, output, self.settings.shared_paths)
-        job = self.store.create_job(
-            name=job_name,
-            spec=spec.view(),
-            code_uri=code_uri,
-            output_prefix=join_uri(output, job_name),
-            max_attempts=1 + spec.retry_strategy.maximum_retry_attempts,
-            status=PrimaryStatus.IN_PROGRESS,
-            secondary_status=SecondaryStatus.STARTING,
-            message=STARTING_MESSAGE,
-            now=self.core.now(),
-        )
+        with self.store.transaction():
+            job = self.store.create_job(
+                name=job_name,
+                spec=spec.view(),
+                code_uri=code_uri,
+                output_prefix=join_uri(output, job_name),
+                max_attempts=1 + spec.retry_strategy.maximum_retry_attempts,
+                status=PrimaryStatus.IN_PROGRESS,
+                secondary_status=SecondaryStatus.STARTING,
+                message=STARTING_MESSAGE,
+                now=self.core.now(),
+            )
+            if with_job is not None:
+                with_job(job)
         if spec.use_spot_instances:
             self.core.spot_jobs.add(job.name)
         self.core.waiting.add(job)
