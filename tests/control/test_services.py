@@ -147,13 +147,51 @@ def test_changes_arriving_while_busy_are_coalesced() -> None:
     assert heard == ["first", "x", "y"]
 
 
+def test_the_services_share_one_read_per_change_and_never_hear_an_older_record() -> None:
+    """Three services hear each change; the job is read once per change, not once per service,
+    and each service's last record is the one written before the last change."""
+    current = {"a": _record("a", secondary="Starting")}
+    reads: list[str] = []
+    heard: dict[str, list[str]] = {}
+    lock = threading.Lock()
+
+    def read(name: str) -> Any:
+        with lock:
+            reads.append(name)
+            return current.get(name)
+
+    class Listener(ControlService):
+        def __init__(self, name: str) -> None:
+            self.name = name
+            heard[name] = []
+
+        def job_changed(self, job: JobRecord) -> None:
+            heard[self.name].append(job.secondary_status)
+
+    hub = ServiceHub([Listener("one"), Listener("two"), Listener("three")], read)
+    hub.start()
+    try:
+        for secondary in ("Starting", "Downloading", "Training", "Completed"):
+            with lock:
+                current["a"] = _record("a", secondary=secondary)
+            hub.job_changed("a")
+            wait_for(
+                lambda s=secondary: all(h and h[-1] == s for h in heard.values()),
+                timeout=10,
+                what=f"every service hearing {secondary}",
+            )
+        assert len(reads) == 4, reads  # one read per change, shared by the three services
+    finally:
+        hub.close()
+
+
 def _declines(context: ServiceContext) -> None:
     del context
 
 
-def _record(name: str) -> Any:
+def _record(name: str, secondary: str = "Training") -> Any:
     """What these services read of a record (the hub passes records through untouched)."""
-    return SimpleNamespace(name=name, status="InProgress", secondary_status="Training")
+    return SimpleNamespace(name=name, status="InProgress", secondary_status=secondary)
 
 
 def _no_context() -> ServiceContext:

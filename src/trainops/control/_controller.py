@@ -11,7 +11,7 @@ import hmac
 import posixpath
 import sqlite3
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -51,6 +51,7 @@ from trainops.protocol import (
     EventReply,
     HostResources,
     SpawnState,
+    SubmittedJob,
 )
 from trainops.spec import JobSpec, check_job_name
 from trainops.storage import join_uri, store_for
@@ -170,27 +171,34 @@ class JobController:
 
     # --- public API ---------------------------------------------------------------------------
 
-    def submit(self, job_name: str, spec: JobSpec, code_uri: str) -> JobRecord:
-        """Record a new job (InProgress/Starting); the scheduler starts it when it fits."""
-        check_job_name(job_name)
-        _check_launcher(spec)
-        _check_python(spec, self.settings)
-        if code_uri or spec.container_entrypoint is None:  # a command may come with no code
-            self.check_code(code_uri)
-        output = spec.output_path or self.settings.default_output_uri
-        if self.backend.spans_machines:
-            _check_shared_storage(spec, code_uri, output, self.settings.shared_paths)
-        job = self.store.create_job(
-            name=job_name,
-            spec=spec.view(),
-            code_uri=code_uri,
-            output_prefix=join_uri(output, job_name),
-            max_attempts=1 + spec.retry_strategy.maximum_retry_attempts,
-            status=PrimaryStatus.IN_PROGRESS,
-            secondary_status=SecondaryStatus.STARTING,
-            message=STARTING_MESSAGE,
-            now=self.core.now(),
-        )
+    def submit(
+        self,
+        job_name: str,
+        spec: JobSpec,
+        code_uri: str,
+        *,
+        with_job: Callable[[JobRecord], None] | None = None,
+    ) -> JobRecord:
+        """Record a new job (InProgress/Starting); the scheduler starts it when it fits.
+
+        ``with_job`` runs inside the transaction that records the job: what it writes to the
+        store (the API's tags, its kept request) is kept with the job or, if it raises, neither
+        is (the error goes on to the caller). It must not wait on another thread."""
+        view, output = self._checked(job_name, spec, code_uri)
+        with self.store.transaction():
+            job = self.store.create_job(
+                name=job_name,
+                spec=view,
+                code_uri=code_uri,
+                output_prefix=join_uri(output, job_name),
+                max_attempts=1 + spec.retry_strategy.maximum_retry_attempts,
+                status=PrimaryStatus.IN_PROGRESS,
+                secondary_status=SecondaryStatus.STARTING,
+                message=STARTING_MESSAGE,
+                now=self.core.now(),
+            )
+            if with_job is not None:
+                with_job(job)
         if spec.use_spot_instances:
             self.core.spot_jobs.add(job.name)
         self.core.waiting.add(job)
@@ -198,6 +206,20 @@ class JobController:
         self.core.job_listener(job.name)
         self._scheduler.wake()
         return job
+
+    def _checked(self, job_name: str, spec: JobSpec, code_uri: str) -> tuple[SubmittedJob, str]:
+        """The typed view of a job that may be recorded and its output URI (:class:`SpecError`
+        if it may not); the view is made once, for the checks and the store."""
+        check_job_name(job_name)
+        view = spec.view()
+        _check_launcher(view)
+        _check_python(spec, self.settings)
+        if code_uri or spec.container_entrypoint is None:  # a command may come with no code
+            self.check_code(code_uri)
+        output = spec.output_path or self.settings.default_output_uri
+        if self.backend.spans_machines:
+            _check_shared_storage(spec, code_uri, output, self.settings.shared_paths)
+        return view, output
 
     def submission_warnings(self, spec: JobSpec) -> list[str]:
         """What a job of ``spec`` will not get where the backend runs it (private namespaces,
@@ -557,9 +579,9 @@ def _check_python(spec: JobSpec, settings: Settings) -> None:
         )
 
 
-def _check_launcher(spec: JobSpec) -> None:
+def _check_launcher(view: SubmittedJob) -> None:
     """Refuse a distribution whose launcher the host agents cannot start (yet)."""
-    launcher = spec.view().distribution.launcher
+    launcher = view.distribution.launcher
     available = available_launchers()
     if launcher not in available:
         raise SpecError(
@@ -572,10 +594,10 @@ def _check_launcher(spec: JobSpec) -> None:
             ]
         )
     limit = launcher_for(launcher).max_hosts
-    if limit is not None and spec.instance_count > limit:
+    if limit is not None and view.instance_count > limit:
         reason = f"the {launcher} launcher spans at most {limit} host(s) so far"
         raise SpecError(
-            [(f"distribution.{launcher}", f"{reason}; instance_count is {spec.instance_count}")]
+            [(f"distribution.{launcher}", f"{reason}; instance_count is {view.instance_count}")]
         )
 
 

@@ -3,7 +3,8 @@
 
 A row holds a JSON object of the request's kept members (which ones is the server's business:
 ``server/_schema.py``) for a resource named by its kind and its name as stored. It is written
-once, after the resource is made, and never changed.
+once, in the transaction that makes the resource (``MetadataStore.transaction``), and never
+changed.
 """
 
 from __future__ import annotations

@@ -65,6 +65,13 @@ _MERGED_STATUSES = 16
 _JOB_FIELDS = frozenset(JobRecord.__slots__) - {"name", "spec", "order", "creation_time"}
 _HOST_FIELDS = frozenset(HostRecord.__slots__) - {"job", "host", "attempt"}
 _JSON_FIELDS = frozenset({"resources", "reservation", "processes", "handle"})
+#: How a write begins, ends and is undone: on its own, and inside :meth:`MetadataStore.transaction`.
+_TRANSACTION: tuple[str, str, tuple[str, ...]] = ("BEGIN IMMEDIATE", "COMMIT", ("ROLLBACK",))
+_SAVEPOINT: tuple[str, str, tuple[str, ...]] = (
+    "SAVEPOINT write",
+    "RELEASE write",
+    ("ROLLBACK TO write", "RELEASE write"),
+)
 
 
 class MetadataStore(TuningTables, TagTables, StudyTables, ApiRequestTables):
@@ -79,6 +86,7 @@ class MetadataStore(TuningTables, TagTables, StudyTables, ApiRequestTables):
         # (SQLite gives its -wal and -shm files the same mode).
         os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
         self._lock = threading.RLock()
+        self._nested = 0  # depth of transaction() blocks open (read and written under _lock)
         self._conn = sqlite3.connect(
             path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
         )
@@ -98,15 +106,35 @@ class MetadataStore(TuningTables, TagTables, StudyTables, ApiRequestTables):
             self._conn.close()
 
     @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Make every write of the block (by this thread) one transaction: all of it is kept, or
+        none of it if the block raises. Other threads' statements wait until it ends, so the
+        block must not wait on another thread that uses the store."""
+        with self._write():
+            self._nested += 1
+            try:
+                yield
+            finally:
+                self._nested -= 1
+
+    @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction; inside :meth:`transaction`, a savepoint of it (a write that
+        fails undoes its own statements, and the error undoes the whole transaction unless the
+        block catches it)."""
         with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
+            if self._nested:
+                begin, commit, undo = _SAVEPOINT
+            else:
+                begin, commit, undo = _TRANSACTION
+            self._conn.execute(begin)
             try:
                 yield self._conn
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                for statement in undo:
+                    self._conn.execute(statement)
                 raise
-            self._conn.execute("COMMIT")
+            self._conn.execute(commit)
 
     def _read(self, sql: str, args: Sequence[Any] = ()) -> list[sqlite3.Row]:
         with self._lock:

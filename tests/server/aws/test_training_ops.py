@@ -181,6 +181,27 @@ def test_tags_from_create_add_list_and_delete(plane: ControlPlane) -> None:
     assert {t["Key"] for t in client.list_tags(ResourceArn=arn)["Tags"]} == {"stage", "owner"}
 
 
+def test_a_create_whose_tags_cannot_be_written_leaves_no_job_behind(plane: ControlPlane) -> None:
+    """The job, its tags and its kept request are one transaction: the tags' write fails here
+    (tags left under the name would go over the limit), so none of them is recorded."""
+    store = plane.server.controller.store
+    store.put_tags("training-job", "doomed", {f"k{i}": "v" for i in range(50)}, 50)
+    code, message = _refused(
+        _client(plane).create_training_job,
+        **_create_request(plane, "doomed"),
+        Tags=[{"Key": "team", "Value": "vision"}],
+    )
+    assert (code, message) == (
+        "ResourceLimitExceeded",
+        "A resource can have at most 50 tags; this request would give it 51.",
+    )
+    assert store.get_job("doomed") is None
+    assert store.transitions("doomed") == []
+    assert store.api_request("training-job", "doomed") == {}
+    assert dict(store.tags("training-job", "doomed")) == {f"k{i}": "v" for i in range(50)}
+    assert [j.name for j in store.list_jobs()] == []  # nothing queued or placed either
+
+
 def test_the_service_s_tag_limits_and_words(plane: ControlPlane) -> None:
     plane.submit("limits", {"FAKE_LINES": "1"})
     client = _client(plane)

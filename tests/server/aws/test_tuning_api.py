@@ -305,3 +305,20 @@ def test_a_trial_s_failure_reason_is_masked_as_its_job_masks_it(plane: ControlPl
     described = client.describe_hyper_parameter_tuning_job(HyperParameterTuningJobName="leaky")
     rest = plane.client.get("/api/v1/tuning-jobs/leaky")
     assert "s3cr3t-value" not in repr(described) and "s3cr3t-value" not in rest.text
+
+
+def test_a_create_whose_tags_cannot_be_written_leaves_no_tuning_job(plane: ControlPlane) -> None:
+    """The tuning job, its tags and its kept request are one transaction: the tags' write fails
+    here (tags left under the name would go over the limit), so none of them is recorded."""
+    store = plane.server.controller.store
+    kind = "hyper-parameter-tuning-job"
+    store.put_tags(kind, "doomed", {f"k{i}": "v" for i in range(50)}, 50)
+    with pytest.raises(ClientError) as caught:
+        _client(plane).create_hyper_parameter_tuning_job(**_request(plane, "doomed"))
+    assert _code(caught) == (
+        "ResourceLimitExceeded",
+        "A resource can have at most 50 tags; this request would give it 51.",
+    )
+    assert store.get_tuning_job("doomed") is None
+    assert store.api_request(kind, "doomed") == {}
+    assert dict(store.tags(kind, "doomed")) == {f"k{i}": "v" for i in range(50)}

@@ -2,13 +2,16 @@
 
 The controller calls :meth:`ServiceHub.job_changed` with a job's name whenever it records a
 change; that only adds the name to each service's pending set and wakes its thread, so the
-caller (which may hold the controller's lock) never waits for a service. Each thread reads the
-job's current record from the store when it gets to it. A service that raises is logged and
-keeps running.
+caller (which may hold the controller's lock) never waits for a service. A thread delivers the
+job's record as read from the store after the job's latest change: the first thread to get to
+a change reads it, the others are handed the same record (:class:`SharedReads`; a job's change
+cost one store read per service before, six reads where one does). A service that raises is
+logged and keeps running.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 import time
@@ -17,12 +20,72 @@ from collections.abc import Callable
 from trainops.control.services._base import ControlService
 from trainops.store import JobRecord
 
-__all__ = ["ServiceHub", "ServiceRunner"]
+__all__ = ["ServiceHub", "ServiceRunner", "SharedReads"]
 
 _log = logging.getLogger("trainops.control")
 _CLOSE_TIMEOUT_S = 10.0
 
 JobReader = Callable[[str], JobRecord | None]
+_KEPT_NAMES = 512  # jobs whose last change (and record) the shared reads remember, at most
+
+
+class SharedReads:
+    """The records the runners deliver, read once per change and shared.
+
+    Each change of a job gets a number, larger than every number before it. A record read after
+    the change numbered ``n`` was heard is kept under ``n`` and handed out while ``n`` is still
+    the job's latest change, so a record is never older than the change a runner delivers. The
+    runners wake together on a change: one reads, the others wait for its read.
+    """
+
+    def __init__(self, read_job: JobReader, keep: int = _KEPT_NAMES) -> None:
+        self._read_job, self._keep = read_job, keep
+        self._lock = threading.Lock()
+        self._count = itertools.count(1)
+        self._latest: dict[str, int] = {}  # name -> number of its latest change (oldest first)
+        self._records: dict[str, tuple[int, JobRecord | None]] = {}
+        self._reading: dict[str, tuple[int, threading.Event]] = {}
+
+    def changed(self, name: str) -> None:
+        with self._lock:
+            self._latest.pop(name, None)
+            self._latest[name] = next(self._count)
+            if len(self._latest) > self._keep:  # forget the jobs that changed longest ago
+                for old in list(self._latest)[: len(self._latest) - self._keep // 2]:
+                    del self._latest[old]
+                    self._records.pop(old, None)
+
+    def record(self, name: str) -> JobRecord | None:
+        """``name``'s record, read after its latest change was heard."""
+        mine: tuple[int, threading.Event] | None = None
+        while True:
+            with self._lock:
+                latest = self._latest.get(name)
+                if latest is None:  # a change this hub never heard of (or forgot): no sharing
+                    break
+                kept = self._records.get(name)
+                if kept is not None and kept[0] == latest:
+                    return kept[1]
+                reading = self._reading.get(name)
+                if reading is None or reading[0] != latest:
+                    mine = self._reading[name] = (latest, threading.Event())
+                    break
+            reading[1].wait()  # another runner reads this change: take its record (or retry)
+        return self._read_job(name) if mine is None else self._read_for(name, *mine)
+
+    def _read_for(self, name: str, latest: int, done: threading.Event) -> JobRecord | None:
+        """Read the job for the change ``latest``, then wake the runners waiting for it."""
+        try:
+            job = self._read_job(name)
+            with self._lock:
+                if self._latest.get(name) == latest:
+                    self._records[name] = (latest, job)
+            return job
+        finally:
+            with self._lock:
+                if self._reading.get(name, (0, None))[1] is done:
+                    del self._reading[name]
+            done.set()
 
 
 class ServiceRunner:
@@ -94,13 +157,15 @@ class ServiceHub:
 
     def __init__(self, services: list[ControlService], read_job: JobReader) -> None:
         self.services = services
-        self._runners = [ServiceRunner(service, read_job) for service in services]
+        self._reads = SharedReads(read_job)
+        self._runners = [ServiceRunner(service, self._reads.record) for service in services]
 
     def start(self) -> None:
         for runner in self._runners:
             runner.start()
 
     def job_changed(self, name: str) -> None:
+        self._reads.changed(name)
         for runner in self._runners:
             runner.job_changed(name)
 

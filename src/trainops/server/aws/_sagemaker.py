@@ -27,10 +27,10 @@ from trainops.server.aws._create import code_uri_of, hyperparameters, spec_of
 from trainops.server.aws._errors import AwsError
 from trainops.server.aws._paging import page_of, within_windows
 from trainops.server.aws._services import AwsOperation, AwsService
-from trainops.server.aws._tags import MAX_TAGS, check_tags, tag_operations
+from trainops.server.aws._tags import MAX_TAGS, check_tags, tag_operations, too_many_tags
 from trainops.server.aws._update import update_training_job
 from trainops.spec import JobSpec
-from trainops.store import JobExistsError, JobRecord, MetadataStore
+from trainops.store import JobExistsError, JobRecord, MetadataStore, TagLimitError
 
 __all__ = [
     "ACCOUNT_ID",
@@ -187,15 +187,23 @@ class _Operations:
         return training_job_arn(self.settings.region, name)
 
     def create_training_job(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The job, its tags and its kept request are recorded in one transaction: a job is never
+        left without them, nor they without it."""
         name = body["TrainingJobName"]
         params = hyperparameters(body)
         code_uri = code_uri_of(params, body)
         tags = check_tags(body.get("Tags") or [])
+        kept = kept_of(body, KEPT)
+
+        def with_job(job: JobRecord) -> None:
+            self.store.put_api_request("training-job", job.name, kept)
+            self.store.put_tags("training-job", job.name, tags, MAX_TAGS)
+
         try:
             spec = JobSpec(**spec_of(body, params, self.settings.server.images))
-            self.controller.submit(name, spec, code_uri)
-            self.store.put_api_request("training-job", name, kept_of(body, KEPT))
-            self.store.put_tags("training-job", name, tags, MAX_TAGS)
+            self.controller.submit(name, spec, code_uri, with_job=with_job)
+        except TagLimitError as exc:
+            raise too_many_tags(exc.count) from None
         except JobExistsError:
             arn = training_job_arn(self.settings.region, name)
             raise AwsError(

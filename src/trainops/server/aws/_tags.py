@@ -19,7 +19,7 @@ from trainops.server.aws._errors import AwsError
 from trainops.server.aws._services import AwsOperation
 from trainops.store import TAGGED_KINDS, MetadataStore, TagLimitError
 
-__all__ = ["MAX_TAGS", "Tagged", "check_tags", "tag_operations"]
+__all__ = ["MAX_TAGS", "Tagged", "check_tags", "tag_operations", "too_many_tags"]
 
 MAX_TAGS = 50
 _ACCOUNT_ID = "000000000000"  # _sagemaker.ACCOUNT_ID (not imported: it imports this module)
@@ -42,7 +42,7 @@ def check_tags(tags: Sequence[dict[str, str]]) -> dict[str, str]:
             raise _reserved(tag["Key"])
     found = {tag["Key"]: tag.get("Value", "") for tag in tags}
     if len(found) > MAX_TAGS:
-        raise _too_many(len(found))
+        raise too_many_tags(len(found))
     return found
 
 
@@ -53,7 +53,8 @@ def _reserved(key: str) -> AwsError:
     )
 
 
-def _too_many(count: int) -> AwsError:
+def too_many_tags(count: int) -> AwsError:
+    """The service's refusal of a request that would leave a resource ``count`` tags."""
     return AwsError(
         400,
         "ResourceLimitExceeded",
@@ -110,7 +111,7 @@ class _TagOperations:
         try:
             self.store.put_tags(kind, name, tags, MAX_TAGS)
         except TagLimitError as exc:
-            raise _too_many(exc.count) from None
+            raise too_many_tags(exc.count) from None
         return {"Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}
 
     def list_tags(self, body: dict[str, Any]) -> dict[str, Any]:

@@ -32,10 +32,16 @@ from trainops.server.aws._sagemaker import (
     tuning_job_arn,
 )
 from trainops.server.aws._services import AwsOperation
-from trainops.server.aws._tags import MAX_TAGS, check_tags
+from trainops.server.aws._tags import MAX_TAGS, check_tags, too_many_tags
 from trainops.server.aws._tuning_request import OBJECTIVE_HYPERPARAMETER as _OBJECTIVE
 from trainops.server.aws._tuning_request import api_field, tuning_request
-from trainops.store import JobExistsError, MetadataStore, TuningJobRecord, TuningTrialRecord
+from trainops.store import (
+    JobExistsError,
+    MetadataStore,
+    TagLimitError,
+    TuningJobRecord,
+    TuningTrialRecord,
+)
 
 if TYPE_CHECKING:
     from trainops.tuning import TuningJobConfig
@@ -118,16 +124,23 @@ class _TuningOperations:
         tags = check_tags(body.get("Tags") or [])
         if self._named(name) is not None:
             raise self._in_use(name)
+        kept = _kept(body)
+
+        def with_tuning(tuning: TuningJobRecord) -> None:  # in the tuning job's transaction
+            self.store.put_api_request("hyper-parameter-tuning-job", tuning.name, kept)
+            self.store.put_tags("hyper-parameter-tuning-job", tuning.name, tags, MAX_TAGS)
+
         try:
-            TuningRoutes(self.controller).create(TuningRequest(config=config, code_uri=code_uri))
+            request = TuningRequest(config=config, code_uri=code_uri)
+            TuningRoutes(self.controller).create(request, with_tuning)
+        except TagLimitError as exc:
+            raise too_many_tags(exc.count) from None
         except JobExistsError:
             raise self._in_use(name) from None
         except SpecError as exc:
             raise AwsError(400, "ValidationException", _refusal(exc)) from None
         except ValueError as exc:  # pydantic's, of a member our declaration cannot take
             raise AwsError(400, "ValidationException", _one_line(exc)) from None
-        self.store.put_api_request("hyper-parameter-tuning-job", name, _kept(body))
-        self.store.put_tags("hyper-parameter-tuning-job", name, tags, MAX_TAGS)
         return {"HyperParameterTuningJobArn": tuning_job_arn(self.settings.region, name)}
 
     def _in_use(self, name: str) -> AwsError:

@@ -10,6 +10,7 @@ and the tuner stops its running trials.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
@@ -52,8 +53,14 @@ class TuningRoutes:
         self.controller = controller
         self.store = controller.store
 
-    def create(self, body: TuningRequest) -> dict[str, Any]:
-        """Record a tuning job; the tuner starts its first trials within a second."""
+    def create(
+        self,
+        body: TuningRequest,
+        with_tuning: Callable[[TuningJobRecord], None] | None = None,
+    ) -> dict[str, Any]:
+        """Record a tuning job; the tuner starts its first trials within a second.
+        ``with_tuning`` runs inside the transaction that records it: what it writes to the
+        store is kept with the tuning job or, if it raises, neither is."""
         from trainops.tuning import TuningJobConfig
 
         config = TuningJobConfig(**body.config)
@@ -67,7 +74,10 @@ class TuningRoutes:
         except SpecError as exc:  # the request's code_uri: a refusal of this tuning job
             raise SpecError(exc.problems, subject=TUNING_JOB) from None
         stored = config.model_dump(mode="json", exclude_none=True)
-        tuning = self.store.create_tuning_job(name, stored, body.code_uri, time.time())
+        with self.store.transaction():
+            tuning = self.store.create_tuning_job(name, stored, body.code_uri, time.time())
+            if with_tuning is not None:
+                with_tuning(tuning)
         return tuner.describe_tuning_job(self.store, tuning, config)
 
     def _check_parents(self, config: TuningJobConfig) -> None:
