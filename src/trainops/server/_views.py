@@ -18,7 +18,17 @@ from trainops.server._redaction import Masker, hyperparameter_text, mask_text, r
 from trainops.server._rule_views import debugger_sections, profiler_sections
 from trainops.store import ArtifactRecord, HostRecord, JobRecord, LogChunk, MetadataStore
 
-__all__ = ["describe", "iso", "log_page", "metric_points", "redact", "spec_sections", "summary"]
+__all__ = [
+    "LISTED_DETAILS",
+    "describe",
+    "iso",
+    "listed_details",
+    "log_page",
+    "metric_points",
+    "redact",
+    "spec_sections",
+    "summary",
+]
 
 PAGE_CHARS = 8 * 1024 * 1024  # characters of log lines in one page of GET .../logs
 
@@ -307,3 +317,34 @@ def metric_points(store: MetadataStore, job: str, name: str | None) -> dict[str,
             for m in store.metrics(job, name)
         ]
     }
+
+
+#: Describe's keys a listing can add to each of its jobs (``GET /jobs?include=``).
+LISTED_DETAILS = ("Cost", "FinalMetricDataList")
+
+
+def listed_details(
+    store: MetadataStore,
+    jobs: list[JobRecord],
+    settings: Settings,
+    now: float,
+    include: list[str],
+) -> list[dict[str, Any]]:
+    """For each of ``jobs``, the keys of ``include`` (of :data:`LISTED_DETAILS`) as describe
+    gives them: the cost from the record itself, the final metrics of the whole page in one
+    query."""
+    finals = (
+        store.final_metrics_of([j.name for j in jobs]) if "FinalMetricDataList" in include else {}
+    )
+    found = []
+    for job in jobs:
+        extra: dict[str, Any] = {}
+        if "Cost" in include:
+            extra["Cost"] = _cost(job, now, settings)
+        if "FinalMetricDataList" in include:
+            extra["FinalMetricDataList"] = [
+                {"MetricName": m.name, "Value": m.value, "Timestamp": iso(m.ts)}
+                for m in finals[job.name]
+            ]
+        found.append(extra)
+    return found

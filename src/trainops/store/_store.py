@@ -19,9 +19,11 @@ from typing import Any
 from trainops.protocol import CheckpointRecord, SubmittedJob
 from trainops.store._api_requests import ApiRequestTables
 from trainops.store._checkpoints import insert_checkpoint, read_checkpoints
+from trainops.store._commits import CommitSignal
 from trainops.store._ingest import (
     ingest_events,
     read_final_metrics,
+    read_final_metrics_of,
     read_log_chunks,
     read_logs,
     read_metrics,
@@ -79,6 +81,7 @@ class MetadataStore(TuningTables, TagTables, StudyTables, ApiRequestTables):
         # (SQLite gives its -wal and -shm files the same mode).
         os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
         self._lock = threading.RLock()
+        self.commits = CommitSignal()  # who hears of each commit (the server's change feed)
         self._conn = sqlite3.connect(
             path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
         )
@@ -98,7 +101,9 @@ class MetadataStore(TuningTables, TagTables, StudyTables, ApiRequestTables):
             self._conn.close()
 
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
+    def _write(self, topic: str = "jobs") -> Iterator[sqlite3.Connection]:
+        """A write transaction; once committed, ``commits`` hears of it under ``topic`` (what it
+        changed: one of ``COMMIT_TOPICS``)."""
         with self._lock:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
@@ -107,6 +112,7 @@ class MetadataStore(TuningTables, TagTables, StudyTables, ApiRequestTables):
                 self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
+        self.commits.committed(topic)
 
     def _read(self, sql: str, args: Sequence[Any] = ()) -> list[sqlite3.Row]:
         with self._lock:
@@ -299,7 +305,7 @@ class MetadataStore(TuningTables, TagTables, StudyTables, ApiRequestTables):
     # --- hosts ------------------------------------------------------------------------------
 
     def create_hosts(self, job: str, attempt: int, hosts: Sequence[NewHost]) -> None:
-        with self._write() as conn:
+        with self._write("hosts") as conn:
             conn.executemany(
                 "INSERT INTO hosts (job, attempt, state, host, root, state_dir, resources,"
                 " reservation, token_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -314,7 +320,7 @@ class MetadataStore(TuningTables, TagTables, StudyTables, ApiRequestTables):
             fields["token_hash"] = None  # a host that has ended has no credential left
         values = [json.dumps(v) if k in _JSON_FIELDS else v for k, v in fields.items()]
         assignments = ", ".join(f"{k} = ?" for k in fields)
-        with self._write() as conn:
+        with self._write("hosts") as conn:
             conn.execute(
                 f"UPDATE hosts SET {assignments} WHERE job = ? AND host = ? AND attempt = ?",  # noqa: S608
                 (*values, job, host, attempt),
@@ -364,7 +370,7 @@ class MetadataStore(TuningTables, TagTables, StudyTables, ApiRequestTables):
             # for each of the batch's rows cost a tenth of the time of storing them.
             self._conn.execute("PRAGMA foreign_keys = OFF")
             try:
-                with self._write() as conn:
+                with self._write("output") as conn:
                     return ingest_events(conn, (job, host, attempt), events)
             finally:
                 self._conn.execute("PRAGMA foreign_keys = ON")
@@ -431,6 +437,11 @@ class MetadataStore(TuningTables, TagTables, StudyTables, ApiRequestTables):
     def final_metrics(self, job: str) -> list[MetricPoint]:
         with self._lock:
             return read_final_metrics(self._conn, job)
+
+    def final_metrics_of(self, jobs: Sequence[str]) -> dict[str, list[MetricPoint]]:
+        """:meth:`final_metrics` of each of ``jobs``, read in one query (a page of jobs)."""
+        with self._lock:
+            return read_final_metrics_of(self._conn, jobs)
 
     def add_artifact(self, job: str, name: str, uri: str, host: str = "") -> None:
         with self._write() as conn:

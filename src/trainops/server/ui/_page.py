@@ -19,9 +19,11 @@ from trainops._errors import TrainopsError
 from trainops._registry import Registry
 from trainops._settings import Settings
 from trainops.control import JobController
+from trainops.server._events import ChangeFeed
 from trainops.server._longpoll import LogWaiter
 from trainops.server.routes import (
     ClusterRoutes,
+    EventRoutes,
     JobOutputRoutes,
     JobRoutes,
     ReportRoutes,
@@ -49,7 +51,8 @@ class UiError(TrainopsError):
 
 @dataclass(frozen=True)
 class UiContext:
-    """What pages read through: the API's own route groups around the server's controller."""
+    """What pages read through: the API's own route groups around the server's controller (and
+    ``events``, the change stream the live pages follow)."""
 
     controller: JobController
     settings: Settings
@@ -59,9 +62,12 @@ class UiContext:
     tuning: TuningRoutes
     studies: StudyRoutes
     cluster: ClusterRoutes
+    events: EventRoutes
 
     @classmethod
-    def build(cls, controller: JobController, settings: Settings, waiter: LogWaiter) -> UiContext:
+    def build(
+        cls, controller: JobController, settings: Settings, waiter: LogWaiter, feed: ChangeFeed
+    ) -> UiContext:
         return cls(
             controller=controller,
             settings=settings,
@@ -71,6 +77,7 @@ class UiContext:
             tuning=TuningRoutes(controller),
             studies=StudyRoutes(controller),
             cluster=ClusterRoutes(controller, settings),
+            events=EventRoutes(feed),
         )
 
 

@@ -24,7 +24,8 @@ _AMOUNTS = (("cpus", "CPUs"), ("memory_mb", "memory (MB)"), ("gpus", "GPUs"))
 
 def render(request: PageRequest) -> str:
     return (
-        '<h1>Cluster</h1><div id="cluster" class="live" data-live="/ui/cluster/-/nodes">'
+        '<h1>Cluster</h1><div id="cluster" class="live" data-live="/ui/cluster/-/nodes"'
+        ' data-topics="jobs hosts">'
         f"{nodes(request)}</div>"
     )
 
