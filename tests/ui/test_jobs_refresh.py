@@ -76,22 +76,23 @@ def test_a_table_reads_its_rows_in_one_batch_not_a_describe_each(
 
 
 def test_the_listings_cost_and_metrics_are_describes(plane: ControlPlane) -> None:
-    plane.submit("listed", {"FAKE_LINES": "3"})
+    plane.submit("listed", {"FAKE_LINES": "3"}, instance_count=2)
     plane.wait_ended("listed")
     plane.submit("bare", {"FAKE_LINES": "0"})
     plane.wait_ended("bare")
-    query = [("include", "Cost"), ("include", "FinalMetricDataList")]
+    query = [("include", "Cost"), ("include", "FinalMetricDataList"), ("include", "Hosts")]
     listed = {
         j["TrainingJobName"]: j
         for j in plane.client.get("/api/v1/jobs", params=query).json()["jobs"]
     }
     for name in ("listed", "bare"):
         described = plane.describe(name)
-        for key in ("Cost", "FinalMetricDataList"):
+        for key in ("Cost", "FinalMetricDataList", "Hosts"):
             assert listed[name][key] == described[key], key
     assert [m["MetricName"] for m in listed["listed"]["FinalMetricDataList"]] == ["loss", "step"]
     assert listed["bare"]["FinalMetricDataList"] == []
+    assert [h["Host"] for h in listed["listed"]["Hosts"]] == ["algo-1", "algo-2"]
     plain = plane.client.get("/api/v1/jobs").json()["jobs"]
-    assert all("Cost" not in j and "FinalMetricDataList" not in j for j in plain)
+    assert not [j for j in plain if {"Cost", "FinalMetricDataList", "Hosts"} & set(j)]
     refused = plane.client.get("/api/v1/jobs", params={"include": "Environment"})
     assert refused.status_code == 400 and "query.include" in refused.json()["detail"]["message"]

@@ -320,7 +320,7 @@ def metric_points(store: MetadataStore, job: str, name: str | None) -> dict[str,
 
 
 #: Describe's keys a listing can add to each of its jobs (``GET /jobs?include=``).
-LISTED_DETAILS = ("Cost", "FinalMetricDataList")
+LISTED_DETAILS = ("Cost", "FinalMetricDataList", "Hosts")
 
 
 def listed_details(
@@ -332,10 +332,11 @@ def listed_details(
 ) -> list[dict[str, Any]]:
     """For each of ``jobs``, the keys of ``include`` (of :data:`LISTED_DETAILS`) as describe
     gives them: the cost from the record itself, the final metrics of the whole page in one
-    query."""
+    query, the hosts of the whole page in another."""
     finals = (
         store.final_metrics_of([j.name for j in jobs]) if "FinalMetricDataList" in include else {}
     )
+    hosts = store.hosts_of([(j.name, j.attempt) for j in jobs]) if "Hosts" in include else {}
     found = []
     for job in jobs:
         extra: dict[str, Any] = {}
@@ -346,5 +347,7 @@ def listed_details(
                 {"MetricName": m.name, "Value": m.value, "Timestamp": iso(m.ts)}
                 for m in finals[job.name]
             ]
+        if "Hosts" in include:
+            extra["Hosts"] = [_host(h) for h in hosts[job.name]]
         found.append(extra)
     return found

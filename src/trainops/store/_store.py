@@ -352,6 +352,20 @@ class MetadataStore(TuningTables, TagTables, StudyTables, ApiRequestTables):
         )
         return [HostRecord.from_row(r) for r in rows]
 
+    def hosts_of(self, jobs: Sequence[tuple[str, int]]) -> dict[str, list[HostRecord]]:
+        """:meth:`hosts` of each (job, attempt) of ``jobs`` in one query, by job."""
+        found: dict[str, list[HostRecord]] = {job: [] for job, _attempt in jobs}
+        rows = self._read(
+            "SELECT hosts.* FROM json_each(?) AS j JOIN hosts"
+            " ON hosts.job = json_extract(j.value, '$[0]')"
+            " AND hosts.attempt = json_extract(j.value, '$[1]')"
+            " ORDER BY hosts.job, length(hosts.host), hosts.host",
+            (json.dumps([list(pair) for pair in jobs]),),
+        )
+        for row in rows:
+            found[row["job"]].append(HostRecord.from_row(row))
+        return found
+
     def host(self, job: str, host: str, attempt: int) -> HostRecord | None:
         rows = self._read(
             "SELECT * FROM hosts WHERE job = ? AND host = ? AND attempt = ?", (job, host, attempt)

@@ -118,8 +118,8 @@ class JobRoutes:
         """The jobs, by ``order`` (``created``, ``name`` or ``status``, then submission order)
         in ``direction``: newest first by default. ``next``, where more jobs follow, is the
         cursor to pass as ``after`` for the page after this one (keyset paging: every page costs what the first
-        does). ``include`` adds describe's ``Cost`` and ``FinalMetricDataList`` to each job,
-        read for the whole page at once (one query), not a describe per job."""
+        does). ``include`` adds describe's ``Cost``, ``FinalMetricDataList`` or ``Hosts`` to
+        each job, read for the whole page at once (a query each), not a describe per job."""
         if after is not None and after.order != order:
             raise ApiError(400, "bad_request",
                            f"after: the cursor is of order {after.order!r}, not {order!r}")  # fmt: skip

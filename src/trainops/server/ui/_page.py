@@ -114,8 +114,9 @@ class Page:
     returns the page's main content as HTML (the layout adds the head, navigation and scripts);
     ``nav`` puts ``title`` in the navigation bar (pages without parameters only). ``parts`` are
     HTML fragments served at ``{path}/-/{part}`` (with the page's query) that ``ui.js`` refreshes
-    live: an element ``<... data-live="{url}">`` is replaced by the part's content whenever it
-    changes. ``actions`` are state changes, POSTed as forms to ``{path}/-/{action}`` with the
+    live: an element ``<... data-live="{url}" data-topics="jobs">`` is fetched again whenever
+    the change stream says one of its topics changed (the store's commit topics), and replaced
+    by the part's content when that differs. ``actions`` are state changes, POSTed as forms to ``{path}/-/{action}`` with the
     session's CSRF token; an action returns the URL to go to next. ``waits`` are optional
     long-polls of parts (by the part's name): awaited on the server's event loop before the part
     renders, so a follower waiting for news holds no worker thread. ``tags`` may give a part a
