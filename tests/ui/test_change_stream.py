@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import socket
 import threading
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -121,23 +122,46 @@ def test_a_bad_value_is_one_line_naming_it(
         assert message.startswith(said) and "\n" not in message
 
 
+def _hang_up(
+    plane: ControlPlane, session: httpx.Client, path: str, waiting: Callable[[], int]
+) -> None:
+    """Send ``path`` (the API's token, or the UI's cookie for a ``/ui`` path) on a raw socket,
+    wait until it waits on the server, close the socket: its waiter must go."""
+    url = urlsplit(plane.server.url)
+    credential = (
+        "Cookie: " + "; ".join(f"{k}={v}" for k, v in session.cookies.items())
+        if path.startswith("/ui/")
+        else f"Authorization: Bearer {plane.server.token}"
+    )
+    request = f"GET {path} HTTP/1.1\r\nHost: {url.netloc}\r\n{credential}\r\n\r\n"
+    with socket.create_connection((url.hostname, url.port)) as tab:
+        tab.sendall(request.encode())
+        wait_for(lambda: waiting() == 1, timeout=30, what="the request waits")
+    # The tab is closed: its waiter goes long before its wait is over.
+    wait_for(lambda: waiting() == 0, timeout=15, what="the waiter is freed")
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/api/v1/jobs/hung/logs?after={next}&wait=30", "/ui/jobs/hung/-/log?since={next}&wait=25"],
+)
+def test_a_log_follower_that_hangs_up_frees_its_waiter(
+    plane: ControlPlane, browser_session: httpx.Client, path: str
+) -> None:
+    plane.submit("hung", {"FAKE_LINES": "1", "FAKE_HANG_ATTEMPTS": "1"})
+    plane.wait_secondary("hung", "Training")
+    found = wait_for(lambda: plane.client.get("/api/v1/jobs/hung/logs").json()["lines"], timeout=30)
+    cursor = found[-1]["cursor"]
+    waiter = plane.server._ui.ui.output.waiter
+    _hang_up(plane, browser_session, path.format(next=cursor), lambda: waiter.waiting)
+    plane.stop("hung")
+    plane.wait_ended("hung")
+
+
 @pytest.mark.parametrize("path", [_API, _UI])
 def test_a_client_that_hangs_up_frees_its_waiter(
     plane: ControlPlane, browser_session: httpx.Client, path: str
 ) -> None:
     since = _cursor(plane.client)
-    url = urlsplit(plane.server.url)
-    credential = (
-        f"Authorization: Bearer {plane.server.token}"
-        if path == _API
-        else "Cookie: " + "; ".join(f"{k}={v}" for k, v in browser_session.cookies.items())
-    )
-    request = (
-        f"GET {path}?topics=studies&since={since}&wait=60 HTTP/1.1\r\nHost: {url.netloc}\r\n"
-        f"{credential}\r\n\r\n"
-    )
-    with socket.create_connection((url.hostname, url.port)) as tab:
-        tab.sendall(request.encode())
-        wait_for(lambda: _feed(plane).waiting == 1, timeout=30, what="the request waits")
-    # The tab is closed: its waiter goes long before its 60 s are over.
-    wait_for(lambda: _feed(plane).waiting == 0, timeout=15, what="the waiter is freed")
+    query = f"?topics=studies&since={since}&wait=60"
+    _hang_up(plane, browser_session, path + query, lambda: _feed(plane).waiting)

@@ -23,7 +23,7 @@ import inspect
 import json
 import math
 import re
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -240,7 +240,7 @@ def _route(op: Operation, token: str | None, store_path: Path) -> Route:
     return route
 
 
-async def until_disconnect(request: Request, work: Coroutine[Any, Any, Any]) -> Any:
+async def until_disconnect(request: Request, work: Awaitable[Any]) -> Any:
     """``work``'s result; cancelled, with an empty answer that no one reads, as soon as the client
     hangs up (a long-poll must not outlive the tab that asked)."""
     task = asyncio.ensure_future(work)

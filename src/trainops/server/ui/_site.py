@@ -199,7 +199,9 @@ class UiSite:
             try:
                 wait = page.waits.get(part)
                 if wait is not None:  # a long-poll: on the event loop, holding no thread
-                    await wait(asked)
+                    gone = await until_disconnect(request, wait(asked))
+                    if isinstance(gone, Response):  # the tab hung up: its wait has ended
+                        return gone
                 if fingerprint is not None:  # cheap: a match is answered without rendering
                     tag = _etag(await anyio.to_thread.run_sync(fingerprint, asked))
                     if request.headers.get("if-none-match") == tag:
