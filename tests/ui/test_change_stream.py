@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from tests.control._harness import ControlPlane, wait_for
+from trainops.client import Client
 from trainops.server._events import ChangeFeed
 
 _API = "/api/v1/events"
@@ -165,3 +166,14 @@ def test_a_client_that_hangs_up_frees_its_waiter(
     since = _cursor(plane.client)
     query = f"?topics=studies&since={since}&wait=60"
     _hang_up(plane, browser_session, path + query, lambda: _feed(plane).waiting)
+
+
+def test_the_client_follows_the_stream(plane: ControlPlane) -> None:
+    with Client(plane.server.url, token=plane.server.token) as client:
+        since = client.events()["cursor"]
+        plane.submit("followed", {"FAKE_LINES": "1"})
+        answer = client.events(since, topics=["jobs"], wait=30)
+        assert answer["changed"] == ["jobs"] and answer["cursor"] != since
+        plane.wait_ended("followed")
+        quiet = client.events(answer["cursor"], topics=["studies"], wait=0.2)
+        assert quiet["changed"] == []
