@@ -150,9 +150,11 @@
       await Promise.all(parts
         .filter((part) => part.topics.some((topic) => changed.has(topic)) || moving(part))
         .map(due));
-      // After news, straight on (a burst of commits is one answer, then one more); an answer
-      // that came at once without news (the server had too many waiting) waits a little.
-      setTimeout(next, answer.busy ? RETRY_MS : 0);
+      // After news, ask again after MIN_GAP_MS (changes in between are in the next answer, at
+      // once: a busy server's stream of commits costs a tab at most a few asks a second);
+      // after a wait without news, straight on; an answer that came at once without news (the
+      // server had too many waiting) waits a little.
+      setTimeout(next, answer.busy ? RETRY_MS : answer.changed.length ? MIN_GAP_MS : 0);
     }
 
     document.addEventListener("visibilitychange", () => {
