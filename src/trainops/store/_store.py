@@ -19,7 +19,7 @@ from typing import Any
 from trainops.protocol import CheckpointRecord, SubmittedJob
 from trainops.store._api_requests import ApiRequestTables
 from trainops.store._checkpoints import insert_checkpoint, read_checkpoints
-from trainops.store._commits import CommitSignal
+from trainops.store._commits import COMMIT_TOPICS, CommitSignal
 from trainops.store._ingest import (
     ingest_events,
     read_final_metrics,
@@ -104,6 +104,8 @@ class MetadataStore(TuningTables, TagTables, StudyTables, ApiRequestTables):
     def _write(self, topic: str = "jobs") -> Iterator[sqlite3.Connection]:
         """A write transaction; once committed, ``commits`` hears of it under ``topic`` (what it
         changed: one of ``COMMIT_TOPICS``)."""
+        if topic not in COMMIT_TOPICS:
+            raise ValueError(f"not a commit topic: {topic!r}")
         with self._lock:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
