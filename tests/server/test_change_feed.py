@@ -6,12 +6,24 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 
 from trainops.server._events import ChangeFeed, parse_since
 from trainops.store import CommitSignal, MetadataStore, TuningJobExistsError
+
+T = TypeVar("T")
+
+
+def _run(scenario: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """``scenario()`` on a loop of its own, in a thread of its own (the session may have a loop
+    running in this one: Playwright's)."""
+    with ThreadPoolExecutor(max_workers=1) as thread:
+        return thread.submit(lambda: asyncio.run(scenario())).result()
 
 
 async def _until(predicate: object) -> None:
@@ -35,7 +47,7 @@ def test_a_commit_on_another_thread_wakes_every_follower() -> None:
         feed.stop()
         return answers
 
-    answers = asyncio.run(scenario())
+    answers = _run(scenario)
     assert all(a["changed"] == ["jobs"] for a in answers)
     assert {parse_since(str(a["cursor"]))[1] for a in answers} == {1}
 
@@ -50,7 +62,7 @@ def test_a_follower_past_the_bound_is_answered_at_once_and_stopping_answers_all(
         feed.stop()
         return busy, await asyncio.wait_for(first, 30)
 
-    busy, stopped = asyncio.run(scenario())
+    busy, stopped = _run(scenario)
     assert busy["busy"] is True and busy["changed"] == []
     assert stopped["changed"] == [] and "busy" not in stopped
 
