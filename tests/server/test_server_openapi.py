@@ -101,7 +101,9 @@ def test_the_document_is_valid_openapi_3_1(plane: ControlPlane) -> None:
     for path, operations in document["paths"].items():
         for method, operation in operations.items():
             responses = set(operation["responses"])
-            if path != "/api/v1/health":  # every other route reads or writes the store
+            # Every other route reads or writes the store (the change stream reads the
+            # store's commit counters, in memory).
+            if path not in ("/api/v1/health", "/api/v1/events"):
                 assert {"503", "507"} <= responses, (method, path)
             security = operation.get("security")
             if path.startswith("/api/v1/") and path != "/api/v1/health":

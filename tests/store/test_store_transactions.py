@@ -87,3 +87,25 @@ def test_a_write_that_fails_and_is_caught_inside_undoes_only_itself(tmp_path: Pa
     assert _committed(path, "SELECT name FROM jobs") == [("kept",)]
     assert _committed(path, "SELECT COUNT(*) FROM transitions") == [(1,)]
     assert _committed(path, "SELECT key FROM tags") == [("c",)]
+
+
+def test_the_commit_signal_hears_a_block_once_it_commits_and_never_if_it_is_undone(
+    tmp_path: Path,
+) -> None:
+    store = MetadataStore(tmp_path / "t.db")
+    heard: list[str] = []
+    store.commits.subscribe(heard.append)
+    try:
+        with store.transaction():
+            _create(store, "kept")
+            store.put_tags("training-job", "kept", {"team": "a"}, 50)
+            assert heard == []  # nothing is visible to others yet: no follower is woken
+        assert heard == ["jobs"]
+        with pytest.raises(TagLimitError), store.transaction():
+            _create(store, "doomed")
+            store.put_tags("training-job", "doomed", {"team": "a"}, 0)
+        assert heard == ["jobs"]  # the undone block told nobody
+        _create(store, "later")
+        assert heard == ["jobs", "jobs"]  # and its topics were not left over for the next write
+    finally:
+        store.close()

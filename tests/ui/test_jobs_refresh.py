@@ -1,6 +1,8 @@
 """The jobs page's live refresh is cheap: an unchanged table is answered 304 from one listing
-query (its fingerprint), with no describe of any row; a change (a new job) is a new table. Real
-server, fake agents; the statements counted are the ones the server's store really runs."""
+query (its fingerprint), with no describe of any row; a change (a new job) is a new table, read
+in two queries whatever the number of rows (the listing, then every row's final metrics at
+once), with the same cost and metrics describe gives. Real server, fake agents; the statements
+counted are the ones the server's store really runs."""
 
 from __future__ import annotations
 
@@ -52,3 +54,45 @@ def test_an_unchanged_table_is_a_304_without_describing_its_rows(
 def test_a_tag_of_no_part_is_refused() -> None:
     with pytest.raises(ValueError, match="a tag of no part"):
         Page(path="/ui/x", title="X", render=str, tags={"table": str})
+
+
+def test_a_table_reads_its_rows_in_one_batch_not_a_describe_each(
+    plane: ControlPlane, browser_session: httpx.Client
+) -> None:
+    names = [f"batch-{i}" for i in range(4)]
+    for name in names:
+        plane.submit(name, {"FAKE_LINES": "2"})
+    for name in names:
+        plane.wait_ended(name)
+    with _statements(plane) as seen:
+        shown = browser_session.get(_TABLE)
+    assert shown.status_code == 200 and all(f'data-job="{n}"' in shown.text for n in names)
+    listings = [s for s in seen if s.startswith("SELECT * FROM jobs WHERE")]
+    assert len(listings) == 2, seen  # the fingerprint's (its ETag) and the table's
+    assert len([s for s in seen if "metric_chunks" in s]) == 1, seen  # all rows' metrics at once
+    for table in ("transitions", "hosts", "artifacts", "rule_evaluations"):
+        assert not [s for s in seen if f"FROM {table}" in s], seen
+    assert "loss = 0.5" in shown.text and "step = 1" in shown.text
+
+
+def test_the_listings_cost_and_metrics_are_describes(plane: ControlPlane) -> None:
+    plane.submit("listed", {"FAKE_LINES": "3"}, instance_count=2)
+    plane.wait_ended("listed")
+    plane.submit("bare", {"FAKE_LINES": "0"})
+    plane.wait_ended("bare")
+    query = [("include", "Cost"), ("include", "FinalMetricDataList"), ("include", "Hosts")]
+    listed = {
+        j["TrainingJobName"]: j
+        for j in plane.client.get("/api/v1/jobs", params=query).json()["jobs"]
+    }
+    for name in ("listed", "bare"):
+        described = plane.describe(name)
+        for key in ("Cost", "FinalMetricDataList", "Hosts"):
+            assert listed[name][key] == described[key], key
+    assert [m["MetricName"] for m in listed["listed"]["FinalMetricDataList"]] == ["loss", "step"]
+    assert listed["bare"]["FinalMetricDataList"] == []
+    assert [h["Host"] for h in listed["listed"]["Hosts"]] == ["algo-1", "algo-2"]
+    plain = plane.client.get("/api/v1/jobs").json()["jobs"]
+    assert not [j for j in plain if {"Cost", "FinalMetricDataList", "Hosts"} & set(j)]
+    refused = plane.client.get("/api/v1/jobs", params={"include": "Environment"})
+    assert refused.status_code == 400 and "query.include" in refused.json()["detail"]["message"]

@@ -71,7 +71,7 @@ def test_the_stop_button_stops_a_running_tuning_job_only_with_the_csrf_token(
     config = tuning_config("slow", jobs=20, parallel=1, FAKE_LINES="200", FAKE_LINE_DELAY="0.1")
     create(plane, config)
     page = browser_session.get("/ui/tuning/slow").text
-    assert '<div id="tuning" class="live" data-live="/ui/tuning/slow/-/body">' in page
+    assert 'class="live" data-live="/ui/tuning/slow/-/body" data-topics="tuning jobs"' in page
     token = _CSRF.search(page.split("Stop tuning job")[0].rsplit("<form", 1)[1])
     assert token is not None
     origin = {"Origin": plane.server.url}

@@ -58,7 +58,8 @@ def test_the_page_loads_cleanly_and_shows_the_jobs_text_as_text(
     if PAGES[name].path.startswith("/ui/studies"):
         _hostile_study(plane)
     tab.page.goto(plane.server.url + _url(PAGES[name].path))
-    tab.page.wait_for_load_state("networkidle")
+    # "load", not "networkidle": a live page always has its change stream's long-poll open.
+    tab.page.wait_for_load_state("load")
     assert tab.page.locator("main").count() == 1
     assert tab.page.locator("#injected").count() == 0
     assert tab.page.evaluate("window.injected") is None

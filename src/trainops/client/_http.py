@@ -252,6 +252,18 @@ class Client:
         """Study ``name`` with its rows; :class:`JobNotFoundError` if there is none."""
         return self._json("GET", f"/studies/{quote(name, safe='')}")
 
+    def events(
+        self, since: str | None = None, topics: Sequence[str] = (), wait: float = 0
+    ) -> dict[str, Any]:
+        """The change stream (``GET /events``): ``{"cursor", "changed"}``, which of ``topics``
+        (``jobs``, ``hosts``, ``output``, ``tuning``, ``studies``; all where empty) changed
+        after cursor ``since``, waiting up to ``wait`` s for one to; without ``since``, the
+        cursor of now. Pass each answer's ``cursor`` as the next ``since``."""
+        params: list[tuple[str, Any]] = [("topics", t) for t in topics] + [("wait", wait)]
+        if since is not None:
+            params.append(("since", since))
+        return self._json("GET", "/events", params=params, timeout=wait + POLL_MARGIN_S)
+
     def _json(
         self,
         method: str,

@@ -27,6 +27,7 @@ from trainops._settings import Settings
 from trainops._version import __version__
 from trainops.control import JobController
 from trainops.server._agent_api import agent_operations
+from trainops.server._events import ChangeFeed
 from trainops.server._guard import HostGuard, allowed_host_names
 from trainops.server._http import KIND_BY_STATUS, error
 from trainops.server._longpoll import LogWaiter
@@ -57,8 +58,9 @@ def create_app(
     """
 
     waiter = LogWaiter(controller)
+    feed = ChangeFeed(controller.store.commits)
     operations = [
-        *public_operations(controller, settings, waiter),
+        *public_operations(controller, settings, waiter, feed),
         *agent_operations(controller),
     ]
 
@@ -66,12 +68,14 @@ def create_app(
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         anyio.to_thread.current_default_thread_limiter().total_tokens = _WORKER_THREADS
         await waiter.start()
+        await feed.start()
         try:
             yield
         finally:
+            feed.stop()
             waiter.stop()
 
-    ui = UiSite(UiContext.build(controller, settings, waiter), UiAuth(settings.token))
+    ui = UiSite(UiContext.build(controller, settings, waiter, feed), UiAuth(settings.token))
     routes = [
         *starlette_routes(operations, token=settings.token, store_path=settings.db_path),
         *_document_routes(operations),
@@ -96,6 +100,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.ui = ui
+    app.state.feed = feed
     return app
 
 

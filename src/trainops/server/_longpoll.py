@@ -34,6 +34,7 @@ class LogWaiter:
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
         self._limiter: CapacityLimiter | None = None
+        self.waiting = 0  # long-polls waiting now (read by tests)
 
     async def start(self) -> None:
         """Start watching (from the server's event loop, e.g. in its lifespan)."""
@@ -83,16 +84,20 @@ class LogWaiter:
         changed = self._changed
         first, lines = await self._read(name, after, host, limit)
         job = first
-        while not lines and job.status not in ENDED and not self.controller.closing:
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                break
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(changed.wait(), remaining)
-            changed = self._changed
-            job, lines = await self._read(name, after, host, limit)
-            if (job.status, job.secondary_status) != (first.status, first.secondary_status):
-                break
+        self.waiting += 1
+        try:
+            while not lines and job.status not in ENDED and not self.controller.closing:
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    break
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(changed.wait(), remaining)
+                changed = self._changed
+                job, lines = await self._read(name, after, host, limit)
+                if (job.status, job.secondary_status) != (first.status, first.secondary_status):
+                    break
+        finally:
+            self.waiting -= 1
         return job, lines
 
     async def _read(

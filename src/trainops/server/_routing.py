@@ -17,11 +17,13 @@ string passed to the handler under its own name.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import inspect
 import json
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -36,7 +38,15 @@ from starlette.routing import Route
 from trainops.server._body import TRIM_AFTER_BYTES, read_body, release_memory
 from trainops.server._http import ApiError, JsonAnswer, bearer_token, error_answer, token_matches
 
-__all__ = ["MAX_BODY_DEPTH", "SQLITE_INT_MAX", "Operation", "Param", "starlette_routes"]
+__all__ = [
+    "MAX_BODY_DEPTH",
+    "SQLITE_INT_MAX",
+    "Operation",
+    "Param",
+    "parse_params",
+    "starlette_routes",
+    "until_disconnect",
+]
 
 ParamType = Literal["string", "integer", "number", "array"]
 Auth = Literal["token", "agent"]
@@ -125,7 +135,8 @@ class Operation:
     model); ``errors`` the error statuses it may answer besides those every route may (403, the
     401 of ``auth`` and, with ``store``, 503 and 507). ``check_agent`` (for ``"agent"`` routes)
     is called with the path's ``job`` and ``host``, the token and the query's ``attempt`` (or
-    ``None``) before the body is read, and raises to refuse the request.
+    ``None``) before the body is read, and raises to refuse the request. A ``long_poll``
+    handler (async) is cancelled as soon as its client hangs up, so a closed tab stops waiting.
     """
 
     method: Literal["GET", "POST"]
@@ -143,6 +154,7 @@ class Operation:
     summary: str | None = None
     description: str | None = None
     check_agent: Callable[[str, str, str, int | None], None] | None = None
+    long_poll: bool = False
     path_params: tuple[str, ...] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -207,6 +219,8 @@ def _route(op: Operation, token: str | None, store_path: Path) -> Route:
                 return result
             if body is not None:
                 kwargs["body"] = body if op.raw_body else _model(op.body, body, content_type)
+            if op.long_poll:
+                return answer(await until_disconnect(request, handler(**kwargs)))
             return answer(await handler(**kwargs))
         except Exception as exc:
             known = error_answer(exc, store_path)
@@ -226,6 +240,29 @@ def _route(op: Operation, token: str | None, store_path: Path) -> Route:
     return route
 
 
+async def until_disconnect(request: Request, work: Awaitable[Any]) -> Any:
+    """``work``'s result; cancelled, with an empty answer that no one reads, as soon as the client
+    hangs up (a long-poll must not outlive the tab that asked)."""
+    task = asyncio.ensure_future(work)
+    hangup = asyncio.ensure_future(_hung_up(request))
+    try:
+        await asyncio.wait((task, hangup), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        hangup.cancel()
+    if not task.done():
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        return Response(status_code=204)
+    return task.result()
+
+
+async def _hung_up(request: Request) -> None:
+    """Return once the client has gone (the request's body has been read by now)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
 def _arguments(op: Operation, request: Request, token: str | None) -> dict[str, Any]:
     headers = request.headers
     kwargs: dict[str, Any] = dict(request.path_params)
@@ -238,15 +275,22 @@ def _arguments(op: Operation, request: Request, token: str | None) -> dict[str, 
             raise ApiError(401, "unauthorized", _AGENT_UNAUTHORIZED)
         kwargs["token"] = given
     if op.params:
-        query = request.query_params
-        problems = []
-        for param in op.params:
-            try:
-                kwargs[param.arg or param.name] = param.parse(query)
-            except _Bad as bad:
-                problems.append(f"query.{param.name}: {bad}")
-        if problems:
-            raise ApiError(400, "bad_request", "; ".join(problems))
+        kwargs |= parse_params(op.params, request.query_params)
+    return kwargs
+
+
+def parse_params(params: tuple[Param, ...], query: QueryParams) -> dict[str, Any]:
+    """The handler's keyword arguments from ``query``; :class:`ApiError` 400 naming each bad
+    parameter."""
+    kwargs: dict[str, Any] = {}
+    problems = []
+    for param in params:
+        try:
+            kwargs[param.arg or param.name] = param.parse(query)
+        except _Bad as bad:
+            problems.append(f"query.{param.name}: {bad}")
+    if problems:
+        raise ApiError(400, "bad_request", "; ".join(problems))
     return kwargs
 
 

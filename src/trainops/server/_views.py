@@ -19,7 +19,17 @@ from trainops.server._rule_views import debugger_sections, profiler_sections
 from trainops.server._schema import Shown, rest_sections
 from trainops.store import ArtifactRecord, HostRecord, JobRecord, LogChunk, MetadataStore
 
-__all__ = ["describe", "iso", "log_page", "metric_points", "redact", "spec_sections", "summary"]
+__all__ = [
+    "LISTED_DETAILS",
+    "describe",
+    "iso",
+    "listed_details",
+    "log_page",
+    "metric_points",
+    "redact",
+    "spec_sections",
+    "summary",
+]
 
 PAGE_CHARS = 8 * 1024 * 1024  # characters of log lines in one page of GET .../logs
 
@@ -236,3 +246,37 @@ def metric_points(store: MetadataStore, job: str, name: str | None) -> dict[str,
             for m in store.metrics(job, name)
         ]
     }
+
+
+#: Describe's keys a listing can add to each of its jobs (``GET /jobs?include=``).
+LISTED_DETAILS = ("Cost", "FinalMetricDataList", "Hosts")
+
+
+def listed_details(
+    store: MetadataStore,
+    jobs: list[JobRecord],
+    settings: Settings,
+    now: float,
+    include: list[str],
+) -> list[dict[str, Any]]:
+    """For each of ``jobs``, the keys of ``include`` (of :data:`LISTED_DETAILS`) as describe
+    gives them: the cost from the record itself, the final metrics of the whole page in one
+    query, the hosts of the whole page in another."""
+    finals = (
+        store.final_metrics_of([j.name for j in jobs]) if "FinalMetricDataList" in include else {}
+    )
+    hosts = store.hosts_of([(j.name, j.attempt) for j in jobs]) if "Hosts" in include else {}
+    found = []
+    for job in jobs:
+        extra: dict[str, Any] = {}
+        if "Cost" in include:
+            extra["Cost"] = _cost(job, now, settings)
+        if "FinalMetricDataList" in include:
+            extra["FinalMetricDataList"] = [
+                {"MetricName": m.name, "Value": m.value, "Timestamp": iso(m.ts)}
+                for m in finals[job.name]
+            ]
+        if "Hosts" in include:
+            extra["Hosts"] = [_host(h) for h in hosts[job.name]]
+        found.append(extra)
+    return found

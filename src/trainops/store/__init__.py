@@ -8,6 +8,7 @@ newer trainops is refused with :class:`SchemaVersionError`.
 """
 
 from trainops.protocol import CHECKPOINT_KINDS, CheckpointKind, CheckpointRecord
+from trainops.store._commits import COMMIT_TOPICS, CommitSignal
 from trainops.store._log_streams import LogPosition, LogStreamStats, StreamLine
 from trainops.store._records import (
     AgentCredential,
@@ -40,6 +41,7 @@ from trainops.store._tuning import (
 
 __all__ = [
     "CHECKPOINT_KINDS",
+    "COMMIT_TOPICS",
     "JOB_ORDERS",
     "STUDY_STATUSES",
     "TAGGED_KINDS",
@@ -48,6 +50,7 @@ __all__ = [
     "ArtifactRecord",
     "CheckpointKind",
     "CheckpointRecord",
+    "CommitSignal",
     "EventLike",
     "HostRecord",
     "HostState",

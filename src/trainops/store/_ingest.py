@@ -417,6 +417,36 @@ def read_metrics(
     return points
 
 
+#: The last point of each metric of each job named in a JSON array: a recursive walk over the
+#: names of each job (one index probe per step, as read_final_metrics), then the last point of
+#: each (job, name), all in one statement.
+_FINAL_OF_JOBS = """
+WITH RECURSIVE names(job, name) AS (
+    SELECT j.value, (SELECT MIN(c.name) FROM metric_chunks AS c WHERE c.job = j.value)
+    FROM json_each(?) AS j
+    UNION ALL
+    SELECT names.job, (SELECT MIN(c.name) FROM metric_chunks AS c
+                       WHERE c.job = names.job AND c.name > names.name)
+    FROM names WHERE names.name IS NOT NULL
+)
+SELECT names.job, m.name, m.value, m.ts, m.host FROM names JOIN metric_chunks AS m
+ON m.id = (SELECT c.id FROM metric_chunks AS c WHERE c.job = names.job AND c.name = names.name
+           ORDER BY c.ts DESC, c.id DESC LIMIT 1)
+ORDER BY names.job, m.name
+"""
+
+
+def read_final_metrics_of(
+    conn: sqlite3.Connection, jobs: Sequence[str]
+) -> dict[str, list[MetricPoint]]:
+    """:func:`read_final_metrics` of each of ``jobs`` in one query (a job without metrics maps
+    to an empty list)."""
+    found: dict[str, list[MetricPoint]] = {job: [] for job in jobs}
+    for job, *point in conn.execute(_FINAL_OF_JOBS, (json.dumps(list(found)),)):
+        found[job].append(MetricPoint(*point))
+    return found
+
+
 def read_final_metrics(conn: sqlite3.Connection, job: str) -> list[MetricPoint]:
     """The last point of each metric name (by time, then by arrival), sorted by name.
 

@@ -19,9 +19,11 @@ from typing import Any
 from trainops.protocol import CheckpointRecord, SubmittedJob
 from trainops.store._api_requests import ApiRequestTables
 from trainops.store._checkpoints import insert_checkpoint, read_checkpoints
+from trainops.store._commits import COMMIT_TOPICS, CommitSignal
 from trainops.store._ingest import (
     ingest_events,
     read_final_metrics,
+    read_final_metrics_of,
     read_log_chunks,
     read_logs,
     read_metrics,
@@ -87,6 +89,8 @@ class MetadataStore(TuningTables, TagTables, StudyTables, ApiRequestTables):
         os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
         self._lock = threading.RLock()
         self._nested = 0  # depth of transaction() blocks open (read and written under _lock)
+        self._pending: set[str] = set()  # topics written inside an open transaction() block
+        self.commits = CommitSignal()  # who hears of each commit (the server's change feed)
         self._conn = sqlite3.connect(
             path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
         )
@@ -118,10 +122,13 @@ class MetadataStore(TuningTables, TagTables, StudyTables, ApiRequestTables):
                 self._nested -= 1
 
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
+    def _write(self, topic: str = "jobs") -> Iterator[sqlite3.Connection]:
         """One write transaction; inside :meth:`transaction`, a savepoint of it (a write that
         fails undoes its own statements, and the error undoes the whole transaction unless the
-        block catches it)."""
+        block catches it). Once the outermost transaction commits, ``commits`` hears of it under
+        every ``topic`` written in it (each one of ``COMMIT_TOPICS``)."""
+        if topic not in COMMIT_TOPICS:
+            raise ValueError(f"not a commit topic: {topic!r}")
         with self._lock:
             if self._nested:
                 begin, commit, undo = _SAVEPOINT
@@ -133,8 +140,17 @@ class MetadataStore(TuningTables, TagTables, StudyTables, ApiRequestTables):
             except BaseException:
                 for statement in undo:
                     self._conn.execute(statement)
+                if not self._nested:
+                    self._pending = set()  # the whole transaction is undone: nothing to tell
                 raise
             self._conn.execute(commit)
+            if self._nested:
+                self._pending.add(topic)
+                return
+            topics = self._pending | {topic}
+            self._pending = set()
+        for each in sorted(topics):
+            self.commits.committed(each)
 
     def _read(self, sql: str, args: Sequence[Any] = ()) -> list[sqlite3.Row]:
         with self._lock:
@@ -327,7 +343,7 @@ class MetadataStore(TuningTables, TagTables, StudyTables, ApiRequestTables):
     # --- hosts ------------------------------------------------------------------------------
 
     def create_hosts(self, job: str, attempt: int, hosts: Sequence[NewHost]) -> None:
-        with self._write() as conn:
+        with self._write("hosts") as conn:
             conn.executemany(
                 "INSERT INTO hosts (job, attempt, state, host, root, state_dir, resources,"
                 " reservation, token_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -342,7 +358,7 @@ class MetadataStore(TuningTables, TagTables, StudyTables, ApiRequestTables):
             fields["token_hash"] = None  # a host that has ended has no credential left
         values = [json.dumps(v) if k in _JSON_FIELDS else v for k, v in fields.items()]
         assignments = ", ".join(f"{k} = ?" for k in fields)
-        with self._write() as conn:
+        with self._write("hosts") as conn:
             conn.execute(
                 f"UPDATE hosts SET {assignments} WHERE job = ? AND host = ? AND attempt = ?",  # noqa: S608
                 (*values, job, host, attempt),
@@ -374,6 +390,20 @@ class MetadataStore(TuningTables, TagTables, StudyTables, ApiRequestTables):
         )
         return [HostRecord.from_row(r) for r in rows]
 
+    def hosts_of(self, jobs: Sequence[tuple[str, int]]) -> dict[str, list[HostRecord]]:
+        """:meth:`hosts` of each (job, attempt) of ``jobs`` in one query, by job."""
+        found: dict[str, list[HostRecord]] = {job: [] for job, _attempt in jobs}
+        rows = self._read(
+            "SELECT hosts.* FROM json_each(?) AS j JOIN hosts"
+            " ON hosts.job = json_extract(j.value, '$[0]')"
+            " AND hosts.attempt = json_extract(j.value, '$[1]')"
+            " ORDER BY hosts.job, length(hosts.host), hosts.host",
+            (json.dumps([list(pair) for pair in jobs]),),
+        )
+        for row in rows:
+            found[row["job"]].append(HostRecord.from_row(row))
+        return found
+
     def host(self, job: str, host: str, attempt: int) -> HostRecord | None:
         rows = self._read(
             "SELECT * FROM hosts WHERE job = ? AND host = ? AND attempt = ?", (job, host, attempt)
@@ -392,7 +422,7 @@ class MetadataStore(TuningTables, TagTables, StudyTables, ApiRequestTables):
             # for each of the batch's rows cost a tenth of the time of storing them.
             self._conn.execute("PRAGMA foreign_keys = OFF")
             try:
-                with self._write() as conn:
+                with self._write("output") as conn:
                     return ingest_events(conn, (job, host, attempt), events)
             finally:
                 self._conn.execute("PRAGMA foreign_keys = ON")
@@ -459,6 +489,11 @@ class MetadataStore(TuningTables, TagTables, StudyTables, ApiRequestTables):
     def final_metrics(self, job: str) -> list[MetricPoint]:
         with self._lock:
             return read_final_metrics(self._conn, job)
+
+    def final_metrics_of(self, jobs: Sequence[str]) -> dict[str, list[MetricPoint]]:
+        """:meth:`final_metrics` of each of ``jobs``, read in one query (a page of jobs)."""
+        with self._lock:
+            return read_final_metrics_of(self._conn, jobs)
 
     def add_artifact(self, job: str, name: str, uri: str, host: str = "") -> None:
         with self._write() as conn:

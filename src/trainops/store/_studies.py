@@ -65,7 +65,7 @@ class StudyTables:
 
     if TYPE_CHECKING:  # what it uses of the store it is mixed into (declared, not defined here)
 
-        def _write(self) -> AbstractContextManager[sqlite3.Connection]: ...
+        def _write(self, topic: str = ...) -> AbstractContextManager[sqlite3.Connection]: ...
 
         def _read(self, sql: str, args: Sequence[Any] = ()) -> list[sqlite3.Row]: ...
 
@@ -80,7 +80,7 @@ class StudyTables:
         now: float,
     ) -> StudyRecord:
         """Create or replace study ``name`` with ``rows`` (its creation time is kept)."""
-        with self._write() as conn:
+        with self._write("studies") as conn:
             conn.execute(
                 "INSERT INTO studies (name, title, status, target_metric, creation_time,"
                 " last_modified_time) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET"

@@ -104,7 +104,7 @@ class TuningTables:
 
     if TYPE_CHECKING:  # what it uses of the store it is mixed into (declared, not defined here)
 
-        def _write(self) -> AbstractContextManager[sqlite3.Connection]: ...
+        def _write(self, topic: str = ...) -> AbstractContextManager[sqlite3.Connection]: ...
 
         def _read(self, sql: str, args: Sequence[Any] = ()) -> list[sqlite3.Row]: ...
 
@@ -113,7 +113,7 @@ class TuningTables:
     ) -> TuningJobRecord:
         """Record a new tuning job (InProgress); :class:`TuningJobExistsError` if taken."""
         try:
-            with self._write() as conn:
+            with self._write("tuning") as conn:
                 conn.execute(
                     "INSERT INTO tuning_jobs (name, config, code_uri, status, creation_time,"
                     " last_modified_time) VALUES (?, ?, ?, 'InProgress', ?, ?)",
@@ -151,7 +151,7 @@ class TuningTables:
     def request_tuning_stop(self, name: str, now: float) -> bool:
         """Mark a running tuning job Stopping; False (nothing changes) once it has ended, so a
         stop racing the tuner's last pass never revives an ended tuning job."""
-        with self._write() as conn:
+        with self._write("tuning") as conn:
             changed = conn.execute(
                 "UPDATE tuning_jobs SET status = 'Stopping', stop_requested = 1,"
                 " last_modified_time = ? WHERE name = ? AND status IN ('InProgress', 'Stopping')",
@@ -162,7 +162,7 @@ class TuningTables:
     def add_trial(self, trial: TuningTrialRecord) -> None:
         """Record a trial before its training job is submitted; refuses a taken number."""
         try:
-            with self._write() as conn:
+            with self._write("tuning") as conn:
                 conn.execute(
                     "INSERT INTO tuning_trials (tuning_job, number, training_job,"
                     " hyperparameters, status, creation_time) VALUES (?, ?, ?, ?, ?, ?)",
@@ -206,7 +206,7 @@ class TuningTables:
         """Start trial ``number``'s next try as ``training_job`` (Pending, nothing measured),
         keeping the ended try's job and failure in ``earlier_jobs``; False (and nothing changes)
         when the trial is not an ended, retryable try any more (a second tuner pass)."""
-        with self._write() as conn:
+        with self._write("tuning") as conn:
             row = conn.execute(
                 "SELECT training_job, failure_reason, earlier_jobs FROM tuning_trials"
                 " WHERE tuning_job = ? AND number = ? AND retryable = 1",
@@ -242,5 +242,5 @@ class TuningTables:
             return
         # Column names come from the fixed allowed set above; every value is a bound parameter.
         sets = ", ".join(f"{column} = ?" for column in changes)
-        with self._write() as conn:
+        with self._write("tuning") as conn:
             conn.execute(f"UPDATE {table} SET {sets} WHERE {where}", (*changes.values(), *key))  # noqa: S608

@@ -12,6 +12,7 @@ all but ``/health`` need that token. docs/internals/routes.md says how to add a 
 - ``_cluster``: health, info and the backend's machines;
 - ``_jobs``: job names, submit, list, describe and stop;
 - ``_output``: a job's log lines (long-polled) and metrics;
+- ``_events``: the change stream (a long-poll woken by the store's commits);
 - ``_reports``: a job's profiler report;
 - ``_tuning``: tuning jobs (create, list, describe, best trial, stop);
 - ``_studies``: scaling studies (record, list, describe);
@@ -22,9 +23,11 @@ from __future__ import annotations
 
 from trainops._settings import Settings
 from trainops.control import JobController
+from trainops.server._events import ChangeFeed
 from trainops.server._longpoll import LogWaiter
 from trainops.server._routing import Operation
 from trainops.server.routes._cluster import ClusterRoutes
+from trainops.server.routes._events import EventRoutes
 from trainops.server.routes._jobs import (
     JOB_DIRECTIONS,
     JobCursor,
@@ -43,6 +46,7 @@ from trainops.server.routes._tuning import TuningRequest, TuningRoutes
 __all__ = [
     "JOB_DIRECTIONS",
     "ClusterRoutes",
+    "EventRoutes",
     "JobCursor",
     "JobOutputRoutes",
     "JobRoutes",
@@ -62,9 +66,10 @@ __all__ = [
 
 
 def public_operations(
-    controller: JobController, settings: Settings, waiter: LogWaiter
+    controller: JobController, settings: Settings, waiter: LogWaiter, feed: ChangeFeed | None = None
 ) -> list[Operation]:
-    """Every public route, in the order the document lists them."""
+    """Every public route, in the order the document lists them (``GET /events`` only with a
+    ``feed``)."""
     return [
         *ClusterRoutes(controller, settings).operations(),
         *JobRoutes(controller, settings).operations(),
@@ -72,4 +77,5 @@ def public_operations(
         *ReportRoutes(controller, settings).operations(),
         *TuningRoutes(controller).operations(),
         *StudyRoutes(controller).operations(),
+        *([] if feed is None else EventRoutes(feed).operations()),
     ]

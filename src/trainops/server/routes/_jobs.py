@@ -19,7 +19,7 @@ from trainops._settings import Settings
 from trainops.control import JobController, PrimaryStatus
 from trainops.server._http import ApiError
 from trainops.server._routing import SQLITE_INT_MAX, Operation, Param
-from trainops.server._views import describe, summary
+from trainops.server._views import LISTED_DETAILS, describe, listed_details, summary
 from trainops.server.aws._sagemaker import cli_describe
 from trainops.server.routes._shapes import API, DESCRIBED, JOB, STRING, SUBMITTED, json_object
 from trainops.spec import JobNamer, JobSpec
@@ -113,11 +113,13 @@ class JobRoutes:
         order: str = "created",
         direction: str = "desc",
         after: JobCursor | None = None,
+        include: list[str] | None = None,
     ) -> dict[str, Any]:
         """The jobs, by ``order`` (``created``, ``name`` or ``status``, then submission order)
         in ``direction``: newest first by default. ``next``, where more jobs follow, is the
         cursor to pass as ``after`` for the page after this one (keyset paging: every page costs what the first
-        does)."""
+        does). ``include`` adds describe's ``Cost``, ``FinalMetricDataList`` or ``Hosts`` to
+        each job, read for the whole page at once (a query each), not a describe per job."""
         if after is not None and after.order != order:
             raise ApiError(400, "bad_request",
                            f"after: the cursor is of order {after.order!r}, not {order!r}")  # fmt: skip
@@ -131,7 +133,11 @@ class JobRoutes:
             descending=direction == "desc",
             after=None if after is None else (after.value, after.id),
         )
-        answer: dict[str, Any] = {"jobs": [summary(j) for j in jobs[:limit]]}
+        shown = jobs[:limit]
+        answer: dict[str, Any] = {"jobs": [summary(j) for j in shown]}
+        if include:
+            extra = listed_details(self.store, shown, self.settings, time.time(), include)
+            answer["jobs"] = [row | more for row, more in zip(answer["jobs"], extra, strict=True)]
         if len(jobs) > limit:
             answer["next"] = job_cursor(order, jobs[limit - 1])
         return answer
@@ -302,4 +308,10 @@ _LIST_PARAMS = (
     Param("order", default="created", choices=tuple(JOB_ORDERS), description="sort by this"),
     Param("direction", default="desc", choices=JOB_DIRECTIONS),
     Param("after", convert=parse_cursor, description="a page's ``next``"),
+    Param(
+        "include",
+        "array",
+        choices=LISTED_DETAILS,
+        description="describe's keys to add to each job (repeated), read for the page at once",
+    ),
 )

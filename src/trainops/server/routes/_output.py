@@ -65,6 +65,7 @@ class JobOutputRoutes:
                 params=_LOG_PARAMS,
                 errors=(400, 404),
                 auth="token",
+                long_poll=True,
                 returns=json_object(
                     "next",
                     "TrainingJobStatus",

@@ -45,8 +45,11 @@ def layout(
     scripts: Iterable[str] = (),
     styles: Iterable[str] = (),
     signed_in: bool = True,
+    events: tuple[str, str] | None = None,
 ) -> str:
-    """A whole page: ``body`` (trusted markup) under the navigation bar; ``title`` is text."""
+    """A whole page: ``body`` (trusted markup) under the navigation bar; ``title`` is text.
+    ``events`` is the change stream's URL and the cursor of when the page was read, which
+    ``ui.js`` follows to refresh the page's live parts."""
     links = "".join(
         f'<link rel="stylesheet" href="{static_url(s)}">' for s in (*BASE_STYLES, *styles)
     )
@@ -57,10 +60,17 @@ def layout(
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f'<link rel="icon" href="{static_url("favicon.svg")}">'
-        f"<title>{esc(title)} · trainops</title>{links}{js}</head><body>"
+        f"<title>{esc(title)} · trainops</title>{links}{js}</head><body{_follow(events)}>"
         f"{_nav(current) if signed_in else _bare_nav()}"
         f'<main id="main">{body}</main></body></html>'
     )
+
+
+def _follow(events: tuple[str, str] | None) -> str:
+    if events is None:
+        return ""
+    url, cursor = events
+    return f' data-events="{esc(url)}" data-cursor="{esc(cursor)}"'
 
 
 def _nav(current: str) -> str:

@@ -19,9 +19,11 @@ from trainops._errors import TrainopsError
 from trainops._registry import Registry
 from trainops._settings import Settings
 from trainops.control import JobController
+from trainops.server._events import ChangeFeed
 from trainops.server._longpoll import LogWaiter
 from trainops.server.routes import (
     ClusterRoutes,
+    EventRoutes,
     JobOutputRoutes,
     JobRoutes,
     ReportRoutes,
@@ -49,7 +51,8 @@ class UiError(TrainopsError):
 
 @dataclass(frozen=True)
 class UiContext:
-    """What pages read through: the API's own route groups around the server's controller."""
+    """What pages read through: the API's own route groups around the server's controller (and
+    ``events``, the change stream the live pages follow)."""
 
     controller: JobController
     settings: Settings
@@ -59,9 +62,12 @@ class UiContext:
     tuning: TuningRoutes
     studies: StudyRoutes
     cluster: ClusterRoutes
+    events: EventRoutes
 
     @classmethod
-    def build(cls, controller: JobController, settings: Settings, waiter: LogWaiter) -> UiContext:
+    def build(
+        cls, controller: JobController, settings: Settings, waiter: LogWaiter, feed: ChangeFeed
+    ) -> UiContext:
         return cls(
             controller=controller,
             settings=settings,
@@ -71,6 +77,7 @@ class UiContext:
             tuning=TuningRoutes(controller),
             studies=StudyRoutes(controller),
             cluster=ClusterRoutes(controller, settings),
+            events=EventRoutes(feed),
         )
 
 
@@ -107,8 +114,9 @@ class Page:
     returns the page's main content as HTML (the layout adds the head, navigation and scripts);
     ``nav`` puts ``title`` in the navigation bar (pages without parameters only). ``parts`` are
     HTML fragments served at ``{path}/-/{part}`` (with the page's query) that ``ui.js`` refreshes
-    live: an element ``<... data-live="{url}">`` is replaced by the part's content whenever it
-    changes. ``actions`` are state changes, POSTed as forms to ``{path}/-/{action}`` with the
+    live: an element ``<... data-live="{url}" data-topics="jobs">`` is fetched again whenever
+    the change stream says one of its topics changed (the store's commit topics), and replaced
+    by the part's content when that differs. ``actions`` are state changes, POSTed as forms to ``{path}/-/{action}`` with the
     session's CSRF token; an action returns the URL to go to next. ``waits`` are optional
     long-polls of parts (by the part's name): awaited on the server's event loop before the part
     renders, so a follower waiting for news holds no worker thread. ``tags`` may give a part a

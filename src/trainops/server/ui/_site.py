@@ -18,19 +18,20 @@ from urllib.parse import parse_qsl
 
 import anyio.to_thread
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from trainops.report import REPORT_CSP, render_html
 from trainops.server._body import read_body
 from trainops.server._http import error_answer
+from trainops.server._routing import until_disconnect
 from trainops.server.ui._artifacts import ARTIFACT_PATH, artifact_response
 from trainops.server.ui._auth import Session, UiAuth, csrf_matches
 from trainops.server.ui._layout import SECURITY_HEADERS, csrf_field, layout
 from trainops.server.ui._page import PAGES, Page, PageRequest, UiContext, UiError, esc
 from trainops.server.ui._static import static_file
 
-__all__ = ["UiSite"]
+__all__ = ["EVENTS_PATH", "UiSite"]
 
 _MAX_FORM = 64 * 1024
 _FORM = "application/x-www-form-urlencoded"
@@ -42,6 +43,8 @@ REPORT_HEADERS = {
     "Content-Security-Policy": f"{REPORT_CSP}; base-uri 'none'; form-action 'none'; "
     "frame-ancestors 'none'",
 }
+#: The change stream for the live pages (``GET /api/v1/events`` behind the session cookie).
+EVENTS_PATH = "/ui/-/events"
 Handler = Callable[[Request], Awaitable[Response]]
 
 
@@ -60,6 +63,7 @@ class UiSite:
             Route("/ui/static/{name}", static_file, methods=["GET"]),
             Route("/ui/login", self._login, methods=["GET", "POST"]),
             Route("/ui/logout", self._logout, methods=["POST"]),
+            Route(EVENTS_PATH, self._events, methods=["GET"]),
             Route(REPORT_PATH, self._report, methods=["GET"]),
             Route(ARTIFACT_PATH, self._artifact, methods=["GET"]),
         ]
@@ -139,6 +143,22 @@ class UiSite:
         except Exception as exc:
             return self._failure(exc)
 
+    async def _events(self, request: Request) -> Response:
+        """``GET /api/v1/events``'s long-poll for a signed-in page (``ui.js`` follows it): the
+        same handler, its answer as JSON; a page that is closed stops waiting at once."""
+        if self.auth.session(dict(request.cookies)) is None:
+            return _html("signed out", 401)
+        try:
+            found = await until_disconnect(request, self.ui.events.events_of(request.query_params))
+        except Exception as exc:
+            known = error_answer(exc, self._store_path)
+            if known is None:
+                raise
+            return known
+        if isinstance(found, Response):  # the page hung up: no one reads this
+            return found
+        return JSONResponse(found, headers=dict(SECURITY_HEADERS))
+
     # --- pages, parts, actions ----------------------------------------------------------------
 
     def _page_handler(self, name: str, page: Page) -> Handler:
@@ -146,6 +166,7 @@ class UiSite:
             session, new = self._session(request)
             if session is None:
                 return _redirect("/ui/login")
+            cursor = self.ui.events.feed.cursor()  # before reading: no change can slip by
             try:
                 body = await anyio.to_thread.run_sync(page.render, self._request(request, session))
             except Exception as exc:
@@ -156,6 +177,7 @@ class UiSite:
                 current=name,
                 scripts=page.scripts,
                 styles=page.styles,
+                events=(EVENTS_PATH, cursor),
             )
             response = _html(html)
             if new:
@@ -177,7 +199,9 @@ class UiSite:
             try:
                 wait = page.waits.get(part)
                 if wait is not None:  # a long-poll: on the event loop, holding no thread
-                    await wait(asked)
+                    gone = await until_disconnect(request, wait(asked))
+                    if isinstance(gone, Response):  # the tab hung up: its wait has ended
+                        return gone
                 if fingerprint is not None:  # cheap: a match is answered without rendering
                     tag = _etag(await anyio.to_thread.run_sync(fingerprint, asked))
                     if request.headers.get("if-none-match") == tag:

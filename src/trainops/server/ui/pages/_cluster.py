@@ -3,8 +3,8 @@ Ray node on the Ray backend), what each has and what is free (what ``trainops cl
 and the hosts of the running jobs on each, live.
 
 Its data is the API's own: ``GET /api/v1/cluster`` (``ClusterRoutes.cluster``) for the nodes,
-``GET /api/v1/jobs?status=InProgress&status=Stopping`` and each such job's describe (its
-``Hosts``, with the ``Node`` each runs on) for what runs where.
+``GET /api/v1/jobs?status=InProgress&status=Stopping&include=Hosts`` (each running job's
+``Hosts``, with the ``Node`` each runs on, read for all of them at once) for what runs where.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ _AMOUNTS = (("cpus", "CPUs"), ("memory_mb", "memory (MB)"), ("gpus", "GPUs"))
 
 def render(request: PageRequest) -> str:
     return (
-        '<h1>Cluster</h1><div id="cluster" class="live" data-live="/ui/cluster/-/nodes">'
+        '<h1>Cluster</h1><div id="cluster" class="live" data-live="/ui/cluster/-/nodes"'
+        ' data-topics="jobs hosts">'
         f"{nodes(request)}</div>"
     )
 
@@ -83,12 +84,12 @@ def _hosts_by_node(request: PageRequest, names: list[str]) -> dict[str, list[tup
     a host whose node is not named is on it (the local backend's machine)."""
     jobs = request.ui.jobs.list_jobs(
         status=_RUNNING, name_contains=None, created_after=None, created_before=None,
-        limit=_MAX_JOBS,
+        limit=_MAX_JOBS, include=["Hosts"],
     )["jobs"]  # fmt: skip
     placed: dict[str, list[tuple[str, str]]] = {}
     for job in jobs:
         name = str(job["TrainingJobName"])
-        for host in request.ui.jobs.describe_job(name).get("Hosts") or []:
+        for host in job.get("Hosts") or []:
             node = host.get("Node") or (names[0] if len(names) == 1 else _UNPLACED)
             placed.setdefault(str(node), []).append((name, str(host.get("Host", ""))))
     return placed

@@ -41,6 +41,12 @@ _MAX_SEARCH = 200
 _MAX_WAIT = 25  # seconds a follower's long-poll of the log part may wait for a line
 _ENDED = ("Completed", "Failed", "Stopped")
 _CHART_WIDTH = 600
+# The live parts follow the change stream (ui.js): the overview on a change of any job's record,
+# hosts or output (its final metrics), the charts on output; each redrawn at most every 1.5 s
+# (the charts cost the most to draw).
+_FOLLOW_OVERVIEW = 'data-topics="jobs hosts output" data-live-gap="1500"'
+_FOLLOW_METRICS = 'data-topics="output" data-live-gap="1500"'
+_MOVING = "<span hidden data-moving></span>"  # ui.js: this part's figures move with time
 _DYNAMIC = {
     "TrainingJobStatus", "SecondaryStatus", "FailureReason", "CreationTime", "TrainingStartTime",
     "TrainingEndTime", "LastModifiedTime", "SecondaryStatusTransitions", "ModelArtifacts",
@@ -103,9 +109,10 @@ def render(request: PageRequest) -> str:
     base = _base(name)
     return (
         f'<h1 class="job-name">{esc(name)}</h1>'
-        f'<div id="overview" data-live="{esc(base)}/-/overview">{overview(request)}</div>'
-        f"<h2>Metrics</h2>"
-        f'<div id="metrics" data-live="{esc(base)}/-/metrics">{metrics(request)}</div>'
+        f'<div id="overview" data-live="{esc(base)}/-/overview" {_FOLLOW_OVERVIEW}>'
+        f"{overview(request)}</div><h2>Metrics</h2>"
+        f'<div id="metrics" data-live="{esc(base)}/-/metrics" {_FOLLOW_METRICS}>'
+        f"{metrics(request)}</div>"
         f"<h2>Log</h2>{_log_filters(base, view, job)}"
         + _log_holder(request, base, view)
         + f"<h2>Hyperparameters</h2>{_mapping(job.get('HyperParameters') or {})}"
@@ -126,7 +133,8 @@ def overview(request: PageRequest) -> str:
     status = str(job["TrainingJobStatus"])
     reason = job.get("FailureReason")
     return (
-        f'<p><span class="status s-{esc(status.lower())}">{esc(status)}</span> '
+        (_MOVING if status not in _ENDED else "")  # its times and cost so far move
+        + f'<p><span class="status s-{esc(status.lower())}">{esc(status)}</span> '
         f"<small>{esc(job.get('SecondaryStatus'))}</small> {_stop(request, name, status)}</p>"
         + (f'<p class="reason failure">{esc(reason)}</p>' if reason else "")
         + _facts(job)

@@ -47,7 +47,7 @@ def _time(stamp: float) -> str:
 def render_list(request: PageRequest) -> str:
     return (
         '<h1>Scaling studies</h1><p class="muted">Recorded by <code>trainops study</code>.</p>'
-        f'<div id="studies" class="live" data-live="/ui/studies/-/table">{list_table(request)}</div>'
+        f'<div id="studies" class="live" data-live="/ui/studies/-/table" data-topics="studies">{list_table(request)}</div>'
     )  # fmt: skip
 
 
@@ -76,7 +76,11 @@ def render_one(request: PageRequest) -> str:
     name = request.params["study"]
     study = request.ui.studies.describe_study(name)  # an unknown name: the API's 404
     live = f"/ui/studies/{quote(name, safe='')}/-/body"
-    follow = f' class="live" data-live="{esc(live)}"' if study["status"] == "InProgress" else ""
+    follow = (
+        f' class="live" data-live="{esc(live)}" data-topics="studies"'
+        if study["status"] == "InProgress"
+        else ""
+    )
     return (
         f'<h1>Study <span class="name">{esc(name)}</span></h1>'
         f'<div id="study"{follow}>{_body(study)}</div>'

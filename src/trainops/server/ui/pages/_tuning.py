@@ -28,6 +28,7 @@ _SHOWN_PARAMS = 12  # parallel coordinates and slices: the most important this m
 _LEADERS = 100  # the leaderboard's rows; `trainops tuning export` has them all
 _RUNNING = ("InProgress", "Stopping")
 _STYLES = ("charts.css",)
+_MOVING = "<span hidden data-moving></span>"  # ui.js: this part's figures move with time
 
 
 def _link(name: str) -> str:
@@ -79,7 +80,8 @@ def render_list(request: PageRequest) -> str:
         f"<fieldset><legend>Status</legend>{boxes}</fieldset>"
         f'<label>Newest <select name="limit">{limits}</select></label>'
         '<button type="submit">Filter</button> <a href="/ui/tuning">Clear</a></form>'
-        f'<div id="tuning-jobs" class="live" data-live="/ui/tuning/-/table?{esc(query)}">'
+        f'<div id="tuning-jobs" class="live" data-live="/ui/tuning/-/table?{esc(query)}"'
+        ' data-topics="tuning">'
         f"{list_table(request)}</div>"
     )
 
@@ -114,7 +116,8 @@ def render_one(request: PageRequest) -> str:
     # Live while it runs; an ended tuning job changes no more (its page is not refetched).
     live = f"/ui/tuning/{quote(name, safe='')}/-/body"
     running = described["HyperParameterTuningJobStatus"] in _RUNNING
-    follow = f' class="live" data-live="{esc(live)}"' if running else ""
+    # Its trials are training jobs (``jobs``); its cost so far moves (``data-moving``).
+    follow = f' class="live" data-live="{esc(live)}" data-topics="tuning jobs"' if running else ""
     return (
         f'<h1>Tuning job <span class="name">{esc(name)}</span></h1>'
         f'<div id="tuning"{follow}>{body(request)}</div>'
@@ -126,8 +129,10 @@ def body(request: PageRequest) -> str:
     name = request.params["tuning"]
     described = request.ui.tuning.describe(name)
     analysis = request.ui.tuning.analysis(name)
+    running = described["HyperParameterTuningJobStatus"] in _RUNNING
     return "".join(
         [
+            _MOVING if running else "",  # its cost so far moves with time: redrawn every few s
             _summary(request, described, analysis),
             '<h2>Objective per trial</h2><div class="figure" id="objective">',
             _objective(analysis),
