@@ -132,7 +132,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     require("weed")
     require_sdk3()
     home = tmp_path_factory.mktemp("sdk3") / "home"
-    server = Server(home, TRAINOPS_S3_SERVE="1").start()
+    server = Server(
+        home, TRAINOPS_S3_SERVE="1", TRAINOPS_LOCAL_CPUS="6"
+    ).start()  # both jobs at once
     try:
         s3 = wait_for(lambda: read_client_file(home), timeout=120)
         wait_for(lambda: (home / "aws" / "sagemaker.yaml").is_file(), timeout=30)
@@ -163,7 +165,7 @@ def _client_env(home: Path, url: str, s3_url: str, region: str) -> dict[str, str
     return env
 
 
-def _train(
+def _start(
     served: Served,
     folder: Path,
     script: str,
@@ -172,9 +174,8 @@ def _train(
     hosts: int,
     torchrun: bool,
     local: Path | None = None,
-) -> tuple[dict[str, Any], str]:
-    """Run the client in the SDK v3's venv (``local``: a directory for a channel ``local``);
-    its result and its log (stderr)."""
+) -> subprocess.Popen[str]:
+    """Start the client in the SDK v3's venv (``local``: a directory for a channel ``local``)."""
     source = folder / "src"
     source.mkdir(parents=True)
     (source / "train.py").write_text(script)
@@ -182,31 +183,64 @@ def _train(
     client.write_text(CLIENT)
     args = [str(source), base_name, str(hosts), "yes" if torchrun else "no"]
     args += [] if local is None else [str(local)]
-    done = subprocess.run(
+    return subprocess.Popen(
         [str(require_sdk3()), str(client), *args],
         env=served.env,
         cwd=folder,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=240,
     )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _result(process: subprocess.Popen[str]) -> tuple[dict[str, Any], str]:
+    """The client's result and its log (stderr), once it has ended."""
+    try:
+        stdout, stderr = process.communicate(timeout=240)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        stdout, stderr = process.communicate()
+        pytest.fail(f"the SDK client ran past 240 s: {stdout[-2000:]}{stderr[-2000:]}")
+    assert process.returncode == 0, stdout[-3000:] + stderr[-3000:]
+    result: dict[str, Any] = json.loads(stdout.strip().splitlines()[-1])
     if not opt_ml_shown(True):  # the SDK's command needs /opt/ml: such a job fails saying so
         assert result["status"] == "Failed" and "/opt/ml" in str(result["error"]), result
         pytest.skip("this machine cannot show /opt/ml to a job: the job failed saying so")
     assert result["status"] == "Completed", result["error"]
-    return result, done.stderr
+    return result, stderr
+
+
+@pytest.fixture(scope="module")
+def torchrun_client(
+    served: Served, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[subprocess.Popen[str] | None]:
+    """The two-host Torchrun client, started as soon as the module's first test asks for it, so
+    that its job runs beside the one-host job (each waits on the SDK's 5 s status polls, not on
+    the cores); None where torch is not installed."""
+    try:
+        require_installed("torch")  # the job's Python (the server's) runs torchrun
+    except pytest.skip.Exception:
+        yield None
+        return
+    folder = tmp_path_factory.mktemp("v3-ddp")
+    process = _start(served, folder, TRAIN_DDP, base_name="v3-ddp", hosts=2, torchrun=True)
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
 
 
 def test_model_trainer_trains_with_the_endpoint_variables_and_reads_its_model(
-    served: Served, tmp_path: Path
+    served: Served, tmp_path: Path, torchrun_client: subprocess.Popen[str] | None
 ) -> None:
+    del torchrun_client  # asked for only to start it now: its job runs beside this one
     local = tmp_path / "notes"
     local.mkdir()
     (local / "note.txt").write_text("from a local directory")
-    result, log = _train(
-        served, tmp_path, TRAIN, base_name="v3-basic", hosts=1, torchrun=False, local=local
+    result, log = _result(
+        _start(served, tmp_path, TRAIN, base_name="v3-basic", hosts=1, torchrun=False, local=local)
     )
     name = result["name"]
     assert name.startswith("v3-basic-")
@@ -231,9 +265,13 @@ def test_model_trainer_trains_with_the_endpoint_variables_and_reads_its_model(
     assert "Training Container Execution Completed" in log
 
 
-def test_model_trainer_torchrun_runs_on_two_hosts(served: Served, tmp_path: Path) -> None:
-    require_installed("torch")  # the job's Python (the server's) runs torchrun
-    result, log = _train(served, tmp_path, TRAIN_DDP, base_name="v3-ddp", hosts=2, torchrun=True)
+def test_model_trainer_torchrun_runs_on_two_hosts(
+    torchrun_client: subprocess.Popen[str] | None,
+) -> None:
+    if torchrun_client is None:
+        require_installed("torch")  # skips, saying why
+        return
+    result, log = _result(torchrun_client)
     model = result["model"]  # rank 0's view: torchrun's, not the hosts' own SM_* variables
     assert {k: model[k] for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "GROUP_RANK")} == {
         "RANK": "0",
