@@ -77,7 +77,8 @@ def main(environ: Mapping[str, str] | None = None) -> int:
     pin_cpus(assignment.resources.cpus)
     if assignment.spec.metric_definitions:
         fork_spare()  # now, while this process has one thread (see _worker_fork)
-    reporter = _reporter(launch, settings)
+    # Started (its sender thread) once the host's namespaces are begun: they take longest.
+    reporter = _reporter(launch, settings, start=False)
     try:
         agent = HostAgent(
             assignment,
@@ -88,8 +89,10 @@ def main(environ: Mapping[str, str] | None = None) -> int:
             environ=env,
             spawn_api=HttpSpawnApi(lambda: _client(launch, settings), launch.attempt),
         )
+        agent.begin()
     except Exception as exc:  # a malformed assignment is trainops' fault, not the job's
-        return _report_crash(launch, settings, f"{type(exc).__name__}: {exc}", reporter)
+        return _report_crash(launch, settings, f"{type(exc).__name__}: {exc}", reporter.start())
+    reporter.start()
     relay.attach(agent)
     _watch_parent(env, agent, launch.host)
     result = agent.run()
@@ -126,14 +129,15 @@ def _client(launch: AgentLaunch, settings: Settings) -> AgentClient:
     )
 
 
-def _reporter(launch: AgentLaunch, settings: Settings) -> HttpReporter:
+def _reporter(launch: AgentLaunch, settings: Settings, *, start: bool = True) -> HttpReporter:
     journal = launch.state_dir / "journal.jsonl"
     # A journal that stays full is given up on the control plane's heartbeat timeout after the
     # close's own, rather than never exiting (what is lost is said on stderr, in one line).
     give_up = float(settings.heartbeat_timeout)
-    return HttpReporter(
+    reporter = HttpReporter(
         _client(launch, settings), launch.attempt, journal, give_up_seconds=give_up
-    ).start()
+    )
+    return reporter.start() if start else reporter
 
 
 def _report_crash(

@@ -158,6 +158,19 @@ class HostAgent:
             self._mask,
         )
 
+    def begin(self) -> None:
+        """Start now what the host waits for longest, before the agent's remaining set-up (its
+        reporter's sender, which :meth:`run` does not need yet): the tree and, for a host whose
+        namespaces are made early, its holder, which then makes them while the agent goes on.
+        Best effort: what fails here is done again, and reported, by :meth:`run`."""
+        if self._namespace is not None or self.stop_requested:
+            return
+        try:
+            self.tree.create(self._tree_channels())
+        except OSError:
+            return  # a full disk, say: run() creates the tree again and says why it failed
+        self._start_namespace_early()
+
     @property
     def stop_requested(self) -> bool:
         return self._stop.requested
@@ -269,9 +282,9 @@ class HostAgent:
     # Downloading -------------------------------------------------------------------------
 
     def _prepare(self) -> ScriptCommand | None:
-        # A Pipe channel has FIFOs (input/data/<name>_<epoch>), not a directory.
-        self.tree.create([c.name for c in self.job.inputs if c.mode != "Pipe"])
-        self._start_namespace_early()
+        self.tree.create(self._tree_channels())
+        if self._namespace is None:  # else begun already (see begin)
+            self._start_namespace_early()
         release_spare_holder()  # a holder forked for the host, where it made none early
         self._doing = "downloading the source"
         self._fetch_code()
@@ -292,6 +305,11 @@ class HostAgent:
                 source.prepare()
         self._doing = "installing the job's Python environment"
         return None if self.stop_requested else self._command()
+
+    def _tree_channels(self) -> list[str]:
+        """The channels with a directory in the tree: a Pipe channel has FIFOs
+        (input/data/<name>_<epoch>) instead."""
+        return [c.name for c in self.job.inputs if c.mode != "Pipe"]
 
     def _start_namespace_early(self) -> None:
         """A single-host job whose channels mount nothing gets its namespaces made while the
