@@ -283,3 +283,19 @@ def test_a_manifest_written_before_pending_existed_still_restores(
     assert reader.restore() == 1
     assert reader.last_restore is not None and reader.last_restore.newest is not None
     assert reader.last_restore.newest[1].entry.mtime == 2.0
+
+
+@pytest.mark.parametrize("pending", [[1], {"step.pt": {"size": "3"}}, {"step.pt": 7}])
+def test_a_manifest_with_a_malformed_pending_is_reported_and_ignored(
+    tmp_path: Path, store: ObjectStore, pending: object
+) -> None:
+    remote = tmp_path / "remote"
+    (remote / ".trainops").mkdir(parents=True)
+    (remote / "step.pt").write_bytes(b"old")
+    body = {"version": 1, "host": "algo-1", "attempt": 1, "files": {}, "pending": pending}
+    (remote / manifest_key("algo-1")).write_text(json.dumps(body))
+    reader = _sync(tmp_path / "b", remote, store, "algo-1")
+    assert reader.restore() == 1  # its file counts as unlisted
+    assert reader.last_restore is not None
+    [problem] = reader.last_restore.problems
+    assert "unreadable manifest" in problem and problem.endswith("; ignored")
