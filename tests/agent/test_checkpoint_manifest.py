@@ -6,6 +6,7 @@ reported once, however often the upload is retried, and its recovery too."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import signal
@@ -191,3 +192,110 @@ def test_over_s3_only_a_host_elsewhere_restores_what_was_finished_and_nothing_to
     assert reader.last_restore is not None and list(reader.last_restore.skipped) == ["model.pt"]
     assert (tmp_path / "host-2" / "step.json").read_text() == '{"step": 40}'
     assert not (tmp_path / "host-2" / "model.pt").exists()
+
+
+class _Death(BaseException):
+    """The host dies here: nothing after this step of the upload sequence happens."""
+
+
+def _dying_store(tmp_path: Path, moment: str) -> ObjectStore:
+    """A real file:// store whose host dies at ``moment`` of a checkpoint file's upload:
+    ``before-upload`` (the new version never lands), ``after-upload`` (it landed, and the next
+    manifest is never written) or ``after-manifest`` (the manifest after it was written)."""
+    base = type(store_for(tmp_path.as_uri(), Settings(home=tmp_path)))
+
+    class Dying(base):  # type: ignore[valid-type,misc]
+        landed = False
+
+        def upload(self, src: Path, uri: str, *args: object, **kw: object) -> None:
+            if moment == "before-upload":
+                raise _Death
+            super().upload(src, uri, *args, **kw)
+            self.landed = True
+
+        def put_bytes(self, uri: str, data: bytes) -> None:
+            if self.landed and moment == "after-upload":
+                raise _Death
+            super().put_bytes(uri, data)
+            if self.landed:
+                raise _Death
+
+    return Dying()  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("moment", ["before-upload", "after-upload", "after-manifest"])
+@pytest.mark.parametrize("path", ["uploader", "final"])
+def test_a_death_at_any_moment_of_an_overwrite_leaves_a_restorable_checkpoint(
+    tmp_path: Path, store: ObjectStore, moment: str, path: str
+) -> None:
+    # The script replaces step.pt atomically; the host dies during the new version's upload.
+    remote, local = tmp_path / "remote", tmp_path / "a"
+    local.mkdir()
+    (local / "step.pt").write_bytes(b"step 1 " * 1000)
+    writer = _sync(local, remote, store, "algo-1")
+    assert writer.sync_once().uploaded == ["step.pt"]
+    (local / "step.tmp").write_bytes(b"step 2 " * 1200)
+    (local / "step.tmp").rename(local / "step.pt")
+    writer._mirror.store = _dying_store(tmp_path, moment)
+    with pytest.raises(_Death):
+        writer.sync_once() if path == "uploader" else writer.final_sync()
+    reader = _sync(tmp_path / "b", remote, store, "algo-1")
+    assert reader.restore() == 1
+    report = reader.last_restore
+    assert report is not None and report.skipped == {}
+    landed = b"step 1 " * 1000 if moment == "before-upload" else b"step 2 " * 1200
+    assert (tmp_path / "b" / "step.pt").read_bytes() == landed
+    assert report.newest is not None and report.newest[0] == "step.pt"
+
+
+def test_an_object_neither_listed_nor_pending_is_still_refused(
+    tmp_path: Path, store: ObjectStore
+) -> None:
+    remote, local = tmp_path / "remote", tmp_path / "a"
+    local.mkdir()
+    (local / "step.pt").write_bytes(b"1" * 100)
+    writer = _sync(local, remote, store, "algo-1")
+    writer.sync_once()
+    (local / "step.pt").write_bytes(b"2" * 100)
+    writer._mirror.store = _dying_store(tmp_path, "after-upload")
+    with pytest.raises(_Death):
+        writer.sync_once()
+    listed = json.loads((remote / manifest_key("algo-1")).read_text())
+    assert sorted(listed["files"]) == sorted(listed["pending"]) == ["step.pt"]
+    (remote / "step.pt").write_bytes(b"3" * 100)  # changed after it was listed or announced
+    reader = _sync(tmp_path / "b", remote, store, "algo-2")
+    assert reader.restore() == 0
+    assert reader.last_restore is not None
+    assert "checksum differs" in reader.last_restore.skipped["step.pt"]
+
+
+def test_a_manifest_written_before_pending_existed_still_restores(
+    tmp_path: Path, store: ObjectStore
+) -> None:
+    remote = tmp_path / "remote"
+    (remote / ".trainops").mkdir(parents=True)
+    (remote / "step.pt").write_bytes(b"old")
+    digest = hashlib.sha256(b"old").hexdigest()
+    old = {"version": 1, "host": "algo-1", "attempt": 1, "written_at": 1.0,
+           "files": {"step.pt": {"size": 3, "sha256": digest, "mtime": 2.0}}}  # fmt: skip
+    (remote / manifest_key("algo-1")).write_text(json.dumps(old))
+    reader = _sync(tmp_path / "b", remote, store, "algo-1")
+    assert reader.restore() == 1
+    assert reader.last_restore is not None and reader.last_restore.newest is not None
+    assert reader.last_restore.newest[1].entry.mtime == 2.0
+
+
+@pytest.mark.parametrize("pending", [[1], {"step.pt": {"size": "3"}}, {"step.pt": 7}])
+def test_a_manifest_with_a_malformed_pending_is_reported_and_ignored(
+    tmp_path: Path, store: ObjectStore, pending: object
+) -> None:
+    remote = tmp_path / "remote"
+    (remote / ".trainops").mkdir(parents=True)
+    (remote / "step.pt").write_bytes(b"old")
+    body = {"version": 1, "host": "algo-1", "attempt": 1, "files": {}, "pending": pending}
+    (remote / manifest_key("algo-1")).write_text(json.dumps(body))
+    reader = _sync(tmp_path / "b", remote, store, "algo-1")
+    assert reader.restore() == 1  # its file counts as unlisted
+    assert reader.last_restore is not None
+    [problem] = reader.last_restore.problems
+    assert "unreadable manifest" in problem and problem.endswith("; ignored")

@@ -7,6 +7,13 @@ time, and it is written only after the files it lists are visible, so it never n
 that is not there yet. The uploader never uploads a file that was still open for writing when
 the script's processes were killed (see ``DirectorySync.note_writers``).
 
+A file is overwritten in place (a script that replaces ``step.pt`` every few seconds), so the
+manifest also says what is about to be uploaded: before an upload, the manifest is written again
+with the new version's size and SHA-256 under ``pending`` (the listed version stays under
+``files``). Whatever moment the host dies at, the object under the file's name is then the
+listed version or the pending one, and both are restorable; only bytes neither names are refused.
+A manifest without ``pending`` (written before it existed) reads as before.
+
 The restore holds the same rule from the other side: a file some manifest lists is restored only
 if its size and checksum match one listing (a torn or half-replaced object is skipped, with its
 reason); a file no manifest lists (put there by someone else: a previous job's checkpoint, or a
@@ -62,6 +69,7 @@ class Listing:
     entry: FileEntry
     host: str
     attempt: int
+    pending: bool = False  # announced before its upload, not yet confirmed by a later manifest
 
 
 def manifest_key(host: str) -> str:
@@ -90,9 +98,11 @@ def write_manifest(
     host: str,
     attempt: int,
     entries: Mapping[str, FileEntry],
+    pending: Mapping[str, FileEntry] | None = None,
 ) -> None:
-    """Make ``host``'s manifest list ``entries`` (one atomic put; readers see old or new)."""
-    body = {
+    """Make ``host``'s manifest list ``entries``, and ``pending`` as the versions about to be
+    uploaded (one atomic put; readers see old or new)."""
+    body: dict[str, Any] = {
         "version": _VERSION,
         "host": host,
         "attempt": attempt,
@@ -102,6 +112,11 @@ def write_manifest(
             for rel, e in sorted(entries.items())
         },
     }
+    if pending:
+        body["pending"] = {
+            rel: {"size": e.size, "sha256": e.sha256, "mtime": e.mtime}
+            for rel, e in sorted(pending.items())
+        }
     store.put_bytes(join_uri(prefix, manifest_key(host)), json.dumps(body).encode())
 
 
@@ -119,26 +134,33 @@ def read_listings(
             problems.append(f"{info.key}: {info.size} bytes, over {MAX_MANIFEST_BYTES}; ignored")
             continue
         try:
-            host, attempt, files = _parse(store.get_bytes(info.uri))
+            host, attempt, files, pending = _parse(store.get_bytes(info.uri))
         except (TrainopsError, OSError, ValueError, TypeError, KeyError) as exc:
             problems.append(f"{info.key}: unreadable manifest ({exc}); ignored")
             continue
         for rel, entry in files.items():
             listings.setdefault(rel, []).append(Listing(entry, host, attempt))
+        for rel, entry in pending.items():
+            listings.setdefault(rel, []).append(Listing(entry, host, attempt, pending=True))
     return listings, problems
 
 
-def _parse(raw: bytes) -> tuple[str, int, dict[str, FileEntry]]:
+def _parse(raw: bytes) -> tuple[str, int, dict[str, FileEntry], dict[str, FileEntry]]:
     data: Any = json.loads(raw)
     if not isinstance(data, dict) or data.get("version") != _VERSION:
         raise ValueError("not a version-1 manifest")
-    files = data["files"]
+    files = _parse_files(data["files"], "files")
+    pending = _parse_files(data.get("pending", {}), "pending")
+    return str(data.get("host", "?")), int(data.get("attempt", 0)), files, pending
+
+
+def _parse_files(files: Any, what: str) -> dict[str, FileEntry]:
     if not isinstance(files, dict):
-        raise TypeError("its files are not a mapping")
+        raise TypeError(f"its {what} are not a mapping")
     parsed = {}
     for rel, item in files.items():
         size, digest, mtime = item["size"], item["sha256"], item["mtime"]
         if not isinstance(size, int) or not isinstance(digest, str):
             raise TypeError(f"bad entry for {rel!r}")
         parsed[str(rel)] = FileEntry(size, digest, float(mtime))
-    return str(data.get("host", "?")), int(data.get("attempt", 0)), parsed
+    return parsed

@@ -132,17 +132,78 @@ class Mirror:
         self.manifest: tuple[str, int] | None = None
         self.entries: dict[str, FileEntry] = {}
         self.excluded: set[str] = set()
+        # Versions listed as pending before their upload: file -> (signature, entry). One stays
+        # listed until that file's next upload succeeds (a failed upload may still have landed).
+        self.announced: dict[str, tuple[Signature, FileEntry]] = {}
 
     def uploadable(self, rel: str) -> bool:
         """Whether ``rel`` may be uploaded at all (not reserved, not left torn by a kill)."""
         return self.manifest is None or (rel not in self.excluded and not is_reserved(rel))
 
     def write_manifest(self) -> None:
-        """List every known file in this host's manifest (after they are all visible)."""
+        """List every known file in this host's manifest (after they are all visible), and the
+        announced versions as pending."""
         if self.manifest is not None:
             host, attempt = self.manifest
             listed = {rel: e for rel, e in self.entries.items() if rel in self.known}
-            write_manifest(self.store, self.remote_prefix, host, attempt, listed)
+            pending = {rel: entry for rel, (_sig, entry) in self.announced.items()}
+            write_manifest(self.store, self.remote_prefix, host, attempt, listed, pending)
+
+    def announce(
+        self,
+        rels: list[str],
+        *,
+        previous: dict[str, Signature] | None = None,
+        force: bool = False,
+    ) -> list[str]:
+        """Before uploading ``rels``: list the version of each that :meth:`upload` would send
+        as pending in the manifest (one write for all), so that a death after an upload and
+        before the next manifest leaves an object the manifest names. Returns those announced.
+        ``previous`` and ``force`` are as for :meth:`upload`."""
+        if self.manifest is None:
+            return []
+        fresh, before = [], dict(self.announced)
+        for rel in rels:
+            sig = self._ready(rel, (previous or {}).get(rel), force=force)
+            if sig is None or self._announced(rel, sig) is not None:
+                continue
+            try:
+                entry = file_entry(self.local_dir / rel)
+                if signature(self.local_dir / rel) != sig:
+                    continue  # it moved on while read: its next close or scan sees it
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            self.announced[rel] = (sig, entry)
+            fresh.append(rel)
+        if fresh:
+            try:
+                self.write_manifest()
+            except BaseException:
+                self.announced = before  # not listed: not to be uploaded until it is
+                raise
+        return fresh
+
+    def _announced(self, rel: str, sig: Signature) -> FileEntry | None:
+        """The pending entry of ``rel``'s version ``sig``, if the manifest lists it."""
+        announced = self.announced.get(rel)
+        return announced[1] if announced is not None and announced[0] == sig else None
+
+    def _ready(self, rel: str, previous: Signature | None, *, force: bool) -> Signature | None:
+        """``rel``'s signature if it is to be uploaded now (see :meth:`upload`), else None."""
+        path = self.local_dir / rel
+        if not _inside(self.local_dir, path) or not self.uploadable(rel):
+            return None  # a symbolic link (or one on its way): never followed, as scans do
+        try:
+            sig = signature(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        if self.known.get(rel) == sig:
+            return None
+        if not force:
+            writing = open_for_writing(path)
+            if writing or (writing is None and previous != sig):
+                return None
+        return sig
 
     def upload(
         self,
@@ -156,21 +217,19 @@ class Mirror:
 
         Finished means no process holds it open for writing; where the kernel cannot tell, that
         it did not change since ``previous`` (the signature seen one scan earlier). ``force``
-        uploads whatever differs (the script has ended).
+        uploads whatever differs (the script has ended). With a manifest, the version sent is
+        first listed as pending (see :meth:`announce`; done here unless done already).
         """
         path = self.local_dir / rel
-        if not _inside(self.local_dir, path) or not self.uploadable(rel):
-            return False  # a symbolic link (or one on its way): never followed, as scans do
-        try:
-            sig = signature(path)
-        except (FileNotFoundError, NotADirectoryError):
+        sig = self._ready(rel, previous, force=force)
+        if sig is None:
             return False
-        if self.known.get(rel) == sig:
-            return False
-        if not force:
-            writing = open_for_writing(path)
-            if writing or (writing is None and previous != sig):
-                return False
+        entry = None
+        if self.manifest is not None:
+            self.announce([rel], previous={rel: sig}, force=force)
+            entry = self._announced(rel, sig)
+            if entry is None:
+                return False  # it changed while being read: its next close or scan sees it
 
         def unchanged() -> None:
             try:
@@ -182,7 +241,6 @@ class Mirror:
 
         try:
             # Read before the upload: a change in between shows in ``unchanged``'s signature.
-            entry = None if self.manifest is None else file_entry(path)
             self.store.upload(path, join_uri(self.remote_prefix, rel), on_bytes, verify=unchanged)
         except (StorageError, FileNotFoundError):
             try:
@@ -194,6 +252,7 @@ class Mirror:
         self.known[rel] = sig
         if entry is not None:
             self.entries[rel] = entry
+            del self.announced[rel]  # listed under files from the next manifest on
         return True
 
     def delete_vanished_one(self, rel: str) -> list[str]:
@@ -205,6 +264,7 @@ class Mirror:
         self.store.delete(join_uri(self.remote_prefix, rel))
         del self.known[rel]
         self.entries.pop(rel, None)
+        self.announced.pop(rel, None)
         return [rel]
 
     def delete_vanished(self, present: set[str] | None = None) -> list[str]:
@@ -218,6 +278,7 @@ class Mirror:
                 self.store.delete(join_uri(self.remote_prefix, rel))
                 del self.known[rel]
                 self.entries.pop(rel, None)
+                self.announced.pop(rel, None)
                 gone.append(rel)
         return gone
 
@@ -337,6 +398,7 @@ class DirectorySync:
         with self._lock:
             current = scan(self.local_dir)
             result = SyncResult()
+            self._mirror.announce(sorted(current), previous=self._previous)
             for rel in sorted(current):
                 if self._mirror.upload(rel, previous=self._previous.get(rel)):
                     result.uploaded.append(rel)
@@ -383,6 +445,8 @@ class DirectorySync:
         with self._lock:
             current = scan(self.local_dir)
             result = SyncResult()
+            with contextlib.suppress(StorageError, OSError):  # then each upload announces itself
+                self._mirror.announce(sorted(current), force=True)
             for rel in sorted(current):
                 if rel in self._mirror.excluded:
                     result.left[rel] = "it was still being written when the processes were killed"
@@ -882,10 +946,17 @@ class _Uploader:
 
     def _upload_pending(self) -> None:
         now = time.monotonic()
+        ready = []
         for rel in sorted(self.pending):
             since = self.pending_since.setdefault(rel, now)
-            if now - since < DEATH_WINDOW:
-                continue  # closed too recently to tell a finished write from a writer's death
+            if now - since >= DEATH_WINDOW:
+                ready.append(rel)  # else closed too recently to tell a finished write from death
+        if ready and not self._agent_gone():
+            previous = {rel: sig for rel in ready if (sig := self._previous_of(rel)) is not None}
+            self.emit({"uploading": ready[0]})  # announcing is part of the upload: watched too
+            self._guard(lambda: self.mirror.announce(ready, previous=previous))
+            self.emit({"done": ready[0]})
+        for rel in ready:
             if self._agent_gone():
                 return
             self.pending.discard(rel)
@@ -902,15 +973,19 @@ class _Uploader:
         self.pending.discard(rel)
         self._guard(lambda: self._deleted(self.mirror.delete_vanished_one(rel)))
 
+    def _previous_of(self, rel: str) -> Signature | None:
+        """The signature ``rel`` must still have to count as finished (see ``Mirror.upload``).
+        An inotify close is proof of a finished write where leases cannot tell."""
+        if self.watcher is None:
+            return self.previous.get(rel)
+        try:
+            return signature(self.mirror.local_dir / rel)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+
     def _upload_one(self, rel: str) -> None:
-        # An inotify close is proof of a finished write where leases cannot tell.
-        previous = self.previous.get(rel)
-        if self.watcher is not None:
-            try:
-                previous = signature(self.mirror.local_dir / rel)
-            except FileNotFoundError:
-                return
-        if not self.mirror.uploadable(rel):
+        previous = self._previous_of(rel)
+        if (self.watcher is not None and previous is None) or not self.mirror.uploadable(rel):
             return
         self.emit({"uploading": rel})
         progress = _Progress(rel, self.emit)
