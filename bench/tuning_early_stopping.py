@@ -71,9 +71,9 @@ METHODS: dict[str, dict[str, Any]] = {
 FRACTIONS = {"tenth": 0.1, "third": 1 / 3, "whole": 1.0}
 EARLY_STOPPING_TRIALS = 500  # the early-stopping searches run until the budget, not a count
 PARALLEL = 2
-#: A job's epoch is padded to this pace (the MLP's epoch takes milliseconds): the tuner learns
-#: a value within about a second (the agent's next report, the tuner's next tick), a few epochs
-#: here as it is a fraction of an epoch in real training.
+#: A job's epoch is padded to this pace (the MLP's epoch takes milliseconds): the tuner acts
+#: on a value about 0.1 s after it is printed (``tuning_reaction.py``), about an epoch here as
+#: it is a small fraction of an epoch in real training.
 EPOCH_S = 0.1
 
 

@@ -1,6 +1,6 @@
 """The service seam: services registered in SERVICES run beside a real control plane, hear every
-job change with the job's current record, are ticked, survive their own exceptions, and may
-stop a job with a reason of their own."""
+job change with the job's current record, are ticked, hear (if they ask) which jobs stored metric
+points, coalesced, survive their own exceptions, and may stop a job with a reason of their own."""
 
 from __future__ import annotations
 
@@ -31,11 +31,13 @@ class Recorder(ControlService):
 
     name = "test-recorder"
     period = 0.1
+    metrics_gap = 0.1
 
     def __init__(self, context: ServiceContext, explode: bool = False) -> None:
         self.context = context
         self.explode = explode
         self.changes: list[tuple[str, str, str]] = []
+        self.metrics: list[list[str]] = []
         self.ticks = 0
         self.closed = False
         self._exploded: set[str] = set()
@@ -48,6 +50,9 @@ class Recorder(ControlService):
             self._exploded.add(job.name)
             raise RuntimeError("a service's bug")
         self.changes.append((job.name, job.status, job.secondary_status))
+
+    def metrics_stored(self, jobs: list[str]) -> None:
+        self.metrics.append(jobs)
 
     def close(self) -> None:
         self.closed = True
@@ -83,6 +88,7 @@ def test_a_service_hears_each_job_change_and_is_ticked(
         assert statuses[0] == "InProgress" and statuses[-1] == "Completed"
         secondaries = [sec for name, _, sec in service.changes if name == "quick"]
         assert "Training" in secondaries or "Completed" in secondaries
+        assert ["quick"] in service.metrics  # its fake agent reported step and loss points
         ticks = service.ticks
         wait_for(lambda: service.ticks > ticks + 2, what="more ticks")
         assert plane.server.controller.services.get("test-declines") is None
@@ -145,6 +151,43 @@ def test_changes_arriving_while_busy_are_coalesced() -> None:
     finally:
         hub.close()
     assert heard == ["first", "x", "y"]
+
+
+def test_stored_metrics_are_told_coalesced_and_only_to_the_services_that_ask() -> None:
+    """A service with a gap hears each job that stored points; those that arrive while it is busy
+    come as one call, each job once. A service without a gap never hears of them."""
+    release = threading.Event()
+    heard: list[list[str]] = []
+    unasked: list[list[str]] = []
+
+    class Judge(ControlService):
+        name = "judge"
+        metrics_gap = 0.0
+
+        def metrics_stored(self, jobs: list[str]) -> None:
+            heard.append(jobs)
+            release.wait(10)
+
+    class Other(ControlService):
+        name = "other"
+
+        def metrics_stored(self, jobs: list[str]) -> None:
+            unasked.append(jobs)
+
+    hub = ServiceHub([Judge(), Other()], lambda name: _record(name))
+    hub.start()
+    try:
+        hub.metrics_stored("first")
+        wait_for(lambda: heard == [["first"]], timeout=10, what="the first points")
+        for _ in range(50):
+            hub.metrics_stored("x")
+            hub.metrics_stored("y")
+        release.set()
+        wait_for(lambda: len(heard) >= 2, timeout=10, what="the coalesced points")
+    finally:
+        hub.close()
+    assert heard == [["first"], ["x", "y"]]
+    assert unasked == []
 
 
 def test_the_services_share_one_read_per_change_and_never_hear_an_older_record() -> None:

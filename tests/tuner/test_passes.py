@@ -253,6 +253,32 @@ def test_the_median_rule_stops_a_trailing_trial_which_keeps_its_objective(plane:
     assert described["BestTrainingJob"]["TrainingJobName"] == names[4]
 
 
+def test_a_running_trial_s_new_values_are_judged_when_stored_not_at_the_tick(
+    plane: Plane,
+) -> None:
+    """The control plane tells the tuner which jobs stored metric points: with a rule, the trial
+    is judged then (no advance, i.e. no tick, in between); without one, nothing is read early."""
+    config = tuning_config(name="early", jobs=5, parallel=5)
+    config["training_job_early_stopping_type"] = "Auto"
+    plane.store.create_tuning_job("early", config, "file:///c", 1.0)
+    plane.tuner.advance("early")
+    names = [t.training_job for t in plane.store.trials("early")]
+    for name in names[:3]:
+        plane.report(name, 1.0, 0.5, 0.3)
+        plane.end(name)
+    plane.tuner.metrics_stored(names[:3])  # ended: these come with job_changed, not here
+    plane.report(names[3], 5.0)
+    plane.tuner.metrics_stored([names[3], "not-a-trial"])
+    assert plane.stops == [names[3]]
+    assert plane.store.trials("early")[3].intermediate == [5.0]
+    plane.tuner.advance("tiny")  # the plain tuning job: two trials, no rule
+    plain = plane.store.trials("tiny")[0]
+    plane.report(plain.training_job, 9.0)
+    plane.tuner.metrics_stored([plain.training_job])
+    assert plane.store.trials("tiny")[0].intermediate == []  # its values wait for the tick
+    assert plane.stops == [names[3]]
+
+
 def test_a_job_someone_else_made_under_a_trial_s_name_is_not_adopted(plane: Plane) -> None:
     tuning = plane.store.get_tuning_job("tiny")
     assert tuning is not None

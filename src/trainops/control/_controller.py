@@ -102,6 +102,7 @@ class JobController:
         self.retention = TreeRetention(self.core)
         self.services = ServiceHub(self._make_services(), self.store.get_job)
         self.core.job_listener = self.services.job_changed
+        self.core.metrics_listener = self.services.metrics_stored
 
     @property
     def settings(self) -> Settings:

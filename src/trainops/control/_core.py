@@ -58,6 +58,9 @@ class ControlCore:
         self.wake_scheduler: Callable[[], None] = lambda: None
         # Hears the name of each job whose record changed (the services' hub); never blocks.
         self.job_listener: Callable[[str], None] = lambda name: None
+        # Hears the name of each job that stored new metric points (the services' hub, for the
+        # services that judge a running job's metrics, e.g. the tuner); never blocks.
+        self.metrics_listener: Callable[[str], None] = lambda name: None
         self.heartbeats = Heartbeats()
         self.waiting = WaitingQueue()  # jobs to place (see _queue); the scheduler drains it
         self._recheck: set[str] = set()  # jobs the monitor must look at again (see recheck)

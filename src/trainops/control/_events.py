@@ -52,7 +52,7 @@ class EventIntake:
             raise KeyError((host.job, host.host, host.attempt))
         if not result.accepted:
             return result.acked_seq
-        exited = False
+        exited = metrics = False
         for event in result.accepted:
             if event.kind == EventKind.PHASE:
                 self._advance(host, event)
@@ -63,7 +63,10 @@ class EventIntake:
             elif event.kind == EventKind.EXIT:
                 self._remember_failure_time(host, event)
             exited = exited or event.kind == EventKind.EXIT
+            metrics = metrics or event.kind == EventKind.METRIC
         self.core.notify()
+        if metrics:
+            self.core.metrics_listener(host.job)
         if exited:
             self.core.heartbeats.forget(host.job, host.host, host.attempt)
             self.lifecycle.evaluate(host.job)

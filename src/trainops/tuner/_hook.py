@@ -16,7 +16,10 @@ from trainops.store import JobRecord
 if TYPE_CHECKING:
     from trainops.tuner._service import TunerService
 
-__all__ = ["TunerHook", "tuner_hook"]
+__all__ = ["METRICS_GAP_S", "TunerHook", "tuner_hook"]
+
+#: At most this often (seconds) the tuner judges the running trials that reported new values.
+METRICS_GAP_S = 0.1
 
 _ACTIVE = ("InProgress", "Stopping")
 
@@ -26,6 +29,7 @@ class TunerHook(ControlService):
 
     name = "tuner"
     period = 0.5
+    metrics_gap = METRICS_GAP_S
 
     def __init__(self, context: ServiceContext) -> None:
         self.context = context
@@ -41,6 +45,10 @@ class TunerHook(ControlService):
         tuner = self._loaded(lambda: self.context.store.trial_of_job(job.name) is not None)
         if tuner is not None:
             tuner.job_changed(job)
+
+    def metrics_stored(self, jobs: list[str]) -> None:
+        if self._tuner is not None:  # else no tuning job runs, so none of these is a trial
+            self._tuner.metrics_stored(jobs)
 
     def _loaded(self, needed: object) -> TunerService | None:
         if self._tuner is None and callable(needed) and needed():

@@ -1,8 +1,9 @@
 """The tuner: a control-plane service that runs tuning jobs as ordinary training jobs.
 
-Each tick (and whenever one of its trials' training jobs changes) the tuner *advances* every
-running tuning job from the store alone, so a tuner that died at any moment resumes from where
-the rows say it was:
+Each tick (and whenever one of its trials' training jobs ends, or, with an early-stopping rule,
+stores new metric points: judged within ~0.1 s, not at the next tick) the tuner *advances*
+every running tuning job from the store alone, so a tuner that died at any moment resumes from
+where the rows say it was:
 
 1. reconcile each unfinished trial with its training job: a trial recorded but never submitted
    (the tuner died in between) is submitted now under the name its row already holds; a running
@@ -110,10 +111,29 @@ class TunerService(ControlService):
 
     def job_changed(self, job: JobRecord) -> None:
         if job.status not in ENDED:
-            return  # a running trial's new values wait for the next tick; an end frees a slot
+            return  # a running trial's new values come with metrics_stored; an end frees a slot
         trial = self.store.trial_of_job(job.name)
         if trial is not None:
             self.advance(trial.tuning_job)
+
+    def metrics_stored(self, jobs: list[str]) -> None:
+        """Trials among ``jobs`` reported new values: advance their tuning jobs now if a rule
+        may stop trials early (else the values wait for the tick: nothing acts on them sooner)."""
+        tunings: dict[str, None] = {}
+        for name in jobs:
+            trial = self.store.trial_of_job(name)
+            if trial is not None:
+                tunings[trial.tuning_job] = None
+        for name in tunings:
+            tuning = self.store.get_tuning_job(name)
+            if tuning is None or tuning.status != "InProgress":
+                continue
+            try:
+                config = self._config(tuning)
+            except SpecError:
+                continue  # the tick's pass says why and ends it
+            if self._stops_early(tuning, config):
+                self.advance(name)
 
     def advance(self, name: str) -> None:
         """Move tuning job ``name`` on as far as its trials allow."""

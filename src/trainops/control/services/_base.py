@@ -6,7 +6,9 @@ controller, an agent's report or another service):
 - :meth:`ControlService.tick`, every :attr:`ControlService.period` seconds;
 - :meth:`ControlService.job_changed`, with the job's current record, soon after a job's state
   changed (submitted, a status or secondary status moved, it ended). Changes that arrive while
-  the service is busy are coalesced: it hears the latest record of each job once.
+  the service is busy are coalesced: it hears the latest record of each job once;
+- :meth:`ControlService.metrics_stored`, if it asks (:attr:`ControlService.metrics_gap`), with
+  the jobs whose agents' reports stored new metric points, coalesced to one call per gap.
 
 Through :class:`ServiceContext` a service reads the store, asks for a job to stop (the same
 path as a user's stop, under the controller's lock) and takes its own settings. Tree retention
@@ -90,6 +92,10 @@ class ControlService(ABC):  # noqa: B024 - every hook is optional; a service ove
     name: str = "service"
     #: Seconds between ticks; None: the service is never ticked.
     period: float | None = None
+    #: None: the service is not told of stored metric points; else :meth:`metrics_stored` is
+    #: called with the jobs that stored some, at most once per this many seconds (the points
+    #: of a busy job coalesce: the service's work does not grow with the metric rate).
+    metrics_gap: float | None = None
 
     def tick(self) -> None:
         """Periodic work."""
@@ -98,6 +104,10 @@ class ControlService(ABC):  # noqa: B024 - every hook is optional; a service ove
     def job_changed(self, job: JobRecord) -> None:
         """A job's state changed; ``job`` is its record now."""
         del job
+
+    def metrics_stored(self, jobs: list[str]) -> None:
+        """Jobs ``jobs`` stored new metric points (only with :attr:`metrics_gap` set)."""
+        del jobs
 
     def close(self) -> None:
         """The control plane is closing: release what the service holds."""

@@ -6,11 +6,13 @@ caller (which may hold the controller's lock) never waits for a service. A threa
 job's record as read from the store after the job's latest change: the first thread to get to
 a change reads it, the others are handed the same record (:class:`SharedReads`; a job's change
 cost one store read per service before, six reads where one does). A service that raises is
-logged and keeps running.
+logged and keeps running. :meth:`ServiceHub.metrics_stored` likewise only notes a job that
+stored metric points, for the services that ask for them, each told at most once per its gap.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import threading
@@ -95,6 +97,8 @@ class ServiceRunner:
         self.service = service
         self._read_job = read_job
         self._pending: dict[str, None] = {}  # names in order of arrival, each once
+        self._metrics: dict[str, None] = {}  # jobs that stored metric points, not yet told
+        self._next_metrics = 0.0  # when the service may next be told of metric points
         self._cond = threading.Condition()
         self._closing = False
         self._thread = threading.Thread(
@@ -107,6 +111,13 @@ class ServiceRunner:
     def job_changed(self, name: str) -> None:
         with self._cond:
             self._pending[name] = None
+            self._cond.notify()
+
+    def metrics_stored(self, name: str) -> None:
+        if self.service.metrics_gap is None:
+            return
+        with self._cond:
+            self._metrics[name] = None
             self._cond.notify()
 
     def close(self) -> None:
@@ -123,18 +134,34 @@ class ServiceRunner:
         while True:
             with self._cond:
                 while not self._closing and not self._pending:
-                    if period is not None and time.monotonic() >= next_tick:
+                    wait = self._wait(next_tick if period is not None else None)
+                    if wait == 0.0:
                         break
-                    wait = None if period is None else max(0.0, next_tick - time.monotonic())
                     self._cond.wait(wait)
                 if self._closing:
                     return
                 names, self._pending = list(self._pending), {}
+                stored: list[str] = []
+                if self._metrics and time.monotonic() >= self._next_metrics:
+                    stored, self._metrics = list(self._metrics), {}
             for name in names:
                 self._deliver(name)
+            if stored:
+                self._next_metrics = time.monotonic() + (self.service.metrics_gap or 0.0)
+                self._guard(
+                    "metrics_stored", functools.partial(self.service.metrics_stored, stored)
+                )
             if period is not None and time.monotonic() >= next_tick:
                 self._guard("tick", self.service.tick)
                 next_tick = time.monotonic() + period
+
+    def _wait(self, next_tick: float | None) -> float | None:
+        """How long to sleep before the next tick or telling of metric points (0: due now;
+        None: until woken)."""
+        due = [] if next_tick is None else [next_tick]
+        if self._metrics:
+            due.append(self._next_metrics)
+        return max(0.0, min(due) - time.monotonic()) if due else None
 
     def _deliver(self, name: str) -> None:
         try:
@@ -168,6 +195,10 @@ class ServiceHub:
         self._reads.changed(name)
         for runner in self._runners:
             runner.job_changed(name)
+
+    def metrics_stored(self, name: str) -> None:
+        for runner in self._runners:
+            runner.metrics_stored(name)
 
     def close(self) -> None:
         for runner in self._runners:
