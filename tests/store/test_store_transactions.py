@@ -9,23 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.control._harness import job_spec
-from trainops.spec import JobSpec
+from tests.store._jobs import add_job
 from trainops.store import JobExistsError, MetadataStore, TagLimitError
-
-
-def _create(store: MetadataStore, name: str) -> None:
-    store.create_job(
-        name=name,
-        spec=JobSpec(**job_spec()).view(),
-        code_uri="file:///code.tar.gz",
-        output_prefix=f"file:///out/{name}",
-        max_attempts=1,
-        status="InProgress",
-        secondary_status="Starting",
-        message="Starting the training job",
-        now=1.0,
-    )
 
 
 def _committed(path: Path, sql: str) -> list[tuple[object, ...]]:
@@ -42,14 +27,14 @@ def test_a_failing_second_write_leaves_nothing_of_the_block(tmp_path: Path) -> N
     store = MetadataStore(path)
     try:
         with pytest.raises(TagLimitError), store.transaction():
-            _create(store, "doomed")
+            add_job(store, "doomed")
             store.put_api_request("training-job", "doomed", {"RoleArn": "arn:aws:iam::1:role/R"})
             store.put_tags("training-job", "doomed", {"team": "a"}, 0)  # over the limit: fails
         assert store.get_job("doomed") is None
         assert store.transitions("doomed") == []
         assert store.api_request("training-job", "doomed") == {}
         assert store.tags("training-job", "doomed") == []
-        _create(store, "later")  # the store goes on writing after the undone block
+        add_job(store, "later")  # the store goes on writing after the undone block
     finally:
         store.close()
     assert _committed(path, "SELECT name FROM jobs") == [("later",)]
@@ -61,7 +46,7 @@ def test_the_block_is_committed_at_its_end_and_not_before(tmp_path: Path) -> Non
     store = MetadataStore(path)
     try:
         with store.transaction():
-            _create(store, "whole")
+            add_job(store, "whole")
             store.put_tags("training-job", "whole", {"team": "a"}, 50)
             assert store.get_job("whole") is not None  # this connection reads its own writes
             assert _committed(path, "SELECT COUNT(*) FROM jobs") == [(0,)]
@@ -76,9 +61,9 @@ def test_a_write_that_fails_and_is_caught_inside_undoes_only_itself(tmp_path: Pa
     store = MetadataStore(path)
     try:
         with store.transaction():
-            _create(store, "kept")
+            add_job(store, "kept")
             with pytest.raises(JobExistsError):
-                _create(store, "kept")
+                add_job(store, "kept")
             with pytest.raises(TagLimitError):
                 store.put_tags("training-job", "kept", {"a": "1", "b": "2"}, 1)
             store.put_tags("training-job", "kept", {"c": "3"}, 1)
@@ -97,15 +82,15 @@ def test_the_commit_signal_hears_a_block_once_it_commits_and_never_if_it_is_undo
     store.commits.subscribe(heard.append)
     try:
         with store.transaction():
-            _create(store, "kept")
+            add_job(store, "kept")
             store.put_tags("training-job", "kept", {"team": "a"}, 50)
             assert heard == []  # nothing is visible to others yet: no follower is woken
         assert heard == ["jobs"]
         with pytest.raises(TagLimitError), store.transaction():
-            _create(store, "doomed")
+            add_job(store, "doomed")
             store.put_tags("training-job", "doomed", {"team": "a"}, 0)
         assert heard == ["jobs"]  # the undone block told nobody
-        _create(store, "later")
+        add_job(store, "later")
         assert heard == ["jobs", "jobs"]  # and its topics were not left over for the next write
     finally:
         store.close()

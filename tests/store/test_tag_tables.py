@@ -7,24 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.control._harness import job_spec
-from trainops.spec import JobSpec
+from tests.store._jobs import add_job
 from trainops.store import MetadataStore, TagLimitError
 
 
 def _store_with_job(path: Path, name: str) -> MetadataStore:
     store = MetadataStore(path)
-    store.create_job(
-        name=name,
-        spec=JobSpec(**job_spec()).view(),
-        code_uri="file:///code.tar.gz",
-        output_prefix=f"file:///out/{name}",
-        max_attempts=1,
-        status="InProgress",
-        secondary_status="Starting",
-        message="",
-        now=1.0,
-    )
+    add_job(store, name, message="")
     return store
 
 
