@@ -19,6 +19,7 @@ from trainops.agent import (
 )
 from trainops.agent.contract._hyperparameters import decode_hyperparameters
 from trainops.protocol import HostResources
+from trainops.server.aws import training_job_arn
 from trainops.spec import JobSpec
 
 TOOLKIT_VARIABLES = {
@@ -217,7 +218,8 @@ def test_platform_and_trainops_variables(tmp_path: Path) -> None:
     tree = _tree(tmp_path, ["algo-2"])
     env = _env(tree, _host([0, 1, 2], [], ["algo-2"]), spec_environment={"MKL_NUM_THREADS": "1"})
     assert env["TRAINING_JOB_NAME"] == "job-1"
-    assert env["TRAINING_JOB_ARN"] == "arn:trainops:local:training-job/job-1"
+    # The ARN the API answers with (the server's region; the one account; the name lower-cased).
+    assert env["TRAINING_JOB_ARN"] == "arn:aws:sagemaker:us-east-1:000000000000:training-job/job-1"
     assert env["SAGEMAKER_BASE_DIR"] == str(tmp_path / "root")
     assert env["AWS_REGION"] == "us-east-1"  # from sagemaker_region, as the toolkit sets it
     assert env["SM_CHECKPOINT_DIR"] == str(tmp_path / "root/checkpoints/run")
@@ -275,3 +277,15 @@ def test_the_server_s_variables_never_reach_the_script(tmp_path: Path) -> None:
     assert not set(server) & set(env)
     assert "api-token" not in json.dumps(env)
     assert {k: env[k] for k in in_job} == in_job
+
+
+def test_the_job_arn_names_the_server_s_region_as_the_api_answers_with_it(tmp_path: Path) -> None:
+    # The script's TRAINING_JOB_ARN is the TrainingJobArn that DescribeTrainingJob gives.
+    tree = _tree(tmp_path, ["algo-2"])
+    host = HostContext(
+        "Digits-Run-7", "algo-2", ["algo-2"], HostResources(), "train.py", region="eu-west-1"
+    )
+    env = _env(tree, host)
+    want = "arn:aws:sagemaker:eu-west-1:000000000000:training-job/digits-run-7"
+    assert env["TRAINING_JOB_ARN"] == want
+    assert env["TRAINING_JOB_ARN"] == training_job_arn("eu-west-1", "Digits-Run-7")

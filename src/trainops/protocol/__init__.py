@@ -4,6 +4,7 @@ Both sides import only this package from each other, so every backend (local pro
 actors) starts and hears from agents the same way.
 """
 
+from trainops.protocol._arns import ACCOUNT_ID, training_job_arn, tuning_job_arn
 from trainops.protocol._checkpoint import CHECKPOINT_KINDS, CheckpointKind, CheckpointRecord
 from trainops.protocol._job import (
     DEFAULT_CHECKPOINT_PATH,
@@ -57,6 +58,7 @@ from trainops.protocol._observe import (
 )
 
 __all__ = [
+    "ACCOUNT_ID",
     "AGENT_API_PREFIX",
     "CHECKPOINT_KINDS",
     "DEFAULT_CHECKPOINT_PATH",
@@ -102,4 +104,6 @@ __all__ = [
     "TensorBoardSpec",
     "agent_command",
     "event_span",
+    "training_job_arn",
+    "tuning_job_arn",
 ]

@@ -19,7 +19,7 @@ from typing import Any
 
 from trainops.agent.contract._hyperparameters import split_hyperparameters, to_cmd_args, to_env_vars
 from trainops.agent.contract._tree import HostTree
-from trainops.protocol import HostResources
+from trainops.protocol import HostResources, training_job_arn
 
 __all__ = [
     "HostContext",
@@ -75,6 +75,8 @@ class HostContext:
     # The declared instance type's vCPUs: what SM_NUM_CPUS says, so that a script sizing its
     # world by it forms the world it would form in the cloud, even on a smaller machine.
     instance_vcpus: int | None = None
+    # The server's region: the job's ARN names it, as the API's answers name it.
+    region: str = "us-east-1"
 
     @property
     def num_cpus(self) -> int:
@@ -236,7 +238,7 @@ def _dist_groups(framework: Mapping[str, Any], group: str) -> list[str]:
 def _platform_variables(tree: HostTree, host: HostContext) -> dict[str, str]:
     return {
         "TRAINING_JOB_NAME": host.job_name,
-        "TRAINING_JOB_ARN": f"arn:trainops:local:training-job/{host.job_name}",
+        "TRAINING_JOB_ARN": training_job_arn(host.region, host.job_name),
         "SAGEMAKER_BASE_DIR": str(tree.root),
         "SM_CHECKPOINT_DIR": str(tree.checkpoint_dir),
         "PYTHONUNBUFFERED": "1",

@@ -66,6 +66,7 @@ def script_environment(
         assignment.resources,
         job.entry_point,
         instance_vcpus=get_instance_type(job.instance_type).vcpus,
+        region=assignment.region,
     )
     return build_environment(
         tree,

@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from trainops._errors import JobNotFoundError, SpecError
 from trainops._settings import Settings
 from trainops.control import JobController, JobEndedError
+from trainops.protocol import ACCOUNT_ID, training_job_arn, tuning_job_arn
 from trainops.server._redaction import Masker
 from trainops.server._schema import KEPT, kept_of, split_trainops, with_kept
 from trainops.server._views import describe, job_masker
@@ -43,8 +44,6 @@ __all__ = [
     "tuning_job_arn",
 ]
 
-#: The account every ARN names (there is one account: the server's).
-ACCOUNT_ID = "000000000000"
 _NOT_FOUND = "Requested resource not found."
 _MAX_SCANNED = 100_000  # jobs a ListTrainingJobs call filters and sorts at most
 _SORT_KEYS = {"Name": "name", "CreationTime": "creation_time", "Status": "status"}
@@ -55,14 +54,6 @@ _FILE_SYSTEM_ID = re.compile(r"fs-[0-9a-f]{8,17}")  # the model's pattern and it
 def bad_token() -> AwsError:
     """A page token that is not one of ours, as the service words it."""
     return AwsError(400, "ValidationException", "Invalid pagination token")
-
-
-def training_job_arn(region: str, name: str) -> str:
-    return f"arn:aws:sagemaker:{region}:{ACCOUNT_ID}:training-job/{name.lower()}"
-
-
-def tuning_job_arn(region: str, name: str) -> str:
-    return f"arn:aws:sagemaker:{region}:{ACCOUNT_ID}:hyper-parameter-tuning-job/{name.lower()}"
 
 
 def sagemaker_service(controller: JobController, settings: Settings) -> AwsService:

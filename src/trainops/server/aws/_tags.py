@@ -17,12 +17,12 @@ from typing import Any, Protocol
 from trainops._settings import Settings
 from trainops.server.aws._errors import AwsError
 from trainops.server.aws._services import AwsOperation
+from trainops.protocol import ACCOUNT_ID
 from trainops.store import TAGGED_KINDS, MetadataStore, TagLimitError
 
 __all__ = ["MAX_TAGS", "Tagged", "check_tags", "tag_operations", "too_many_tags"]
 
 MAX_TAGS = 50
-_ACCOUNT_ID = "000000000000"  # _sagemaker.ACCOUNT_ID (not imported: it imports this module)
 _ARN = re.compile(
     r"arn:aws[a-z-]*:sagemaker:(?P<region>[a-z0-9-]*):(?P<account>[0-9]{12}):(?P<kind>[a-z-]+)/(?P<name>[^/]+)"
 )
@@ -96,7 +96,7 @@ class _TagOperations:
         if (
             match is None
             or match["region"] != self.plane.settings.region
-            or match["account"] != _ACCOUNT_ID
+            or match["account"] != ACCOUNT_ID
             or match["kind"] not in TAGGED_KINDS
         ):
             raise _invalid(_NOT_FOUND)
