@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from trainops._settings import Settings
+from trainops.protocol import ACCOUNT_ID
 from trainops.server.aws._errors import AwsError
 from trainops.server.aws._services import AwsOperation
-from trainops.protocol import ACCOUNT_ID
 from trainops.store import TAGGED_KINDS, MetadataStore, TagLimitError
 
 __all__ = ["MAX_TAGS", "Tagged", "check_tags", "tag_operations", "too_many_tags"]
