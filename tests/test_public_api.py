@@ -25,6 +25,7 @@ EXPECTED = {
     "StorageError",
     "TrainingJob",
     "TrainopsError",
+    "UnexpectedStatusError",
     "__version__",
     "connect",
     "load_spec",

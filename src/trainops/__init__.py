@@ -17,6 +17,7 @@ from trainops._errors import (
     SpecError,
     StorageError,
     TrainopsError,
+    UnexpectedStatusError,
 )
 from trainops._version import __version__
 
@@ -50,6 +51,7 @@ __all__ = [
     "StorageError",
     "TrainingJob",
     "TrainopsError",
+    "UnexpectedStatusError",
     "__version__",
     "connect",
     "load_spec",

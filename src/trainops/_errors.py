@@ -6,6 +6,8 @@ the CLI prints the message (never a traceback) and exits non-zero.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "TUNING_JOB",
     "ArchiveError",
@@ -15,6 +17,7 @@ __all__ = [
     "SpecError",
     "StorageError",
     "TrainopsError",
+    "UnexpectedStatusError",
 ]
 
 #: The subject of a tuning job's refusals: ``invalid tuning job in tune.yaml:``.
@@ -66,3 +69,38 @@ class JobNotFoundError(TrainopsError):
 
 class ServerError(TrainopsError):
     """The control plane could not be reached or answered with an error."""
+
+
+class UnexpectedStatusError(TrainopsError):
+    """A job waited on ended in a status other than the ones asked for: ``fit()`` and ``wait()``
+    raise it for a Failed job, as the SageMaker SDK raises its ``UnexpectedStatusException``
+    (Completed and Stopped return). The message is the SDK's (``Error for Training job <name>:
+    Failed. Reason: <FailureReason>``); ``description`` is the job's final description."""
+
+    def __init__(
+        self,
+        message: str,
+        allowed_statuses: tuple[str, ...],
+        actual_status: str,
+        description: dict[str, Any],
+    ) -> None:
+        super().__init__(message)
+        self.allowed_statuses = allowed_statuses
+        self.actual_status = actual_status
+        self.description = description
+
+
+#: The statuses a waited-on job may end in without :class:`UnexpectedStatusError` (the SDK's).
+ALLOWED_END_STATUSES = ("Completed", "Stopped")
+
+
+def check_end_status(description: dict[str, Any], status_key: str, name_key: str) -> None:
+    """Raise :class:`UnexpectedStatusError` unless ``description`` ended Completed or Stopped,
+    worded as the SageMaker SDK words it (``TrainingJobStatus`` → ``Training job``)."""
+    status = str(description.get(status_key))
+    if status in ALLOWED_END_STATUSES:
+        return
+    kind = status_key.replace("JobStatus", " job")
+    reason = description.get("FailureReason") or "(No reason provided)"
+    message = f"Error for {kind} {description.get(name_key)}: {status}. Reason: {reason}"
+    raise UnexpectedStatusError(message, ALLOWED_END_STATUSES, status, description)

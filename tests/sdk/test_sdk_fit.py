@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e._harness import cli_env, describe
-from trainops import Channel, MetricDefinition, SpecError, TrainingJob
+from trainops import Channel, MetricDefinition, SpecError, TrainingJob, UnexpectedStatusError
 from trainops.sdk._session import close_sessions
 
 pytestmark = pytest.mark.slow
@@ -84,6 +84,23 @@ def test_fit_without_waiting_then_wait(workdir: Path, capsys: pytest.CaptureFixt
     assert first["TrainingJobStatus"] in ("InProgress", "Completed")
     assert job.wait(logs=False)["TrainingJobStatus"] == "Completed"
     assert capsys.readouterr().out == ""
+
+
+def test_a_failed_job_raises_as_the_sdk_does_with_its_reason_and_description(
+    workdir: Path,
+) -> None:
+    (workdir / "fails.py").write_text("import sys\nsys.exit('no data in the channel')\n")
+    job = TrainingJob(entry_point="fails.py", job_name="sdk-fails")
+    with pytest.raises(UnexpectedStatusError) as caught:
+        job.fit(logs=False)
+    error = caught.value
+    assert str(error).startswith("Error for Training job sdk-fails: Failed. Reason: ")
+    assert error.actual_status == "Failed"
+    assert error.allowed_statuses == ("Completed", "Stopped")
+    assert error.description["TrainingJobName"] == "sdk-fails"
+    assert error.description["FailureReason"] in str(error)
+    with pytest.raises(UnexpectedStatusError):  # wait() again says the same
+        job.wait(logs=False)
 
 
 def test_a_job_left_running_is_stopped_when_the_process_exits(

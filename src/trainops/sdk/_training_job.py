@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import PrivateAttr
 
-from trainops._errors import SpecError, TrainopsError
+from trainops._errors import SpecError, TrainopsError, check_end_status
 from trainops._settings import Settings
 from trainops.client import Client, follow, format_log_line, format_transition, submit_job
 from trainops.sdk._session import session_for
@@ -81,7 +81,8 @@ class TrainingJob(JobSpec):
         The arguments are the SageMaker SDK's ``Estimator.fit``: ``inputs`` (a URI for the one
         channel ``training``, or channel names mapped to URIs or :class:`Channel` objects) replaces the
         job's inputs for this run, ``job_name`` its name; ``logs`` may also be the SDK's ``"All"``
-        or ``"None"``. Returns the job's description: the final one when waiting, the first one
+        or ``"None"``. Returns the job's description: the final one when waiting (a Failed job
+        raises :class:`~trainops.UnexpectedStatusError`, as the SDK does), the first one
         otherwise.
         """
         spec = self._for_run(inputs, job_name, experiment_config)
@@ -120,10 +121,16 @@ class TrainingJob(JobSpec):
         return JobSpec(**fields)
 
     def wait(self, logs: bool = True) -> dict[str, Any]:
-        """Follow the submitted job until it ends; returns its final description."""
+        """Follow the submitted job until it ends; returns its final description (Completed or
+        Stopped). A Failed job raises :class:`~trainops.UnexpectedStatusError`, as the SageMaker
+        SDK's ``wait()`` raises its ``UnexpectedStatusException``; the error carries the final
+        description."""
         if logs:
-            return follow(self._client(), self._require_name(), _print_line, _print_transition)
-        return follow(self._client(), self._require_name(), _skip)
+            final = follow(self._client(), self._require_name(), _print_line, _print_transition)
+        else:
+            final = follow(self._client(), self._require_name(), _skip)
+        check_end_status(final, "TrainingJobStatus", "TrainingJobName")
+        return final
 
     def describe(self) -> dict[str, Any]:
         """The DescribeTrainingJob-shaped description of the submitted job."""

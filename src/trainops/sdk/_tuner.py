@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainops._errors import TUNING_JOB, SpecError, TrainopsError
+from trainops._errors import TUNING_JOB, SpecError, TrainopsError, check_end_status
 from trainops._settings import Settings
 from trainops.client import new_tuning_job_name, read_tuning, submit_tuning_config
 from trainops.sdk._analytics import HyperparameterTuningJobAnalytics
@@ -149,7 +149,8 @@ class HyperparameterTuner:
         ``logs``). ``inputs`` replaces the estimator's channels for this job (as
         ``TrainingJob.fit`` takes them); ``job_name`` names it (else ``base_tuning_job_name`` or
         ``tune``, and the time). Returns the tuning job's description: the final one when
-        waiting, the first one otherwise."""
+        waiting (a Failed one raises :class:`~trainops.UnexpectedStatusError`), the first one
+        otherwise."""
         estimator = self._require_estimator("fit()")
         if inputs is not None:
             estimator = JobSpec(**{**dict(estimator), "inputs": inputs})
@@ -172,10 +173,13 @@ class HyperparameterTuner:
 
     def wait(self, logs: bool = True) -> dict[str, Any]:
         """Wait until the tuning job ends (printing a line whenever its counts or its best trial
-        move, if ``logs``); returns its final description."""
+        move, if ``logs``); returns its final description (Completed or Stopped). A Failed
+        tuning job raises :class:`~trainops.UnexpectedStatusError`, as the SDK's does."""
         name = self._require_name()
         client = session_for(self._settings or Settings.load()).client
-        return wait_for_tuning(client, name, _print_progress if logs else _quiet)
+        final = wait_for_tuning(client, name, _print_progress if logs else _quiet)
+        check_end_status(final, "HyperParameterTuningJobStatus", "HyperParameterTuningJobName")
+        return final
 
     def stop_tuning_job(self) -> dict[str, Any]:
         """Stop the tuning job and its running trials; returns its description (Stopping)."""
