@@ -17,11 +17,13 @@ asked for) and ends: 0 when all was made, 1 when the namespaces were refused,
 
 A job's host is contained by two more forms (see ``trainops.agent.supervision._hostns``):
 
-- ``--hold [the options above] [--mask DIR …] [--keep PATH …] [--keep-ro PATH …]``: the host's
-  namespaces, made once: mount, UTS and PID (and user when not root). The mounts above are
-  applied, each ``DIR`` is covered by an empty read-only tmpfs with only the ``PATH``s below it
-  bound back (``$TRAINOPS_HOME`` less the host's own tree and Python environment; the parent of
-  the remote-shell sockets less the job's own), and, as root, ``/dev`` is cut down to the
+- ``--hold [the options above] [--read-only DIR …] [--mask DIR …] [--keep PATH …]
+  [--keep-ro PATH …]``: the host's namespaces, made once: mount, UTS and PID (and user when not
+  root). The mounts above are applied, each ``--read-only`` directory (the Python installation
+  the server runs from) is bound onto itself read-only, each ``DIR`` is covered by an empty
+  read-only tmpfs with only the ``PATH``s below it bound back (the user's home and
+  ``$TRAINOPS_HOME`` less the host's own tree, private home and Python environment; the parent
+  of the remote-shell sockets less the job's own), and, as root, ``/dev`` is cut down to the
   device nodes a container gets and ``/sys`` is read-only. Its child is the namespace's init
   (pid 1): it mounts a fresh ``/proc``, keeps only Docker's default capabilities
   (``trainops._hostns_caps``), reaps whatever is orphaned to it and never runs a script itself.
@@ -173,7 +175,10 @@ PROG = "python -m trainops._hostns_exec"
 _FLAGS = ("--probe", "--hold", "--run")
 _SINGLE = ("--hostname", "--hosts-file", "--opt-ml", "--expect-entries")
 _NUMBERS = ("--die-with-parent", "--join", "--ns-inode")
-_LISTS = {"--resolve": 1, "--bind": 3, "--graft": 5, "--mask": 1, "--keep": 1, "--keep-ro": 1}
+_LISTS = {
+    "--resolve": 1, "--bind": 3, "--graft": 5, "--mask": 1, "--keep": 1, "--keep-ro": 1,
+    "--read-only": 1,
+}  # fmt: skip
 
 
 class UsageError(Exception):
@@ -199,6 +204,7 @@ class Arguments:
         self.mask: list[str] = []
         self.keep: list[str] = []
         self.keep_ro: list[str] = []
+        self.read_only: list[str] = []
         self.command: list[str] = []
 
 
@@ -345,7 +351,9 @@ def _hold(args: Arguments) -> int:
         as_root = os.getuid() == 0
         _enter(args.hostname, args.hosts_file, pids=True)
         _mount_all(args)
-        keeps = [(p, False) for p in args.keep] + [(p, True) for p in args.keep_ro]
+        mounts.protect(args.read_only)
+        kept_ro = args.keep_ro + args.read_only  # a protected path under a mask: shown, read-only
+        keeps = [(p, False) for p in args.keep] + [(p, True) for p in kept_ro]
         if as_root:  # a user's own namespace cannot open the machine's devices or write /sys
             args.mask.append("/dev")
             keeps += [(f"/dev/{name}", False) for name in _devices()]

@@ -16,7 +16,11 @@
   the job may use (its own tree, its Python environment, its own socket directory, the device
   nodes a container gets) bound back at their places; the tmpfs is then made read-only;
 - :func:`make_read_only`: every mount at and below a path read-only in this namespace (``/sys``,
-  the kernel's knobs under ``/proc``), as a container's are.
+  the kernel's knobs under ``/proc``), as a container's are;
+- :func:`protect`: directories the job may read and run but never change (the Python
+  installation the agents and the server run from: its prefixes, its site-packages, trainops'
+  own source) bound onto themselves read-only, so that no script can plant code that the
+  server or another job would run.
 
 Standard library only (ctypes), like ``_hostns_exec``: it runs before every rank's process.
 """
@@ -36,6 +40,7 @@ __all__ = [
     "mask_all",
     "mount_proc",
     "mounts_under",
+    "protect",
     "show_opt_ml",
 ]
 
@@ -225,6 +230,15 @@ def make_read_only(target: str) -> None:
     """``target`` and every mount below it read-only in this namespace."""
     for point in mounts_under(target):
         _make_read_only(point)
+
+
+def protect(paths: list[str]) -> None:
+    """Each existing directory of ``paths`` (the outermost of them; never ``/``) bound onto
+    itself read-only, with every mount below it. Run before :func:`mask_all`: a protected
+    directory under a mask is then bound back read-only as a kept path."""
+    real = [os.path.realpath(p) for p in paths if os.path.isdir(p)]
+    for path in _outermost([p for p in real if p != "/"]):
+        bind(path, path, read_only=True)
 
 
 def mount_proc() -> None:

@@ -4,6 +4,9 @@
   is in none of describe, FailureReason, the log lines trainops writes, ``trainops run``'s
   output, ``trainops logs`` and the REST job view; the home and the job's files are private to
   their owner (as a reader of another uid sees them).
+- A hostile script cannot change the Python installation the server runs from (its prefix, its
+  site-packages, trainops' own source) nor read the user's home (``~/.aws/credentials``): its
+  ``HOME`` is a private directory of its host, writable.
 - A hostile script in a job of its own finds a running job's remote-shell sockets and asks them
   to run a command, without a key, with a guess and with any key it can find: every request is
   refused and nothing runs on the other job.
@@ -21,7 +24,9 @@ import httpx
 import psutil
 import pytest
 
+import trainops as trainops_package
 from tests.e2e._harness import Server, describe, trainops, wait_for, write_job
+from trainops.agent.supervision._hostns import namespaces_available
 from trainops.backends._base import JOURNAL_FILE
 
 pytestmark = pytest.mark.slow
@@ -66,6 +71,49 @@ def test_a_jobs_secrets_appear_nowhere_trainops_shows_them(tmp_path: Path) -> No
     assert {str(p): _mode(p) for p in files} == {str(p): 0o600 for p in files}
     if os.geteuid() == 0:
         _unreadable_to_another_uid(home, host / "input/config/hyperparameters.json")
+
+
+TAMPERS = """
+import json, os, site, sys
+import trainops
+targets = [sys.prefix, site.getsitepackages()[0], os.path.dirname(trainops.__file__)]
+seen = {}
+for target in targets:
+    try:
+        with open(os.path.join(target, "planted.pth"), "w") as out:
+            out.write("# what a hostile job would plant: a line Python runs at every start\n")
+        seen[target] = "written"
+    except OSError as exc:
+        seen[target] = exc.strerror
+user_home = os.environ["USER_HOME"]
+try:
+    seen["credentials"] = open(os.path.join(user_home, ".aws/credentials")).read()
+except OSError as exc:
+    seen["credentials"] = exc.strerror
+home = os.environ["HOME"]
+open(os.path.join(home, "cache.txt"), "w").write("mine")  # a private home, writable
+seen["home"] = home
+print("SEEN " + json.dumps(seen), flush=True)
+"""
+
+
+@pytest.mark.skipif(not namespaces_available(), reason="this machine allows no namespaces")
+def test_a_script_cannot_change_the_server_s_python_nor_read_the_user_s_home(
+    tmp_path: Path,
+) -> None:
+    user_home = tmp_path / "user"
+    (user_home / ".aws").mkdir(parents=True)
+    (user_home / ".aws/credentials").write_text("[default]\naws_secret_access_key = s3cr3t\n")
+    spec = write_job(tmp_path, TAMPERS, environment={"USER_HOME": str(user_home)})
+    run = trainops("run", str(spec), home=tmp_path / "home", HOME=str(user_home))
+    assert run.returncode == 0, run.stdout + run.stderr
+    line = next(x for x in run.stdout.splitlines() if "SEEN " in x)
+    seen = json.loads(line.split("SEEN ", 1)[1])
+    home = seen.pop("home")
+    assert seen.pop("credentials") == "No such file or directory"  # masked: an empty directory
+    assert seen and set(seen.values()) == {"Read-only file system"}, seen
+    assert not home.startswith(str(user_home)) and home.endswith("/home")
+    assert not (Path(trainops_package.__file__).parent / "planted.pth").exists()  # untouched
 
 
 def _rest(home: Path) -> list[str]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import sys
 import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -68,6 +67,7 @@ from trainops.agent.supervision._hostns import (
     unwrap,
 )
 from trainops.agent.supervision._process import ScriptProcess
+from trainops.agent.supervision._protected import private_home, python_installation, user_home
 from trainops.agent.supervision._reaper import new_marker
 from trainops.agent.supervision._remote import RemoteShell, SpawnApi
 from trainops.agent.supervision._space import (
@@ -365,14 +365,18 @@ class HostAgent:
         )
 
     def _isolation(self) -> Isolation:
-        """What the script must not see: the home (less its own tree and Python environment)
-        and every job's remote-shell sockets (less its own)."""
+        """What the script must not see: the trainops home and the user's (less its own tree,
+        private home and Python environment) and every job's remote-shell sockets (less its
+        own); and must not change: the Python installation (see ``_protected``)."""
         masks = [self.settings.home, Path.home() / ".trainops", socket_parent()]
-        # The interpreters the job runs with stay, should a home hold them.
-        keeps = [self.tree.root, self.state_dir / "env", Path(sys.prefix), Path(sys.base_prefix)]
+        masks += [home] if (home := user_home()) is not None else []
+        own = [self.tree.root, self.state_dir / "env", private_home(self.state_dir)]
+        keeps = list(own)  # the interpreters stay too, read-only: ``read_only`` below
         if self._remote is not None:
             keeps.append(self._remote.directory)
-        return Isolation(tuple(masks), tuple(keeps))
+        spared = [self.settings.home, self.state_dir, *own]
+        read_only = python_installation(self.job.python, spared)
+        return Isolation(tuple(masks), tuple(keeps), read_only)
 
     def _channel_context(self) -> ChannelContext:
         scratch = self.state_dir / "channels"
@@ -416,6 +420,8 @@ class HostAgent:
 
     def _command(self) -> ScriptCommand:
         self._env = script_environment(self.tree, self.assignment, self.job, self.environ)
+        if namespaces_available():  # the user's home is masked: the host's own instead
+            self._env["HOME"] = str(private_home(self.state_dir))
         if self._sidecars is not None:
             self._env = self._sidecars.environment(self._env)
         installer = JobInstaller(

@@ -58,10 +58,13 @@ NO_NAMESPACES = (
 class Isolation:
     """What the host's processes must not see: ``masks`` (directories covered by an empty
     read-only tmpfs) less ``keeps`` (paths below them bound back: the host's own tree, its
-    Python environment, its own remote-shell directory)."""
+    private home, its Python environment, its own remote-shell directory); and what they must
+    not change: ``read_only`` (the Python installation the agents and the server run from,
+    shown read-only wherever it is, under a mask too)."""
 
     masks: tuple[Path, ...] = ()
     keeps: tuple[Path, ...] = ()
+    read_only: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +171,12 @@ def start_host_namespace(
     except OSError as exc:
         raise LaunchError(f"a channel's mount is gone before the script started: {exc}") from None
     arguments = hold_arguments(
-        assignment.current_host, hosts_file, mounts, isolation.masks, isolation.keeps
+        assignment.current_host,
+        hosts_file,
+        mounts,
+        isolation.masks,
+        isolation.keeps,
+        read_only=isolation.read_only,
     )
     try:
         return HostNamespace.start(arguments)

@@ -8,6 +8,10 @@ interpreter when the agent itself runs in a virtual environment), and installs i
 current interpreter's pip (``pip --python``). The new environment's own packages come first on
 ``sys.path``; the user's environment is never written to.
 
+A container's command (a job made by the SageMaker API with ``ContainerEntrypoint``) always gets
+the per-job environment first on ``PATH`` (:meth:`JobInstaller.layer`): the command may install
+packages itself.
+
 A job whose spec names its ``python`` (the SageMaker API sets it from the server's ``images``
 setting) runs with that interpreter instead, and its per-job environment is layered over that
 interpreter's site-packages the same way.
@@ -87,6 +91,14 @@ class JobInstaller:
         if kind is EntryPointKind.PACKAGE:
             self._pip(python, ["."], InstallModuleError)
         return python
+
+    def layer(self) -> str:
+        """The job's own environment over the interpreter (made now, nothing installed), for a
+        container's command: what it installs (the SageMaker SDK v3's drivers pip-install the
+        source code's requirements with the ``python3`` on ``PATH``) goes there, never into the
+        interpreter's own site-packages, which jobs share with the server."""
+        self._check_python()
+        return self.create_environment()
 
     def _check_python(self) -> None:
         if self.python == sys.executable:

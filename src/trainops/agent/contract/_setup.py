@@ -97,10 +97,12 @@ def script_command(
     """Install what the source directory needs and return the script's argv.
 
     The job's interpreter directory goes first on ``PATH`` so that ``python`` in a shell entry
-    point is the same interpreter a ``.py`` entry point runs with.
+    point is the same interpreter a ``.py`` entry point runs with; a container's command gets
+    the job's own environment there (what it installs stays the job's).
     """
     kind = entry_point_kind(tree.code_dir, job.entry_point)
-    python = installer.prepare(kind)
+    container = job.container_entrypoint is not None
+    python = installer.layer() if container else installer.prepare(kind)
     env["PATH"] = os.pathsep.join([str(Path(python).parent), env.get("PATH", "")])
     user, _framework, _sagemaker = split_hyperparameters(
         decode_hyperparameters(tree.read_config(HYPERPARAMETERS))

@@ -220,10 +220,13 @@ def hold_arguments(
     masks: Sequence[Path],
     keeps: Sequence[Path],
     keeps_read_only: Sequence[Path] = (),
+    read_only: Sequence[Path] = (),
 ) -> list[str]:
     """The holder's arguments: the host's name and hosts file, its mounts (from
-    :func:`mount_arguments`), the directories to mask and what to keep visible below them."""
+    :func:`mount_arguments`), the directories to keep read-only (wherever they are), the
+    directories to mask and what to keep visible below them."""
     args = ["--hostname", hostname, "--hosts-file", str(hosts_file), *mounts]
+    args += [a for path in read_only for a in ("--read-only", str(path))]
     args += [a for mask in masks for a in ("--mask", str(mask))]
     args += [a for keep in keeps for a in ("--keep", str(keep))]
     return args + [a for keep in keeps_read_only for a in ("--keep-ro", str(keep))]
