@@ -81,7 +81,7 @@ seen = {}
 for target in targets:
     try:
         with open(os.path.join(target, "planted.pth"), "w") as out:
-            out.write("# what a hostile job would plant: a line Python runs at every start\n")
+            out.write("# what a hostile job would plant: a line Python runs at every start\\n")
         seen[target] = "written"
     except OSError as exc:
         seen[target] = exc.strerror
