@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +52,8 @@ model = {"total": total, "epochs": args.epochs, "hps": json.loads(os.environ["SM
          "greeting": os.environ.get("GREETING")}
 with open("/opt/ml/checkpoints/step-3.txt", "w") as out:
     out.write(str(total))
+import tinyjobpkg  # SourceCode(requirements=): installed by the SDK's drivers before this ran
+model["package"] = [tinyjobpkg.VALUE, tinyjobpkg.__file__]
 json.dump(model, open(os.path.join(os.environ["SM_MODEL_DIR"], "model.json"), "w"))
 """
 
@@ -70,7 +74,7 @@ if seen["RANK"] == "0":
 # What a user writes: the SDK's INFO log shown (where train(logs=True) prints the job's lines),
 # data put in S3, a ModelTrainer trained on it, and its model read back.
 CLIENT = """
-import io, json, logging, sys, tarfile
+import io, json, logging, os, sys, tarfile
 logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(name)s: %(message)s")
 import boto3
 from sagemaker.train import ModelTrainer
@@ -88,7 +92,13 @@ for i in range(3):
     s3.put_object(Bucket="trainops", Key=f"data/train/part-{i}", Body=str(i + 1).encode())
 trainer = ModelTrainer(
     training_image="763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.3-cpu-py311",
-    source_code=SourceCode(source_dir=source_dir, entry_script="train.py"),
+    source_code=SourceCode(
+        source_dir=source_dir,
+        entry_script="train.py",
+        requirements="requirements.txt"
+        if os.path.exists(os.path.join(source_dir, "requirements.txt"))
+        else None,
+    ),
     role="arn:aws:iam::000000000000:role/SageMakerRole",
     compute=Compute(instance_type="ml.m5.large", instance_count=hosts),
     hyperparameters={} if torchrun == "yes" else {"epochs": 3},
@@ -174,11 +184,16 @@ def _start(
     hosts: int,
     torchrun: bool,
     local: Path | None = None,
+    requirements: bool = False,
 ) -> subprocess.Popen[str]:
-    """Start the client in the SDK v3's venv (``local``: a directory for a channel ``local``)."""
+    """Start the client in the SDK v3's venv (``local``: a directory for a channel ``local``;
+    ``requirements``: a requirements.txt naming a wheel in the source directory)."""
     source = folder / "src"
     source.mkdir(parents=True)
     (source / "train.py").write_text(script)
+    if requirements:
+        wheel = _wheel(source)
+        (source / "requirements.txt").write_text(f"./{wheel.name}\n")
     client = folder / "client.py"
     client.write_text(CLIENT)
     args = [str(source), base_name, str(hosts), "yes" if torchrun else "no"]
@@ -191,6 +206,23 @@ def _start(
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def _wheel(folder: Path) -> Path:
+    """A one-module wheel, built here: the job installs it with no index reached."""
+    path = folder / "tinyjobpkg-1.0-py3-none-any.whl"
+    info = "tinyjobpkg-1.0.dist-info"
+    files = {
+        "tinyjobpkg/__init__.py": "VALUE = 42\n",
+        f"{info}/METADATA": "Metadata-Version: 2.1\nName: tinyjobpkg\nVersion: 1.0\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\n"
+        "Tag: py3-none-any\n",
+    }
+    record = "".join(f"{name},,\n" for name in [*files, f"{info}/RECORD"])
+    with zipfile.ZipFile(path, "w") as wheel:
+        for name, text in {**files, f"{info}/RECORD": record}.items():
+            wheel.writestr(name, text)
+    return path
 
 
 def _result(process: subprocess.Popen[str]) -> tuple[dict[str, Any], str]:
@@ -206,7 +238,7 @@ def _result(process: subprocess.Popen[str]) -> tuple[dict[str, Any], str]:
     if not opt_ml_shown(True):  # the SDK's command needs /opt/ml: such a job fails saying so
         assert result["status"] == "Failed" and "/opt/ml" in str(result["error"]), result
         pytest.skip("this machine cannot show /opt/ml to a job: the job failed saying so")
-    assert result["status"] == "Completed", result["error"]
+    assert result["status"] == "Completed", str(result["error"]) + stderr[-6000:]
     return result, stderr
 
 
@@ -239,10 +271,23 @@ def test_model_trainer_trains_with_the_endpoint_variables_and_reads_its_model(
     local = tmp_path / "notes"
     local.mkdir()
     (local / "note.txt").write_text("from a local directory")
-    result, log = _result(
-        _start(served, tmp_path, TRAIN, base_name="v3-basic", hosts=1, torchrun=False, local=local)
+    started = _start(
+        served,
+        tmp_path,
+        TRAIN,
+        base_name="v3-basic",
+        hosts=1,
+        torchrun=False,
+        local=local,
+        requirements=True,
     )
+    result, log = _result(started)
     name = result["name"]
+    value, installed = result["model"].pop("package")
+    # SourceCode(requirements=): installed into the job's own environment (its drivers' pip
+    # runs with the python3 first on PATH), never into the interpreter the server runs from
+    assert value == 42 and "/env/lib/" in installed, installed
+    assert not installed.startswith(sys.prefix)
     assert name.startswith("v3-basic-")
     assert result["uri"] == f"s3://trainops/v3-basic/{name}/output/model.tar.gz"
     assert result["model"] == {

@@ -103,7 +103,10 @@ def script_command(
     kind = entry_point_kind(tree.code_dir, job.entry_point)
     container = job.container_entrypoint is not None
     python = installer.layer() if container else installer.prepare(kind)
-    env["PATH"] = os.pathsep.join([str(Path(python).parent), env.get("PATH", "")])
+    # The interpreter's own directory follows its layer's: its programs (torchrun, mpirun's
+    # helpers) stay found.
+    bins = dict.fromkeys([str(Path(python).parent), str(Path(installer.python).parent)])
+    env["PATH"] = os.pathsep.join([*bins, env.get("PATH", "")])
     user, _framework, _sagemaker = split_hyperparameters(
         decode_hyperparameters(tree.read_config(HYPERPARAMETERS))
     )
