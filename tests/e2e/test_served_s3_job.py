@@ -1,6 +1,12 @@
 """End to end on the S3 server a `trainops server` supervises (TRAINOPS_S3_SERVE=1, i.e. --s3):
 code and channel uploaded by an AWS SDK client to it, the job reads them and writes its model
-to the default bucket, and the S3 server stops with the control plane."""
+to the default bucket, a hostile job holds its own key only, and the S3 server stops with the
+control plane.
+
+One server serves the module (its start, the server's and weed's, is most of a test's time):
+the jobs have names and prefixes of their own, and the last test stops it, checking what the
+stop does and that no secret any test saw is in the server's log.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,8 @@ import io
 import json
 import socket
 import tarfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +24,7 @@ import yaml
 
 from tests._support.system import require
 from tests.e2e._harness import Server, describe, trainops, wait_for
+from trainops._settings import S3Settings
 from trainops.storage._seaweed import read_client_file
 
 pytestmark = [pytest.mark.slow, pytest.mark.s3]
@@ -55,50 +64,63 @@ def _client(home: Path) -> Any:
     )
 
 
-def test_a_job_reads_code_and_data_from_the_served_s3_and_writes_its_model_there(
-    tmp_path: Path,
-) -> None:
+@dataclass
+class Served:
+    """The module's server, its S3 as ``client.json`` advertises it, and every secret a test
+    saw (the last test checks that none of them is in the server's log)."""
+
+    home: Path
+    server: Server
+    s3: S3Settings
+    secrets: list[str] = field(default_factory=list)
+
+    def logs(self) -> str:
+        return "".join(p.read_text(errors="replace") for p in self.home.glob("server-*.log"))
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     require("weed")
-    home = tmp_path / "home"
+    home = tmp_path_factory.mktemp("served-s3") / "home"
     server = Server(home, TRAINOPS_S3_SERVE="1").start()
     try:
-        s3_settings = wait_for(lambda: read_client_file(home), timeout=120)
-        s3 = _client(home)
-        s3.put_object(Bucket="trainops", Key="code/sourcedir.tar.gz", Body=_sourcedir(TRAIN))
-        for i in range(3):
-            s3.put_object(Bucket="trainops", Key=f"data/train/part-{i}", Body=str(i + 1).encode())
-        spec = tmp_path / "job.yaml"
-        spec.write_text(
-            yaml.safe_dump(
-                {
-                    "job_name": "served-s3",
-                    "entry_point": "train.py",
-                    "source_dir": "s3://trainops/code/sourcedir.tar.gz",
-                    "inputs": {"train": {"uri": "s3://trainops/data/train/"}},
-                }
-            )
-        )
-        # The CLI is given no S3 settings: it finds the server and its S3 through the home.
-        result = trainops("run", str(spec), home=home, **server.env())
-        assert result.returncode == 0, result.stdout + result.stderr
-        assert "total=6" in result.stdout
-        job = describe("served-s3", home, **server.env())
-        model_uri = job["ModelArtifacts"]["S3ModelArtifacts"]
-        assert model_uri == "s3://trainops/jobs/served-s3/output/model.tar.gz"
-        body = s3.get_object(Bucket="trainops", Key="jobs/served-s3/output/model.tar.gz")
-        with tarfile.open(fileobj=io.BytesIO(body["Body"].read()), mode="r:gz") as tar:
-            handle = tar.extractfile("model.json")
-            assert handle is not None and json.load(handle) == {"total": 6}
-        assert s3_settings.secret_access_key not in json.dumps(job)
+        s3 = wait_for(lambda: read_client_file(home), timeout=120)
+        assert s3.secret_access_key is not None
+        yield Served(home, server, s3, [s3.secret_access_key])
     finally:
         server.stop()
-    logs = "".join(p.read_text(errors="replace") for p in home.glob("server-*.log"))
-    assert "S3 (SeaweedFS) on http://127.0.0.1:" in logs
-    assert s3_settings.secret_access_key not in logs
-    assert read_client_file(home) is None  # withdrawn, and its S3 server is gone with it
-    port = int(str(s3_settings.endpoint_url).rsplit(":", 1)[1])
-    with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=5):
-        pass
+
+
+def test_a_job_reads_code_and_data_from_the_served_s3_and_writes_its_model_there(
+    served: Served, tmp_path: Path
+) -> None:
+    s3 = _client(served.home)
+    s3.put_object(Bucket="trainops", Key="code/sourcedir.tar.gz", Body=_sourcedir(TRAIN))
+    for i in range(3):
+        s3.put_object(Bucket="trainops", Key=f"data/train/part-{i}", Body=str(i + 1).encode())
+    spec = tmp_path / "job.yaml"
+    spec.write_text(
+        yaml.safe_dump(
+            {
+                "job_name": "served-s3",
+                "entry_point": "train.py",
+                "source_dir": "s3://trainops/code/sourcedir.tar.gz",
+                "inputs": {"train": {"uri": "s3://trainops/data/train/"}},
+            }
+        )
+    )
+    # The CLI is given no S3 settings: it finds the server and its S3 through the home.
+    result = trainops("run", str(spec), home=served.home, **served.server.env())
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "total=6" in result.stdout
+    job = describe("served-s3", served.home, **served.server.env())
+    model_uri = job["ModelArtifacts"]["S3ModelArtifacts"]
+    assert model_uri == "s3://trainops/jobs/served-s3/output/model.tar.gz"
+    body = s3.get_object(Bucket="trainops", Key="jobs/served-s3/output/model.tar.gz")
+    with tarfile.open(fileobj=io.BytesIO(body["Body"].read()), mode="r:gz") as tar:
+        handle = tar.extractfile("model.json")
+        assert handle is not None and json.load(handle) == {"total": 6}
+    assert str(served.s3.secret_access_key) not in json.dumps(job)
 
 
 HOSTILE = """
@@ -150,65 +172,72 @@ def _model_file(s3: Any, job: str, name: str) -> Any:
 
 
 def test_a_hostile_script_holds_its_own_jobs_key_only_and_loses_it_when_the_job_ends(
-    tmp_path: Path,
+    served: Served, tmp_path: Path
 ) -> None:
     """The script's S3 key is its job's own: its channel and output prefix, nothing of another
     job's or of the bucket besides; and the key it stole is refused once its job has ended."""
     from botocore.config import Config  # type: ignore[import-untyped]
     from botocore.exceptions import ClientError  # type: ignore[import-untyped]
 
-    require("weed")
-    home = tmp_path / "home"
-    server = Server(home, TRAINOPS_S3_SERVE="1").start()
-    try:
-        admin_settings = wait_for(lambda: read_client_file(home), timeout=120)
-        s3 = _client(home)
-        s3.put_object(Bucket="trainops", Key="code/hostile.tar.gz", Body=_sourcedir(HOSTILE))
-        s3.put_object(Bucket="trainops", Key="data/train/part-0", Body=b"1")
-        s3.put_object(Bucket="trainops", Key="jobs/victim/output/model.tar.gz", Body=b"secret")
-        spec = tmp_path / "job.yaml"
-        spec.write_text(
-            yaml.safe_dump(
-                {
-                    "job_name": "hostile",
-                    "entry_point": "train.py",
-                    "source_dir": "s3://trainops/code/hostile.tar.gz",
-                    "inputs": {"train": {"uri": "s3://trainops/data/train/"}},
-                }
-            )
+    home, admin_settings = served.home, served.s3
+    s3 = _client(home)
+    s3.put_object(Bucket="trainops", Key="code/hostile.tar.gz", Body=_sourcedir(HOSTILE))
+    s3.put_object(Bucket="trainops", Key="data/train/part-0", Body=b"1")
+    s3.put_object(Bucket="trainops", Key="jobs/victim/output/model.tar.gz", Body=b"secret")
+    spec = tmp_path / "job.yaml"
+    spec.write_text(
+        yaml.safe_dump(
+            {
+                "job_name": "hostile",
+                "entry_point": "train.py",
+                "source_dir": "s3://trainops/code/hostile.tar.gz",
+                "inputs": {"train": {"uri": "s3://trainops/data/train/"}},
+            }
         )
-        result = trainops("run", str(spec), home=home, **server.env())
-        assert result.returncode == 0, result.stdout + result.stderr
-        assert _model_file(s3, "hostile", "results.json") == {
-            "read another job's output": "AccessDenied",
-            "list the bucket": "AccessDenied",
-            "list the jobs": "AccessDenied",
-            "overwrite another job's output": "AccessDenied",
-            "write beside its output": "AccessDenied",
-            "write into its channel": "AccessDenied",
-            "read its channel": "allowed",
-            "write its output": "allowed",
-        }
-        victim = s3.get_object(Bucket="trainops", Key="jobs/victim/output/model.tar.gz")
-        assert victim["Body"].read() == b"secret"
-        stolen = _model_file(s3, "hostile", "stolen.json")
-        assert stolen["key"] != admin_settings.access_key_id
-        import botocore.session  # type: ignore[import-untyped]
+    )
+    result = trainops("run", str(spec), home=home, **served.server.env())
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert _model_file(s3, "hostile", "results.json") == {
+        "read another job's output": "AccessDenied",
+        "list the bucket": "AccessDenied",
+        "list the jobs": "AccessDenied",
+        "overwrite another job's output": "AccessDenied",
+        "write beside its output": "AccessDenied",
+        "write into its channel": "AccessDenied",
+        "read its channel": "allowed",
+        "write its output": "allowed",
+    }
+    victim = s3.get_object(Bucket="trainops", Key="jobs/victim/output/model.tar.gz")
+    assert victim["Body"].read() == b"secret"
+    stolen = _model_file(s3, "hostile", "stolen.json")
+    served.secrets.append(stolen["secret"])
+    assert stolen["key"] != admin_settings.access_key_id
+    import botocore.session  # type: ignore[import-untyped]
 
-        thief = botocore.session.get_session().create_client(
-            "s3",
-            endpoint_url=admin_settings.endpoint_url,
-            region_name=admin_settings.region,
-            aws_access_key_id=stolen["key"],
-            aws_secret_access_key=stolen["secret"],
-            config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}),
-        )
-        # The job has ended (the CLI returned its outcome): its key is already refused.
-        with pytest.raises(ClientError) as refused:
-            thief.get_object(Bucket="trainops", Key="jobs/hostile/own")
-        assert refused.value.response["Error"]["Code"] == "InvalidAccessKeyId"
-        assert stolen["secret"] not in json.dumps(describe("hostile", home, **server.env()))
-    finally:
-        server.stop()
-    logs = "".join(p.read_text(errors="replace") for p in home.glob("server-*.log"))
-    assert stolen["secret"] not in logs and admin_settings.secret_access_key not in logs
+    thief = botocore.session.get_session().create_client(
+        "s3",
+        endpoint_url=admin_settings.endpoint_url,
+        region_name=admin_settings.region,
+        aws_access_key_id=stolen["key"],
+        aws_secret_access_key=stolen["secret"],
+        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}),
+    )
+    # The job has ended (the CLI returned its outcome): its key is already refused.
+    with pytest.raises(ClientError) as refused:
+        thief.get_object(Bucket="trainops", Key="jobs/hostile/own")
+    assert refused.value.response["Error"]["Code"] == "InvalidAccessKeyId"
+    assert stolen["secret"] not in json.dumps(describe("hostile", home, **served.server.env()))
+
+
+def test_the_s3_server_stops_with_the_control_plane_and_no_secret_is_in_its_log(
+    served: Served,
+) -> None:
+    """Last in the module: it stops the module's server."""
+    served.server.stop()
+    logs = served.logs()
+    assert "S3 (SeaweedFS) on http://127.0.0.1:" in logs
+    assert [s for s in served.secrets if s in logs] == []
+    assert read_client_file(served.home) is None  # withdrawn, and its S3 server is gone with it
+    port = int(str(served.s3.endpoint_url).rsplit(":", 1)[1])
+    with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=5):
+        pass

@@ -266,7 +266,7 @@ def test_a_job_key_cannot_widen_itself(served: S3Server) -> None:
 # A job script that looks past the S3 API: it finds every loopback port weed listens on (its
 # process is the script's neighbour) and tries weed's own HTTP APIs on each.
 _HOSTILE_SCRIPT = r"""
-import json, os, subprocess, sys, urllib.error, urllib.request
+import json, os, subprocess, sys, threading, urllib.error, urllib.request
 import psutil
 import botocore.session
 from botocore.config import Config
@@ -288,17 +288,27 @@ for port in ports:
             found.append([port, path, exc.code, b"secret-of-j2" in exc.read()])
         except Exception:  # a gRPC port: no HTTP/1 answer
             found.append([port, path, 0, False])
-# weed's gRPC, through weed's own shell (the master's ports are in weed's command line).
+# weed's gRPC, through weed's own shell (the master's ports are in weed's command line). The
+# shell retries a master that refuses it once a second for ever, saying so at -v=1: its first
+# refusal ends it (20 s at most), and everything it printed until then is kept.
 flags = dict(a.lstrip("-").split("=", 1) for a in psutil.Process(int(sys.argv[1])).cmdline()
              if a.startswith("-master.port"))
 master = f"127.0.0.1:{flags['master.port']}.{flags['master.port.grpc']}"
-try:
-    shell = subprocess.run([sys.argv[2], "shell", f"-master={master}"], cwd=os.getcwd(),
-                           input="fs.ls -l /buckets/trainops/jobs/j2/output\n", capture_output=True,
-                           text=True, timeout=20)
-    grpc = shell.stdout + shell.stderr
-except subprocess.TimeoutExpired:
-    grpc = "(no answer)"
+shell = subprocess.Popen([sys.argv[2], f"-logdir={os.getcwd()}", "-v=1", "shell", "-debug",
+                          f"-master={master}"], cwd=os.getcwd(), stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+shell.stdin.write("fs.ls -l /buckets/trainops/jobs/j2/output\n")
+shell.stdin.close()
+limit = threading.Timer(20, shell.kill)
+limit.start()
+grpc = ""
+for line in shell.stdout:
+    grpc += line
+    if "failed to connect with master" in line:
+        break
+shell.kill()
+shell.wait()
+limit.cancel()
 s3 = botocore.session.get_session().create_client(
     "s3", endpoint_url=os.environ["S3_ENDPOINT"], region_name="us-east-1",
     config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}))
@@ -345,8 +355,10 @@ def test_a_script_that_finds_weeds_other_ports_reads_nothing_through_them(
     # The volume server is there and refuses reads without weed's JWT, whatever the file id.
     volume_reads = [hit for hit in report["found"] if hit[1].startswith("/1,") and hit[2] == 401]
     assert volume_reads
-    # weed's gRPC ports take only the certificate trainops made: its shell learns nothing.
+    # weed's gRPC ports take only the certificate trainops made: its shell is refused and
+    # learns nothing.
     assert "model.tar.gz" not in report["grpc"], report["grpc"][-300:]
+    assert "failed to connect with master" in report["grpc"], report["grpc"][-300:]
     assert admin.get_object(Bucket="trainops", Key="jobs/j2/output/model.tar.gz")["Body"].read()
 
 

@@ -99,6 +99,9 @@ def weed_command(
         "ip": "127.0.0.1",
         "ip.bind": "127.0.0.1",
         "master.volumeSizeLimitMB": "64",
+        # One master, no Raft peers: it leads at once instead of after a ~1.5 s bootstrap check
+        # for other masters (weed >= 3.99; the iceberg flag below needs 4.08 anyway).
+        "master.peers": "none",
         "master.telemetry": "false",
         # No HTTP API on the master and the filer: only weed's own gRPC reaches them.
         "disableHttp": "true",

@@ -176,8 +176,10 @@ def test_a_missing_job_is_not_found_as_the_service_says(plane: ControlPlane) -> 
 
 
 def test_list_pages_filters_and_sorts(plane: ControlPlane) -> None:
-    for name in ("list-b", "list-a", "list-c", "other"):
+    names = ("list-b", "list-a", "list-c", "other")
+    for name in names:  # created in this order, run side by side
         plane.submit(name, {"FAKE_LINES": "1"})
+    for name in names:
         plane.wait_ended(name)
     client = _client(plane)
     pages = client.get_paginator("list_training_jobs").paginate(
