@@ -103,7 +103,7 @@ class Engine:
         taken = self.taken
         draws = 1 if self.size is not None and len(taken) >= self.size else MAX_DRAWS
         for draw in range(draws):
-            self.study.sampler = self._sampler(trial_seed(self.seed, number, draw), draw)
+            self.study.sampler = self._sampler(trial_seed(self.seed, number, draw), number, draw)
             trial = self.study.ask(self.distributions)
             if _key(trial.params) not in taken or draw == draws - 1:
                 break
@@ -123,9 +123,9 @@ class Engine:
         seed = trial_seed(self.seed, number, LOCAL_DRAW)
         return local_step(self.study, self.distributions, self.taken, seed)
 
-    def _sampler(self, seed: int, draw: int) -> Any:
+    def _sampler(self, seed: int, number: int, draw: int) -> Any:
         if draw < MODEL_DRAWS:
-            return self.strategy.sampler(seed)
+            return self.strategy.trial_sampler(seed, number)
         return import_optuna().samplers.RandomSampler(seed=seed)
 
     def _discard(self, trial: Trial) -> None:

@@ -8,7 +8,8 @@ enumerates its combinations in order instead of sampling.
 Bayesian is Optuna's Gaussian-process sampler where every range is Continuous and torch and
 scipy are installed (they are optional); otherwise, and for Hyperband (whose stopped trials only
 TPE learns from), it is Optuna's TPE; Bayesian's TPE on a finite space also takes local steps
-from the best trial (trainops.tuning._local). bench/tuning_quality.py measures both.
+from the best trial (trainops.tuning._local), and its GP refinement steps near it
+(trainops.tuning._refine). bench/tuning_quality.py measures both.
 """
 
 from __future__ import annotations
@@ -19,12 +20,13 @@ import importlib.util
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from trainops._registry import Registry
 from trainops.tuning._config import Strategy, TuningJobConfig
 from trainops.tuning._limits import EarlyStoppingType, ObjectiveType
 from trainops.tuning._records import TunedValue
+from trainops.tuning._refine import is_refine_turn, refining_gp_sampler
 from trainops.tuning._rules import HyperbandRule, MedianRule, StoppingRule
 from trainops.tuning._space import ParameterType, grid_size, grid_values
 
@@ -79,6 +81,11 @@ class SearchStrategy(ABC):
     def sampler(self, seed: int) -> optuna.samplers.BaseSampler:
         """The Optuna sampler that proposes the trial seeded with ``seed``."""
 
+    def trial_sampler(self, seed: int, number: int) -> optuna.samplers.BaseSampler:
+        """The sampler that proposes trial ``number`` (seeded with ``seed``): :meth:`sampler`'s,
+        unless the strategy treats some trials differently (Bayesian's refinement steps)."""
+        return self.sampler(seed)
+
     def fixed(self, number: int) -> dict[str, TunedValue] | None:
         """The hyperparameters of trial ``number`` if the strategy fixes them (Grid)."""
         return None
@@ -110,7 +117,8 @@ class RandomStrategy(SearchStrategy):
 
 class BayesianStrategy(SearchStrategy):
     """Optuna's GP sampler (log expected improvement; trials still running are kept apart by
-    its q-batch acquisition) where every range is Continuous and :func:`gp_available`, else
+    its q-batch acquisition; from trial 30, every other trial a refinement step near the best
+    trial, trainops.tuning._refine) where every range is Continuous and :func:`gp_available`, else
     :func:`tpe_sampler`'s TPE, which on a finite space takes every trial past the 25th as a
     local step from the best trial while it has a neighbour left to try
     (trainops.tuning._local)."""
@@ -139,9 +147,23 @@ class BayesianStrategy(SearchStrategy):
             return tpe_sampler(seed)
         import optuna
 
-        return optuna.samplers.GPSampler(
-            seed=seed, n_startup_trials=BAYESIAN_STARTUP_TRIALS, warn_independent_sampling=False
-        )
+        return optuna.samplers.GPSampler(**_gp_options(seed))
+
+    def trial_sampler(self, seed: int, number: int) -> optuna.samplers.BaseSampler:
+        """The GP's refinement step on its turns (trainops.tuning._refine), else
+        :meth:`sampler`'s."""
+        if self._gp() and is_refine_turn(number):
+            sampler: optuna.samplers.BaseSampler = refining_gp_sampler(**_gp_options(seed))
+            return sampler
+        return self.sampler(seed)
+
+
+def _gp_options(seed: int) -> dict[str, Any]:
+    return {
+        "seed": seed,
+        "n_startup_trials": BAYESIAN_STARTUP_TRIALS,
+        "warn_independent_sampling": False,
+    }
 
 
 def tpe_sampler(seed: int) -> optuna.samplers.BaseSampler:
