@@ -4,7 +4,8 @@ A script may start children that leave its process group: a daemon (``setsid`` a
 fork) survives a ``killpg`` of the script's session. Two nets catch those:
 
 - a cgroup v2 of its own, where the agent may create one (under the agent's own cgroup on a
-  writable cgroup2 mount): the script is moved into it right after it starts, and at the end
+  writable cgroup2 mount): the script is moved into it right after it starts (or starts in it:
+  a namespace holder moved into one early, see :func:`cgroup_holding`), and at the end
   every process still in it is killed (``cgroup.kill``, or one by one on kernels without it);
 - always, the environment marker: the command runs with ``TRAINOPS_PROCESS_MARKER`` set to a
   value unique to this host and run, every process it starts inherits it, and a sweep over the
