@@ -36,6 +36,8 @@ from trainops.agent.supervision._hostns import (
     unwrap,
     write_hosts_file,
 )
+from trainops.agent.supervision._process import ScriptProcess
+from trainops.agent.supervision._reaper import ProcessTree
 from trainops.protocol import Assignment, HostOutcome, HostResources
 from trainops.spec import JobSpec
 
@@ -372,3 +374,54 @@ def test_a_trainops_inside_a_job_finds_the_masked_socket_parent_private(tmp_path
         namespace.close()
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == str(sockets)
+
+
+def _early_cgroups() -> set[Path]:
+    """This process's early cgroups (``trainops-<pid>-early-…``) beside its own."""
+    probe = ProcessTree("trainops/probe", use_cgroup=True)
+    parent = None if probe.cgroup is None else probe.cgroup.parent
+    probe.kill_all()  # removes the probe's own
+    if parent is None:
+        pytest.skip("no writable cgroup v2 here")
+    return set(parent.glob(f"trainops-{os.getpid()}-early-*"))
+
+
+def test_a_held_script_starts_in_the_cgroup_its_holder_was_moved_to_early(
+    arguments: list[str], tmp_path: Path
+) -> None:
+    """The holder is moved into its cgroup before the launch (``contain_early``): the script
+    starts in it all the same, and the cgroup goes at the end."""
+    before = _early_cgroups()
+    namespace = HostNamespace.hold(arguments)
+    lines: list[str] = []
+    try:
+        namespace.contain_early()
+        process = ScriptProcess(
+            ["/bin/sh", "-c", "cat /proc/self/cgroup"],
+            cwd=tmp_path,
+            env={"PATH": os.environ["PATH"]},
+            on_line=lambda _stream, got, _ts: lines.extend(got),
+            spawn=namespace.run_held(["algo-1"]),
+        )
+        process.start()
+        [early] = _early_cgroups() - before
+        assert process.finish() == 0
+    finally:
+        namespace.close()
+    assert any(line.startswith("0::") and line.endswith("/" + early.name) for line in lines)
+    assert not early.exists()
+
+
+def test_an_early_cgroup_no_script_took_goes_with_the_namespaces(arguments: list[str]) -> None:
+    before = _early_cgroups()
+    namespace = HostNamespace.hold(arguments)
+    try:
+        namespace.contain_early()
+        namespace.join(["true"], [], None)  # a host whose processes join instead
+        deadline = time.monotonic() + 30
+        while not (made := _early_cgroups() - before) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        [early] = made
+    finally:
+        namespace.close()
+    assert not early.exists()

@@ -39,6 +39,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -46,15 +47,16 @@ from typing import TYPE_CHECKING
 
 from trainops._containment import containment
 from trainops.agent.supervision._holder_fork import ForkedHolder, take_spare_holder
+from trainops.agent.supervision._reaper import cgroup_holding, remove_cgroup
 
 if TYPE_CHECKING:  # the channels import this module (no cycle at run time)
     from trainops.agent.channels._base import Bind
-    from trainops.agent.supervision._process import Spawn
 
 __all__ = [
     "HOSTNS_EXEC",
     "HOSTS_FILE",
     "NO_ISOLATION",
+    "HeldStart",
     "HostNamespace",
     "NamespaceError",
     "forgo_namespaces",
@@ -101,6 +103,8 @@ class HostNamespace:
         self.holder = holder
         self._init_pid: int | None = None
         self.inode = 0
+        self._containing: threading.Thread | None = None  # see contain_early
+        self._early_cgroup: Path | None = None
 
     @classmethod
     def start(cls, arguments: Sequence[str]) -> HostNamespace:
@@ -161,6 +165,31 @@ class HostNamespace:
         self.inode = os.stat(f"/proc/{self._init_pid}/ns/mnt").st_ino
         return self._init_pid
 
+    def contain_early(self) -> None:
+        """Once ready, move the holder into a cgroup of its own in the background, for the
+        script it may start (:meth:`run_held`): the move waits for an RCU grace period (10-20
+        ms on a loaded machine), which the script's start then need not. The init, forked
+        already, stays out of it, as it does when the holder is moved at the script's start.
+        A cgroup no script took is removed by :meth:`close`."""
+        self.ready()
+        if self._containing is None:
+            pid = self.holder.pid
+
+            def contain() -> None:
+                self._early_cgroup = cgroup_holding(pid)
+
+            self._containing = threading.Thread(target=contain, name="agent-cgroup", daemon=True)
+            self._containing.start()
+
+    def take_early_cgroup(self) -> Path | None:
+        """The cgroup :meth:`contain_early` moved the holder into (once: the taker removes
+        it), or None where there is none."""
+        if self._containing is None:
+            return None
+        self._containing.join()
+        cgroup, self._early_cgroup = self._early_cgroup, None
+        return cgroup
+
     def join(self, argv: Sequence[str], hosts: Sequence[str], opt_ml: Path | None) -> list[str]:
         """``argv`` run inside, once every name of ``hosts`` resolves there."""
         join = ["--join", str(self.ready()), "--ns-inode", str(self.inode)]
@@ -168,35 +197,52 @@ class HostNamespace:
         join += [] if opt_ml is None else ["--opt-ml", str(opt_ml)]
         return [*HOSTNS_EXEC, *join, "--", *argv]
 
-    def run_held(self, hosts: Sequence[str]) -> Spawn:
+    def run_held(self, hosts: Sequence[str]) -> HeldStart:
         """How the host's one process is started by the holder itself, already inside: no
         process joins the namespaces for it (``--join`` costs a Python start-up before the
         script). Once started, the holder ends as the script ends, and the namespaces with
         it; its stdout and stderr are the script's. For one process only (a working directory
         in the tree is seen under /opt/ml where the holder shows it there)."""
         self.ready()
-
-        def start(
-            argv: Sequence[str], cwd: Path, env: Mapping[str, str], adopt: Callable[[int], None]
-        ) -> subprocess.Popen[bytes] | ForkedHolder:
-            holder = self.holder
-            assert holder.stdin is not None
-            adopt(holder.pid)  # before the script is forked: it starts in the host's cgroup
-            with holder.stdin:
-                holder.stdin.write(held_request(argv, cwd, env, hosts))
-            holder.stdin = None  # sent and closed: the holder's input ends with the command
-            return holder
-
-        return start
+        return HeldStart(self, hosts)
 
     def close(self) -> None:
         """End the namespaces (the init, and with it every process left in them)."""
+        untaken = self.take_early_cgroup()
         if self.holder.poll() is None:
             self.holder.send_signal(signal.SIGKILL)
         self.holder.wait()
+        if untaken is not None:
+            remove_cgroup(untaken)
         for stream in (self.holder.stdin, self.holder.stdout, self.holder.stderr):
             if stream is not None:
                 stream.close()
+
+
+class HeldStart:
+    """The :data:`Spawn` of a host's one process started by its holder (see
+    :meth:`HostNamespace.run_held`); :meth:`early_cgroup` hands a process tree the cgroup the
+    holder was moved into early, if any."""
+
+    def __init__(self, namespace: HostNamespace, hosts: Sequence[str]) -> None:
+        self._namespace = namespace
+        self._hosts = tuple(hosts)
+
+    def early_cgroup(self) -> tuple[Path, int] | None:
+        """The holder's early cgroup and the holder's pid (once; the taker removes it)."""
+        cgroup = self._namespace.take_early_cgroup()
+        return None if cgroup is None else (cgroup, self._namespace.holder.pid)
+
+    def __call__(
+        self, argv: Sequence[str], cwd: Path, env: Mapping[str, str], adopt: Callable[[int], None]
+    ) -> subprocess.Popen[bytes] | ForkedHolder:
+        holder = self._namespace.holder
+        assert holder.stdin is not None
+        adopt(holder.pid)  # before the script is forked: it starts in the host's cgroup
+        with holder.stdin:
+            holder.stdin.write(held_request(argv, cwd, env, self._hosts))
+        holder.stdin = None  # sent and closed: the holder's input ends with the command
+        return holder
 
 
 def held_request(
