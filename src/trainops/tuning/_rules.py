@@ -116,13 +116,42 @@ class HyperbandRule(StoppingRule):
         peers = [
             o for o in others if o.number != trial.number and self.bracket(o.number) == bracket
         ]
-        for rung_step in self.rung_steps(bracket):
+        rungs = self.rung_steps(bracket)
+        reached = self._reached([*peers, trial], rungs)
+        for rung, rung_step in enumerate(rungs):
             if _rung_value_step(trial.intermediate_values, rung_step) != step:
                 continue  # this rung was decided at another step (or is not reached yet)
-            competing = [v for p in peers if (v := _rung_value(p, rung_step)) is not None]
+            competing = [
+                v
+                for p in peers
+                if reached[p.number] > rung and (v := _rung_value(p, rung_step)) is not None
+            ]
             if not self._promotable(value, [*competing, value]):
                 return True
         return False
+
+    def _reached(self, members: Sequence[TrialRecord], rungs: Sequence[int]) -> dict[int, int]:
+        """How many of the ``rungs`` each trial of a bracket entered. A trial that ended
+        Stopped may have gone on reporting until its stop took effect (a job's script learns of
+        its stop a moment later): it entered rung ``k + 1`` only if its value at rung ``k`` was
+        promotable against the trials numbered below it that had entered rung ``k`` (as a trial
+        run one after another is judged), so the late values of a trial stopped at a rung do
+        not compete at the next, as in Optuna, where a pruned trial reports nothing more. Any
+        other trial entered every rung it reached (it was not stopped)."""
+        ordered = sorted(members, key=lambda t: t.number)
+        entered = {
+            t.number: 1 if t.status is TrialStatus.STOPPED else len(rungs) + 1 for t in ordered
+        }
+        for rung, rung_step in enumerate(rungs[:-1]):
+            earlier: list[float] = []
+            for member in ordered:
+                value = _rung_value(member, rung_step)
+                if entered[member.number] <= rung or value is None:
+                    continue
+                if self._promotable(value, [*earlier, value]):
+                    entered[member.number] = max(entered[member.number], rung + 2)
+                earlier.append(value)
+        return entered
 
     def _promotable(self, value: float, competing: list[float]) -> bool:
         index = max(len(competing) // self.eta - 1, 0)
