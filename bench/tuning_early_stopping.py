@@ -89,7 +89,10 @@ def main() -> None:
                         help="only merge the runs of these results files into --out")  # fmt: skip
     parser.add_argument("--epoch-seconds", type=float, default=EPOCH_S,
                         help="a job's epoch padded to this pace")  # fmt: skip
+    parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS),
+                        help="the searches to run (random_full, the target, always runs)")  # fmt: skip
     args = parser.parse_args()
+    args.methods = [m for m in METHODS if m == "random_full" or m in args.methods]
     if args.merge:
         merge(args)
         return
@@ -103,7 +106,7 @@ def main() -> None:
             runs: list[dict[str, Any]] = []
             for seed in range(args.first_seed, args.first_seed + args.seeds):
                 if path == "library":
-                    runs.append(library_seed(digits, seed, args.trials, args.max_epochs))
+                    runs.append(library_seed(digits, seed, args))
                 else:
                     work = Path(tmp) / f"seed-{seed}"
                     runs.append(jobs_seed(src, work, digits, seed, args))
@@ -182,20 +185,22 @@ def jobs_seed(
     prepare_code(work, digits)
     budget = trials * max_epochs
     searches: dict[str, tuple[str, int | None]] = {}
-    for method in rotated(list(METHODS), seed):
+    for method in rotated(args.methods, seed):
         name = f"digits-{method.replace('_', '-')}-{seed}"
         fields = config_fields(method, seed, _trials(method, trials))
         text = tune_yaml(name, fields, seed, max_epochs, args.epoch_seconds)
         (work / f"{method}.yaml").write_text(text)
         searches[method] = (f"{method}.yaml", None if method == "random_full" else budget)
     runs = run_searches(src, work, searches)
-    return figures(seed, budget, {method: runs[method] for method in METHODS})
+    return figures(seed, budget, {method: runs[method] for method in args.methods})
 
 
-def library_seed(digits: Path, seed: int, trials: int, max_epochs: int) -> dict[str, Any]:
+def library_seed(digits: Path, seed: int, args: argparse.Namespace) -> dict[str, Any]:
     data = _digits_mlp.load(digits)
+    trials, max_epochs = args.trials, args.max_epochs
     budget = trials * max_epochs
-    runs = {m: search_run(data, m, seed, _trials(m, trials), max_epochs, budget) for m in METHODS}
+    runs = {m: search_run(data, m, seed, _trials(m, trials), max_epochs, budget)
+            for m in args.methods}  # fmt: skip
     return figures(seed, budget, runs)
 
 
@@ -257,7 +262,9 @@ def best_within(trace: list[list[float]], epochs: float) -> float | None:
 def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for method in METHODS:
-        mine = [run["methods"][method] for run in runs]
+        mine = [run["methods"][method] for run in runs if method in run["methods"]]
+        if not mine:
+            continue
         fractions = [m["fraction_of_budget"] for m in mine]
         reached = sorted(f for f in fractions if f is not None)
         out[method] = {

@@ -123,3 +123,23 @@ def test_hyperband_keeps_the_top_third_at_a_rung() -> None:
     # a later step decides no rung again; the value at step 3 faces rung 3's peers (none yet)
     assert not rule.should_stop(_running(same[3], {1: 0.8, 2: 0.1}), 2, peers)
     assert not rule.should_stop(_running(same[3], {1: 0.8, 2: 0.1, 3: 0.0}), 3, peers)
+
+
+def _overran(number: int, at_rung_1: float) -> TrialRecord:
+    """A trial stopped at rung 1 whose script reported two more epochs before it ended."""
+    return _done(number, {1: at_rung_1, 2: 0.9, 3: 0.9}, TrialStatus.STOPPED)
+
+
+def test_hyperband_counts_at_a_rung_only_the_trials_promoted_to_it() -> None:
+    rule = HyperbandRule(False, "x", 1, 9, 3)  # bracket 0: rungs at 1 and 3
+    first, *middle, judged = [n for n in range(500) if rule.bracket(n) == 0][:7]
+    leader = _done(first, {1: 0.1, 2: 0.5, 3: 0.5})
+    trial = _running(judged, {1: 0.05, 2: 0.6, 3: 0.6})  # promoted at 1 (the best), 2nd at 3
+    # five trials worse than the leader at rung 1 were stopped there but reported up to step 3:
+    # those late values never entered rung 3, so there the trial faces the leader alone
+    late = [_overran(n, 0.9 - n / 1000) for n in middle]
+    assert rule.should_stop(trial, 3, [leader, *late])
+    # the same five promoted at rung 1 (each the best so far there) do compete at rung 3:
+    # seven values keep the best two (7 // 3), and the trial is second
+    promoted = [_overran(n, 0.09 - i / 100) for i, n in enumerate(middle)]
+    assert not rule.should_stop(trial, 3, [leader, *promoted])

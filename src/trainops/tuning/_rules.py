@@ -8,12 +8,15 @@ rebuilt from its records after a crash decides exactly as the uninterrupted one 
   trials up to that step.
 - :class:`HyperbandRule` is Hyperband over asynchronous successive halving (Optuna's
   ``HyperbandPruner``: the same brackets, the same bracket of each trial, the same promotion
-  test); a trial's value at a rung is its value at the first step at or past the rung.
+  test); a trial's value at a rung is its value at the first step at or past the rung, and a
+  trial stopped at a rung does not compete at the next with the values it reported before its
+  stop took effect.
 """
 
 from __future__ import annotations
 
 import binascii
+import bisect
 import math
 import statistics
 from abc import ABC, abstractmethod
@@ -116,13 +119,49 @@ class HyperbandRule(StoppingRule):
         peers = [
             o for o in others if o.number != trial.number and self.bracket(o.number) == bracket
         ]
-        for rung_step in self.rung_steps(bracket):
-            if _rung_value_step(trial.intermediate_values, rung_step) != step:
-                continue  # this rung was decided at another step (or is not reached yet)
-            competing = [v for p in peers if (v := _rung_value(p, rung_step)) is not None]
+        rungs = self.rung_steps(bracket)
+        decided = [
+            rung
+            for rung, rung_step in enumerate(rungs)
+            if _rung_value_step(trial.intermediate_values, rung_step) == step
+        ]  # the rungs this step decides (none, mostly: a rung is decided at one step)
+        if not decided:
+            return False
+        entered = self._entered([*peers, trial], rungs)
+        for rung in decided:
+            competing = [
+                v
+                for p in peers
+                if entered[p.number] > rung and (v := _rung_value(p, rungs[rung])) is not None
+            ]
             if not self._promotable(value, [*competing, value]):
                 return True
         return False
+
+    def _entered(self, members: Sequence[TrialRecord], rungs: Sequence[int]) -> dict[int, int]:
+        """How many of the ``rungs`` each trial of a bracket entered. A trial that ended
+        Stopped may have gone on reporting until its stop took effect (a job's script learns of
+        its stop a moment later): it entered rung ``k + 1`` only if its value at rung ``k`` was
+        promotable against the trials numbered below it that had entered rung ``k`` (as a trial
+        run one after another is judged), so the late values of a trial stopped at a rung do
+        not compete at the next, as in Optuna, where a pruned trial reports nothing more. Any
+        other trial entered every rung it reached (it was not stopped)."""
+        ordered = sorted(members, key=lambda t: t.number)
+        entered = {
+            t.number: 1 if t.status is TrialStatus.STOPPED else len(rungs) + 1 for t in ordered
+        }
+        sign = -1.0 if self.maximize else 1.0  # ranked best first
+        for rung, rung_step in enumerate(rungs[:-1]):
+            ranked: list[float] = []  # the rung's values of the trials so far, best first
+            for member in ordered:
+                value = _rung_value(member, rung_step)
+                if entered[member.number] <= rung or value is None or math.isnan(value):
+                    continue
+                index = max((len(ranked) + 1) // self.eta - 1, 0)  # as _promotable's
+                if bisect.bisect_left(ranked, sign * value) <= index:
+                    entered[member.number] = max(entered[member.number], rung + 2)
+                bisect.insort(ranked, sign * value)
+        return entered
 
     def _promotable(self, value: float, competing: list[float]) -> bool:
         index = max(len(competing) // self.eta - 1, 0)
