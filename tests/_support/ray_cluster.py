@@ -10,6 +10,14 @@ worker node's raylet and workers, as a machine dying would.
 Nodes bind 127.0.0.1. Ray treats a cluster on loopback as single-machine unless
 ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER`` is set, so it is; authentication is Ray's token mode, the
 token passed in the environment so nothing is written to ``~/.ray``.
+
+Starting a cluster is most of what a Ray test module costs on two cores, so it starts only what
+the tests use: no autoscaler monitor and no log monitors (every driver here runs with
+``log_to_driver=False``), and the Ray client server on a free port instead of the fixed 10001
+that a second cluster on the machine would find taken. The head's health checks of its nodes
+are quicker than Ray's defaults (:data:`HEALTH_CHECKS`), so a killed node is written off in
+seconds rather than ~15 s; a node still has the default 10 s to answer each check, so a slow
+node under load is not taken for dead.
 """
 
 from __future__ import annotations
@@ -41,6 +49,13 @@ WORKER_MEMORY = 16 * 1024**3  # a resource figure: ml.m5.large's 8 GiB must fit 
 # One token for every cluster this process starts: Ray reads a driver's token once per process,
 # so a test that joins a cluster of its own after the session's must find the same one.
 _TOKEN = secrets.token_hex(32)
+# Read by the head's GCS: a check each second, three failed in a row write a node off (Ray's
+# defaults: 5 s before the first, every 3 s, five failures); each check waits 10 s as by default.
+HEALTH_CHECKS = {
+    "RAY_health_check_initial_delay_ms": "1000",
+    "RAY_health_check_period_ms": "1000",
+    "RAY_health_check_failure_threshold": "3",
+}
 
 
 class RayStartError(RuntimeError):
@@ -69,24 +84,29 @@ class RayCluster:
 
     def add_worker(self, cpus: int = WORKER_CPUS) -> str:
         """Start one more worker node; returns the custom resource that names it."""
-        name = f"worker{len(self.workers) + 1}"
-        resources = json.dumps({name: 1, "ml.m5.large": 1})
-        _ray_start(
-            self,
-            name,
-            [
-                "--address",
-                self.address,
-                "--num-cpus",
-                str(cpus),
-                "--memory",
-                str(WORKER_MEMORY),
-                "--resources",
-                resources,
-            ],
-        )
-        self.workers.append(name)
+        (name,) = self.add_workers(1, cpus)
         return name
+
+    def add_workers(self, count: int, cpus: int = WORKER_CPUS) -> list[str]:
+        """Start ``count`` worker nodes; returns the custom resources that name them.
+
+        One after the other: ``ray start`` gives a node a fixed 30 s to register, which nodes
+        starting together on a loaded two-core machine miss (their raylets then never join).
+        """
+        names = []
+        for _ in range(count):
+            name = f"worker{len(self.workers) + 1}"
+            failed = _RayStart(self, name, self._worker_args(name, cpus)).wait()
+            if failed:
+                raise RayStartError(failed)
+            self.workers.append(name)
+            names.append(name)
+        return names
+
+    def _worker_args(self, name: str, cpus: int) -> list[str]:
+        resources = json.dumps({name: 1, "ml.m5.large": 1})
+        return ["--address", self.address, "--num-cpus", str(cpus), "--memory",
+                str(WORKER_MEMORY), "--resources", resources]  # fmt: skip
 
     def node_ids(self) -> dict[str, str]:
         """The node id of each live worker, by the custom resource that names it."""
@@ -100,6 +120,10 @@ class RayCluster:
             raise RayStartError(f"cannot list the cluster's nodes: {done.stdout[-500:]}")
         nodes: dict[str, list[str]] = json.loads(ours[-1])
         return {w: node for node, names in nodes.items() for w in names if w in self.workers}
+
+    def raylet_running(self, worker: str) -> bool:
+        """Whether the raylet of ``worker`` is still running."""
+        return any(_is_raylet_of(p, worker) for p in self._processes())
 
     def kill_node(self, worker: str) -> None:
         """SIGKILL the raylet of ``worker`` and the Ray processes under it (a dead machine)."""
@@ -170,28 +194,19 @@ def start_ray_cluster(workdir: Path, workers: int = 2) -> RayCluster:
         "RAY_AUTH_MODE": "token",
         "RAY_AUTH_TOKEN": _TOKEN,
         "RAY_USAGE_STATS_ENABLED": "0",
+        **HEALTH_CHECKS,
     }
     # Ray's unix sockets live under its temp dir, and a socket path has at most 107 bytes.
     temp_dir = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
     cluster = RayCluster(f"127.0.0.1:{port}", env, workdir, marker, temp_dir)
+    head = ["--head", "--port", str(port), "--num-cpus", "0", "--include-dashboard", "false",
+            "--no-monitor", "--ray-client-server-port", str(_free_port()),
+            "--temp-dir", str(cluster.temp_dir)]  # fmt: skip
     try:
-        _ray_start(
-            cluster,
-            "head",
-            [
-                "--head",
-                "--port",
-                str(port),
-                "--num-cpus",
-                "0",
-                "--include-dashboard",
-                "false",
-                "--temp-dir",
-                str(cluster.temp_dir),
-            ],
-        )
-        for _ in range(workers):
-            cluster.add_worker()
+        failed = _RayStart(cluster, "head", head).wait()
+        if failed:
+            raise RayStartError(failed)
+        cluster.add_workers(workers)
         _wait_for_nodes(cluster, workers + 1)
     except BaseException:
         cluster.stop()
@@ -199,22 +214,37 @@ def start_ray_cluster(workdir: Path, workers: int = 2) -> RayCluster:
     return cluster
 
 
-def _ray_start(cluster: RayCluster, name: str, args: list[str]) -> None:
-    ray = Path(sys.executable).parent / "ray"
-    command = [str(ray), "start", "--node-ip-address", "127.0.0.1", "--disable-usage-stats", *args]
-    log = cluster.workdir / f"ray-start-{name}.log"
-    cluster.workdir.mkdir(parents=True, exist_ok=True)
-    with log.open("wb") as out:
-        done = subprocess.run(
-            command, env=cluster.env, stdout=out, stderr=subprocess.STDOUT, timeout=120, check=False
-        )
-    if done.returncode != 0:
-        tail = log.read_text(errors="replace")[-2000:]
-        raise RayStartError(f"ray start of the {name} node failed ({done.returncode}):\n{tail}")
+class _RayStart:
+    """One ``ray start`` running, its output in the cluster's folder."""
+
+    def __init__(self, cluster: RayCluster, name: str, args: list[str]) -> None:
+        ray = Path(sys.executable).parent / "ray"
+        command = [str(ray), "start", "--node-ip-address", "127.0.0.1", "--disable-usage-stats",
+                   "--include-log-monitor", "false", *args]  # fmt: skip
+        cluster.workdir.mkdir(parents=True, exist_ok=True)
+        self.name = name
+        self.log = cluster.workdir / f"ray-start-{name}.log"
+        with self.log.open("wb") as out:
+            self.process = subprocess.Popen(
+                command, env=cluster.env, stdout=out, stderr=subprocess.STDOUT
+            )
+
+    def wait(self, timeout: float = 120) -> str:
+        """Until it ends; what went wrong ("" when it succeeded)."""
+        try:
+            code = self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            code = None
+        if code == 0:
+            return ""
+        tail = self.log.read_text(errors="replace")[-2000:]
+        return f"ray start of the {self.name} node failed ({code}):\n{tail}"
 
 
-def _wait_for_nodes(cluster: RayCluster, count: int, timeout: float = 60) -> None:
-    """Until ``ray status`` sees ``count`` nodes (a worker joins a moment after its start)."""
+def _wait_for_nodes(cluster: RayCluster, count: int, timeout: float = 120) -> None:
+    """Until the cluster lists ``count`` live nodes."""
     deadline = time.monotonic() + timeout
     seen = ""
     while time.monotonic() < deadline:

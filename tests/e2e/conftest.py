@@ -10,8 +10,12 @@ the scenarios' ``file://`` URIs are allowed).
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Iterator
 
 import pytest
+
+from tests._support.ray_cluster import RayCluster
+from tests.e2e._ray import ray_cluster_for
 
 
 @pytest.fixture(params=["local", "ray"])
@@ -25,3 +29,10 @@ def backend(request: pytest.FixtureRequest) -> dict[str, str]:
         "TRAINOPS_RAY_ADDRESS": cluster.address,
         "TRAINOPS_SHARED_PATHS": tempfile.gettempdir(),
     }
+
+
+@pytest.fixture(scope="session")
+def node_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayCluster]:
+    """The Ray cluster of the modules that take nodes away (``_ray``); each module's ``cluster``
+    fixture gives it back its three workers first."""
+    yield from ray_cluster_for(tmp_path_factory, "ray-nodes")

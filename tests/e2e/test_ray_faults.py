@@ -1,8 +1,9 @@
-"""End to end on a Ray cluster of its own: gang scheduling, jobs that can never fit, a node that
-dies mid-job, and nothing left running afterwards.
+"""End to end on a Ray cluster whose nodes may die: gang scheduling, jobs that can never fit, a
+node that dies mid-job, and nothing left running afterwards.
 
-The cluster (a head and three worker nodes of 2 CPUs, each holding one ml.m5.large host) is
-this module's: the last test kills one of its nodes.
+The cluster (a head and three worker nodes of 2 CPUs, each holding one ml.m5.large host) is the
+one ``node_cluster`` shares with the other modules that take nodes away (``_ray``): it starts
+this module with three live workers, and the last test kills one of them.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import pytest
 from tests._support.processes import assert_nothing_left
 from tests._support.ray_cluster import RayCluster
 from tests.e2e._harness import CLI, Server, cli_env, describe, trainops, wait_for, write_job
-from tests.e2e._ray import ray_cluster_for, ray_server
+from tests.e2e._ray import ray_server, with_all_workers
 
 pytestmark = pytest.mark.slow
 
@@ -26,8 +27,8 @@ SLEEPER = "import time\nprint('working', flush=True)\ntime.sleep(600)\n"
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayCluster]:
-    yield from ray_cluster_for(tmp_path_factory, "ray-faults")
+def cluster(node_cluster: RayCluster) -> RayCluster:
+    return with_all_workers(node_cluster)
 
 
 @pytest.fixture

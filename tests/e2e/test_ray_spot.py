@@ -1,9 +1,10 @@
-"""End to end on a Ray cluster of its own: a spot job whose node Ray drains for preemption gets
+"""End to end on a Ray cluster whose nodes go: a spot job whose node Ray drains for preemption gets
 the notice and resumes from its checkpoint on the nodes that remain; a spot job whose node dies
 is interrupted (not failed: it has no retries to spend) and resumes too.
 
-The cluster (a head and three worker nodes of 2 CPUs, each holding one ml.m5.large host) is this
-module's: its tests take two of its nodes away, one each.
+The cluster (a head and three worker nodes of 2 CPUs, each holding one ml.m5.large host) is the
+one ``node_cluster`` shares with the other modules that take nodes away (``_ray``): it starts this
+module with three live workers, and its tests take two of them away, one each.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import pytest
 from tests._support.processes import assert_nothing_left
 from tests._support.ray_cluster import RayCluster
 from tests.e2e._harness import Server, describe, trainops, wait_for, write_job
-from tests.e2e._ray import ray_cluster_for, ray_server
+from tests.e2e._ray import ray_server, with_all_workers
 
 pytestmark = pytest.mark.slow
 
@@ -54,8 +55,8 @@ print(f"{host} done at {step}", flush=True)
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayCluster]:
-    yield from ray_cluster_for(tmp_path_factory, "ray-spot")
+def cluster(node_cluster: RayCluster) -> RayCluster:
+    return with_all_workers(node_cluster)
 
 
 @pytest.fixture
