@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -16,7 +17,8 @@ from tests._support.system import require, require_extra
 from tests.agent._support import make_hosts, make_job, run_together
 from trainops._hostns_exec import NAME_UNRESOLVED
 from trainops.agent import HostResult
-from trainops.agent.supervision._hostns import namespaces_available, wrap
+from trainops.agent.launchers import job_port
+from trainops.agent.supervision._hostns import host_addresses, namespaces_available, wrap
 from trainops.protocol import Command, EventKind, HostOutcome
 
 PRINT_RANK = """
@@ -132,6 +134,34 @@ def test_ranks_form_a_gloo_world(tmp_path: Path, distribution: dict[str, object]
         if "sum=" in line
     }
     assert sums == {(0, "sum=3 rank=0 world=2"), (1, "sum=3 rank=1 world=2")}
+
+
+BINDS_THE_MASTER_PORT = """
+import os, socket
+if os.environ["RANK"] == "0":
+    s = socket.socket()
+    s.bind((os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])))
+    s.listen()
+    print(f"bound {os.environ['MASTER_PORT']}", flush=True)
+"""
+
+
+def test_a_one_host_job_whose_port_is_held_gets_a_free_one(tmp_path: Path) -> None:
+    """Another program (a job of the same name under another home: another test run, say)
+    listens on the job's rendezvous port at its master's address: the job is not failed
+    with EADDRINUSE, its ranks are given a port they can bind."""
+    derived = job_port("job-1", 1)
+    address = host_addresses("job-1", 1, ["algo-1"])["algo-1"]
+    with socket.socket() as holder:
+        holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # past TIME_WAITs
+        holder.bind((address if namespaces_available() else "127.0.0.1", derived))
+        holder.listen()
+        job = make_job(tmp_path, {"train.py": BINDS_THE_MASTER_PORT},
+                       distribution={"processes_per_host": 2})  # fmt: skip
+        result = job.run()
+    assert result.outcome is HostOutcome.COMPLETED, result.failure_reason
+    [line] = job.reporter.lines("stdout")
+    assert line.startswith("bound ") and line != f"bound {derived}"
 
 
 BINDS_ITS_HOST = """

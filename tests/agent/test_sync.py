@@ -288,6 +288,31 @@ def test_an_eager_sync_starts_its_uploader_before_any_file_exists(
     assert sync.worker_pid is None
 
 
+def test_the_last_sync_does_not_wait_for_an_uploader_still_starting(
+    tmp_path: Path, remote: Path, store: ObjectStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job that ends before its uploader has started (a short script; imports that take
+    seconds on a busy machine): the stop ends the uploader where it is, no error is reported,
+    and the last sync uploads what there is. The uploader's start is held here (30 s, in its
+    ``sitecustomize``) so that the stop surely comes first: waiting for it would let it wake."""
+    held, started, woke = tmp_path / "held", tmp_path / "started", tmp_path / "woke"
+    held.mkdir()
+    (held / "sitecustomize.py").write_text(
+        f"import time\nopen({str(started)!r}, 'w').close()\ntime.sleep(30)\n"
+        f"open({str(woke)!r}, 'w').close()\n"
+    )
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(held), os.environ.get("PYTHONPATH", "")]))
+    errors: list[str] = []
+    sync = DirectorySync(tmp_path / "local", remote.as_uri(), store, propagate_deletes=True,
+                         eager=True, on_error=errors.append)  # fmt: skip
+    sync.start()
+    (tmp_path / "local" / "last.pt").write_text("weights")
+    _wait_for(started.exists, "the uploader's start")
+    result = sync.final_sync()
+    assert result.uploaded == ["last.pt"] and _remote_files(remote) == {"last.pt": "weights"}
+    assert errors == [] and not woke.exists()
+
+
 def test_the_background_uploader_sends_sync_part_concurrency_parts_at_once(
     tmp_path: Path,
 ) -> None:

@@ -11,6 +11,8 @@ is not protected; a job whose channels bind directories cannot start there.
 from __future__ import annotations
 
 import dataclasses
+import errno
+import socket
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -107,6 +109,10 @@ def host_processes(
             "this job mounts directories in its hosts' private mount namespace (a channel's "
             "view), which this machine does not allow (needs root or user namespaces)"
         )
+    addresses = assignment.host_addresses or host_addresses(
+        assignment.job_name, assignment.attempt, assignment.hosts
+    )
+    master_address = addresses[assignment.hosts[0]] if named else LOCAL_MASTER
     ctx = LaunchContext(
         job=job,
         job_name=assignment.job_name,
@@ -119,7 +125,7 @@ def host_processes(
         script_args=tuple(command.args),
         env=env,
         master_addr=assignment.hosts[0] if named else LOCAL_MASTER,
-        master_port=job_port(assignment.job_name, assignment.attempt),
+        master_port=_master_port(assignment, master_address),
         remote_shell=remote_shell,
     )
     processes = launcher_for(job.distribution.launcher).processes(ctx)
@@ -130,9 +136,6 @@ def host_processes(
             warnings.append(NO_NAMESPACES.format(host=assignment.hosts[0]))
         addresses = dict.fromkeys(assignment.hosts, LOCAL_MASTER)
         return HostLaunch([_release_at_address(p, addresses) for p in processes], shown, warnings)
-    addresses = assignment.host_addresses or host_addresses(
-        assignment.job_name, assignment.attempt, assignment.hosts
-    )
     owned = namespace is None
     if namespace is None:
         namespace = hold_host_namespace(assignment, state_dir, binds, opt_ml, isolation)
@@ -150,6 +153,39 @@ def host_processes(
         [],
         namespace=namespace if owned else None,
     )
+
+
+def _master_port(assignment: Assignment, address: str) -> int:
+    """The job's rendezvous port (see :func:`job_port`). A job of one host needs no other host
+    to agree on it: where another program (a job of the same name under another home, say)
+    already holds that port at the master's address, it gets a free one instead of failing
+    with EADDRINUSE. The hosts of a larger job each derive the same port, so it stays fixed."""
+    port = job_port(assignment.job_name, assignment.attempt)
+    if len(assignment.hosts) > 1 or _bindable(address, port):
+        return port
+    return _free_port(address) or port
+
+
+def _bindable(address: str, port: int) -> bool:
+    """Whether a listener could bind ``port`` at ``address`` now (one that cannot be tried, on
+    an address not of this machine, counts as bindable: the launch will say what is wrong)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((address, port))
+        except OSError as exc:
+            return exc.errno != errno.EADDRINUSE
+    return True
+
+
+def _free_port(address: str) -> int | None:
+    """A port the kernel finds free at ``address``; ``None`` where none can be had there."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((address, 0))
+        except OSError:
+            return None
+        return int(probe.getsockname()[1])
 
 
 def start_host_namespace(

@@ -580,6 +580,11 @@ class DirectorySync:
         assert worker.stdin is not None
         with contextlib.suppress(OSError):
             worker.stdin.close()  # end of input is the stop signal
+        # An uploader still starting (its imports take a few hundred milliseconds, seconds on a
+        # busy machine) has begun no upload: this ends it at once, so a job shorter than that
+        # start does not wait for it. A running one ignores it (see worker_main) and finishes
+        # its current upload on the end of input.
+        worker.terminate()
         try:
             worker.wait(timeout=STOP_TIMEOUT)
         except subprocess.TimeoutExpired:
@@ -603,6 +608,8 @@ class DirectorySync:
                 continue
             self._take_report(report)
         code = worker.wait()
+        if code == -signal.SIGTERM and self._stopping.is_set():
+            return  # stopped before it began: see stop
         if code != 0:
             self._error(f"the uploader exited with {code}; what is left uploads when training ends")
 
@@ -752,6 +759,9 @@ def worker_main() -> int:
     mirror.entries = {rel: FileEntry(*e) for rel, e in config.get("entries", {}).items()}
     mirror.excluded = set(config.get("excluded", []))
     out = sys.stdout
+    # From here on an upload may be under way: the agent's SIGTERM at a stop (which ends an
+    # uploader still starting) must not cut it; the end of input stops the uploader instead.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     _Uploader(mirror, config, lambda report: _emit(out, report)).run(stop_fd, rest)
     return 0
 
