@@ -120,7 +120,7 @@ class Server:
             stdout=log,
             stderr=subprocess.STDOUT,
         )
-        wait_for(self._up, timeout=30)
+        wait_for(self._up, timeout=30, interval=0.02)  # a connect attempt costs nothing
         return self
 
     def _up(self) -> bool:
