@@ -9,7 +9,7 @@ restored may be corrupt, and its final state must equal an uninterrupted run's, 
 
 The agents report every 100 ms (``heartbeat_interval_ms``; 500 by default), as that is how soon
 an interruption's stop reaches them: the faults and what each proves are the same, but each of
-the hundred waits less for its stop to arrive (the campaign's time went mostly to such waits).
+the sixty interruptions waits some 0.2 s less for its stop to arrive.
 """
 
 from __future__ import annotations
