@@ -107,6 +107,11 @@ class Settings:
         return self.agent.fastfile_fallback
 
     @property
+    def heartbeat_interval_ms(self) -> int:
+        """``agent.heartbeat_interval_ms``."""
+        return self.agent.heartbeat_interval_ms
+
+    @property
     def db_path(self) -> Path:
         return self.home / "trainops.db"
 

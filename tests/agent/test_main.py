@@ -131,3 +131,26 @@ def test_an_agent_whose_parent_is_gone_abandons_its_host() -> None:
     ]
     time.sleep(0.6)  # two polls: a parent that is still there is never taken for gone
     assert kept.reasons == [] and unwatched.reasons == []
+
+
+def test_the_agent_reports_at_the_configured_heartbeat_interval(tmp_path: Path) -> None:
+    """``heartbeat_interval_ms`` (how soon an interruption's stop reaches the agent) is what the
+    agent's reporter paces its heartbeats by."""
+    from trainops._settings import Settings
+    from trainops.agent.__main__ import _reporter
+
+    launch = AgentLaunch(
+        server_url="http://127.0.0.1:9",
+        token=TOKEN,
+        job_name="job",
+        host="algo-1",
+        attempt=1,
+        root=tmp_path,
+        state_dir=tmp_path,
+    )
+    env = {"TRAINOPS_HOME": str(tmp_path)}
+    default = _reporter(launch, Settings.load(env), start=False)
+    chosen = _reporter(
+        launch, Settings.load({**env, "TRAINOPS_HEARTBEAT_INTERVAL_MS": "120"}), start=False
+    )
+    assert (default._heartbeat, chosen._heartbeat) == (0.5, 0.12)

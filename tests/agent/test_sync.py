@@ -6,7 +6,9 @@ safety scan pushed out of reach, so only events can explain an upload) and on it
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -404,6 +406,43 @@ def test_the_last_sync_gives_the_uploader_the_agents_priority(
     assert policies == {os.SCHED_OTHER}
     assert nices == {os.nice(0)}
     assert io_class != psutil.IOPRIO_CLASS_IDLE
+
+
+def test_the_last_sync_does_not_wait_for_an_uploader_that_has_not_started(
+    tmp_path: Path, remote: Path, store: ObjectStore
+) -> None:
+    """An interruption soon after a checkpointing job's start: its eager uploader may still be
+    in its interpreter's start-up (at idle priority a busy machine can hold that off for
+    seconds). It has uploaded nothing, so the last sync kills it rather than waiting, uploads
+    everything itself, and calls no failure. Here the uploader is frozen before it could start
+    (it needs a hundred milliseconds of imports; the freeze comes microseconds after its spawn),
+    so a sync that waited for it would never end."""
+    errors: list[str] = []
+    sync = DirectorySync(
+        tmp_path / "local",
+        remote.as_uri(),
+        store,
+        propagate_deletes=True,
+        eager=True,
+        on_error=errors.append,
+    )
+    sync.start()
+    assert sync._worker is not None
+    frozen = sync._worker.pid
+    os.kill(frozen, signal.SIGSTOP)
+    try:
+        assert not sync._worker_ready.is_set()  # the premise: it had not started
+        (tmp_path / "local" / "last.pt").write_text("written at the notice")
+        syncing = threading.Thread(target=sync.final_sync)
+        syncing.start()
+        syncing.join(DEADLINE)
+        assert not syncing.is_alive(), "the last sync waited for the frozen uploader"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(frozen, signal.SIGKILL)
+    assert _remote_files(remote) == {"last.pt": "written at the notice"}
+    assert not psutil.pid_exists(frozen)  # killed and reaped
+    assert errors == []
 
 
 @pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="SCHED_IDLE is Linux's")

@@ -93,6 +93,10 @@ print(f"final={state.hex()}", flush=True)
 
 KINDS = {"interrupt": 35, "rank": 25, "agent": 15, "host": 10, "server": 15}
 RETRY_KINDS = ("agent", "host")  # an internal error: each uses one of the job's retries
+# How often the job's phase is asked for (one describe through the REST API, a few
+# milliseconds): each fault waits for the job to be back in Training, and a coarser poll would
+# add half its interval to every one of the hundred.
+POLL = 0.02
 
 
 @dataclass
@@ -126,7 +130,7 @@ class Faults:
         """One fault of ``kind``; False when it could not land (the job left Training)."""
         if kind == "server":
             self._restart_server()
-        elif wait_for(self.phase, timeout=180) != "training":
+        elif wait_for(self.phase, timeout=180, interval=POLL) != "training":
             return False
         else:
             # The moment within Training is random: the campaign's input, not a wait.

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import psutil
 import yaml
 
 CLI = [sys.executable, "-m", "trainops.cli"]
@@ -120,15 +121,25 @@ class Server:
             stdout=log,
             stderr=subprocess.STDOUT,
         )
-        wait_for(self._up, timeout=30)
+        wait_for(self._up, timeout=30, interval=0.05)
         return self
 
     def _up(self) -> bool:
+        """Whether this server's own process listens on its port. A connect alone can reach
+        something else there: in the chaos campaign on a machine busy with other suites, one
+        succeeded a millisecond after a restarted server's start, long before it could listen
+        (the port had been free since the previous server's SIGKILL)."""
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            log = self.home.glob("server-*.log")
+            raise AssertionError(
+                f"the server exited ({self.proc.returncode}); see {sorted(log)[-1]}"
+            )
         try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                return True
-        except OSError:
+            listening = psutil.Process(self.proc.pid).net_connections(kind="tcp")
+        except psutil.Error:
             return False
+        return any(c.status == psutil.CONN_LISTEN and c.laddr.port == self.port for c in listening)
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -16,6 +16,7 @@ pytestmark = pytest.mark.slow
 
 # Counts to STEPS, a checkpoint per step (written whole: temp file, then rename), resuming from
 # the newest one it finds; on SIGTERM (the interruption's notice) it writes one last checkpoint.
+# A step takes PAUSE seconds, or PAUSE_RESUMED once it has resumed from a checkpoint.
 COUNTING = """
 import os, signal, sys, time
 ck = os.environ.get("SM_CHECKPOINT_DIR", "/opt/ml/checkpoints")
@@ -34,10 +35,12 @@ def noticed(signum, frame):
     sys.exit(0)
 
 signal.signal(signal.SIGTERM, noticed)
+pause = float(os.environ.get("PAUSE", "0.25"))
+pause = float(os.environ.get("PAUSE_RESUMED", pause)) if done else pause
 while step < int(os.environ.get("STEPS", "12")):
     save(step)
     step += 1
-    time.sleep(float(os.environ.get("PAUSE", "0.25")))
+    time.sleep(pause)
 print("done", flush=True)
 """
 
@@ -82,7 +85,10 @@ def test_a_server_killed_while_interrupted_and_while_waiting_changes_nothing(
         checkpoint={"uri": "ckpt/"},
         use_spot_instances=True,
         stopping_condition={"max_runtime_in_seconds": 120, "max_wait_time_in_seconds": 300},
-        environment={"STEPS": "30", "PAUSE": "0.5"},
+        # The first attempt's slow steps keep it running through the interruption and the
+        # server's restart; once resumed, nothing needs it to be slow (the last kill lands as
+        # the new attempt starts, or after its end, which the next server reads from its journal).
+        environment={"STEPS": "30", "PAUSE": "0.5", "PAUSE_RESUMED": "0.1"},
     )
     server = Server(home).start()
 

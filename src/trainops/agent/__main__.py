@@ -135,7 +135,11 @@ def _reporter(launch: AgentLaunch, settings: Settings, *, start: bool = True) ->
     # close's own, rather than never exiting (what is lost is said on stderr, in one line).
     give_up = float(settings.heartbeat_timeout)
     reporter = HttpReporter(
-        _client(launch, settings), launch.attempt, journal, give_up_seconds=give_up
+        _client(launch, settings),
+        launch.attempt,
+        journal,
+        give_up_seconds=give_up,
+        heartbeat=settings.heartbeat_interval_ms / 1000,
     )
     return reporter.start() if start else reporter
 

@@ -336,6 +336,8 @@ class DirectorySync:
         self._previous: dict[str, Signature] = {}
         self._lock = threading.Lock()
         self._worker: subprocess.Popen[bytes] | None = None
+        self._worker_ready = threading.Event()  # the uploader said it has started (``ready``)
+        self._dismissed: int | None = None  # the pid of an uploader stopped before it started
         self._reader: threading.Thread | None = None
         self._launcher: threading.Thread | None = None
         self._watchdog: threading.Thread | None = None
@@ -535,6 +537,7 @@ class DirectorySync:
             "from trainops.agent.reporting._sync import worker_main; "
             "raise SystemExit(worker_main())"
         )
+        self._worker_ready.clear()
         self._worker = subprocess.Popen(
             [sys.executable, "-c", code],
             stdin=subprocess.PIPE,
@@ -568,7 +571,12 @@ class DirectorySync:
             _raise_priority(worker.pid, os.getpriority(os.PRIO_PROCESS, 0))
 
     def stop(self) -> None:
-        """Ask the uploader to finish its current upload and exit; wait for it."""
+        """Ask the uploader to finish its current upload and exit; wait for it. An uploader
+        that has not said it started is killed instead: it has uploaded nothing yet, and its
+        interpreter's start-up (a few hundred milliseconds of CPU at idle priority, which a busy
+        machine may not have given it yet) is not worth waiting for. (Had it started a moment
+        ago, the upload it began is abandoned unfinished, which is never visible, see above, and
+        the last sync uploads that file itself.)"""
         with self._spawn_lock:
             self._stopping.set()
             worker, self._worker = self._worker, None
@@ -577,14 +585,12 @@ class DirectorySync:
             self._launcher = None
         if worker is None:
             return
+        if not self._worker_ready.is_set():
+            self._dismissed = worker.pid  # (before the kill: its reader must not call it a failure)
+            worker.kill()
         assert worker.stdin is not None
         with contextlib.suppress(OSError):
             worker.stdin.close()  # end of input is the stop signal
-        # An uploader still starting (its imports take a few hundred milliseconds, seconds on a
-        # busy machine) has begun no upload: this ends it at once, so a job shorter than that
-        # start does not wait for it. A running one ignores it (see worker_main) and finishes
-        # its current upload on the end of input.
-        worker.terminate()
         try:
             worker.wait(timeout=STOP_TIMEOUT)
         except subprocess.TimeoutExpired:
@@ -608,12 +614,13 @@ class DirectorySync:
                 continue
             self._take_report(report)
         code = worker.wait()
-        if code == -signal.SIGTERM and self._stopping.is_set():
-            return  # stopped before it began: see stop
-        if code != 0:
+        if code != 0 and worker.pid != self._dismissed:
             self._error(f"the uploader exited with {code}; what is left uploads when training ends")
 
     def _take_report(self, report: dict[str, Any]) -> None:
+        if "ready" in report:
+            self._worker_ready.set()
+            return
         with self._lock:
             if "uploading" in report:
                 self._upload_began[str(report["uploading"])] = time.monotonic()
@@ -759,10 +766,9 @@ def worker_main() -> int:
     mirror.entries = {rel: FileEntry(*e) for rel, e in config.get("entries", {}).items()}
     mirror.excluded = set(config.get("excluded", []))
     out = sys.stdout
-    # From here on an upload may be under way: the agent's SIGTERM at a stop (which ends an
-    # uploader still starting) must not cut it; the end of input stops the uploader instead.
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    _Uploader(mirror, config, lambda report: _emit(out, report)).run(stop_fd, rest)
+    uploader = _Uploader(mirror, config, lambda report: _emit(out, report))
+    _emit(out, {"ready": True})  # from here on, a stop waits for the upload in flight
+    uploader.run(stop_fd, rest)
     return 0
 
 
