@@ -10,9 +10,7 @@ file), and one SDK setting: its source tarball is uploaded with SSE-KMS unless
 ``encrypt_repacked_artifacts`` is off, and the served SeaweedFS has no KMS.
 
 The SDK runs in a child process: it is what a user runs, it imports much (and warns on import,
-which this suite makes errors), and it must see only the variables the banner prints. It starts
-with the server and imports the SDK while the server and its S3 start (a few seconds each),
-then goes on when the test writes a line to it.
+which this suite makes errors), and it must see only the variables the banner prints.
 """
 
 from __future__ import annotations
@@ -57,7 +55,6 @@ from sagemaker.session_settings import SessionSettings
 from sagemaker.tuner import HyperparameterTuner, IntegerParameter
 from sagemaker.analytics import HyperparameterTuningJobAnalytics
 
-sys.stdin.readline()  # imported while the server starts: go once it serves
 boto = boto3.Session()
 s3 = boto.client("s3")
 for i in range(3):
@@ -177,19 +174,17 @@ def test_the_sdk_v2_pytorch_estimator_fits_on_trainops_and_reads_its_model(
     home = tmp_path / "home"
     images = f"pytorch:2.3={python},sklearn=server"
     server = Server(home, TRAINOPS_S3_SERVE="1", TRAINOPS_IMAGES=images).start()
-    driving = subprocess.Popen(
-        [sys.executable, str(driver), str(source)],
-        env=_sdk_env(home),
-        cwd=tmp_path,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
     try:
         wait_for(lambda: read_client_file(home), timeout=120)
         wait_for(lambda: (home / "aws" / "sagemaker.yaml").is_file(), timeout=30)
-        done = _finish(driving, "go\n")
+        done = subprocess.run(
+            [sys.executable, str(driver), str(source)],
+            env=_sdk_env(home),
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         result = json.loads(done.stdout.strip().splitlines()[-1])
         assert result["bucket"] == "trainops"
@@ -217,18 +212,4 @@ def test_the_sdk_v2_pytorch_estimator_fits_on_trainops_and_reads_its_model(
         model = _model(home, result["model_data"])
         assert model == {"total": 6, "label": "sdk run", "region": "us-east-1", "python": python}
     finally:
-        if driving.poll() is None:
-            driving.kill()
-            driving.communicate()
         server.stop()
-
-
-def _finish(process: subprocess.Popen[str], line: str) -> subprocess.CompletedProcess[str]:
-    """Write ``line`` to ``process`` and wait for it to end (240 s at most)."""
-    try:
-        stdout, stderr = process.communicate(line, timeout=240)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        stdout, stderr = process.communicate()
-        pytest.fail(f"the SDK driver ran past 240 s: {stdout[-2000:]}{stderr[-2000:]}")
-    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
