@@ -55,11 +55,12 @@ def test_the_jobs_page_follows_the_change_stream_without_polling(
     )
     tab.page.goto(f"{plane.server.url}/ui/jobs")
     tab.page.evaluate("window.notReloaded = true")
-    # Loaded, and its one long-poll waits on the server: nothing else is fetched meanwhile.
+    # Loaded, and its one long-poll waits on the server: nothing else is fetched meanwhile but
+    # a redraw after a stream answer (the earlier job's last writes may land after its end
+    # was seen, and wake the page once).
     _waiters(plane, tab, 1, "the page follows the stream")
-    assert [u for u in asked if _EVENTS in u and "since=" in u] and not [
-        u for u in asked if _TABLE in u
-    ]
+    assert [u for u in asked if _EVENTS in u and "since=" in u]
+    assert len([u for u in asked if _TABLE in u]) <= len(answers), (asked, answers)
 
     plane.submit("arrives", {"FAKE_LINES": "2"})
     tab.page.locator('tr[data-job="arrives"]').wait_for(timeout=_WAIT_MS)
