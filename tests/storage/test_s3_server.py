@@ -225,3 +225,32 @@ def test_clients_pick_up_a_live_servers_s3_and_ignore_a_dead_ones(tmp_path: Path
     assert Settings.load({"TRAINOPS_HOME": str(tmp_path)}).s3.endpoint_url is None
     (tmp_path / CLIENT_FILE).write_text("{not json")
     assert Settings.load({"TRAINOPS_HOME": str(tmp_path)}).s3.endpoint_url is None
+
+
+@pytest.mark.slow
+@pytest.mark.s3
+def test_a_port_taken_before_weed_binds_it_is_chosen_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ports are chosen free and weed binds them a moment later: another process can take one
+    in between (CI saw it once). The S3 port the user did not name is then chosen again."""
+    require("weed")
+    from trainops.storage import _seaweed
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        held = taken.getsockname()[1]
+        monkeypatch.setattr(_seaweed, "_same_port_as_before", lambda record: held)
+        server = S3Server(tmp_path / "home", TOKEN, ready_timeout=60)
+        try:
+            server.start()
+            assert server.settings.endpoint_url != f"http://127.0.0.1:{held}"
+            assert _client(server).list_objects_v2(Bucket="trainops")["KeyCount"] == 0
+            client_file = json.loads((tmp_path / "home" / CLIENT_FILE).read_text())
+            assert client_file["endpoint_url"] == server.settings.endpoint_url
+            record = (tmp_path / "home" / "s3" / "port").read_text()
+            assert server.settings.endpoint_url.endswith(f":{record}")
+        finally:
+            server.stop()
+    assert "address already in use" in server.log_path.read_text()

@@ -70,6 +70,8 @@ _BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
 _READY_KEY = ".trainops-ready"
 _GLOG_PROBLEM = re.compile(r"[FE]\d{4} \d")
 _MAX_RESTARTS = 5
+_BIND_ATTEMPTS = 4
+_IN_USE = re.compile(rb"listen tcp [\d.]+:(\d+): bind: address already in use")
 
 
 class S3ServerError(StorageError):
@@ -236,6 +238,7 @@ class S3Server:
         # one profile signs both the SageMaker API's requests and S3's (the SDKs use one).
         self._extra_keys = extra_keys
         self._port = port
+        self._pinned = port != 0  # a port the user named: never traded for another
         self._timeout = ready_timeout
         self._process: subprocess.Popen[bytes] | None = None
         self._grpc_ports: tuple[int, ...] = ()
@@ -317,7 +320,27 @@ class S3Server:
             if self._process is not None and self._process.poll() is None:
                 kill_group(self._process)
 
-    def _launch(self, weed: Path) -> None:
+    def _launch(self, weed: Path, *, first: bool = True) -> None:
+        """Start weed on fresh ports and wait until it serves; a port another process took
+        between our choosing it and weed binding it means a new choice, a few times over (the
+        S3 port only at the first start and when the user named none: jobs know it later)."""
+        for attempt in range(_BIND_ATTEMPTS):
+            start = _log_size(self.log_path)
+            try:
+                self._launch_once(weed)
+                return
+            except S3ServerError:
+                taken = _ports_in_use(self.log_path, start)
+                if not taken or attempt == _BIND_ATTEMPTS - 1 or self._stopping.is_set():
+                    raise
+                if self._port in taken:
+                    if self._pinned or not first:
+                        raise
+                    self._port = free_ports(1)[0]
+                    write_private(self.root / "port", str(self._port))
+                log.warning("port %s was taken before weed bound it; choosing again", taken)
+
+    def _launch_once(self, weed: Path) -> None:
         data = self.root / "data"
         data.mkdir(parents=True, exist_ok=True)
         free = free_ports(2 * len(ROLES) - 1)
@@ -427,7 +450,7 @@ class S3Server:
             log.warning("SeaweedFS exited with status %s; restarting it", process.returncode)
             self._remove_sockets()
             try:
-                self._launch(weed)
+                self._launch(weed, first=False)
             except S3ServerError as exc:
                 log.error("%s", str(exc).splitlines()[0])
 
@@ -453,6 +476,23 @@ def _derived_keys(token: str) -> tuple[str, str]:
     key = hmac.new(token.encode(), b"trainops s3 access key id", hashlib.sha256).hexdigest()
     secret = hmac.new(token.encode(), b"trainops s3 secret access key", hashlib.sha256)
     return f"TOS3{key[:16].upper()}", secret.hexdigest()
+
+
+def _log_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _ports_in_use(path: Path, start: int) -> set[int]:
+    """The ports weed's log says (after byte ``start``) another process held."""
+    try:
+        with path.open("rb") as log_file:
+            log_file.seek(start)
+            return {int(port) for port in _IN_USE.findall(log_file.read())}
+    except OSError:
+        return set()
 
 
 def _same_port_as_before(record: Path) -> int:
