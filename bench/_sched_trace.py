@@ -80,11 +80,19 @@ class SchedTrace:
                 with contextlib.suppress(OSError):
                     self._write(name, value)
         for event in filter(None, self._saved.get("set_event", "").splitlines()):
-            with contextlib.suppress(OSError), (self.root / "set_event").open("a") as out:
-                out.write(event + "\n")
+            self._append("set_event", event)
         with contextlib.suppress(OSError):
             self._write("tracing_on", self._saved.get("tracing_on", "1"))
         return parse(text.splitlines())
+
+    def _append(self, name: str, value: str) -> None:
+        """Add a line to a tracefs list (``open("a")`` seeks to the end: tracefs refuses)."""
+        with contextlib.suppress(OSError):
+            fd = os.open(self.root / name, os.O_WRONLY | os.O_APPEND)
+            try:
+                os.write(fd, (value + "\n").encode())
+            finally:
+                os.close(fd)
 
     def _write(self, name: str, value: str) -> None:
         (self.root / name).write_text(value + "\n" if value else "")
