@@ -3,7 +3,6 @@ CPU pinning, SIGTERM as a stop, the exit code, the journal, and a failed start."
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -34,9 +33,7 @@ while True:
 """
 
 
-def _start(
-    job: JobFixture, url: str, home: Path, given: str | None = None
-) -> subprocess.Popen[bytes]:
+def _start(job: JobFixture, url: str, home: Path) -> subprocess.Popen[bytes]:
     launch = AgentLaunch(
         server_url=url,
         token=TOKEN,
@@ -45,7 +42,6 @@ def _start(
         attempt=1,
         root=job.root,
         state_dir=job.state_dir,
-        assignment=given,
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINOPS_")}
     env.update(launch.env(), TRAINOPS_HOME=str(home))
@@ -91,36 +87,6 @@ def test_an_unknown_assignment_exits_one_with_an_internal_error(
         assert agent.wait(timeout=120) == 1
     [exit_event] = api.events(EventKind.EXIT)
     assert exit_event["data"]["outcome"] == "InternalError"
-    assert "cannot fetch the assignment" in exit_event["data"]["failure_reason"]
-
-
-def test_an_assignment_handed_over_with_the_launch_is_not_asked_for(
-    tmp_path: Path, trainops_home: Path
-) -> None:
-    """A single-host job's placement hands the agent its assignment: the server that would
-    answer its request has none to give here, and the job runs all the same."""
-    job = make_job(tmp_path, {"train.py": "print('ran')"})
-    given = json.dumps(job.assignment.to_json())
-    with RecordingAgentApi(None, TOKEN) as api:
-        agent = _start(job, api.url, trainops_home, given)
-        assert agent.wait(timeout=120) == 0
-    [exit_event] = api.events(EventKind.EXIT)
-    assert exit_event["data"]["outcome"] == "Completed"
-    assert "ran" in _lines(api)
-
-
-@pytest.mark.parametrize("field", ["current_host", "attempt", "garbage"])
-def test_an_assignment_handed_over_for_another_host_is_asked_for_instead(
-    tmp_path: Path, trainops_home: Path, field: str
-) -> None:
-    job = make_job(tmp_path, {"train.py": "print('ran')"})
-    other = job.assignment.to_json()
-    other[field] = {"current_host": "algo-2", "attempt": 2}.get(field, "x")
-    given = "{not json" if field == "garbage" else json.dumps(other)
-    with RecordingAgentApi(None, TOKEN) as api:
-        agent = _start(job, api.url, trainops_home, given)
-        assert agent.wait(timeout=120) == 1
-    [exit_event] = api.events(EventKind.EXIT)
     assert "cannot fetch the assignment" in exit_event["data"]["failure_reason"]
 
 

@@ -11,7 +11,6 @@ agent per launch read from stdin (see ``_standby``), so that no launch pays for 
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sys
@@ -33,15 +32,7 @@ from trainops.agent.supervision._remote import HttpSpawnApi
 from trainops.agent.supervision._standby import serve_launches, take_launch_fd
 from trainops.archive import load_extraction
 from trainops.catalog import load_catalog
-from trainops.protocol import (
-    ASSIGNMENT_ENV,
-    PARENT_ENV,
-    STANDBY_ENV,
-    AgentLaunch,
-    Assignment,
-    EventKind,
-    HostOutcome,
-)
+from trainops.protocol import PARENT_ENV, STANDBY_ENV, AgentLaunch, EventKind, HostOutcome
 
 __all__ = ["main"]
 
@@ -76,16 +67,13 @@ def main(environ: Mapping[str, str] | None = None) -> int:
     settings = Settings.load(env)
     relay = _StopRelay()
     signal.signal(signal.SIGTERM, relay)
-    os.environ.pop(ASSIGNMENT_ENV, None)  # read once, and not passed on to any child
-    assignment = _given_assignment(launch)
-    if assignment is None:
-        client = _client(launch, settings)
-        try:
-            assignment = fetch_assignment(client, launch.attempt)
-        except AgentApiError as exc:
-            return _report_crash(launch, settings, f"cannot fetch the assignment: {exc}")
-        finally:
-            client.close()
+    client = _client(launch, settings)
+    try:
+        assignment = fetch_assignment(client, launch.attempt)
+    except AgentApiError as exc:
+        return _report_crash(launch, settings, f"cannot fetch the assignment: {exc}")
+    finally:
+        client.close()
     pin_cpus(assignment.resources.cpus)
     if assignment.spec.metric_definitions:
         fork_spare()  # now, while this process has one thread (see _worker_fork)
@@ -110,19 +98,6 @@ def main(environ: Mapping[str, str] | None = None) -> int:
     result = agent.run()
     reporter.close()
     return 1 if result.outcome is HostOutcome.INTERNAL_ERROR else 0
-
-
-def _given_assignment(launch: AgentLaunch) -> Assignment | None:
-    """The assignment that came with the launch, if one did and it is this host's (else the
-    agent asks for it, as it would without one)."""
-    if launch.assignment is None:
-        return None
-    try:
-        given = Assignment.from_json(json.loads(launch.assignment))
-    except (ValueError, KeyError, TypeError):
-        return None
-    mine = (given.job_name, given.current_host, given.attempt)
-    return given if mine == (launch.job_name, launch.host, launch.attempt) else None
 
 
 def _watch_parent(env: Mapping[str, str], agent: HostAgent, host: str) -> None:

@@ -20,7 +20,6 @@ from trainops._errors import JobNotFoundError, SpecError, StorageError, Trainops
 from trainops._settings import Settings
 from trainops.agent.launchers import available_launchers, launcher_for
 from trainops.backends import Backend
-from trainops.control._assignment import host_assignment
 from trainops.control._core import ControlCore, ControllerConfig
 from trainops.control._credentials import JobCredentials
 from trainops.control._events import EventIntake
@@ -322,9 +321,18 @@ class JobController:
         job, record = self._authorize(job_name, host, attempt, token)
         hosts = self.store.hosts(job_name, attempt)
         addresses = {h.host: self.core.backend.host_address(h.reservation) for h in hosts}
-        resources = HostResources(**record.resources)
-        names = [h.host for h in hosts]
-        return host_assignment(job, host, names, resources, addresses, self.settings.region)
+        return Assignment(
+            job_name=job.name,
+            attempt=attempt,
+            current_host=host,
+            hosts=[h.host for h in hosts],
+            spec=job.spec,
+            code_uri=job.code_uri,
+            output_prefix=job.output_prefix,
+            resources=HostResources(**record.resources),
+            region=self.settings.region,
+            host_addresses=_known(addresses),
+        )
 
     def report(
         self, job_name: str, host: str, attempt: int, token: str, events: Sequence[AgentEvent]
@@ -592,3 +600,11 @@ def _check_launcher(view: SubmittedJob) -> None:
         raise SpecError(
             [(f"distribution.{launcher}", f"{reason}; instance_count is {view.instance_count}")]
         )
+
+
+def _known(addresses: dict[str, str | None]) -> dict[str, str]:
+    """Every host's address, or none: a job whose hosts are not all on known, distinct machines
+    has them share this one (a loopback address each)."""
+    found = {host: address for host, address in addresses.items() if address}
+    distinct = len(set(found.values())) == len(addresses)
+    return found if found and len(found) == len(addresses) and distinct else {}

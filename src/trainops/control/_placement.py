@@ -13,14 +13,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import heapq
-import json
 import secrets
 from pathlib import Path
 
 from trainops._errors import TrainopsError
 from trainops.backends import CapacityNeverFits, CapacityShortage, HostPlacement
 from trainops.catalog import get_instance_type
-from trainops.control._assignment import host_assignment
 from trainops.control._core import ControlCore
 from trainops.control._credentials import job_grant, manifest_prefixes
 from trainops.control._lifecycle import Lifecycle
@@ -38,8 +36,6 @@ from trainops.store import HostState, JobRecord, NewHost
 __all__ = ["Placement", "attempt_dir", "token_hash"]
 
 _WAITING = (SecondaryStatus.STARTING, SecondaryStatus.PENDING)
-# A launch travels in a pipe (64 KiB) or, failing that, in environment variables (128 KiB each).
-_GIVEN_ASSIGNMENT_BYTES = 32 * 1024
 
 
 def token_hash(token: str) -> str:
@@ -186,7 +182,6 @@ class Placement:
             attempt=job.attempt,
             root=Path(host.root),
             state_dir=Path(host.state_dir),
-            assignment=self._given_assignment(job, host, placement),
         )
         try:
             handle = self.core.backend.launch(launch, placement.resources, env)
@@ -201,26 +196,6 @@ class Placement:
             handle=handle.to_json(),
             node=self.core.backend.node_of(handle),
         )
-
-    def _given_assignment(
-        self, job: JobRecord, host: NewHost, placement: HostPlacement
-    ) -> str | None:
-        """The assignment (JSON) of a single-host job's host, handed over with its launch
-        (the agent's first request saved); None for a host of several, or a large one: its
-        agent asks for it (a launch travels through a pipe or the environment)."""
-        if job.spec.instance_count != 1:
-            return None
-        address = self.core.backend.host_address(placement.reservation)
-        assignment = host_assignment(
-            job,
-            host.host,
-            [host.host],
-            placement.resources,
-            {host.host: address},
-            self.core.settings.region,
-        )
-        encoded = json.dumps(assignment.to_json(), separators=(",", ":"))
-        return encoded if len(encoded) <= _GIVEN_ASSIGNMENT_BYTES else None
 
     def _not_started(self, job: JobRecord, host: NewHost, reason: str) -> None:
         self.core.store.update_host(

@@ -25,7 +25,6 @@ from trainops.protocol._job import (
     SubmittedJob,
 )
 from trainops.protocol._launch import (
-    ASSIGNMENT_ENV,
     LAUNCH_FD_ENV,
     LAUNCH_MARK,
     PARENT_ENV,
@@ -61,7 +60,6 @@ from trainops.protocol._observe import (
 __all__ = [
     "ACCOUNT_ID",
     "AGENT_API_PREFIX",
-    "ASSIGNMENT_ENV",
     "CHECKPOINT_KINDS",
     "DEFAULT_CHECKPOINT_PATH",
     "LAUNCHER_FLAGS",

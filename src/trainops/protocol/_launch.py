@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
-    "ASSIGNMENT_ENV",
     "LAUNCH_FD_ENV",
     "LAUNCH_MARK",
     "PARENT_ENV",
@@ -27,9 +26,6 @@ ENV_HOST = "TRAINOPS_AGENT_HOST"
 ENV_ATTEMPT = "TRAINOPS_AGENT_ATTEMPT"
 ENV_ROOT = "TRAINOPS_AGENT_ROOT"
 ENV_STATE = "TRAINOPS_AGENT_STATE"
-# The host's assignment (its JSON), where the control plane hands it over with the launch (a
-# single-host job's, when small): the agent then starts without asking for it.
-ASSIGNMENT_ENV = "TRAINOPS_AGENT_ASSIGNMENT"
 # Set on the local backend's agent fork server: imported once, it forks one agent for each
 # LAUNCH_MARK byte on its stdin (a Unix socket), which carries the read end of a pipe holding
 # the launch, {"env": launch variables, "output": path}; each child replies its pid.
@@ -49,9 +45,7 @@ class AgentLaunch:
     """Where an agent reports and where it works.
 
     ``root`` is the host's /opt/ml-shaped tree; ``state_dir`` holds the agent's own files (its
-    event journal and log), outside the tree the script sees. ``assignment``: the host's
-    :class:`~trainops.protocol.Assignment` as JSON, where it comes with the launch (else the
-    agent fetches it).
+    event journal and log), outside the tree the script sees.
     """
 
     server_url: str
@@ -61,11 +55,9 @@ class AgentLaunch:
     attempt: int
     root: Path
     state_dir: Path
-    assignment: str | None = None
 
     def env(self) -> dict[str, str]:
-        given = {} if self.assignment is None else {ASSIGNMENT_ENV: self.assignment}
-        return given | {
+        return {
             ENV_SERVER: self.server_url,
             ENV_TOKEN: self.token,
             ENV_JOB: self.job_name,
@@ -92,7 +84,6 @@ class AgentLaunch:
             attempt=int(env[ENV_ATTEMPT]),
             root=Path(env[ENV_ROOT]),
             state_dir=Path(env[ENV_STATE]),
-            assignment=env.get(ASSIGNMENT_ENV),
         )
 
 
