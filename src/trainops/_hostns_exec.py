@@ -33,9 +33,6 @@ A job's host is contained by two more forms (see ``trainops.agent.supervision._h
   (in the PID namespace, never pid 1) with its environment, working directory and Docker's
   default capabilities, and ends as it ended, the init with it: the host's one process, started
   without a ``--join`` process of its own. Input that ends with no command leaves it holding.
-  A command sent with a cgroup starts in it (``clone3`` with ``CLONE_INTO_CGROUP``, see
-  :func:`_fork_into`): nothing is moved between cgroups, which would wait for an RCU grace
-  period (5-20 ms) before the script could start.
 - ``--join PID --ns-inode INODE [--resolve NAME …] [--opt-ml ROOT] -- argv``: one process of the
   host, run inside the namespaces of the init ``PID`` (refused when its mount namespace is no
   longer ``INODE``): it enters them, checks the job's host names, and forks ``argv`` with Docker's
@@ -82,8 +79,6 @@ MS_REC = 16384
 MS_PRIVATE = 1 << 18
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
-SYS_CLONE3 = 435  # the same on every architecture: added after their tables were unified
-CLONE_INTO_CGROUP = 0x200000000
 
 
 def _resolve_seconds(raw: str | None) -> float:
@@ -392,11 +387,10 @@ def _hold(args: Arguments) -> int:
 MAX_REQUEST = 16 * 1024 * 1024
 
 
-def _read_request() -> tuple[list[str], dict[str, str], str, list[str], str] | None:
+def _read_request() -> tuple[list[str], dict[str, str], str, list[str]] | None:
     """The command sent on stdin, read to its end (``None`` at an end with none: the host
-    runs its processes by ``--join``): NUL-separated, the working directory, the cgroup to
-    start it in (empty for none), the number of host names to resolve and of arguments, those,
-    then the environment's ``NAME=value``s."""
+    runs its processes by ``--join``): NUL-separated, the working directory, the number of
+    host names to resolve and of arguments, those, then the environment's ``NAME=value``s."""
     chunks, size = [], 0
     while chunk := os.read(0, 65536):
         size += len(chunk)
@@ -410,33 +404,27 @@ def _read_request() -> tuple[list[str], dict[str, str], str, list[str], str] | N
         return None
     words = [os.fsdecode(w) for w in b"".join(chunks).split(b"\0")]
     try:
-        cwd, cgroup, names, count = words[0], words[1], int(words[2]), int(words[3])
+        cwd, names, count = words[0], int(words[1]), int(words[2])
     except (IndexError, ValueError):
         raise UsageError("the command on stdin is not one the agent sends") from None
     if names < 0 or count < 1:
         raise UsageError("the command on stdin is not one the agent sends")
-    resolve, argv = words[4 : 4 + names], words[4 + names : 4 + names + count]
-    pairs = [w.partition("=") for w in words[4 + names + count :]]
+    resolve, argv = words[3 : 3 + names], words[3 + names : 3 + names + count]
+    pairs = [w.partition("=") for w in words[3 + names + count :]]
     if len(resolve) != names or len(argv) != count or any(not sep for _n, sep, _v in pairs):
         raise UsageError("the command on stdin is not one the agent sends")
-    return argv, {name: value for name, _sep, value in pairs}, cwd, resolve, cgroup
+    return argv, {name: value for name, _sep, value in pairs}, cwd, resolve
 
 
 def _run_held(
-    args: Arguments,
-    argv: list[str],
-    env: dict[str, str],
-    cwd: str,
-    resolve: list[str],
-    cgroup: str = "",
+    args: Arguments, argv: list[str], env: dict[str, str], cwd: str, resolve: list[str]
 ) -> int:
     """As ``--join`` does, without a process of its own: the holder, already in the host's
     namespaces, checks the host names, forks the script (its next child: in the PID
-    namespace, never its pid 1) into ``cgroup`` and ends as the script ends; the init goes
-    with it."""
+    namespace, never its pid 1) and ends as the script ends; the init goes with it."""
     if not _names_resolve(resolve):
         return NAME_UNRESOLVED
-    child = _fork_into(cgroup)
+    child = os.fork()
     if child == 0:
         try:
             os.environ.clear()
@@ -450,61 +438,6 @@ def _run_held(
             os._exit(1)
         _run_contained(argv)  # never returns
     return _end_as(_wait(child))
-
-
-class _CloneArgs(ctypes.Structure):
-    """``struct clone_args`` (linux/sched.h), up to its ``cgroup`` field (size 88: VER2)."""
-
-    _fields_ = [
-        (name, ctypes.c_uint64)
-        for name in ("flags", "pidfd", "child_tid", "parent_tid", "exit_signal", "stack",
-                     "stack_size", "tls", "set_tid", "set_tid_size", "cgroup")
-    ]  # fmt: skip
-
-
-def _fork_into(cgroup: str) -> int:
-    """``os.fork()`` whose child starts in ``cgroup`` (a cgroup v2 directory; none if empty).
-
-    ``clone3(CLONE_INTO_CGROUP)`` creates the child there: moving a process between cgroups
-    instead waits for an RCU grace period. Linux 5.7 or later; where it is refused (an older
-    kernel, a seccomp filter, no permission) the child is forked as usual and moves itself,
-    or stays where it is if it may not (the environment marker still finds it). The child
-    returns into Python without ``os.fork``'s after-fork hooks: harmless here, as this
-    process has a single thread and the child only execs (``_run_contained``)."""
-    if cgroup:
-        try:
-            directory = os.open(cgroup, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        except OSError:
-            directory = -1
-        if directory >= 0:
-            pid = _clone3(directory)
-            if pid != 0:
-                os.close(directory)
-            if pid >= 0:
-                return pid
-    pid = os.fork()
-    if pid == 0 and cgroup:
-        try:  # never created: a directory that is no cgroup gets no file
-            procs = os.open(os.path.join(cgroup, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC)
-        except OSError:
-            return pid
-        try:
-            os.write(procs, b"0")  # this process
-        except OSError:
-            pass
-        finally:
-            os.close(procs)
-    return pid
-
-
-def _clone3(cgroup: int) -> int:
-    """clone3 into the cgroup directory ``cgroup``: the child's pid, 0 in the child, -1 if
-    refused. The GIL stays held (``PyDLL``): no other thread may run in between."""
-    libc = ctypes.PyDLL("libc.so.6", use_errno=True)
-    libc.syscall.restype = ctypes.c_long
-    args = _CloneArgs(flags=CLONE_INTO_CGROUP, exit_signal=int(signal.SIGCHLD), cgroup=cgroup)
-    size = ctypes.c_size_t(ctypes.sizeof(args))
-    return int(libc.syscall(ctypes.c_long(SYS_CLONE3), ctypes.byref(args), size))
 
 
 def _devices() -> list[str]:

@@ -29,7 +29,6 @@ from pathlib import Path
 from trainops.agent.supervision._holder_fork import (
     ForkedHolder, fork_spare_holder, release_spare_holder, take_spare_holder)
 from trainops.agent.supervision._hostns import HostNamespace, hold_arguments, write_hosts_file
-from trainops.agent.supervision._reaper import ProcessTree
 
 tmp = Path(sys.argv[1])
 home = tmp / "home"
@@ -42,12 +41,10 @@ def held(shell, env=None):
     namespace = HostNamespace.start(arguments)
     namespace.ready()
     start = namespace.run_held(["algo-1"])
-    tree = ProcessTree("trainops/test")  # forked into its cgroup (clone3), where there is one
-    process = start(["/bin/sh", "-c", shell], tmp, env or {"PATH": "/usr/bin:/bin"}, tree)
+    process = start(["/bin/sh", "-c", shell], tmp, env or {"PATH": "/usr/bin:/bin"}, lambda p: None)
     out = process.stdout.read().decode()
     code = process.wait()
     namespace.close()
-    tree.kill_all()
     return type(namespace.holder).__name__, out, code
 """
 
@@ -85,7 +82,7 @@ os.close(extra[0]); os.close(extra[1])
 namespace = HostNamespace(spare)
 spare.begin(["--hold", "--run", "--die-with-parent", str(os.getpid()), *arguments])
 start = namespace.run_held(["algo-1"])
-process = start(["/bin/sh", "-c", "kill -USR1 $$"], tmp, {"PATH": "/bin"}, ProcessTree("t"))
+process = start(["/bin/sh", "-c", "kill -USR1 $$"], tmp, {"PATH": "/bin"}, lambda p: None)
 print(process.wait() == -signal.SIGUSR1)
 namespace.close()
 """

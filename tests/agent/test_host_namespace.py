@@ -90,17 +90,17 @@ def _run(
 def _run_held(arguments: list[str], shell: str) -> subprocess.CompletedProcess[str]:
     """``shell`` started by a fresh holder (one process per holder), which ends as it ends."""
     namespace = HostNamespace.hold(arguments)
-    tree = ProcessTree("trainops/test")  # the script starts in its cgroup, where there is one
     try:
+        adopted: list[int] = []
         start = namespace.run_held(["algo-1"])
-        process = start(["/bin/sh", "-c", shell], Path.cwd(), dict(os.environ), tree)
+        process = start(["/bin/sh", "-c", shell], Path.cwd(), dict(os.environ), adopted.append)
         out, err = process.communicate(timeout=60)
+        assert adopted == [process.pid]  # told before the script started
         return subprocess.CompletedProcess(
             process.args, process.returncode, out.decode(), err.decode()
         )
     finally:
         namespace.close()
-        tree.kill_all()
 
 
 def test_the_script_is_not_pid_1_and_sees_its_host_only(run: Runner) -> None:
@@ -125,7 +125,7 @@ def test_a_held_script_gets_its_environment_and_directory_and_no_stdin(
     try:
         start = namespace.run_held(["algo-1"])
         env = {"ONLY_HERE": "a b=c", "PATH": "/usr/bin:/bin"}
-        process = start(["/bin/sh", "-c", shell], tmp_path, env, _no_cgroup())
+        process = start(["/bin/sh", "-c", shell], tmp_path, env, lambda _pid: None)
         out, _ = process.communicate(timeout=60)
     finally:
         namespace.close()
@@ -141,7 +141,7 @@ def test_a_held_script_s_group_gets_a_stop_and_what_it_left_goes_with_it(
     namespace = HostNamespace.hold(arguments)
     try:
         start = namespace.run_held(["algo-1"])
-        process = start(["/bin/sh", "-c", shell], tmp_path, dict(os.environ), _no_cgroup())
+        process = start(["/bin/sh", "-c", shell], tmp_path, dict(os.environ), lambda _pid: None)
         deadline = time.monotonic() + 30
         while not ready.exists() and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -155,32 +155,10 @@ def test_a_held_script_s_group_gets_a_stop_and_what_it_left_goes_with_it(
         namespace.close()
 
 
-def test_a_held_script_sent_with_a_directory_that_is_no_cgroup_runs_and_writes_nothing_there(
-    arguments: list[str], tmp_path: Path
-) -> None:
-    """clone3 refuses a directory that is no cgroup: the script is forked as usual, and the
-    fallback's move into the cgroup creates no file where there is none."""
-    plain = tmp_path / "plain"
-    plain.mkdir()
-    namespace = HostNamespace.hold(arguments)
-    try:
-        holder = namespace.holder
-        assert holder.stdin is not None and holder.stdout is not None
-        request = _hostns.held_request(["/bin/echo", "ran"], tmp_path, {}, ["algo-1"], plain)
-        with holder.stdin:
-            holder.stdin.write(request)
-        holder.stdin = None
-        assert holder.wait(timeout=60) == 0
-        assert holder.stdout.read() == b"ran\n"
-    finally:
-        namespace.close()
-    assert list(plain.iterdir()) == []
-
-
 def test_a_held_command_with_a_nul_byte_is_refused(namespace: HostNamespace) -> None:
     start = namespace.run_held(["algo-1"])
     with pytest.raises(ValueError, match="NUL byte"):
-        start(["/bin/echo", "a\0b"], Path.cwd(), {}, _no_cgroup())
+        start(["/bin/echo", "a\0b"], Path.cwd(), {}, lambda _pid: None)
 
 
 def test_sigterm_to_the_group_ends_the_script_by_its_default_action(
@@ -335,13 +313,12 @@ def test_a_holder_that_fails_after_the_probe_leaves_the_host_without_namespaces(
     "request_bytes",
     [
         b"garbage",
-        b"/\0\0one\0two\0echo",  # counts that are not numbers
-        b"/\0\x000\x002\x00echo",  # fewer arguments than it says
-        b"/\0\x000\x001\x00/bin/true\x00NO_EQUALS_SIGN",  # a variable without its value
-        b"/\0\x000\x000",  # no command at all
-        b"/\0\x00-1\x001\x00/bin/true",  # a negative count
-        b"/\0\x005\x001\x00/bin/true",  # more host names than there are words
-        b"/\x000\x001\x00/bin/true",  # the form before the cgroup: one word short
+        b"/\0one\0two\0echo",  # counts that are not numbers
+        b"/\x000\x002\x00echo",  # fewer arguments than it says
+        b"/\x000\x001\x00/bin/true\x00NO_EQUALS_SIGN",  # a variable without its value
+        b"/\x000\x000",  # no command at all
+        b"/\x00-1\x001\x00/bin/true",  # a negative count
+        b"/\x005\x001\x00/bin/true",  # more host names than there are words
     ],
 )
 def test_a_holder_refuses_a_command_it_cannot_read_in_one_line(
@@ -399,48 +376,52 @@ def test_a_trainops_inside_a_job_finds_the_masked_socket_parent_private(tmp_path
     assert done.stdout.strip() == str(sockets)
 
 
-def _no_cgroup() -> ProcessTree:
-    return ProcessTree("trainops/test", use_cgroup=False)
+def _early_cgroups() -> set[Path]:
+    """This process's early cgroups (``trainops-<pid>-early-…``) beside its own."""
+    probe = ProcessTree("trainops/probe", use_cgroup=True)
+    parent = None if probe.cgroup is None else probe.cgroup.parent
+    probe.kill_all()  # removes the probe's own
+    if parent is None:
+        pytest.skip("no writable cgroup v2 here")
+    return set(parent.glob(f"trainops-{os.getpid()}-early-*"))
 
 
-def _cgroup_of(pid: int | str) -> str:
-    lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
-    return next(line[3:] for line in lines if line.startswith("0::"))
-
-
-def test_a_held_script_starts_in_its_trees_cgroup_and_the_holder_stays_out(
+def test_a_held_script_starts_in_the_cgroup_its_holder_was_moved_to_early(
     arguments: list[str], tmp_path: Path
 ) -> None:
-    """The holder forks the script straight into the cgroup of its process tree (clone3 with
-    CLONE_INTO_CGROUP: nothing is moved, which would wait for an RCU grace period before the
-    script starts); the holder and the namespace's init stay where they were, and the cgroup
-    goes at the end."""
-    probe = ProcessTree("trainops/probe", use_cgroup=True)
-    if probe.cgroup is None:
-        pytest.skip("no writable cgroup v2 here")
-    probe.kill_all()
+    """The holder is moved into its cgroup before the launch (``contain_early``): the script
+    starts in it all the same, and the cgroup goes at the end."""
+    before = _early_cgroups()
     namespace = HostNamespace.hold(arguments)
     lines: list[str] = []
-    process = ScriptProcess(
-        ["/bin/sh", "-c", "cat /proc/self/cgroup; exec sleep 60"],
-        cwd=tmp_path,
-        env={"PATH": os.environ["PATH"]},
-        on_line=lambda _stream, got, _ts: lines.extend(got),
-        spawn=namespace.run_held(["algo-1"]),
-    )
     try:
+        namespace.contain_early()
+        process = ScriptProcess(
+            ["/bin/sh", "-c", "cat /proc/self/cgroup"],
+            cwd=tmp_path,
+            env={"PATH": os.environ["PATH"]},
+            on_line=lambda _stream, got, _ts: lines.extend(got),
+            spawn=namespace.run_held(["algo-1"]),
+        )
         process.start()
-        tree = process._tree
-        assert tree is not None and tree.cgroup is not None
-        cgroup = tree.cgroup
-        deadline = time.monotonic() + 30
-        while not any(line.startswith("0::") for line in lines) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        outside = {_cgroup_of(namespace.holder.pid), _cgroup_of(namespace.init_pid)}
-        process.terminate(0)
-        process.finish()
+        [early] = _early_cgroups() - before
+        assert process.finish() == 0
     finally:
         namespace.close()
-    assert any(line.startswith("0::") and line.endswith("/" + cgroup.name) for line in lines)
-    assert all(not where.endswith("/" + cgroup.name) for where in outside)
-    assert not cgroup.exists()
+    assert any(line.startswith("0::") and line.endswith("/" + early.name) for line in lines)
+    assert not early.exists()
+
+
+def test_an_early_cgroup_no_script_took_goes_with_the_namespaces(arguments: list[str]) -> None:
+    before = _early_cgroups()
+    namespace = HostNamespace.hold(arguments)
+    try:
+        namespace.contain_early()
+        namespace.join(["true"], [], None)  # a host whose processes join instead
+        deadline = time.monotonic() + 30
+        while not (made := _early_cgroups() - before) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        [early] = made
+    finally:
+        namespace.close()
+    assert not early.exists()
