@@ -118,3 +118,19 @@ def test_a_real_trace_sees_a_child_run_and_tracefs_is_left_as_found() -> None:
     assert threads.get(child.pid, (None, ""))[0] == child.pid
     after = {name: (root / name).read_text() for name in before}
     assert after == before
+
+
+@pytest.mark.skipif(bool(_why_no_trace()), reason=_why_no_trace() or "tracing works here")
+def test_events_someone_else_had_set_are_set_again_after_a_trace() -> None:
+    """tracefs refuses open("a") (it seeks to the end), so the restore appends with O_APPEND:
+    the events set before the trace are set again after it, and only those."""
+    events = trace.TRACEFS / "set_event"
+    before = events.read_text()
+    events.write_text("sched:sched_process_exec\n")
+    try:
+        recorder = trace.SchedTrace()
+        recorder.start()
+        recorder.stop()
+        assert events.read_text() == "sched:sched_process_exec\n"
+    finally:
+        events.write_text(before or "\n")
