@@ -387,10 +387,11 @@ def _hold(args: Arguments) -> int:
 MAX_REQUEST = 16 * 1024 * 1024
 
 
-def _read_request() -> tuple[list[str], dict[str, str], str, list[str]] | None:
+def _read_request() -> tuple[list[str], dict[str, str], str, list[str], str] | None:
     """The command sent on stdin, read to its end (``None`` at an end with none: the host
-    runs its processes by ``--join``): NUL-separated, the working directory, the number of
-    host names to resolve and of arguments, those, then the environment's ``NAME=value``s."""
+    runs its processes by ``--join``): NUL-separated, the working directory, the cgroup to
+    start it in (empty: this process's own), the number of host names to resolve and of
+    arguments, those, then the environment's ``NAME=value``s."""
     chunks, size = [], 0
     while chunk := os.read(0, 65536):
         size += len(chunk)
@@ -404,27 +405,33 @@ def _read_request() -> tuple[list[str], dict[str, str], str, list[str]] | None:
         return None
     words = [os.fsdecode(w) for w in b"".join(chunks).split(b"\0")]
     try:
-        cwd, names, count = words[0], int(words[1]), int(words[2])
+        cwd, cgroup, names, count = words[0], words[1], int(words[2]), int(words[3])
     except (IndexError, ValueError):
         raise UsageError("the command on stdin is not one the agent sends") from None
     if names < 0 or count < 1:
         raise UsageError("the command on stdin is not one the agent sends")
-    resolve, argv = words[3 : 3 + names], words[3 + names : 3 + names + count]
-    pairs = [w.partition("=") for w in words[3 + names + count :]]
+    resolve, argv = words[4 : 4 + names], words[4 + names : 4 + names + count]
+    pairs = [w.partition("=") for w in words[4 + names + count :]]
     if len(resolve) != names or len(argv) != count or any(not sep for _n, sep, _v in pairs):
         raise UsageError("the command on stdin is not one the agent sends")
-    return argv, {name: value for name, _sep, value in pairs}, cwd, resolve
+    return argv, {name: value for name, _sep, value in pairs}, cwd, resolve, cgroup
 
 
 def _run_held(
-    args: Arguments, argv: list[str], env: dict[str, str], cwd: str, resolve: list[str]
+    args: Arguments,
+    argv: list[str],
+    env: dict[str, str],
+    cwd: str,
+    resolve: list[str],
+    cgroup: str,
 ) -> int:
     """As ``--join`` does, without a process of its own: the holder, already in the host's
     namespaces, checks the host names, forks the script (its next child: in the PID
-    namespace, never its pid 1) and ends as the script ends; the init goes with it."""
+    namespace, never its pid 1; born in ``cgroup`` where one is named) and ends as the script
+    ends; the init goes with it."""
     if not _names_resolve(resolve):
         return NAME_UNRESOLVED
-    child = os.fork()
+    child = _fork_into(cgroup)
     if child == 0:
         try:
             os.environ.clear()
@@ -438,6 +445,58 @@ def _run_held(
             os._exit(1)
         _run_contained(argv)  # never returns
     return _end_as(_wait(child))
+
+
+CLONE_INTO_CGROUP = 0x200000000
+SYS_CLONE3 = 435  # the same number on every architecture (the generic table, Linux 5.3)
+
+
+class _CloneArgs(ctypes.Structure):
+    """``struct clone_args`` as far as its ``cgroup`` field (``CLONE_ARGS_SIZE_VER2``)."""
+
+    _fields_ = [
+        (name, ctypes.c_uint64)
+        for name in ("flags", "pidfd", "child_tid", "parent_tid", "exit_signal", "stack",
+                     "stack_size", "tls", "set_tid", "set_tid_size", "cgroup")
+    ]  # fmt: skip
+
+
+def _fork_into(cgroup: str) -> int:
+    """``os.fork()``, the child born in the cgroup directory ``cgroup`` (``clone3`` with
+    ``CLONE_INTO_CGROUP``, Linux 5.7): moving a running process between cgroups waits for an
+    RCU grace period (5-20 ms), which the script's start then need not. The agent names a
+    cgroup only where the kernel takes it (else it moved this process there first); should
+    ``clone3`` still refuse, the child is forked here, where the agent's marker sweep finds
+    what it starts."""
+    if not cgroup:
+        return os.fork()
+    try:
+        fd = os.open(cgroup, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return os.fork()
+    pid = _clone3(fd)
+    if pid != 0:
+        os.close(fd)  # the child's copy closes with its exec
+    return pid if pid >= 0 else os.fork()
+
+
+def _clone3(cgroup_fd: int) -> int:
+    """``clone3`` into the cgroup of ``cgroup_fd`` as ``os.fork`` forks: with the interpreter's
+    lock held through it (``PyDLL``) and its fork hooks run on either side; -1 if refused."""
+    api = ctypes.PyDLL(None, use_errno=True)
+    api.syscall.restype = ctypes.c_long
+    args = _CloneArgs(flags=CLONE_INTO_CGROUP, exit_signal=int(signal.SIGCHLD), cgroup=cgroup_fd)
+    api.PyOS_BeforeFork()
+    pid = int(
+        api.syscall(
+            ctypes.c_long(SYS_CLONE3), ctypes.byref(args), ctypes.c_size_t(ctypes.sizeof(args))
+        )
+    )
+    if pid == 0:
+        api.PyOS_AfterFork_Child()
+    else:
+        api.PyOS_AfterFork_Parent()
+    return pid
 
 
 def _devices() -> list[str]:

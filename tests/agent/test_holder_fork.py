@@ -29,6 +29,7 @@ from pathlib import Path
 from trainops.agent.supervision._holder_fork import (
     ForkedHolder, fork_spare_holder, release_spare_holder, take_spare_holder)
 from trainops.agent.supervision._hostns import HostNamespace, hold_arguments, write_hosts_file
+from trainops.agent.supervision._reaper import ProcessTree
 
 tmp = Path(sys.argv[1])
 home = tmp / "home"
@@ -36,12 +37,13 @@ home = tmp / "home"
 (home / "token").write_text("secret")
 hosts = write_hosts_file(tmp / "hosts", {"algo-1": "127.9.9.1"})
 arguments = hold_arguments("algo-1", hosts, [], [home], [home / "jobs" / "j"])
+TREE = ProcessTree("holder-fork", use_cgroup=False)
 
 def held(shell, env=None):
     namespace = HostNamespace.start(arguments)
     namespace.ready()
     start = namespace.run_held(["algo-1"])
-    process = start(["/bin/sh", "-c", shell], tmp, env or {"PATH": "/usr/bin:/bin"}, lambda p: None)
+    process = start(["/bin/sh", "-c", shell], tmp, env or {"PATH": "/usr/bin:/bin"}, TREE)
     out = process.stdout.read().decode()
     code = process.wait()
     namespace.close()
@@ -82,7 +84,7 @@ os.close(extra[0]); os.close(extra[1])
 namespace = HostNamespace(spare)
 spare.begin(["--hold", "--run", "--die-with-parent", str(os.getpid()), *arguments])
 start = namespace.run_held(["algo-1"])
-process = start(["/bin/sh", "-c", "kill -USR1 $$"], tmp, {"PATH": "/bin"}, lambda p: None)
+process = start(["/bin/sh", "-c", "kill -USR1 $$"], tmp, {"PATH": "/bin"}, TREE)
 print(process.wait() == -signal.SIGUSR1)
 namespace.close()
 """

@@ -19,6 +19,7 @@ from trainops.agent.channels import Bind
 from trainops.agent.contract._setup import ScriptCommand
 from trainops.agent.launchers import LaunchError
 from trainops.agent.supervision._hostns import mount_arguments
+from trainops.agent.supervision._reaper import ProcessTree
 from trainops.protocol import Assignment, HostResources
 from trainops.spec import JobSpec
 
@@ -118,7 +119,9 @@ def test_a_single_host_job_with_mounts_runs_in_a_namespace_that_has_them(
         assert list(launch.processes[0].argv) == [sys.executable, "train.py"]
         shell = ["/bin/sh", "-c", "pwd; ls /opt/ml/input/data/train"]
         # started by the holder, in the tree's code directory: seen under /opt/ml
-        process = launch.spawn(shell, tree / "code", dict(os.environ), lambda _pid: None)
+        process = launch.spawn(
+            shell, tree / "code", dict(os.environ), ProcessTree("mounts", use_cgroup=False)
+        )
         out, err = process.communicate(timeout=60)
         assert out.decode().split() == ["/opt/ml/code", "a.csv"], err.decode()
     finally:

@@ -54,6 +54,7 @@ def home(tmp_path: Path) -> Path:
 
 
 Runner = Callable[[str], subprocess.CompletedProcess[str]]
+NO_CGROUP = ProcessTree("test/held", use_cgroup=False)
 
 
 @pytest.fixture
@@ -91,11 +92,9 @@ def _run_held(arguments: list[str], shell: str) -> subprocess.CompletedProcess[s
     """``shell`` started by a fresh holder (one process per holder), which ends as it ends."""
     namespace = HostNamespace.hold(arguments)
     try:
-        adopted: list[int] = []
         start = namespace.run_held(["algo-1"])
-        process = start(["/bin/sh", "-c", shell], Path.cwd(), dict(os.environ), adopted.append)
+        process = start(["/bin/sh", "-c", shell], Path.cwd(), dict(os.environ), NO_CGROUP)
         out, err = process.communicate(timeout=60)
-        assert adopted == [process.pid]  # told before the script started
         return subprocess.CompletedProcess(
             process.args, process.returncode, out.decode(), err.decode()
         )
@@ -125,7 +124,7 @@ def test_a_held_script_gets_its_environment_and_directory_and_no_stdin(
     try:
         start = namespace.run_held(["algo-1"])
         env = {"ONLY_HERE": "a b=c", "PATH": "/usr/bin:/bin"}
-        process = start(["/bin/sh", "-c", shell], tmp_path, env, lambda _pid: None)
+        process = start(["/bin/sh", "-c", shell], tmp_path, env, NO_CGROUP)
         out, _ = process.communicate(timeout=60)
     finally:
         namespace.close()
@@ -141,7 +140,7 @@ def test_a_held_script_s_group_gets_a_stop_and_what_it_left_goes_with_it(
     namespace = HostNamespace.hold(arguments)
     try:
         start = namespace.run_held(["algo-1"])
-        process = start(["/bin/sh", "-c", shell], tmp_path, dict(os.environ), lambda _pid: None)
+        process = start(["/bin/sh", "-c", shell], tmp_path, dict(os.environ), NO_CGROUP)
         deadline = time.monotonic() + 30
         while not ready.exists() and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -158,7 +157,7 @@ def test_a_held_script_s_group_gets_a_stop_and_what_it_left_goes_with_it(
 def test_a_held_command_with_a_nul_byte_is_refused(namespace: HostNamespace) -> None:
     start = namespace.run_held(["algo-1"])
     with pytest.raises(ValueError, match="NUL byte"):
-        start(["/bin/echo", "a\0b"], Path.cwd(), {}, lambda _pid: None)
+        start(["/bin/echo", "a\0b"], Path.cwd(), {}, NO_CGROUP)
 
 
 def test_sigterm_to_the_group_ends_the_script_by_its_default_action(
@@ -313,12 +312,13 @@ def test_a_holder_that_fails_after_the_probe_leaves_the_host_without_namespaces(
     "request_bytes",
     [
         b"garbage",
-        b"/\0one\0two\0echo",  # counts that are not numbers
-        b"/\x000\x002\x00echo",  # fewer arguments than it says
-        b"/\x000\x001\x00/bin/true\x00NO_EQUALS_SIGN",  # a variable without its value
-        b"/\x000\x000",  # no command at all
-        b"/\x00-1\x001\x00/bin/true",  # a negative count
-        b"/\x005\x001\x00/bin/true",  # more host names than there are words
+        b"/\0\0one\0two\0echo",  # counts that are not numbers
+        b"/\x00\x000\x002\x00echo",  # fewer arguments than it says
+        b"/\x00\x000\x001\x00/bin/true\x00NO_EQUALS_SIGN",  # a variable without its value
+        b"/\x00\x000\x000",  # no command at all
+        b"/\x00\x00-1\x001\x00/bin/true",  # a negative count
+        b"/\x00\x005\x001\x00/bin/true",  # more host names than there are words
+        b"/\x000\x001\x00/bin/true",  # no cgroup word (an older agent's request)
     ],
 )
 def test_a_holder_refuses_a_command_it_cannot_read_in_one_line(
@@ -376,52 +376,51 @@ def test_a_trainops_inside_a_job_finds_the_masked_socket_parent_private(tmp_path
     assert done.stdout.strip() == str(sockets)
 
 
-def _early_cgroups() -> set[Path]:
-    """This process's early cgroups (``trainops-<pid>-early-…``) beside its own."""
-    probe = ProcessTree("trainops/probe", use_cgroup=True)
-    parent = None if probe.cgroup is None else probe.cgroup.parent
-    probe.kill_all()  # removes the probe's own
-    if parent is None:
-        pytest.skip("no writable cgroup v2 here")
-    return set(parent.glob(f"trainops-{os.getpid()}-early-*"))
+def _cgroup_writable() -> bool:
+    probe = ProcessTree("test/probe")
+    made = probe.cgroup is not None
+    probe.kill_all()
+    return made
 
 
-def test_a_held_script_starts_in_the_cgroup_its_holder_was_moved_to_early(
-    arguments: list[str], tmp_path: Path
+def _cgroup_of(pid: int) -> str:
+    return next(ln[3:] for ln in Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+                if ln.startswith("0::"))  # fmt: skip
+
+
+@pytest.mark.parametrize("clone3", [True, False], ids=["forked-into-it", "holder-moved"])
+def test_a_held_script_starts_in_its_tree_s_cgroup(
+    arguments: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clone3: bool
 ) -> None:
-    """The holder is moved into its cgroup before the launch (``contain_early``): the script
-    starts in it all the same, and the cgroup goes at the end."""
-    before = _early_cgroups()
+    """The holder forks the script straight into the tree's cgroup (``clone3`` with
+    ``CLONE_INTO_CGROUP``), staying where it is; where the kernel cannot, the holder is moved
+    there before it forks. Either way the script starts inside, and the cgroup goes at the
+    end."""
+    if not _cgroup_writable():
+        pytest.skip("no writable cgroup v2 here")
+    if clone3 and not _hostns.clone_into_cgroup():
+        pytest.skip("this kernel cannot fork into a cgroup (clone3, Linux 5.7)")
+    monkeypatch.setattr(_hostns, "_clone_into_cgroup", clone3)
     namespace = HostNamespace.hold(arguments)
+    holder_before = _cgroup_of(namespace.holder.pid)
     lines: list[str] = []
     try:
-        namespace.contain_early()
         process = ScriptProcess(
             ["/bin/sh", "-c", "cat /proc/self/cgroup"],
             cwd=tmp_path,
             env={"PATH": os.environ["PATH"]},
             on_line=lambda _stream, got, _ts: lines.extend(got),
+            marker="test/held-cgroup",
             spawn=namespace.run_held(["algo-1"]),
         )
         process.start()
-        [early] = _early_cgroups() - before
+        holder_during = _cgroup_of(namespace.holder.pid)
         assert process.finish() == 0
     finally:
         namespace.close()
-    assert any(line.startswith("0::") and line.endswith("/" + early.name) for line in lines)
-    assert not early.exists()
-
-
-def test_an_early_cgroup_no_script_took_goes_with_the_namespaces(arguments: list[str]) -> None:
-    before = _early_cgroups()
-    namespace = HostNamespace.hold(arguments)
-    try:
-        namespace.contain_early()
-        namespace.join(["true"], [], None)  # a host whose processes join instead
-        deadline = time.monotonic() + 30
-        while not (made := _early_cgroups() - before) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        [early] = made
-    finally:
-        namespace.close()
-    assert not early.exists()
+    [seen] = [line[3:] for line in lines if line.startswith("0::")]
+    name = seen.rsplit("/", 1)[1]
+    assert name.startswith(f"trainops-{os.getpid()}-") and name.endswith("test-held-cgroup")
+    assert (holder_during == seen) is not clone3, (holder_before, holder_during, seen)
+    parent = Path("/sys/fs/cgroup") / _cgroup_of(os.getpid()).lstrip("/")
+    assert not (parent / name).exists()  # removed with the script's end

@@ -334,7 +334,7 @@ class HostAgent:
         if self._namespace is None:
             return
         try:
-            self._namespace.contain_early()  # ready, and its cgroup begun off the launch path
+            self._namespace.ready()
         except NamespaceError as exc:
             self._namespace.close()
             self._namespace = None

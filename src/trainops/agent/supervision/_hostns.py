@@ -39,15 +39,14 @@ import stat
 import subprocess
 import sys
 import tempfile
-import threading
 import zlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from trainops._containment import containment
 from trainops.agent.supervision._holder_fork import ForkedHolder, take_spare_holder
-from trainops.agent.supervision._reaper import cgroup_holding, remove_cgroup
+from trainops.agent.supervision._reaper import ProcessTree
 
 if TYPE_CHECKING:  # the channels import this module (no cycle at run time)
     from trainops.agent.channels._base import Bind
@@ -87,6 +86,7 @@ NO_ISOLATION = (
     "jobs' trees) and every process of this user, and /opt/ml is not shown"
 )
 _available: bool | None = None
+_clone_into_cgroup: bool | None = None
 
 
 class NamespaceError(RuntimeError):
@@ -103,8 +103,6 @@ class HostNamespace:
         self.holder = holder
         self._init_pid: int | None = None
         self.inode = 0
-        self._containing: threading.Thread | None = None  # see contain_early
-        self._early_cgroup: Path | None = None
 
     @classmethod
     def start(cls, arguments: Sequence[str]) -> HostNamespace:
@@ -165,31 +163,6 @@ class HostNamespace:
         self.inode = os.stat(f"/proc/{self._init_pid}/ns/mnt").st_ino
         return self._init_pid
 
-    def contain_early(self) -> None:
-        """Once ready, move the holder into a cgroup of its own in the background, for the
-        script it may start (:meth:`run_held`): the move waits for an RCU grace period (10-20
-        ms on a loaded machine), which the script's start then need not. The init, forked
-        already, stays out of it, as it does when the holder is moved at the script's start.
-        A cgroup no script took is removed by :meth:`close`."""
-        self.ready()
-        if self._containing is None:
-            pid = self.holder.pid
-
-            def contain() -> None:
-                self._early_cgroup = cgroup_holding(pid)
-
-            self._containing = threading.Thread(target=contain, name="agent-cgroup", daemon=True)
-            self._containing.start()
-
-    def take_early_cgroup(self) -> Path | None:
-        """The cgroup :meth:`contain_early` moved the holder into (once: the taker removes
-        it), or None where there is none."""
-        if self._containing is None:
-            return None
-        self._containing.join()
-        cgroup, self._early_cgroup = self._early_cgroup, None
-        return cgroup
-
     def join(self, argv: Sequence[str], hosts: Sequence[str], opt_ml: Path | None) -> list[str]:
         """``argv`` run inside, once every name of ``hosts`` resolves there."""
         join = ["--join", str(self.ready()), "--ns-inode", str(self.inode)]
@@ -208,12 +181,9 @@ class HostNamespace:
 
     def close(self) -> None:
         """End the namespaces (the init, and with it every process left in them)."""
-        untaken = self.take_early_cgroup()
         if self.holder.poll() is None:
             self.holder.send_signal(signal.SIGKILL)
         self.holder.wait()
-        if untaken is not None:
-            remove_cgroup(untaken)
         for stream in (self.holder.stdin, self.holder.stdout, self.holder.stderr):
             if stream is not None:
                 stream.close()
@@ -221,42 +191,77 @@ class HostNamespace:
 
 class HeldStart:
     """The :data:`Spawn` of a host's one process started by its holder (see
-    :meth:`HostNamespace.run_held`); :meth:`early_cgroup` hands a process tree the cgroup the
-    holder was moved into early, if any."""
+    :meth:`HostNamespace.run_held`)."""
 
     def __init__(self, namespace: HostNamespace, hosts: Sequence[str]) -> None:
         self._namespace = namespace
         self._hosts = tuple(hosts)
 
-    def early_cgroup(self) -> tuple[Path, int] | None:
-        """The holder's early cgroup and the holder's pid (once; the taker removes it)."""
-        cgroup = self._namespace.take_early_cgroup()
-        return None if cgroup is None else (cgroup, self._namespace.holder.pid)
-
     def __call__(
-        self, argv: Sequence[str], cwd: Path, env: Mapping[str, str], adopt: Callable[[int], None]
+        self, argv: Sequence[str], cwd: Path, env: Mapping[str, str], tree: ProcessTree
     ) -> subprocess.Popen[bytes] | ForkedHolder:
         holder = self._namespace.holder
         assert holder.stdin is not None
-        adopt(holder.pid)  # before the script is forked: it starts in the host's cgroup
+        cgroup = tree.cgroup
+        if cgroup is not None and not clone_into_cgroup():
+            tree.adopt(holder.pid)  # before the script is forked: it starts in the cgroup
+            cgroup = None
+        request = held_request(argv, cwd, env, self._hosts, cgroup)
         with holder.stdin:
-            holder.stdin.write(held_request(argv, cwd, env, self._hosts))
+            holder.stdin.write(request)
         holder.stdin = None  # sent and closed: the holder's input ends with the command
         return holder
 
 
 def held_request(
-    argv: Sequence[str], cwd: Path, env: Mapping[str, str], hosts: Sequence[str]
+    argv: Sequence[str],
+    cwd: Path,
+    env: Mapping[str, str],
+    hosts: Sequence[str],
+    cgroup: Path | None = None,
 ) -> bytes:
     """The command ``_hostns_exec --hold --run`` reads on stdin (see ``_read_request`` there):
-    NUL-separated words, which no argument, path or variable can hold. Raises ``ValueError``
-    for a word that holds one (a path or argument exec could not take either)."""
-    words = [str(cwd), str(len(hosts)), str(len(argv)), *hosts, *argv]
+    NUL-separated words, which no argument, path or variable can hold; ``cgroup``: the one
+    the holder forks it into (``clone3``), else its own. Raises ``ValueError`` for a word that
+    holds one (a path or argument exec could not take either)."""
+    words = [str(cwd), "" if cgroup is None else str(cgroup), str(len(hosts)), str(len(argv))]
+    words += [*hosts, *argv]
     words += [f"{name}={value}" for name, value in env.items()]
     encoded = [os.fsencode(word) for word in words]
     if any(b"\0" in word for word in encoded) or any("=" in name for name in env):
         raise ValueError("an argument, path or variable of the command holds a NUL byte or '='")
     return b"\0".join(encoded)
+
+
+def clone_into_cgroup() -> bool:
+    """Whether a holder here can fork its script straight into a cgroup (``clone3`` with
+    ``CLONE_INTO_CGROUP``): Linux 5.7 or later, and no seccomp filter (a container runtime's
+    may refuse ``clone3``). Where not, the holder is moved into the cgroup before it forks."""
+    global _clone_into_cgroup
+    if _clone_into_cgroup is None:
+        _clone_into_cgroup = _kernel_at_least(5, 7) and _seccomp_mode() == 0
+    return _clone_into_cgroup
+
+
+def _kernel_at_least(major: int, minor: int) -> bool:
+    release = os.uname().release
+    numbers = []
+    for part in release.split("-", 1)[0].split(".")[:2]:
+        if not part.isdigit():
+            return False
+        numbers.append(int(part))
+    return len(numbers) == 2 and (numbers[0], numbers[1]) >= (major, minor)
+
+
+def _seccomp_mode() -> int | None:
+    try:
+        with open("/proc/self/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"Seccomp:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def hold_arguments(

@@ -30,22 +30,17 @@ from pathlib import Path
 
 from trainops.agent.reporting._hostlog import LineSink
 from trainops.agent.supervision._holder_fork import ForkedHolder
-from trainops.agent.supervision._hostns import HeldStart
 from trainops.agent.supervision._pipes import read_pipes
-from trainops.agent.supervision._reaper import (
-    MARKER_VARIABLE,
-    ProcessTree,
-    new_marker,
-    remove_cgroup,
-)
+from trainops.agent.supervision._reaper import MARKER_VARIABLE, ProcessTree, new_marker
 
 __all__ = ["MAX_LINE_BYTES", "ScriptProcess", "Spawn"]
 
-# How a command is started, where not by a Popen of its own: (argv, cwd, env, adopt) -> the
-# process to supervise, in a session of its own, stdout and stderr pipes; ``adopt`` must be
-# called with its pid before it starts the command (the host's namespace holder does so).
+# How a command is started, where not by a Popen of its own: (argv, cwd, env, tree) -> the
+# process to supervise, in a session of its own, stdout and stderr pipes; the command starts
+# in ``tree``'s cgroup, if it has one: forked into it, or ``tree.adopt`` called with the pid
+# of the process that forks it before it does (the host's namespace holder does either).
 Spawn = Callable[
-    [Sequence[str], Path, Mapping[str, str], Callable[[int], None]],
+    [Sequence[str], Path, Mapping[str, str], ProcessTree],
     "subprocess.Popen[bytes] | ForkedHolder",
 ]
 
@@ -112,10 +107,10 @@ class ScriptProcess:
 
     def start(self) -> None:
         """Start the command; raises ``OSError`` when it cannot be executed."""
-        tree = self._new_tree()
+        tree = ProcessTree(self.marker, use_cgroup=self._use_cgroup)
         try:
             if self._spawn is not None:
-                self._proc = self._spawn(self.argv, self._cwd, self._env, tree.adopt)
+                self._proc = self._spawn(self.argv, self._cwd, self._env, tree)
             else:
                 self._proc = subprocess.Popen(
                     self.argv,
@@ -150,18 +145,6 @@ class ScriptProcess:
         watcher = threading.Thread(target=self._watch, name="agent-waitid", daemon=True)
         watcher.start()
         self._watcher = watcher
-
-    def _new_tree(self) -> ProcessTree:
-        """The command's tree: in the cgroup its namespace holder was moved into early, where
-        it was (see ``HostNamespace.contain_early``), else in a new one."""
-        early = self._spawn.early_cgroup() if isinstance(self._spawn, HeldStart) else None
-        if early is None:
-            return ProcessTree(self.marker, use_cgroup=self._use_cgroup)
-        cgroup, holder = early
-        if not self._use_cgroup:
-            remove_cgroup(cgroup)
-            return ProcessTree(self.marker, use_cgroup=False)
-        return ProcessTree(self.marker, cgroup=cgroup, member=holder)
 
     def capture_threads(self) -> list[int]:
         """Native ids of the threads that read the output and learn of the exit: the ones

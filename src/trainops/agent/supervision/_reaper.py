@@ -4,8 +4,8 @@ A script may start children that leave its process group: a daemon (``setsid`` a
 fork) survives a ``killpg`` of the script's session. Two nets catch those:
 
 - a cgroup v2 of its own, where the agent may create one (under the agent's own cgroup on a
-  writable cgroup2 mount): the script is moved into it right after it starts (or starts in it:
-  a namespace holder moved into one early, see :func:`cgroup_holding`), and at the end
+  writable cgroup2 mount): the script is moved into it right after it starts (or is forked
+  straight into it by the host's namespace holder), and at the end
   every process still in it is killed (``cgroup.kill``, or one by one on kernels without it);
 - always, the environment marker: the command runs with ``TRAINOPS_PROCESS_MARKER`` set to a
   value unique to this host and run, every process it starts inherits it, and a sweep over the
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import psutil
 
-__all__ = ["MARKER_VARIABLE", "ProcessTree", "cgroup_holding", "new_marker", "remove_cgroup"]
+__all__ = ["MARKER_VARIABLE", "ProcessTree", "new_marker"]
 
 MARKER_VARIABLE = "TRAINOPS_PROCESS_MARKER"
 _CGROUP_REMOVE_SECONDS = 2.0
@@ -42,31 +42,17 @@ def new_marker(*parts: object) -> str:
 
 
 class ProcessTree:
-    """The processes carrying ``marker`` (and, where possible, those in a cgroup of their own).
+    """The processes carrying ``marker`` (and, where possible, those in a cgroup of their own:
+    :attr:`cgroup`, which a command may also be forked straight into, see ``clone3``'s
+    ``CLONE_INTO_CGROUP``)."""
 
-    ``cgroup``: one made earlier by :func:`cgroup_holding`, with ``member`` already in it, to
-    take instead of making one (moving a process between cgroups waits for an RCU grace
-    period, 10-20 ms on a loaded machine: done early, it is off the script's start)."""
-
-    def __init__(
-        self,
-        marker: str,
-        *,
-        use_cgroup: bool = True,
-        cgroup: Path | None = None,
-        member: int | None = None,
-    ) -> None:
+    def __init__(self, marker: str, *, use_cgroup: bool = True) -> None:
         self.marker = marker
-        if cgroup is not None:
-            self.cgroup: Path | None = cgroup
-        else:
-            self.cgroup = _create_cgroup(marker) if use_cgroup else None
-        self._member = member
+        self.cgroup: Path | None = _create_cgroup(marker) if use_cgroup else None
 
     def adopt(self, pid: int) -> None:
-        """Move ``pid`` (the command, just started) into the cgroup, if there is one (and it
-        is not there already)."""
-        if self.cgroup is None or pid == self._member:
+        """Move ``pid`` (the command, just started) into the cgroup, if there is one."""
+        if self.cgroup is None:
             return
         try:
             (self.cgroup / "cgroup.procs").write_text(str(pid))
@@ -107,25 +93,6 @@ class ProcessTree:
         cgroup, self.cgroup = self.cgroup, None
         if cgroup is not None:
             _remove_killing(cgroup, _CGROUP_REMOVE_SECONDS)
-
-
-def cgroup_holding(pid: int) -> Path | None:
-    """A new cgroup (as :class:`ProcessTree` makes one) with ``pid`` moved into it, for a
-    tree to take later; None where none can be made or the move is refused."""
-    cgroup = _create_cgroup(new_marker("early"))
-    if cgroup is None:
-        return None
-    try:
-        (cgroup / "cgroup.procs").write_text(str(pid))
-    except OSError:
-        remove_cgroup(cgroup)
-        return None
-    return cgroup
-
-
-def remove_cgroup(cgroup: Path) -> None:
-    """Remove ``cgroup`` (one never taken by a tree), killing what is left in it."""
-    _remove_killing(cgroup, _CGROUP_REMOVE_SECONDS)
 
 
 def _remove_killing(cgroup: Path, within: float) -> None:
