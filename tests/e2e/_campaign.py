@@ -12,8 +12,9 @@ all land while it runs.
 
 :class:`Faults` injects one fault of a kind: an interruption through the REST API with a notice
 of 1 s (``interrupt``) or of 0.1 s (``rank``: SIGKILL mid-write), a SIGKILL of the host agent
-(``agent``), of the agent and every process of the job (``host``), or of the server, started
-again at once (``server``).
+(``agent``), of the agent and every process of its host (``host``: what the agent started and
+what its attempt's marker marks, never the next attempt's), or of the server, started again at
+once (``server``).
 """
 
 from __future__ import annotations
@@ -159,7 +160,9 @@ class Faults:
         agents = agents_of(self.job)
         if not agents:
             return False
-        victims = agents + [p.pid for p in job_processes(self.job)] if everything else agents
+        victims = list(agents)
+        if everything:  # the whole host: its agent, what the agent started, its attempt's marks
+            victims += host_processes(self.job, agents)
         for pid in victims:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
@@ -172,20 +175,39 @@ class Faults:
         self.client = Client(self.server.url, home_token(self.server.home))
 
 
-def agents_of(job: str) -> list[int]:
-    """The pids of the host agents running ``job``'s script: the nearest ancestor of a process
-    of the job's (its marker says so) whose command line is the agent's."""
-    found = set()
+def agents_of(job: str) -> dict[int, bytes]:
+    """The host agents running ``job``'s script, by pid, each with its attempt's marker prefix
+    (``<job>/attempt-<n>/``): the nearest ancestor of a process of the job's (its marker says
+    so) whose command line is the agent's."""
+    found: dict[int, bytes] = {}
     for proc in psutil.process_iter():
         try:
-            if not _marker(proc.pid).startswith(f"{job}/attempt-".encode()):
+            marker = _marker(proc.pid)
+            if not marker.startswith(f"{job}/attempt-".encode()):
                 continue
             agent = host_agent(proc)
         except psutil.Error:
             continue
         if agent is not None:
-            found.add(agent.pid)
-    return sorted(found)
+            found[agent.pid] = b"/".join(marker.split(b"/")[:2]) + b"/"
+    return found
+
+
+def host_processes(job: str, agents: dict[int, bytes]) -> list[int]:
+    """Every process of the hosts of ``agents`` (from :func:`agents_of`): what each agent
+    started, and the processes marked with its attempt (a daemon that left it). Never another
+    attempt's: a host killed whole is the one that ran, not the next attempt's, which may be
+    starting while the last one's agent ends (its new script not yet marked when the agents
+    were looked for)."""
+    victims = set()
+    for pid in agents:
+        with contextlib.suppress(psutil.Error):
+            victims.update(child.pid for child in psutil.Process(pid).children(recursive=True))
+    attempts = tuple(agents.values())
+    for proc in job_processes(job):
+        if _marker(proc.pid).startswith(attempts):
+            victims.add(proc.pid)
+    return sorted(victims - set(agents))
 
 
 def _marker(pid: int) -> bytes:

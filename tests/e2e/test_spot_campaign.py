@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import random
 import re
+import secrets
 import subprocess
 import sys
 from collections import Counter
@@ -32,6 +33,9 @@ FAULTS = 100
 STEPS = 300
 RETRIES = 30  # SageMaker's most; the campaign's agent and host kills stay below it
 HEARTBEAT_MS = 100
+# Its own name in every run: the faults find the job's processes by what marks them (its name),
+# so two runs at once on one machine (pytest-xdist, a developer's loop) must not share one.
+JOB = f"campaign-{secrets.token_hex(3)}"
 FINAL = re.compile(r"final=([0-9a-f]{64})")
 
 
@@ -50,7 +54,7 @@ def test_a_hundred_faults_and_the_job_still_ends_as_if_none_had_come(tmp_path: P
     spec = write_job(
         tmp_path,
         SCRIPT,
-        job_name="campaign",
+        job_name=JOB,
         use_spot_instances=True,
         hyperparameters={"steps": STEPS, "gate": str(gate)},
         checkpoint={"uri": "ckpt/"},
@@ -58,17 +62,17 @@ def test_a_hundred_faults_and_the_job_still_ends_as_if_none_had_come(tmp_path: P
         stopping_condition={"max_runtime_in_seconds": 1800, "max_wait_time_in_seconds": 3600},
     )
     server = Server(home, TRAINOPS_HEARTBEAT_INTERVAL_MS=str(HEARTBEAT_MS)).start()
-    faults = Faults(server, "campaign", random.Random(23), retries_left=RETRIES - 2)
+    faults = Faults(server, JOB, random.Random(23), retries_left=RETRIES - 2)
     try:
         submitted = trainops("submit", str(spec), home=home, **server.env())
         assert submitted.returncode == 0, submitted.stderr
         while len(faults.done) < FAULTS:
             if not faults.inject(faults.pick()) and faults.phase() == "ended":
-                job = describe("campaign", home, **server.env())
+                job = describe(JOB, home, **server.env())
                 pytest.fail(f"ended after {Counter(faults.done)}: {job['FailureReason']}")
         gate.touch()
         job = wait_for(lambda: ended(home, server), timeout=300)
-        logs = trainops("logs", "campaign", home=home, **server.env()).stdout
+        logs = trainops("logs", JOB, home=home, **server.env()).stdout
     finally:
         faults.close()
         server.stop()
@@ -83,5 +87,5 @@ def test_a_hundred_faults_and_the_job_still_ends_as_if_none_had_come(tmp_path: P
 
 
 def ended(home: Path, server: Server) -> dict[str, object] | None:
-    job = describe("campaign", home, **server.env())
+    job = describe(JOB, home, **server.env())
     return job if job["TrainingJobStatus"] != "InProgress" else None
