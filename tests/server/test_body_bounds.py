@@ -3,16 +3,22 @@ took given back (server/_body.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import http.client
 import json
 import socket
 from urllib.parse import urlsplit
 
+import pytest
+from starlette.requests import Request
+
 from tests.control._harness import ControlPlane
 from tests.server.test_agent_spawns import _agent_token
 from trainops.protocol import AgentEvent
 from trainops.server._agent_api import MAX_EVENTS_BODY
+from trainops.server._body import read_body
+from trainops.server._http import ApiError
 
 API = "/api/v1"
 JSON = {"Content-Type": "application/json"}
@@ -95,3 +101,21 @@ def test_nothing_keeps_a_large_body_or_its_events_after_the_answer(plane: Contro
     # neither may hold the body or its events (before, they kept hundreds of MB).
     assert _alive_events() - before < 100
     plane.client.post(f"{API}/jobs/big/stop")
+
+
+def test_a_client_gone_before_its_whole_body_is_a_400_not_a_traceback() -> None:
+    """An agent killed in the middle of a post (the chaos campaign does it) used to leave a
+    ``ClientDisconnect`` traceback in the server's log: it is an answer like any other."""
+    messages: list[dict[str, object]] = [
+        {"type": "http.request", "body": b'{"attempt": 1, "ev', "more_body": True},
+        {"type": "http.disconnect"},
+    ]
+
+    async def receive() -> dict[str, object]:
+        return messages.pop(0)
+
+    scope = {"type": "http", "method": "POST", "path": "/", "headers": [(b"content-length", b"99")]}
+    request = Request(scope, receive)  # type: ignore[arg-type]
+    with pytest.raises(ApiError) as caught:
+        asyncio.run(read_body(request, 1024))
+    assert (caught.value.status, caught.value.error) == (400, "client_disconnected")

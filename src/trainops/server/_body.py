@@ -3,7 +3,9 @@
 :func:`read_body` is called only once the route's credential has been checked (``_routing``):
 a body whose Content-Length is over the route's bound is refused (413) before a byte of it is
 read, and one sent without a length (chunked) is counted as it streams and cut at the bound. It
-is gathered into one growing buffer, never a list of pieces joined at the end (two copies).
+is gathered into one growing buffer, never a list of pieces joined at the end (two copies). A
+client that goes away before its body has all come gets a 400 it never reads, and the server's
+log no traceback.
 
 Parsing a large JSON body makes many small objects; once they are freed, CPython hands its
 small-object arenas back, but glibc keeps the heap they came from (and each worker thread has
@@ -19,7 +21,7 @@ import ctypes
 import functools
 from collections.abc import Callable
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 
 from trainops.server._http import ApiError
 
@@ -55,10 +57,15 @@ async def read_body(request: Request, limit: int) -> bytearray:
     if declared.isdigit() and int(declared) > limit:
         raise too_large(limit)
     body = bytearray()
-    async for part in request.stream():
-        if len(body) + len(part) > limit:
-            raise too_large(limit)
-        body += part
+    try:
+        async for part in request.stream():
+            if len(body) + len(part) > limit:
+                raise too_large(limit)
+            body += part
+    except ClientDisconnect:  # an agent killed mid-post, say: a 400 nobody reads, no traceback
+        raise ApiError(
+            400, "client_disconnected", "the client went away before its whole body had come"
+        ) from None
     return body
 
 
