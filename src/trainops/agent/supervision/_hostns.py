@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING
 
 from trainops._containment import containment
 from trainops.agent.supervision._holder_fork import ForkedHolder, take_spare_holder
-from trainops.agent.supervision._reaper import ProcessTree
+from trainops.agent.supervision._reaper import ProcessTree, status_number
 
 if TYPE_CHECKING:  # the channels import this module (no cycle at run time)
     from trainops.agent.channels._base import Bind
@@ -239,7 +239,7 @@ def clone_into_cgroup() -> bool:
     may refuse ``clone3``). Where not, the holder is moved into the cgroup before it forks."""
     global _clone_into_cgroup
     if _clone_into_cgroup is None:
-        _clone_into_cgroup = _kernel_at_least(5, 7) and _seccomp_mode() == 0
+        _clone_into_cgroup = _kernel_at_least(5, 7) and status_number("self", b"Seccomp:") == 0
     return _clone_into_cgroup
 
 
@@ -251,17 +251,6 @@ def _kernel_at_least(major: int, minor: int) -> bool:
             return False
         numbers.append(int(part))
     return len(numbers) == 2 and (numbers[0], numbers[1]) >= (major, minor)
-
-
-def _seccomp_mode() -> int | None:
-    try:
-        with open("/proc/self/status", "rb") as status:
-            for line in status:
-                if line.startswith(b"Seccomp:"):
-                    return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
 
 
 def hold_arguments(

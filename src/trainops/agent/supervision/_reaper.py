@@ -29,7 +29,7 @@ from pathlib import Path
 
 import psutil
 
-__all__ = ["MARKER_VARIABLE", "ProcessTree", "new_marker"]
+__all__ = ["MARKER_VARIABLE", "ProcessTree", "new_marker", "status_number"]
 
 MARKER_VARIABLE = "TRAINOPS_PROCESS_MARKER"
 _CGROUP_REMOVE_SECONDS = 2.0
@@ -148,10 +148,16 @@ def _all_pids() -> list[int]:
 
 def _real_uid(pid: int) -> int | None:
     """The real user id of ``pid`` (as ``ps`` shows it), or None if it is gone."""
+    return status_number(pid, b"Uid:")
+
+
+def status_number(pid: int | str, field: bytes) -> int | None:
+    """The first number on the ``field`` line (``b"Uid:"``, ``b"Seccomp:"``) of
+    ``/proc/<pid>/status`` (``pid`` may be ``"self"``), or None: gone, or no such line."""
     try:
         with open(f"/proc/{pid}/status", "rb") as file:
             for line in file:
-                if line.startswith(b"Uid:"):
+                if line.startswith(field):
                     return int(line.split()[1])
     except (OSError, ValueError, IndexError):
         return None
