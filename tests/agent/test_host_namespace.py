@@ -25,7 +25,7 @@ from tests.agent._support import make_job
 from trainops._hostns_caps import DOCKER_DEFAULT, effective_capabilities
 from trainops.agent import _ranks
 from trainops.agent.contract._setup import ScriptCommand
-from trainops.agent.supervision import _hostns
+from trainops.agent.supervision import _hostns, _reaper
 from trainops.agent.supervision._hostns import (
     NO_ISOLATION,
     HostNamespace,
@@ -422,5 +422,6 @@ def test_a_held_script_starts_in_its_tree_s_cgroup(
     name = seen.rsplit("/", 1)[1]
     assert name.startswith(f"trainops-{os.getpid()}-") and name.endswith("test-held-cgroup")
     assert (holder_during == seen) is not clone3, (holder_before, holder_during, seen)
-    parent = Path("/sys/fs/cgroup") / _cgroup_of(os.getpid()).lstrip("/")
+    parent = _reaper._own_cgroup()  # where the trees' cgroups are made, whatever the mount
+    assert parent is not None and parent.is_dir()
     assert not (parent / name).exists()  # removed with the script's end
