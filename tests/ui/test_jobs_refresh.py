@@ -6,6 +6,7 @@ counted are the ones the server's store really runs."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -18,11 +19,22 @@ from trainops.server.ui import Page
 _TABLE = "/ui/jobs/-/table"
 
 
+# The control plane's own loops share the store's connection; what they run while a page is
+# read (a monitor tick's sweep of live hosts) is not the page's cost.
+_BACKGROUND = ("trainops-scheduler", "trainops-monitor", "trainops-service-", "trainops-log-feed")
+
+
 @contextmanager
 def _statements(plane: ControlPlane) -> Iterator[list[str]]:
+    """The statements the store runs for requests, not for the control plane's own loops."""
     seen: list[str] = []
+
+    def record(statement: str) -> None:
+        if not threading.current_thread().name.startswith(_BACKGROUND):
+            seen.append(statement)
+
     connection = plane.server.controller.store._conn
-    connection.set_trace_callback(seen.append)
+    connection.set_trace_callback(record)
     try:
         yield seen
     finally:
