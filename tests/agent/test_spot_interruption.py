@@ -5,11 +5,14 @@ by the kill never uploaded, and the restore on another host from object storage 
 from __future__ import annotations
 
 import hashlib
+import os
+import signal
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from tests.agent._support import JobFixture, make_job
@@ -58,6 +61,12 @@ with open(path, "wb") as handle:
         time.sleep(0.01)
 """
 
+# The same, but a SIGTERM ends it as Python's default does (at once, mid-write).
+TORN_WRITE_ANY_SIGNAL = TORN_WRITE.replace(
+    'signal.signal(signal.SIGTERM, lambda signum, frame: print("SIGTERM: still writing", flush=True))\n',
+    "",
+)
+
 
 def _run(job: JobFixture) -> tuple[threading.Thread, list[HostResult]]:
     results: list[HostResult] = []
@@ -71,6 +80,14 @@ def _wait_lines(job: JobFixture, text: str, count: int) -> None:
     while sum(text in line for line in job.reporter.lines()) < count:
         assert time.monotonic() < deadline, f"fewer than {count} {text!r}: {job.reporter.lines()}"
         time.sleep(0.02)
+
+
+def _script_pid(job: JobFixture) -> int:
+    """The script's own process (the reported one may be the namespace holder above it)."""
+    [process] = job.reporter.of(EventKind.PROCESS)
+    top = psutil.Process(process["pid"])
+    [script] = [p for p in [top, *top.children(recursive=True)] if "train.py" in p.cmdline()]
+    return script.pid
 
 
 def _records(job: JobFixture) -> list[dict[str, Any]]:
@@ -182,3 +199,33 @@ def test_a_failing_checkpoint_sync_is_reported_live_and_its_recovery_too(tmp_pat
     assert "ckpt-remote" in failed["reason"]
     assert any("checkpoint sync failing" in ln for ln in job.reporter.lines("agent"))
     assert (remote / "step-1.pt").read_text() == "w"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_a_checkpoint_torn_by_a_kill_from_outside_is_never_uploaded(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    """The OOM killer (or anyone but the agent) kills the script mid-write: the agent did not
+    send the signal, so it could not look for writers first; the file that death closed is
+    still never uploaded, and the object store keeps its last finished version."""
+    remote = tmp_path / "ckpt-remote"
+    job = make_job(
+        tmp_path,
+        {"train.py": TORN_WRITE_ANY_SIGNAL},
+        checkpoint={"uri": remote.as_uri()},
+        hyperparameters={"remote": str(remote)},
+        mount_opt_ml=False,
+    )
+    runner, results = _run(job)
+    _wait_lines(job, "rewriting", 1)
+    os.kill(_script_pid(job), sig)
+    runner.join(DEADLINE)
+    assert results and results[0].outcome is HostOutcome.FAILED, results
+    assert (job.root / "checkpoints/ckpt.bin").read_bytes()[:1] == b"B"  # torn locally
+    time.sleep(0.5)  # an uploader that wrongly took the death's close has had its window
+    assert (remote / "ckpt.bin").read_bytes() == b"A" * 1_000_000
+    [incomplete] = [r for r in _records(job) if r["kind"] == "sync_incomplete"]
+    assert "ckpt.bin" in incomplete["reason"] and "half-written" in incomplete["reason"]
+    said = f"ckpt.bin was written in place just before the script died of {sig.name}"
+    assert any(said in ln for ln in job.reporter.lines("agent")), job.reporter.lines("agent")

@@ -170,6 +170,41 @@ def running(
     assert errors == []
 
 
+@pytest.mark.skipif(not inotify_available(), reason="the rule needs inotify")
+def test_what_a_death_by_signal_may_have_torn_is_left_and_renamed_files_are_not(
+    tmp_path: Path, remote: Path, store: ObjectStore
+) -> None:
+    """The agent says a script process died of a signal it did not send: a file written in
+    place just before is left (the death closed it, maybe mid-write); one renamed into place is
+    whole, and one written long before is too: both are uploaded."""
+    local = tmp_path / "local"
+    local.mkdir()
+    sync = DirectorySync(local, remote.as_uri(), store, propagate_deletes=True, interval=0.05,
+                         watch=True, eager=True, manifest=("algo-1", 1))  # fmt: skip
+    sync.start()
+    try:
+        (local / "first.pt").write_text("1")
+        _wait_for(lambda: "first.pt" in _remote_files(remote), "the first upload")
+        (local / "first.pt").write_text("half")  # in place, closed by the death
+        (local / "step.pt.tmp").write_text("whole")
+        (local / "step.pt.tmp").rename(local / "step.pt")  # renamed into place
+        death = time.time()
+        sync.note_death(signal.SIGKILL, death)
+        time.sleep(0.05)
+        (local / "later.pt").write_text("2")  # by a process that lived on
+        _wait_for(lambda: "later.pt" in _remote_files(remote), "the upload of a later file")
+        result = sync.final_sync()
+    finally:
+        sync.stop()
+    assert result.torn == {"first.pt": "SIGKILL"}
+    assert result.left == {
+        "first.pt": "it was written in place just before a process of the script died of"
+        " SIGKILL, which may have left it half-written"
+    }
+    files = {k: v for k, v in _remote_files(remote).items() if not k.startswith(".trainops/")}
+    assert files == {"first.pt": "1", "step.pt": "whole", "later.pt": "2"}
+
+
 def test_finished_files_are_uploaded_promptly_also_in_new_subdirectories(
     running: DirectorySync, remote: Path
 ) -> None:

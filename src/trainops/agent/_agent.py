@@ -544,6 +544,7 @@ class HostAgent:
             spawn=launch.spawn,
         )
         group.notify_kill(self._before_kill)
+        group.notify_death(self._script_killed)
         try:
             group.start()
         except OSError as exc:
@@ -579,6 +580,16 @@ class HostAgent:
             self._sidecars.before_kill()
         except Exception as exc:  # the kill goes out whatever went wrong here
             self.log.agent(f"Noting the files being written before the kill failed: {exc}")
+
+    def _script_killed(self, signum: int, when: float) -> None:
+        """A process of the script died of a signal the agent did not send: the sidecars note
+        it (a checkpoint file that death may have torn is never uploaded)."""
+        if self._sidecars is None:
+            return
+        try:
+            self._sidecars.script_killed(signum, when)
+        except Exception as exc:  # from a watcher thread: say it, and carry on
+            self.log.agent(f"Noting the script's death by signal {signum} failed: {exc}")
 
     def _take_commands(self) -> None:
         """The control plane's commands: stops, rules' command actions, and spawns for the

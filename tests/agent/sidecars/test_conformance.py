@@ -3,13 +3,15 @@
 Each kind in ``SIDECARS`` has a :class:`SidecarCase`: how to make a job that asks for it, and
 what it must leave behind once finished. The suite runs every case the same way: the factory
 declines a job that does not ask; prepare, environment, start and finish in order leave what
-the case expects and no thread or process behind; finish without start is harmless; abort stops
-it without raising. A kind registered without a case fails the suite.
+the case expects and no thread or process behind, also after hearing of a script process's
+death by a signal; finish without start is harmless; abort stops it without raising. A kind
+registered without a case fails the suite.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -252,6 +254,26 @@ def test_full_cycle_leaves_its_artifacts_and_nothing_running(name: str, tmp_path
     artifacts = sidecar.finish()
     for artifact in artifacts:
         assert artifact.name and "://" in artifact.uri, artifact
+    case.check(host)
+    _settled(threads, children)
+
+
+@pytest.mark.parametrize("name", SIDECARS.names())
+def test_a_death_by_signal_long_before_changes_nothing_it_leaves(name: str, tmp_path: Path) -> None:
+    """``script_killed`` is heard quietly while running (a rank died of a signal ten seconds
+    ago; what the script writes since is whole): the cycle still leaves what the case wants."""
+    case = _case(name)
+    host = make_host(tmp_path, **case.spec(tmp_path))
+    threads, children = _baseline()
+    sidecar = _made(name, host)
+    assert sidecar is not None
+    sidecar.prepare()
+    host.env = {"PYTHONPATH": "/keep", **case.env(host)}
+    host.env.update(sidecar.environment(host.env))
+    sidecar.start()
+    sidecar.script_killed(signal.SIGKILL, time.time() - 10.0)
+    case.work(host)
+    sidecar.finish()
     case.check(host)
     _settled(threads, children)
 

@@ -23,7 +23,14 @@ No torn object is ever visible under its final name:
   that changed is left for its next close;
 - with a manifest (checkpoints: ``manifest=(host, attempt)``), a file still open for writing when
   the script's processes are killed (:meth:`DirectorySync.note_writers`, called just before the
-  SIGKILL) is never uploaded, and the restore checks every listed file (see ``_manifest``).
+  SIGKILL) is never uploaded, and the restore checks every listed file (see ``_manifest``);
+- with a manifest and inotify, a file that a process of the script may have been writing when it
+  died of a signal the agent did not send (:meth:`DirectorySync.note_death`: the out-of-memory
+  killer, a crash) is never uploaded either: that death closed it as an ordinary close would.
+  The uploader judges it as it hears of the death (it waits :data:`DEATH_WINDOW` after each
+  close; the agent learns of a death in milliseconds): a file written in place (its last event a
+  close, not a rename into place), changed since its upload, and last written at most
+  :data:`TORN_WINDOW` before the death.
 
 Nothing goes wrong silently: a failed upload is reported through ``on_error`` once (until the
 sync recovers, which ``on_recovered`` hears), and so is an upload that made no progress for
@@ -48,6 +55,7 @@ from typing import IO, Any
 
 from trainops._errors import StorageError, TrainopsError
 from trainops._settings import Settings
+from trainops.agent.contract._failure import signal_name
 from trainops.agent.reporting._manifest import (
     RESERVED_DIR,
     FileEntry,
@@ -72,6 +80,9 @@ STALL_SECONDS = 120.0  # an upload that moved no byte for this long is reported 
 # host killed whole (agent and script at once) closes the script's half-written file as its
 # writer dies, and that close must not pass for a finished write (the agent's end is seen first).
 DEATH_WINDOW = 0.25
+# A file written in place, last written this long (or less) before a process of the script died of
+# a signal, may have been torn by that death, which closed whatever it held open.
+TORN_WINDOW = 1.0
 RETRY_SECONDS = 2.0  # how soon a failed upload is tried again (the uploader's next scan)
 PROGRESS_SECONDS = 1.0  # how often the uploader says how far an upload has got
 
@@ -97,6 +108,9 @@ class SyncResult:
     # What a final sync left behind: relative path -> why (still being written when the
     # processes were killed, or its upload failed).
     left: dict[str, str] = field(default_factory=dict)
+    # Of those, the ones a script process's death by a signal may have torn: relative path ->
+    # the signal's name (``SIGKILL``).
+    torn: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0  # how long the pass took
 
 
@@ -347,6 +361,7 @@ class DirectorySync:
         self._in_flight: tuple[str, float] | None = None  # (file, when it last moved a byte)
         self._stalled: str | None = None  # the upload reported stalled
         self.errors = 0  # failures the uploader reported, repeats included
+        self._torn: dict[str, str] = {}  # file -> the signal whose death may have torn it
         # file -> when the uploader first saw its current version being written
         self.first_seen: dict[str, float] = {}
         self.last_restore: RestoreReport | None = None
@@ -423,12 +438,22 @@ class DirectorySync:
             return []
         with self._lock:
             self._mirror.excluded.update(writing)
+        self._tell_worker({"exclude": writing})
+        return writing
+
+    def note_death(self, signum: int, when: float) -> None:
+        """A process of the script died of signal ``signum`` that the agent did not send (seen
+        at Unix time ``when``): the uploader leaves what that death may have torn (see the
+        module docstring) and says which, so the last sync leaves it too."""
+        if self._mirror.manifest is not None:
+            self._tell_worker({"died": [signum, when]})
+
+    def _tell_worker(self, message: dict[str, Any]) -> None:
         worker = self._worker
         if worker is not None and worker.stdin is not None:
             with contextlib.suppress(OSError, ValueError):  # the uploader is gone or going
-                worker.stdin.write(json.dumps({"exclude": writing}).encode() + b"\n")
+                worker.stdin.write(json.dumps(message).encode() + b"\n")
                 worker.stdin.flush()
-        return writing
 
     @property
     def excluded(self) -> set[str]:
@@ -450,6 +475,13 @@ class DirectorySync:
             with contextlib.suppress(StorageError, OSError):  # then each upload announces itself
                 self._mirror.announce(sorted(current), force=True)
             for rel in sorted(current):
+                if rel in self._torn:
+                    result.torn[rel] = self._torn[rel]
+                    result.left[rel] = (
+                        "it was written in place just before a process of the script died of "
+                        f"{self._torn[rel]}, which may have left it half-written"
+                    )
+                    continue
                 if rel in self._mirror.excluded:
                     result.left[rel] = "it was still being written when the processes were killed"
                     continue
@@ -631,6 +663,11 @@ class DirectorySync:
                 self._in_flight = None
             elif "seen" in report:
                 self.first_seen[str(report["seen"])] = float(report["at"])
+            elif "torn" in report:
+                name = signal_name(int(report["signal"]))
+                for rel in report["torn"]:
+                    self._mirror.excluded.add(str(rel))
+                    self._torn[str(rel)] = name
             elif "uploaded" in report:
                 size, mtime, inode = report["sig"]
                 self._mirror.known[report["uploaded"]] = (size, mtime, inode)
@@ -885,6 +922,7 @@ class _Uploader:
         self.parent: int | None = None  # the agent's pid, once the loop runs
         self.first_seen: dict[str, float] = {}
         self.changed = False  # something was uploaded or deleted since the manifest was written
+        self.moved_in: set[str] = set()  # files whose last event was a rename into place
         self.failed = False  # an upload failed: the next scan comes sooner
 
     def run(self, stop_fd: int, messages: bytes = b"") -> None:
@@ -915,14 +953,36 @@ class _Uploader:
                 next_scan = min(next_scan, time.monotonic() + RETRY_SECONDS)
 
     def _messages(self, buffer: bytes) -> bytes:
-        """Take in the agent's messages (``{"exclude": [...]}``); returns a partial last line."""
+        """Take in the agent's messages (``{"exclude": [...]}``, ``{"died": [signal, when]}``);
+        returns a partial last line."""
         *lines, rest = buffer.split(b"\n")
         for line in lines:
-            with contextlib.suppress(ValueError, TypeError, AttributeError):
-                excluded = json.loads(line).get("exclude") or []
+            with contextlib.suppress(ValueError, TypeError, AttributeError, IndexError):
+                message = json.loads(line)
+                excluded = message.get("exclude") or []
                 self.mirror.excluded.update(str(rel) for rel in excluded)
                 self.pending.difference_update(self.mirror.excluded)
+                if "died" in message:
+                    self._died(int(message["died"][0]), float(message["died"][1]))
         return rest
+
+    def _died(self, signum: int, when: float) -> None:
+        """A process of the script died of ``signum`` at ``when``: leave every file it may have
+        been writing (see the module docstring), and say which. Without inotify a rename into
+        place cannot be told from a write in place, so nothing is judged."""
+        if self.watcher is None or self.mirror.manifest is None:
+            return
+        self._take(self.watcher.read(0))  # the closes that death made are queued by now
+        torn = []
+        for rel, sig in sorted(scan(self.mirror.local_dir).items()):
+            if rel in self.moved_in or self.mirror.known.get(rel) == sig:
+                continue
+            if self.mirror.uploadable(rel) and when - TORN_WINDOW <= sig[1] / 1e9 <= when:
+                torn.append(rel)
+        if torn:
+            self.mirror.excluded.update(torn)
+            self.pending.difference_update(torn)
+            self.emit({"torn": torn, "signal": signum})
 
     def _seen(self, rel: str) -> None:
         if rel not in self.first_seen:
@@ -934,6 +994,10 @@ class _Uploader:
             if event.kind == "created":
                 self._seen(event.rel)
             elif event.kind == "closed":
+                if event.moved:
+                    self.moved_in.add(event.rel)
+                else:
+                    self.moved_in.discard(event.rel)
                 began = self.first_seen.pop(event.source, None) if event.source else None
                 if began is not None and event.rel not in self.first_seen:
                     # written under another name, renamed into place: its write began there
@@ -942,6 +1006,7 @@ class _Uploader:
                 self._seen(event.rel)
                 self.pending.add(event.rel)
             elif event.kind == "removed":
+                self.moved_in.discard(event.rel)
                 self._removed(event.rel)
             else:
                 self._scan()

@@ -66,6 +66,7 @@ class Event:
     kind: str
     rel: str
     source: str | None = None  # a file renamed into place: the name it was written under
+    moved: bool = False  # renamed into place (from this tree or outside it), not closed here
 
 
 def _libc() -> ctypes.CDLL | None:
@@ -167,7 +168,8 @@ class Inotify:
                 return [Event("closed", f) for f in self.add_tree(rel)] + [Event("rescan", rel)]
             return [Event("rescan", rel)]  # a directory went away: its files are gone
         if mask & IN_MOVED_TO:
-            return [Event("closed", rel, self._moving.pop(cookie, None) if cookie else None)]
+            source = self._moving.pop(cookie, None) if cookie else None
+            return [Event("closed", rel, source, moved=True)]
         if mask & IN_CLOSE_WRITE:
             return [Event("closed", rel)]
         if mask & IN_CREATE:

@@ -10,6 +10,9 @@ sidecar does: it calls, in order,
 - :meth:`Sidecar.start` just before the script starts,
 - :meth:`Sidecar.before_kill` just before the script's processes get a stop's SIGKILL (its grace
   period, or a spot interruption's notice, ran out; they still hold what they had open),
+- :meth:`Sidecar.script_killed` as soon as a process of the script is seen to have died of a
+  signal the agent did not send (the out-of-memory killer, a crash, a kill from outside): that
+  death closed what it was writing, maybe half-written,
 - :meth:`Sidecar.finish` once the script has ended, whatever its outcome, and also when the job
   ended before the script began (final upload; returns the artifacts to record), or :meth:`Sidecar.abort` when the agent itself fails (stop now,
   upload nothing more).
@@ -90,6 +93,13 @@ class Sidecar(ABC):
         """The script's processes are about to be killed (SIGKILL) while they still hold
         what they had open: note what they were writing. Quick, from the supervising thread."""
         return None
+
+    def script_killed(self, signum: int, when: float) -> None:
+        """A process of the script died of signal ``signum`` that the agent did not send, seen
+        at Unix time ``when`` (one call per process so ended). The death closed every file it
+        held open, half-written or not: note it. Quick, never raising; from the thread that
+        watched the process, possibly while other processes of the script still run."""
+        del signum, when
 
     @abstractmethod
     def finish(self) -> list[Artifact]:

@@ -59,6 +59,9 @@ class Sidecars:
     def before_kill(self) -> None:
         _each(self.members, lambda sidecar: sidecar.before_kill())
 
+    def script_killed(self, signum: int, when: float) -> None:
+        _each(self.members, lambda sidecar: sidecar.script_killed(signum, when))
+
     def finish(self) -> list[Artifact]:
         """Finish every member, last first (also one never started: the job ended before its
         script began); their artifacts in start order."""

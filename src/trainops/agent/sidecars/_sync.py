@@ -60,6 +60,9 @@ class _DirectorySidecar(Sidecar):
         self.sync.final_sync()
         return []
 
+    def script_killed(self, signum: int, when: float) -> None:
+        self.sync.note_death(signum, when)
+
     def abort(self) -> None:
         self.sync.stop()
 
@@ -125,6 +128,12 @@ class CheckpointSync(_DirectorySidecar):
         write = None
         if newest is not None and newest[0] in self.sync.first_seen:
             write = max(0.0, newest[1].mtime - self.sync.first_seen[newest[0]])
+        for rel, name in sorted(result.torn.items()):
+            self.context.log(
+                f"Checkpoint file {rel} was written in place just before the script died of"
+                f" {name}, which may have left it half-written: it is not uploaded (its last"
+                " finished version, if any, stays)"
+            )
         if result.left:
             left = "; ".join(f"{rel}: {why}" for rel, why in sorted(result.left.items()))
             reason = f"the last checkpoint sync left {len(result.left)} file(s) behind: {left}"

@@ -195,6 +195,20 @@ class ProcessGroup:
         """The output readers and exit watchers of every process (see ``ScriptProcess``)."""
         return [tid for member in self.members for tid in member.process.capture_threads()]
 
+    def notify_death(self, listener: Callable[[int, float], None]) -> None:
+        """Call ``listener(signal, when)`` as soon as a process of the group is seen to have
+        died of a signal that the group did not send it (the out-of-memory killer, a crash, a
+        kill from outside; register before :meth:`start`); from the thread that watches that
+        process."""
+        for member in self.members:
+            process = member.process
+
+            def heard(process: ScriptProcess = process) -> None:
+                if process.killed_by is not None and not process.stopping:
+                    listener(*process.killed_by)
+
+            process.notify_exit(heard)
+
     def when_exited(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` once, as soon as every process of the group has exited."""
         left = [len(self.members)]

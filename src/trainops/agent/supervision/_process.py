@@ -91,6 +91,9 @@ class ScriptProcess:
         self._after_exit: list[Callable[[], None]] = []  # told once wait() sees the exit
         self._before_kill: list[Callable[[], None]] = []  # told just before a stop's SIGKILL
         self.stderr_tail: deque[str] = deque(maxlen=TAIL_LINES)
+        # (signal, Unix time the exit was seen) once it has died of a signal, whoever sent it;
+        # set before the exit listeners hear of it
+        self.killed_by: tuple[int, float] | None = None
 
     @property
     def pid(self) -> int:
@@ -225,7 +228,9 @@ class ScriptProcess:
         """Learn of the exit without reaping, so the group id cannot be reused before
         :meth:`_reap` has killed what the script left behind."""
         with contextlib.suppress(ChildProcessError):
-            os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT)
+            ended = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT)
+            if ended is not None and ended.si_code in (os.CLD_KILLED, os.CLD_DUMPED):
+                self.killed_by = (ended.si_status, time.time())
         with self._exit_lock:
             callbacks, self._on_exit = self._on_exit or [], None  # None: later ones run at once
         for callback in callbacks:
