@@ -34,6 +34,7 @@ class RecordingReporter:
         self._pending: list[Command] = []
         self._lock = threading.Lock()
         self.closed = False
+        self.disowned: str | None = None  # set it to play a control plane that revoked the host
 
     def emit(self, kind: EventKind, data: dict[str, Any]) -> AgentEvent:
         with self._lock:

@@ -9,6 +9,7 @@ import os
 import sys
 import tarfile
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -306,3 +307,43 @@ def test_an_internal_error_kills_the_script_and_reports_internal_error(tmp_path:
         os.kill(process["pid"], 0)
     assert "Uploading" not in job.reporter.phases()
     assert "reporter bug" in (job.state_dir / "agent.log").read_text()
+
+
+DISOWNED_SCRIPT = """
+import os, time
+handle = open(os.path.join(os.environ["SM_CHECKPOINT_DIR"], "late.ckpt"), "w")
+handle.write("still open when the control plane revoked the host")
+handle.flush()  # open for writing: not uploaded while it runs; the end decides
+print("ready", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_disowned_host_stops_its_script_and_uploads_nothing(tmp_path: Path) -> None:
+    """The control plane has revoked the host (declared lost, say, while a network kept it
+    apart): another attempt may own the job's checkpoints and outputs now, so the script is
+    stopped at once and nothing more is uploaded, checkpoints included."""
+    remote = tmp_path / "ckpt-remote"
+    job = make_job(
+        tmp_path,
+        {"train.py": DISOWNED_SCRIPT},
+        checkpoint={"uri": remote.as_uri()},
+        mount_opt_ml=False,
+    )
+    results: list[HostResult] = []
+    runner = threading.Thread(target=lambda: results.append(job.run()))
+    runner.start()
+    deadline = time.monotonic() + 60.0  # a wait that never ends is a failure
+    while not any("ready" in line for line in job.reporter.lines("stdout")):
+        assert time.monotonic() < deadline, job.reporter.lines()
+        time.sleep(0.02)
+    job.reporter.disowned = "the control plane has refused this host's reports for 5 s"
+    runner.join(60.0)
+    assert results, "the agent did not end"
+    [result] = results
+    assert result.outcome is HostOutcome.INTERNAL_ERROR
+    assert "refused this host's reports" in (result.failure_reason or "")
+    said = [line for line in job.reporter.lines("agent") if "nothing more is uploaded" in line]
+    assert said, job.reporter.lines("agent")
+    assert not (remote / "late.ckpt").exists()
+    assert not list((job.objects / "jobs").rglob("*.tar.gz"))  # no model or output archive

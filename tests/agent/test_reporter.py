@@ -249,3 +249,41 @@ def test_a_journal_that_stays_full_is_given_up_on_saying_what_is_lost(
     assert f"the journal {journal} cannot be written" in line and "No space left" in line
     says = "store is full (HTTP 507)" if server == "store full" else "cannot reach"
     assert says in line and line.endswith("free space on the journal's disk")
+
+
+def test_a_host_whose_token_is_refused_for_good_is_disowned_and_closes_at_once(
+    tmp_path: Path,
+) -> None:
+    """Every post answered 401 for the whole window (the control plane revoked the token: the
+    host was declared lost, or its attempt ended): the reporter says the host is disowned, and
+    its close stops asking at once instead of for its whole timeout."""
+    journal = tmp_path / "journal.jsonl"
+    with RecordingAgentApi(None, TOKEN) as api:
+        revoked = AgentClient(api.url, "revoked-token", "job-1", "algo-1")
+        reporter = HttpReporter(revoked, 1, journal, disowned_after=0.3).start()
+        reporter.emit(EventKind.LOG, {"stream": "stdout", "line": "still training"})
+        deadline = time.monotonic() + 30.0  # a wait that never ends is a failure
+        while reporter.disowned is None:
+            assert time.monotonic() < deadline, reporter.last_error
+            time.sleep(0.02)
+        assert "refused this host's reports" in reporter.disowned
+        assert "401" in reporter.disowned and "revoked-token" not in reporter.disowned
+        closed: list[bool] = []
+        closing = threading.Thread(target=lambda: closed.append(reporter.close(timeout=600)))
+        closing.start()
+        closing.join(30.0)
+        assert closed == [False]  # not delivered, and not waited for
+    assert api.log_lines() == []
+    assert [e.data["line"] for e in EventJournal.read(journal)] == ["still training"]
+
+
+def test_a_refusal_other_than_unauthorized_disowns_nothing(tmp_path: Path) -> None:
+    with RecordingAgentApi(None, TOKEN) as api:
+        api.full = True  # refused, but not unauthorized
+        reporter = HttpReporter(_client(api.url), 1, tmp_path / "j", disowned_after=0.0).start()
+        reporter.emit(EventKind.LOG, {"stream": "stdout", "line": "x"})
+        api.wait_for(lambda: api.refused >= 3)
+        assert reporter.disowned is None
+        api.full = False
+        assert reporter.close(timeout=30) is True
+        assert reporter.disowned is None

@@ -99,6 +99,10 @@ class HostResult:
     failure_reason: str | None = None
 
 
+class HostDisowned(Exception):
+    """The control plane has revoked this host's token while its script ran."""
+
+
 class HostAgent:
     """Runs one host of a job; :meth:`run` reports everything through ``reporter``."""
 
@@ -192,6 +196,8 @@ class HostAgent:
         """Run every phase and report the ``exit`` event; never raises for a job's failure."""
         try:
             result = self._run_phases()
+        except HostDisowned as exc:
+            result = self._disowned(str(exc))
         except Exception as exc:  # anything not the user's fault is trainops' (retryable) error
             result = self._internal_error(exc)
         if self._abandoned is not None:
@@ -601,11 +607,14 @@ class HostAgent:
                 self._remote.take(command)
 
     def _supervise(self, process: ScriptProcess | ProcessGroup) -> int:
-        """Wait for ``process``, passing on stop requests (SIGTERM, SIGKILL after the grace)."""
+        """Wait for ``process``, passing on stop requests (SIGTERM, SIGKILL after the grace);
+        raises :class:`HostDisowned` once the control plane has revoked this host."""
         self._running = process
         while process.wait(POLL_SECONDS) is None:
             self._take_commands()
             self._stop.deliver(process, self.log.agent)
+            if (why := self.reporter.disowned) is not None:
+                raise HostDisowned(why)
         returncode = process.finish()
         self._running = None
         return returncode
@@ -750,6 +759,18 @@ class HostAgent:
         if scheme not in self._stores:
             self._stores[scheme] = store_for(uri, self.settings)
         return self._stores[scheme]
+
+    def _disowned(self, why: str) -> HostResult:
+        """The control plane revoked this host while its script ran (another attempt may hold
+        the job's outputs and checkpoints now): stop the script at once and upload nothing."""
+        self.log.agent(f"Stopping: {why}; nothing more is uploaded")
+        if self._running is not None:
+            self._running.terminate(min(self._stop.grace_seconds, INTERNAL_ERROR_GRACE_SECONDS))
+            self._running.finish()
+            self._running = None
+        if self._sidecars is not None:
+            self._sidecars.abort()
+        return HostResult(HostOutcome.INTERNAL_ERROR, None, f"InternalError: {why}"[:1024])
 
     def _internal_error(self, exc: BaseException) -> HostResult:
         if self._running is not None:

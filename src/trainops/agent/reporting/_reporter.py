@@ -60,6 +60,10 @@ QUIET_AFTER_SECONDS = 5.0
 MIN_POST_GAP_SECONDS = 0.05
 MAX_BACKOFF_SECONDS = 2.0
 INSUFFICIENT_STORAGE = 507
+UNAUTHORIZED = 401
+#: Every post refused as unauthorized for this long: the control plane has revoked this host's
+#: token (it declared the host lost, or the attempt or the job ended); the host is disowned.
+DISOWNED_AFTER_SECONDS = 5.0
 
 
 class Reporter(Protocol):
@@ -75,6 +79,12 @@ class Reporter(Protocol):
 
     def close(self, timeout: float = 30.0) -> bool:
         """Deliver what is pending, waiting at most ``timeout`` s; ``True`` if all was delivered."""
+        ...
+
+    @property
+    def disowned(self) -> str | None:
+        """Why the control plane no longer accepts this host's reports, once it has refused
+        them for good (its token was revoked); None while it accepts them."""
         ...
 
 
@@ -132,6 +142,7 @@ class HttpReporter:
         max_batch_bytes: int = MAX_BATCH_BYTES,
         give_up_seconds: float | None = None,
         quiet_after: float = QUIET_AFTER_SECONDS,
+        disowned_after: float = DISOWNED_AFTER_SECONDS,
     ) -> None:
         self._client = client
         self._attempt = attempt
@@ -161,10 +172,18 @@ class HttpReporter:
         self._closing_until: float | None = None
         self._store_full = False  # the last post was answered 507: the control plane's disk
         self._durable_due = False  # a durable write failed: the next write that works fsyncs
+        self._disowned_after = disowned_after
+        self._refused_since: float | None = None  # the first of the posts refused since (401)
+        self._disowned: str | None = None
         self._thread = threading.Thread(target=self._run, name="agent-reporter", daemon=True)
         self.last_error: str | None = None
         self.journal_error: str | None = None
         self.gave_up = False  # closing stopped keeping events the full journal could not take
+
+    @property
+    def disowned(self) -> str | None:
+        with self._lock:
+            return self._disowned
 
     @property
     def acked_seq(self) -> int:
@@ -307,10 +326,13 @@ class HttpReporter:
                 self._post_once()
                 backoff = 0.0
                 self._set_store_full(False)
+                self._set_refused(None)
             except Exception as exc:  # the sender must outlive any one failure
                 self.last_error = str(exc) if isinstance(exc, AgentApiError) else repr(exc)
                 full = isinstance(exc, AgentApiError) and exc.status == INSUFFICIENT_STORAGE
                 self._set_store_full(full)
+                refused = isinstance(exc, AgentApiError) and exc.status == UNAUTHORIZED
+                self._set_refused(exc if refused else None)
                 backoff = min(max(backoff * 2, 0.1), MAX_BACKOFF_SECONDS)
                 self._client.refresh_server()
             if self._finished():
@@ -392,6 +414,25 @@ class HttpReporter:
             offset += len(data)
         return offset
 
+    def _set_refused(self, exc: Exception | None) -> None:
+        """Count how long every post has been refused as unauthorized (``exc``), and call the
+        host disowned past :attr:`_disowned_after` (for good: a revoked token stays revoked)."""
+        now = time.monotonic()
+        with self._lock:
+            if exc is None or self._disowned is not None:
+                self._refused_since = None if exc is None else self._refused_since
+                return
+            if self._refused_since is None:
+                self._refused_since = now
+            if now - self._refused_since < self._disowned_after:
+                return
+            self._disowned = (
+                f"the control plane has refused this host's reports for"
+                f" {now - self._refused_since:.0f} s ({exc}): its token was revoked, as when"
+                " the host is declared lost or its attempt or job has ended"
+            )
+        _say(f"disowned: {self._disowned}")
+
     def _set_store_full(self, full: bool) -> None:
         with self._lock:
             if full and not self._store_full:
@@ -405,6 +446,8 @@ class HttpReporter:
         with self._lock:
             if self._closing_until is None:
                 return False
+            if self._disowned is not None:
+                return True  # nothing more is ever taken: what is left stays in the journal
             if self._acked >= self._seq:
                 return True
             return time.monotonic() >= self._closing_until and not self._must_keep()
@@ -416,7 +459,9 @@ class HttpReporter:
     def _must_keep(self) -> bool:
         """Whether closing must go on past its timeout (callers hold ``self._lock``): the server
         answers that its disk is full, or events are in no journal yet (only in memory); never
-        once it gave up (:meth:`_give_up_now`)."""
+        once it gave up (:meth:`_give_up_now`) or the host is disowned."""
+        if self._disowned is not None:
+            return False
         keep = self._store_full or self._written < self._end
         if keep and not self.gave_up and self._give_up_now():
             self.gave_up = True
