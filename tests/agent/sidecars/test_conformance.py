@@ -262,20 +262,12 @@ def test_full_cycle_leaves_its_artifacts_and_nothing_running(name: str, tmp_path
 def test_a_death_by_signal_long_before_changes_nothing_it_leaves(name: str, tmp_path: Path) -> None:
     """``script_killed`` is heard quietly while running (a rank died of a signal ten seconds
     ago; what the script writes since is whole): the cycle still leaves what the case wants."""
-    case = _case(name)
-    host = make_host(tmp_path, **case.spec(tmp_path))
-    threads, children = _baseline()
-    sidecar = _made(name, host)
-    assert sidecar is not None
-    sidecar.prepare()
-    host.env = {"PYTHONPATH": "/keep", **case.env(host)}
-    host.env.update(sidecar.environment(host.env))
-    sidecar.start()
+    case, host, sidecar, before = _running(name, tmp_path)
     sidecar.script_killed(signal.SIGKILL, time.time() - 10.0)
     case.work(host)
     sidecar.finish()
     case.check(host)
-    _settled(threads, children)
+    _settled(*before)
 
 
 @pytest.mark.parametrize("name", SIDECARS.names())
@@ -291,17 +283,26 @@ def test_finish_without_start_is_harmless(name: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", SIDECARS.names())
 def test_abort_stops_it(name: str, tmp_path: Path) -> None:
+    case, host, sidecar, before = _running(name, tmp_path)
+    case.work(host)
+    sidecar.abort()
+    _settled(*before)
+
+
+def _running(
+    name: str, tmp_path: Path
+) -> tuple[SidecarCase, Host, Sidecar, tuple[set[int], set[int]]]:
+    """``name``'s case made, prepared and started; and what ran before it (for ``_settled``)."""
     case = _case(name)
     host = make_host(tmp_path, **case.spec(tmp_path))
-    threads, children = _baseline()
+    before = _baseline()
     sidecar = _made(name, host)
     assert sidecar is not None
     sidecar.prepare()
-    sidecar.environment({"PYTHONPATH": "/keep", **case.env(host)})
+    host.env = {"PYTHONPATH": "/keep", **case.env(host)}
+    host.env.update(sidecar.environment(host.env))
     sidecar.start()
-    case.work(host)
-    sidecar.abort()
-    _settled(threads, children)
+    return case, host, sidecar, before
 
 
 def test_the_checkpoint_sidecar_starts_its_uploader_before_the_script(tmp_path: Path) -> None:
