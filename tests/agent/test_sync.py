@@ -22,7 +22,7 @@ import pytest
 from trainops._settings import Settings, TransferSettings
 from trainops.agent import DirectorySync
 from trainops.agent.reporting._priority import _autogroup_nice
-from trainops.agent.reporting._sync import SyncedFile, _background
+from trainops.agent.reporting._sync import DEATH_WINDOW, SyncedFile, _background
 from trainops.agent.reporting._watch import Inotify, inotify_available
 from trainops.storage import ObjectStore, store_for
 
@@ -190,17 +190,22 @@ def test_what_a_death_by_signal_may_have_torn_is_left_and_renamed_files_are_not(
         (local / "step.pt.tmp").rename(local / "step.pt")  # renamed into place
         death = time.time()
         sync.note_death(signal.SIGKILL, death)
-        time.sleep(0.05)
+        _wait_for(lambda: "first.pt" in sync.torn, "the uploader's word on the death")
+        # A held script dies a moment after its holder, whose death the agent saw: its close
+        # may come after the uploader has judged the death.
+        (local / "straggler.pt").write_text("half too")
+        time.sleep(DEATH_WINDOW + 0.1)  # past the moments that count as the death's own
         (local / "later.pt").write_text("2")  # by a process that lived on
         _wait_for(lambda: "later.pt" in _remote_files(remote), "the upload of a later file")
         result = sync.final_sync()
     finally:
         sync.stop()
-    assert result.torn == {"first.pt": "SIGKILL"}
-    assert result.left == {
-        "first.pt": "it was written in place just before a process of the script died of"
-        " SIGKILL, which may have left it half-written"
-    }
+    assert result.torn == {"first.pt": "SIGKILL", "straggler.pt": "SIGKILL"}
+    assert result.left["first.pt"] == (
+        "it was written in place just before a process of the script died of SIGKILL, which"
+        " may have left it half-written"
+    )
+    assert result.left.keys() == {"first.pt", "straggler.pt"}
     files = {k: v for k, v in _remote_files(remote).items() if not k.startswith(".trainops/")}
     assert files == {"first.pt": "1", "step.pt": "whole", "later.pt": "2"}
 

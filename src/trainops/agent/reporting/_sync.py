@@ -28,9 +28,10 @@ No torn object is ever visible under its final name:
   died of a signal the agent did not send (:meth:`DirectorySync.note_death`: the out-of-memory
   killer, a crash) is never uploaded either: that death closed it as an ordinary close would.
   The uploader judges it as it hears of the death (it waits :data:`DEATH_WINDOW` after each
-  close; the agent learns of a death in milliseconds): a file written in place (its last event a
-  close, not a rename into place), changed since its upload, and last written at most
-  :data:`TORN_WINDOW` before the death.
+  close; the agent learns of a death in milliseconds), again before each later upload and at its
+  stop: a file written in place (its last event a close, not a rename into place), changed since
+  its upload, and last written at most :data:`TORN_WINDOW` before the death was seen (or up to
+  :data:`DEATH_WINDOW` after: a held script dies a moment after the holder whose death is seen).
 
 Nothing goes wrong silently: a failed upload is reported through ``on_error`` once (until the
 sync recovers, which ``on_recovered`` hears), and so is an upload that made no progress for
@@ -454,6 +455,12 @@ class DirectorySync:
             with contextlib.suppress(OSError, ValueError):  # the uploader is gone or going
                 worker.stdin.write(json.dumps(message).encode() + b"\n")
                 worker.stdin.flush()
+
+    @property
+    def torn(self) -> dict[str, str]:
+        """The files left because a death by a signal may have torn them -> the signal's name."""
+        with self._lock:
+            return dict(self._torn)
 
     @property
     def excluded(self) -> set[str]:
@@ -923,6 +930,7 @@ class _Uploader:
         self.first_seen: dict[str, float] = {}
         self.changed = False  # something was uploaded or deleted since the manifest was written
         self.moved_in: set[str] = set()  # files whose last event was a rename into place
+        self.deaths: list[tuple[int, float]] = []  # (signal, when) of the script's deaths heard
         self.failed = False  # an upload failed: the next scan comes sooner
 
     def run(self, stop_fd: int, messages: bytes = b"") -> None:
@@ -937,6 +945,7 @@ class _Uploader:
             if stop_fd in ready:
                 data = os.read(stop_fd, 65536)
                 if not data:
+                    self._judge()  # closes that came after the death's word: the last sync's
                     return
                 messages = self._messages(messages + data)
             if self.watcher is not None and self.watcher.fd in ready:
@@ -968,21 +977,37 @@ class _Uploader:
 
     def _died(self, signum: int, when: float) -> None:
         """A process of the script died of ``signum`` at ``when``: leave every file it may have
-        been writing (see the module docstring), and say which. Without inotify a rename into
-        place cannot be told from a write in place, so nothing is judged."""
-        if self.watcher is None or self.mirror.manifest is None:
+        been writing (see the module docstring), now and as later closes come in. Without
+        inotify a rename into place cannot be told from a write in place: nothing is judged."""
+        if self.watcher is not None and self.mirror.manifest is not None:
+            self.deaths.append((signum, when))
+            self._judge()
+
+    def _judge(self) -> None:
+        """Leave, and say, every file a death heard of may have torn (its closes read first)."""
+        if not self.deaths or self.watcher is None:
             return
-        self._take(self.watcher.read(0))  # the closes that death made are queued by now
-        torn = []
+        self._take(self.watcher.read(0))
+        torn: dict[int, list[str]] = {}
         for rel, sig in sorted(scan(self.mirror.local_dir).items()):
             if rel in self.moved_in or self.mirror.known.get(rel) == sig:
                 continue
-            if self.mirror.uploadable(rel) and when - TORN_WINDOW <= sig[1] / 1e9 <= when:
-                torn.append(rel)
-        if torn:
-            self.mirror.excluded.update(torn)
-            self.pending.difference_update(torn)
-            self.emit({"torn": torn, "signal": signum})
+            signum = self._torn_by(sig)
+            if signum is not None and self.mirror.uploadable(rel):
+                torn.setdefault(signum, []).append(rel)
+        for signum, rels in torn.items():
+            self.mirror.excluded.update(rels)
+            self.pending.difference_update(rels)
+            self.emit({"torn": rels, "signal": signum})
+
+    def _torn_by(self, sig: Signature) -> int | None:
+        """The signal of a death this version was last written just before (or as it was seen:
+        a held script dies a moment after its holder), else None."""
+        written = sig[1] / 1e9
+        for signum, when in self.deaths:
+            if when - TORN_WINDOW <= written <= when + DEATH_WINDOW:
+                return signum
+        return None
 
     def _seen(self, rel: str) -> None:
         if rel not in self.first_seen:
@@ -1026,6 +1051,8 @@ class _Uploader:
         return self.parent is not None and os.getppid() != self.parent
 
     def _upload_pending(self) -> None:
+        if self.pending:
+            self._judge()  # a close that came after a death's word is judged before its upload
         now = time.monotonic()
         ready = []
         for rel in sorted(self.pending):
