@@ -20,7 +20,6 @@ __all__ = [
     "called_process_error",
     "exit_failure_reason",
     "read_failure_file",
-    "signal_name",
     "stderr_excerpt",
 ]
 
@@ -58,7 +57,7 @@ def exit_failure_reason(returncode: int, command: Sequence[str], stderr_tail: Se
     """Why a script that exited with ``returncode`` (negative: killed by a signal) failed."""
     excerpt = stderr_excerpt(stderr_tail)
     if returncode < 0:
-        killed = f"killed by signal {signal_name(-returncode)}"
+        killed = f"killed by signal {_signal_name(-returncode)}"
         excerpt = f"{killed}\n{excerpt}" if excerpt else killed
     reason = called_process_error("ExecuteUserScriptError", returncode, excerpt, command)
     return reason[:MAX_FAILURE_REASON]
@@ -101,8 +100,7 @@ def _clip(lines: list[str]) -> str:
     return text if len(text) <= EXCERPT_CHARS else text[: EXCERPT_CHARS - 3] + "..."
 
 
-def signal_name(number: int) -> str:
-    """``SIGKILL`` for 9; ``signal 99`` for a number no signal has."""
+def _signal_name(number: int) -> str:
     try:
         return signal.Signals(number).name
     except ValueError:

@@ -56,7 +56,6 @@ from typing import IO, Any
 
 from trainops._errors import StorageError, TrainopsError
 from trainops._settings import Settings
-from trainops.agent.contract._failure import signal_name
 from trainops.agent.reporting._manifest import (
     RESERVED_DIR,
     FileEntry,
@@ -671,7 +670,7 @@ class DirectorySync:
             elif "seen" in report:
                 self.first_seen[str(report["seen"])] = float(report["at"])
             elif "torn" in report:
-                name = signal_name(int(report["signal"]))
+                name = _signal_name(int(report["signal"]))
                 for rel in report["torn"]:
                     self._mirror.excluded.add(str(rel))
                     self._torn[str(rel)] = name
@@ -732,6 +731,13 @@ class DirectorySync:
             self._failing.add(message)
         if not repeated and self._on_error is not None:
             self._on_error(f"syncing {self.local_dir} to {self.remote_prefix}: {message}")
+
+
+def _signal_name(number: int) -> str:
+    """``SIGKILL`` for 9 (the agent's parts import down: not the contract's own reader)."""
+    with contextlib.suppress(ValueError):
+        return signal.Signals(number).name
+    return f"signal {number}"
 
 
 def _same(listed: FileEntry, found: FileEntry) -> bool:
