@@ -154,3 +154,34 @@ def test_the_agent_reports_at_the_configured_heartbeat_interval(tmp_path: Path) 
         launch, Settings.load({**env, "TRAINOPS_HEARTBEAT_INTERVAL_MS": "120"}), start=False
     )
     assert (default._heartbeat, chosen._heartbeat) == (0.5, 0.12)
+
+
+LEAVING = """
+import atexit, sys, threading, time, weakref
+from trainops.agent.__main__ import leave
+
+class Scratch:
+    pass
+
+scratch = Scratch()
+weakref.finalize(scratch, print, "finalized", flush=True)
+atexit.register(print, "exit handler", flush=True)
+worker = threading.Thread(target=lambda: (time.sleep(0.2), sys.stdout.write("thread done\\n")))
+worker.start()
+sys.stdout.write("buffered, no newline")
+sys.stderr.write("to stderr")
+leave(3)
+print("never reached", flush=True)
+"""
+
+
+def test_leaving_waits_for_threads_runs_exit_handlers_and_flushes_output() -> None:
+    """The agent ends without the interpreter's teardown, yet loses nothing of an exit: a
+    thread still running, an exit handler, a finalizer and output still in the buffers."""
+    done = subprocess.run([sys.executable, "-c", LEAVING], capture_output=True, text=True,
+                          timeout=30)  # fmt: skip
+    assert done.returncode == 3, done.stderr
+    # The thread's line comes after the buffered text (both in stdout's buffer, which the
+    # thread's newline flushes: a pipe), then the exit handlers, last registered first.
+    assert done.stdout == "buffered, no newlinethread done\nexit handler\nfinalized\n"
+    assert done.stderr == "to stderr"

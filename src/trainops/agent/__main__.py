@@ -7,10 +7,17 @@ outcome travels in that event, not in the exit code. Exit 1 means the agent itse
 (reported as ``InternalError`` where possible). SIGTERM is a stop with the spec's grace period.
 With ``TRAINOPS_AGENT_STANDBY=1`` it is a fork server instead: fully imported, it forks one
 agent per launch read from stdin (see ``_standby``), so that no launch pays for the imports.
+
+Once it has run, the process ends without tearing the interpreter down (:func:`leave`): its exit
+handlers run, its other threads are waited for and its output is flushed, but its objects are
+not released one by one, since an agent forked by the fork server shares that server's imported
+heap copy-on-write, and releasing every object writes to (so copies) every page of it.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 import signal
 import sys
@@ -19,6 +26,7 @@ import threading
 import time
 from collections.abc import Mapping
 from types import FrameType
+from typing import NoReturn
 
 from trainops._settings import Settings
 from trainops.agent._agent import HostAgent
@@ -34,7 +42,7 @@ from trainops.archive import load_extraction
 from trainops.catalog import load_catalog
 from trainops.protocol import PARENT_ENV, STANDBY_ENV, AgentLaunch, EventKind, HostOutcome
 
-__all__ = ["main"]
+__all__ = ["leave", "main"]
 
 _PARENT_POLL_S = 0.25
 
@@ -183,5 +191,25 @@ def _entry() -> int:
     return main()
 
 
+def leave(code: int) -> NoReturn:
+    """End the process with ``code`` as the interpreter's own exit would, less its teardown.
+
+    The threads that are not daemons are waited for and the exit handlers run (``atexit``, and
+    with them ``weakref.finalize``'s), then the standard streams are flushed and the process
+    ends. What is left is releasing the objects one by one: an agent forked by the fork server
+    would copy every page of that server's heap it shares, to decrement reference counts for an
+    address space the kernel is about to drop (measured: about 15 ms of CPU per job, at the
+    moment the next job's agent starts)."""
+    current = threading.current_thread()
+    for thread in threading.enumerate():
+        if thread is not current and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # a closed or broken stream: nothing to flush
+            stream.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(_entry())
+    leave(_entry())
