@@ -3,6 +3,7 @@ CPU pinning, SIGTERM as a stop, the exit code, the journal, and a failed start."
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
@@ -14,7 +15,15 @@ import pytest
 
 from tests.agent._support import JobFixture, RecordingAgentApi, make_job
 from trainops.agent import EventJournal
-from trainops.protocol import AgentLaunch, EventKind, HostResources, agent_command
+from trainops.protocol import (
+    ASSIGNMENT_FILE,
+    AgentLaunch,
+    Assignment,
+    EventKind,
+    HostResources,
+    agent_command,
+    hand_over_assignment,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -33,8 +42,8 @@ while True:
 """
 
 
-def _start(job: JobFixture, url: str, home: Path) -> subprocess.Popen[bytes]:
-    launch = AgentLaunch(
+def _launch(job: JobFixture, url: str, assignment: Assignment | None = None) -> AgentLaunch:
+    return AgentLaunch(
         server_url=url,
         token=TOKEN,
         job_name=job.assignment.job_name,
@@ -42,7 +51,12 @@ def _start(job: JobFixture, url: str, home: Path) -> subprocess.Popen[bytes]:
         attempt=1,
         root=job.root,
         state_dir=job.state_dir,
+        assignment=assignment,
     )
+
+
+def _start(job: JobFixture, url: str, home: Path) -> subprocess.Popen[bytes]:
+    launch = _launch(job, url)
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINOPS_")}
     env.update(launch.env(), TRAINOPS_HOME=str(home))
     return subprocess.Popen(agent_command(), env=env, start_new_session=True)
@@ -88,6 +102,28 @@ def test_an_unknown_assignment_exits_one_with_an_internal_error(
     [exit_event] = api.events(EventKind.EXIT)
     assert exit_event["data"]["outcome"] == "InternalError"
     assert "cannot fetch the assignment" in exit_event["data"]["failure_reason"]
+
+
+@pytest.mark.parametrize("own", [True, False], ids=["its own", "another host's"])
+def test_an_agent_runs_the_assignment_handed_over_without_asking_the_api(
+    tmp_path: Path, trainops_home: Path, own: bool
+) -> None:
+    """The local backend writes the assignment into the agent's state directory: the agent
+    runs it without the API's (this API knows none); one for another host is not taken."""
+    job = make_job(tmp_path, {"train.py": "print('handed over', flush=True)"})
+    job.state_dir.mkdir(parents=True, mode=0o700)
+    handed = job.assignment if own else dataclasses.replace(job.assignment, current_host="algo-9")
+    hand_over_assignment(_launch(job, "http://127.0.0.1:1", handed))
+    with RecordingAgentApi(None, TOKEN) as api:
+        agent = _start(job, api.url, trainops_home)
+        assert agent.wait(timeout=120) == (0 if own else 1)
+    [exit_event] = api.events(EventKind.EXIT)
+    if own:
+        assert exit_event["data"]["outcome"] == "Completed"
+        assert "handed over" in _lines(api)
+    else:
+        assert "cannot fetch the assignment" in exit_event["data"]["failure_reason"]
+    assert not (job.state_dir / ASSIGNMENT_FILE).exists()
 
 
 def test_missing_launch_variables_are_named() -> None:

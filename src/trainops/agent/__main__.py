@@ -1,8 +1,9 @@
 """``python -m trainops.agent``: the program every backend starts, once per host.
 
 It reads :class:`~trainops.protocol.AgentLaunch` from the environment, pins itself to the host's
-CPUs (before any thread exists, so everything it starts inherits the affinity), fetches its
-assignment, runs :class:`HostAgent` and exits 0 once the exit event is delivered: the job's
+CPUs (before any thread exists, so everything it starts inherits the affinity), takes its
+assignment (from its state directory where the backend handed it over, else from the agent
+API), runs :class:`HostAgent` and exits 0 once the exit event is delivered: the job's
 outcome travels in that event, not in the exit code. Exit 1 means the agent itself failed
 (reported as ``InternalError`` where possible). SIGTERM is a stop with the spec's grace period.
 With ``TRAINOPS_AGENT_STANDBY=1`` it is a fork server instead: fully imported, it forks one
@@ -40,7 +41,14 @@ from trainops.agent.supervision._remote import HttpSpawnApi
 from trainops.agent.supervision._standby import serve_launches, take_launch_fd
 from trainops.archive import load_extraction
 from trainops.catalog import load_catalog
-from trainops.protocol import PARENT_ENV, STANDBY_ENV, AgentLaunch, EventKind, HostOutcome
+from trainops.protocol import (
+    PARENT_ENV,
+    STANDBY_ENV,
+    AgentLaunch,
+    EventKind,
+    HostOutcome,
+    take_handed_assignment,
+)
 
 __all__ = ["leave", "main"]
 
@@ -75,13 +83,15 @@ def main(environ: Mapping[str, str] | None = None) -> int:
     settings = Settings.load(env)
     relay = _StopRelay()
     signal.signal(signal.SIGTERM, relay)
-    client = _client(launch, settings)
-    try:
-        assignment = fetch_assignment(client, launch.attempt)
-    except AgentApiError as exc:
-        return _report_crash(launch, settings, f"cannot fetch the assignment: {exc}")
-    finally:
-        client.close()
+    assignment = take_handed_assignment(launch)  # the local backend's: no round trip
+    if assignment is None:
+        client = _client(launch, settings)
+        try:
+            assignment = fetch_assignment(client, launch.attempt)
+        except AgentApiError as exc:
+            return _report_crash(launch, settings, f"cannot fetch the assignment: {exc}")
+        finally:
+            client.close()
     pin_cpus(assignment.resources.cpus)
     if assignment.spec.metric_definitions:
         fork_spare()  # now, while this process has one thread (see _worker_fork)

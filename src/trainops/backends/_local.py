@@ -26,7 +26,13 @@ from trainops._settings import Settings
 from trainops.backends._base import JOURNAL_FILE, AgentHandle, Backend, ProcessRef, parse_journal
 from trainops.backends._capacity import Capacity, Slots
 from trainops.backends._standby import AgentForkServer, launch_message, launch_pipe
-from trainops.protocol import LAUNCH_FD_ENV, AgentEvent, AgentLaunch, HostResources
+from trainops.protocol import (
+    LAUNCH_FD_ENV,
+    AgentEvent,
+    AgentLaunch,
+    HostResources,
+    hand_over_assignment,
+)
 
 __all__ = ["LocalBackend", "agent_process", "machine_cpu_ids", "machine_gpu_count"]
 
@@ -101,6 +107,7 @@ class LocalBackend(Backend):
             if leftover.exists():  # left by a launch that a crash cut short: start fresh
                 shutil.rmtree(leftover)
         launch.state_dir.mkdir(mode=0o700, parents=True)  # the agent's journal and output
+        hand_over_assignment(launch)  # read there: the agent need not ask the agent API
         output = launch.state_dir / AGENT_OUTPUT
         own_env = {**env, **launch.env()}
         pid = self._launch_forked(own_env, output)

@@ -25,7 +25,7 @@ from trainops.control._credentials import JobCredentials
 from trainops.control._events import EventIntake
 from trainops.control._lifecycle import Lifecycle
 from trainops.control._monitor import Monitor, PeriodicWorker, StoreHealth
-from trainops.control._placement import Placement, token_hash
+from trainops.control._placement import Placement, host_assignment, token_hash
 from trainops.control._relay import Spawn, SpawnRelay
 from trainops.control._retention import TreeRetention
 from trainops.control._rules_update import with_rules
@@ -49,7 +49,6 @@ from trainops.protocol import (
     AgentEvent,
     Assignment,
     EventReply,
-    HostResources,
     SpawnState,
     SubmittedJob,
 )
@@ -320,19 +319,7 @@ class JobController:
     def assignment(self, job_name: str, host: str, attempt: int, token: str) -> Assignment:
         job, record = self._authorize(job_name, host, attempt, token)
         hosts = self.store.hosts(job_name, attempt)
-        addresses = {h.host: self.core.backend.host_address(h.reservation) for h in hosts}
-        return Assignment(
-            job_name=job.name,
-            attempt=attempt,
-            current_host=host,
-            hosts=[h.host for h in hosts],
-            spec=job.spec,
-            code_uri=job.code_uri,
-            output_prefix=job.output_prefix,
-            resources=HostResources(**record.resources),
-            region=self.settings.region,
-            host_addresses=_known(addresses),
-        )
+        return host_assignment(self.core, job, attempt, host, record.resources, hosts)
 
     def report(
         self, job_name: str, host: str, attempt: int, token: str, events: Sequence[AgentEvent]
@@ -600,11 +587,3 @@ def _check_launcher(view: SubmittedJob) -> None:
         raise SpecError(
             [(f"distribution.{launcher}", f"{reason}; instance_count is {view.instance_count}")]
         )
-
-
-def _known(addresses: dict[str, str | None]) -> dict[str, str]:
-    """Every host's address, or none: a job whose hosts are not all on known, distinct machines
-    has them share this one (a loopback address each)."""
-    found = {host: address for host, address in addresses.items() if address}
-    distinct = len(set(found.values())) == len(addresses)
-    return found if found and len(found) == len(addresses) and distinct else {}

@@ -14,7 +14,9 @@ import dataclasses
 import hashlib
 import heapq
 import secrets
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any, Protocol
 
 from trainops._errors import TrainopsError
 from trainops.backends import CapacityNeverFits, CapacityShortage, HostPlacement
@@ -29,11 +31,11 @@ from trainops.control._status import (
     PrimaryStatus,
     SecondaryStatus,
 )
-from trainops.protocol import AgentLaunch
+from trainops.protocol import AgentLaunch, Assignment, HostResources
 from trainops.storage import store_for
 from trainops.store import HostState, JobRecord, NewHost
 
-__all__ = ["Placement", "attempt_dir", "token_hash"]
+__all__ = ["Placement", "attempt_dir", "host_assignment", "token_hash"]
 
 _WAITING = (SecondaryStatus.STARTING, SecondaryStatus.PENDING)
 
@@ -150,7 +152,10 @@ class Placement:
                 self._not_started(job, host, f"could not issue the job's object-storage key: {exc}")
         else:
             for host, placement, token in zip(hosts, placements, tokens, strict=True):
-                self._start_agent(job, host, placement, token, env)
+                assignment = host_assignment(
+                    self.core, job, job.attempt, host.host, host.resources, hosts
+                )
+                self._start_agent(job, host, placement, token, env, assignment)
         self.lifecycle.evaluate(job.name)
 
     def _storage_env(self, job: JobRecord) -> dict[str, str]:
@@ -173,6 +178,7 @@ class Placement:
         placement: HostPlacement,
         token: str,
         env: dict[str, str],
+        assignment: Assignment,
     ) -> None:
         launch = AgentLaunch(
             server_url=self.core.server_url,
@@ -182,6 +188,7 @@ class Placement:
             attempt=job.attempt,
             root=Path(host.root),
             state_dir=Path(host.state_dir),
+            assignment=assignment,  # handed over where the backend can: no round trip
         )
         try:
             handle = self.core.backend.launch(launch, placement.resources, env)
@@ -219,3 +226,46 @@ def _new_host(base: Path, index: int, placement: HostPlacement, token_sha: str) 
         reservation=placement.reservation,
         token_hash=token_sha,
     )
+
+
+class _HostLike(Protocol):
+    """A host about to be created (``NewHost``) or stored (``HostRecord``)."""
+
+    @property
+    def host(self) -> str: ...
+
+    @property
+    def reservation(self) -> dict[str, Any]: ...
+
+
+def host_assignment(
+    core: ControlCore,
+    job: JobRecord,
+    attempt: int,
+    host: str,
+    resources: Mapping[str, Any],
+    hosts: Sequence[_HostLike],
+) -> Assignment:
+    """What host ``host`` of ``job``'s ``attempt`` is to run: the agent API's answer, and what
+    a backend hands its agent at launch."""
+    addresses = {h.host: core.backend.host_address(h.reservation) for h in hosts}
+    return Assignment(
+        job_name=job.name,
+        attempt=attempt,
+        current_host=host,
+        hosts=[h.host for h in hosts],
+        spec=job.spec,
+        code_uri=job.code_uri,
+        output_prefix=job.output_prefix,
+        resources=HostResources(**resources),
+        region=core.settings.region,
+        host_addresses=_known(addresses),
+    )
+
+
+def _known(addresses: dict[str, str | None]) -> dict[str, str]:
+    """Every host's address, or none: a job whose hosts are not all on known, distinct machines
+    has them share this one (a loopback address each)."""
+    found = {host: address for host, address in addresses.items() if address}
+    distinct = len(set(found.values())) == len(addresses)
+    return found if found and len(found) == len(addresses) and distinct else {}

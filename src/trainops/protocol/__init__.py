@@ -25,12 +25,15 @@ from trainops.protocol._job import (
     SubmittedJob,
 )
 from trainops.protocol._launch import (
+    ASSIGNMENT_FILE,
     LAUNCH_FD_ENV,
     LAUNCH_MARK,
     PARENT_ENV,
     STANDBY_ENV,
     AgentLaunch,
     agent_command,
+    hand_over_assignment,
+    take_handed_assignment,
 )
 from trainops.protocol._messages import (
     AGENT_API_PREFIX,
@@ -60,6 +63,7 @@ from trainops.protocol._observe import (
 __all__ = [
     "ACCOUNT_ID",
     "AGENT_API_PREFIX",
+    "ASSIGNMENT_FILE",
     "CHECKPOINT_KINDS",
     "DEFAULT_CHECKPOINT_PATH",
     "LAUNCHER_FLAGS",
@@ -104,6 +108,8 @@ __all__ = [
     "TensorBoardSpec",
     "agent_command",
     "event_span",
+    "hand_over_assignment",
+    "take_handed_assignment",
     "training_job_arn",
     "tuning_job_arn",
 ]

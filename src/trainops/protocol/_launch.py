@@ -2,21 +2,36 @@
 
 Every backend starts the same program (``python -m trainops.agent``) with the variables below;
 the token travels in the environment, never on a command line other users can read.
+
+A backend that makes the agent's state directory on the server's own machine (the local one)
+may also hand the agent its assignment there (:func:`hand_over_assignment`): the agent then
+reads it from that file (:func:`take_handed_assignment`) instead of asking the agent API, a
+round trip to the server on every job's start. The file is private (0600, in the agent's 0700
+state directory), holds no token, and is removed as it is read; an agent that finds none, or
+one that is not its own, asks the API as before.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from trainops.protocol._messages import Assignment
+
 __all__ = [
+    "ASSIGNMENT_FILE",
     "LAUNCH_FD_ENV",
     "LAUNCH_MARK",
     "PARENT_ENV",
     "STANDBY_ENV",
     "AgentLaunch",
     "agent_command",
+    "hand_over_assignment",
+    "take_handed_assignment",
 ]
 
 ENV_SERVER = "TRAINOPS_AGENT_SERVER"
@@ -38,6 +53,10 @@ LAUNCH_FD_ENV = "TRAINOPS_AGENT_LAUNCH_FD"
 # backend's actor): that process's pid. Without it an agent outlives its parent, as the local
 # backend's must (they outlive the server).
 PARENT_ENV = "TRAINOPS_AGENT_PARENT"
+# In the agent's state directory: its assignment, handed over by a backend that makes that
+# directory itself (see the module docstring).
+ASSIGNMENT_FILE = "assignment.json"
+_MAX_ASSIGNMENT = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +74,9 @@ class AgentLaunch:
     attempt: int
     root: Path
     state_dir: Path
+    # What the agent API would answer the agent (never in env(): a backend that can, hands it
+    # over in the state directory; see hand_over_assignment).
+    assignment: Assignment | None = field(default=None, compare=False, repr=False)
 
     def env(self) -> dict[str, str]:
         return {
@@ -85,6 +107,49 @@ class AgentLaunch:
             root=Path(env[ENV_ROOT]),
             state_dir=Path(env[ENV_STATE]),
         )
+
+
+def hand_over_assignment(launch: AgentLaunch) -> None:
+    """Write ``launch.assignment`` where its agent looks first (its state directory, which the
+    backend has just made); nothing where there is none or it cannot be written (the agent then
+    asks the agent API)."""
+    if launch.assignment is None:
+        return
+    body = json.dumps(launch.assignment.to_json()).encode("utf-8")
+    path = launch.state_dir / ASSIGNMENT_FILE
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(body)
+    except OSError:
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+
+def take_handed_assignment(launch: AgentLaunch) -> Assignment | None:
+    """The assignment handed over for this launch (the file removed), or ``None``: there is
+    none, it is cut short or malformed, or it names another job, attempt or host."""
+    path = launch.state_dir / ASSIGNMENT_FILE
+    try:
+        with open(path, "rb") as handle:
+            body = handle.read(_MAX_ASSIGNMENT + 1)
+    except OSError:
+        return None
+    finally:
+        with contextlib.suppress(OSError):
+            path.unlink()
+    if len(body) > _MAX_ASSIGNMENT:
+        return None
+    try:
+        assignment = Assignment.from_json(json.loads(body))
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return None
+    mine = (launch.job_name, launch.attempt, launch.host)
+    theirs = (assignment.job_name, assignment.attempt, assignment.current_host)
+    return assignment if mine == theirs else None
 
 
 def agent_command() -> list[str]:

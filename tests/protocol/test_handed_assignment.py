@@ -1,0 +1,89 @@
+"""The assignment a backend hands its agent in the agent's state directory: taken once, private,
+and only when it is this launch's own."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import stat
+from pathlib import Path
+
+import pytest
+
+from tests.agent._support import make_job
+from trainops.protocol import (
+    ASSIGNMENT_FILE,
+    AgentLaunch,
+    hand_over_assignment,
+    take_handed_assignment,
+)
+
+
+def _launch(tmp_path: Path) -> AgentLaunch:
+    job = make_job(tmp_path, {"train.py": "print('hi')"}, hyperparameters={"lr": "0.0123456"})
+    job.state_dir.mkdir(parents=True, mode=0o700)
+    return AgentLaunch(
+        server_url="http://127.0.0.1:1",
+        token="a-token-never-written",
+        job_name=job.assignment.job_name,
+        host=job.assignment.current_host,
+        attempt=job.assignment.attempt,
+        root=job.root,
+        state_dir=job.state_dir,
+        assignment=job.assignment,
+    )
+
+
+def test_a_handed_assignment_is_read_back_once_and_is_private(tmp_path: Path) -> None:
+    launch = _launch(tmp_path)
+    hand_over_assignment(launch)
+    path = launch.state_dir / ASSIGNMENT_FILE
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert "a-token-never-written" not in path.read_text()
+    assert take_handed_assignment(launch) == launch.assignment
+    assert not path.exists()
+    assert take_handed_assignment(launch) is None  # taken: the agent asks the API instead
+
+
+def test_the_launch_variables_never_carry_the_assignment(tmp_path: Path) -> None:
+    launch = _launch(tmp_path)
+    assert "0.0123456" not in json.dumps(launch.env())
+    assert "assignment" not in repr(launch)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{"current_host": "algo-2"}, {"attempt": 2}, {"job_name": "another-job"}],
+    ids=["another host", "another attempt", "another job"],
+)
+def test_an_assignment_that_is_not_this_launchs_own_is_not_taken(
+    tmp_path: Path, change: dict[str, object]
+) -> None:
+    launch = _launch(tmp_path)
+    assert launch.assignment is not None
+    other = dataclasses.replace(launch, assignment=dataclasses.replace(launch.assignment, **change))
+    hand_over_assignment(other)
+    assert take_handed_assignment(launch) is None
+    assert not (launch.state_dir / ASSIGNMENT_FILE).exists()
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"", b'{"job_name": "job-1"', b"[1, 2]", b'{"job_name": "job-1"}', b"\xff\xfe"],
+    ids=["empty", "cut short", "not an object", "fields missing", "not utf-8"],
+)
+def test_a_malformed_handed_assignment_is_not_taken(tmp_path: Path, body: bytes) -> None:
+    launch = _launch(tmp_path)
+    (launch.state_dir / ASSIGNMENT_FILE).write_bytes(body)
+    assert take_handed_assignment(launch) is None
+
+
+def test_nothing_is_handed_over_without_an_assignment_or_over_an_existing_file(
+    tmp_path: Path,
+) -> None:
+    launch = _launch(tmp_path)
+    hand_over_assignment(dataclasses.replace(launch, assignment=None))
+    assert not (launch.state_dir / ASSIGNMENT_FILE).exists()
+    (launch.state_dir / ASSIGNMENT_FILE).write_text("planted")
+    hand_over_assignment(launch)  # never written through a file someone else made
+    assert (launch.state_dir / ASSIGNMENT_FILE).read_text() == "planted"
