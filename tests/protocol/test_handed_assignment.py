@@ -87,3 +87,19 @@ def test_nothing_is_handed_over_without_an_assignment_or_over_an_existing_file(
     (launch.state_dir / ASSIGNMENT_FILE).write_text("planted")
     hand_over_assignment(launch)  # never written through a file someone else made
     assert (launch.state_dir / ASSIGNMENT_FILE).read_text() == "planted"
+
+
+def test_an_assignment_planted_by_someone_without_the_token_is_not_taken(tmp_path: Path) -> None:
+    """A script on a machine without namespaces runs as the agents' user: it could write a
+    file where a later job's agent looks, naming that job. Without the job's token it cannot
+    make the MAC, and a MAC made with another token does not pass."""
+    launch = _launch(tmp_path)
+    assert launch.assignment is not None
+    forged = dataclasses.replace(launch.assignment, code_uri="file:///tmp/attacker.tar.gz")
+    hand_over_assignment(dataclasses.replace(launch, assignment=forged, token="guessed"))
+    assert take_handed_assignment(launch) is None
+    path = launch.state_dir / ASSIGNMENT_FILE
+    text = json.dumps(forged.to_json())
+    for planted in ({"assignment": text}, {"assignment": text, "mac": ""}, forged.to_json()):
+        path.write_text(json.dumps(planted))
+        assert take_handed_assignment(launch) is None

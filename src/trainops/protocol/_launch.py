@@ -7,13 +7,17 @@ A backend that makes the agent's state directory on the server's own machine (th
 may also hand the agent its assignment there (:func:`hand_over_assignment`): the agent then
 reads it from that file (:func:`take_handed_assignment`) instead of asking the agent API, a
 round trip to the server on every job's start. The file is private (0600, in the agent's 0700
-state directory), holds no token, and is removed as it is read; an agent that finds none, or
-one that is not its own, asks the API as before.
+state directory), holds no token, and is removed as it is read. It carries an HMAC-SHA256 of
+the assignment keyed with the agent's token, which only the server and that agent hold: a file
+planted by anyone else (a job's script on a machine without namespaces runs as the same user)
+is not taken. An agent that finds none, or one that is not its own, asks the API as before.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 import json
 import os
 import sys
@@ -115,11 +119,13 @@ def hand_over_assignment(launch: AgentLaunch) -> None:
     asks the agent API)."""
     if launch.assignment is None:
         return
-    body = json.dumps(launch.assignment.to_json()).encode("utf-8")
+    assignment = json.dumps(launch.assignment.to_json())
+    mac = _mac(launch.token, assignment)
+    body = json.dumps({"assignment": assignment, "mac": mac}).encode("utf-8")
     path = launch.state_dir / ASSIGNMENT_FILE
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-    except OSError:
+    except OSError:  # one there already is not ours: the agent will not take it (no MAC)
         return
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -131,7 +137,8 @@ def hand_over_assignment(launch: AgentLaunch) -> None:
 
 def take_handed_assignment(launch: AgentLaunch) -> Assignment | None:
     """The assignment handed over for this launch (the file removed), or ``None``: there is
-    none, it is cut short or malformed, or it names another job, attempt or host."""
+    none, it is cut short or malformed, its MAC is not this launch's token's, or it names
+    another job, attempt or host."""
     path = launch.state_dir / ASSIGNMENT_FILE
     try:
         with open(path, "rb") as handle:
@@ -144,12 +151,21 @@ def take_handed_assignment(launch: AgentLaunch) -> Assignment | None:
     if len(body) > _MAX_ASSIGNMENT:
         return None
     try:
-        assignment = Assignment.from_json(json.loads(body))
+        handed = json.loads(body)
+        text, mac = handed["assignment"], handed["mac"]
+        if not hmac.compare_digest(str(mac), _mac(launch.token, str(text))):
+            return None
+        assignment = Assignment.from_json(json.loads(text))
     except (ValueError, TypeError, KeyError, AttributeError):
         return None
     mine = (launch.job_name, launch.attempt, launch.host)
     theirs = (assignment.job_name, assignment.attempt, assignment.current_host)
     return assignment if mine == theirs else None
+
+
+def _mac(token: str, assignment: str) -> str:
+    key = token.encode("utf-8")
+    return hmac.new(key, assignment.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
 def agent_command() -> list[str]:
