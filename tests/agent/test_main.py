@@ -200,8 +200,8 @@ class Scratch:
     pass
 
 scratch = Scratch()
-weakref.finalize(scratch, print, "finalized", flush=True)
-atexit.register(print, "exit handler", flush=True)
+weakref.finalize(scratch, print, "finalized")  # none of these flushes: only leave() does
+atexit.register(print, "exit handler")
 worker = threading.Thread(target=lambda: (time.sleep(0.2), sys.stdout.write("thread done\\n")))
 worker.start()
 sys.stdout.write("buffered, no newline")
@@ -214,10 +214,11 @@ print("never reached", flush=True)
 def test_leaving_waits_for_threads_runs_exit_handlers_and_flushes_output() -> None:
     """The agent ends without the interpreter's teardown, yet loses nothing of an exit: a
     thread still running, an exit handler, a finalizer and output still in the buffers."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # buffers kept
     done = subprocess.run([sys.executable, "-c", LEAVING], capture_output=True, text=True,
-                          timeout=30)  # fmt: skip
+                          env=env, timeout=30)  # fmt: skip
     assert done.returncode == 3, done.stderr
-    # The thread's line comes after the buffered text (both in stdout's buffer, which the
-    # thread's newline flushes: a pipe), then the exit handlers, last registered first.
+    # All of it sits in the buffers (stdout is a pipe: block-buffered) until leave() flushes:
+    # the thread's line after the text before it, then the exit handlers, last one first.
     assert done.stdout == "buffered, no newlinethread done\nexit handler\nfinalized\n"
     assert done.stderr == "to stderr"
