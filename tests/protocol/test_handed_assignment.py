@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import stat
+import threading
 from pathlib import Path
 
 import pytest
@@ -103,3 +105,30 @@ def test_an_assignment_planted_by_someone_without_the_token_is_not_taken(tmp_pat
     for planted in ({"assignment": text}, {"assignment": text, "mac": ""}, forged.to_json()):
         path.write_text(json.dumps(planted))
         assert take_handed_assignment(launch) is None
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link to a device", "link to a real assignment"])
+def test_only_a_regular_file_is_read_never_a_fifo_or_a_link(tmp_path: Path, kind: str) -> None:
+    """A FIFO with no writer would hold the agent forever, and a link could lead anywhere:
+    neither is read, and the agent asks the API instead."""
+    launch = _launch(tmp_path)
+    path = launch.state_dir / ASSIGNMENT_FILE
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "link to a device":
+        path.symlink_to("/dev/zero")
+    else:
+        elsewhere = dataclasses.replace(launch, state_dir=tmp_path / "elsewhere")
+        elsewhere.state_dir.mkdir()
+        hand_over_assignment(elsewhere)  # a valid one, MAC and all, reached through the link
+        path.symlink_to(elsewhere.state_dir / ASSIGNMENT_FILE)
+    taken: list[object] = []
+    reader = threading.Thread(target=lambda: taken.append(take_handed_assignment(launch)))
+    reader.start()
+    reader.join(timeout=10)
+    if reader.is_alive():  # let the test end: a writer opens the FIFO, the read sees its end
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+        reader.join()
+        pytest.fail("the agent waited on what was planted as its assignment")
+    assert taken == [None]
+    assert not path.exists() and not path.is_symlink()

@@ -20,6 +20,7 @@ import hashlib
 import hmac
 import json
 import os
+import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -141,13 +142,12 @@ def take_handed_assignment(launch: AgentLaunch) -> Assignment | None:
     another job, attempt or host."""
     path = launch.state_dir / ASSIGNMENT_FILE
     try:
-        with open(path, "rb") as handle:
-            body = handle.read(_MAX_ASSIGNMENT + 1)
-    except OSError:
-        return None
+        body = _read_regular_file(path)
     finally:
         with contextlib.suppress(OSError):
             path.unlink()
+    if body is None:
+        return None
     if len(body) > _MAX_ASSIGNMENT:
         return None
     try:
@@ -161,6 +161,26 @@ def take_handed_assignment(launch: AgentLaunch) -> Assignment | None:
     mine = (launch.job_name, launch.attempt, launch.host)
     theirs = (assignment.job_name, assignment.attempt, assignment.current_host)
     return assignment if mine == theirs else None
+
+
+def _read_regular_file(path: Path) -> bytes | None:
+    """At most one byte more than :data:`_MAX_ASSIGNMENT` of the regular file at ``path``;
+    ``None`` for anything else. A link is not followed, and a FIFO or a device is neither
+    waited on nor read (planted by a same-user script, either would hold the agent)."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read(_MAX_ASSIGNMENT + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _mac(token: str, assignment: str) -> str:
