@@ -20,6 +20,10 @@ medians over the rounds and each variant's ratio to the ideal.
   that sleeps 0.1 s and reports once, `max_concurrent_trials=parallel`, with `reuse_actors=True`
   (Ray's advice for short trials: its fastest setting); `--ray-no-reuse` adds its default (a new
   actor per trial). Its wall time is fit()'s.
+- bare processes (`--no-bare` leaves it out): the same script started as `python train.py --lr X`,
+  `parallel` at a time, by a loop that only reads each one's output: the floor of any system that
+  runs each trial as a fresh process of the script, as SageMaker's contract does (Ray Tune's
+  trainable runs inside a process that is already up).
 
 Writes results/tuning_overhead.json (every round's figures).
 """
@@ -30,6 +34,8 @@ import argparse
 import csv
 import io
 import json
+import math
+import os
 import shutil
 import statistics
 import subprocess
@@ -70,6 +76,7 @@ def main() -> None:
     parser.add_argument(
         "--no-ray", action="store_true", help="trainops only (Ray's node may not start under load)"
     )
+    parser.add_argument("--no-bare", action="store_true", help="leave out the bare processes")
     parser.add_argument("--out", type=Path, default=RESULTS, help="the results file")
     args = parser.parse_args()
     ideal = args.trials * TRIAL_S / args.parallel
@@ -100,6 +107,8 @@ def make_variants(tmp: Path, args: argparse.Namespace) -> dict[str, Variant]:
     }
     if not args.no_ray:
         variants["ray_tune"] = lambda work, i: ray_tune_round(work, trials, parallel, reuse=True)
+    if not args.no_bare:
+        variants["bare_processes"] = lambda work, i: bare_round(work, trials, parallel)
     if args.baseline:
         before = baseline_tree(args.baseline, tmp / "baseline")
         variants["trainops_baseline"] = lambda work, i: trainops_round(
@@ -189,6 +198,54 @@ def ray_tune_round(storage: Path, trials: int, parallel: int, reuse: bool) -> di
     return {"wall_s": wall}
 
 
+def bare_round(work: Path, trials: int, parallel: int) -> dict[str, float]:
+    """The script alone, a fresh process per trial, ``parallel`` at a time: nothing around it
+    but starting it, reading its output and picking the next learning rate."""
+    import random
+    import selectors
+
+    script = work / "train.py"
+    script.write_text(SCRIPT)
+    draw = random.Random(1)
+    selector = selectors.DefaultSelector()
+    started = done = 0
+    outputs: dict[subprocess.Popen[bytes], list[bytes]] = {}
+
+    def start() -> None:
+        lr = math.exp(draw.uniform(math.log(0.001), math.log(0.1)))
+        proc = subprocess.Popen([sys.executable, str(script), "--lr", repr(lr)], cwd=work,
+                                stdout=subprocess.PIPE)  # fmt: skip
+        outputs[proc] = []
+        assert proc.stdout is not None
+        selector.register(proc.stdout, selectors.EVENT_READ, proc)
+
+    began = time.monotonic()
+    try:
+        while done < trials:
+            while started < trials and len(outputs) < parallel:
+                start()
+                started += 1
+            for key, _ in selector.select():
+                proc = key.data
+                chunk = os.read(key.fd, 65536)
+                if chunk:
+                    outputs[proc].append(chunk)
+                    continue
+                selector.unregister(key.fileobj)
+                key.fileobj.close()  # type: ignore[union-attr]
+                output = b"".join(outputs.pop(proc))
+                assert proc.wait() == 0 and b"loss=" in output, (proc.args, output)
+                done += 1
+        return {"wall_s": time.monotonic() - began}
+    finally:
+        for proc in outputs:  # a failed trial ended the round: end the rest with it
+            proc.kill()
+            proc.wait()
+            assert proc.stdout is not None
+            proc.stdout.close()
+        selector.close()
+
+
 def summary(
     rounds: dict[str, list[dict[str, float]]], args: argparse.Namespace, ideal: float
 ) -> dict[str, Any]:
@@ -205,6 +262,7 @@ def summary(
             row["overhead_inside_a_job_s"] = round(in_job - TRIAL_S, 3)
         per_trial[name] = row
     ours, ray = per_trial["trainops"], per_trial.get("ray_tune")
+    bare = per_trial.get("bare_processes")
     return {
         "trials": args.trials,
         "parallel": args.parallel,
@@ -217,6 +275,9 @@ def summary(
             "trainops_overhead_vs_ray_tune": None
             if ray is None
             else round(ours["overhead_per_trial_s"] / ray["overhead_per_trial_s"], 2),
+            "bare_processes_overhead_vs_ray_tune": None
+            if ray is None or bare is None
+            else round(bare["overhead_per_trial_s"] / ray["overhead_per_trial_s"], 2),
         },
         "rounds_raw": rounds,
         "machine": machine(),
