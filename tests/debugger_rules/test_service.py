@@ -4,11 +4,13 @@ set clock: statuses, the final verdict, actions run once, a control-plane restar
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import botocore.loaders
 import numpy as np
 import pytest
 
@@ -188,6 +190,12 @@ def test_stalled_training_stops_the_job_when_asked(plane: Plane) -> None:
     assert len(plane.stops) == 1 and "StalledTrainingRule" in plane.stops[0][1]
 
 
+def _processing_job_arn_pattern() -> str:
+    """The API model's pattern for a ProcessingJobArn (botocore's own copy of the model)."""
+    model = botocore.loaders.Loader().load_service_model("sagemaker", "service-2")
+    return str(model["shapes"]["ProcessingJobArn"]["pattern"])
+
+
 def test_describe_shows_debug_rule_statuses_beside_profiler_ones(plane: Plane) -> None:
     service = DebuggerRulesService(plane.context)
     job = plane.submit(["VanishingGradient", "StepOutlier"])
@@ -197,11 +205,13 @@ def test_describe_shows_debug_rule_statuses_beside_profiler_ones(plane: Plane) -
     job = plane.store.get_job("job-a")
     assert job is not None
     iso = lambda ts: None if ts is None else time.strftime("%Y", time.gmtime(ts))  # noqa: E731
-    debug = debugger_sections(plane.store, job, iso)["DebugRuleEvaluationStatuses"]
+    debug = debugger_sections(plane.store, job, iso, "eu-west-1")["DebugRuleEvaluationStatuses"]
     assert [s["RuleConfigurationName"] for s in debug] == ["VanishingGradient"]
     status = debug[0]
     assert status["RuleEvaluationStatus"] == "IssuesFound"
-    assert status["RuleEvaluationJobArn"].endswith("processing-job/job-a-VanishingGradient")
+    arn = status["RuleEvaluationJobArn"]  # as every ARN of the server: region, account, lower case
+    assert arn == "arn:aws:sagemaker:eu-west-1:000000000000:processing-job/job-a-vanishinggradient"
+    assert re.fullmatch(_processing_job_arn_pattern(), arn)
     assert set(status) >= {"StatusDetails", "LastModifiedTime", "Evaluation"}
     assert status["Evaluation"]["Recommendation"]
     profiler = profiler_sections(plane.store, job, iso)["ProfilerRuleEvaluationStatuses"]
@@ -277,7 +287,7 @@ def test_describe_lists_a_custom_rules_status_beside_the_built_in_ones(plane: Pl
     found = plane.store.get_job("job-a")
     assert found is not None
     iso = lambda ts: None if ts is None else str(ts)  # noqa: E731
-    debug = debugger_sections(plane.store, found, iso)["DebugRuleEvaluationStatuses"]
+    debug = debugger_sections(plane.store, found, iso, "us-east-1")["DebugRuleEvaluationStatuses"]
     assert [s["RuleConfigurationName"] for s in debug] == ["VanishingGradient", "Mine"]
     assert debug[1]["RuleEvaluationStatus"] == plane.row("Mine").status
 

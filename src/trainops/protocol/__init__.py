@@ -4,7 +4,7 @@ Both sides import only this package from each other, so every backend (local pro
 actors) starts and hears from agents the same way.
 """
 
-from trainops.protocol._arns import ACCOUNT_ID, training_job_arn, tuning_job_arn
+from trainops.protocol._arns import ACCOUNT_ID, processing_job_arn, training_job_arn, tuning_job_arn
 from trainops.protocol._checkpoint import CHECKPOINT_KINDS, CheckpointKind, CheckpointRecord
 from trainops.protocol._job import (
     DEFAULT_CHECKPOINT_PATH,
@@ -109,6 +109,7 @@ __all__ = [
     "agent_command",
     "event_span",
     "hand_over_assignment",
+    "processing_job_arn",
     "take_handed_assignment",
     "training_job_arn",
     "tuning_job_arn",

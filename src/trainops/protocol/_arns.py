@@ -7,7 +7,7 @@ resource part is lower-cased, as SageMaker's ARNs are.
 
 from __future__ import annotations
 
-__all__ = ["ACCOUNT_ID", "training_job_arn", "tuning_job_arn"]
+__all__ = ["ACCOUNT_ID", "processing_job_arn", "training_job_arn", "tuning_job_arn"]
 
 #: The account every ARN names (there is one account: the server's).
 ACCOUNT_ID = "000000000000"
@@ -21,3 +21,10 @@ def training_job_arn(region: str, name: str) -> str:
 def tuning_job_arn(region: str, name: str) -> str:
     """The tuning job's ARN, as :func:`training_job_arn` words a training job's."""
     return f"arn:aws:sagemaker:{region}:{ACCOUNT_ID}:hyper-parameter-tuning-job/{name.lower()}"
+
+
+def processing_job_arn(region: str, name: str) -> str:
+    """A processing job's ARN, as :func:`training_job_arn` words a training job's (the name a
+    debugger rule's evaluation goes by; trainops evaluates rules in its control plane, so no
+    processing job of that name exists)."""
+    return f"arn:aws:sagemaker:{region}:{ACCOUNT_ID}:processing-job/{name.lower()}"

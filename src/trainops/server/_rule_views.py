@@ -7,8 +7,9 @@
 ``ProfilingStatus``. A rule the rules service has not evaluated yet shows as InProgress.
 The debugger rules of the job (built-in, kind ``debugger``, and custom) are shown the same way under
 ``DebugRuleEvaluationStatuses`` (:func:`debugger_sections`), each with a
-``RuleEvaluationJobArn`` naming its evaluation (trainops evaluates rules in the control plane,
-not in processing jobs: the name is stable, no job of that name exists).
+``RuleEvaluationJobArn`` naming its evaluation as SageMaker names a rule's processing job
+(``<job>-<rule>``, in the server's region and account; trainops evaluates rules in the control
+plane, not in processing jobs: the name is stable, no job of that name exists).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from trainops.protocol import processing_job_arn
 from trainops.server._redaction import mask_text
 from trainops.store import JobRecord, MetadataStore, RuleEvaluation
 
@@ -25,11 +27,10 @@ __all__ = ["debugger_sections", "profiler_sections"]
 _KIND = "profiler"
 _DEBUGGER = "debugger"
 _CUSTOM = "custom"
-_ARN = "arn:trainops:sagemaker:local:000000000000:processing-job/{job}-{rule}"
 
 
 def debugger_sections(
-    store: MetadataStore, job: JobRecord, iso: Callable[[float | None], str | None]
+    store: MetadataStore, job: JobRecord, iso: Callable[[float | None], str | None], region: str
 ) -> dict[str, Any]:
     """``DebugRuleEvaluationStatuses``: where each debugger rule of ``job`` stands, the
     built-in ones and then the custom ones (its own rule classes), as SageMaker lists both."""
@@ -39,7 +40,7 @@ def debugger_sections(
     for rule in (*job.spec.debugger_rules, *job.spec.custom_rules):
         row = rows.get(rule.name)
         status = _status(row, iso) if row else _pending(rule.name, rule.rule, job, iso)
-        arn = _ARN.format(job=job.name, rule=rule.name)
+        arn = processing_job_arn(region, f"{job.name}-{rule.name}")
         statuses.append({"RuleConfigurationName": rule.name, "RuleEvaluationJobArn": arn} | status)
     return {"DebugRuleEvaluationStatuses": statuses}
 

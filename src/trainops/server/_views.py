@@ -98,7 +98,7 @@ def describe(
         "Hosts": [_host(h) for h in store.hosts(job.name, job.attempt)],
         **profiler_sections(store, job, iso),
         **debug_sections(job, settings.default_output_uri),
-        **debugger_sections(store, job, iso),
+        **debugger_sections(store, job, iso, settings.region),
     }
 
 
