@@ -11,13 +11,14 @@ import tarfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.agent._support import JobFixture, RecordingReporter, make_job
 from trainops.agent import HostResult
 from trainops.agent.supervision._hostns import namespaces_available
-from trainops.protocol import Command, EventKind, HostOutcome, HostResources
+from trainops.protocol import AgentEvent, Command, EventKind, HostOutcome, HostResources
 
 HELLO = """
 import json, os, sys
@@ -347,3 +348,47 @@ def test_a_disowned_host_stops_its_script_and_uploads_nothing(tmp_path: Path) ->
     assert said, job.reporter.lines("agent")
     assert not (remote / "late.ckpt").exists()
     assert not list((job.objects / "jobs").rglob("*.tar.gz"))  # no model or output archive
+
+
+class _RevokedAt(RecordingReporter):
+    """A control plane that revokes the host once it has seen the event ``at`` (its first
+    ``count`` of them): the reporter then says the host is disowned."""
+
+    def __init__(self, at: EventKind, data: dict[str, str], count: int = 1) -> None:
+        super().__init__()
+        self._at, self._data, self._left = at, data, count
+
+    def emit(self, kind: EventKind, data: dict[str, Any]) -> AgentEvent:
+        event = super().emit(kind, data)
+        if kind is self._at and self._data.items() <= data.items():
+            self._left -= 1
+            if self._left == 0:
+                self.disowned = "the control plane has refused this host's reports for 5 s"
+        return event
+
+
+@pytest.mark.parametrize(
+    ("at", "data", "archives"),
+    [
+        # revoked as the script ended: neither archive, nor the log
+        (EventKind.PHASE, {"phase": "Uploading"}, []),
+        # revoked once the archives were uploaded (their events follow them): the log does not go
+        (EventKind.ARTIFACT, {"name": "model"}, ["model.tar.gz", "output.tar.gz"]),
+    ],
+)
+def test_a_host_disowned_after_its_script_uploads_nothing_more(
+    tmp_path: Path, at: EventKind, data: dict[str, str], archives: list[str]
+) -> None:
+    """Revoked once its script has ended (the control plane declared it lost, and another
+    attempt may own the job's outputs now): the host ends InternalError and uploads nothing
+    after that, as a host revoked while its script runs does."""
+    job = make_job(tmp_path, {"train.py": "print('done')\n"}, mount_opt_ml=False)
+    job.reporter = _RevokedAt(at, data)
+    result = job.run()
+    assert result.outcome is HostOutcome.INTERNAL_ERROR
+    assert "refused this host's reports" in (result.failure_reason or "")
+    said = [line for line in job.reporter.lines("agent") if "nothing more is uploaded" in line]
+    assert said, job.reporter.lines("agent")
+    uploaded = sorted(p.name for p in (job.objects / "jobs").rglob("*.tar.gz"))
+    assert uploaded == archives
+    assert not list((job.objects / "jobs").rglob("*.log"))  # the host log is the last upload

@@ -100,7 +100,8 @@ class HostResult:
 
 
 class HostDisowned(Exception):
-    """The control plane has revoked this host's token while its script ran."""
+    """The control plane has revoked this host's token (while its script ran, or before or
+    between its uploads)."""
 
 
 class HostAgent:
@@ -613,8 +614,7 @@ class HostAgent:
         while process.wait(POLL_SECONDS) is None:
             self._take_commands()
             self._stop.deliver(process, self.log.agent)
-            if (why := self.reporter.disowned) is not None:
-                raise HostDisowned(why)
+            self._check_owned()
         returncode = process.finish()
         self._running = None
         return returncode
@@ -690,6 +690,7 @@ class HostAgent:
     def _upload(self, result: HostResult) -> HostResult:
         self._phase(Phase.UPLOADING, "Uploading generated training artifacts")
         self._doing = "packing and uploading the model and output archives"
+        self._check_owned()
         try:
             for artifact in self._upload_outputs():
                 self._artifact(artifact)
@@ -704,8 +705,16 @@ class HostAgent:
                 self._free_outputs()
             if result.outcome is HostOutcome.COMPLETED:
                 result = HostResult(HostOutcome.FAILED, result.exit_code, reason)
+        self._check_owned()
         self._upload_log()
         return result
+
+    def _check_owned(self) -> None:
+        """Raise :class:`HostDisowned` once the control plane has revoked this host: after the
+        script, as while it runs, another attempt may own the job's outputs, so a host revoked
+        before or between its uploads uploads nothing more."""
+        if (why := self.reporter.disowned) is not None:
+            raise HostDisowned(why)
 
     def _free_outputs(self) -> None:
         """The disk is full: drop the outputs that could not be uploaded, so that the host's
