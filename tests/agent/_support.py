@@ -7,6 +7,7 @@ import json
 import os
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -305,10 +306,25 @@ def _handler(api: RecordingAgentApi) -> type[BaseHTTPRequestHandler]:
 def make_hosts(
     tmp_path: Path, files: dict[str, str | bytes], count: int = 2, **spec: Any
 ) -> list[JobFixture]:
-    """One job of ``count`` hosts (``algo-1``…), each host's fixture in a folder of its own."""
+    """One job of ``count`` hosts (``algo-1``…), each host's fixture in a folder of its own; as
+    the control plane assigns them, they share the job's source and output prefix (the hosts
+    derive their loopback addresses and rendezvous port from them, see ``rendezvous_scope``)."""
     hosts = [f"algo-{i}" for i in range(1, count + 1)]
+    objects = tmp_path / "objects"
+    archive = Path(urllib.parse.urlparse(_upload_source(tmp_path, objects, files)).path)
+    name = spec.get("job_name") or "job-1"
+    prefix = (objects / "jobs" / name).as_uri()
     return [
-        make_job(tmp_path / host, files, hosts=hosts, host=host, instance_count=count, **spec)
+        make_job(
+            tmp_path / host,
+            files,
+            hosts=hosts,
+            host=host,
+            instance_count=count,
+            archive=archive,
+            output_prefix=prefix,
+            **spec,
+        )
         for host in hosts
     ]
 

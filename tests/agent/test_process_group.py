@@ -17,6 +17,7 @@ from tests._support.system import require, require_extra
 from tests.agent._support import make_hosts, make_job, run_together
 from trainops._hostns_exec import NAME_UNRESOLVED
 from trainops.agent import HostResult
+from trainops.agent._ranks import rendezvous_scope
 from trainops.agent.launchers import job_port
 from trainops.agent.supervision._hostns import host_addresses, namespaces_available, wrap
 from trainops.protocol import Command, EventKind, HostOutcome
@@ -150,18 +151,40 @@ def test_a_one_host_job_whose_port_is_held_gets_a_free_one(tmp_path: Path) -> No
     """Another program (a job of the same name under another home: another test run, say)
     listens on the job's rendezvous port at its master's address: the job is not failed
     with EADDRINUSE, its ranks are given a port they can bind."""
-    derived = job_port("job-1", 1)
-    address = host_addresses("job-1", 1, ["algo-1"])["algo-1"]
+    job = make_job(tmp_path, {"train.py": BINDS_THE_MASTER_PORT},
+                   distribution={"processes_per_host": 2})  # fmt: skip
+    scope = rendezvous_scope(job.assignment)
+    derived = job_port("job-1", 1, scope)
+    address = host_addresses("job-1", 1, ["algo-1"], scope)["algo-1"]
     with socket.socket() as holder:
         holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # past TIME_WAITs
         holder.bind((address if namespaces_available() else "127.0.0.1", derived))
         holder.listen()
-        job = make_job(tmp_path, {"train.py": BINDS_THE_MASTER_PORT},
-                       distribution={"processes_per_host": 2})  # fmt: skip
         result = job.run()
     assert result.outcome is HostOutcome.COMPLETED, result.failure_reason
     [line] = job.reporter.lines("stdout")
     assert line.startswith("bound ") and line != f"bound {derived}"
+
+
+def test_same_named_jobs_of_two_homes_do_not_share_hosts_or_a_rendezvous(tmp_path: Path) -> None:
+    """Two jobs named alike under two trainops homes on one machine (two users, or a test run
+    beside a server) would get the same loopback addresses and rendezvous port from the name
+    alone, and a rank of one could join the other's group: their scope tells them apart,
+    while every host of one job still derives the same (from the same assignment)."""
+    one = make_hosts(tmp_path / "home-a", {"train.py": ""}, 2)
+    other = make_hosts(tmp_path / "home-b", {"train.py": ""}, 2)
+    scopes = {rendezvous_scope(job.assignment) for job in one}
+    assert len(scopes) == 1  # the hosts of a job agree
+    [scope] = scopes
+    [other_scope] = {rendezvous_scope(job.assignment) for job in other}
+    assert scope != other_scope
+    hosts = ["algo-1", "algo-2"]
+    assert host_addresses("job-1", 1, hosts, scope) != host_addresses(
+        "job-1", 1, hosts, other_scope
+    )
+    ports = {job_port("job-1", 1, s) for s in (scope, other_scope)}
+    assert len(ports) == 2
+    assert job_port("job-1", 2, scope) != job_port("job-1", 1, scope)  # a retry: another port
 
 
 BINDS_ITS_HOST = """

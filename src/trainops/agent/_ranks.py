@@ -46,6 +46,7 @@ __all__ = [
     "Isolation",
     "hold_host_namespace",
     "host_processes",
+    "rendezvous_scope",
     "start_host_namespace",
 ]
 
@@ -110,7 +111,7 @@ def host_processes(
             "view), which this machine does not allow (needs root or user namespaces)"
         )
     addresses = assignment.host_addresses or host_addresses(
-        assignment.job_name, assignment.attempt, assignment.hosts
+        assignment.job_name, assignment.attempt, assignment.hosts, rendezvous_scope(assignment)
     )
     master_address = addresses[assignment.hosts[0]] if named else LOCAL_MASTER
     ctx = LaunchContext(
@@ -155,12 +156,19 @@ def host_processes(
     )
 
 
+def rendezvous_scope(assignment: Assignment) -> str:
+    """What tells a job from another of the same name on this machine (one of another
+    ``trainops`` home, whose hosts would otherwise get the same loopback addresses and
+    rendezvous port, and meet): where its code and outputs are, the same on each of its hosts."""
+    return f"{assignment.output_prefix}|{assignment.code_uri}"
+
+
 def _master_port(assignment: Assignment, address: str) -> int:
     """The job's rendezvous port (see :func:`job_port`). A job of one host needs no other host
     to agree on it: where another program (a job of the same name under another home, say)
     already holds that port at the master's address, it gets a free one instead of failing
     with EADDRINUSE. The hosts of a larger job each derive the same port, so it stays fixed."""
-    port = job_port(assignment.job_name, assignment.attempt)
+    port = job_port(assignment.job_name, assignment.attempt, rendezvous_scope(assignment))
     if len(assignment.hosts) > 1 or _bindable(address, port):
         return port
     return _free_port(address) or port
@@ -198,7 +206,7 @@ def start_host_namespace(
     """Start making the host's namespaces (where :func:`namespaces_available`); its
     :meth:`~HostNamespace.ready` waits for them."""
     addresses = assignment.host_addresses or host_addresses(
-        assignment.job_name, assignment.attempt, assignment.hosts
+        assignment.job_name, assignment.attempt, assignment.hosts, rendezvous_scope(assignment)
     )
     hosts_file = state_dir / "hosts"
     write_hosts_file(hosts_file, addresses)

@@ -153,7 +153,9 @@ def rendezvous_env(ctx: LaunchContext, local_rank: int) -> dict[str, str]:
     }
 
 
-def job_port(job_name: str, attempt: int) -> int:
+def job_port(job_name: str, attempt: int, scope: str = "") -> int:
     """The job's rendezvous port: the same on every host, spread over a range so that jobs on
-    one machine rarely meet (each attempt gets another, so a retry never finds it held)."""
-    return PORT_BASE + zlib.crc32(f"{job_name}/{attempt}".encode()) % PORT_SPAN
+    one machine rarely meet (each attempt gets another, so a retry never finds it held).
+    ``scope`` tells apart jobs of the same name that are not the same job (see
+    ``trainops.agent._ranks.rendezvous_scope``: under two homes, say)."""
+    return PORT_BASE + zlib.crc32(f"{scope}|{job_name}/{attempt}".encode()) % PORT_SPAN

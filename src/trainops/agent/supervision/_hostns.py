@@ -336,9 +336,12 @@ def opt_ml_shown(mount_opt_ml: bool) -> bool:
     return mount_opt_ml and namespaces_available() and containment().opt_ml
 
 
-def host_addresses(job_name: str, attempt: int, hosts: Sequence[str]) -> dict[str, str]:
-    """Each host's loopback address: ``127.X.Y.N`` with ``X.Y`` from the job, N its index."""
-    slot = zlib.crc32(f"{job_name}/{attempt}".encode()) % (254 * 256)
+def host_addresses(
+    job_name: str, attempt: int, hosts: Sequence[str], scope: str = ""
+) -> dict[str, str]:
+    """Each host's loopback address: ``127.X.Y.N`` with ``X.Y`` from the job (its name, attempt
+    and ``scope``, as :func:`trainops.agent.launchers.job_port` has it), N its index."""
+    slot = zlib.crc32(f"{scope}|{job_name}/{attempt}".encode()) % (254 * 256)
     x, y = 1 + slot // 256, slot % 256
     return {host: f"127.{x}.{y}.{index + 1}" for index, host in enumerate(hosts)}
 
