@@ -6,29 +6,11 @@ here on marks as the driver writes them.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
-
-
-def _load() -> ModuleType:
-    sys.path.insert(0, str(BENCH))  # it imports the benchmarks' helpers (_processes, _report)
-    try:
-        spec = importlib.util.spec_from_file_location(
-            "sagemaker_sdk_fit", BENCH / "sagemaker_sdk_fit.py"
-        )
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(BENCH))
-    return module
+from tests.bench._load import load_bench
 
 
 def _driver_result(created: float) -> dict[str, Any]:
@@ -51,7 +33,7 @@ def _driver_result(created: float) -> dict[str, Any]:
 
 
 def test_phases_are_measured_from_create_training_jobs_answer() -> None:
-    bench = _load()
+    bench = load_bench("sagemaker_sdk_fit")
     got = bench.phases(_driver_result(created=105.0))
     assert got["setup_s"] == 4.0 and got["import_s"] == 3.0
     assert (got["upload_s"], got["create_s"]) == (0.25, 0.25)
@@ -62,7 +44,7 @@ def test_phases_are_measured_from_create_training_jobs_answer() -> None:
 
 
 def test_the_table_shows_each_phase_and_the_floor() -> None:
-    bench = _load()
+    bench = load_bench("sagemaker_sdk_fit")
     samples = {
         "sdk": [bench.phases(_driver_result(105.0)), bench.phases(_driver_result(106.0))],
         "trainops_run_s": [0.5, 0.75],
@@ -88,6 +70,6 @@ def test_the_table_shows_each_phase_and_the_floor() -> None:
 
 @pytest.mark.parametrize("argv", [["--rounds", "0"], ["--timeout", "-1"]])
 def test_bad_options_are_refused(argv: list[str]) -> None:
-    bench = _load()
+    bench = load_bench("sagemaker_sdk_fit")
     with pytest.raises(SystemExit):
         bench.parse_args(argv)

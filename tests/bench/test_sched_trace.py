@@ -6,29 +6,17 @@ runs against the real tracefs where this process may write it (root), and leaves
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import subprocess
 import sys
 import time
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from tests.bench._load import load_bench
 
-
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("_sched_trace", BENCH / "_sched_trace.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-trace = _load()
+trace = load_bench("_sched_trace")
 
 LINES = [
     "# tracer: nop",

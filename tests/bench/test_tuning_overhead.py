@@ -5,29 +5,17 @@ print its objective; the summary puts each path's overhead against Ray Tune's.""
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from tests.bench._load import load_bench
 
 
 @pytest.fixture(scope="module")
 def to() -> ModuleType:
-    sys.path.insert(0, str(BENCH))
-    try:
-        spec = importlib.util.spec_from_file_location(
-            "tuning_overhead", BENCH / "tuning_overhead.py"
-        )
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(BENCH))
+    return load_bench("tuning_overhead")
 
 
 def test_bare_processes_run_each_trial_as_a_process_of_the_script(

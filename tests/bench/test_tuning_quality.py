@@ -4,9 +4,7 @@ than its row says so. The engines are not run here (the random search alone, on 
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -14,22 +12,12 @@ from typing import Any
 import pytest
 
 from tests._support.system import require_extra
-
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from tests.bench._load import load_bench
 
 
 @pytest.fixture(scope="module")
 def tq() -> ModuleType:
-    sys.path.insert(0, str(BENCH))
-    try:
-        spec = importlib.util.spec_from_file_location("tuning_quality", BENCH / "tuning_quality.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module  # dataclasses look their module up
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(BENCH))
+    return load_bench("tuning_quality")
 
 
 def _run(regret: float, seconds: float = 1.0) -> dict[str, float]:
