@@ -108,6 +108,20 @@ def server(
     yield url
 
 
+class _NoTree:
+    """What a held start is given for the script's process tree, in either code measured: a
+    tree without a cgroup (``cgroup``, ``adopt``: this code's ``ProcessTree``) and, for code
+    from before it, the callback told the script's pid."""
+
+    cgroup = None
+
+    def adopt(self, pid: int) -> None:
+        return None
+
+    def __call__(self, pid: int) -> None:
+        return None
+
+
 def rotated(items: list[Any], index: int) -> list[Any]:
     shift = index % len(items)
     return items[shift:] + items[:shift]
@@ -178,7 +192,7 @@ def ns_driver(count: int) -> int:
         namespace.ready()
         ready = time.perf_counter()
         if hasattr(namespace, "run_held"):
-            process = namespace.run_held(["algo-1"])(argv, work, env, lambda _pid: None)
+            process = namespace.run_held(["algo-1"])(argv, work, env, _NoTree())
         else:
             joined = namespace.join(argv, ["algo-1"], None)
             process = subprocess.Popen(
