@@ -3,8 +3,10 @@ uploads ``source_dir`` to the served S3, CreateTrainingJob runs it on the Python
 ``images`` setting maps its image to, ``fit(wait=True, logs="All")`` follows it to Completed
 (DescribeTrainingJob, and its log from CloudWatch Logs), ``model_data`` is the model the script
 wrote and ``training_job_analytics`` reads its metric from CloudWatch metrics; ``PyTorch.attach``
-rebuilds the estimator from DescribeTrainingJob, a HyperparameterTuner runs two trials, its
-analytics' dataframe lists them and ``HyperparameterTuner.attach`` rebuilds it. The user's only
+rebuilds the estimator from DescribeTrainingJob, a HyperparameterTuner runs two trials (on the
+Python the image maps to, a Categorical value reaching the script bare), its analytics'
+dataframe lists them, ``HyperparameterTuner.attach`` rebuilds it and ``best_estimator``
+attaches to its best trial. The user's only
 changes are the environment variables the server prints (the profile, and the SDK's defaults
 file), and one SDK setting: its source tarball is uploaded with SSE-KMS unless
 ``encrypt_repacked_artifacts`` is off, and the served SeaweedFS has no KMS.
@@ -52,7 +54,7 @@ import json, sys
 import boto3, sagemaker
 from sagemaker.pytorch import PyTorch
 from sagemaker.session_settings import SessionSettings
-from sagemaker.tuner import HyperparameterTuner, IntegerParameter
+from sagemaker.tuner import CategoricalParameter, HyperparameterTuner, IntegerParameter
 from sagemaker.analytics import HyperparameterTuningJobAnalytics
 
 boto = boto3.Session()
@@ -81,7 +83,11 @@ attached = PyTorch.attach(estimator.latest_training_job.name, sagemaker_session=
 tuner = HyperparameterTuner(
     estimator,
     objective_metric_name="loss",
-    hyperparameter_ranges={"epochs": IntegerParameter(1, 4)},
+    # the SDK sends a Categorical's values JSON-encoded ('"tuned a"'): the script gets them bare
+    hyperparameter_ranges={
+        "epochs": IntegerParameter(1, 4),
+        "label": CategoricalParameter(["tuned a", "tuned b"]),
+    },
     metric_definitions=[{"Name": "loss", "Regex": "loss=([0-9.]+)"}],
     objective_type="Minimize",
     strategy="Random",
@@ -93,6 +99,7 @@ trials = HyperparameterTuningJobAnalytics(
     tuner.latest_tuning_job.name, sagemaker_session=session
 ).dataframe()
 tuner_attached = HyperparameterTuner.attach(tuner.latest_tuning_job.name, sagemaker_session=session)
+best = tuner.best_estimator()  # attaches to the best trial: json-decodes its HyperParameters
 print(json.dumps({
     "metrics": sorted(set(metrics["metric_name"])),
     "values": len(metrics),
@@ -104,6 +111,11 @@ print(json.dumps({
         "statuses": sorted(trials["TrainingJobStatus"]),
         "objectives": len(trials["FinalObjectiveValue"].dropna()),
         "epochs": sorted(int(e) for e in trials["epochs"]),
+    },
+    "best": {
+        "model_data": best.model_data,
+        "entry_point": best.entry_point,
+        "label": best.hyperparameters()["label"],
     },
     "tuner_attached": {
         "estimator": type(tuner_attached.estimator).__name__,
@@ -211,5 +223,12 @@ def test_the_sdk_v2_pytorch_estimator_fits_on_trainops_and_reads_its_model(
         }
         model = _model(home, result["model_data"])
         assert model == {"total": 6, "label": "sdk run", "region": "us-east-1", "python": python}
+        # tuner.best_estimator(): the best trial attached, its model the one the trial wrote on
+        # the Python the image maps to, with the Categorical value bare (the toolkit's reading)
+        best = result["best"]
+        assert best["entry_point"] == "train.py" and best["label"] in ('"tuned a"', '"tuned b"')
+        trial_model = _model(home, best["model_data"])
+        assert trial_model["label"] == json.loads(best["label"])
+        assert trial_model["python"] == python
     finally:
         server.stop()

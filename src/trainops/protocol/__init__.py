@@ -48,6 +48,7 @@ from trainops.protocol._messages import (
     Phase,
     SpawnState,
     event_span,
+    sdk_unwrapped,
 )
 from trainops.protocol._observe import (
     ActionSpec,
@@ -110,6 +111,7 @@ __all__ = [
     "event_span",
     "hand_over_assignment",
     "processing_job_arn",
+    "sdk_unwrapped",
     "take_handed_assignment",
     "training_job_arn",
     "tuning_job_arn",

@@ -9,6 +9,7 @@ see :class:`SpawnState`). Plain dataclasses and JSON keep the agent's imports li
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 from typing import Any
@@ -28,6 +29,7 @@ __all__ = [
     "Phase",
     "SpawnState",
     "event_span",
+    "sdk_unwrapped",
 ]
 
 AGENT_API_PREFIX = "/agent/v1"
@@ -47,6 +49,20 @@ RESERVED_HYPERPARAMETERS = frozenset(
         "sagemaker_s3_output",
     }
 )
+
+
+def sdk_unwrapped(value: str) -> str:
+    """A hyperparameter value as the training toolkit hands it to the script: the SageMaker
+    Python SDK JSON-encodes every value (``"adam"`` is sent as ``"\\"adam\\""``), and a value
+    that is a JSON string is read back as that string; any other value is kept as it is."""
+    if len(value) >= 2 and value.startswith('"') and value.endswith('"'):
+        try:
+            decoded = json.loads(value)
+        except ValueError:
+            return value
+        if isinstance(decoded, str):
+            return decoded
+    return value
 
 
 class EventKind(StrEnum):

@@ -29,6 +29,7 @@ import math
 from trainops._errors import SpecError, TrainopsError
 from trainops.control import ENDED
 from trainops.control.services import ControlService, ServiceContext
+from trainops.protocol import sdk_unwrapped
 from trainops.spec import JobSpec
 from trainops.store import (
     JobExistsError,
@@ -445,8 +446,17 @@ def _continues(known: list[float], values: list[float]) -> bool:
 def trial_spec(config: TuningJobConfig, trial: TuningTrialRecord) -> JobSpec:
     """The training job of one trial: the config's job with the static hyperparameters
     (Hyperband's resource at its maximum), the tuned ones, and the objective's name (reserved:
-    only the platform sets it, so the validated spec is copied, not validated again)."""
-    values = {**config.static_hyperparameters, **trial.hyperparameters}
+    only the platform sets it, so the validated spec is copied, not validated again).
+
+    A tuned value that is a JSON string reaches the script unwrapped, as the training toolkit
+    reads it: the SageMaker SDK sends a framework estimator's Categorical values JSON-encoded
+    (``CategoricalParameter([32, 64])`` as ``"\\"32\\""``), and they stay so everywhere the
+    API gives them back (TunedHyperParameters, the trial's DescribeTrainingJob)."""
+    tuned = {
+        name: sdk_unwrapped(value) if isinstance(value, str) else value
+        for name, value in trial.hyperparameters.items()
+    }
+    values = {**config.static_hyperparameters, **tuned}
     values[OBJECTIVE_HYPERPARAMETER] = config.objective.metric_name
     return config.training_job.model_copy(update={"hyperparameters": values, "job_name": None})
 

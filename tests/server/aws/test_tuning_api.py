@@ -59,7 +59,8 @@ def _request(plane: ControlPlane, name: str, jobs: int = 3, **env: str) -> dict[
                 {"Name": "lr", "MinValue": "0.001", "MaxValue": "0.1", "ScalingType": "Logarithmic"}
             ],
             "IntegerParameterRanges": [{"Name": "layers", "MinValue": "1", "MaxValue": "4"}],
-            "CategoricalParameterRanges": [{"Name": "optimizer", "Values": ["sgd", "adam"]}],
+            # JSON-encoded, as the SDK sends a framework estimator's Categorical values
+            "CategoricalParameterRanges": [{"Name": "optimizer", "Values": ['"sgd"', '"adam"']}],
         },
         "RandomSeed": 7,
         "TrainingJobEarlyStoppingType": "Off",
@@ -129,10 +130,20 @@ def test_a_tuning_job_runs_and_its_trials_are_listed(plane: ControlPlane) -> Non
         assert summary["TuningJobName"] == "tiny" and summary["ObjectiveStatus"] == "Succeeded"
         tuned = summary["TunedHyperParameters"]
         assert set(tuned) == {"lr", "layers", "optimizer"}
-        assert 0.001 <= float(tuned["lr"]) <= 0.1 and tuned["optimizer"] in ("sgd", "adam")
+        assert 0.001 <= float(tuned["lr"]) <= 0.1 and tuned["optimizer"] in ('"sgd"', '"adam"')
         trial = client.describe_training_job(TrainingJobName=summary["TrainingJobName"])
-        assert trial["HyperParameters"]["lr"] == tuned["lr"]
-        assert trial["HyperParameters"]["_tuning_objective_metric"] == "loss"
+        # as the service gives a trial's: the static ones as sent (the SDK's best_estimator
+        # attaches to the trial and json-decodes each), the tuned ones as TunedHyperParameters
+        assert trial["HyperParameters"] == {
+            k: v
+            for k, v in sent["StaticHyperParameters"].items()
+            if k != "_tuning_objective_metric"
+        } | tuned | {"_tuning_objective_metric": "loss"}
+        # and the script gets what the training toolkit reads from them
+        runs = plane.describe(summary["TrainingJobName"])["HyperParameters"]
+        assert (
+            runs["optimizer"] == json.loads(tuned["optimizer"]) and "sagemaker_program" not in runs
+        )
         assert trial["TuningJobArn"] == arn  # the service names a trial's tuning job
     failed = client.list_training_jobs_for_hyper_parameter_tuning_job(
         HyperParameterTuningJobName="tiny", StatusEquals="Failed"
@@ -222,7 +233,9 @@ def test_refusals_are_the_services_and_name_the_member(plane: ControlPlane) -> N
     for changes, words in [
         (two, "trainops runs one training job definition per tuning job"),
         ({"HyperParameterTuningJobConfig": config | {"HyperParameterTuningJobObjective": bad_metric}},
-         "HyperParameterTuningJobConfig.HyperParameterTuningJobObjective.metric_name:"),
+         "A metric is required for this hyperparameter tuning job objective. Provide a metric "
+         "in the metric definitions: 'accuracy' is not among TrainingJobDefinition."
+         "AlgorithmSpecification.MetricDefinitions"),
         ({"HyperParameterTuningJobConfig": config | {"ParameterRanges": {
             "ContinuousParameterRanges": [{"Name": "lr", "MinValue": "x", "MaxValue": "1"}]}}},
          "MinValue 'x' of the Continuous range of 'lr' is not a finite number"),

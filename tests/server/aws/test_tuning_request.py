@@ -9,8 +9,11 @@ from typing import Any
 
 import pytest
 
+from trainops.server._settings import ImageMapping
 from trainops.server.aws import AwsError
 from trainops.server.aws._tuning_request import api_field, tuning_request
+from trainops.store import TuningTrialRecord
+from trainops.tuner import trial_spec
 from trainops.tuning import TuningJobConfig
 
 IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.3-cpu-py311"
@@ -145,6 +148,10 @@ def test_a_warm_start_names_its_parents() -> None:
         ({"TrainingJobDefinitions": [_definition()]}, "not both"),
         ({"TrainingJobDefinition": _definition(StaticHyperParameters={"epochs": "3"})},
          "no sagemaker_submit_directory"),
+        # what the SDK's warm-start tuners send: they leave the tuner's metric_definitions out
+        ({"TrainingJobDefinition": _definition(AlgorithmSpecification={"TrainingImage": IMAGE})},
+         "A metric is required for this hyperparameter tuning job objective. Provide a metric "
+         "in the metric definitions: 'acc' is not among"),
     ],
 )  # fmt: skip
 def test_a_request_trainops_cannot_map_is_refused_saying_why(
@@ -168,3 +175,37 @@ def test_our_field_paths_are_said_as_the_request_s_members() -> None:
         "WarmStartConfig.ParentHyperParameterTuningJobs.1"
     )
     assert api_field("something_else") == "something_else"
+
+
+def test_the_training_image_runs_on_the_python_the_server_maps_it_to() -> None:
+    """The trials run where a CreateTrainingJob of the same image would (a tuning job whose
+    trials ran on the server's own Python could not import what the image's Python has)."""
+    images = (ImageMapping.parse("pytorch:2.3=/opt/envs/torch23/bin/python"),)
+    declared, _ = tuning_request(_request(), images)
+    assert TuningJobConfig(**declared).training_job.python == "/opt/envs/torch23/bin/python"
+    unmapped = (ImageMapping.parse("sklearn=server"),)
+    with pytest.raises(AwsError, match="has no mapping on this trainops server"):
+        tuning_request(_request(), unmapped)
+
+
+def test_a_categorical_value_the_sdk_encoded_reaches_the_script_unwrapped() -> None:
+    """The SDK sends a framework estimator's Categorical values JSON-encoded; the trial's job
+    gets them as the training toolkit reads them, the static ones too."""
+    ranges = RANGES | {"CategoricalParameterRanges": [{"Name": "batch-size", "Values": ['"32"']}]}
+    definition = _definition()
+    definition["StaticHyperParameters"] |= {"backend": '"gloo"'}
+    request = _request(ParameterRanges=ranges) | {"TrainingJobDefinition": definition}
+    config = TuningJobConfig(**tuning_request(request)[0])
+    assert config.hyperparameter_ranges["batch-size"].values == ['"32"']  # kept as sent
+    trial = TuningTrialRecord(
+        tuning_job="sweep",
+        number=1,
+        training_job="sweep-001-abc",
+        hyperparameters={"lr": 0.01, "layers": 2, "opt": "adam", "batch-size": '"32"'},
+        status="Pending",
+        creation_time=1.0,
+    )
+    values = trial_spec(config, trial).hyperparameters
+    assert values["batch-size"] == "32" and values["backend"] == "gloo"
+    assert (values["lr"], values["layers"], values["opt"]) == (0.01, 2, "adam")
+    assert values["_tuning_objective_metric"] == "acc"

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
-from trainops.protocol import LAUNCHER_FLAGS
+from trainops.protocol import LAUNCHER_FLAGS, sdk_unwrapped
 from trainops.server._schema import declared_spec
 from trainops.server._settings import DEFAULT_IMAGES, ImageMapping
 from trainops.server.aws._errors import AwsError
@@ -43,18 +43,7 @@ def _invalid(message: str) -> AwsError:
 
 def hyperparameters(body: dict[str, Any]) -> dict[str, str]:
     """The request's hyperparameters, SDK-encoded strings unwrapped."""
-    return {key: _unwrapped(value) for key, value in (body.get("HyperParameters") or {}).items()}
-
-
-def _unwrapped(value: str) -> str:
-    if len(value) >= 2 and value.startswith('"') and value.endswith('"'):
-        try:
-            decoded = json.loads(value)
-        except ValueError:
-            return value
-        if isinstance(decoded, str):
-            return decoded
-    return value
+    return {key: sdk_unwrapped(value) for key, value in (body.get("HyperParameters") or {}).items()}
 
 
 def code_uri_of(params: dict[str, str], body: dict[str, Any] | None = None) -> str:

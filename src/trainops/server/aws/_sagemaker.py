@@ -20,7 +20,13 @@ from pydantic import ValidationError
 from trainops._errors import JobNotFoundError, SpecError
 from trainops._settings import Settings
 from trainops.control import JobController, JobEndedError
-from trainops.protocol import ACCOUNT_ID, training_job_arn, tuning_job_arn
+from trainops.protocol import (
+    ACCOUNT_ID,
+    SubmittedJob,
+    sdk_unwrapped,
+    training_job_arn,
+    tuning_job_arn,
+)
 from trainops.server._redaction import Masker
 from trainops.server._schema import KEPT, kept_of, split_trainops, with_kept
 from trainops.server._views import describe, job_masker
@@ -31,7 +37,14 @@ from trainops.server.aws._services import AwsOperation, AwsService
 from trainops.server.aws._tags import MAX_TAGS, check_tags, tag_operations, too_many_tags
 from trainops.server.aws._update import update_training_job
 from trainops.spec import JobSpec
-from trainops.store import JobExistsError, JobRecord, MetadataStore, TagLimitError
+from trainops.store import (
+    JobExistsError,
+    JobRecord,
+    MetadataStore,
+    TagLimitError,
+    TuningTrialRecord,
+)
+from trainops.tuning import OBJECTIVE_HYPERPARAMETER, Search
 
 __all__ = [
     "ACCOUNT_ID",
@@ -87,7 +100,7 @@ def api_describe(
     kept = store.api_request("training-job", job.name)
     if trial is not None:  # made by the tuner from its tuning job's request: its kept members
         definition = store.api_request("hyper-parameter-tuning-job", trial.tuning_job)
-        kept = trial_kept(definition.get("TrainingJobDefinition") or {})
+        kept = trial_kept(definition.get("TrainingJobDefinition") or {}, trial, job.spec)
     return with_kept(answer, masked_kept(kept, job_masker(job.spec), "HyperParameters"))
 
 
@@ -100,10 +113,28 @@ def cli_describe(
     return split_trainops(api_describe(store, job, settings, now))
 
 
-def trial_kept(definition: dict[str, Any]) -> dict[str, Any]:
-    """What a trial's DescribeTrainingJob gives back of its tuning job's kept request (its own
-    hyperparameters are the tuner's: the static ones unwrapped and its tuned values)."""
-    return {k: v for k, v in definition.items() if k != "StaticHyperParameters"}
+def trial_kept(
+    definition: dict[str, Any], trial: TuningTrialRecord, spec: SubmittedJob
+) -> dict[str, Any]:
+    """What a trial's DescribeTrainingJob gives back of its tuning job's kept request: its
+    members, and ``HyperParameters`` as the service gives a trial's: the static ones as the
+    request sent them (JSON-encoded by the SDK, with its ``sagemaker_*`` entries: the SDK's
+    ``best_estimator`` attaches to the trial and decodes each), the tuned values as
+    TunedHyperParameters gives them, and the objective's name. A static value the trial runs
+    with another value (Hyperband's resource at its maximum) is given as it runs."""
+    kept = {k: v for k, v in definition.items() if k != "StaticHyperParameters"}
+    sent = definition.get("StaticHyperParameters")
+    if not isinstance(sent, dict):
+        return kept
+    runs = Search.sagemaker_strings(spec.hyperparameters)
+    static = {
+        k: v if k not in runs or sdk_unwrapped(v) == runs[k] else runs[k]
+        for k, v in sent.items()
+        if k != OBJECTIVE_HYPERPARAMETER
+    }
+    tuned = Search.sagemaker_strings(trial.hyperparameters)
+    objective = {k: runs[k] for k in (OBJECTIVE_HYPERPARAMETER,) if k in runs}
+    return kept | {"HyperParameters": static | tuned | objective}
 
 
 def masked_kept(kept: dict[str, Any], mask: Masker, key: str) -> dict[str, Any]:

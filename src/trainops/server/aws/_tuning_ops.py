@@ -120,7 +120,7 @@ class _TuningOperations:
         from trainops.server.routes import TuningRequest, TuningRoutes
 
         name = body["HyperParameterTuningJobName"]
-        config, code_uri = tuning_request(body)
+        config, code_uri = tuning_request(body, self.settings.server.images)
         tags = check_tags(body.get("Tags") or [])
         if self._named(name) is not None:
             raise self._in_use(name)

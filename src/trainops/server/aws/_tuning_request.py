@@ -12,8 +12,10 @@ Autotune, ``AutoParameters``) is refused here, saying so.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
+from trainops.server._settings import DEFAULT_IMAGES, ImageMapping
 from trainops.server.aws._create import code_uri_of, hyperparameters, spec_of
 from trainops.server.aws._errors import AwsError
 
@@ -58,8 +60,12 @@ def api_field(field: str) -> str:
     return field
 
 
-def tuning_request(body: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    """The tuning job's config (as ``TuningJobConfig`` takes it) and its code's URI."""
+def tuning_request(
+    body: dict[str, Any], images: Sequence[ImageMapping] = DEFAULT_IMAGES
+) -> tuple[dict[str, Any], str]:
+    """The tuning job's config (as ``TuningJobConfig`` takes it) and its code's URI; ``images``
+    (the server's setting) says which Python runs the definition's TrainingImage, as it does for
+    CreateTrainingJob."""
     definition = _definition(body)
     config = body["HyperParameterTuningJobConfig"]
     if body.get("Autotune") or (config.get("ParameterRanges") or {}).get("AutoParameters"):
@@ -80,7 +86,7 @@ def tuning_request(body: dict[str, Any]) -> tuple[dict[str, Any], str]:
     code_uri = code_uri_of(params)
     declared: dict[str, Any] = {
         "tuning_job_name": body["HyperParameterTuningJobName"],
-        "training_job": spec_of(job_body, params),
+        "training_job": spec_of(job_body, params, images),
         "strategy": config["Strategy"],
         "objective": _objective(config, definition),
         "hyperparameter_ranges": _ranges(config, definition),
@@ -126,7 +132,18 @@ def _objective(config: dict[str, Any], definition: dict[str, Any]) -> dict[str, 
             "HyperParameterTuningJobConfig.HyperParameterTuningJobObjective is required: the "
             "metric the tuning job optimizes"
         )
-    return {"metric_name": objective["MetricName"], "type": objective["Type"]}
+    metric = objective["MetricName"]
+    algorithm = definition.get("AlgorithmSpecification") or {}
+    defined = [m.get("Name") for m in algorithm.get("MetricDefinitions") or []]
+    if metric not in defined:
+        # the service's words; a framework image has no metrics of its own to tune on
+        raise _invalid(
+            "A metric is required for this hyperparameter tuning job objective. Provide a "
+            f"metric in the metric definitions: {metric[:256]!r} is not among "
+            "TrainingJobDefinition.AlgorithmSpecification.MetricDefinitions (the SageMaker "
+            "SDK's HyperparameterTuner sends its own metric_definitions, not its estimator's)"
+        )
+    return {"metric_name": metric, "type": objective["Type"]}
 
 
 def _ranges(config: dict[str, Any], definition: dict[str, Any]) -> dict[str, Any]:
