@@ -10,7 +10,8 @@ follows it to Completed printing its log from CloudWatch Logs, and the client re
 back from S3. Every endpoint reaches trainops through the ``AWS_ENDPOINT_URL_<service>`` variables
 alone (no config file: the profile gives only the key), as a user keeps their own AWS config. A
 second run uses ``distributed=Torchrun()`` on two hosts, which the SDK's drivers start with
-``torchrun`` on each host.
+``torchrun`` on each host. A third tunes the trainer with the SDK v3's ``HyperparameterTuner``
+and reads its best trial's model back.
 
 The replay of the same requests with botocore (test_model_trainer_shape.py) stays: it runs where
 the SDK v3's venv is not built. One server serves both runs here (neither needs a fresh one).
@@ -19,6 +20,7 @@ the SDK v3's venv is not built. One server serves both runs here (neither needs 
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 import zipfile
@@ -126,6 +128,67 @@ if job.training_job_status == "Completed":
     listed = s3.list_objects_v2(Bucket="trainops", Prefix=f"checkpoints/{base_name}/")
     result["checkpoints"] = sorted(o["Key"] for o in listed.get("Contents", []))
 print(json.dumps(result))
+"""
+
+
+# The SDK v3's HyperparameterTuner over a ModelTrainer: each trial runs the trainer's command
+# (sm_train.sh), the tuned values reaching the script as the drivers read them.
+TRAIN_TUNED = """
+import argparse, json, math, os
+parser = argparse.ArgumentParser()
+parser.add_argument("--epochs", type=int)
+parser.add_argument("--lr", type=float)
+parser.add_argument("--optimizer")
+args = parser.parse_args()
+for epoch in range(1, args.epochs + 1):
+    loss = abs(math.log10(args.lr) + 2) + (0.5 if args.optimizer == "sgd" else 0) + 1 / epoch
+    print(f"epoch={epoch} val_loss={loss:.5f}", flush=True)
+json.dump({"hps": json.loads(os.environ["SM_HPS"]), "lr": args.lr, "optimizer": args.optimizer},
+          open(os.path.join(os.environ["SM_MODEL_DIR"], "model.json"), "w"))
+"""
+
+TUNER_CLIENT = """
+import io, json, sys, tarfile
+import boto3
+from sagemaker.core.parameter import CategoricalParameter, ContinuousParameter
+from sagemaker.core.training.configs import Compute, SourceCode
+from sagemaker.train import ModelTrainer
+from sagemaker.train.tuner import HyperparameterTuner
+
+trainer = ModelTrainer(
+    training_image="763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.3-cpu-py311",
+    source_code=SourceCode(source_dir=sys.argv[1], entry_script="train.py"),
+    role="arn:aws:iam::000000000000:role/SageMakerRole",
+    compute=Compute(instance_type="ml.m5.large", instance_count=1),
+    hyperparameters={"epochs": 2},
+)
+tuner = HyperparameterTuner(
+    trainer,
+    "val_loss",
+    {"lr": ContinuousParameter(1e-4, 1e-1, scaling_type="Logarithmic"),
+     "optimizer": CategoricalParameter(["sgd", "adam"])},
+    metric_definitions=[{"Name": "val_loss", "Regex": "val_loss=([0-9.]+)"}],
+    strategy="Random", objective_type="Minimize", max_jobs=3, max_parallel_jobs=2, random_seed=5,
+)
+tuner.tune(wait=True)
+described = tuner.describe()
+best = described.best_training_job
+counters = described.training_job_status_counters
+frame = tuner.analytics().dataframe()
+job = boto3.client("sagemaker").describe_training_job(TrainingJobName=tuner.best_training_job())
+bucket, key = job["ModelArtifacts"]["S3ModelArtifacts"].removeprefix("s3://").split("/", 1)
+body = boto3.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
+with tarfile.open(fileobj=io.BytesIO(body), mode="r:gz") as tar:
+    model = json.load(tar.extractfile("model.json"))
+print(json.dumps({
+    "status": described.hyper_parameter_tuning_job_status,
+    "completed": counters.completed,
+    "best": best.tuned_hyper_parameters,
+    "objective": best.final_hyper_parameter_tuning_job_objective_metric.value,
+    "rows": len(frame),
+    "columns": sorted(frame.columns),
+    "model": model,
+}))
 """
 
 
@@ -330,3 +393,37 @@ def test_model_trainer_torchrun_runs_on_two_hosts(
         assert f"{name}/{host}-" in log  # both hosts' streams followed
         assert f"rank={rank} world=2 node={rank}" in log
     assert "torchrun --nnodes=2 --nproc_per_node=1" in log
+
+
+def test_the_sdk_v3_tuner_runs_its_trials_and_reads_the_best_one_back(
+    served: Served, tmp_path: Path
+) -> None:
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "train.py").write_text(TRAIN_TUNED)
+    client = tmp_path / "tuner.py"
+    client.write_text(TUNER_CLIENT)
+    done = subprocess.run(
+        [str(require_sdk3()), str(client), str(source)],
+        env=served.env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    if not opt_ml_shown(True):  # the trials' command needs /opt/ml: they fail saying so
+        assert result["status"] == "Failed", result
+        pytest.skip("this machine cannot show /opt/ml to a job: the trials failed saying so")
+    assert (result["status"], result["completed"], result["rows"]) == ("Completed", 3, 3)
+    assert {"lr", "optimizer", "TrainingJobName", "FinalObjectiveValue"} <= set(result["columns"])
+    best, model = result["best"], result["model"]
+    # the best trial's own model: the values it was given, as its script read them
+    assert model["optimizer"] == best["optimizer"] and best["optimizer"] in ("sgd", "adam")
+    assert model["lr"] == float(best["lr"]) and 1e-4 <= model["lr"] <= 1e-1
+    assert model["hps"]["epochs"] == 2 and model["hps"]["optimizer"] == best["optimizer"]
+    assert result["objective"] == pytest.approx(
+        abs(math.log10(model["lr"]) + 2) + (0.5 if model["optimizer"] == "sgd" else 0) + 0.5,
+        abs=1e-4,
+    )

@@ -45,7 +45,7 @@ total = sum(int(open(os.path.join(channel, n)).read()) for n in sorted(os.listdi
 for epoch in range(args.epochs):
     print(f"epoch={epoch} loss={1.0 / (epoch + 1 + total):.4f}", flush=True)
 model = {"total": total, "label": args.label, "region": os.environ.get("AWS_REGION"),
-         "python": sys.executable}
+         "python": sys.executable, "hps": json.loads(os.environ["SM_HPS"])}
 json.dump(model, open(os.path.join(os.environ["SM_MODEL_DIR"], "model.json"), "w"))
 """
 
@@ -222,6 +222,9 @@ def test_the_sdk_v2_pytorch_estimator_fits_on_trainops_and_reads_its_model(
             "max_jobs": 2,
         }
         model = _model(home, result["model_data"])
+        # SM_HPS as the toolkit reads the SDK's JSON-encoded values: "3" the number, '"sdk run"'
+        # the string
+        assert model.pop("hps") == {"epochs": 3, "label": "sdk run"}
         assert model == {"total": 6, "label": "sdk run", "region": "us-east-1", "python": python}
         # tuner.best_estimator(): the best trial attached, its model the one the trial wrote on
         # the Python the image maps to, with the Categorical value bare (the toolkit's reading)
@@ -229,6 +232,8 @@ def test_the_sdk_v2_pytorch_estimator_fits_on_trainops_and_reads_its_model(
         assert best["entry_point"] == "train.py" and best["label"] in ('"tuned a"', '"tuned b"')
         trial_model = _model(home, best["model_data"])
         assert trial_model["label"] == json.loads(best["label"])
+        assert trial_model["hps"]["label"] == trial_model["label"]
+        assert isinstance(trial_model["hps"]["epochs"], int)
         assert trial_model["python"] == python
     finally:
         server.stop()

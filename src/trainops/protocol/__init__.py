@@ -49,6 +49,7 @@ from trainops.protocol._messages import (
     SpawnState,
     event_span,
     sdk_unwrapped,
+    toolkit_value,
 )
 from trainops.protocol._observe import (
     ActionSpec,
@@ -113,6 +114,7 @@ __all__ = [
     "processing_job_arn",
     "sdk_unwrapped",
     "take_handed_assignment",
+    "toolkit_value",
     "training_job_arn",
     "tuning_job_arn",
 ]

@@ -10,6 +10,7 @@ see :class:`SpawnState`). Plain dataclasses and JSON keep the agent's imports li
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 from typing import Any
@@ -30,6 +31,7 @@ __all__ = [
     "SpawnState",
     "event_span",
     "sdk_unwrapped",
+    "toolkit_value",
 ]
 
 AGENT_API_PREFIX = "/agent/v1"
@@ -49,6 +51,20 @@ RESERVED_HYPERPARAMETERS = frozenset(
         "sagemaker_s3_output",
     }
 )
+
+
+def toolkit_value(text: str) -> Any:
+    """A hyperparameter's text as the training toolkit reads it into ``SM_HPS`` and the
+    script's arguments: JSON where it is JSON (``3`` is 3, ``"\\"adam\\""`` is ``adam``,
+    ``true`` is True, ``[64, 32]`` a list), the text itself where it is not (``adam``). A JSON
+    null or a non-finite number stays text: a job's hyperparameters carry neither."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return text
+    return value
 
 
 def sdk_unwrapped(value: str) -> str:

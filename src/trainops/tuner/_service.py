@@ -29,7 +29,7 @@ import math
 from trainops._errors import SpecError, TrainopsError
 from trainops.control import ENDED
 from trainops.control.services import ControlService, ServiceContext
-from trainops.protocol import sdk_unwrapped
+from trainops.protocol import toolkit_value
 from trainops.spec import JobSpec
 from trainops.store import (
     JobExistsError,
@@ -448,12 +448,13 @@ def trial_spec(config: TuningJobConfig, trial: TuningTrialRecord) -> JobSpec:
     (Hyperband's resource at its maximum), the tuned ones, and the objective's name (reserved:
     only the platform sets it, so the validated spec is copied, not validated again).
 
-    A tuned value that is a JSON string reaches the script unwrapped, as the training toolkit
-    reads it: the SageMaker SDK sends a framework estimator's Categorical values JSON-encoded
-    (``CategoricalParameter([32, 64])`` as ``"\\"32\\""``), and they stay so everywhere the
-    API gives them back (TunedHyperParameters, the trial's DescribeTrainingJob)."""
+    A Categorical value is text on SageMaker's wire, and reaches the script as the training
+    toolkit reads that text: ``"\\"32\\""`` (how the SageMaker SDK sends a framework
+    estimator's ``CategoricalParameter([32, 64])``) as the string 32, ``32`` as the number,
+    ``adam`` as itself. The values stay as declared everywhere the API gives them back
+    (TunedHyperParameters, the trial's DescribeTrainingJob)."""
     tuned = {
-        name: sdk_unwrapped(value) if isinstance(value, str) else value
+        name: toolkit_value(value) if isinstance(value, str) else value
         for name, value in trial.hyperparameters.items()
     }
     values = {**config.static_hyperparameters, **tuned}

@@ -4,10 +4,12 @@ as the training toolkit reads them, the channels, and the image refusal."""
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 
 from tests.server.aws.test_conformance import SAMPLES
+from trainops.agent import decode_hyperparameters, encode_hyperparameters
 from trainops.server._settings import DEFAULT_IMAGES, ImageMapping
 from trainops.server.aws import AwsError
 from trainops.server.aws._create import code_uri_of, hyperparameters, spec_of
@@ -31,13 +33,48 @@ def test_the_sdk_s_hyperparameters_are_read_as_the_toolkit_reads_them() -> None:
     assert code_uri_of(params) == "s3://bucket/code/sourcedir.tar.gz"
     spec = spec_of(request, params)
     assert spec["entry_point"] == "train.py"
-    assert spec["hyperparameters"] == {"epochs": "3", "name": "cnn", "quoted": '"not json'}
+    assert spec["hyperparameters"] == {"epochs": 3, "name": "cnn", "quoted": '"not json'}
     assert spec["inputs"]["train"]["uri"] == "s3://bucket/train/"
     assert spec["inputs"]["train"]["mode"] == "File"
     assert spec["checkpoint"] == {"uri": "s3://bucket/ckpt/"}
     assert spec["retry_strategy"] == {"maximum_retry_attempts": 1}
     parsed = JobSpec(**spec)
     assert parsed.stopping_condition.max_runtime_in_seconds == 3600
+
+
+@pytest.mark.parametrize(
+    ("sent", "read"),
+    [
+        ("3", 3),
+        ("0.001", 0.001),
+        ('"adam"', "adam"),
+        ('"32"', "32"),
+        ("adam", "adam"),  # not JSON (boto3 sends text as it is): the text itself
+        ("true", True),
+        ("[64, 32]", [64, 32]),
+        ('{"a": 1}', {"a": 1}),
+        ("null", "null"),  # a job's hyperparameters carry no null, nor a non-finite number
+        ("NaN", "NaN"),
+        ("-Infinity", "-Infinity"),
+        ("", ""),
+    ],
+)
+def test_each_value_is_what_the_toolkit_reads_and_written_back_as_sent(
+    sent: str, read: object
+) -> None:
+    """SM_HPS has what the toolkit reads (``"3"`` is the number 3 there, as on SageMaker), and
+    hyperparameters.json, written from the spec, has the SDK's JSON text again."""
+    request = _request()
+    request["HyperParameters"] = {"sagemaker_program": '"train.py"', "value": sent}
+    spec = JobSpec(**spec_of(request, hyperparameters(request)))
+    assert spec.hyperparameters == {"value": read}
+    written = encode_hyperparameters(
+        spec.hyperparameters, program="train.py", submit_directory="s3://b/c", job_name="j",
+        region="us-east-1",
+    )  # fmt: skip
+    if sent not in ("adam", "null", "NaN", "-Infinity", ""):  # JSON as the SDK writes it
+        assert json.loads(written["value"]) == json.loads(sent)
+    assert decode_hyperparameters(written)["value"] == read
 
 
 def test_an_image_without_a_mapping_fails_with_the_fix() -> None:
@@ -250,7 +287,7 @@ def test_a_container_command_needs_no_source_tarball() -> None:
     assert spec.container_entrypoint == ["/bin/bash"]
     assert spec.container_args == ["-c", "/opt/ml/input/data/sm_drivers/sm_train.sh"]
     assert spec.entry_point == "bash"  # a label (the job's name base): the command runs
-    assert spec.hyperparameters == {"epochs": "3"}
+    assert spec.hyperparameters == {"epochs": 3}
 
 
 @pytest.mark.parametrize(

@@ -98,7 +98,7 @@ def test_every_member_lands_on_its_field_and_the_config_is_valid() -> None:
     assert criteria.best_objective_not_improving is not None
     assert criteria.convergence_detected is not None
     job = config.training_job
-    assert job.entry_point == "train.py" and job.hyperparameters == {"epochs": "27"}
+    assert job.entry_point == "train.py" and job.hyperparameters == {"epochs": 27}
     assert job.instance_type == "ml.m5.large"
 
 
@@ -189,23 +189,38 @@ def test_the_training_image_runs_on_the_python_the_server_maps_it_to() -> None:
 
 
 def test_a_categorical_value_the_sdk_encoded_reaches_the_script_unwrapped() -> None:
-    """The SDK sends a framework estimator's Categorical values JSON-encoded; the trial's job
-    gets them as the training toolkit reads them, the static ones too."""
-    ranges = RANGES | {"CategoricalParameterRanges": [{"Name": "batch-size", "Values": ['"32"']}]}
+    """The SDK v2 sends a framework estimator's Categorical values JSON-encoded, boto3 and the
+    SDK v3 as plain text; the trial's job gets them as the training toolkit reads them, the
+    static ones too."""
+    ranges = RANGES | {
+        "CategoricalParameterRanges": [
+            {"Name": "batch-size", "Values": ['"32"']},  # the SDK v2's framework estimators
+            {"Name": "workers", "Values": ["4"]},  # boto3, the SDK v3
+        ]
+    }
     definition = _definition()
     definition["StaticHyperParameters"] |= {"backend": '"gloo"'}
     request = _request(ParameterRanges=ranges) | {"TrainingJobDefinition": definition}
     config = TuningJobConfig(**tuning_request(request)[0])
     assert config.hyperparameter_ranges["batch-size"].values == ['"32"']  # kept as sent
+    assert config.hyperparameter_ranges["workers"].values == ["4"]
     trial = TuningTrialRecord(
         tuning_job="sweep",
         number=1,
         training_job="sweep-001-abc",
-        hyperparameters={"lr": 0.01, "layers": 2, "opt": "adam", "batch-size": '"32"'},
+        hyperparameters={
+            "lr": 0.01,
+            "layers": 2,
+            "opt": "adam",
+            "batch-size": '"32"',
+            "workers": "4",
+        },
         status="Pending",
         creation_time=1.0,
     )
     values = trial_spec(config, trial).hyperparameters
-    assert values["batch-size"] == "32" and values["backend"] == "gloo"
+    # as the toolkit reads the text: a JSON string its string, a JSON number the number
+    assert values["batch-size"] == "32" and values["workers"] == 4 and values["backend"] == "gloo"
+    assert values["epochs"] == 27
     assert (values["lr"], values["layers"], values["opt"]) == (0.01, 2, "adam")
     assert values["_tuning_objective_metric"] == "acc"

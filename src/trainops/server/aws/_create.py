@@ -6,7 +6,8 @@ contract the script expects: the ``sagemaker_program`` entry point and the
 ``sagemaker_submit_directory`` tarball, read as the training toolkit reads them, and the
 ``distribution=`` flags the SDK sets. An image with no mapping, or an ``AlgorithmName``, fails
 at once, saying so. The SageMaker Python SDK JSON-encodes every hyperparameter value
-(``"\\"text\\""``); a value that is a JSON string is unwrapped, as the toolkit does.
+(``"\\"text\\""``, ``3``); the job's hyperparameters are what the training toolkit reads from
+them (``text``, the number 3; a value that is not JSON, as itself).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
-from trainops.protocol import LAUNCHER_FLAGS, sdk_unwrapped
+from trainops.protocol import LAUNCHER_FLAGS, sdk_unwrapped, toolkit_value
 from trainops.server._schema import declared_spec
 from trainops.server._settings import DEFAULT_IMAGES, ImageMapping
 from trainops.server.aws._errors import AwsError
@@ -82,9 +83,11 @@ def spec_of(
     mode = algorithm.get("TrainingInputMode", "File")
     by_hand: dict[str, Any] = {
         "entry_point": program,
+        # as the training toolkit reads them ("3" is 3 in SM_HPS), so that the host writes
+        # them back to hyperparameters.json as the SDK sent them
         "hyperparameters": {
-            k: v
-            for k, v in params.items()
+            k: toolkit_value(v)
+            for k, v in (body.get("HyperParameters") or {}).items()
             if not k.startswith("sagemaker_") and k != MODEL_PARALLEL
         },
         "inputs": {c["ChannelName"]: _channel(c, mode) for c in body.get("InputDataConfig") or []},

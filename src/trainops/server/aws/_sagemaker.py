@@ -11,6 +11,7 @@ the timestamps (``_shapes.to_wire``).
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from typing import Any
@@ -23,7 +24,7 @@ from trainops.control import JobController, JobEndedError
 from trainops.protocol import (
     ACCOUNT_ID,
     SubmittedJob,
-    sdk_unwrapped,
+    toolkit_value,
     training_job_arn,
     tuning_job_arn,
 )
@@ -126,15 +127,22 @@ def trial_kept(
     sent = definition.get("StaticHyperParameters")
     if not isinstance(sent, dict):
         return kept
-    runs = Search.sagemaker_strings(spec.hyperparameters)
+    runs = spec.hyperparameters
     static = {
-        k: v if k not in runs or sdk_unwrapped(v) == runs[k] else runs[k]
+        k: v if k not in runs or toolkit_value(v) == runs[k] else _text(runs[k])
         for k, v in sent.items()
         if k != OBJECTIVE_HYPERPARAMETER
     }
     tuned = Search.sagemaker_strings(trial.hyperparameters)
-    objective = {k: runs[k] for k in (OBJECTIVE_HYPERPARAMETER,) if k in runs}
+    objective = {k: str(runs[k]) for k in (OBJECTIVE_HYPERPARAMETER,) if k in runs}
     return kept | {"HyperParameters": static | tuned | objective}
+
+
+def _text(value: Any) -> str:
+    """A hyperparameter the trial runs with, as the API's text."""
+    if isinstance(value, (list, dict)):
+        return json.dumps(value)
+    return Search.sagemaker_strings({"value": value})["value"]
 
 
 def masked_kept(kept: dict[str, Any], mask: Masker, key: str) -> dict[str, Any]:
