@@ -54,7 +54,9 @@ import json, sys
 import boto3, sagemaker
 from sagemaker.pytorch import PyTorch
 from sagemaker.session_settings import SessionSettings
-from sagemaker.tuner import CategoricalParameter, HyperparameterTuner, IntegerParameter
+from sagemaker.tuner import (
+    CategoricalParameter, HyperparameterTuner, InstanceConfig, IntegerParameter,
+)
 from sagemaker.analytics import HyperparameterTuningJobAnalytics
 
 boto = boto3.Session()
@@ -94,6 +96,10 @@ tuner = HyperparameterTuner(
     max_jobs=2,
     max_parallel_jobs=2,
 )
+# the SDK sends a tuner's instances as HyperParameterTuningResourceConfig: the trials run on them
+tuner.override_resource_config(
+    instance_configs=[InstanceConfig(instance_count=1, instance_type="ml.m5.xlarge", volume_size=30)]
+)
 tuner.fit({"train": "s3://trainops/data/train/"}, wait=True)
 trials = HyperparameterTuningJobAnalytics(
     tuner.latest_tuning_job.name, sagemaker_session=session
@@ -113,6 +119,10 @@ print(json.dumps({
         "epochs": sorted(int(e) for e in trials["epochs"]),
     },
     "best": {
+        "instance_type": best.instance_type,
+        "tuning_resources": tuner.describe()["TrainingJobDefinition"].get(
+            "HyperParameterTuningResourceConfig"
+        ),
         "model_data": best.model_data,
         "entry_point": best.entry_point,
         "label": best.hyperparameters()["label"],
@@ -229,6 +239,10 @@ def test_the_sdk_v2_pytorch_estimator_fits_on_trainops_and_reads_its_model(
         # tuner.best_estimator(): the best trial attached, its model the one the trial wrote on
         # the Python the image maps to, with the Categorical value bare (the toolkit's reading)
         best = result["best"]
+        assert best["instance_type"] == "ml.m5.xlarge"  # the trial's own ResourceConfig
+        assert best["tuning_resources"]["InstanceConfigs"] == [
+            {"InstanceType": "ml.m5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 30}
+        ]  # given back as the SDK sent it
         assert best["entry_point"] == "train.py" and best["label"] in ('"tuned a"', '"tuned b"')
         trial_model = _model(home, best["model_data"])
         assert trial_model["label"] == json.loads(best["label"])

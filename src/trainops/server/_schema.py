@@ -213,6 +213,9 @@ KEPT_TUNING: Mapping[str, str] = {
     "TrainingJobDefinition.StaticHyperParameters": "as sent (with _tuning_objective_metric and "
     "the SDK's sagemaker_* entries), masked",
     "TrainingJobDefinition.ResourceConfig.VolumeSizeInGB": "not used (no volumes)",
+    "TrainingJobDefinition.HyperParameterTuningResourceConfig": "as sent (the SDK sends a "
+    "tuner's instances there); the trials run on its first instance config, given as "
+    "ResourceConfig too",
     "TrainingJobDefinition.OutputDataConfig.KmsKeyId": "not used (no KMS)",
 }
 

@@ -224,3 +224,27 @@ def test_a_categorical_value_the_sdk_encoded_reaches_the_script_unwrapped() -> N
     assert values["epochs"] == 27
     assert (values["lr"], values["layers"], values["opt"]) == (0.01, 2, "adam")
     assert values["_tuning_objective_metric"] == "acc"
+
+
+def test_the_sdk_s_tuning_resource_config_sets_the_trials_instances() -> None:
+    """The SageMaker SDK sends a tuner's estimator's instances as the definition's
+    HyperParameterTuningResourceConfig (not ResourceConfig): the trials run on them."""
+    hpo = {"InstanceType": "ml.c5.xlarge", "InstanceCount": 2, "VolumeSizeInGB": 30}
+    definition = _definition(HyperParameterTuningResourceConfig=hpo)
+    del definition["ResourceConfig"]
+    request = _request() | {"TrainingJobDefinition": definition}
+    job = TuningJobConfig(**tuning_request(request)[0]).training_job
+    assert (job.instance_type, job.instance_count) == ("ml.c5.xlarge", 2)
+    listed = {
+        "AllocationStrategy": "Prioritized",
+        "InstanceConfigs": [
+            {"InstanceType": "ml.m5.xlarge", "InstanceCount": 3, "VolumeSizeInGB": 30},
+            {"InstanceType": "ml.m5.large", "InstanceCount": 3, "VolumeSizeInGB": 30},
+        ],
+    }
+    definition["HyperParameterTuningResourceConfig"] = listed
+    job = TuningJobConfig(**tuning_request(request)[0]).training_job
+    assert (job.instance_type, job.instance_count) == ("ml.m5.xlarge", 3)
+    both = _definition(HyperParameterTuningResourceConfig=hpo)
+    with pytest.raises(AwsError, match="both ResourceConfig and HyperParameterTuningResource"):
+        tuning_request(_request() | {"TrainingJobDefinition": both})

@@ -123,7 +123,9 @@ def trial_kept(
     ``best_estimator`` attaches to the trial and decodes each), the tuned values as
     TunedHyperParameters gives them, and the objective's name. A static value the trial runs
     with another value (Hyperband's resource at its maximum) is given as it runs."""
-    kept = {k: v for k, v in definition.items() if k != "StaticHyperParameters"}
+    # not a training job's members: its ResourceConfig is the instances the trial runs on
+    apart = ("StaticHyperParameters", "HyperParameterTuningResourceConfig")
+    kept = {k: v for k, v in definition.items() if k not in apart}
     sent = definition.get("StaticHyperParameters")
     if not isinstance(sent, dict):
         return kept

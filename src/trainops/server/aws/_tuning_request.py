@@ -78,10 +78,7 @@ def tuning_request(
         for k, v in (definition.get("StaticHyperParameters") or {}).items()
         if k != OBJECTIVE_HYPERPARAMETER
     }
-    job_body = definition | {
-        "HyperParameters": static,
-        "ResourceConfig": _resources(definition.get("ResourceConfig") or {}),
-    }
+    job_body = definition | {"HyperParameters": static, "ResourceConfig": _resources(definition)}
     params = hyperparameters(job_body)
     code_uri = code_uri_of(params)
     declared: dict[str, Any] = {
@@ -113,8 +110,18 @@ def _definition(body: dict[str, Any]) -> dict[str, Any]:
     return dict(found)
 
 
-def _resources(resources: dict[str, Any]) -> dict[str, Any]:
-    """``ResourceConfig``; of ``InstanceConfigs`` (tried in order by the service), the first."""
+def _resources(definition: dict[str, Any]) -> dict[str, Any]:
+    """The trials' instances: ``ResourceConfig``, or ``HyperParameterTuningResourceConfig`` (what
+    the SageMaker SDK sends for a tuner's estimator); of ``InstanceConfigs`` (tried in order by
+    the service), the first."""
+    plain = definition.get("ResourceConfig")
+    tuning = definition.get("HyperParameterTuningResourceConfig")
+    if plain and tuning:
+        raise _invalid(
+            "TrainingJobDefinition has both ResourceConfig and HyperParameterTuningResourceConfig:"
+            " specify one"
+        )
+    resources: dict[str, Any] = dict(plain or tuning or {})
     configs = resources.get("InstanceConfigs") or []
     if "InstanceType" in resources or not configs:
         return resources
