@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from trainops.server._settings import ImageMapping
-from trainops.server.aws import AwsError
+from trainops.server.aws import AwsError, service_model
 from trainops.server.aws._tuning_request import api_field, tuning_request
 from trainops.store import TuningTrialRecord
 from trainops.tuner import trial_spec
@@ -248,3 +248,25 @@ def test_the_sdk_s_tuning_resource_config_sets_the_trials_instances() -> None:
     both = _definition(HyperParameterTuningResourceConfig=hpo)
     with pytest.raises(AwsError, match="both ResourceConfig and HyperParameterTuningResource"):
         tuning_request(_request() | {"TrainingJobDefinition": both})
+
+
+# The definition's members that CreateTrainingJob's request has not, and where each goes.
+_TUNING_ONLY = {
+    "DefinitionName": "names the one definition of TrainingJobDefinitions",
+    "TuningObjective": "that definition's objective",
+    "HyperParameterRanges": "that definition's ranges",
+    "StaticHyperParameters": "the trials' hyperparameters besides the tuned ones",
+    "HyperParameterTuningResourceConfig": "the trials' instances, as ResourceConfig",
+}
+
+
+def test_every_member_of_the_definition_is_mapped() -> None:
+    """A member of the API's training job definition is either one CreateTrainingJob's mapping
+    takes (``spec_of``), or one said here: a member botocore adds fails this, so that it is not
+    left unread (as HyperParameterTuningResourceConfig once was)."""
+    model = service_model("sagemaker")
+    definition = model.shape_for("HyperParameterTrainingJobDefinition").members
+    training = model.operation_model("CreateTrainingJob").input_shape.members
+    unknown = sorted(set(definition) - set(training) - set(_TUNING_ONLY))
+    assert unknown == [], f"members no mapping reads: {unknown}"
+    assert set(_TUNING_ONLY) <= set(definition)  # none listed that the model has not
