@@ -151,6 +151,40 @@ def test_a_tuning_job_runs_and_its_trials_are_listed(plane: ControlPlane) -> Non
     assert failed["TrainingJobSummaries"] == []
 
 
+def test_a_definition_sent_in_a_list_is_given_back_in_one_and_named(plane: ControlPlane) -> None:
+    """What the SDK's ``HyperparameterTuner.create(estimator_dict=...)`` sends: the objective and
+    the ranges in a named definition of TrainingJobDefinitions. The answers are the service's:
+    the definition in the list, the objective and ranges in it and not in the config (the SDK's
+    attach fails otherwise), each trial's summary naming its definition (its best_estimator
+    reads it)."""
+    client = _client(plane)
+    request = _request(plane, "listed", jobs=2)
+    config = request["HyperParameterTuningJobConfig"]
+    definition = request.pop("TrainingJobDefinition") | {
+        "DefinitionName": "est-a",
+        "TuningObjective": config.pop("HyperParameterTuningJobObjective"),
+        "HyperParameterRanges": config.pop("ParameterRanges"),
+    }
+    client.create_hyper_parameter_tuning_job(**request, TrainingJobDefinitions=[definition])
+    wait_for(lambda: _status(client, "listed") == "Completed", 120, "listed Completed")
+    job = client.describe_hyper_parameter_tuning_job(HyperParameterTuningJobName="listed")
+    assert "TrainingJobDefinition" not in job
+    (given,) = job["TrainingJobDefinitions"]
+    assert given["DefinitionName"] == "est-a"
+    assert given["TuningObjective"] == {"Type": "Minimize", "MetricName": "loss"}
+    assert given["HyperParameterRanges"]["CategoricalParameterRanges"] == [
+        {"Name": "optimizer", "Values": ['"sgd"', '"adam"']}
+    ]
+    assert given["StaticHyperParameters"]["sagemaker_program"] == '"train.py"'
+    searched = job["HyperParameterTuningJobConfig"]
+    assert "HyperParameterTuningJobObjective" not in searched and "ParameterRanges" not in searched
+    assert job["BestTrainingJob"]["TrainingJobDefinitionName"] == "est-a"
+    listed = client.list_training_jobs_for_hyper_parameter_tuning_job(
+        HyperParameterTuningJobName="listed"
+    )["TrainingJobSummaries"]
+    assert [s["TrainingJobDefinitionName"] for s in listed] == ["est-a", "est-a"]
+
+
 def test_stop_ends_a_tuning_job_stopped_and_a_second_stop_is_refused(
     plane: ControlPlane,
 ) -> None:

@@ -51,6 +51,8 @@ __all__ = ["tuning_job_arn", "tuning_operations"]
 _MAX_SCANNED = 100_000  # tuning jobs a ListHyperParameterTuningJobs call filters and sorts at most
 _JOB_SORT = {"Name": "name", "CreationTime": "creation_time", "Status": "status"}
 #: The training job definition's sections, as DescribeTrainingJob names them.
+# Where the kept request records the name of its one definition, when it was sent in a list.
+_DEFINITION_NAME = "TrainingJobDefinitionName"
 _DEFINITION = (
     "AlgorithmSpecification",
     "InputDataConfig",
@@ -160,19 +162,39 @@ class _TuningOperations:
         tuning = self._tuning(body["HyperParameterTuningJobName"])
         config = self._config(tuning)
         described = tuner.describe_tuning_job(self.store, tuning, config)
+        kept = self.store.api_request("hyper-parameter-tuning-job", tuning.name)
+        named = kept.get(_DEFINITION_NAME)
         for key in ("BestTrainingJob", "OverallBestTrainingJob"):
             if key in described:
-                described[key] = self._with_arn(described[key])
-        return described | {
-            "HyperParameterTuningJobArn": tuning_job_arn(self.settings.region, tuning.name),
-            "TrainingJobDefinition": self._definition(tuning, config),
-        }
+                described[key] = self._with_arn(described[key], named)
+        definition = self._definition(tuning, config, kept)
+        if named is not None:
+            # sent as TrainingJobDefinitions: given back so, as the service does, the objective
+            # and the ranges in the definition, not the config (the SDK's attach of a tuner made
+            # by ``create`` fails where the config has them)
+            searched = dict(described["HyperParameterTuningJobConfig"])
+            own = {
+                "DefinitionName": named,
+                "TuningObjective": searched.pop("HyperParameterTuningJobObjective"),
+                "HyperParameterRanges": searched.pop("ParameterRanges"),
+            }
+            described["HyperParameterTuningJobConfig"] = searched
+            definitions: dict[str, Any] = {"TrainingJobDefinitions": [definition | own]}
+        else:
+            definitions = {"TrainingJobDefinition": definition}
+        arn = tuning_job_arn(self.settings.region, tuning.name)
+        return described | {"HyperParameterTuningJobArn": arn} | definitions
 
-    def _with_arn(self, summary: dict[str, Any]) -> dict[str, Any]:
+    def _with_arn(self, summary: dict[str, Any], definition: str | None) -> dict[str, Any]:
+        """A trial's summary with its ARN, and the name of its definition where the request
+        named one (the SDK's ``best_estimator`` of a tuner made by ``create`` reads it)."""
         arn = training_job_arn(self.settings.region, summary["TrainingJobName"])
-        return summary | {"TrainingJobArn": arn}
+        named = {} if definition is None else {"TrainingJobDefinitionName": definition}
+        return summary | {"TrainingJobArn": arn} | named
 
-    def _definition(self, tuning: TuningJobRecord, config: TuningJobConfig) -> dict[str, Any]:
+    def _definition(
+        self, tuning: TuningJobRecord, config: TuningJobConfig, kept: dict[str, Any]
+    ) -> dict[str, Any]:
         """The trials' training job as ``HyperParameterTrainingJobDefinition`` (its secrets
         masked as DescribeTrainingJob masks them)."""
         job = config.training_job
@@ -186,10 +208,9 @@ class _TuningOperations:
             "StaticHyperParameters": static | {_OBJECTIVE: config.objective.metric_name},
             "EnableManagedSpotTraining": job.use_spot_instances,
         }
-        kept = self.store.api_request("hyper-parameter-tuning-job", tuning.name)
-        kept = kept.get("TrainingJobDefinition") or {}
+        sent = kept.get("TrainingJobDefinition") or {}
         mask = job_masker(job.view())
-        return with_kept(definition, masked_kept(kept, mask, "StaticHyperParameters"))
+        return with_kept(definition, masked_kept(sent, mask, "StaticHyperParameters"))
 
     # --- ListHyperParameterTuningJobs ---------------------------------------------------------
 
@@ -241,7 +262,11 @@ class _TuningOperations:
         trials.sort(key=_trial_key(by), reverse=body.get("SortOrder", "Ascending") == "Descending")
         page, token = _page(trials, body)
         now = time.time()
-        summaries = [self._with_arn(tuner.trial_summary(self.store, config, t, now)) for t in page]
+        kept = self.store.api_request("hyper-parameter-tuning-job", tuning.name)
+        named = kept.get(_DEFINITION_NAME)
+        summaries = [
+            self._with_arn(tuner.trial_summary(self.store, config, t, now), named) for t in page
+        ]
         return {"TrainingJobSummaries": summaries} | token
 
     # --- StopHyperParameterTuningJob ----------------------------------------------------------
@@ -294,7 +319,10 @@ def _page(items: list[Any], body: dict[str, Any]) -> tuple[list[Any], dict[str, 
 
 def _kept(body: dict[str, Any]) -> dict[str, Any]:
     """The members of the request :data:`KEPT_TUNING` keeps (of its one training job
-    definition, given as ``TrainingJobDefinition`` or as the one of ``TrainingJobDefinitions``)."""
+    definition, given as ``TrainingJobDefinition`` or as the one of ``TrainingJobDefinitions``,
+    whose ``DefinitionName`` is kept too: the answers name it then)."""
     if not body.get("TrainingJobDefinition") and body.get("TrainingJobDefinitions"):
-        body = {"TrainingJobDefinition": body["TrainingJobDefinitions"][0]}
+        one = body["TrainingJobDefinitions"][0]
+        kept = kept_of({"TrainingJobDefinition": one}, KEPT_TUNING)
+        return kept | {_DEFINITION_NAME: one.get("DefinitionName") or ""}
     return kept_of(body, KEPT_TUNING)
