@@ -45,6 +45,9 @@ def test_decoding_round_trips_and_keeps_raw_strings() -> None:
     assert decoded["flag"] is True
     assert decoded["layers"] == [1, 2]
     assert decode_hyperparameters({"raw": "not json"}) == {"raw": "not json"}
+    # hostile: a container command's hyperparameters.json holds the request's text as sent, and
+    # JSON nested past the decoder's recursion is kept as text, not a crash of the agent
+    assert decode_hyperparameters({"deep": "[" * 2500}) == {"deep": "[" * 2500}
 
 
 def test_split_separates_user_framework_and_sagemaker_entries() -> None:

@@ -133,6 +133,33 @@ def test_a_custom_rule_fires_from_its_own_process(
     assert "step 2" in row.status_details
 
 
+_SHOUTS = """
+import os
+from trainops.debugger.rules import Rule
+
+
+class Shouts(Rule):
+    \"\"\"Writes JSON nested past the decoder's recursion to the verdict pipe, then fires.\"\"\"
+
+    def invoke_at_step(self, step):
+        os.write(1, b"[" * 100000 + b"\\n")
+        return step >= 1
+"""
+
+
+@pytest.mark.slow
+def test_a_rule_writing_its_own_lines_to_the_verdict_pipe_is_still_heard(
+    custom: CustomPlane, tmp_path: Path
+) -> None:
+    job = custom.submit_custom(_code(tmp_path, _SHOUTS), "rules/mine.py", "Shouts")
+    service = DebuggerRulesService(custom.context)
+    service.job_changed(job)
+    _weights(custom, [1.0, 2.0])
+    row = _deadline_tick(service, custom, "Mine", "IssuesFound")
+    service.close()
+    assert row.status == "IssuesFound", row.status_details
+
+
 @pytest.mark.slow
 def test_a_healthy_custom_rule_ends_with_no_issues(custom: CustomPlane, tmp_path: Path) -> None:
     job = custom.submit_custom(_code(tmp_path, _RULE), "rules/mine.py", "BigWeights")

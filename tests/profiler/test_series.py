@@ -123,6 +123,7 @@ def test_the_reader_skips_what_it_cannot_use_and_names_it(tmp_path: Path) -> Non
     (prefix / "meta" / "algo-2.json").write_bytes(b" " * ((1 << 20) + 1))
     with open(prefix / "meta" / "algo-3.json", "wb") as sparse:  # 1 GiB, no disk used
         sparse.truncate(1 << 30)
+    (prefix / "meta" / "algo-4.json").write_text("[" * 100_000)  # past the decoder's recursion
     uri = prefix.as_uri()
     reader = ProfilerReader(store_for(uri, Settings(home=tmp_path / "home")), uri)
     assert reader.refresh()
@@ -133,5 +134,6 @@ def test_the_reader_skips_what_it_cannot_use_and_names_it(tmp_path: Path) -> Non
     assert "algo-1.json: not a JSON object" in problems
     assert f"algo-2.json: {(1 << 20) + 1} bytes, more than a meta file may hold" in problems
     assert f"algo-3.json: {1 << 30} bytes, more than a meta file may hold" in problems
+    assert "algo-4.json: maximum recursion depth exceeded" in problems
     assert reader.meta == {}
     assert not reader.refresh()  # nothing new: nothing read again

@@ -108,7 +108,7 @@ class ProfilerReader:
             value = json.loads(data)
             if not isinstance(value, dict):
                 raise ValueError("not a JSON object")
-        except (StorageError, ValueError) as exc:
+        except (StorageError, ValueError, RecursionError) as exc:  # a job wrote it: any bytes
             message = str(exc)
             self.errors.append(message if message.startswith(uri) else f"{uri}: {message}")
             return

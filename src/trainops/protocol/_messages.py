@@ -53,11 +53,19 @@ RESERVED_HYPERPARAMETERS = frozenset(
 )
 
 
+#: A hyperparameter's JSON nests at most this deep to be read as JSON (a list of lists is
+#: plenty; ``[`` repeated 2,500 times, the API's longest value, would exhaust the decoder's
+#: recursion): deeper, it stays text.
+MAX_HYPERPARAMETER_NESTING = 32
+
+
 def toolkit_value(text: str) -> Any:
     """A hyperparameter's text as the training toolkit reads it into ``SM_HPS`` and the
     script's arguments: JSON where it is JSON (``3`` is 3, ``"\\"adam\\""`` is ``adam``,
     ``true`` is True, ``[64, 32]`` a list), the text itself where it is not (``adam``). A JSON
     null or a non-finite number stays text: a job's hyperparameters carry neither."""
+    if _nesting(text) > MAX_HYPERPARAMETER_NESTING:  # the decoder would recurse that deep
+        return text
     try:
         value = json.loads(text)
     except ValueError:
@@ -65,6 +73,23 @@ def toolkit_value(text: str) -> Any:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return text
     return value
+
+
+def _nesting(text: str) -> int:
+    """How deep ``text``'s brackets nest outside its JSON strings, at most."""
+    depth = deepest = 0
+    quoted = escaped = False
+    for char in text:
+        if quoted:
+            escaped, quoted = (False, True) if escaped else (char == "\\", char != '"')
+        elif char == '"':
+            quoted = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
 
 
 def sdk_unwrapped(value: str) -> str:

@@ -182,7 +182,7 @@ class CustomRuleEvaluation:
         while line := stdout.readline(_LINE_LIMIT):
             try:
                 verdict = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):  # the rule's own code wrote it: any line
                 continue
             if isinstance(verdict, dict):
                 with self._lock:

@@ -13,6 +13,7 @@ from trainops.agent import decode_hyperparameters, encode_hyperparameters
 from trainops.server._settings import DEFAULT_IMAGES, ImageMapping
 from trainops.server.aws import AwsError
 from trainops.server.aws._create import code_uri_of, hyperparameters, spec_of
+from trainops.server.aws._update import rule_configs
 from trainops.spec import JobSpec
 
 
@@ -57,6 +58,11 @@ def test_the_sdk_s_hyperparameters_are_read_as_the_toolkit_reads_them() -> None:
         ("NaN", "NaN"),
         ("-Infinity", "-Infinity"),
         ("", ""),
+        # hostile: JSON nested past what the decoder's recursion takes stays text, not a crash
+        ("[" * 2500, "[" * 2500),
+        ("[" * 40 + "]" * 40, "[" * 40 + "]" * 40),
+        ('"' + "[" * 40 + '"', "[" * 40),  # brackets inside a string nest nothing
+        ("[[[1]]]", [[[1]]]),
     ],
 )
 def test_each_value_is_what_the_toolkit_reads_and_written_back_as_sent(
@@ -72,7 +78,9 @@ def test_each_value_is_what_the_toolkit_reads_and_written_back_as_sent(
         spec.hyperparameters, program="train.py", submit_directory="s3://b/c", job_name="j",
         region="us-east-1",
     )  # fmt: skip
-    if sent not in ("adam", "null", "NaN", "-Infinity", ""):  # JSON as the SDK writes it
+    if isinstance(read, str) and read == sent:  # text: written back as a JSON string of it
+        assert json.loads(written["value"]) == sent
+    else:  # JSON as the SDK writes it
         assert json.loads(written["value"]) == json.loads(sent)
     assert decode_hyperparameters(written)["value"] == read
 
@@ -236,6 +244,7 @@ def test_the_sdk_s_distribution_flags_become_the_spec_s_distribution(
         ),
         ({"mp_parameters": "[1, 2]"}, "mp_parameters is not a JSON object"),
         ({"mp_parameters": "{not json"}, "mp_parameters is not a JSON object"),
+        ({"mp_parameters": "[" * 2500}, "mp_parameters is not a JSON object"),
     ],
 )
 def test_a_broken_distribution_flag_is_refused_in_one_line(
@@ -303,3 +312,15 @@ def test_without_a_container_command_the_tarball_is_still_needed() -> None:
     request = copy.deepcopy(SAMPLES["CreateTrainingJob"])
     with pytest.raises(AwsError, match="or name the command to run in"):
         code_uri_of(hyperparameters(request), request)
+
+
+def test_rule_parameters_are_read_as_json_and_hostile_ones_stay_text() -> None:
+    """A profiler rule's parameters: a number, boolean or list where the text is one; JSON
+    nested past the decoder's recursion is text, not a 500."""
+    deep = "[" * 2500
+    configs = rule_configs([{
+        "RuleConfigurationName": "CPU",
+        "RuleEvaluatorImage": "ignored",
+        "RuleParameters": {"rule_to_invoke": "CPUBottleneck", "threshold": "50", "deep": deep},
+    }])  # fmt: skip
+    assert configs[0]["rule_parameters"] == {"threshold": 50, "deep": deep}

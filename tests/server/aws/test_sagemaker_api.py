@@ -4,6 +4,7 @@ refused over HTTP; hostile bodies; and the REST API beside it untouched."""
 
 from __future__ import annotations
 
+import base64
 import json
 import socket
 from collections.abc import Iterator
@@ -190,9 +191,11 @@ def test_list_pages_filters_and_sorts(plane: ControlPlane) -> None:
     newest = client.list_training_jobs(MaxResults=1)["TrainingJobSummaries"]
     assert [s["TrainingJobName"] for s in newest] == ["other"]
     assert client.list_training_jobs(StatusEquals="Failed")["TrainingJobSummaries"] == []
-    with pytest.raises(ClientError) as caught:
-        client.list_training_jobs(NextToken="not-a-token")
-    assert _code(caught) == ("ValidationException", "Invalid pagination token", 400)
+    deep = base64.urlsafe_b64encode(b"[" * 6000).decode()  # past the JSON decoder's recursion
+    for token in ("not-a-token", deep):
+        with pytest.raises(ClientError) as caught:
+            client.list_training_jobs(NextToken=token)
+        assert _code(caught) == ("ValidationException", "Invalid pagination token", 400)
 
 
 def test_stop_stops_and_a_second_stop_is_refused(plane: ControlPlane) -> None:

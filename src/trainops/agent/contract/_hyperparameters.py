@@ -52,12 +52,13 @@ def encode_hyperparameters(
 
 
 def decode_hyperparameters(raw: Mapping[str, str]) -> dict[str, Any]:
-    """Read values back as the toolkit does: ``json.loads``, or the raw string if that fails."""
+    """Read values back as the toolkit does: ``json.loads``, or the raw string if that fails
+    (a value nested past the decoder's recursion too: ``[`` repeated 2,500 times is text)."""
     decoded: dict[str, Any] = {}
     for key, value in raw.items():
         try:
             decoded[key] = json.loads(value)
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, RecursionError):
             decoded[key] = value
     return decoded
 

@@ -155,7 +155,7 @@ def _whole(name: str, value: str) -> int:
 def _json_object(name: str, value: str) -> dict[str, Any]:
     try:
         decoded = json.loads(value)
-    except ValueError:
+    except (ValueError, RecursionError):
         decoded = None
     if not isinstance(decoded, dict):
         raise _invalid(f"HyperParameters.{name} is not a JSON object")

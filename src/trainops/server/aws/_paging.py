@@ -34,7 +34,7 @@ def offset_of(token: str | None, refusal: Callable[[], AwsError]) -> int:
         return 0
     try:
         offset = json.loads(base64.urlsafe_b64decode(token.encode()))["offset"]
-    except (ValueError, KeyError, TypeError, binascii.Error):
+    except (ValueError, KeyError, TypeError, RecursionError, binascii.Error):
         offset = None
     if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
         raise refusal()

@@ -82,7 +82,7 @@ def _parameter(text: str) -> Any:
     (``"50"``, ``"true"``); one that reads as a JSON number, boolean or list is that."""
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past the decoder's recursion: text too
         return text
     return value if isinstance(value, int | float | bool | list) else text
 
