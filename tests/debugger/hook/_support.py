@@ -83,19 +83,28 @@ def write_config(folder: Path, out_dir: Path, **parameters: Any) -> Path:
 
 
 def run_job_script(
-    tmp_path: Path, code: str, config_dir: Path, extra_path: Sequence[Path] = ()
+    tmp_path: Path,
+    code: str,
+    config_dir: Path,
+    extra_path: Sequence[Path] = (),
+    *,
+    python: Path | None = None,
+    env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``code`` as a job's script: trainops' bootstrap first on ``PYTHONPATH`` (then
-    ``extra_path``, a user's own paths)."""
+    ``extra_path``, a user's own paths, and trainops' sources); with ``python``, that
+    interpreter (a job's own, which has no trainops) and the bootstrap alone on the path."""
     script = tmp_path / "train.py"
     script.write_text(code)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SM_", "SMDEBUG", "TRAINOPS"))}
-    paths = [str(BOOTSTRAP_DIR), *map(str, extra_path), str(SRC)]
-    env.update(PYTHONPATH=os.pathsep.join(paths))
-    env.update(SM_INPUT_CONFIG_DIR=str(config_dir), OMP_NUM_THREADS="1")
+    environ = {
+        k: v for k, v in os.environ.items() if not k.startswith(("SM_", "SMDEBUG", "TRAINOPS"))
+    }
+    paths = [str(BOOTSTRAP_DIR), *map(str, extra_path)] + ([str(SRC)] if python is None else [])
+    environ.update(PYTHONPATH=os.pathsep.join(paths))
+    environ.update(SM_INPUT_CONFIG_DIR=str(config_dir), OMP_NUM_THREADS="1", **(env or {}))
     return subprocess.run(
-        [sys.executable, str(script)],
-        env=env,
+        [str(python or sys.executable), str(script)],
+        env=environ,
         cwd=tmp_path,
         capture_output=True,
         text=True,

@@ -4,11 +4,13 @@ host's tree, saves its tensors; a smdebug-style script runs unchanged against tr
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.debugger.hook._support import run_job_script, write_config
+from tests.debugger.hook._support import SRC, run_job_script, write_config
 from trainops.debugger import create_trial, modes
 
 LOOP = """
@@ -83,6 +85,58 @@ def test_a_plain_loop_is_saved_with_train_and_eval_told_apart(tmp_path: Path) ->
     assert trial.tensor("gradient/Sequential_0.weight").steps() == [0, 1, 2, 3, 5, 6, 7, 8]
     assert trial.tensor("CrossEntropyLoss_output_0").steps() == list(range(10))  # first call too
     assert (out / "training_job_end.ts").is_file()
+
+
+@pytest.fixture(scope="module")
+def torch_only_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A job's own interpreter, as the server's images setting maps one: torch and numpy, but
+    neither trainops nor google_crc32c (a venv whose site-packages shows only the others)."""
+    import torch
+
+    root = tmp_path_factory.mktemp("torch-only")
+    shown = root / "packages"
+    shown.mkdir()
+    for entry in Path(torch.__file__).parents[1].iterdir():
+        name = entry.name.lower()
+        hidden = name.startswith(("trainops", "__editable__", "google_crc32c", "__pycache__"))
+        if not hidden and not name.endswith(".pth"):
+            (shown / entry.name).symlink_to(entry)
+    venv = root / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    (Path(purelib) / "shown.pth").write_text(f"{shown}\n")
+    return python
+
+
+@pytest.mark.slow
+def test_the_hooks_run_in_a_job_s_own_interpreter_without_trainops(
+    tmp_path: Path, torch_only_python: Path
+) -> None:
+    """The bootstrap loads its own package by its path (none of the server's others): the
+    debugger hook saves (its CRC32C in Python) and the step timing runs, where they were off
+    ("No module named 'trainops'") and every rule said NoIssuesFound of no step at all."""
+    out = tmp_path / "tensors"
+    config_dir = write_config(tmp_path / "config", out, save_interval=1).parent
+    code = LOOP + (
+        "import importlib.util, sys\n"
+        "print(importlib.util.find_spec('google_crc32c') is None, sys.modules['trainops'].__file__)\n"
+    )
+    profiled = tmp_path / "profiler"
+    result = run_job_script(
+        tmp_path, code, config_dir, python=torch_only_python,
+        env={"TRAINOPS_PROFILER_DIR": str(profiled)},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    done, found = result.stdout.strip().splitlines()
+    assert done == "done" and found == f"True {SRC / 'trainops' / '__init__.py'}"
+    assert "off in this process" not in result.stderr, result.stderr
+    trial = create_trial(str(out))
+    assert trial.steps(mode=modes.TRAIN) == list(range(8))
+    assert trial.tensor("CrossEntropyLoss_output_0").steps() == list(range(10))
 
 
 def test_a_smdebug_script_runs_unchanged_on_trainops(tmp_path: Path) -> None:

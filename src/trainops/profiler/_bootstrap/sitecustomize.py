@@ -7,7 +7,10 @@ It does three things, each unable to break the script:
    adds an import hook that waits for ``torch``: once ``import torch`` has finished, it installs
    trainops' step-timing hooks (``trainops.profiler._torch_hooks``) and/or the debugger hook
    (``trainops.debugger.hook._auto``). A script that never imports torch never loads
-   trainops. Any failure turns that part off with one line on stderr.
+   trainops. Where the job's interpreter has no ``trainops`` of its own (one the server's
+   ``images`` setting maps), the package this file is part of is loaded by its path: only it,
+   none of the server's other packages. Any failure turns that part off with one line on
+   stderr.
 2. It appends trainops' smdebug-compatible package (``trainops/debugger/_compat``) to the end
    of ``sys.path``, after site-packages, so ``import smdebug`` works and a real smdebug wins.
 3. It runs the ``sitecustomize`` this one shadows, if any (the next one on ``sys.path``: a
@@ -91,7 +94,36 @@ class _TorchWatcher:
         return spec
 
 
+def _trainops() -> None:
+    """Make ``trainops`` importable where the job's interpreter has it not (one the server's
+    ``images`` setting maps, a user's own environment): this bootstrap's own package is loaded
+    by its path, and nothing else of the server's environment is put on the job's path. Raises
+    what loading it raises (an interpreter too old for it)."""
+    if "trainops" in sys.modules or importlib.util.find_spec("trainops") is not None:
+        return
+    package = os.path.dirname(os.path.dirname(_HERE))
+    spec = importlib.util.spec_from_file_location(
+        "trainops", os.path.join(package, "__init__.py"), submodule_search_locations=[package]
+    )
+    if spec is None or spec.loader is None:
+        raise ImportError(f"trainops cannot be loaded from {package}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["trainops"] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules["trainops"]
+        raise
+
+
 def _install(torch: ModuleType) -> None:
+    try:
+        _trainops()
+    except Exception as exc:
+        sys.stderr.write(
+            f"trainops: its hooks are off in this process ({type(exc).__name__}: {exc})\n"
+        )
+        return
     if _profiling():
         try:
             from trainops.profiler._torch_hooks import install
