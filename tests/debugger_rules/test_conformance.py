@@ -17,7 +17,9 @@ from trainops.debugger.rules import (
     DEBUGGER_RULES,
     ISSUES_FOUND,
     NO_ISSUES_FOUND,
+    NOTHING_EVALUATED,
     RuleRunner,
+    Verdict,
     invoke_rule,
     make_debugger_rule,
     rule_parameters,
@@ -151,3 +153,16 @@ def test_the_same_verdict_when_the_trials_forget_what_the_rule_is_done_with(
         expected = kept.advance(_LATER, ended=True)
     forgetting = _verdict_forgetting(_rule(name, tmp_path / "forgetting", triggered), monkeypatch)
     assert (forgetting.status, forgetting.details) == (expected.status, expected.details)
+
+
+@pytest.mark.parametrize("name", [n for n in DEBUGGER_RULES if n != "StalledTrainingRule"])
+def test_a_job_that_saved_nothing_ends_saying_so(name: str, tmp_path: Path) -> None:
+    """NoIssuesFound, as SageMaker ends a rule that had no data, but said as what it is: a
+    hook that was off (a script's interpreter without it, once) must not read as a pass."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    others = [create_trial(str(empty))] if CASES[name].other is not None else None
+    rule = make_debugger_rule(name, create_trial(str(empty)), CASES[name].parameters, others)
+    runner = RuleRunner(rule)
+    assert runner.advance(_NOW).details == "no step evaluated yet"
+    assert runner.advance(_LATER, ended=True) == Verdict(NO_ISSUES_FOUND, NOTHING_EVALUATED)

@@ -23,6 +23,7 @@ from trainops.debugger.rules._base import UNAVAILABLE, UNREADABLE, Rule
 __all__ = [
     "IN_PROGRESS",
     "ISSUES_FOUND",
+    "NOTHING_EVALUATED",
     "NO_ISSUES_FOUND",
     "STEPS_PER_ADVANCE",
     "RuleRunner",
@@ -38,6 +39,11 @@ IN_PROGRESS = "InProgress"
 #: The most steps one :meth:`RuleRunner.advance` evaluates (the rest wait for the next call).
 STEPS_PER_ADVANCE = 200
 _MAX_DETAILS = 1024
+#: The final details of a rule that had no step to evaluate when its job ended.
+NOTHING_EVALUATED = (
+    "no step evaluated: the job saved no step of the tensors this rule reads (is the "
+    "debugger hook on in the script's process? its log says so where it is off)"
+)
 
 
 def invoke_rule(
@@ -98,7 +104,7 @@ class RuleRunner:
         if not ended and len(steps) <= STEPS_PER_ADVANCE and self.rule.check_idle(now):
             return self._found(self.next_step - 1 if self.next_step else None)
         if ended and len(steps) <= STEPS_PER_ADVANCE:
-            self.verdict = Verdict(NO_ISSUES_FOUND, self._summary())
+            self.verdict = Verdict(NO_ISSUES_FOUND, self._summary(final=True))
         else:
             self.verdict = Verdict(IN_PROGRESS, self._summary())
         return self.verdict
@@ -134,9 +140,10 @@ class RuleRunner:
         self.verdict = Verdict(ISSUES_FOUND, details, step, dict(self.rule.evidence))
         return self.verdict
 
-    def _summary(self) -> str:
+    def _summary(self, *, final: bool = False) -> str:
         if not self.evaluated and not self.left_out:
-            return "no step evaluated yet"
+            # NoIssuesFound, as SageMaker ends a rule that had no data; said so, not as a pass
+            return NOTHING_EVALUATED if final else "no step evaluated yet"
         last = self.next_step - 1
         summary = f"no issue in {self.evaluated} steps evaluated (up to step {last})"
         return (summary + self._unreadable())[:_MAX_DETAILS]
