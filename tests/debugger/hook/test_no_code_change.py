@@ -137,6 +137,12 @@ def test_the_hooks_run_in_a_job_s_own_interpreter_without_trainops(
     trial = create_trial(str(out))
     assert trial.steps(mode=modes.TRAIN) == list(range(8))
     assert trial.tensor("CrossEntropyLoss_output_0").steps() == list(range(10))
+    # a smdebug-style script imports smdebug before torch: trainops' smdebug finds trainops too
+    code = "import smdebug.pytorch as smd\nprint(smd.__name__, smd.Hook.__module__)\n"
+    imported = run_job_script(tmp_path, code, config_dir, python=torch_only_python)
+    assert imported.stdout.split() == ["smdebug.pytorch", "trainops.debugger.hook._hook"], (
+        imported.stderr
+    )
 
 
 def test_a_smdebug_script_runs_unchanged_on_trainops(tmp_path: Path) -> None:

@@ -1,19 +1,20 @@
 """Run by Python at start-up when trainops' bootstrap directory is on ``PYTHONPATH``.
 
-It does three things, each unable to break the script:
+It does four things, each unable to break the script:
 
 1. Where ``TRAINOPS_PROFILER_DIR`` is set, or the job has a debugger hook config
    (``$SMDEBUG_CONFIG_FILE_PATH``, or ``debughookconfig.json`` in ``$SM_INPUT_CONFIG_DIR``), it
    adds an import hook that waits for ``torch``: once ``import torch`` has finished, it installs
    trainops' step-timing hooks (``trainops.profiler._torch_hooks``) and/or the debugger hook
    (``trainops.debugger.hook._auto``). A script that never imports torch never loads
-   trainops. Where the job's interpreter has no ``trainops`` of its own (one the server's
-   ``images`` setting maps), the package this file is part of is loaded by its path: only it,
-   none of the server's other packages. Any failure turns that part off with one line on
-   stderr.
-2. It appends trainops' smdebug-compatible package (``trainops/debugger/_compat``) to the end
+   trainops. Any failure turns that part off with one line on stderr.
+2. Where the job's interpreter has no ``trainops`` of its own (one the server's ``images``
+   setting maps), a last meta-path finder makes the package this file is part of importable,
+   by its path: only it, none of the server's other packages (the hooks and ``smdebug`` need
+   it). Nothing is imported until something imports it.
+3. It appends trainops' smdebug-compatible package (``trainops/debugger/_compat``) to the end
    of ``sys.path``, after site-packages, so ``import smdebug`` works and a real smdebug wins.
-3. It runs the ``sitecustomize`` this one shadows, if any (the next one on ``sys.path``: a
+4. It runs the ``sitecustomize`` this one shadows, if any (the next one on ``sys.path``: a
    user's or the distribution's), as Python would have, under the name ``sitecustomize``.
 
 Only the standard library is imported here: this runs in every Python process the job starts.
@@ -94,36 +95,22 @@ class _TorchWatcher:
         return spec
 
 
-def _trainops() -> None:
-    """Make ``trainops`` importable where the job's interpreter has it not (one the server's
-    ``images`` setting maps, a user's own environment): this bootstrap's own package is loaded
-    by its path, and nothing else of the server's environment is put on the job's path. Raises
-    what loading it raises (an interpreter too old for it)."""
-    if "trainops" in sys.modules or importlib.util.find_spec("trainops") is not None:
-        return
-    package = os.path.dirname(os.path.dirname(_HERE))
-    spec = importlib.util.spec_from_file_location(
-        "trainops", os.path.join(package, "__init__.py"), submodule_search_locations=[package]
-    )
-    if spec is None or spec.loader is None:
-        raise ImportError(f"trainops cannot be loaded from {package}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["trainops"] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules["trainops"]
-        raise
+class _TrainopsFinder:
+    """The last meta-path finder: ``trainops`` from this bootstrap's own package, for a job's
+    interpreter that has none of its own (one the server's ``images`` setting maps, a user's
+    environment). Only that package answers, found by its path: nothing else of the server's
+    environment reaches the job's ``sys.path``, and an installed trainops is found first."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name != "trainops":
+            return None
+        package = os.path.dirname(os.path.dirname(_HERE))
+        return importlib.util.spec_from_file_location(
+            name, os.path.join(package, "__init__.py"), submodule_search_locations=[package]
+        )
 
 
 def _install(torch: ModuleType) -> None:
-    try:
-        _trainops()
-    except Exception as exc:
-        sys.stderr.write(
-            f"trainops: its hooks are off in this process ({type(exc).__name__}: {exc})\n"
-        )
-        return
     if _profiling():
         try:
             from trainops.profiler._torch_hooks import install
@@ -168,6 +155,7 @@ def _offer_smdebug() -> None:
 def _start() -> None:
     if (_profiling() or _debugging()) and "torch" not in sys.modules:
         sys.meta_path.insert(0, _TorchWatcher())  # first: the chained one may import torch
+    sys.meta_path.append(_TrainopsFinder())  # last: an installed trainops wins
     _offer_smdebug()
     _chain()
 
