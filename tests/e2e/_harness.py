@@ -65,6 +65,19 @@ def statuses(description: dict[str, Any]) -> list[str]:
     return [t["Status"] for t in description["SecondaryStatusTransitions"]]
 
 
+def run_client(
+    argv: list[str], env: dict[str, str], cwd: Path, timeout: float = 240
+) -> tuple[dict[str, Any], subprocess.CompletedProcess[str]]:
+    """Run an SDK client script that prints its result as JSON on its last line: the result,
+    and the run (its output). Fails the test, with the output's tails, where the script did."""
+    done = subprocess.run(
+        argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result, done
+
+
 def wait_for(predicate: Any, timeout: float = 60, interval: float = 0.2) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -32,7 +32,7 @@ from typing import Any
 import pytest
 
 from tests._support.system import require, require_installed, require_sdk3
-from tests.e2e._harness import Server, cli_env, wait_for
+from tests.e2e._harness import Server, cli_env, run_client, wait_for
 from trainops.agent.supervision._hostns import opt_ml_shown
 from trainops.storage._seaweed import read_client_file
 
@@ -403,16 +403,7 @@ def test_the_sdk_v3_tuner_runs_its_trials_and_reads_the_best_one_back(
     (source / "train.py").write_text(TRAIN_TUNED)
     client = tmp_path / "tuner.py"
     client.write_text(TUNER_CLIENT)
-    done = subprocess.run(
-        [str(require_sdk3()), str(client), str(source)],
-        env=served.env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result, _ = run_client([str(require_sdk3()), str(client), str(source)], served.env, tmp_path)
     if not opt_ml_shown(True):  # the trials' command needs /opt/ml: they fail saying so
         assert result["status"] == "Failed", result
         pytest.skip("this machine cannot show /opt/ml to a job: the trials failed saying so")

@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 
 from tests._support.system import require, require_installed
-from tests.e2e._harness import Server, cli_env, wait_for
+from tests.e2e._harness import Server, cli_env, run_client, wait_for
 from trainops.storage._seaweed import read_client_file
 
 pytestmark = [pytest.mark.slow, pytest.mark.s3]
@@ -199,16 +199,9 @@ def test_the_sdk_v2_pytorch_estimator_fits_on_trainops_and_reads_its_model(
     try:
         wait_for(lambda: read_client_file(home), timeout=120)
         wait_for(lambda: (home / "aws" / "sagemaker.yaml").is_file(), timeout=30)
-        done = subprocess.run(
-            [sys.executable, str(driver), str(source)],
-            env=_sdk_env(home),
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=240,
+        result, done = run_client(
+            [sys.executable, str(driver), str(source)], _sdk_env(home), tmp_path
         )
-        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-        result = json.loads(done.stdout.strip().splitlines()[-1])
         assert result["bucket"] == "trainops"
         assert result["status"] == "Completed"
         # logs="All": the script's lines, streamed from CloudWatch Logs as the SDK reads them
