@@ -157,7 +157,7 @@ def test_the_same_verdict_when_the_trials_forget_what_the_rule_is_done_with(
 
 @pytest.mark.parametrize("name", [n for n in DEBUGGER_RULES if n != "StalledTrainingRule"])
 def test_a_job_that_saved_nothing_ends_saying_so(name: str, tmp_path: Path) -> None:
-    """NoIssuesFound, as SageMaker ends a rule that had no data, but said as what it is: a
+    """NoIssuesFound (the status of a rule that found nothing), but said as what it is: a
     hook that was off (a script's interpreter without it, once) must not read as a pass."""
     empty = tmp_path / "empty"
     empty.mkdir()

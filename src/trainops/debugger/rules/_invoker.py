@@ -142,7 +142,7 @@ class RuleRunner:
 
     def _summary(self, *, final: bool = False) -> str:
         if not self.evaluated and not self.left_out:
-            # NoIssuesFound, as SageMaker ends a rule that had no data; said so, not as a pass
+            # NoIssuesFound (the status of a rule that found nothing), said as what it is
             return NOTHING_EVALUATED if final else "no step evaluated yet"
         last = self.next_step - 1
         summary = f"no issue in {self.evaluated} steps evaluated (up to step {last})"
