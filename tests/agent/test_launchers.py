@@ -240,3 +240,33 @@ def test_mpi_across_hosts_without_host_names_is_refused_with_the_reason() -> Non
     alone = dataclasses.replace(ctx, remote_shell=None)
     with pytest.raises(LaunchError, match="remote shell"):
         launcher_for("mpi").processes(alone)
+
+
+@pytest.mark.parametrize("name", ["pytorchddp", "smdistributed.dataparallel"])
+def test_the_data_parallel_runner_gives_its_ranks_the_library_last_on_the_path(name: str) -> None:
+    from trainops.agent.launchers._smddp_site import SMDDP_SITE
+
+    for index in (0, -1):  # two hosts: the first and another
+        ctx = _context(name, index)
+        ctx = dataclasses.replace(ctx, env={**ctx.env, "PYTHONPATH": f"/code{os.pathsep}/user"})
+        for process in launcher_for(name).processes(ctx):
+            assert process.env["PYTHONPATH"].split(os.pathsep) == [
+                "/code",
+                "/user",
+                str(SMDDP_SITE),
+            ]
+            assert process.env["SMDATAPARALLEL_USE_HOMOGENEOUS"] == "1"
+    alone = dataclasses.replace(_context(name), hosts=("algo-1",), current_host="algo-1")
+    [first, *_] = launcher_for(name).processes(alone)
+    assert first.env["SMDATAPARALLEL_USE_SINGLENODE"] == "1"
+    assert "SMDATAPARALLEL_USE_HOMOGENEOUS" not in first.env
+    assert (SMDDP_SITE / "smdistributed" / "dataparallel" / "torch" / "torch_smddp.py").is_file()
+
+
+def test_other_launchers_leave_the_library_out() -> None:
+    from trainops.agent.launchers._smddp_site import SMDDP_SITE
+
+    for name in ("plain", "torch_distributed"):
+        for process in launcher_for(name).processes(_context(name)):
+            assert str(SMDDP_SITE) not in process.env.get("PYTHONPATH", "")
+            assert not any(k.startswith("SMDATAPARALLEL_") for k in process.env)

@@ -18,6 +18,7 @@ from trainops.agent.launchers._base import (
 )
 from trainops.agent.launchers._mpi import MpiLauncher
 from trainops.agent.launchers._plain import PlainLauncher
+from trainops.agent.launchers._smddp import SmDataParallelLauncher
 from trainops.agent.launchers._tensorflow import (
     MultiWorkerMirroredLauncher,
     ParameterServerLauncher,
@@ -40,8 +41,8 @@ __all__ = [
 
 LAUNCHERS: Registry[Launcher] = Registry("launcher", error=ValueError)
 _PLAIN = LAUNCHERS.register("plain", PlainLauncher())
-LAUNCHERS.register("pytorchddp", _PLAIN)
-LAUNCHERS.register("smdistributed.dataparallel", _PLAIN)
+_SMDDP = LAUNCHERS.register("smdistributed.dataparallel", SmDataParallelLauncher())
+LAUNCHERS.register("pytorchddp", _SMDDP)  # SageMaker starts both with its SMDataParallel runner
 LAUNCHERS.register("torch_distributed", TorchrunLauncher())
 LAUNCHERS.register("multi_worker_mirrored_strategy", MultiWorkerMirroredLauncher())
 LAUNCHERS.register("parameter_server", ParameterServerLauncher())
