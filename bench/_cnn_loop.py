@@ -11,11 +11,15 @@ With ``--toggle N`` (in a process where trainops' step-timing hooks are installe
 are taken off and put back every N steps, so hooked and bare steps interleave in one process;
 the output then says which steps were hooked.
 
+``--device cuda`` trains on the GPU: each batch is moved there and each step ends with
+``torch.cuda.synchronize()`` (as a loop that reads its loss each step waits for the GPU), so a
+step's time is the GPU's work and the launches that feed it.
+
 ``--micro`` (hooks installed) times the hooks alone instead: the recorder's events for one
 step called in a tight loop, and a tiny model (8 linear layers of 4, batch 4: a step of a few
 hundred microseconds) hooked against bare in alternating blocks, the fastest block of each.
 
-    python bench/_cnn_loop.py --steps 400 --batch 64 [--toggle 10]
+    python bench/_cnn_loop.py --steps 400 --batch 64 [--toggle 10] [--device cuda]
     python bench/_cnn_loop.py --micro
 """
 
@@ -43,6 +47,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--toggle", type=int, default=0)
     parser.add_argument("--micro", action="store_true")
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     args = parser.parse_args()
     hooks = sys.modules.get("trainops.profiler._torch_hooks")
     if args.micro:
@@ -56,7 +61,9 @@ def main() -> None:
     torch.set_num_threads(1)
     data = TensorDataset(torch.randn(1797, 1, 8, 8), torch.randint(0, 10, (1797,)))
     loader = DataLoader(data, batch_size=args.batch, shuffle=True, drop_last=True)
-    model = build_model()
+    device = torch.device(args.device)
+    model = build_model().to(device)
+    wait = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.003)
     marks, hooked = [time.perf_counter()], list[bool]()
     while len(marks) <= args.steps:
@@ -67,9 +74,11 @@ def main() -> None:
                 else:
                     hooks.install(torch)
             hooked.append(hooks is not None and hooks.installed())
+            images, labels = images.to(device), labels.to(device)
             optimizer.zero_grad()
             nn.functional.cross_entropy(model(images), labels).backward()  # type: ignore[no-untyped-call]
             optimizer.step()
+            wait()
             marks.append(time.perf_counter())
             if len(marks) > args.steps:
                 break

@@ -17,7 +17,8 @@ start-up and imports are outside the window. Kinds:
   part of the above, to compare with psutil like for like);
 - ``psutil``: the psutil loop a monitor is usually built on: ``cpu_percent(percpu=True)``,
   ``cpu_times_percent()`` (for I/O wait), ``virtual_memory()``, ``disk_io_counters()``,
-  ``net_io_counters()`` each tick;
+  ``net_io_counters()`` each tick, and on a machine with NVIDIA GPUs each GPU's utilization and
+  memory through ``pynvml`` (as the monitor reads them), so the peer does the same work;
 - ``idle``: the same child doing nothing (the floor of the measurement).
 
 The kinds are interleaved (monitor, sampler, psutil, idle, then again, for each interval) for
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import importlib
 import json
 import resource
 import statistics
@@ -210,6 +212,7 @@ def _psutil_sample() -> Callable[[], object]:
 
     psutil.cpu_percent(percpu=True)
     psutil.cpu_times_percent()
+    gpus = _gpu_reader()
 
     def sample() -> object:
         return (
@@ -219,9 +222,23 @@ def _psutil_sample() -> Callable[[], object]:
             psutil.virtual_memory(),
             psutil.disk_io_counters(),
             psutil.net_io_counters(),
+            gpus(),
         )
 
     return sample
+
+
+def _gpu_reader() -> Callable[[], list[tuple[object, object]]]:
+    """Each NVIDIA GPU's utilization and memory through pynvml (nothing where pynvml, the
+    driver or a GPU is missing)."""
+    try:
+        nvml: Any = importlib.import_module("pynvml")
+        nvml.nvmlInit()
+        handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(nvml.nvmlDeviceGetCount())]
+    except Exception:  # no pynvml, no driver, no GPU: the peer reads what the machine has
+        return list
+    utilization, memory = nvml.nvmlDeviceGetUtilizationRates, nvml.nvmlDeviceGetMemoryInfo
+    return lambda: [(utilization(h), memory(h)) for h in handles]
 
 
 def _run_loop(

@@ -27,6 +27,12 @@ with its mirror, the sampler alone, a psutil loop and an idle floor at 100 ms an
 kept as ``result["figures"]["monitor"]``.
 
     python bench/profiler_overhead.py [--rounds 5] [--steps 400] [--batch 64] [--monitor-seconds 10]
+
+``--device cuda`` runs the same on a GPU (bench/_cnn_loop.py's ``--device``: each step waits
+for the GPU) and keeps its figures apart (``profiler_overhead_gpu``): a GPU step of this small
+CNN is mostly kernel launches, so what the hooks add per step weighs more there than on a CPU.
+The detailed window then traces CUDA too (CUPTI), and "after the window closed" says whether
+the GPU's steps get back to their speed once it is gone.
 """
 
 from __future__ import annotations
@@ -61,9 +67,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--monitor-seconds", type=float, default=10.0, help="each monitor-cost run (0: skip)"
     )
-    parser.add_argument("--out", type=Path, default=BENCH / "results" / f"{SECTION}.json")
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    parser.add_argument("--out", type=Path, help="default: results/<section>.json")
     parser.add_argument("--readme", type=Path, default=BENCH / "README.md")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    args.section = SECTION if args.device == "cpu" else f"{SECTION}_gpu"
+    if args.out is None:
+        args.out = BENCH / "results" / f"{args.section}.json"
+    return args
 
 
 def _environment(mode: str, workdir: Path, args: argparse.Namespace) -> dict[str, str]:
@@ -89,7 +100,7 @@ def _environment(mode: str, workdir: Path, args: argparse.Namespace) -> dict[str
 
 def run_mode(mode: str, workdir: Path, args: argparse.Namespace) -> dict[str, Any]:
     command = [sys.executable, str(BENCH / "_cnn_loop.py"), "--steps", str(args.steps)]
-    command += ["--batch", str(args.batch)]
+    command += ["--batch", str(args.batch), "--device", args.device]
     if mode == "steps":
         command += ["--toggle", str(args.toggle)]
     if mode == "micro":
@@ -182,14 +193,15 @@ def render_table(result: dict[str, Any]) -> str:
         f"| {micro['tiny_hooked_us'] - micro['tiny_bare_us']:+.1f} µs/step |"
     )
     lines += _monitor_rows(figures.get("monitor"))
-    machine = result["machine"]
+    machine, section = result["machine"], args.get("section", SECTION)
+    gpu = f" and {result['gpu']} (each step waits for the GPU)" if result.get("gpu") else ""
     lines += [
         "",
         f"Measured {result['date']} on {machine['cpu_model']}, {machine['usable_cores']} usable "
-        f"cores; torch {result['versions'].get('torch')}, one intra-op thread; "
+        f"cores{gpu}; torch {result['versions'].get('torch')}, one intra-op thread; "
         f"{args['steps']} steps of batch {args['batch']}, first {args['warmup']} dropped, "
         f"hooks toggled every {args['toggle']} steps; median of {args['rounds']} interleaved "
-        f"rounds. Raw samples: [results/{SECTION}.json](results/{SECTION}.json).",
+        f"rounds. Raw samples: [results/{section}.json](results/{section}.json).",
     ]
     return "\n".join(lines)
 
@@ -246,12 +258,18 @@ def main(argv: list[str] | None = None) -> None:
         from _monitor_cost import measure
 
         monitor = measure((100, 500), args.monitor_seconds, args.rounds)
-    result = header(SECTION, {k: v for k, v in vars(args).items() if k not in ("out", "readme")})
+    result = header(
+        args.section, {k: v for k, v in vars(args).items() if k not in ("out", "readme")}
+    )
+    if args.device == "cuda":
+        import torch
+
+        result["gpu"] = torch.cuda.get_device_name(0)
     result["figures"] = summarize(samples, args)
     result["figures"]["micro_us"] = micro
     result["figures"]["monitor"] = monitor
     result["samples"] = samples
-    publish(result, args.out, args.readme, SECTION, render_table(result))
+    publish(result, args.out, args.readme, args.section, render_table(result))
 
 
 if __name__ == "__main__":
