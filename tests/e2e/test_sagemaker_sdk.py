@@ -6,7 +6,8 @@ wrote and ``training_job_analytics`` reads its metric from CloudWatch metrics; `
 rebuilds the estimator from DescribeTrainingJob, a HyperparameterTuner runs two trials (on the
 Python the image maps to, a Categorical value reaching the script bare), its analytics'
 dataframe lists them, ``HyperparameterTuner.attach`` rebuilds it and ``best_estimator``
-attaches to its best trial. The user's only
+attaches to its best trial; an estimator with ``distribution`` of SageMaker's data parallel
+library runs a script written for it (``torch_smddp``, backend ``smddp``). The user's only
 changes are the environment variables the server prints (the profile, and the SDK's defaults
 file), and one SDK setting: its source tarball is uploaded with SSE-KMS unless
 ``encrypt_repacked_artifacts`` is off, and the served SeaweedFS has no KMS.
@@ -46,6 +47,21 @@ for epoch in range(args.epochs):
     print(f"epoch={epoch} loss={1.0 / (epoch + 1 + total):.4f}", flush=True)
 model = {"total": total, "label": args.label, "region": os.environ.get("AWS_REGION"),
          "python": sys.executable, "hps": json.loads(os.environ["SM_HPS"])}
+json.dump(model, open(os.path.join(os.environ["SM_MODEL_DIR"], "model.json"), "w"))
+"""
+
+# A script of SageMaker's data parallel library, as its guide writes one (on a CPU: gloo).
+SMDDP = """
+import json, os
+import smdistributed.dataparallel.torch.torch_smddp
+import torch, torch.distributed as dist
+dist.init_process_group(backend="smddp")
+total = torch.ones(1)
+dist.all_reduce(total)
+model = {"backend": dist.get_backend(), "world": dist.get_world_size(), "sum": total.item(),
+         "single": os.environ.get("SMDATAPARALLEL_USE_SINGLENODE"),
+         "flag": json.loads(os.environ["SM_FRAMEWORK_PARAMS"]).get(
+             "sagemaker_distributed_dataparallel_enabled")}
 json.dump(model, open(os.path.join(os.environ["SM_MODEL_DIR"], "model.json"), "w"))
 """
 
@@ -106,6 +122,18 @@ trials = HyperparameterTuningJobAnalytics(
 ).dataframe()
 tuner_attached = HyperparameterTuner.attach(tuner.latest_tuning_job.name, sagemaker_session=session)
 best = tuner.best_estimator()  # attaches to the best trial: json-decodes its HyperParameters
+smddp = PyTorch(
+    entry_point="smddp.py",
+    source_dir=sys.argv[1],
+    role="arn:aws:iam::000000000000:role/SageMakerRole",
+    framework_version="2.2.0",  # one the SDK allows smdataparallel with (its image: torch)
+    py_version="py310",
+    instance_count=1,
+    instance_type="ml.m5.xlarge",
+    distribution={"smdistributed": {"dataparallel": {"enabled": True}}},
+    sagemaker_session=session,
+)
+smddp.fit(wait=True, logs="None")
 print(json.dumps({
     "metrics": sorted(set(metrics["metric_name"])),
     "values": len(metrics),
@@ -113,6 +141,7 @@ print(json.dumps({
     "model_data": estimator.model_data,
     "name": estimator.latest_training_job.name,
     "status": job["TrainingJobStatus"],
+    "smddp_model_data": smddp.model_data,
     "trials": {
         "statuses": sorted(trials["TrainingJobStatus"]),
         "objectives": len(trials["FinalObjectiveValue"].dropna()),
@@ -186,6 +215,7 @@ def test_the_sdk_v2_pytorch_estimator_fits_on_trainops_and_reads_its_model(
     source = tmp_path / "src"
     source.mkdir()
     (source / "train.py").write_text(TRAIN)
+    (source / "smddp.py").write_text(SMDDP)
     driver = tmp_path / "driver.py"
     driver.write_text(DRIVER)
     # The image the estimator names (pytorch-training:2.3.0-cpu-py311) runs on the Python the
@@ -194,7 +224,7 @@ def test_the_sdk_v2_pytorch_estimator_fits_on_trainops_and_reads_its_model(
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = str(venv / "bin" / "python")
     home = tmp_path / "home"
-    images = f"pytorch:2.3={python},sklearn=server"
+    images = f"pytorch:2.3={python},pytorch:2.2=server,sklearn=server"
     server = Server(home, TRAINOPS_S3_SERVE="1", TRAINOPS_IMAGES=images).start()
     try:
         wait_for(lambda: read_client_file(home), timeout=120)
@@ -242,5 +272,13 @@ def test_the_sdk_v2_pytorch_estimator_fits_on_trainops_and_reads_its_model(
         assert trial_model["hps"]["label"] == trial_model["label"]
         assert isinstance(trial_model["hps"]["epochs"], int)
         assert trial_model["python"] == python
+        # distribution={"smdistributed": {"dataparallel": ...}}: the library's script ran
+        assert _model(home, result["smddp_model_data"]) == {
+            "backend": "smddp",
+            "world": 1,
+            "sum": 1.0,
+            "single": "1",
+            "flag": True,
+        }
     finally:
         server.stop()
