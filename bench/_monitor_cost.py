@@ -6,7 +6,9 @@ process's CPU time over that window (``time.process_time``, every thread) and th
 start-up and imports are outside the window. Kinds:
 
 - ``monitor``: :class:`trainops.monitor.SystemMonitor` as the agent's sidecar runs it (sampling,
-  chunk encoding and writing into a temporary profiler tree, meta);
+  chunk encoding and writing into a temporary profiler tree, meta); ``monitor_steady_pct`` is the
+  same run from the moment its start is done (the sampler open, NVML initialised on a GPU
+  machine, the first meta written) to its stop: what a long job pays per second;
 - ``sidecar``: the monitor plus the profiler sidecar's mirror of its tree to a ``file://``
   prefix (a :class:`~trainops.agent.reporting._sync.DirectorySync`: its uploader process's CPU time,
   start-up included, is added: the child waits for it and reads ``RUSAGE_CHILDREN``);
@@ -66,6 +68,7 @@ def measure(
     rows: dict[str, list[int]] = {}
     mirrored: dict[str, list[tuple[float, float]]] = {}  # sidecar runs: (CPU s, wall s)
     uploader_start: list[float] = []
+    started: dict[str, list[float]] = {}  # monitor runs, once started: % of a core
     for _ in range(rounds):
         uploader_start.append(_child("uploader", 0, 0.0)["cpu_s"])
         for interval in intervals:
@@ -76,6 +79,10 @@ def measure(
                 rows.setdefault(key, []).append(run["rows"])
                 if kind == "sidecar":
                     mirrored.setdefault(key, []).append((run["cpu_s"], run["wall_s"]))
+                if kind == "monitor":
+                    started.setdefault(key, []).append(
+                        100.0 * run["steady_cpu_s"] / max(run["steady_wall_s"], 1e-9)
+                    )
     medians = {key: statistics.median(values) for key, values in samples.items()}
     monitor_100 = medians.get("monitor@100ms")
     start_cpu = statistics.median(uploader_start)
@@ -103,6 +110,9 @@ def measure(
         # one upload): the sidecar's figure less it is what a long job pays per second
         "uploader_start_cpu_s": start_cpu,
         "sidecar_steady_pct": steady,
+        # the monitor once its start is done (sampler open, NVML initialised, meta written):
+        # what a long job pays; the start's CPU is in median_pct's figure
+        "monitor_steady_pct": {key: statistics.median(v) for key, v in started.items()},
         "psutil_over_sampler": {
             f"{i}ms": _ratio(medians[f"psutil@{i}ms"], medians[f"sampler@{i}ms"]) for i in intervals
         },
@@ -170,13 +180,22 @@ def _run_monitor(interval_ms: int, seconds: float, *, mirror: bool) -> dict[str,
         monitor.start()
         if sync is not None:
             sync.start()
-        time.sleep(seconds)
+        monitor.ready.wait(timeout=seconds)  # its start done: the sampler open, meta written
+        ready_cpu, ready_wall = time.process_time(), time.monotonic()
+        time.sleep(max(0.0, seconds - (ready_wall - wall)))
         monitor.stop()
+        steady_cpu, steady_wall = time.process_time() - ready_cpu, time.monotonic() - ready_wall
         if sync is not None:
             sync.final_sync()  # stops the uploader and waits for it: its CPU time is counted
         cpu = time.process_time() - cpu + _children_cpu() - children
         wall = time.monotonic() - wall
-        return {"cpu_s": cpu, "wall_s": wall, "rows": monitor.rows}
+        return {
+            "cpu_s": cpu,
+            "wall_s": wall,
+            "rows": monitor.rows,
+            "steady_cpu_s": steady_cpu,  # this process only, from ready to stop
+            "steady_wall_s": steady_wall,
+        }
 
 
 def _run_uploader() -> dict[str, Any]:

@@ -225,6 +225,11 @@ def _monitor_rows(monitor: dict[str, Any] | None) -> list[str]:
     for label, kind, target in rows:
         cells = [f"{median.get(f'{kind}@{i}ms', float('nan')):.2f}" for i in (100, 500)]
         lines.append(f"| {label} | {cells[0]} | {cells[1]} | {target} |")
+    started = monitor.get("monitor_steady_pct", {})
+    cells = [f"{started.get(f'monitor@{i}ms', float('nan')):.2f}" for i in (100, 500)]
+    lines.append(
+        f"| trainops monitor once started (its start left out) | {cells[0]} | {cells[1]} | |"
+    )
     cells = [f"{steady.get(f'sidecar@{i}ms', float('nan')):.2f}" for i in (100, 500)]
     lines.append(
         f"| the whole sidecar (monitor + mirror to file://), steady | {cells[0]} | {cells[1]} | |"
