@@ -270,3 +270,24 @@ def test_other_launchers_leave_the_library_out() -> None:
         for process in launcher_for(name).processes(_context(name)):
             assert str(SMDDP_SITE) not in process.env.get("PYTHONPATH", "")
             assert not any(k.startswith("SMDATAPARALLEL_") for k in process.env)
+
+
+def test_the_data_parallel_runner_applies_what_its_mpi_options_export() -> None:
+    from trainops.agent.launchers._smddp_site import SMDDP_SITE
+
+    options = "-verbose -x NCCL_DEBUG=VERSION -x RANK=7 -x TRAINOPS_X=1 -x PYTHONPATH=/mine"
+    job = JobSpec(
+        entry_point="train.py",
+        instance_count=2,
+        distribution={
+            "smdistributed": {"dataparallel": {"enabled": True, "custom_mpi_options": options}},
+            "processes_per_host": 2,
+        },
+    ).view()
+    ctx = dataclasses.replace(_context("smdistributed.dataparallel"), job=job)
+    processes = launcher_for("smdistributed.dataparallel").processes(ctx)
+    assert [p.env["RANK"] for p in processes] == ["2", "3"]  # never an export's
+    for process in processes:
+        assert process.env["NCCL_DEBUG"] == "VERSION"  # as mpirun's -x would set it
+        assert "TRAINOPS_X" not in process.env and "-verbose" not in process.argv
+        assert process.env["PYTHONPATH"].split(os.pathsep) == ["/mine", str(SMDDP_SITE)]

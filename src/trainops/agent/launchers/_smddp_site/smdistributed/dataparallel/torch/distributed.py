@@ -62,8 +62,8 @@ def init_process_group(*args: Any, **kwargs: Any) -> None:
     """Form the job's world over the ``smddp`` backend (arguments are ignored, as the library
     ignores them); a second call does nothing.
 
-    This API has no way to end the world (the library ended it itself): the ``smddp`` backend
-    ends it when the script exits (``torch_smddp.create_backend``).
+    This API has no way to end the world (the library ended it itself): over NCCL the
+    ``smddp`` backend ends it when the script exits (``torch_smddp.create_backend``).
     """
     if not _dist.is_initialized():
         _dist.init_process_group(backend=torch_smddp.BACKEND)

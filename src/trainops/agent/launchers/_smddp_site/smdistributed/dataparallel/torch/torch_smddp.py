@@ -28,13 +28,14 @@ def device_backend() -> str:
 def create_backend(store: Any, rank: int, world_size: int, timeout: timedelta) -> Any:
     """The process group backend ``init_process_group(backend="smddp")`` asks for.
 
-    A world the script leaves without ``destroy_process_group()`` (the library's guide never
-    calls it) is ended when the script exits, as the library ended its own: NCCL would
-    otherwise warn into the script's log that it was never destroyed.
+    Over NCCL, a world the script leaves without ``destroy_process_group()`` (the library's
+    guide never calls it) is ended when the script exits, as the library ended its own: NCCL
+    would otherwise warn into the script's log that it was never destroyed. (Gloo does not
+    warn, and ending it at exit makes its own exit no safer.)
     """
-    if not _ending:
-        _ending.append(atexit.register(_destroy))
     if device_backend() == "nccl":
+        if not _ending:
+            _ending.append(atexit.register(_destroy))
         options = dist.ProcessGroupNCCL.Options()
         options._timeout = timeout
         return dist.ProcessGroupNCCL(store, rank, world_size, options)
