@@ -3,7 +3,8 @@
 The launcher ``agent/launchers/_smddp.py`` puts this directory last on the ``PYTHONPATH`` of
 the ranks of a job whose distribution is ``smdistributed.dataparallel`` or ``pytorchddp``
 (SageMaker's toolkit starts both with its SMDataParallel runner, in containers that have the
-library), so a script written for the library runs unchanged: ``import smdistributed.dataparallel.torch.torch_smddp`` and
+library), so a script written for the library runs unchanged: ``import
+smdistributed.dataparallel.torch.torch_smddp`` and
 ``torch.distributed.init_process_group(backend="smddp")``, or the library's older API
 (``smdistributed.dataparallel.torch.distributed`` and its ``DistributedDataParallel``).
 
