@@ -48,6 +48,14 @@ print("agent output", flush=True)
 time.sleep(120)
 """
 
+RECORDING = """
+import os, time
+from pathlib import Path
+from trainops.protocol import record_agent_process
+record_agent_process(Path(os.environ["TRAINOPS_AGENT_STATE"]))
+time.sleep(120)
+"""
+
 SMALL = LocalCapacity(cpus=4, memory_mb=8192, gpus=0)
 LARGE = get_instance_type("ml.m5.large")  # 2 vCPUs, 8 GiB
 
@@ -230,6 +238,29 @@ def test_the_handle_survives_the_store_and_names_only_its_agent(
         pid, created = agent_process(handle)
         assert pid is not None and created is not None
         assert not backend.is_alive(AgentHandle({"pid": pid, "create_time": created - 100}))
+
+
+@pytest.mark.slow
+def test_an_agent_whose_launch_went_unrecorded_is_found_from_its_state_directory(
+    recipe: Recipe, trainops_home: Path
+) -> None:
+    # A control plane SIGKILLed between launching an agent and storing its handle: the next one
+    # (a backend made afresh) has only the host's state directory to go on.
+    backend, handle, launch = _start(recipe, trainops_home, RECORDING)
+    try:
+        after = recipe.make(trainops_home, [sys.executable, "-c", RECORDING])
+        deadline = time.monotonic() + 60
+        while (found := after.find_agent(launch.state_dir)) is None:
+            assert time.monotonic() < deadline, "the agent was never found"
+            time.sleep(0.05)
+        assert found.to_json() == handle.to_json()
+        assert after.is_alive(found)
+        assert after.find_agent(launch.state_dir.with_name("algo-9")) is None
+        after.kill(found)
+        assert not backend.is_alive(handle)
+    finally:
+        backend.kill(handle)
+        backend.release(launch.job_name)
 
 
 @pytest.mark.slow

@@ -48,6 +48,7 @@ from trainops.protocol import (
     Command,
     EventKind,
     EventReply,
+    record_agent_process,
 )
 
 FLUSH_DEADLINE_S = 120.0
@@ -262,6 +263,8 @@ def obey_sigterm(agent: FakeAgent) -> None:
 
 
 if __name__ == "__main__":
-    fake = FakeAgent(AgentLaunch.from_env(dict(os.environ)))
+    launched = AgentLaunch.from_env(dict(os.environ))
+    record_agent_process(launched.state_dir)  # as the real agent does
+    fake = FakeAgent(launched)
     obey_sigterm(fake)
     sys.exit(run(fake))

@@ -47,6 +47,7 @@ from trainops.protocol import (
     AgentLaunch,
     EventKind,
     HostOutcome,
+    record_agent_process,
     take_handed_assignment,
 )
 
@@ -80,6 +81,7 @@ def main(environ: Mapping[str, str] | None = None) -> int:
     except (KeyError, ValueError) as exc:
         print(f"trainops agent: {exc.args[0] if exc.args else exc}", file=sys.stderr)
         return 2
+    record_agent_process(launch.state_dir)  # found there if the server dies before it knows
     settings = Settings.load(env)
     relay = _StopRelay()
     signal.signal(signal.SIGTERM, relay)

@@ -136,6 +136,13 @@ class Backend(ABC):
     def is_alive(self, handle: AgentHandle) -> bool:
         """Whether the agent process of ``handle`` (not a later one with its pid) still runs."""
 
+    def find_agent(self, state_dir: Path) -> AgentHandle | None:
+        """The handle of the agent launched for ``state_dir`` whose launch was never recorded
+        (the control plane stopped between starting it and storing its handle); ``None`` while
+        none is known there. Default: none is ever found, so such a host is lost once its
+        heartbeat timeout passes (its agent, if it runs, is then refused and stops)."""
+        return None
+
     @abstractmethod
     def signal(self, handle: AgentHandle, signum: int) -> None:
         """Send ``signum`` to the agent's process group, if it still runs."""

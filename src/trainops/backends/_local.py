@@ -32,6 +32,7 @@ from trainops.protocol import (
     AgentLaunch,
     HostResources,
     hand_over_assignment,
+    read_agent_process,
 )
 
 __all__ = ["LocalBackend", "agent_process", "machine_cpu_ids", "machine_gpu_count"]
@@ -191,6 +192,16 @@ class LocalBackend(Backend):
 
     def is_alive(self, handle: AgentHandle) -> bool:
         return _running(*agent_process(handle)) is not None
+
+    def find_agent(self, state_dir: Path) -> AgentHandle | None:
+        """The agent says which process it is in its state directory, first thing."""
+        recorded = read_agent_process(state_dir)
+        if recorded is None:
+            return None
+        pid, created = recorded
+        if pid in (os.getpid(), os.getpgrp()):  # never this server, whatever the file says
+            return None
+        return AgentHandle({"pid": pid, "create_time": created, "node": self.node_name})
 
     def signal(self, handle: AgentHandle, signum: int) -> None:
         pid, created = agent_process(handle)

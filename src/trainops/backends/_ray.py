@@ -298,6 +298,15 @@ class RayBackend(Backend):
             self._waits[name] = actor.wait.remote()
         return AgentHandle({"actor": name, **started})
 
+    def find_agent(self, state_dir: Path) -> AgentHandle | None:
+        """The host's actor is named after its state directory; it answers what it started."""
+        name = _actor_name_of_state(state_dir)
+        actor = self._actor(name)
+        if actor is None:
+            return None
+        started = self._call(actor.started.remote())
+        return AgentHandle({"actor": name, **started}) if isinstance(started, dict) else None
+
     def _agent_env(self) -> dict[str, str]:
         """What every agent gets besides its launch variables: S3 access and its home."""
         env = dict(self.settings.s3.client_env())

@@ -43,6 +43,7 @@ class HostActor:
 
     def __init__(self) -> None:
         self._proc: subprocess.Popen[bytes] | None = None
+        self._started: dict[str, Any] | None = None
         self._lock = threading.Lock()
 
     def start(
@@ -82,12 +83,18 @@ class HostActor:
                 start_new_session=True,
             )
         context = ray.get_runtime_context()
-        return {
+        self._started = {
             "pid": self._proc.pid,
             "create_time": psutil.Process(self._proc.pid).create_time(),
             "node": context.get_node_id(),
             "address": ray.util.get_node_ip_address(),  # type: ignore[no-untyped-call]
         }
+        return self._started
+
+    def started(self) -> dict[str, Any] | None:
+        """What :meth:`start` answered (``None`` before it has): asked by a control plane that
+        stopped before that answer reached it."""
+        return self._started
 
     def wait(self) -> int | None:
         """Return once the agent has exited, with its exit status (``None``: never started)."""

@@ -6,7 +6,11 @@ on a full disk: ``ControlCore.recheck``). Jobs that wait for capacity have no ag
 a tick could find: they are the scheduler's, which works on change (a submission, capacity
 freed), so a tick costs the same with none or ten thousand of them waiting. At start-up,
 :meth:`Monitor.recover` looks once at every job that is not over: the recovery of a restarted
-control plane, where dead agents' journals are read and the end rules applied.
+control plane, where dead agents' journals are read and the end rules applied. A host left
+launching with no handle (the control plane before stopped between starting its agent and
+recording it) is looked for through the backend on each tick (the agent says in its state
+directory which process it is) until found, or lost once nothing of it is heard for the
+heartbeat timeout.
 """
 
 from __future__ import annotations
@@ -16,13 +20,14 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from trainops.control._core import ControlCore, handle_of
 from trainops.control._events import EventIntake
 from trainops.control._lifecycle import Lifecycle, running_seconds
 from trainops.control._spot import Interruptions
 from trainops.control._status import PrimaryStatus, StopReason
-from trainops.store import HostRecord, JobRecord
+from trainops.store import HostRecord, HostState, JobRecord
 
 __all__ = ["Monitor", "PeriodicWorker", "StoreHealth"]
 
@@ -154,6 +159,8 @@ class Monitor:
     def _check_host(self, job: JobRecord, host: HostRecord) -> bool:
         """Whether ``host``, which has not reported its exit, was found gone (and recorded so)."""
         timeout = self.core.settings.control.heartbeat_timeout
+        if host.state == HostState.LAUNCHING and not host.handle:
+            return self._find_unrecorded(job, host)
         if not self.core.backend.is_alive(handle_of(host)):
             self.intake.host_gone(self.core.job(job.name), host)
             return True
@@ -165,6 +172,31 @@ class Monitor:
             self.intake.host_gone(self.core.job(job.name), host, reason)
             return True
         return False
+
+    def _find_unrecorded(self, job: JobRecord, host: HostRecord) -> bool:
+        """A host whose launch was never recorded (launches are recorded under the lock this
+        runs under, so only a control plane that stopped mid-launch leaves one): its agent
+        found and recorded, or the host lost once none is heard from; whether either came."""
+        handle = self.core.backend.find_agent(Path(host.state_dir))
+        if handle is not None:
+            self.core.store.update_host(
+                job.name,
+                host.host,
+                host.attempt,
+                state=HostState.RUNNING,
+                handle=handle.to_json(),
+                node=self.core.backend.node_of(handle),
+            )
+            return True
+        timeout = self.core.settings.control.heartbeat_timeout
+        if self.core.heartbeats.silent_for(job.name, host.host, host.attempt) <= timeout:
+            return False
+        reason = (
+            f"the host agent of {host.host} was being started when the control plane stopped, "
+            f"and nothing of it was heard for {timeout} s after: it never started"
+        )
+        self.intake.host_gone(self.core.job(job.name), host, reason)
+        return True
 
     def _check_runtime(self, job: JobRecord) -> bool:
         """Begin the stop of a job past its max runtime; whether it did."""

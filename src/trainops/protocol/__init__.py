@@ -25,6 +25,7 @@ from trainops.protocol._job import (
     SubmittedJob,
 )
 from trainops.protocol._launch import (
+    AGENT_PROCESS_FILE,
     ASSIGNMENT_FILE,
     LAUNCH_FD_ENV,
     LAUNCH_MARK,
@@ -33,6 +34,8 @@ from trainops.protocol._launch import (
     AgentLaunch,
     agent_command,
     hand_over_assignment,
+    read_agent_process,
+    record_agent_process,
     take_handed_assignment,
 )
 from trainops.protocol._messages import (
@@ -65,6 +68,7 @@ from trainops.protocol._observe import (
 __all__ = [
     "ACCOUNT_ID",
     "AGENT_API_PREFIX",
+    "AGENT_PROCESS_FILE",
     "ASSIGNMENT_FILE",
     "CHECKPOINT_KINDS",
     "DEFAULT_CHECKPOINT_PATH",
@@ -112,6 +116,8 @@ __all__ = [
     "event_span",
     "hand_over_assignment",
     "processing_job_arn",
+    "read_agent_process",
+    "record_agent_process",
     "sdk_unwrapped",
     "take_handed_assignment",
     "toolkit_value",

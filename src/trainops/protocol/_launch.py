@@ -11,6 +11,13 @@ state directory), holds no token, and is removed as it is read. It carries an HM
 the assignment keyed with the agent's token, which only the server and that agent hold: a file
 planted by anyone else (a job's script on a machine without namespaces runs as the same user)
 is not taken. An agent that finds none, or one that is not its own, asks the API as before.
+
+Every agent also writes its own pid and start time in its state directory first thing
+(:func:`record_agent_process`). A control plane stopped between starting an agent and recording
+it (a SIGKILL in the middle of a launch) leaves a host with no handle; the next one finds the
+agent there (:func:`read_agent_process`, through the backend) instead of taking a running agent
+for one that never started. The state directory is outside every host tree: a script that can
+write there runs unconfined, as the same user, and could signal any process anyway.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from pathlib import Path
 from trainops.protocol._messages import Assignment
 
 __all__ = [
+    "AGENT_PROCESS_FILE",
     "ASSIGNMENT_FILE",
     "LAUNCH_FD_ENV",
     "LAUNCH_MARK",
@@ -36,6 +44,8 @@ __all__ = [
     "AgentLaunch",
     "agent_command",
     "hand_over_assignment",
+    "read_agent_process",
+    "record_agent_process",
     "take_handed_assignment",
 ]
 
@@ -61,6 +71,9 @@ PARENT_ENV = "TRAINOPS_AGENT_PARENT"
 # In the agent's state directory: its assignment, handed over by a backend that makes that
 # directory itself (see the module docstring).
 ASSIGNMENT_FILE = "assignment.json"
+# In the agent's state directory: {"pid": int, "create_time": float} of the agent's process.
+AGENT_PROCESS_FILE = "agent.pid"
+_MAX_PROCESS_FILE = 256
 _MAX_ASSIGNMENT = 16 * 1024 * 1024
 
 
@@ -181,6 +194,42 @@ def _read_regular_file(path: Path) -> bytes | None:
         return None
     finally:
         os.close(fd)
+
+
+def record_agent_process(state_dir: Path) -> None:
+    """Say in ``state_dir`` which process this agent is (its pid and its start time, as
+    ``psutil`` gives it); written whole or not at all, and nothing where it cannot be."""
+    import psutil  # the agent has it imported already
+
+    body = json.dumps({"pid": os.getpid(), "create_time": psutil.Process().create_time()})
+    path = state_dir / AGENT_PROCESS_FILE
+    partial = path.with_name(f".{AGENT_PROCESS_FILE}.{os.getpid()}")
+    try:
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        try:
+            os.write(fd, body.encode("ascii"))
+        finally:
+            os.close(fd)
+        os.replace(partial, path)
+    except OSError:  # a full disk: the agent still runs, only a crash's recovery is slower
+        with contextlib.suppress(OSError):
+            partial.unlink()
+
+
+def read_agent_process(state_dir: Path) -> tuple[int, float] | None:
+    """The pid and start time the agent of ``state_dir`` recorded; ``None`` if it has not (yet),
+    or what is there is not such a record."""
+    body = _read_regular_file(state_dir / AGENT_PROCESS_FILE)
+    if body is None or len(body) > _MAX_PROCESS_FILE:
+        return None
+    try:
+        record = json.loads(body)
+        pid, created = record["pid"], record["create_time"]
+    except (ValueError, TypeError, KeyError):
+        return None
+    if type(pid) is not int or pid <= 1 or not isinstance(created, int | float):
+        return None
+    return pid, float(created)
 
 
 def _mac(token: str, assignment: str) -> str:
