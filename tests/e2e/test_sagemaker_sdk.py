@@ -131,6 +131,7 @@ smddp = PyTorch(
     instance_count=1,
     instance_type="ml.m5.xlarge",
     distribution={"smdistributed": {"dataparallel": {"enabled": True}}},
+    disable_output_compression=True,  # OutputDataConfig.CompressionType NONE: files, no tarball
     sagemaker_session=session,
 )
 smddp.fit(wait=True, logs="None")
@@ -201,6 +202,8 @@ def _model(home: Path, uri: str) -> Any:
     )
     bucket, key = uri.removeprefix("s3://").split("/", 1)
     body = client.get_object(Bucket=bucket, Key=key)["Body"].read()
+    if key.endswith(".json"):  # a file of an uncompressed model
+        return json.loads(body)
     with tarfile.open(fileobj=io.BytesIO(body), mode="r:gz") as tar:
         handle = tar.extractfile("model.json")
         assert handle is not None
@@ -272,8 +275,14 @@ def test_the_sdk_v2_pytorch_estimator_fits_on_trainops_and_reads_its_model(
         assert trial_model["hps"]["label"] == trial_model["label"]
         assert isinstance(trial_model["hps"]["epochs"], int)
         assert trial_model["python"] == python
-        # distribution={"smdistributed": {"dataparallel": ...}}: the library's script ran
-        assert _model(home, result["smddp_model_data"]) == {
+        # distribution={"smdistributed": {"dataparallel": ...}}: the library's script ran;
+        # disable_output_compression: model_data is the SDK's uncompressed model source, whose
+        # prefix holds the script's file as it wrote it
+        source = result["smddp_model_data"]["S3DataSource"]
+        assert (source["S3DataType"], source["CompressionType"]) == ("S3Prefix", "None")
+        assert source["S3Uri"].startswith("s3://trainops/")
+        assert source["S3Uri"].endswith("/output/model/")
+        assert _model(home, source["S3Uri"] + "model.json") == {
             "backend": "smddp",
             "world": 1,
             "sum": 1.0,

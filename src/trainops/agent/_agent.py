@@ -131,6 +131,7 @@ class HostAgent:
             assignment.current_host,
             len(assignment.hosts),
             assignment.attempt,
+            compressed=not self.job.disable_output_compression,
         )
         self._mask = Masker.for_job(self.job.environment, self.job.hyperparameters)
         self.log = HostLog(

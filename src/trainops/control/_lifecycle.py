@@ -263,7 +263,12 @@ class Lifecycle:
         failure = None
         started = time.monotonic()
         try:
-            merged = merge_parts(self.core.settings, job.output_prefix, host_count)
+            merged = merge_parts(
+                self.core.settings,
+                job.output_prefix,
+                host_count,
+                compressed=not job.spec.disable_output_compression,
+            )
         except (TrainopsError, OSError) as exc:
             failure, merged = f"InternalServerError: could not merge the host parts: {exc}", {}
         result = _Merged(failure, time.monotonic() - started)

@@ -4,6 +4,12 @@ Each host uploads ``output/model-parts/<host>.tar.gz`` (and ``output-parts``); t
 read one at a time in host order and their members streamed into the merged archive without
 being extracted, algo-1 winning a name clash. The parts are deleted only after the merged
 archive is in place, so a merge cut short by a crash is simply done again.
+
+A job whose outputs are not compressed (``disable_output_compression``) has each host upload
+its files under ``output/model-parts/<host>/`` (and ``data-parts``); they are copied to
+``output/model/`` (and ``output/data/``), algo-1 winning a name clash again. What a retried
+attempt left there before is removed first, when every host's part is there; the parts are
+deleted last host first, so a merge cut short is done again from the hosts that win.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from pathlib import Path
 from trainops._settings import Settings
 from trainops.storage import ObjectInfo, ObjectStore, join_uri, store_for
 
-__all__ = ["PART_FOLDERS", "merge_parts"]
+__all__ = ["FILE_PART_FOLDERS", "PART_FOLDERS", "merge_parts"]
 
 # merged artifact name -> (folder of the parts, merged object name)
 PART_FOLDERS = {
@@ -25,9 +31,20 @@ PART_FOLDERS = {
 }
 
 
-def merge_parts(settings: Settings, output_prefix: str, host_count: int) -> dict[str, str]:
+# merged artifact name -> (folder of the hosts' files, folder of the merged files)
+FILE_PART_FOLDERS = {
+    "model": ("model-parts", "model"),
+    "output": ("data-parts", "data"),
+}
+
+
+def merge_parts(
+    settings: Settings, output_prefix: str, host_count: int, *, compressed: bool = True
+) -> dict[str, str]:
     """Merge every kind of part found under ``output_prefix``; returns artifact name -> URI."""
     store = store_for(output_prefix, settings)
+    if not compressed:
+        return _merge_files(store, output_prefix, host_count)
     merged = {}
     for name, (folder, target) in PART_FOLDERS.items():
         parts_prefix = join_uri(output_prefix, "output", folder)
@@ -65,6 +82,48 @@ def _copy_members(part: Path, dst: tarfile.TarFile, seen: set[str]) -> None:
                 continue
             seen.add(key)
             dst.addfile(member, src.extractfile(member) if member.isfile() else None)
+
+
+def _merge_files(store: ObjectStore, output_prefix: str, host_count: int) -> dict[str, str]:
+    merged = {}
+    for name, (folder, target) in FILE_PART_FOLDERS.items():
+        parts_prefix = join_uri(output_prefix, "output", folder)
+        final = join_uri(output_prefix, "output", target)
+        by_host: dict[str, list[ObjectInfo]] = {}
+        for info in store.list_objects(parts_prefix):
+            host, _, key = info.key.partition("/")
+            if key:
+                by_host.setdefault(host, []).append(info)
+        hosts = sorted(by_host, key=_host_order)
+        if len(hosts) >= host_count:  # a first merge: what an earlier attempt left goes
+            for stale in store.list_objects(final):
+                store.delete(stale.uri)
+        with tempfile.TemporaryDirectory(prefix="trainops-merge-") as tmp:
+            seen: set[str] = set()
+            for host in hosts:
+                for info in by_host[host]:
+                    key = info.key.partition("/")[2]
+                    if key not in seen and _plain_key(key):
+                        seen.add(key)
+                        _copy_object(store, info, join_uri(final, key), Path(tmp))
+        merged[name] = final + "/"  # as one host's job names it: the prefix, even if empty
+        for host in reversed(hosts):  # the winners last: a merge cut short keeps them
+            for info in by_host[host]:
+                store.delete(info.uri)
+    return merged
+
+
+def _plain_key(key: str) -> bool:
+    """Whether ``key`` names a file below the merged folder (a host's file names are the job's
+    script's to choose: no ``..``, no empty or ``.`` segment reaches past it)."""
+    return all(part not in ("", ".", "..") for part in key.split("/"))
+
+
+def _copy_object(store: ObjectStore, info: ObjectInfo, target: str, tmp: Path) -> None:
+    local = tmp / "object"
+    store.download(info.uri, local, expected_size=info.size)
+    store.upload(local, target)
+    local.unlink()
 
 
 def _host_order(key: str) -> tuple[int, str]:

@@ -302,6 +302,7 @@ class SubmittedJob:
     environment: dict[str, str]
     inputs: tuple[ChannelSpec, ...]
     output_path: str | None
+    disable_output_compression: bool  # outputs uploaded as files, not as archives
     checkpoint: CheckpointSpec | None
     metric_definitions: tuple[MetricSpec, ...]
     stopping_condition: StoppingSpec
@@ -328,6 +329,8 @@ class SubmittedJob:
             raw = {**raw, "python": None}  # stored before image mappings
         if isinstance(raw, Mapping) and "container_entrypoint" not in raw:
             raw = {**raw, "container_entrypoint": None, "container_args": []}  # stored before
+        if isinstance(raw, Mapping) and "disable_output_compression" not in raw:
+            raw = {**raw, "disable_output_compression": False}  # stored before the field
         data = _fields(cls, raw, "spec")
         inputs = _mapping(data["inputs"], "inputs")
         data["inputs"] = tuple(ChannelSpec.from_json(k, v) for k, v in inputs.items())

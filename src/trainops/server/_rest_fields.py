@@ -20,6 +20,7 @@ __all__ = [
     "Shown",
     "as_is",
     "channels",
+    "compression_type",
     "hyperparameters",
     "masked_mapping",
     "masked_uri",
@@ -27,6 +28,7 @@ __all__ = [
     "omitted_if_empty",
     "omitted_if_none",
     "output_path",
+    "uncompressed",
 ]
 
 
@@ -77,6 +79,16 @@ def masked_uri(value: str | None, shown: Shown) -> str | None:
 def output_path(value: str | None, shown: Shown) -> str:
     """Where the job writes: its own output path, else the server's default."""
     return mask_text(value or shown.default_output())
+
+
+def uncompressed(value: str) -> bool:
+    """``OutputDataConfig.CompressionType`` as the spec's ``disable_output_compression``."""
+    return value == "NONE"
+
+
+def compression_type(value: bool, shown: Shown) -> str:
+    """The spec's ``disable_output_compression`` as ``OutputDataConfig.CompressionType``."""
+    return "NONE" if value else "GZIP"
 
 
 def metric_definitions(value: Sequence[MetricSpec], shown: Shown) -> list[Any]:

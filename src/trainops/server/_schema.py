@@ -151,6 +151,12 @@ MEMBERS: tuple[Member, ...] = (
     _member("instance_count", "ResourceConfig.InstanceCount"),
     _member("inputs", "InputDataConfig", "by hand", to_rest=rest_fields.channels),
     _member("output_path", "OutputDataConfig.S3OutputPath", to_rest=rest_fields.output_path),
+    _member(
+        "disable_output_compression",
+        "OutputDataConfig.CompressionType",
+        to_spec=rest_fields.uncompressed,
+        to_rest=rest_fields.compression_type,
+    ),
     _member("checkpoint.uri", "CheckpointConfig.S3Uri", to_rest=rest_fields.masked_uri),
     _member("checkpoint.local_path", "CheckpointConfig.LocalPath"),
     _member("stopping_condition.max_runtime_in_seconds", "StoppingCondition.MaxRuntimeInSeconds"),

@@ -472,6 +472,12 @@ class JobSpec(SpecModel):
     environment: dict[str, str] = Field(default_factory=dict)
     inputs: dict[str, Channel] = Field(default_factory=dict)
     output_path: str | None = None
+    disable_output_compression: bool = Field(
+        default=False,
+        description="Upload the model and the output data as files (under output/model/ and "
+        "output/data/) instead of model.tar.gz and output.tar.gz: SageMaker's "
+        "OutputDataConfig.CompressionType NONE, for large models",
+    )
     checkpoint: CheckpointConfig | None = None
     metric_definitions: list[MetricDefinition] = Field(default_factory=list)
     stopping_condition: StoppingCondition = Field(default_factory=StoppingCondition)

@@ -97,7 +97,6 @@ ESTIMATOR_ARGUMENTS: dict[str, str] = {
     "enable_infra_check": _NOT_YET,
     "enable_remote_debug": _NOT_YET,
     "enable_session_tag_chaining": _NO_AWS,
-    "disable_output_compression": _NOT_YET,
     "training_plan": _NO_AWS,
     "instance_placement_config": _NO_AWS,
     "experiment_config": _NOT_YET,

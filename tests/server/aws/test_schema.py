@@ -73,6 +73,7 @@ SENT: dict[str, Any] = {
         }
     ],
     "output_path": "s3://bucket/elsewhere/",
+    "disable_output_compression": "NONE",
     "checkpoint.uri": "s3://bucket/ckpt/",
     "checkpoint.local_path": "/opt/ml/ckpt",
     "metric_definitions": [{"Name": "loss", "Regex": "loss=([0-9.]+)"}],
@@ -530,7 +531,7 @@ def test_a_section_the_job_has_not_got_is_null_and_a_limit_not_set_left_out() ->
     assert shown["CheckpointConfig"] is None
     assert "MaxWaitTimeInSeconds" not in shown["StoppingCondition"]
     assert "ContainerEntrypoint" not in shown["AlgorithmSpecification"]
-    assert shown["OutputDataConfig"] == {"S3OutputPath": "s3://b/out"}
+    assert shown["OutputDataConfig"] == {"S3OutputPath": "s3://b/out", "CompressionType": "GZIP"}
 
 
 def test_the_rest_describe_masks_what_it_derives() -> None:

@@ -5,6 +5,11 @@ uploads ``output/model-parts/<host>.tar.gz`` and ``output/output-parts/<host>.ta
 control plane merges the parts. Intermediate files go to ``output/intermediate/`` (plus
 ``<host>/`` with several hosts) and the host log to ``logs/<host>.log``
 (``<host>-attempt-N.log`` on retries).
+
+Uncompressed (``disable_output_compression``, SageMaker's ``CompressionType: NONE``), the files
+themselves go up instead: to ``output/model/`` and ``output/data/``, or with several hosts to
+``output/model-parts/<host>/`` and ``output/data-parts/<host>/`` for the control plane to merge;
+what an earlier attempt left under that prefix and this one did not write is removed after.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from pathlib import Path
 
 from trainops.agent.contract._tree import HostTree
 from trainops.archive import pack
-from trainops.storage import ObjectStore, join_uri
+from trainops.storage import ObjectStore, join_uri, upload_tree
 
 __all__ = ["Artifact", "OutputLayout", "upload_archives", "upload_log"]
 
@@ -35,6 +40,7 @@ class OutputLayout:
     host: str
     host_count: int
     attempt: int = 1
+    compressed: bool = True
 
     @property
     def multi_host(self) -> bool:
@@ -46,6 +52,15 @@ class OutputLayout:
             uri = join_uri(self.output_prefix, "output", f"{kind}-parts", f"{self.host}.tar.gz")
             return Artifact(f"{kind}_part", uri)
         return Artifact(kind, join_uri(self.output_prefix, "output", f"{kind}.tar.gz"))
+
+    def files(self, kind: str) -> Artifact:
+        """Where an uncompressed ``kind`` (``model`` or ``output``) goes: a prefix, ending in
+        ``/`` as SageMaker gives an uncompressed model's location."""
+        folder = "model" if kind == "model" else "data"
+        if self.multi_host:
+            uri = join_uri(self.output_prefix, "output", f"{folder}-parts", self.host)
+            return Artifact(f"{kind}_part", uri + "/")
+        return Artifact(kind, join_uri(self.output_prefix, "output", folder) + "/")
 
     @property
     def intermediate_prefix(self) -> str:
@@ -61,16 +76,31 @@ class OutputLayout:
 def upload_archives(
     store: ObjectStore, tree: HostTree, layout: OutputLayout, work_dir: Path
 ) -> list[Artifact]:
-    """Pack ``model/`` and ``output/data/`` and upload them."""
+    """Pack ``model/`` and ``output/data/`` and upload them (or upload their files, where the
+    layout is not compressed)."""
     uploaded = []
     for kind, source in (("model", tree.model_dir), ("output", tree.output_data_dir)):
-        artifact = layout.archive(kind)
         source.mkdir(parents=True, exist_ok=True)
+        if not layout.compressed:
+            uploaded.append(_upload_files(store, source, layout.files(kind)))
+            continue
+        artifact = layout.archive(kind)
         archive = pack(source, work_dir / f"{kind}.tar.gz")
         store.upload(archive, artifact.uri)
         archive.unlink()
         uploaded.append(artifact)
     return uploaded
+
+
+def _upload_files(store: ObjectStore, source: Path, artifact: Artifact) -> Artifact:
+    """Upload every file under ``source`` below the artifact's prefix, then remove what else is
+    there (an earlier attempt's files that this one did not write)."""
+    prefix = artifact.uri.rstrip("/")
+    written = {uri[len(prefix) + 1 :] for uri in upload_tree(store, source, prefix)}
+    for info in store.list_objects(prefix + "/"):
+        if info.key not in written:
+            store.delete(info.uri)
+    return artifact
 
 
 def upload_log(store: ObjectStore, log_file: Path, layout: OutputLayout) -> Artifact:
