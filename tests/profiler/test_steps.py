@@ -315,3 +315,30 @@ def test_a_compiled_model_is_timed_without_graph_breaks_or_warnings(tmp_path: Pa
     found = rows(series(root, "steps"))
     assert [r["step"] for r in found] == list(range(14))
     assert all(r["forward"] > 0 and r["samples"] == 5 for r in found)
+
+
+# Whether the bootstrap's pause at exit came, and after the script's own exit handlers: the
+# script replaces time.sleep (looked up when the handler runs) with a line on stdout.
+AT_EXIT = """
+import atexit, sys, time, types
+if sys.argv[1] == "torch":
+    sys.modules.setdefault("torch", types.ModuleType("torch"))
+atexit.register(print, "the script's own handler", flush=True)
+time.sleep = lambda seconds: print(f"paused {seconds}", flush=True)
+"""
+
+
+@pytest.mark.parametrize(
+    ("flag", "torch", "said"),
+    [
+        ("1", "torch", ["the script's own handler", "paused 0.01"]),
+        ("1", "none", ["the script's own handler"]),  # never imported torch: nothing to wait for
+        ("", "torch", ["the script's own handler"]),  # a job of one process
+    ],
+)
+def test_a_process_of_several_pauses_last_at_exit_once_torch_is_in(
+    tmp_path: Path, flag: str, torch: str, said: list[str]
+) -> None:
+    env = environment(None, TRAINOPS_YIELD_AT_EXIT=flag)
+    result = run_script(tmp_path, AT_EXIT, env, torch)
+    assert result.stdout.splitlines() == said

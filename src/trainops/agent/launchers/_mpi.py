@@ -36,7 +36,14 @@ MCA = (
     ("orte_abort_on_non_zero_status", "1"),
     ("btl_vader_single_copy_mechanism", "none"),
 )
-EXPORTED = ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "MASTER_ADDR", "MASTER_PORT")
+EXPORTED = (
+    "PATH",
+    "LD_LIBRARY_PATH",
+    "PYTHONPATH",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "TRAINOPS_YIELD_AT_EXIT",  # the bootstrap's pause at exit (sidecars/_framework.py)
+)
 NCCL = ("NCCL_MIN_NRINGS=4", "NCCL_SOCKET_IFNAME=lo", "NCCL_DEBUG=INFO")
 
 

@@ -43,8 +43,10 @@ def _profiler(context: SidecarContext) -> Sidecar | None:
 
 def _framework(context: SidecarContext) -> Sidecar | None:
     """Step timing, framework profiling and the debugger hook inside the script, when the job
-    profiles or has a debugger hook config."""
-    if context.job.profiling is None and getattr(context.job, "debugger_hook_config", None) is None:
+    profiles or has a debugger hook config; the pause at exit of a job of several processes."""
+    job = context.job
+    several = job.instance_count * job.distribution.processes_per_host > 1
+    if job.profiling is None and getattr(job, "debugger_hook_config", None) is None and not several:
         return None
     from trainops.agent.sidecars._framework import framework_sidecar
 

@@ -9,7 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["BOOTSTRAP_DIR"]
+__all__ = ["BOOTSTRAP_DIR", "YIELD_AT_EXIT_ENV"]
 
 #: The directory to put on ``PYTHONPATH``.
 BOOTSTRAP_DIR = Path(__file__).resolve().parent
+
+#: Set ("1") on the processes of a job of more than one process: ``sitecustomize`` then lets
+#: torch's collective threads finish before the interpreter ends (see its docstring, 5.).
+YIELD_AT_EXIT_ENV = "TRAINOPS_YIELD_AT_EXIT"
