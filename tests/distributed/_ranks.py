@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from trainops.profiler._bootstrap import BOOTSTRAP_DIR, YIELD_AT_EXIT_ENV
+
 
 def free_port() -> int:
     with socket.socket() as probe:
@@ -33,6 +35,10 @@ def run_ranks(
     port = free_port()
     outs = [out_dir / f"rank{rank}.json" for rank in range(world)]
     base = {k: v for k, v in os.environ.items() if not k.startswith(("RANK", "WORLD_", "LOCAL_"))}
+    # As a job's processes of several start: with the bootstrap's pause at exit, without which
+    # gloo may abort a rank that has done its work (see trainops/profiler/_bootstrap).
+    path = [str(BOOTSTRAP_DIR), *filter(None, base.get("PYTHONPATH", "").split(os.pathsep))]
+    base |= {"PYTHONPATH": os.pathsep.join(path), YIELD_AT_EXIT_ENV: "1"}
     procs = [
         subprocess.Popen(
             [sys.executable, str(worker), *args, str(out)],

@@ -19,6 +19,7 @@ from torch import nn
 from tests.debugger.hook._support import Net, batch, train
 from trainops.debugger import SaveConfig, create_trial
 from trainops.debugger.hook import Hook
+from trainops.profiler._bootstrap import BOOTSTRAP_DIR, YIELD_AT_EXIT_ENV
 
 
 def _breaks(model: Any) -> int:
@@ -114,8 +115,13 @@ def _rank(rank: int, port: int, out_dir: str, include_workers: str) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize(("include_workers", "workers"), [("all", 2), ("one", 1)])
 def test_ddp_ranks_write_as_smdebug_names_them(
-    tmp_path: Path, include_workers: str, workers: int
+    tmp_path: Path, include_workers: str, workers: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The ranks start as a job's processes of several do: with the bootstrap's pause at exit,
+    # without which gloo aborts a rank that has done its work (profiler/_bootstrap).
+    path = [str(BOOTSTRAP_DIR), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(path))
+    monkeypatch.setenv(YIELD_AT_EXIT_ENV, "1")
     mp.start_processes(  # type: ignore[attr-defined]
         _rank, args=(_free_port(), str(tmp_path), include_workers), nprocs=2, start_method="spawn"
     )
