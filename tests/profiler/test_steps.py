@@ -342,3 +342,15 @@ def test_a_process_of_several_pauses_last_at_exit_once_torch_is_in(
     env = environment(None, TRAINOPS_YIELD_AT_EXIT=flag)
     result = run_script(tmp_path, AT_EXIT, env, torch)
     assert result.stdout.splitlines() == said
+
+
+def test_a_process_only_paused_at_exit_sees_nothing_else_of_trainops(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "print(any('_compat' in p for p in sys.path),"
+        " any(type(f).__name__ == '_TrainopsFinder' for f in sys.meta_path))\n"
+    )
+    paused = run_script(tmp_path, code, environment(None, TRAINOPS_YIELD_AT_EXIT="1"))
+    assert paused.stdout.split() == ["False", "False"]  # no smdebug offered, no trainops finder
+    observed = run_script(tmp_path, code, environment(tmp_path / "profiler"))
+    assert observed.stdout.split() == ["True", "True"]

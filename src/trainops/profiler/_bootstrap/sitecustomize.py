@@ -16,7 +16,8 @@ It does five things, each unable to break the script:
    of ``sys.path``, after site-packages, so ``import smdebug`` works and a real smdebug wins.
 4. It runs the ``sitecustomize`` this one shadows, if any (the next one on ``sys.path``: a
    user's or the distribution's), as Python would have, under the name ``sitecustomize``.
-5. Where ``TRAINOPS_YIELD_AT_EXIT`` is ``1`` (a process of a job of several), it registers the
+5. Where ``TRAINOPS_YIELD_AT_EXIT`` is ``1`` (a process of a job of several; with neither of
+   1.'s settings, it does only this and 4.), it registers the
    first exit handler, so the last to run: once torch is imported, it sleeps 10 ms before the
    interpreter ends. Gloo's work threads release the last collective's work after the script
    has its result, and that release takes the GIL; a thread taking the GIL while the
@@ -179,12 +180,15 @@ def _yield_to_collective_threads() -> None:
 
 
 def _start() -> None:
-    if os.environ.get("TRAINOPS_YIELD_AT_EXIT") == "1":
+    pausing = os.environ.get("TRAINOPS_YIELD_AT_EXIT") == "1"
+    if pausing:
         atexit.register(_yield_to_collective_threads)  # first registered: run last
-    if (_profiling() or _debugging()) and "torch" not in sys.modules:
+    observed = _profiling() or _debugging()
+    if observed and "torch" not in sys.modules:
         sys.meta_path.insert(0, _TorchWatcher())  # first: the chained one may import torch
-    sys.meta_path.append(_TrainopsFinder())  # last: an installed trainops wins
-    _offer_smdebug()
+    if observed or not pausing:  # a job only paused at exit sees no more of trainops (1-3)
+        sys.meta_path.append(_TrainopsFinder())  # last: an installed trainops wins
+        _offer_smdebug()
     _chain()
 
 
