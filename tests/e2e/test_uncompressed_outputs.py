@@ -22,6 +22,8 @@ model, data = Path(os.environ["SM_MODEL_DIR"]), Path(os.environ["SM_OUTPUT_DATA_
 (model / "common.txt").write_text(host)
 (model / "sub" / f"{host}.bin").write_bytes(os.urandom(70_000))
 (data / f"{host}.txt").write_text("report of " + host)
+if os.environ.get("LINK"):
+    (model / "latest").symlink_to("common.txt")
 print("written", flush=True)
 """
 
@@ -43,7 +45,7 @@ def _run(tmp_path: Path, name: str, **spec: object) -> tuple[dict[str, object], 
 
 
 def test_one_host_uploads_its_model_and_data_as_files(tmp_path: Path) -> None:
-    job, output = _run(tmp_path, "flat")
+    job, output = _run(tmp_path, "flat", environment={"LINK": "1"})
     assert job["TrainingJobStatus"] == "Completed", job["FailureReason"]
     assert job["OutputDataConfig"]["CompressionType"] == "NONE"
     assert job["ModelArtifacts"]["S3ModelArtifacts"].endswith("/flat/output/model/")
@@ -54,6 +56,9 @@ def test_one_host_uploads_its_model_and_data_as_files(tmp_path: Path) -> None:
     assert _files(output / "data") == {"algo-1.txt": b"report of algo-1"}
     outputs = [a["Uri"] for a in job["Artifacts"] if a["Name"] == "output"]
     assert [uri.endswith("/flat/output/data/") for uri in outputs] == [True]
+    # A link has no object to be: named in the log, not followed
+    logs = trainops("logs", "flat", home=tmp_path / "home").stdout
+    assert "model/latest is a symbolic link: not uploaded" in logs
 
 
 def test_the_files_of_several_hosts_are_merged_with_algo_1_winning(tmp_path: Path) -> None:

@@ -735,7 +735,7 @@ class HostAgent:
         self.log.flush()  # sidecars finish having heard every metric value the script printed
         artifacts = [] if self._sidecars is None else self._sidecars.finish()
         store = self._store(self.layout.output_prefix)
-        artifacts += upload_archives(store, self.tree, self.layout, self.state_dir)
+        artifacts += upload_archives(store, self.tree, self.layout, self.state_dir, self.log.agent)
         return artifacts
 
     def _upload_log(self) -> None:

@@ -14,6 +14,7 @@ what an earlier attempt left under that prefix and this one did not write is rem
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,14 +75,22 @@ class OutputLayout:
 
 
 def upload_archives(
-    store: ObjectStore, tree: HostTree, layout: OutputLayout, work_dir: Path
+    store: ObjectStore,
+    tree: HostTree,
+    layout: OutputLayout,
+    work_dir: Path,
+    log: Callable[[str], None] = lambda line: None,
 ) -> list[Artifact]:
     """Pack ``model/`` and ``output/data/`` and upload them (or upload their files, where the
-    layout is not compressed)."""
+    layout is not compressed: a symbolic link, which an archive would keep as a link, has no
+    object to be, and ``log`` hears it named)."""
     uploaded = []
     for kind, source in (("model", tree.model_dir), ("output", tree.output_data_dir)):
         source.mkdir(parents=True, exist_ok=True)
         if not layout.compressed:
+            for link in sorted(p for p in source.rglob("*") if p.is_symlink()):
+                shown = link.relative_to(tree.root).as_posix()
+                log(f"{shown} is a symbolic link: not uploaded (outputs go up uncompressed)")
             uploaded.append(_upload_files(store, source, layout.files(kind)))
             continue
         artifact = layout.archive(kind)
