@@ -19,7 +19,7 @@ from trainops.control._credentials import JobCredentials
 from trainops.control._heartbeats import Heartbeats
 from trainops.control._host_actions import HostActions
 from trainops.control._queue import WaitingQueue
-from trainops.store import HostRecord, JobRecord, MetadataStore
+from trainops.store import HostRecord, HostState, JobRecord, MetadataStore
 
 __all__ = ["ControlCore", "ControllerConfig", "handle_of"]
 
@@ -119,6 +119,17 @@ class ControlCore:
         self.notify()
         self.job_listener(job.name)
         return updated
+
+    def record_agent(self, job: str, host: str, attempt: int, handle: AgentHandle) -> None:
+        """The agent of ``host`` runs: its handle and the machine it is on, on the host's record."""
+        self.store.update_host(
+            job,
+            host,
+            attempt,
+            state=HostState.RUNNING,
+            handle=handle.to_json(),
+            node=self.backend.node_of(handle),
+        )
 
     def recheck(self, name: str) -> None:
         """Have the monitor look at ``name`` on its next ticks until a look succeeds: a change

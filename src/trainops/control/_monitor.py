@@ -179,14 +179,7 @@ class Monitor:
         found and recorded, or the host lost once none is heard from; whether either came."""
         handle = self.core.backend.find_agent(Path(host.state_dir))
         if handle is not None:
-            self.core.store.update_host(
-                job.name,
-                host.host,
-                host.attempt,
-                state=HostState.RUNNING,
-                handle=handle.to_json(),
-                node=self.core.backend.node_of(handle),
-            )
+            self.core.record_agent(job.name, host.host, host.attempt, handle)
             return True
         timeout = self.core.settings.control.heartbeat_timeout
         if self.core.heartbeats.silent_for(job.name, host.host, host.attempt) <= timeout:

@@ -195,14 +195,7 @@ class Placement:
         except OSError as exc:
             self._not_started(job, host, f"could not start the host agent: {exc}")
             return
-        self.core.store.update_host(
-            job.name,
-            host.host,
-            job.attempt,
-            state=HostState.RUNNING,
-            handle=handle.to_json(),
-            node=self.core.backend.node_of(handle),
-        )
+        self.core.record_agent(job.name, host.host, job.attempt, handle)
 
     def _not_started(self, job: JobRecord, host: NewHost, reason: str) -> None:
         self.core.store.update_host(
