@@ -60,8 +60,9 @@ class TrainingJob(JobSpec):
     @property
     def model_data(self) -> str | None:
         """The SDK estimator's ``model_data``: the URI of the job's ``model.tar.gz`` once it has
-        been uploaded (``ModelArtifacts.S3ModelArtifacts`` of its description), else ``None``
-        (before ``fit()``, while the job runs, or if it saved no model)."""
+        been uploaded (``ModelArtifacts.S3ModelArtifacts`` of its description; with
+        ``disable_output_compression``, the prefix ``.../output/model/`` of its files), else
+        ``None`` (before ``fit()``, while the job runs, or if it saved no model)."""
         if self._submitted_name is None:
             return None
         artifacts = self.describe().get("ModelArtifacts") or {}
