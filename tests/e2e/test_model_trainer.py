@@ -81,7 +81,7 @@ logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(name)s: %(m
 import boto3
 from sagemaker.train import ModelTrainer
 from sagemaker.core.training.configs import (
-    CheckpointConfig, Compute, InputData, SourceCode, StoppingCondition,
+    CheckpointConfig, Compute, InputData, OutputDataConfig, SourceCode, StoppingCondition,
 )
 from sagemaker.train.distributed import Torchrun
 
@@ -108,6 +108,10 @@ trainer = ModelTrainer(
     stopping_condition=StoppingCondition(max_runtime_in_seconds=600),
     checkpoint_config=CheckpointConfig(s3_uri=f"s3://trainops/checkpoints/{base_name}/"),
     distributed=Torchrun(process_count_per_node=1) if torchrun == "yes" else None,
+    # the two-host job's model uncompressed: each host's files merged under output/model/
+    output_data_config=OutputDataConfig(
+        s3_output_path=f"s3://trainops/{base_name}/", compression_type="NONE"
+    ) if torchrun == "yes" else None,
     base_job_name=base_name,
 )
 error = None
@@ -121,9 +125,14 @@ result = {"name": job.training_job_name, "status": job.training_job_status, "err
 if job.training_job_status == "Completed":
     uri = job.model_artifacts.s3_model_artifacts
     bucket, key = uri.removeprefix("s3://").split("/", 1)
-    body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
-    with tarfile.open(fileobj=io.BytesIO(body), mode="r:gz") as tar:
-        result["model"] = json.load(tar.extractfile("model.json"))
+    if uri.endswith("/"):  # uncompressed: the model's files under the prefix
+        result["model"] = json.loads(
+            s3.get_object(Bucket=bucket, Key=key + "model.json")["Body"].read()
+        )
+    else:
+        body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+        with tarfile.open(fileobj=io.BytesIO(body), mode="r:gz") as tar:
+            result["model"] = json.load(tar.extractfile("model.json"))
     result["uri"] = uri
     listed = s3.list_objects_v2(Bucket="trainops", Prefix=f"checkpoints/{base_name}/")
     result["checkpoints"] = sorted(o["Key"] for o in listed.get("Contents", []))
@@ -389,6 +398,8 @@ def test_model_trainer_torchrun_runs_on_two_hosts(
     }
     assert (model["MASTER_ADDR"], model["MASTER_PORT"]) == ("algo-1", "7777")  # the drivers'
     name = result["name"]
+    # OutputDataConfig(compression_type="NONE"): rank 0's file merged under the model prefix
+    assert result["uri"] == f"s3://trainops/v3-ddp/{name}/output/model/"
     for host, rank in (("algo-1", 0), ("algo-2", 1)):
         assert f"{name}/{host}-" in log  # both hosts' streams followed
         assert f"rank={rank} world=2 node={rank}" in log
