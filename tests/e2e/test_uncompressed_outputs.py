@@ -58,7 +58,7 @@ def test_one_host_uploads_its_model_and_data_as_files(tmp_path: Path) -> None:
     assert [uri.endswith("/flat/output/data/") for uri in outputs] == [True]
     # A link has no object to be: named in the log, not followed
     logs = trainops("logs", "flat", home=tmp_path / "home").stdout
-    assert "model/latest is a symbolic link: not uploaded" in logs
+    assert "'model/latest' is a symbolic link: not uploaded" in logs
 
 
 def test_the_files_of_several_hosts_are_merged_with_algo_1_winning(tmp_path: Path) -> None:

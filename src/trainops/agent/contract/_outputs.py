@@ -24,6 +24,8 @@ from trainops.storage import ObjectStore, join_uri, upload_tree
 
 __all__ = ["Artifact", "OutputLayout", "upload_archives", "upload_log"]
 
+_LINKS_NAMED = 10  # symbolic links named one by one in the host log, at most
+
 
 @dataclass(frozen=True, slots=True)
 class Artifact:
@@ -88,9 +90,7 @@ def upload_archives(
     for kind, source in (("model", tree.model_dir), ("output", tree.output_data_dir)):
         source.mkdir(parents=True, exist_ok=True)
         if not layout.compressed:
-            for link in sorted(p for p in source.rglob("*") if p.is_symlink()):
-                shown = link.relative_to(tree.root).as_posix()
-                log(f"{shown} is a symbolic link: not uploaded (outputs go up uncompressed)")
+            _name_links(source, tree.root, log)
             uploaded.append(_upload_files(store, source, layout.files(kind)))
             continue
         artifact = layout.archive(kind)
@@ -99,6 +99,17 @@ def upload_archives(
         archive.unlink()
         uploaded.append(artifact)
     return uploaded
+
+
+def _name_links(source: Path, root: Path, log: Callable[[str], None]) -> None:
+    """Name the first :data:`_LINKS_NAMED` symbolic links under ``source`` (and count the rest:
+    a script may leave any number of them)."""
+    links = sorted(p for p in source.rglob("*") if p.is_symlink())
+    for link in links[:_LINKS_NAMED]:
+        shown = link.relative_to(root).as_posix()
+        log(f"{shown!r} is a symbolic link: not uploaded (outputs go up uncompressed)")
+    if len(links) > _LINKS_NAMED:
+        log(f"... and {len(links) - _LINKS_NAMED} more symbolic links, not uploaded either")
 
 
 def _upload_files(store: ObjectStore, source: Path, artifact: Artifact) -> Artifact:
